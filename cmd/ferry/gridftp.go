@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"ferry/gridftp/server"
+	"ferry/passwd"
+	"ferry/storage/posix"
+)
+
+func newGridFTPCmd() *cobra.Command {
+	var (
+		root, listen, pwFile, dataIf, portRange, logLevel string
+		anonymous                                         bool
+		maxSessions                                       int
+	)
+	cmd := &cobra.Command{
+		Use:   "gridftp --root DIR [--listen HOST:PORT]",
+		Short: "Serve a directory tree to GridFTP and FTP clients",
+		Long: `Serve DIR as "/" to GridFTP clients (globus-url-copy, gfal2, FTS3, ferry copy) and
+plain FTP clients (lftp, curl). Sessions can never reach outside DIR.
+Logins: --anonymous accepts USER anonymous; --password-file accepts the users
+created with "ferry passwd". Stop with SIGTERM or Ctrl-C.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if root == "" {
+				return errors.New("--root is required")
+			}
+			if !anonymous && pwFile == "" {
+				return errors.New("no login allowed: give --anonymous and/or --password-file")
+			}
+			log, err := newLogger(logLevel)
+			if err != nil {
+				return err
+			}
+			fs, err := posix.New(root)
+			if err != nil {
+				return err
+			}
+			srv := &server.Server{FS: fs, Anonymous: anonymous, MaxSessions: maxSessions, Logger: log}
+			if pwFile != "" {
+				pw, err := passwd.Load(pwFile)
+				if err != nil {
+					return err
+				}
+				srv.Auth = pw
+			}
+			if dataIf != "" {
+				ip, err := netip.ParseAddr(dataIf)
+				if err != nil {
+					return fmt.Errorf("--data-interface: %w", err)
+				}
+				srv.DataInterface = ip
+			}
+			if portRange != "" {
+				if srv.PortLow, srv.PortHigh, err = parsePortRange(portRange); err != nil {
+					return err
+				}
+			}
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return err
+			}
+			log.Info("serving", "root", root, "listen", ln.Addr().String(), "anonymous", anonymous)
+			fmt.Fprintf(cmd.ErrOrStderr(), "ferry gridftp: serving %s on ftp://%s/\n", root, ln.Addr())
+			return serveUntilDone(cmd.Context(), srv, ln)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&root, "root", "", "directory to serve as /")
+	f.StringVar(&listen, "listen", "127.0.0.1:2811", "control channel address")
+	f.BoolVar(&anonymous, "anonymous", false, "allow anonymous logins")
+	f.StringVar(&pwFile, "password-file", "", "password file made with 'ferry passwd'")
+	f.StringVar(&dataIf, "data-interface", "", "IP address for data connections (default: the control connection's)")
+	f.StringVar(&portRange, "port-range", "", "passive data ports LO-HI")
+	f.IntVar(&maxSessions, "max-sessions", 0, "concurrent sessions (0: unlimited)")
+	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	return cmd
+}
+
+func serveUntilDone(ctx context.Context, srv *server.Server, ln net.Listener) error {
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shut, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	srv.Shutdown(shut)
+	return nil
+}
+
+func parsePortRange(s string) (lo, hi int, err error) {
+	a, b, ok := strings.Cut(s, "-")
+	lo, err1 := strconv.Atoi(a)
+	hi, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || lo < 1 || hi > 65535 || lo > hi {
+		return 0, 0, fmt.Errorf("--port-range %q: expected LO-HI within 1-65535", s)
+	}
+	return lo, hi, nil
+}
+
+func newLogger(level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+}

@@ -1,0 +1,36 @@
+// Command ferry is fire-and-forget, managed, high-performance data movement
+// for research data. One binary holds every role: the GridFTP endpoint
+// server (ferry gridftp) and its tools; the service, agent and clients
+// follow. This package is the only place that reads flags and wires
+// components together.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := newRoot().ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "ferry:", err)
+		os.Exit(1)
+	}
+}
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "ferry",
+		Short:         "Fire-and-forget, verified, fast data movement for research data",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newGridFTPCmd(), newPasswdCmd())
+	return root
+}

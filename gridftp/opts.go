@@ -1,0 +1,55 @@
+package gridftp
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// RetrOptions are the settings of "OPTS RETR".
+type RetrOptions struct {
+	Parallelism int // streams the sender opens; 0 when not given
+	Markers     int // seconds between 112 markers on RETR; 0 when not given
+	BlockSize   int // StripeLayout block size; 0 when not given
+}
+
+// ParseRetrOptions parses "Parallelism=4,4,4;Markers=5;". Like GCT it
+// insists on the ';' after every item.
+func ParseRetrOptions(s string) (RetrOptions, error) {
+	var o RetrOptions
+	s = strings.TrimSpace(s)
+	if s == "" || !strings.HasSuffix(s, ";") {
+		return o, fmt.Errorf("gridftp: OPTS RETR items must end with ';'")
+	}
+	for _, item := range strings.Split(strings.TrimSuffix(s, ";"), ";") {
+		k, v, ok := strings.Cut(item, "=")
+		if !ok {
+			return o, fmt.Errorf("gridftp: OPTS RETR item %q", truncate(item))
+		}
+		switch strings.ToLower(strings.TrimSpace(k)) {
+		case "parallelism":
+			first, _, _ := strings.Cut(v, ",")
+			n, err := strconv.Atoi(strings.TrimSpace(first))
+			if err != nil || n < 1 || n > MaxStreams {
+				return o, fmt.Errorf("gridftp: parallelism %q", truncate(v))
+			}
+			o.Parallelism = n
+		case "markers":
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil || n < 0 || n > 86400 {
+				return o, fmt.Errorf("gridftp: markers %q", truncate(v))
+			}
+			o.Markers = n
+		case "blocksize":
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil || n < 1 || n > 64<<20 {
+				return o, fmt.Errorf("gridftp: block size %q", truncate(v))
+			}
+			o.BlockSize = n
+		case "stripelayout", "parallelism_mode", "mode":
+		default:
+			return o, fmt.Errorf("gridftp: unknown OPTS RETR item %q", truncate(k))
+		}
+	}
+	return o, nil
+}

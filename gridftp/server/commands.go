@@ -1,0 +1,551 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"ferry/checksum"
+	"ferry/gridftp"
+	"ferry/storage"
+)
+
+type argRule int
+
+const (
+	argAny argRule = iota
+	argRequired
+	argNone
+)
+
+// handler is one row of the command table; fn returns false to end the
+// session.
+type handler struct {
+	fn   func(ss *session, arg string) bool
+	open bool    // allowed before login
+	arg  argRule // argument checked before fn runs
+}
+
+// commands is the table of verbs; each row names a handleXXX method.
+var commands map[string]handler
+
+func init() {
+	commands = map[string]handler{
+		"USER": {fn: (*session).handleUSER, open: true, arg: argRequired},
+		"PASS": {fn: (*session).handlePASS, open: true},
+		"QUIT": {fn: (*session).handleQUIT, open: true},
+		"FEAT": {fn: (*session).handleFEAT, open: true, arg: argNone},
+		"HELP": {fn: (*session).handleHELP, open: true},
+		"NOOP": {fn: (*session).handleNOOP, open: true},
+		"SYST": {fn: (*session).handleSYST, arg: argNone},
+		"TYPE": {fn: (*session).handleTYPE, arg: argRequired},
+		"STRU": {fn: (*session).handleSTRU, arg: argRequired},
+		"MODE": {fn: (*session).handleMODE, arg: argRequired},
+		"ALLO": {fn: (*session).handleALLO},
+		"PASV": {fn: (*session).handlePASV},
+		"EPSV": {fn: (*session).handleEPSV},
+		"SPAS": {fn: (*session).handleSPAS},
+		"PORT": {fn: (*session).handlePORT, arg: argRequired},
+		"EPRT": {fn: (*session).handleEPRT, arg: argRequired},
+		"SPOR": {fn: (*session).handleSPOR, arg: argRequired},
+		"REST": {fn: (*session).handleREST, arg: argRequired},
+		"RETR": {fn: (*session).handleRETR, arg: argRequired},
+		"ERET": {fn: (*session).handleERET, arg: argRequired},
+		"STOR": {fn: (*session).handleSTOR, arg: argRequired},
+		"ESTO": {fn: (*session).handleESTO, arg: argRequired},
+		"APPE": {fn: (*session).handleAPPE, arg: argRequired},
+		"LIST": {fn: (*session).handleLIST},
+		"NLST": {fn: (*session).handleNLST},
+		"MLSD": {fn: (*session).handleMLSD},
+		"MLST": {fn: (*session).handleMLST},
+		"SIZE": {fn: (*session).handleSIZE, arg: argRequired},
+		"MDTM": {fn: (*session).handleMDTM, arg: argRequired},
+		"MFMT": {fn: (*session).handleMFMT, arg: argRequired},
+		"DELE": {fn: (*session).handleDELE, arg: argRequired},
+		"MKD":  {fn: (*session).handleMKD, arg: argRequired},
+		"RMD":  {fn: (*session).handleRMD, arg: argRequired},
+		"RNFR": {fn: (*session).handleRNFR, arg: argRequired},
+		"RNTO": {fn: (*session).handleRNTO, arg: argRequired},
+		"CWD":  {fn: (*session).handleCWD, arg: argRequired},
+		"CDUP": {fn: (*session).handleCDUP, arg: argNone},
+		"PWD":  {fn: (*session).handlePWD, arg: argNone},
+		"CKSM": {fn: (*session).handleCKSM, arg: argRequired},
+		"SCKS": {fn: (*session).handleSCKS, arg: argRequired},
+		"OPTS": {fn: (*session).handleOPTS, arg: argRequired},
+		"SITE": {fn: (*session).handleSITE, arg: argRequired},
+		"DCAU": {fn: (*session).handleDCAU, arg: argRequired},
+		"PBSZ": {fn: (*session).handlePBSZ, arg: argRequired},
+		"PROT": {fn: (*session).handlePROT, arg: argRequired},
+		"TREV": {fn: (*session).handleTREV, arg: argRequired},
+		"ABOR": {fn: (*session).handleABOR, open: true, arg: argNone},
+		"STAT": {fn: (*session).handleSTAT},
+	}
+	commands["XPWD"] = commands["PWD"]
+	commands["XCUP"] = commands["CDUP"]
+	commands["XMKD"] = commands["MKD"]
+	commands["XRMD"] = commands["RMD"]
+	commands["XCWD"] = commands["CWD"]
+}
+
+func isAnonymous(user string) bool {
+	return strings.EqualFold(user, "anonymous") || strings.EqualFold(user, "ftp")
+}
+
+func (ss *session) handleUSER(arg string) bool {
+	ss.user, ss.loggedIn = arg, false
+	ss.replyf(gridftp.CodeNeedPassword, "Password required for %s.", arg)
+	return true
+}
+
+func (ss *session) handlePASS(arg string) bool {
+	switch {
+	case ss.user == "":
+		ss.reply(gridftp.CodeBadSequence, "Login with USER first.")
+		return true
+	case ss.loggedIn:
+		ss.reply(gridftp.CodeBadSequence, "Already logged in.")
+		return true
+	case ss.srv.Anonymous && isAnonymous(ss.user):
+		ss.user = "anonymous"
+		ss.loggedIn = true
+	case ss.srv.Auth != nil && ss.srv.Auth.Authenticate(ss.user, arg):
+		ss.loggedIn = true
+	}
+	if !ss.loggedIn {
+		ss.failures++
+		ss.log.Info("login failed", "user", ss.user)
+		ss.reply(gridftp.CodeNotLoggedIn, "Login incorrect.")
+		return ss.failures < maxLoginFailures
+	}
+	ss.log.Info("login", "user", ss.user)
+	ss.replyf(gridftp.CodeLoggedIn, "User %s logged in.", ss.user)
+	return true
+}
+
+func (ss *session) handleQUIT(string) bool {
+	ss.reply(gridftp.CodeClosing, "Goodbye.")
+	return false
+}
+
+// features are the FEAT lines after the checksum line.
+var features = []string{
+	" DCAU",
+	" MFMT",
+	" WHOAMI",
+	" UTF8",
+	" LANG EN",
+	" PARALLEL",
+	" SIZE",
+	" MLST Type*;Size*;Modify*;Perm*;UNIX.mode*;Unique*;",
+	" ERET",
+	" ESTO",
+	" SPAS",
+	" SPOR",
+	" REST STREAM",
+	" MDTM",
+	" TVFS",
+}
+
+func (ss *session) handleFEAT(string) bool {
+	var ck strings.Builder
+	ck.WriteString(" CKSM ")
+	for i, n := range checksum.Names() {
+		fmt.Fprintf(&ck, "%s:%d;", n, 10+i)
+	}
+	lines := append([]string{"Extensions supported", ck.String()}, features...)
+	ss.reply(gridftp.CodeFeatures, append(lines, "End.")...)
+	return true
+}
+
+func helpList(names []string) []string {
+	slices.Sort(names)
+	lines := []string{"The following commands are recognized:"}
+	for i := 0; i < len(names); i += 8 {
+		row := "   "
+		for _, n := range names[i:min(i+8, len(names))] {
+			row += fmt.Sprintf(" %-7s", n)
+		}
+		lines = append(lines, strings.TrimRight(row, " "))
+	}
+	return append(lines, "End")
+}
+
+func (ss *session) handleHELP(string) bool {
+	var names []string
+	for n := range commands {
+		names = append(names, n)
+	}
+	ss.reply(gridftp.CodeHelp, helpList(names)...)
+	return true
+}
+
+func (ss *session) handleNOOP(string) bool {
+	ss.reply(gridftp.CodeOK, "NOOP command successful.")
+	return true
+}
+
+func (ss *session) handleSYST(string) bool {
+	ss.reply(gridftp.CodeSystem, "UNIX Type: L8")
+	return true
+}
+
+func (ss *session) handleTYPE(arg string) bool {
+	t := strings.ToUpper(strings.Fields(arg)[0])
+	switch t {
+	case "I", "A", "L":
+		ss.replyf(gridftp.CodeOK, "Type set to %s.", t)
+	default:
+		ss.replyf(gridftp.CodeParamNotSupported, "Type %s not supported.", arg)
+	}
+	return true
+}
+
+func (ss *session) handleSTRU(arg string) bool {
+	if strings.EqualFold(arg, "F") {
+		ss.reply(gridftp.CodeOK, "Structure set to F.")
+	} else {
+		ss.replyf(gridftp.CodeParamNotSupported, "Structure %s not supported.", arg)
+	}
+	return true
+}
+
+func (ss *session) handleMODE(arg string) bool {
+	switch strings.ToUpper(arg) {
+	case "S":
+		if ss.modeE {
+			ss.data.dropCache()
+		}
+		ss.modeE = false
+	case "E":
+		ss.modeE = true
+	default:
+		ss.replyf(gridftp.CodeBadArguments, "'MODE %s' unrecognized transfer mode.", arg)
+		return true
+	}
+	ss.replyf(gridftp.CodeOK, "Mode set to %s.", strings.ToUpper(arg))
+	return true
+}
+
+func (ss *session) handleALLO(string) bool {
+	ss.reply(gridftp.CodeOK, "ALLO command successful.")
+	return true
+}
+
+func (ss *session) handleREST(arg string) bool {
+	arg = strings.TrimSpace(arg)
+	if strings.ContainsAny(arg, "-,") {
+		rs, err := gridftp.ParseRanges(arg)
+		if err != nil {
+			ss.reply(gridftp.CodeBadArguments, "Bad restart range list.")
+			return true
+		}
+		ss.restRanges, ss.restOffset = rs, 0
+	} else {
+		n, err := strconv.ParseInt(arg, 10, 64)
+		if err != nil || n < 0 {
+			ss.reply(gridftp.CodeBadArguments, "Bad restart offset.")
+			return true
+		}
+		ss.restOffset, ss.restRanges = n, gridftp.Ranges{}
+	}
+	ss.restSet = true
+	ss.reply(gridftp.CodePending, "Restart Marker OK. Send STORE or RETR to initiate transfer.")
+	return true
+}
+
+func (ss *session) handleSIZE(arg string) bool {
+	info, err := ss.srv.FS.Stat(ss.ctx, ss.path(arg))
+	if err != nil {
+		ss.errorReply("stat", err)
+		return true
+	}
+	ss.replyf(gridftp.CodeFileStatus, "%d", info.Size)
+	return true
+}
+
+const mdtmLayout = "20060102150405"
+
+func (ss *session) handleMDTM(arg string) bool {
+	info, err := ss.srv.FS.Stat(ss.ctx, ss.path(arg))
+	if err != nil {
+		ss.errorReply("stat", err)
+		return true
+	}
+	ss.reply(gridftp.CodeFileStatus, info.ModTime.UTC().Format(mdtmLayout))
+	return true
+}
+
+// parseTimeAndPath splits "YYYYMMDDHHMMSS[.fff] path".
+func parseTimeAndPath(arg string) (time.Time, string, error) {
+	ts, p, ok := strings.Cut(arg, " ")
+	if !ok || p == "" {
+		return time.Time{}, "", errors.New("expected TIME PATH")
+	}
+	ts, _, _ = strings.Cut(ts, ".")
+	t, err := time.ParseInLocation(mdtmLayout, ts, time.UTC)
+	if err != nil {
+		return time.Time{}, "", errors.New("time must be YYYYMMDDHHMMSS")
+	}
+	return t, p, nil
+}
+
+func (ss *session) handleMFMT(arg string) bool {
+	t, p, err := parseTimeAndPath(arg)
+	if err != nil {
+		ss.replyf(gridftp.CodeBadArguments, "MFMT: %v.", err)
+		return true
+	}
+	if err := ss.srv.FS.Chtimes(ss.ctx, ss.path(p), t); err != nil {
+		ss.errorReply("utime", err)
+		return true
+	}
+	ss.replyf(gridftp.CodeFileStatus, "Modify=%s; %s", t.Format(mdtmLayout), p)
+	return true
+}
+
+func (ss *session) handleDELE(arg string) bool {
+	p := ss.path(arg)
+	info, err := ss.srv.FS.Stat(ss.ctx, p)
+	if err == nil && info.IsDir() {
+		err = fmt.Errorf("dele %s: %w", p, storage.ErrIsDir)
+	}
+	if err == nil {
+		err = ss.srv.FS.Remove(ss.ctx, p)
+	}
+	if err != nil {
+		ss.errorReply("unlink", err)
+		return true
+	}
+	ss.reply(gridftp.CodeFileActionOK, "DELE command successful.")
+	return true
+}
+
+func (ss *session) handleMKD(arg string) bool {
+	p := ss.path(arg)
+	if err := ss.srv.FS.Mkdir(ss.ctx, p); err != nil {
+		ss.errorReply("mkdir", err)
+		return true
+	}
+	ss.replyf(gridftp.CodePathCreated, "Directory %s created successfully.", quotePath(p))
+	return true
+}
+
+func (ss *session) handleRMD(arg string) bool {
+	p := ss.path(arg)
+	info, err := ss.srv.FS.Stat(ss.ctx, p)
+	if err == nil && !info.IsDir() {
+		err = fmt.Errorf("rmd %s: %w", p, storage.ErrNotDir)
+	}
+	if err == nil && p == "/" {
+		err = fmt.Errorf("rmd /: %w", fs.ErrPermission)
+	}
+	if err == nil {
+		err = ss.srv.FS.Remove(ss.ctx, p)
+	}
+	if err != nil {
+		ss.errorReply("rmdir", err)
+		return true
+	}
+	ss.reply(gridftp.CodeFileActionOK, "RMD command successful.")
+	return true
+}
+
+func (ss *session) handleRNFR(arg string) bool {
+	p := ss.path(arg)
+	if _, err := ss.srv.FS.Stat(ss.ctx, p); err != nil {
+		ss.errorReply("stat", err)
+		return true
+	}
+	ss.rnfr = p
+	ss.reply(gridftp.CodePending, "OK. Send RNTO with destination name.")
+	return true
+}
+
+func (ss *session) handleRNTO(arg string) bool {
+	from := ss.rnfr
+	ss.rnfr = ""
+	if from == "" {
+		ss.reply(gridftp.CodeBadSequence, "RNTO must follow RNFR.")
+		return true
+	}
+	if err := ss.srv.FS.Rename(ss.ctx, from, ss.path(arg)); err != nil {
+		ss.errorReply("rename", err)
+		return true
+	}
+	ss.reply(gridftp.CodeFileActionOK, "OK.")
+	return true
+}
+
+func (ss *session) handleCWD(arg string) bool {
+	p := ss.path(arg)
+	info, err := ss.srv.FS.Stat(ss.ctx, p)
+	if err == nil && !info.IsDir() {
+		err = fmt.Errorf("cwd %s: %w", p, storage.ErrNotDir)
+	}
+	if err != nil {
+		ss.errorReply("stat", err)
+		return true
+	}
+	ss.cwd = p
+	ss.reply(gridftp.CodeFileActionOK, "CWD command successful.")
+	return true
+}
+
+func (ss *session) handleCDUP(string) bool { return ss.handleCWD("..") }
+
+func (ss *session) handlePWD(string) bool {
+	ss.replyf(gridftp.CodePathCreated, "%s is current directory.", quotePath(ss.cwd))
+	return true
+}
+
+// quotePath quotes a path for a 257 reply (RFC 959: double any quote).
+func quotePath(p string) string { return `"` + strings.ReplaceAll(p, `"`, `""`) + `"` }
+
+// parseCksmArgs splits "ALG OFFSET LENGTH PATH".
+func parseCksmArgs(arg string) (alg string, off, length int64, p string, err error) {
+	f := strings.SplitN(arg, " ", 4)
+	if len(f) != 4 || f[3] == "" {
+		return "", 0, 0, "", errors.New("expected ALGORITHM OFFSET LENGTH PATH")
+	}
+	off, err1 := strconv.ParseInt(f[1], 10, 64)
+	length, err2 := strconv.ParseInt(f[2], 10, 64)
+	if err1 != nil || err2 != nil || off < 0 || length < -1 {
+		return "", 0, 0, "", errors.New("bad offset or length")
+	}
+	return f[0], off, length, f[3], nil
+}
+
+func (ss *session) handleCKSM(arg string) bool {
+	alg, off, length, p, err := parseCksmArgs(arg)
+	if err != nil {
+		ss.replyf(gridftp.CodeBadArguments, "CKSM: %v.", err)
+		return true
+	}
+	sum, err := ss.checksum(alg, ss.path(p), off, length)
+	if err != nil {
+		ss.errorReply("checksum", err)
+		return true
+	}
+	ss.reply(gridftp.CodeFileStatus, sum)
+	return true
+}
+
+// checksum computes alg over a range of the file at p. ABOR interrupts it.
+func (ss *session) checksum(alg, p string, off, length int64) (string, error) {
+	if _, err := checksum.New(alg); err != nil {
+		return "", err
+	}
+	ctx, done := ss.transferContext()
+	defer done()
+	f, err := ss.srv.FS.Open(ctx, p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	return checksum.Sum(ctx, f, off, length, alg)
+}
+
+func (ss *session) handleSCKS(arg string) bool {
+	alg, sum, ok := strings.Cut(strings.TrimSpace(arg), " ")
+	if !ok || sum == "" {
+		ss.reply(gridftp.CodeBadArguments, "SCKS: expected ALGORITHM CHECKSUM.")
+		return true
+	}
+	if _, err := checksum.New(alg); err != nil {
+		ss.errorReply("checksum", err)
+		return true
+	}
+	ss.scks = &expectedSum{alg: alg, sum: strings.ToLower(sum)}
+	ss.reply(gridftp.CodeOK, "SCKS OK.")
+	return true
+}
+
+func (ss *session) handleOPTS(arg string) bool {
+	what, rest, _ := strings.Cut(arg, " ")
+	switch strings.ToUpper(what) {
+	case "RETR":
+		o, err := gridftp.ParseRetrOptions(rest)
+		if err != nil {
+			ss.reply(gridftp.CodeSyntaxError, "OPTS failed.")
+			return true
+		}
+		if o.Parallelism > 0 {
+			ss.parallel = o.Parallelism
+		}
+		if o.Markers > 0 {
+			ss.retrMarks = time.Duration(o.Markers) * time.Second
+		}
+	case "CKSM", "UTF8", "MLST", "MLSD":
+	default:
+		ss.reply(gridftp.CodeSyntaxError, "OPTS failed.")
+		return true
+	}
+	ss.reply(gridftp.CodeOK, "OPTS Command Successful.")
+	return true
+}
+
+func (ss *session) handleDCAU(arg string) bool {
+	if strings.EqualFold(strings.TrimSpace(arg), "N") {
+		ss.reply(gridftp.CodeOK, "DCAU N.")
+	} else {
+		ss.replyf(gridftp.CodeParamNotSupported, "DCAU %s needs a GSI login; only DCAU N is available.", arg)
+	}
+	return true
+}
+
+func (ss *session) handlePBSZ(arg string) bool {
+	n, err := strconv.ParseUint(strings.TrimSpace(arg), 10, 32)
+	if err != nil {
+		ss.reply(gridftp.CodeBadArguments, "Bad PBSZ value.")
+		return true
+	}
+	ss.replyf(gridftp.CodeOK, "PBSZ=%d", n)
+	return true
+}
+
+func (ss *session) handlePROT(arg string) bool {
+	if strings.EqualFold(strings.TrimSpace(arg), "C") {
+		ss.reply(gridftp.CodeOK, "Protection level set to C.")
+	} else {
+		ss.replyf(gridftp.CodeProtNotSupported, "Protection level %s needs a GSI login.", arg)
+	}
+	return true
+}
+
+func (ss *session) handleTREV(arg string) bool {
+	f := strings.Fields(arg)
+	if len(f) != 2 {
+		ss.reply(gridftp.CodeBadArguments, "TREV: expected EVENT INTERVAL.")
+		return true
+	}
+	if _, err := strconv.Atoi(f[1]); err != nil {
+		ss.reply(gridftp.CodeBadArguments, "TREV: bad interval.")
+		return true
+	}
+	ss.reply(gridftp.CodeOK, "TREV command successful.")
+	return true
+}
+
+func (ss *session) handleABOR(string) bool {
+	ss.reply(gridftp.CodeTransferComplete, "ABOR command successful.")
+	return true
+}
+
+func (ss *session) handleSTAT(arg string) bool {
+	if arg == "" {
+		ss.reply(gridftp.CodeStatus, "GridFTP server status.")
+		return true
+	}
+	p := ss.path(arg)
+	info, err := ss.srv.FS.Stat(ss.ctx, p)
+	if err != nil {
+		ss.errorReply("stat", err)
+		return true
+	}
+	ss.reply(gridftp.CodeStatus, "status of "+arg, " "+listLine(info), "End.")
+	return true
+}

@@ -1,0 +1,270 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"ferry/gridftp"
+)
+
+// dataConn is one data connection; br keeps bytes read ahead for the next
+// transfer on a cached MODE E stream.
+type dataConn struct {
+	c  net.Conn
+	br *bufio.Reader
+}
+
+// dataChannel is a session's data connection setup: a passive listener or
+// active addresses, and the MODE E streams cached across transfers.
+type dataChannel struct {
+	ln       net.Listener
+	accepted chan net.Conn // filled by the accept goroutine of ln
+	stop     chan struct{}
+	wg       sync.WaitGroup
+
+	active []netip.AddrPort // PORT, EPRT, SPOR
+
+	cache []*dataConn // open MODE E streams
+}
+
+// close ends the data channel: listener and cached streams.
+func (d *dataChannel) close() {
+	if d.ln != nil {
+		d.ln.Close()
+		close(d.stop)
+		d.wg.Wait()
+		for c := range d.accepted {
+			c.Close()
+		}
+		d.ln, d.accepted, d.stop = nil, nil, nil
+	}
+	d.active = nil
+	d.dropCache()
+}
+
+// dropCache closes the cached MODE E streams.
+func (d *dataChannel) dropCache() {
+	for _, c := range d.cache {
+		c.c.Close()
+	}
+	d.cache = nil
+}
+
+// maxPendingConns bounds connections accepted ahead of a transfer.
+const maxPendingConns = gridftp.MaxStreams
+
+// listen opens a passive listener on the data interface and starts
+// accepting into d.accepted.
+func (ss *session) listen() (netip.AddrPort, error) {
+	ss.data.close()
+	ip := ss.srv.DataInterface
+	if !ip.IsValid() {
+		ap, err := netip.ParseAddrPort(ss.conn.LocalAddr().String())
+		if err != nil {
+			return netip.AddrPort{}, err
+		}
+		ip = ap.Addr().Unmap()
+	}
+	ln, err := ss.srv.listenData(ip)
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	d := &ss.data
+	d.ln, d.accepted, d.stop = ln, make(chan net.Conn, maxPendingConns), make(chan struct{})
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		defer close(d.accepted)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			select {
+			case d.accepted <- c:
+			case <-d.stop:
+				c.Close()
+				return
+			}
+		}
+	}()
+	port := uint16(ln.Addr().(*net.TCPAddr).Port)
+	return netip.AddrPortFrom(ip, port), nil
+}
+
+// listenData binds a data listener within the configured port range.
+func (s *Server) listenData(ip netip.Addr) (net.Listener, error) {
+	if s.PortLow <= 0 || s.PortHigh < s.PortLow {
+		return net.Listen("tcp", netip.AddrPortFrom(ip, 0).String())
+	}
+	span := s.PortHigh - s.PortLow + 1
+	start := int(time.Now().UnixNano() % int64(span))
+	var lastErr error
+	for i := range span {
+		port := s.PortLow + (start+i)%span
+		ln, err := net.Listen("tcp", netip.AddrPortFrom(ip, uint16(port)).String())
+		if err == nil {
+			return ln, nil
+		}
+		lastErr = err
+	}
+	return nil, fmt.Errorf("no free data port in %d-%d: %w", s.PortLow, s.PortHigh, lastErr)
+}
+
+func (ss *session) handlePASV(string) bool {
+	ap, err := ss.listen()
+	if err != nil || !ap.Addr().Is4() {
+		ss.log.Warn("PASV failed", "err", err)
+		ss.reply(gridftp.CodeCantOpenData, "Cannot open passive data port; use EPSV.")
+		return true
+	}
+	ss.replyf(gridftp.CodePassive, "Entering Passive Mode (%s)", gridftp.FormatHostPort(ap))
+	return true
+}
+
+func (ss *session) handleEPSV(arg string) bool {
+	if strings.EqualFold(strings.TrimSpace(arg), "ALL") {
+		ss.reply(gridftp.CodeOK, "EPSV ALL command successful.")
+		return true
+	}
+	ap, err := ss.listen()
+	if err != nil {
+		ss.log.Warn("EPSV failed", "err", err)
+		ss.reply(gridftp.CodeCantOpenData, "Cannot open passive data port.")
+		return true
+	}
+	ss.replyf(gridftp.CodeExtPassive, "Entering Extended Passive Mode (|||%d|)", ap.Port())
+	return true
+}
+
+func (ss *session) handleSPAS(string) bool {
+	ap, err := ss.listen()
+	if err != nil || !ap.Addr().Is4() {
+		ss.log.Warn("SPAS failed", "err", err)
+		ss.reply(gridftp.CodeCantOpenData, "Cannot open passive data port.")
+		return true
+	}
+	ss.reply(gridftp.CodeExtPassive, "Entering Striped Passive Mode.", " "+gridftp.FormatHostPort(ap), "End")
+	return true
+}
+
+func (ss *session) setActive(addrs []netip.AddrPort) {
+	same := len(addrs) == len(ss.data.active)
+	for i := 0; same && i < len(addrs); i++ {
+		same = addrs[i] == ss.data.active[i]
+	}
+	if same && ss.data.ln == nil {
+		return // keep cached streams to the same peer
+	}
+	ss.data.close()
+	ss.data.active = addrs
+}
+
+func (ss *session) handlePORT(arg string) bool {
+	ap, err := gridftp.ParseHostPort(arg)
+	if err != nil {
+		ss.reply(gridftp.CodeBadArguments, "Bad PORT address.")
+		return true
+	}
+	ss.setActive([]netip.AddrPort{ap})
+	ss.reply(gridftp.CodeOK, "PORT Command successful.")
+	return true
+}
+
+func (ss *session) handleEPRT(arg string) bool {
+	ap, err := gridftp.ParseEPRT(arg)
+	if err != nil {
+		ss.reply(gridftp.CodeBadArguments, "Bad EPRT address.")
+		return true
+	}
+	ss.setActive([]netip.AddrPort{ap})
+	ss.reply(gridftp.CodeOK, "EPRT Command successful.")
+	return true
+}
+
+func (ss *session) handleSPOR(arg string) bool {
+	aps, err := gridftp.ParseHostPorts(arg)
+	if err != nil {
+		ss.reply(gridftp.CodeBadArguments, "Bad SPOR address list.")
+		return true
+	}
+	ss.setActive(aps)
+	ss.reply(gridftp.CodeOK, "SPOR Command successful.")
+	return true
+}
+
+var errNoDataSetup = errors.New("no PASV or PORT before the transfer")
+
+// acceptOne waits for the next passive connection.
+func (ss *session) acceptOne(ctx context.Context) (net.Conn, error) {
+	if ss.data.ln == nil {
+		return nil, errNoDataSetup
+	}
+	t := time.NewTimer(ss.srv.dataTimeout())
+	defer t.Stop()
+	select {
+	case c, ok := <-ss.data.accepted:
+		if !ok {
+			return nil, fmt.Errorf("data listener closed: %w", errDataConn)
+		}
+		return c, nil
+	case <-t.C:
+		return nil, fmt.Errorf("no data connection within %v: %w", ss.srv.dataTimeout(), errDataConn)
+	case <-ctx.Done():
+		return nil, errAborted
+	}
+}
+
+// dial opens an active data connection to the i-th address (round robin).
+func (ss *session) dial(ctx context.Context, i int) (net.Conn, error) {
+	if len(ss.data.active) == 0 {
+		return nil, errNoDataSetup
+	}
+	ap := ss.data.active[i%len(ss.data.active)]
+	if !ss.allowedPeer(ap.Addr()) {
+		return nil, fmt.Errorf("refusing data connection to %v: %w", ap, errDataConn)
+	}
+	d := net.Dialer{Timeout: ss.srv.dataTimeout()}
+	c, err := d.DialContext(ctx, "tcp", ap.String())
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, errAborted
+		}
+		return nil, fmt.Errorf("connect %v: %w", ap, errDataConn)
+	}
+	return c, nil
+}
+
+// allowedPeer refuses data connections to addresses no client can mean:
+// unspecified, multicast and broadcast.
+func (ss *session) allowedPeer(ip netip.Addr) bool {
+	return ip.IsValid() && !ip.IsUnspecified() && !ip.IsMulticast() && ip != netip.AddrFrom4([4]byte{255, 255, 255, 255})
+}
+
+// tune applies SITE STORBUFSIZE / RETRBUFSIZE to a data connection.
+func tune(c net.Conn, size int) {
+	if tc, ok := c.(*net.TCPConn); ok && size > 0 {
+		tc.SetReadBuffer(size)
+		tc.SetWriteBuffer(size)
+	}
+}
+
+// passiveDescription is for logs.
+func (d *dataChannel) String() string {
+	if d.ln != nil {
+		return "passive " + d.ln.Addr().String()
+	}
+	var s []string
+	for _, a := range d.active {
+		s = append(s, a.String())
+	}
+	return "active " + strings.Join(s, " ") + " cached=" + strconv.Itoa(len(d.cache))
+}

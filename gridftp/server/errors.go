@@ -1,0 +1,72 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+
+	"ferry/checksum"
+	"ferry/gridftp"
+	"ferry/storage"
+)
+
+// errorKind is one row of the table mapping errors to replies: the FTP code,
+// GCT's GlobusError class (grid clients parse it), and the errno GCT shows.
+type errorKind struct {
+	err   error
+	code  int
+	class string
+	errno int
+	text  string
+}
+
+// errorTable maps errors to replies, first match wins.
+var errorTable = []errorKind{
+	{storage.ErrNotExist, gridftp.CodeFileUnavailable, "PATH_NOT_FOUND", 2, "No such file or directory"},
+	{storage.ErrPermission, gridftp.CodeFileUnavailable, "PERMISSION_DENIED", 13, "Permission denied"},
+	{storage.ErrExist, gridftp.CodeNameNotAllowed, "PATH_EXISTS", 17, "File exists"},
+	{storage.ErrNotDir, gridftp.CodeFileUnavailable, "PATH_NOT_FOUND", 20, "Not a directory"},
+	{storage.ErrIsDir, gridftp.CodeFileUnavailable, "IS_A_DIRECTORY", 21, "Is a directory"},
+	{storage.ErrNotEmpty, gridftp.CodeFileUnavailable, "INVALID_PATH", 39, "Directory not empty"},
+	{storage.ErrNoSpace, gridftp.CodeNoSpace, "NO_SPACE_LEFT", 28, "No space left on device"},
+	{checksum.ErrUnknown, gridftp.CodeParamNotSupported, "UNSUPPORTED", 95, "Unsupported checksum algorithm"},
+	{errChecksumMismatch, gridftp.CodeFileUnavailable, "INCORRECT_CHECKSUM", 5, "Checksum mismatch"},
+	{errAborted, gridftp.CodeTransferAborted, "ABORTED", 125, "Transfer aborted"},
+	{errDataConn, gridftp.CodeTransferAborted, "DATA_CHANNEL", 104, "Data connection failed"},
+	{os.ErrDeadlineExceeded, gridftp.CodeTransferAborted, "TIMEOUT", 110, "Timed out"},
+}
+
+var errChecksumMismatch = errors.New("checksum mismatch")
+var errDataConn = errors.New("data connection failed")
+
+var internalKind = errorKind{code: gridftp.CodeLocalError, class: "INTERNAL_ERROR", errno: 5, text: "Input/output error"}
+
+func replyFor(err error) errorKind {
+	for _, k := range errorTable {
+		if errors.Is(err, k.err) {
+			return k
+		}
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return errorKind{code: gridftp.CodeTransferAborted, class: "DATA_CHANNEL", errno: 104, text: "Data connection failed"}
+	}
+	return internalKind
+}
+
+// errorReply builds GCT's multi-line error reply for op failing with err.
+// Like GCT's, the reply names the operation and the error class only: paths
+// and other details of the server's side go to its log.
+func errorReply(op string, err error) gridftp.Reply {
+	k := replyFor(err)
+	reason := fmt.Sprintf("System error in %s", op)
+	detail := k.text
+	return gridftp.Reply{Code: k.code, Lines: []string{
+		fmt.Sprintf("GlobusError: v=1 c=%s", k.class),
+		fmt.Sprintf("%d-GridFTP-Errno: %d", k.code, k.errno),
+		fmt.Sprintf("%d-GridFTP-Reason: %s", k.code, reason),
+		fmt.Sprintf("%d-GridFTP-Error-String: %s", k.code, detail),
+		"End.",
+	}}
+}

@@ -1,0 +1,158 @@
+package server
+
+import (
+	"bytes"
+	"fmt"
+	"io/fs"
+	"path"
+	"strings"
+	"time"
+
+	"ferry/gridftp"
+	"ferry/storage"
+)
+
+// listFormat renders directory entries for one listing command.
+type listFormat int
+
+const (
+	formatLIST listFormat = iota
+	formatNLST
+	formatMLSD
+)
+
+func (ss *session) handleLIST(arg string) bool { return ss.list(arg, formatLIST) }
+func (ss *session) handleNLST(arg string) bool { return ss.list(arg, formatNLST) }
+func (ss *session) handleMLSD(arg string) bool { return ss.list(arg, formatMLSD) }
+
+// listArg drops ls-style options ("-la") that clients put before the path.
+func listArg(arg string) string {
+	for strings.HasPrefix(arg, "-") {
+		_, rest, _ := strings.Cut(arg, " ")
+		arg = strings.TrimSpace(rest)
+	}
+	return arg
+}
+
+// list sends a listing over the data channel.
+func (ss *session) list(arg string, format listFormat) bool {
+	defer ss.clearRest()
+	ctx, done := ss.transferContext()
+	defer done()
+	p := ss.path(listArg(arg))
+	info, err := ss.srv.FS.Stat(ctx, p)
+	if err == nil && format == formatMLSD && !info.IsDir() {
+		err = fmt.Errorf("mlsd %s: %w", p, storage.ErrNotDir)
+	}
+	var entries []storage.Info
+	if err == nil && info.IsDir() {
+		entries, err = ss.srv.FS.ReadDir(ctx, p)
+	} else if err == nil {
+		entries = []storage.Info{info}
+	}
+	if err != nil {
+		ss.errorReply("list", err)
+		return true
+	}
+	var b bytes.Buffer
+	switch format {
+	case formatMLSD:
+		info.Name = "."
+		writeFacts(&b, info, "cdir")
+		if parent, err := ss.srv.FS.Stat(ctx, path.Dir(p)); err == nil {
+			parent.Name = ".."
+			writeFacts(&b, parent, "pdir")
+		}
+		for _, e := range entries {
+			writeFacts(&b, e, "")
+		}
+	case formatNLST:
+		for _, e := range entries {
+			b.WriteString(e.Name)
+			b.WriteString("\r\n")
+		}
+	default:
+		now := time.Now()
+		for _, e := range entries {
+			b.WriteString(listLineAt(e, now))
+			b.WriteString("\r\n")
+		}
+	}
+	data := b.Bytes()
+	err = ss.sendData(ctx, bytes.NewReader(data), []gridftp.Range{{Start: 0, End: int64(len(data))}}, 0)
+	ss.finish(ctx, "list", err)
+	return true
+}
+
+func (ss *session) handleMLST(arg string) bool {
+	p := ss.path(arg)
+	if arg == "" {
+		p = ss.cwd
+	}
+	info, err := ss.srv.FS.Stat(ss.ctx, p)
+	if err != nil {
+		ss.errorReply("stat", err)
+		return true
+	}
+	var b bytes.Buffer
+	info.Name = p
+	writeFacts(&b, info, "")
+	ss.reply(gridftp.CodeFileActionOK, "status of "+p, " "+strings.TrimSuffix(b.String(), "\r\n"), "End.")
+	return true
+}
+
+// writeFacts writes one MLSx line (RFC 3659): facts, a space, the name.
+// kind overrides the Type fact ("cdir", "pdir").
+func writeFacts(b *bytes.Buffer, info storage.Info, kind string) {
+	typ, perm := "file", "r"
+	if info.Mode.Perm()&0o200 != 0 {
+		perm = "adfrw"
+	}
+	switch {
+	case kind != "":
+		typ = kind
+	case info.IsDir():
+		typ = "dir"
+	}
+	if info.IsDir() {
+		perm = "el"
+		if info.Mode.Perm()&0o200 != 0 {
+			perm = "cdeflmp"
+		}
+	}
+	if info.Mode&fs.ModeSymlink != 0 {
+		typ, perm = "OS.unix=slink", ""
+	}
+	fmt.Fprintf(b, "Type=%s;Size=%d;Modify=%s;Perm=%s;UNIX.mode=%04o;", typ, info.Size,
+		info.ModTime.UTC().Format(mdtmLayout), perm, uint32(info.Mode.Perm()))
+	if info.Target != "" {
+		fmt.Fprintf(b, "UNIX.slink=%s;", info.Target)
+	}
+	b.WriteString(" ")
+	b.WriteString(info.Name)
+	b.WriteString("\r\n")
+}
+
+// listLine renders one "ls -l" line.
+func listLine(info storage.Info) string { return listLineAt(info, time.Now()) }
+
+func listLineAt(info storage.Info, now time.Time) string {
+	mode := info.Mode.Perm().String()[1:]
+	kind := "-"
+	switch {
+	case info.Mode&fs.ModeSymlink != 0:
+		kind = "l"
+	case info.IsDir():
+		kind = "d"
+	}
+	t := info.ModTime
+	stamp := t.Format("Jan _2 15:04")
+	if t.Before(now.AddDate(0, -6, 0)) || t.After(now.Add(time.Hour)) {
+		stamp = t.Format("Jan _2  2006")
+	}
+	name := info.Name
+	if info.Target != "" && kind == "l" {
+		name += " -> " + info.Target
+	}
+	return fmt.Sprintf("%s%s   1 ferry    ferry    %12d %s %s", kind, mode, info.Size, stamp, name)
+}

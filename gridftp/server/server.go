@@ -1,0 +1,218 @@
+// Package server is ferry's GridFTP endpoint server: it serves one storage
+// tree to GridFTP and FTP clients (globus-url-copy, gfal2, FTS3, lftp, curl
+// and ferry's own engine) and takes part in third-party transfers.
+//
+// A Server is configured through its exported fields and handed listeners:
+//
+//	srv := &server.Server{FS: fs, Anonymous: true}
+//	err := srv.Serve(ln)
+//
+// Each control connection is a session. Commands are read by one goroutine
+// and queued, so pipelined commands run strictly in order while ABOR and
+// a vanished client can still interrupt a running transfer.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"ferry/gridftp"
+	"ferry/storage"
+)
+
+// Version is reported in the banner and by SITE VERSION.
+const Version = "0.1.0"
+
+// Authenticator checks a user name and password. Anonymous logins are
+// handled by the server itself (see Server.Anonymous).
+type Authenticator interface {
+	Authenticate(user, password string) bool
+}
+
+// Server serves FS over GridFTP. The zero value of each optional field is a
+// sensible default.
+type Server struct {
+	FS        storage.Driver // the tree every session sees as "/"
+	Auth      Authenticator  // password logins; nil allows none
+	Anonymous bool           // accept USER anonymous / ftp with any password
+
+	// DataInterface is the address data listeners bind to and PASV
+	// announces; invalid means the control connection's local address.
+	DataInterface netip.Addr
+	// PortLow and PortHigh bound passive data ports; zero means any.
+	PortLow, PortHigh int
+
+	MaxSessions    int           // concurrent sessions; 0 means unlimited
+	IdleTimeout    time.Duration // control channel idle limit; default 30 min
+	DataTimeout    time.Duration // wait for a data connection; default 60 s
+	MarkerInterval time.Duration // 111/112 markers while receiving; default 5 s
+	BlockSize      int           // MODE E block size when sending; default 1 MiB
+	Logger         *slog.Logger
+
+	mu       sync.Mutex
+	sessions map[*session]struct{}
+	lns      map[net.Listener]struct{}
+	closed   bool
+	active   atomic.Int64
+	wg       sync.WaitGroup
+	bufs     sync.Pool
+}
+
+// ErrServerClosed is returned by Serve after Close.
+var ErrServerClosed = errors.New("gridftp server closed")
+
+func (s *Server) logger() *slog.Logger {
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func (s *Server) idleTimeout() time.Duration { return durationOr(s.IdleTimeout, 30*time.Minute) }
+func (s *Server) dataTimeout() time.Duration { return durationOr(s.DataTimeout, 60*time.Second) }
+func (s *Server) markerInterval() time.Duration {
+	return durationOr(s.MarkerInterval, 5*time.Second)
+}
+
+func (s *Server) blockSize() int {
+	if s.BlockSize > 0 {
+		return s.BlockSize
+	}
+	return 1 << 20
+}
+
+func durationOr(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// buffer returns a pooled buffer for one block and its MODE E header;
+// putBuffer gives it back.
+func (s *Server) buffer() *[]byte {
+	if b, ok := s.bufs.Get().(*[]byte); ok && len(*b) == gridftp.HeaderLen+s.blockSize() {
+		return b
+	}
+	b := make([]byte, gridftp.HeaderLen+s.blockSize())
+	return &b
+}
+
+func (s *Server) putBuffer(b *[]byte) { s.bufs.Put(b) }
+
+// Sessions is the number of open control connections.
+func (s *Server) Sessions() int { return int(s.active.Load()) }
+
+// Serve accepts control connections on ln until Close.
+func (s *Server) Serve(ln net.Listener) error {
+	if s.FS == nil {
+		return errors.New("gridftp server: no storage driver")
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrServerClosed
+	}
+	if s.lns == nil {
+		s.lns = map[net.Listener]struct{}{}
+		s.sessions = map[*session]struct{}{}
+	}
+	s.lns[ln] = struct{}{}
+	s.mu.Unlock()
+	var delay time.Duration
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.EMFILE) {
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				time.Sleep(delay)
+				continue
+			}
+			return err
+		}
+		delay = 0
+		s.startSession(c)
+	}
+}
+
+func (s *Server) startSession(c net.Conn) {
+	n := s.active.Add(1)
+	if s.MaxSessions > 0 && n > int64(s.MaxSessions) {
+		s.active.Add(-1)
+		c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		gridftp.Reply{Code: gridftp.CodeNotAvailable, Lines: []string{
+			fmt.Sprintf("Too many sessions (limit %d); try again later.", s.MaxSessions)}}.WriteTo(c)
+		c.Close()
+		s.logger().Warn("session refused: limit reached", "remote", c.RemoteAddr().String(), "limit", s.MaxSessions)
+		return
+	}
+	ss := newSession(s, c)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		s.active.Add(-1)
+		c.Close()
+		return
+	}
+	s.sessions[ss] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		ss.serve()
+		s.mu.Lock()
+		delete(s.sessions, ss)
+		s.mu.Unlock()
+		s.active.Add(-1)
+	}()
+}
+
+// Close stops the listeners and ends every session at once.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	for ln := range s.lns {
+		ln.Close()
+	}
+	for ss := range s.sessions {
+		ss.kill()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return nil
+}
+
+// Shutdown stops accepting sessions and waits for running ones to end until
+// ctx is done, then closes the rest.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	for ln := range s.lns {
+		ln.Close()
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		s.Close()
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,239 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"ferry/gridftp"
+	"ferry/storage"
+)
+
+// maxQueued bounds the pipelined commands a session holds; a client that
+// sends more waits (TCP flow control) until earlier ones finish.
+const maxQueued = 64
+
+// maxLoginFailures ends a session after that many wrong passwords.
+const maxLoginFailures = 3
+
+type session struct {
+	srv  *Server
+	conn net.Conn
+	log  *slog.Logger
+
+	ctx    context.Context // ends with the session
+	cancel context.CancelFunc
+
+	wmu sync.Mutex
+	w   *bufio.Writer
+
+	// abort cancels the running transfer (ABOR, lost control channel).
+	amu   sync.Mutex
+	abort context.CancelFunc
+
+	// State below is touched only by the command goroutine.
+	user       string
+	loggedIn   bool
+	failures   int
+	cwd        string
+	modeE      bool
+	parallel   int           // OPTS RETR Parallelism
+	retrMarks  time.Duration // OPTS RETR Markers
+	restOffset int64         // stream REST
+	restRanges gridftp.Ranges
+	restSet    bool
+	rnfr       string
+	scks       *expectedSum
+	storBuf    int // SITE STORBUFSIZE
+	retrBuf    int // SITE RETRBUFSIZE
+	data       dataChannel
+}
+
+type expectedSum struct{ alg, sum string }
+
+func newSession(s *Server, c net.Conn) *session {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &session{
+		srv:      s,
+		conn:     c,
+		log:      s.logger().With("remote", c.RemoteAddr().String()),
+		ctx:      ctx,
+		cancel:   cancel,
+		w:        bufio.NewWriterSize(c, 2048),
+		cwd:      "/",
+		parallel: 1,
+	}
+}
+
+// kill ends the session from outside: its connection closes, so both of its
+// goroutines return.
+func (ss *session) kill() {
+	ss.cancel()
+	ss.conn.Close()
+}
+
+// reply sends one reply; safe from any goroutine (markers come from timers).
+func (ss *session) reply(code int, lines ...string) {
+	ss.send(gridftp.Reply{Code: code, Lines: lines})
+}
+
+func (ss *session) replyf(code int, format string, args ...any) {
+	ss.reply(code, fmt.Sprintf(format, args...))
+}
+
+func (ss *session) send(r gridftp.Reply) {
+	ss.wmu.Lock()
+	defer ss.wmu.Unlock()
+	ss.conn.SetWriteDeadline(time.Now().Add(ss.srv.dataTimeout()))
+	r.WriteTo(ss.w)
+	if err := ss.w.Flush(); err != nil {
+		ss.cancel()
+	}
+}
+
+type queued struct {
+	cmd gridftp.Command
+	err error
+}
+
+func (ss *session) serve() {
+	defer ss.kill()
+	defer ss.data.close()
+	ss.log.Debug("session start")
+	ss.replyf(gridftp.CodeReady, "%s GridFTP Server ferry %s ready.", "ferry", Version)
+	q := make(chan queued, maxQueued)
+	go ss.readCommands(q)
+	for item := range q {
+		if item.err != nil {
+			if errors.Is(item.err, gridftp.ErrLineTooLong) {
+				ss.reply(gridftp.CodeSyntaxError, "Command line too long.")
+				return
+			}
+			ss.reply(gridftp.CodeSyntaxError, "Syntax error, command unrecognized.")
+			continue
+		}
+		if !ss.dispatch(item.cmd) {
+			return
+		}
+	}
+	ss.log.Debug("session end")
+}
+
+// readCommands reads control lines into q until EOF, an error, or QUIT.
+// ABOR interrupts the running transfer at once, then takes its place in the
+// queue so that its reply comes in order.
+func (ss *session) readCommands(q chan<- queued) {
+	defer close(q)
+	defer ss.abortTransfer() // a client that vanishes aborts its transfer
+	r := bufio.NewReaderSize(ss.conn, 1024)
+	for {
+		ss.conn.SetReadDeadline(time.Now().Add(ss.srv.idleTimeout()))
+		line, err := gridftp.ReadLine(r)
+		if err != nil {
+			if errors.Is(err, gridftp.ErrLineTooLong) {
+				q <- queued{err: err}
+			}
+			return
+		}
+		cmd, err := gridftp.ParseCommand(line)
+		if err == nil && cmd.Verb == "ABOR" {
+			ss.abortTransfer()
+		}
+		select {
+		case q <- queued{cmd: cmd, err: err}:
+		case <-ss.ctx.Done():
+			return
+		}
+		if cmd.Verb == "QUIT" {
+			return
+		}
+	}
+}
+
+func (ss *session) abortTransfer() {
+	ss.amu.Lock()
+	if ss.abort != nil {
+		ss.abort()
+	}
+	ss.amu.Unlock()
+}
+
+// transferContext returns a context that ABOR or a lost control channel
+// cancels; done must be called when the transfer ends.
+func (ss *session) transferContext() (ctx context.Context, done func()) {
+	ctx, cancel := context.WithCancel(ss.ctx)
+	ss.amu.Lock()
+	ss.abort = cancel
+	ss.amu.Unlock()
+	return ctx, func() {
+		ss.amu.Lock()
+		ss.abort = nil
+		ss.amu.Unlock()
+		cancel()
+	}
+}
+
+// dispatch runs one command; false ends the session.
+func (ss *session) dispatch(cmd gridftp.Command) bool {
+	h, ok := commands[cmd.Verb]
+	if !ok {
+		ss.reply(gridftp.CodeSyntaxError, "Command not supported.")
+		return true
+	}
+	if !ss.loggedIn && !h.open {
+		ss.reply(gridftp.CodeNotLoggedIn, "Please login with USER and PASS.")
+		return true
+	}
+	if h.arg == argRequired && cmd.Arg == "" {
+		ss.replyf(gridftp.CodeBadArguments, "%s needs an argument.", cmd.Verb)
+		return true
+	}
+	if h.arg == argNone && cmd.Arg != "" {
+		ss.replyf(gridftp.CodeBadArguments, "%s takes no argument.", cmd.Verb)
+		return true
+	}
+	if cmd.Verb != "RNTO" {
+		defer func(prev string) {
+			if ss.rnfr == prev {
+				ss.rnfr = ""
+			}
+		}(ss.rnfr)
+	}
+	if ss.log.Enabled(ss.ctx, slog.LevelDebug) {
+		arg := cmd.Arg
+		if cmd.Verb == "PASS" {
+			arg = "***"
+		}
+		ss.log.Debug("command", "verb", cmd.Verb, "arg", arg)
+	}
+	return h.fn(ss, cmd.Arg)
+}
+
+func (ss *session) clearRest() {
+	ss.restSet, ss.restOffset, ss.restRanges = false, 0, gridftp.Ranges{}
+}
+
+// path resolves a client path against the working directory.
+func (ss *session) path(p string) string { return storage.Clean(ss.cwd, p) }
+
+// errorReply reports err the way GCT does, with a GlobusError line that
+// grid clients parse. The code comes from the one table in errors.go.
+func (ss *session) errorReply(op string, err error) {
+	if ctxErr := ss.ctx.Err(); ctxErr != nil {
+		return
+	}
+	ss.send(errorReply(op, err))
+	if replyFor(err).code == gridftp.CodeLocalError {
+		ss.log.Warn("command failed", "op", op, "err", err)
+	} else {
+		ss.log.Debug("command failed", "op", op, "err", err)
+	}
+}
+
+var errAborted = errors.New("transfer aborted")
+

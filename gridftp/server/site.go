@@ -1,0 +1,146 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"path"
+	"strconv"
+	"strings"
+
+	"ferry/gridftp"
+	"ferry/storage"
+)
+
+// siteCommands is the table of SITE subcommands.
+var siteCommands map[string]func(ss *session, arg string)
+
+func init() {
+	siteCommands = map[string]func(*session, string){
+		"CHMOD":       (*session).siteCHMOD,
+		"UTIME":       (*session).siteUTIME,
+		"RDEL":        (*session).siteRDEL,
+		"TRNC":        (*session).siteTRNC,
+		"VERSION":     (*session).siteVERSION,
+		"WHOAMI":      (*session).siteWHOAMI,
+		"CLIENTINFO":  (*session).siteOK,
+		"TASKID":      (*session).siteOK,
+		"STORBUFSIZE": func(ss *session, arg string) { ss.siteBufSize(arg, &ss.storBuf) },
+		"RETRBUFSIZE": func(ss *session, arg string) { ss.siteBufSize(arg, &ss.retrBuf) },
+		"HELP":        (*session).siteHELP,
+	}
+}
+
+func (ss *session) handleSITE(arg string) bool {
+	sub, rest, _ := strings.Cut(strings.TrimSpace(arg), " ")
+	fn, ok := siteCommands[strings.ToUpper(sub)]
+	if !ok {
+		ss.reply(gridftp.CodeSyntaxError, "Invalid command.")
+		return true
+	}
+	fn(ss, strings.TrimSpace(rest))
+	return true
+}
+
+func (ss *session) siteOK(string) { ss.reply(gridftp.CodeFileActionOK, "OK.") }
+
+func (ss *session) siteHELP(string) {
+	var names []string
+	for n := range siteCommands {
+		names = append(names, n)
+	}
+	ss.reply(gridftp.CodeHelp, helpList(names)...)
+}
+
+func (ss *session) siteVERSION(string) { ss.replyf(gridftp.CodeOK, "ferry %s", Version) }
+func (ss *session) siteWHOAMI(string)  { ss.reply(gridftp.CodeOK, ss.user) }
+
+func (ss *session) siteCHMOD(arg string) {
+	m, p, ok := strings.Cut(arg, " ")
+	mode, err := strconv.ParseUint(m, 8, 32)
+	if !ok || p == "" || err != nil || mode > 0o7777 {
+		ss.reply(gridftp.CodeBadArguments, "SITE CHMOD: expected OCTAL-MODE PATH.")
+		return
+	}
+	if err := ss.srv.FS.Chmod(ss.ctx, ss.path(p), fs.FileMode(mode)&fs.ModePerm); err != nil {
+		ss.errorReply("chmod", err)
+		return
+	}
+	ss.reply(gridftp.CodeOK, "Site Command Successful.")
+}
+
+func (ss *session) siteUTIME(arg string) {
+	t, p, err := parseTimeAndPath(arg)
+	if err != nil {
+		ss.replyf(gridftp.CodeBadArguments, "SITE UTIME: %v.", err)
+		return
+	}
+	if err := ss.srv.FS.Chtimes(ss.ctx, ss.path(p), t); err != nil {
+		ss.errorReply("utime", err)
+		return
+	}
+	ss.reply(gridftp.CodeOK, "Site Command Successful.")
+}
+
+func (ss *session) siteTRNC(arg string) {
+	n, p, ok := strings.Cut(arg, " ")
+	size, err := strconv.ParseInt(n, 10, 64)
+	if !ok || p == "" || err != nil || size < 0 {
+		ss.reply(gridftp.CodeBadArguments, "SITE TRNC: expected LENGTH PATH.")
+		return
+	}
+	if err := ss.srv.FS.Truncate(ss.ctx, ss.path(p), size); err != nil {
+		ss.errorReply("truncate", err)
+		return
+	}
+	ss.reply(gridftp.CodeOK, "Site Command Successful.")
+}
+
+func (ss *session) siteRDEL(arg string) {
+	p := ss.path(arg)
+	if p == "/" {
+		ss.errorReply("rdel", fmt.Errorf("rdel /: %w", storage.ErrPermission))
+		return
+	}
+	ctx, done := ss.transferContext()
+	defer done()
+	if err := removeAll(ctx, ss.srv.FS, p); err != nil {
+		ss.errorReply("rdel", err)
+		return
+	}
+	ss.reply(gridftp.CodeFileActionOK, "RDEL command successful.")
+}
+
+// removeAll deletes p and everything below it. Symlinks are removed, never
+// followed.
+func removeAll(ctx context.Context, d storage.Driver, p string) error {
+	info, err := d.Stat(ctx, p)
+	if err != nil {
+		return err
+	}
+	if info.IsDir() && info.Target == "" { // a symlink is removed, not entered
+		entries, err := d.ReadDir(ctx, p)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := removeAll(ctx, d, path.Join(p, e.Name)); err != nil {
+				return err
+			}
+		}
+	}
+	return d.Remove(ctx, p)
+}
+
+func (ss *session) siteBufSize(arg string, dst *int) {
+	n, err := strconv.Atoi(strings.TrimSpace(arg))
+	if err != nil || n < 0 || n > 1<<30 {
+		ss.reply(gridftp.CodeBadArguments, "Bad buffer size.")
+		return
+	}
+	*dst = n
+	ss.reply(gridftp.CodeOK, "Site Command Successful.")
+}

@@ -1,0 +1,460 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"ferry/checksum"
+	"ferry/gridftp"
+	"ferry/storage"
+)
+
+// streamReadBuffer is the read-ahead of one cached MODE E stream.
+const streamReadBuffer = 64 << 10
+
+func (ss *session) handleRETR(arg string) bool {
+	ss.retrieve(ss.path(arg), -1, -1)
+	return true
+}
+
+// handleERET serves "ERET P <offset> <length> <path>": a section of a file
+// whose MODE E block offsets are relative to the section.
+func (ss *session) handleERET(arg string) bool {
+	f := strings.SplitN(arg, " ", 4)
+	if len(f) != 4 || !strings.EqualFold(f[0], "P") || f[3] == "" {
+		ss.reply(gridftp.CodeBadArguments, "ERET: expected P OFFSET LENGTH PATH.")
+		return true
+	}
+	off, err1 := strconv.ParseInt(f[1], 10, 64)
+	n, err2 := strconv.ParseInt(f[2], 10, 64)
+	if err1 != nil || err2 != nil || off < 0 || n < 0 {
+		ss.reply(gridftp.CodeBadArguments, "ERET: bad offset or length.")
+		return true
+	}
+	ss.retrieve(ss.path(f[3]), off, n)
+	return true
+}
+
+// retrieve sends a file, or the section [off, off+n) of it when off >= 0.
+func (ss *session) retrieve(p string, off, n int64) {
+	defer ss.clearRest()
+	ctx, done := ss.transferContext()
+	defer done()
+	info, err := ss.srv.FS.Stat(ctx, p)
+	if err == nil && info.IsDir() {
+		err = fmt.Errorf("retr %s: %w", p, storage.ErrIsDir)
+	}
+	var f storage.File
+	if err == nil {
+		f, err = ss.srv.FS.Open(ctx, p)
+	}
+	if err != nil {
+		ss.errorReply("open", err)
+		return
+	}
+	defer f.Close()
+	base, end := int64(0), info.Size
+	if off >= 0 {
+		base, end = off, min(off+n, info.Size)
+		if off > info.Size {
+			end = off
+		}
+	}
+	var segs []gridftp.Range
+	switch {
+	case ss.restSet && !ss.restRanges.Empty():
+		segs = ss.restRanges.Missing(base, end)
+	case ss.restSet:
+		segs = []gridftp.Range{{Start: min(base+ss.restOffset, end), End: end}}
+	default:
+		segs = []gridftp.Range{{Start: base, End: end}}
+	}
+	err = ss.sendData(ctx, f, segs, base)
+	ss.finish(ctx, "send", err)
+}
+
+// finish sends a transfer's final reply.
+func (ss *session) finish(ctx context.Context, op string, err error) {
+	switch {
+	case err == nil:
+		ss.reply(gridftp.CodeTransferComplete, "Transfer Complete.")
+	case errors.Is(err, errNoDataSetup):
+		ss.reply(gridftp.CodeCantOpenData, "Can't open data connection: send PASV or PORT first.")
+	case ctx.Err() != nil && ss.ctx.Err() == nil:
+		ss.reply(gridftp.CodeTransferAborted, "Transfer aborted.")
+	default:
+		ss.errorReply(op, err)
+	}
+}
+
+// sendData sends segs of src over the data channel. In MODE E, block
+// offsets are relative to base.
+func (ss *session) sendData(ctx context.Context, src io.ReaderAt, segs []gridftp.Range, base int64) error {
+	if !ss.modeE {
+		c, err := ss.streamConn(ctx)
+		if err != nil {
+			return err
+		}
+		defer ss.endStream(c)
+		tune(c, ss.retrBuf)
+		stop := closeOnCancel(ctx, c)
+		defer stop()
+		var total int64
+		for _, s := range segs {
+			total += s.Len()
+		}
+		n, err := copyRange(c, src, segs)
+		if err == nil && n != total {
+			err = fmt.Errorf("sent %d of %d bytes: source changed", n, total)
+		}
+		return ss.dataErr(ctx, err)
+	}
+	if len(ss.data.active) == 0 {
+		if ss.data.ln != nil {
+			ss.reply(gridftp.CodeCantOpenData, "MODE E: the sending side connects; send PORT for RETR.")
+			return nil
+		}
+		return errNoDataSetup
+	}
+	streams, reused, err := ss.senderStreams(ctx)
+	if err != nil {
+		return err
+	}
+	ss.beginReply(reused)
+	var sent atomic.Int64
+	if ss.retrMarks > 0 {
+		stop := ss.markers(ss.retrMarks, &sent, nil)
+		defer stop()
+	}
+	plan := &sendPlan{segs: segs, block: int64(ss.srv.blockSize())}
+	err = ss.sendBlocks(ctx, streams, plan, src, base, &sent)
+	return ss.dataErr(ctx, err)
+}
+
+// beginReply sends 150, or 125 when cached streams carry the transfer.
+func (ss *session) beginReply(reused bool) {
+	if reused {
+		ss.reply(gridftp.CodeReusingData, "Beginning transfer; reusing existing data connection.")
+	} else {
+		ss.reply(gridftp.CodeOpeningData, "Beginning transfer.")
+	}
+}
+
+// dataErr turns an error of the data path into the one the reply reports,
+// dropping the cached streams: their state is unknown after a failure.
+func (ss *session) dataErr(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	ss.data.dropCache()
+	if ctx.Err() != nil {
+		return errAborted
+	}
+	return err
+}
+
+// streamConn opens the data connection of one stream-mode transfer and
+// sends the preliminary reply.
+func (ss *session) streamConn(ctx context.Context) (net.Conn, error) {
+	if ss.data.ln == nil && len(ss.data.active) == 0 {
+		return nil, errNoDataSetup
+	}
+	ss.reply(gridftp.CodeOpeningData, "Beginning transfer.")
+	if ss.data.ln != nil {
+		return ss.acceptOne(ctx)
+	}
+	return ss.dial(ctx, 0)
+}
+
+// endStream closes a stream-mode connection; a passive listener serves one
+// transfer, as with the peers.
+func (ss *session) endStream(c net.Conn) {
+	c.Close()
+	if ss.data.ln != nil {
+		ss.data.close()
+	}
+}
+
+// closeOnCancel closes c when ctx ends before stop is called.
+func closeOnCancel(ctx context.Context, c net.Conn) (stop func()) {
+	s := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
+	return func() { s() }
+}
+
+// copyRange writes the segments of src to w; a file source goes through
+// sendfile.
+func copyRange(w io.Writer, src io.ReaderAt, segs []gridftp.Range) (int64, error) {
+	var total int64
+	for _, s := range segs {
+		var r io.Reader
+		if f, ok := src.(*os.File); ok {
+			if _, err := f.Seek(s.Start, io.SeekStart); err != nil {
+				return total, err
+			}
+			r = io.LimitReader(f, s.Len())
+		} else {
+			r = io.NewSectionReader(src, s.Start, s.Len())
+		}
+		n, err := io.Copy(w, r)
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// senderStreams returns the MODE E streams for sending: the cached ones,
+// shrunk or grown to the requested parallelism.
+func (ss *session) senderStreams(ctx context.Context) (streams []*dataConn, reused bool, err error) {
+	want := max(ss.parallel, 1)
+	reused = len(ss.data.cache) > 0
+	for len(ss.data.cache) > want {
+		last := ss.data.cache[len(ss.data.cache)-1]
+		var hdr [gridftp.HeaderLen]byte
+		gridftp.Header{Desc: gridftp.DescWillClose}.Put(hdr[:])
+		last.c.Write(hdr[:])
+		last.c.Close()
+		ss.data.cache = ss.data.cache[:len(ss.data.cache)-1]
+	}
+	for len(ss.data.cache) < want {
+		c, err := ss.dial(ctx, len(ss.data.cache))
+		if err != nil {
+			return nil, false, err
+		}
+		tune(c, ss.retrBuf)
+		ss.data.cache = append(ss.data.cache, &dataConn{c: c, br: bufio.NewReaderSize(c, streamReadBuffer)})
+	}
+	return ss.data.cache, reused, nil
+}
+
+// sendPlan hands out blocks of the segments to the sending streams.
+type sendPlan struct {
+	mu    sync.Mutex
+	segs  []gridftp.Range
+	block int64
+}
+
+func (p *sendPlan) next() (off, n int64, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for len(p.segs) > 0 && p.segs[0].Len() <= 0 {
+		p.segs = p.segs[1:]
+	}
+	if len(p.segs) == 0 {
+		return 0, 0, false
+	}
+	s := &p.segs[0]
+	off, n = s.Start, min(p.block, s.Len())
+	s.Start += n
+	return off, n, true
+}
+
+// sendBlocks runs one worker per stream; each reads the next block into
+// its own pooled buffer and writes header and payload with one write. At
+// the end every stream sends EOD and the last one EOF with the EOD count.
+func (ss *session) sendBlocks(ctx context.Context, streams []*dataConn, plan *sendPlan, src io.ReaderAt, base int64, sent *atomic.Int64) error {
+	var (
+		wg       sync.WaitGroup
+		errOnce  sync.Once
+		firstErr error
+		left     atomic.Int32
+	)
+	left.Store(int32(len(streams)))
+	fail := func(err error) {
+		errOnce.Do(func() {
+			firstErr = err
+			for _, s := range streams {
+				s.c.SetWriteDeadline(time.Unix(1, 0))
+			}
+		})
+	}
+	stop := context.AfterFunc(ctx, func() { fail(errAborted) })
+	defer stop()
+	for _, s := range streams {
+		wg.Add(1)
+		go func(c net.Conn) {
+			defer wg.Done()
+			bp := ss.srv.buffer()
+			defer ss.srv.putBuffer(bp)
+			buf := *bp
+			for {
+				off, n, ok := plan.next()
+				if !ok {
+					break
+				}
+				payload := buf[gridftp.HeaderLen : gridftp.HeaderLen+int(n)]
+				if _, err := src.ReadAt(payload, off); err != nil && !(err == io.EOF && len(payload) == int(n)) {
+					if err == io.EOF {
+						err = fmt.Errorf("source shorter than announced: %w", io.ErrUnexpectedEOF)
+					}
+					fail(err)
+					return
+				}
+				gridftp.Header{Count: uint64(n), Offset: uint64(off - base)}.Put(buf)
+				if _, err := c.Write(buf[:gridftp.HeaderLen+int(n)]); err != nil {
+					fail(err)
+					return
+				}
+				sent.Add(n)
+			}
+			h := gridftp.Header{Desc: gridftp.DescEOD}
+			if left.Add(-1) == 0 {
+				h = gridftp.Header{Desc: gridftp.DescEOD | gridftp.DescEOF, Offset: uint64(len(streams))}
+			}
+			var hdr [gridftp.HeaderLen]byte
+			h.Put(hdr[:])
+			if _, err := c.Write(hdr[:]); err != nil {
+				fail(err)
+			}
+		}(s.c)
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	for _, s := range streams {
+		s.c.SetWriteDeadline(time.Time{})
+	}
+	return nil
+}
+
+func (ss *session) handleSTOR(arg string) bool {
+	flag := storage.Truncate
+	if ss.restSet {
+		flag = storage.Keep
+	}
+	ss.store(ss.path(arg), flag, 0, false)
+	return true
+}
+
+func (ss *session) handleAPPE(arg string) bool {
+	ss.store(ss.path(arg), storage.Keep, 0, true)
+	return true
+}
+
+// handleESTO stores "ESTO A <offset> <path>": block offsets are shifted by
+// offset and the file keeps what it holds.
+func (ss *session) handleESTO(arg string) bool {
+	f := strings.SplitN(arg, " ", 3)
+	if len(f) != 3 || !strings.EqualFold(f[0], "A") || f[2] == "" {
+		ss.reply(gridftp.CodeBadArguments, "ESTO: expected A OFFSET PATH.")
+		return true
+	}
+	off, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil || off < 0 {
+		ss.reply(gridftp.CodeBadArguments, "ESTO: bad offset.")
+		return true
+	}
+	ss.store(ss.path(f[2]), storage.Keep, off, false)
+	return true
+}
+
+// store receives a file at p; block offsets are shifted by base (ESTO) or
+// by the current size (APPE).
+func (ss *session) store(p string, flag storage.OpenFlag, base int64, appendMode bool) {
+	defer ss.clearRest()
+	want := ss.scks
+	ss.scks = nil
+	ctx, done := ss.transferContext()
+	defer done()
+	f, err := ss.srv.FS.Create(ctx, p, flag)
+	if err != nil {
+		ss.errorReply("open", err)
+		return
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			f.Close()
+		}
+	}()
+	if appendMode {
+		info, err := ss.srv.FS.Stat(ctx, p)
+		if err != nil {
+			ss.errorReply("stat", err)
+			return
+		}
+		base = info.Size
+	}
+	if !ss.modeE && ss.restSet {
+		base += ss.restOffset
+	}
+	err = ss.receiveData(ctx, f, base)
+	closed = true
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err == nil && want != nil {
+		err = ss.verify(ctx, p, want)
+	}
+	ss.finish(ctx, "write", err)
+}
+
+// verify checks a stored file against the SCKS value that preceded it.
+func (ss *session) verify(ctx context.Context, p string, want *expectedSum) error {
+	f, err := ss.srv.FS.Open(ctx, p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	got, err := checksum.Sum(ctx, f, 0, -1, want.alg)
+	if err != nil {
+		return err
+	}
+	if got != want.sum {
+		return fmt.Errorf("%s of %s is %s, expected %s: %w", want.alg, p, got, want.sum, errChecksumMismatch)
+	}
+	return nil
+}
+
+// receiveData reads one transfer from the data channel into f at base.
+func (ss *session) receiveData(ctx context.Context, f storage.File, base int64) error {
+	if !ss.modeE {
+		c, err := ss.streamConn(ctx)
+		if err != nil {
+			return err
+		}
+		defer ss.endStream(c)
+		tune(c, ss.storBuf)
+		stop := closeOnCancel(ctx, c)
+		defer stop()
+		var w io.Writer = io.NewOffsetWriter(f, base)
+		if of, ok := f.(*os.File); ok {
+			if _, err := of.Seek(base, io.SeekStart); err != nil {
+				return err
+			}
+			w = of // os.File.ReadFrom splices from the socket
+		}
+		_, err = io.Copy(w, c)
+		return ss.dataErr(ctx, err)
+	}
+	if ss.data.ln == nil && len(ss.data.active) == 0 {
+		return errNoDataSetup
+	}
+	reused := len(ss.data.cache) > 0
+	if !reused && ss.data.ln == nil {
+		c, err := ss.dial(ctx, 0)
+		if err != nil {
+			return err
+		}
+		tune(c, ss.storBuf)
+		ss.data.cache = append(ss.data.cache, &dataConn{c: c, br: bufio.NewReaderSize(c, streamReadBuffer)})
+	}
+	ss.beginReply(reused)
+	rs := &recvState{f: f, base: base, srv: ss.srv}
+	stopMarkers := ss.markers(ss.srv.markerInterval(), &rs.bytes, rs)
+	err := ss.receiveBlocks(ctx, rs)
+	stopMarkers()
+	return ss.dataErr(ctx, err)
+}
