@@ -37,7 +37,7 @@ type Info struct {
 	Size    int64       // bytes; 0 for directories
 	Mode    fs.FileMode // type bits and permission bits
 	ModTime time.Time
-	Target  string // symlink target as stored, when Mode is a symlink
+	Target  string // symlink target as stored, for a symlink (also one Stat followed inside the root)
 }
 
 // IsDir reports whether the entry is a directory.

@@ -112,7 +112,7 @@ func (ss *session) handlePASS(arg string) bool {
 	case ss.srv.Anonymous && isAnonymous(ss.user):
 		ss.user = "anonymous"
 		ss.loggedIn = true
-	case ss.srv.Auth != nil && ss.srv.Auth.Authenticate(ss.user, arg):
+	case ss.srv.Auth != nil && ss.srv.Auth.Check(ss.user, arg):
 		ss.loggedIn = true
 	}
 	if !ss.loggedIn {

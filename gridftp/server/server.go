@@ -34,7 +34,7 @@ const Version = "0.1.0"
 // Authenticator checks a user name and password. Anonymous logins are
 // handled by the server itself (see Server.Anonymous).
 type Authenticator interface {
-	Authenticate(user, password string) bool
+	Check(user, password string) bool
 }
 
 // Server serves FS over GridFTP. The zero value of each optional field is a

@@ -1,0 +1,406 @@
+package posix
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"ferry/storage"
+)
+
+var _ storage.Driver = (*FS)(nil)
+
+// FS serves the tree below one directory. It is safe for concurrent use;
+// set FileMode and DirMode, if at all, before sharing it.
+type FS struct {
+	// FileMode is the mode new files are created with (before the umask).
+	FileMode fs.FileMode
+	// DirMode is the mode new directories are created with (before the umask).
+	DirMode fs.FileMode
+
+	root   *os.Root
+	escape error // the error os.Root reports for a path that leaves the root
+}
+
+// New opens dir as the root of a tree. Close releases it.
+func New(dir string) (*FS, error) {
+	// Check first: os.OpenRoot would block on a FIFO and reports a
+	// non-directory with an error of its own.
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("posix: root: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("posix: root %s: %w", dir, storage.ErrNotDir)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("posix: root: %w", err)
+	}
+	return &FS{
+		FileMode: 0o666,
+		DirMode:  0o777,
+		root:     root,
+		escape:   escapeError(root),
+	}, nil
+}
+
+// escapeError learns the (unexported) error value os.Root uses for "path
+// escapes from parent", so that errors.Is can recognise it.
+func escapeError(root *os.Root) error {
+	_, err := root.Lstat("..")
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
+		return pe.Err
+	}
+	return errors.New("path escapes from parent") // never matched
+}
+
+// Close releases the root directory.
+func (f *FS) Close() error { return f.root.Close() }
+
+// Dir returns the directory the FS was opened on.
+func (f *FS) Dir() string { return f.root.Name() }
+
+// rel turns a driver name ("/a/b") into a name relative to the root
+// ("a/b", or "." for the root). Any ".." element is refused outright: Clean
+// never leaves one, so its presence means a caller skipped Clean.
+func (f *FS) rel(op, name string) (string, error) {
+	if strings.IndexByte(name, 0) >= 0 {
+		return "", fmt.Errorf("%s %q: %w", op, name, fs.ErrInvalid)
+	}
+	r := strings.Trim(name, "/")
+	for elem := range strings.SplitSeq(r, "/") {
+		if elem == ".." {
+			return "", fmt.Errorf("%s %s: %w", op, name, storage.ErrPermission)
+		}
+	}
+	if r == "" {
+		r = "."
+	}
+	return r, nil
+}
+
+// wrap maps an error from the os package to one of storage's sentinels and
+// names the file by its driver name, never by its path on disk.
+func (f *FS) wrap(op, name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	inner := err
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
+		inner = pe.Err
+	} else if le, ok := errors.AsType[*os.LinkError](err); ok {
+		inner = le.Err
+	}
+	if sentinel := f.sentinel(inner); sentinel != nil {
+		return fmt.Errorf("%s %s: %w", op, name, sentinel)
+	}
+	return fmt.Errorf("%s %s: %w", op, name, inner)
+}
+
+func (f *FS) sentinel(err error) error {
+	if errors.Is(err, f.escape) {
+		return storage.ErrPermission
+	}
+	errno, ok := errors.AsType[syscall.Errno](err)
+	if !ok {
+		return nil
+	}
+	switch errno {
+	case syscall.ENOENT:
+		return storage.ErrNotExist
+	case syscall.EEXIST:
+		return storage.ErrExist
+	case syscall.EACCES, syscall.EPERM, syscall.EROFS:
+		return storage.ErrPermission
+	case syscall.ENOTEMPTY:
+		return storage.ErrNotEmpty
+	case syscall.ENOTDIR:
+		return storage.ErrNotDir
+	case syscall.EISDIR:
+		return storage.ErrIsDir
+	case syscall.ENOSPC, syscall.EDQUOT:
+		return storage.ErrNoSpace
+	}
+	return nil
+}
+
+// isRoot reports whether a relative name is the root itself.
+func isRoot(rel string) bool { return rel == "." }
+
+// Stat describes name. A symlink that stays inside the root is described as
+// its target, with Target set; one that does not is described as a symlink.
+func (f *FS) Stat(ctx context.Context, name string) (storage.Info, error) {
+	if err := ctx.Err(); err != nil {
+		return storage.Info{}, err
+	}
+	r, err := f.rel("stat", name)
+	if err != nil {
+		return storage.Info{}, err
+	}
+	info, err := f.stat(r)
+	if err != nil {
+		return storage.Info{}, f.wrap("stat", name, err)
+	}
+	if isRoot(r) {
+		info.Name = "/"
+	}
+	return info, nil
+}
+
+// stat implements Stat on a relative name and returns unwrapped errors.
+func (f *FS) stat(r string) (storage.Info, error) {
+	lfi, err := f.root.Lstat(r)
+	if err != nil {
+		return storage.Info{}, err
+	}
+	if lfi.Mode()&fs.ModeSymlink == 0 {
+		return info(lfi, ""), nil
+	}
+	target, err := f.root.Readlink(r)
+	if err != nil {
+		return storage.Info{}, err
+	}
+	fi, err := f.root.Stat(r)
+	if err != nil {
+		// Leads out, dangles or loops: describe the link itself.
+		return info(lfi, target), nil
+	}
+	in := info(fi, target)
+	in.Name = lfi.Name()
+	return in, nil
+}
+
+func info(fi fs.FileInfo, target string) storage.Info {
+	in := storage.Info{
+		Name:    fi.Name(),
+		Mode:    fi.Mode(),
+		ModTime: fi.ModTime(),
+		Target:  target,
+	}
+	if fi.Mode().IsRegular() {
+		in.Size = fi.Size()
+	}
+	return in
+}
+
+// ReadDir lists a directory, sorted by name. Entries are described as Stat
+// describes them.
+func (f *FS) ReadDir(ctx context.Context, name string) ([]storage.Info, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r, err := f.rel("readdir", name)
+	if err != nil {
+		return nil, err
+	}
+	// O_DIRECTORY: a FIFO planted in the tree must fail, not block. The
+	// entries of a directory opened in a Root are described with fstatat on
+	// its descriptor: one system call per entry, and no path to race.
+	d, err := f.root.OpenFile(r, os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, f.wrap("readdir", name, err)
+	}
+	entries, err := d.ReadDir(-1)
+	d.Close()
+	if err != nil {
+		return nil, f.wrap("readdir", name, err)
+	}
+	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	out := make([]storage.Info, 0, len(entries))
+	for i, e := range entries {
+		if i%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		lfi, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed since the listing
+		}
+		if err != nil {
+			return nil, f.wrap("readdir", path.Join(name, e.Name()), err)
+		}
+		if lfi.Mode()&fs.ModeSymlink == 0 {
+			out = append(out, info(lfi, ""))
+			continue
+		}
+		// Resolve links from the top root: a relative link may climb out
+		// of this directory and still stay inside the tree.
+		in, err := f.stat(path.Join(r, e.Name()))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, f.wrap("readdir", path.Join(name, e.Name()), err)
+		}
+		out = append(out, in)
+	}
+	return out, nil
+}
+
+// Open opens a regular file for reading. The File is an *os.File.
+func (f *FS) Open(ctx context.Context, name string) (storage.File, error) {
+	return f.open(ctx, "open", name, os.O_RDONLY)
+}
+
+// Create opens a regular file for reading and writing, creating it if
+// needed. With storage.Truncate an existing file is emptied; otherwise
+// (storage.Keep, or no flag) its content is kept. The File is an *os.File.
+func (f *FS) Create(ctx context.Context, name string, flag storage.OpenFlag) (storage.File, error) {
+	mode := os.O_RDWR | os.O_CREATE
+	if flag&storage.Truncate != 0 {
+		mode |= os.O_TRUNC
+	}
+	return f.open(ctx, "create", name, mode)
+}
+
+func (f *FS) open(ctx context.Context, op, name string, mode int) (*os.File, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r, err := f.rel(op, name)
+	if err != nil {
+		return nil, err
+	}
+	if isRoot(r) {
+		return nil, fmt.Errorf("%s %s: %w", op, name, storage.ErrIsDir)
+	}
+	// O_NONBLOCK so that opening a FIFO does not wait for a peer; it is
+	// cleared again once the file is known to be a regular file.
+	file, err := f.root.OpenFile(r, mode|syscall.O_NONBLOCK, f.FileMode)
+	if errors.Is(err, syscall.ENXIO) { // a FIFO without reader, a device without device
+		return nil, fmt.Errorf("%s %s: not a regular file: %w", op, name, storage.ErrPermission)
+	}
+	if err != nil {
+		return nil, f.wrap(op, name, err)
+	}
+	fi, err := file.Stat()
+	if err != nil {
+		file.Close()
+		return nil, f.wrap(op, name, err)
+	}
+	switch {
+	case fi.IsDir():
+		file.Close()
+		return nil, fmt.Errorf("%s %s: %w", op, name, storage.ErrIsDir)
+	case !fi.Mode().IsRegular():
+		file.Close()
+		return nil, fmt.Errorf("%s %s: not a regular file: %w", op, name, storage.ErrPermission)
+	}
+	if err := setBlocking(file); err != nil {
+		file.Close()
+		return nil, f.wrap(op, name, err)
+	}
+	return file, nil
+}
+
+func setBlocking(file *os.File) error {
+	rc, err := file.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = syscall.SetNonblock(int(fd), false) }); err != nil {
+		return err
+	}
+	return serr
+}
+
+// Mkdir creates one directory.
+func (f *FS) Mkdir(ctx context.Context, name string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r, err := f.rel("mkdir", name)
+	if err != nil {
+		return err
+	}
+	if isRoot(r) {
+		return fmt.Errorf("mkdir %s: %w", name, storage.ErrExist)
+	}
+	return f.wrap("mkdir", name, f.root.Mkdir(r, f.DirMode))
+}
+
+// Remove deletes a file, a symlink or an empty directory. The root cannot be
+// removed.
+func (f *FS) Remove(ctx context.Context, name string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r, err := f.rel("remove", name)
+	if err != nil {
+		return err
+	}
+	if isRoot(r) {
+		return fmt.Errorf("remove %s: %w", name, storage.ErrPermission)
+	}
+	return f.wrap("remove", name, f.root.Remove(r))
+}
+
+// Rename moves oldname to newname, replacing a file or an empty directory
+// at newname as rename(2) does. The root cannot be moved or replaced.
+func (f *FS) Rename(ctx context.Context, oldname, newname string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ro, err := f.rel("rename", oldname)
+	if err != nil {
+		return err
+	}
+	rn, err := f.rel("rename", newname)
+	if err != nil {
+		return err
+	}
+	if isRoot(ro) || isRoot(rn) {
+		return fmt.Errorf("rename %s %s: %w", oldname, newname, storage.ErrPermission)
+	}
+	return f.wrap("rename", oldname+" to "+newname, f.root.Rename(ro, rn))
+}
+
+// Chmod sets the permission bits of name; other mode bits are ignored.
+func (f *FS) Chmod(ctx context.Context, name string, mode fs.FileMode) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r, err := f.rel("chmod", name)
+	if err != nil {
+		return err
+	}
+	return f.wrap("chmod", name, f.root.Chmod(r, mode.Perm()))
+}
+
+// Chtimes sets the modification time of name, leaving the access time.
+func (f *FS) Chtimes(ctx context.Context, name string, mtime time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r, err := f.rel("chtimes", name)
+	if err != nil {
+		return err
+	}
+	return f.wrap("chtimes", name, f.root.Chtimes(r, time.Time{}, mtime))
+}
+
+// Truncate sets the size of a regular file.
+func (f *FS) Truncate(ctx context.Context, name string, size int64) error {
+	if size < 0 {
+		return fmt.Errorf("truncate %s: negative size: %w", name, fs.ErrInvalid)
+	}
+	file, err := f.open(ctx, "truncate", name, os.O_WRONLY)
+	if err != nil {
+		return err
+	}
+	err = file.Truncate(size)
+	if cerr := file.Close(); err == nil {
+		err = cerr
+	}
+	return f.wrap("truncate", name, err)
+}

@@ -1,0 +1,193 @@
+package posix_test
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"ferry/storage"
+	"ferry/storage/posix"
+	"ferry/storage/storagetest"
+)
+
+func TestConformance(t *testing.T) {
+	storagetest.Run(t, func(t *testing.T) (storage.Driver, string) {
+		dir := t.TempDir()
+		fs, err := posix.New(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { fs.Close() })
+		return fs, dir
+	})
+}
+
+func newFS(t *testing.T) (*posix.FS, string) {
+	t.Helper()
+	dir := t.TempDir()
+	fs, err := posix.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fs.Close() })
+	return fs, dir
+}
+
+func TestNew(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		dir  string
+		want error
+	}{
+		{filepath.Join(dir, "missing"), storage.ErrNotExist},
+		{file, storage.ErrNotDir},
+	}
+	for _, tt := range tests {
+		fs, err := posix.New(tt.dir)
+		if err == nil {
+			fs.Close()
+		}
+		if !errors.Is(err, tt.want) {
+			t.Errorf("New(%s) = %v, want %v", tt.dir, err, tt.want)
+		}
+	}
+}
+
+// The server type-asserts *os.File to use sendfile and splice.
+func TestFilesAreOSFiles(t *testing.T) {
+	fsys, _ := newFS(t)
+	ctx := t.Context()
+	w, err := fsys.Create(ctx, "/f", storage.Truncate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := w.(*os.File); !ok {
+		t.Errorf("Create returned %T, want *os.File", w)
+	}
+	w.Close()
+	r, err := fsys.Open(ctx, "/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.(*os.File); !ok {
+		t.Errorf("Open returned %T, want *os.File", r)
+	}
+	r.Close()
+}
+
+// A FIFO planted in the tree must not hang a session.
+func TestFIFO(t *testing.T) {
+	fsys, dir := newFS(t)
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o666); err != nil {
+		t.Skip("mkfifo:", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		info, err := fsys.Stat(ctx, "/fifo")
+		if err != nil || info.Mode&fs.ModeNamedPipe == 0 {
+			t.Errorf("Stat = %+v, %v; want a named pipe", info, err)
+		}
+		if _, err := fsys.Open(ctx, "/fifo"); !errors.Is(err, storage.ErrPermission) {
+			t.Errorf("Open = %v, want ErrPermission", err)
+		}
+		for _, flag := range []storage.OpenFlag{storage.Keep, storage.Truncate} {
+			if _, err := fsys.Create(ctx, "/fifo", flag); !errors.Is(err, storage.ErrPermission) {
+				t.Errorf("Create(%d) = %v, want ErrPermission", flag, err)
+			}
+		}
+		if err := fsys.Truncate(ctx, "/fifo", 0); !errors.Is(err, storage.ErrPermission) {
+			t.Errorf("Truncate = %v, want ErrPermission", err)
+		}
+		if _, err := fsys.ReadDir(ctx, "/fifo"); !errors.Is(err, storage.ErrNotDir) {
+			t.Errorf("ReadDir = %v, want ErrNotDir", err)
+		}
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		t.Fatal("blocked on a FIFO")
+	}
+}
+
+func TestNames(t *testing.T) {
+	fsys, dir := newFS(t)
+	ctx := t.Context()
+	if err := os.Mkdir(filepath.Join(dir, "a"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "a", "b"), []byte("b"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// An absolute symlink is refused even when it names a file inside.
+	if err := os.Symlink(filepath.Join(dir, "a", "b"), filepath.Join(dir, "abs")); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		want error // nil: readable
+	}{
+		{"/a/b", nil},
+		{"a/b", nil},
+		{"//a//b/", nil},
+		{"/./a/./b", nil},
+		{"/a/../a/b", storage.ErrPermission}, // not clean: refused, though inside
+		{"/a/b/..", storage.ErrPermission},
+		{"/abs", storage.ErrPermission},
+		{"/a/b\x00", fs.ErrInvalid},
+	}
+	for _, tt := range tests {
+		f, err := fsys.Open(ctx, tt.name)
+		if err == nil {
+			f.Close()
+		}
+		if tt.want == nil && err != nil || tt.want != nil && !errors.Is(err, tt.want) {
+			t.Errorf("Open(%q) = %v, want %v", tt.name, err, tt.want)
+		}
+	}
+	info, err := fsys.Stat(ctx, "/")
+	if err != nil || info.Name != "/" || !info.IsDir() {
+		t.Errorf("Stat(/) = %+v, %v", info, err)
+	}
+}
+
+// Errors name files by their name in the tree, never by the path on disk.
+func TestErrorsHideDir(t *testing.T) {
+	fsys, dir := newFS(t)
+	ctx := t.Context()
+	_, err := fsys.Stat(ctx, "/missing")
+	if !errors.Is(err, storage.ErrNotExist) || strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "/missing") {
+		t.Errorf("Stat(/missing) = %v", err)
+	}
+	_, err = fsys.Open(ctx, "/missing")
+	if err == nil || strings.Contains(err.Error(), dir) {
+		t.Errorf("Open(/missing) = %v", err)
+	}
+}
+
+func TestCanceled(t *testing.T) {
+	fsys, _ := newFS(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := fsys.Stat(ctx, "/"); !errors.Is(err, context.Canceled) {
+		t.Errorf("Stat = %v, want context.Canceled", err)
+	}
+	if _, err := fsys.ReadDir(ctx, "/"); !errors.Is(err, context.Canceled) {
+		t.Errorf("ReadDir = %v, want context.Canceled", err)
+	}
+	if err := fsys.Mkdir(ctx, "/d"); !errors.Is(err, context.Canceled) {
+		t.Errorf("Mkdir = %v, want context.Canceled", err)
+	}
+}
