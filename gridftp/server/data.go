@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -201,7 +200,10 @@ func (ss *session) handleSPOR(arg string) bool {
 	return true
 }
 
-var errNoDataSetup = errors.New("no PASV or PORT before the transfer")
+var (
+	errNoDataSetup    = errors.New("no PASV or PORT before the transfer")
+	errSenderConnects = errors.New("MODE E sender must connect")
+)
 
 // acceptOne waits for the next passive connection.
 func (ss *session) acceptOne(ctx context.Context) (net.Conn, error) {
@@ -255,16 +257,4 @@ func tune(c net.Conn, size int) {
 		tc.SetReadBuffer(size)
 		tc.SetWriteBuffer(size)
 	}
-}
-
-// passiveDescription is for logs.
-func (d *dataChannel) String() string {
-	if d.ln != nil {
-		return "passive " + d.ln.Addr().String()
-	}
-	var s []string
-	for _, a := range d.active {
-		s = append(s, a.String())
-	}
-	return "active " + strings.Join(s, " ") + " cached=" + strconv.Itoa(len(d.cache))
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
 	"time"
 
@@ -135,6 +136,9 @@ func (ss *session) readCommands(q chan<- queued) {
 		ss.conn.SetReadDeadline(time.Now().Add(ss.srv.idleTimeout()))
 		line, err := gridftp.ReadLine(r)
 		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) && ss.busy() {
+				continue // a long transfer keeps the session alive
+			}
 			if errors.Is(err, gridftp.ErrLineTooLong) {
 				q <- queued{err: err}
 			}
@@ -153,6 +157,13 @@ func (ss *session) readCommands(q chan<- queued) {
 			return
 		}
 	}
+}
+
+// busy reports whether a transfer or checksum is running.
+func (ss *session) busy() bool {
+	ss.amu.Lock()
+	defer ss.amu.Unlock()
+	return ss.abort != nil
 }
 
 func (ss *session) abortTransfer() {

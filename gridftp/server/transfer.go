@@ -90,6 +90,8 @@ func (ss *session) finish(ctx context.Context, op string, err error) {
 		ss.reply(gridftp.CodeTransferComplete, "Transfer Complete.")
 	case errors.Is(err, errNoDataSetup):
 		ss.reply(gridftp.CodeCantOpenData, "Can't open data connection: send PASV or PORT first.")
+	case errors.Is(err, errSenderConnects):
+		ss.reply(gridftp.CodeCantOpenData, "In MODE E the sending side connects: send PORT before RETR.")
 	case ctx.Err() != nil && ss.ctx.Err() == nil:
 		ss.reply(gridftp.CodeTransferAborted, "Transfer aborted.")
 	default:
@@ -121,8 +123,7 @@ func (ss *session) sendData(ctx context.Context, src io.ReaderAt, segs []gridftp
 	}
 	if len(ss.data.active) == 0 {
 		if ss.data.ln != nil {
-			ss.reply(gridftp.CodeCantOpenData, "MODE E: the sending side connects; send PORT for RETR.")
-			return nil
+			return errSenderConnects
 		}
 		return errNoDataSetup
 	}
