@@ -1,0 +1,118 @@
+package arch
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// moduleRoot is the repository root, two levels up.
+const moduleRoot = "../.."
+
+// pkg is one package directory of the module.
+type pkg struct {
+	path    string // import path
+	hasDoc  bool
+	imports map[string]bool
+}
+
+func loadPackages(t *testing.T) map[string]*pkg {
+	t.Helper()
+	out := map[string]*pkg{}
+	err := filepath.WalkDir(moduleRoot, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "bin") && p != moduleRoot {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), p, nil, parser.ParseComments|parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(moduleRoot, filepath.Dir(p))
+		ip := "ferry"
+		if rel != "." {
+			ip = "ferry/" + filepath.ToSlash(rel)
+		}
+		k := out[ip]
+		if k == nil {
+			k = &pkg{path: ip, imports: map[string]bool{}}
+			out[ip] = k
+		}
+		if f.Doc != nil && strings.TrimSpace(f.Doc.Text()) != "" {
+			k.hasDoc = true
+		}
+		for _, im := range f.Imports {
+			s, _ := strconv.Unquote(im.Path.Value)
+			k.imports[s] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestEveryPackageHasADocComment(t *testing.T) {
+	for _, p := range loadPackages(t) {
+		if !p.hasDoc {
+			t.Errorf("package %s has no package doc comment", p.path)
+		}
+	}
+}
+
+// allowed lists, for each protocol-layer package prefix, the ferry packages
+// it may import; anything else of ferry's is a layering violation.
+var allowed = map[string][]string{
+	"ferry/gridftp":        {},
+	"ferry/gridftp/server": {"ferry/gridftp", "ferry/storage", "ferry/checksum"},
+	"ferry/storage":        {},
+	"ferry/storage/posix":  {"ferry/storage"},
+	"ferry/checksum":       {},
+	"ferry/passwd":         {},
+}
+
+func TestLayering(t *testing.T) {
+	pkgs := loadPackages(t)
+	for path, ok := range allowed {
+		p := pkgs[path]
+		if p == nil {
+			t.Errorf("package %s is missing", path)
+			continue
+		}
+		for im := range p.imports {
+			if !strings.HasPrefix(im, "ferry/") && im != "ferry" {
+				if strings.Contains(im, "sql") || strings.HasPrefix(im, "net/http") {
+					t.Errorf("%s imports %s: the protocol layer knows nothing of databases or HTTP", path, im)
+				}
+				continue
+			}
+			permitted := false
+			for _, a := range ok {
+				permitted = permitted || im == a
+			}
+			if !permitted {
+				t.Errorf("%s imports %s, which its layer may not", path, im)
+			}
+		}
+	}
+	for path, p := range pkgs {
+		if path == "ferry/cmd/ferry" {
+			continue
+		}
+		for im := range p.imports {
+			if strings.HasPrefix(im, "github.com/spf13/") {
+				t.Errorf("%s imports %s: only cmd/ferry reads flags", path, im)
+			}
+		}
+	}
+}
