@@ -267,7 +267,6 @@ func (ss *session) handleSIZE(arg string) bool {
 	return true
 }
 
-const mdtmLayout = "20060102150405"
 
 func (ss *session) handleMDTM(arg string) bool {
 	info, err := ss.srv.FS.Stat(ss.ctx, ss.path(arg))
@@ -275,7 +274,7 @@ func (ss *session) handleMDTM(arg string) bool {
 		ss.errorReply("stat", err)
 		return true
 	}
-	ss.reply(gridftp.CodeFileStatus, info.ModTime.UTC().Format(mdtmLayout))
+	ss.reply(gridftp.CodeFileStatus, info.ModTime.UTC().Format(gridftp.TimeLayout))
 	return true
 }
 
@@ -286,7 +285,7 @@ func parseTimeAndPath(arg string) (time.Time, string, error) {
 		return time.Time{}, "", errors.New("expected TIME PATH")
 	}
 	ts, _, _ = strings.Cut(ts, ".")
-	t, err := time.ParseInLocation(mdtmLayout, ts, time.UTC)
+	t, err := time.ParseInLocation(gridftp.TimeLayout, ts, time.UTC)
 	if err != nil {
 		return time.Time{}, "", errors.New("time must be YYYYMMDDHHMMSS")
 	}
@@ -303,7 +302,7 @@ func (ss *session) handleMFMT(arg string) bool {
 		ss.errorReply("utime", err)
 		return true
 	}
-	ss.replyf(gridftp.CodeFileStatus, "Modify=%s; %s", t.Format(mdtmLayout), p)
+	ss.replyf(gridftp.CodeFileStatus, "Modify=%s; %s", t.Format(gridftp.TimeLayout), p)
 	return true
 }
 

@@ -104,32 +104,25 @@ func (ss *session) handleMLST(arg string) bool {
 // writeFacts writes one MLSx line (RFC 3659): facts, a space, the name.
 // kind overrides the Type fact ("cdir", "pdir").
 func writeFacts(b *bytes.Buffer, info storage.Info, kind string) {
-	typ, perm := "file", "r"
-	if info.Mode.Perm()&0o200 != 0 {
-		perm = "adfrw"
-	}
-	switch {
-	case kind != "":
-		typ = kind
-	case info.IsDir():
-		typ = "dir"
+	e := gridftp.Entry{Name: info.Name, Type: "file", Size: info.Size, Modify: info.ModTime,
+		Perm: "r", Mode: uint32(info.Mode.Perm()), Target: info.Target}
+	writable := info.Mode.Perm()&0o200 != 0
+	if writable {
+		e.Perm = "adfrw"
 	}
 	if info.IsDir() {
-		perm = "el"
-		if info.Mode.Perm()&0o200 != 0 {
-			perm = "cdeflmp"
+		e.Type, e.Perm = "dir", "el"
+		if writable {
+			e.Perm = "cdeflmp"
 		}
 	}
+	if kind != "" {
+		e.Type = kind
+	}
 	if info.Mode&fs.ModeSymlink != 0 {
-		typ, perm = "OS.unix=slink", ""
+		e.Type, e.Perm = "OS.unix=slink", ""
 	}
-	fmt.Fprintf(b, "Type=%s;Size=%d;Modify=%s;Perm=%s;UNIX.mode=%04o;", typ, info.Size,
-		info.ModTime.UTC().Format(mdtmLayout), perm, uint32(info.Mode.Perm()))
-	if info.Target != "" {
-		fmt.Fprintf(b, "UNIX.slink=%s;", info.Target)
-	}
-	b.WriteString(" ")
-	b.WriteString(info.Name)
+	b.WriteString(e.Format())
 	b.WriteString("\r\n")
 }
 

@@ -1,0 +1,245 @@
+// Package client speaks GridFTP to any server — ferry's own and the GCT
+// globus-gridftp-server — over one control connection: login, FEAT
+// detection, both multi-line reply styles, pipelined commands, passive and
+// active data channel setup, MLST/MLSD facts and CKSM. The transfer engine
+// builds on it; it knows nothing of scheduling or storage.
+package client
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"time"
+
+	"ferry/gridftp"
+)
+
+// Conn is one control connection. Commands may be pipelined: Send queues a
+// command, Next reads the replies in order. Do is both for one command.
+// A Conn is safe for one goroutine at a time, except Close.
+type Conn struct {
+	c    net.Conn
+	r    *bufio.Reader
+	wmu  sync.Mutex
+	feat map[string]string
+	addr string
+
+	// Timeout bounds each reply wait; zero means 60 s.
+	Timeout time.Duration
+}
+
+// Dial connects to a GridFTP server and reads its banner.
+func Dial(ctx context.Context, addr string) (*Conn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("connect %s: %w", addr, err)
+	}
+	cc := &Conn{c: c, r: bufio.NewReaderSize(c, 4096), addr: addr}
+	rep, err := cc.Next(ctx)
+	if err == nil && rep.Code != gridftp.CodeReady {
+		err = &gridftp.Error{Reply: rep}
+	}
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("%s: banner: %w", addr, err)
+	}
+	return cc, nil
+}
+
+// Addr is the server address the Conn was dialled with.
+func (c *Conn) Addr() string { return c.addr }
+
+// LocalAddr is the local end of the control connection.
+func (c *Conn) LocalAddr() net.Addr { return c.c.LocalAddr() }
+
+// RemoteAddr is the server end of the control connection.
+func (c *Conn) RemoteAddr() net.Addr { return c.c.RemoteAddr() }
+
+// Close ends the connection without QUIT, as globus-url-copy does.
+func (c *Conn) Close() error { return c.c.Close() }
+
+// Quit sends QUIT, waits briefly for the reply and closes.
+func (c *Conn) Quit(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err := c.Do(ctx, "QUIT")
+	c.c.Close()
+	return err
+}
+
+// Send writes one command without waiting for its reply.
+func (c *Conn) Send(format string, args ...any) error {
+	line := fmt.Sprintf(format, args...)
+	if strings.ContainsAny(line, "\r\n\x00") {
+		return fmt.Errorf("%w: control characters in %q", gridftp.ErrBadCommand, line)
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.c.SetWriteDeadline(time.Now().Add(c.timeout()))
+	_, err := c.c.Write([]byte(line + "\r\n"))
+	return err
+}
+
+func (c *Conn) timeout() time.Duration {
+	if c.Timeout > 0 {
+		return c.Timeout
+	}
+	return 60 * time.Second
+}
+
+// Next reads the next reply, preliminary or final. The wait ends with ctx
+// or after Timeout.
+func (c *Conn) Next(ctx context.Context) (gridftp.Reply, error) {
+	deadline := time.Now().Add(c.timeout())
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	c.c.SetReadDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { c.c.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
+	rep, err := gridftp.ReadReply(c.r)
+	if err != nil && ctx.Err() != nil {
+		return rep, ctx.Err()
+	}
+	return rep, err
+}
+
+// Final reads replies until a final (non-1xx) one; each preliminary reply
+// is handed to onPrelim when it is not nil. A 4xx or 5xx final reply is
+// returned as a *gridftp.Error as well.
+func (c *Conn) Final(ctx context.Context, onPrelim func(gridftp.Reply)) (gridftp.Reply, error) {
+	for {
+		rep, err := c.Next(ctx)
+		if err != nil {
+			return rep, err
+		}
+		if rep.Preliminary() {
+			if onPrelim != nil {
+				onPrelim(rep)
+			}
+			continue
+		}
+		if !rep.Positive() {
+			return rep, &gridftp.Error{Reply: rep}
+		}
+		return rep, nil
+	}
+}
+
+// Do sends one command and waits for its final reply.
+func (c *Conn) Do(ctx context.Context, format string, args ...any) (gridftp.Reply, error) {
+	if err := c.Send(format, args...); err != nil {
+		return gridftp.Reply{}, err
+	}
+	return c.Final(ctx, nil)
+}
+
+// Login authenticates and reads the server's features. Servers that refuse
+// FEAT are tolerated, as globus-url-copy does.
+func (c *Conn) Login(ctx context.Context, user, password string) error {
+	rep, err := c.Do(ctx, "USER %s", user)
+	if err != nil {
+		return fmt.Errorf("login: %w", err)
+	}
+	if rep.Code == gridftp.CodeNeedPassword {
+		if _, err := c.Do(ctx, "PASS %s", password); err != nil {
+			return fmt.Errorf("login: %w", err)
+		}
+	}
+	c.feat = map[string]string{}
+	rep, err = c.Do(ctx, "FEAT")
+	var ge *gridftp.Error
+	if errors.As(err, &ge) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, l := range rep.Lines[1:] {
+		if !strings.HasPrefix(l, " ") {
+			continue
+		}
+		name, params, _ := strings.Cut(strings.TrimSpace(l), " ")
+		c.feat[strings.ToUpper(name)] = params
+	}
+	return nil
+}
+
+// Feature reports whether the server announced a FEAT line name, and its
+// parameters ("CKSM" → "MD5:10;ADLER32:10;...").
+func (c *Conn) Feature(name string) (params string, ok bool) {
+	params, ok = c.feat[strings.ToUpper(name)]
+	return params, ok
+}
+
+// Checksums lists the algorithms the server's FEAT CKSM line names.
+func (c *Conn) Checksums() []string {
+	params, _ := c.Feature("CKSM")
+	var out []string
+	for _, item := range strings.Split(params, ";") {
+		if name, _, _ := strings.Cut(item, ":"); name != "" {
+			out = append(out, strings.ToUpper(name))
+		}
+	}
+	return out
+}
+
+// Passive sends PASV and returns the address the server listens on. A
+// server that answers with an unusable address (0.0.0.0, a private address
+// seen from outside) is reached at its control connection's address.
+func (c *Conn) Passive(ctx context.Context) (netip.AddrPort, error) {
+	rep, err := c.Do(ctx, "PASV")
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	ap, err := gridftp.ParsePassive(rep.Text())
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	if ap.Addr().IsUnspecified() {
+		if r, err := netip.ParseAddrPort(c.c.RemoteAddr().String()); err == nil {
+			ap = netip.AddrPortFrom(r.Addr().Unmap(), ap.Port())
+		}
+	}
+	return ap, nil
+}
+
+// Port sends PORT (IPv4) or EPRT (IPv6) for addr.
+func (c *Conn) Port(ctx context.Context, addr netip.AddrPort) error {
+	var err error
+	if addr.Addr().Unmap().Is4() {
+		_, err = c.Do(ctx, "PORT %s", gridftp.FormatHostPort(addr))
+	} else {
+		_, err = c.Do(ctx, "EPRT |2|%s|%d|", addr.Addr(), addr.Port())
+	}
+	return err
+}
+
+// Size returns the size of path.
+func (c *Conn) Size(ctx context.Context, path string) (int64, error) {
+	rep, err := c.Do(ctx, "SIZE %s", path)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	if _, err := fmt.Sscan(strings.TrimSpace(rep.Text()), &n); err != nil || n < 0 {
+		return 0, fmt.Errorf("SIZE %s: bad reply %q", path, rep.Text())
+	}
+	return n, nil
+}
+
+// Checksum runs CKSM over [off, off+length) of path (length -1: to the end)
+// and returns the lowercase hex digest.
+func (c *Conn) Checksum(ctx context.Context, alg, path string, off, length int64) (string, error) {
+	rep, err := c.Do(ctx, "CKSM %s %d %d %s", alg, off, length, path)
+	if err != nil {
+		return "", err
+	}
+	return strings.ToLower(strings.TrimSpace(rep.Text())), nil
+}
