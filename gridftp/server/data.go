@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -14,13 +13,6 @@ import (
 	"ferry/gridftp"
 )
 
-// dataConn is one data connection; br keeps bytes read ahead for the next
-// transfer on a cached MODE E stream.
-type dataConn struct {
-	c  net.Conn
-	br *bufio.Reader
-}
-
 // dataChannel is a session's data connection setup: a passive listener or
 // active addresses, and the MODE E streams cached across transfers.
 type dataChannel struct {
@@ -31,7 +23,7 @@ type dataChannel struct {
 
 	active []netip.AddrPort // PORT, EPRT, SPOR
 
-	cache []*dataConn // open MODE E streams
+	cache []*gridftp.Stream // open MODE E streams
 }
 
 // close ends the data channel: listener and cached streams.
@@ -51,8 +43,8 @@ func (d *dataChannel) close() {
 
 // dropCache closes the cached MODE E streams.
 func (d *dataChannel) dropCache() {
-	for _, c := range d.cache {
-		c.c.Close()
+	for _, s := range d.cache {
+		s.Conn.Close()
 	}
 	d.cache = nil
 }

@@ -34,6 +34,8 @@ var errorTable = []errorKind{
 	{errChecksumMismatch, gridftp.CodeFileUnavailable, "INCORRECT_CHECKSUM", 5, "Checksum mismatch"},
 	{errAborted, gridftp.CodeTransferAborted, "ABORTED", 125, "Transfer aborted"},
 	{errDataConn, gridftp.CodeTransferAborted, "DATA_CHANNEL", 104, "Data connection failed"},
+	{gridftp.ErrDataStream, gridftp.CodeTransferAborted, "DATA_CHANNEL", 104, "Data connection failed"},
+	{gridftp.ErrBadHeader, gridftp.CodeTransferAborted, "PROTOCOL", 71, "Bad MODE E block header"},
 	{os.ErrDeadlineExceeded, gridftp.CodeTransferAborted, "TIMEOUT", 110, "Timed out"},
 }
 

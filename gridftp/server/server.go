@@ -63,7 +63,8 @@ type Server struct {
 	closed   bool
 	active   atomic.Int64
 	wg       sync.WaitGroup
-	bufs     sync.Pool
+	poolOnce sync.Once
+	pool     *gridftp.BufferPool
 }
 
 // ErrServerClosed is returned by Serve after Close.
@@ -96,17 +97,11 @@ func durationOr(d, def time.Duration) time.Duration {
 	return def
 }
 
-// buffer returns a pooled buffer for one block and its MODE E header;
-// putBuffer gives it back.
-func (s *Server) buffer() *[]byte {
-	if b, ok := s.bufs.Get().(*[]byte); ok && len(*b) == gridftp.HeaderLen+s.blockSize() {
-		return b
-	}
-	b := make([]byte, gridftp.HeaderLen+s.blockSize())
-	return &b
+// buffers is the server's pool of block buffers.
+func (s *Server) buffers() *gridftp.BufferPool {
+	s.poolOnce.Do(func() { s.pool = gridftp.NewBufferPool(s.blockSize()) })
+	return s.pool
 }
-
-func (s *Server) putBuffer(b *[]byte) { s.bufs.Put(b) }
 
 // Sessions is the number of open control connections.
 func (s *Server) Sessions() int { return int(s.active.Load()) }

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,9 +16,6 @@ import (
 	"ferry/gridftp"
 	"ferry/storage"
 )
-
-// streamReadBuffer is the read-ahead of one cached MODE E stream.
-const streamReadBuffer = 64 << 10
 
 func (ss *session) handleRETR(arg string) bool {
 	ss.retrieve(ss.path(arg), -1, -1)
@@ -137,8 +132,8 @@ func (ss *session) sendData(ctx context.Context, src io.ReaderAt, segs []gridftp
 		stop := ss.markers(ss.retrMarks, &sent, nil)
 		defer stop()
 	}
-	plan := &sendPlan{segs: segs, block: int64(ss.srv.blockSize())}
-	err = ss.sendBlocks(ctx, streams, plan, src, base, &sent)
+	plan := gridftp.NewPlan(segs, ss.srv.blockSize())
+	err = gridftp.Send(ctx, streams, plan, src, base, ss.srv.buffers(), &sent)
 	return ss.dataErr(ctx, err)
 }
 
@@ -217,15 +212,11 @@ func copyRange(w io.Writer, src io.ReaderAt, segs []gridftp.Range) (int64, error
 
 // senderStreams returns the MODE E streams for sending: the cached ones,
 // shrunk or grown to the requested parallelism.
-func (ss *session) senderStreams(ctx context.Context) (streams []*dataConn, reused bool, err error) {
+func (ss *session) senderStreams(ctx context.Context) (streams []*gridftp.Stream, reused bool, err error) {
 	want := max(ss.parallel, 1)
 	reused = len(ss.data.cache) > 0
 	for len(ss.data.cache) > want {
-		last := ss.data.cache[len(ss.data.cache)-1]
-		var hdr [gridftp.HeaderLen]byte
-		gridftp.Header{Desc: gridftp.DescWillClose}.Put(hdr[:])
-		last.c.Write(hdr[:])
-		last.c.Close()
+		ss.data.cache[len(ss.data.cache)-1].Close()
 		ss.data.cache = ss.data.cache[:len(ss.data.cache)-1]
 	}
 	for len(ss.data.cache) < want {
@@ -234,100 +225,9 @@ func (ss *session) senderStreams(ctx context.Context) (streams []*dataConn, reus
 			return nil, false, err
 		}
 		tune(c, ss.retrBuf)
-		ss.data.cache = append(ss.data.cache, &dataConn{c: c, br: bufio.NewReaderSize(c, streamReadBuffer)})
+		ss.data.cache = append(ss.data.cache, gridftp.NewStream(c))
 	}
 	return ss.data.cache, reused, nil
-}
-
-// sendPlan hands out blocks of the segments to the sending streams.
-type sendPlan struct {
-	mu    sync.Mutex
-	segs  []gridftp.Range
-	block int64
-}
-
-func (p *sendPlan) next() (off, n int64, ok bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for len(p.segs) > 0 && p.segs[0].Len() <= 0 {
-		p.segs = p.segs[1:]
-	}
-	if len(p.segs) == 0 {
-		return 0, 0, false
-	}
-	s := &p.segs[0]
-	off, n = s.Start, min(p.block, s.Len())
-	s.Start += n
-	return off, n, true
-}
-
-// sendBlocks runs one worker per stream; each reads the next block into
-// its own pooled buffer and writes header and payload with one write. At
-// the end every stream sends EOD and the last one EOF with the EOD count.
-func (ss *session) sendBlocks(ctx context.Context, streams []*dataConn, plan *sendPlan, src io.ReaderAt, base int64, sent *atomic.Int64) error {
-	var (
-		wg       sync.WaitGroup
-		errOnce  sync.Once
-		firstErr error
-		left     atomic.Int32
-	)
-	left.Store(int32(len(streams)))
-	fail := func(err error) {
-		errOnce.Do(func() {
-			firstErr = err
-			for _, s := range streams {
-				s.c.SetWriteDeadline(time.Unix(1, 0))
-			}
-		})
-	}
-	stop := context.AfterFunc(ctx, func() { fail(errAborted) })
-	defer stop()
-	for _, s := range streams {
-		wg.Add(1)
-		go func(c net.Conn) {
-			defer wg.Done()
-			bp := ss.srv.buffer()
-			defer ss.srv.putBuffer(bp)
-			buf := *bp
-			for {
-				off, n, ok := plan.next()
-				if !ok {
-					break
-				}
-				payload := buf[gridftp.HeaderLen : gridftp.HeaderLen+int(n)]
-				if _, err := src.ReadAt(payload, off); err != nil && !(err == io.EOF && len(payload) == int(n)) {
-					if err == io.EOF {
-						err = fmt.Errorf("source shorter than announced: %w", io.ErrUnexpectedEOF)
-					}
-					fail(err)
-					return
-				}
-				gridftp.Header{Count: uint64(n), Offset: uint64(off - base)}.Put(buf)
-				if _, err := c.Write(buf[:gridftp.HeaderLen+int(n)]); err != nil {
-					fail(err)
-					return
-				}
-				sent.Add(n)
-			}
-			h := gridftp.Header{Desc: gridftp.DescEOD}
-			if left.Add(-1) == 0 {
-				h = gridftp.Header{Desc: gridftp.DescEOD | gridftp.DescEOF, Offset: uint64(len(streams))}
-			}
-			var hdr [gridftp.HeaderLen]byte
-			h.Put(hdr[:])
-			if _, err := c.Write(hdr[:]); err != nil {
-				fail(err)
-			}
-		}(s.c)
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return firstErr
-	}
-	for _, s := range streams {
-		s.c.SetWriteDeadline(time.Time{})
-	}
-	return nil
 }
 
 func (ss *session) handleSTOR(arg string) bool {
@@ -450,12 +350,13 @@ func (ss *session) receiveData(ctx context.Context, f storage.File, base int64) 
 			return err
 		}
 		tune(c, ss.storBuf)
-		ss.data.cache = append(ss.data.cache, &dataConn{c: c, br: bufio.NewReaderSize(c, streamReadBuffer)})
+		ss.data.cache = append(ss.data.cache, gridftp.NewStream(c))
 	}
 	ss.beginReply(reused)
-	rs := &recvState{f: f, base: base, srv: ss.srv}
-	stopMarkers := ss.markers(ss.srv.markerInterval(), &rs.bytes, rs)
-	err := ss.receiveBlocks(ctx, rs)
+	rcv := &gridftp.Receiver{Dst: f, Base: base, Pool: ss.srv.buffers(), Timeout: ss.srv.dataTimeout()}
+	stopMarkers := ss.markers(ss.srv.markerInterval(), rcv.Counter(), rcv)
+	streams, err := rcv.Run(ctx, ss.data.cache, ss.data.accepted, func(c net.Conn) { tune(c, ss.storBuf) })
 	stopMarkers()
+	ss.data.cache = streams
 	return ss.dataErr(ctx, err)
 }

@@ -1,0 +1,405 @@
+package gridftp
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ErrDataStream reports a MODE E data stream that failed: cut, reset, or
+// silent for longer than allowed.
+var ErrDataStream = errors.New("gridftp: data stream failed")
+
+// BufferPool hands out block buffers with room for a MODE E header in
+// front, so that header and payload go out in one write and no block
+// allocates.
+type BufferPool struct {
+	block int
+	pool  sync.Pool
+}
+
+// NewBufferPool makes a pool of buffers for blocks of size bytes.
+func NewBufferPool(size int) *BufferPool { return &BufferPool{block: size} }
+
+// BlockSize is the payload size of the pool's buffers.
+func (p *BufferPool) BlockSize() int { return p.block }
+
+// Get returns a buffer of HeaderLen+BlockSize bytes.
+func (p *BufferPool) Get() *[]byte {
+	if b, ok := p.pool.Get().(*[]byte); ok {
+		return b
+	}
+	b := make([]byte, HeaderLen+p.block)
+	return &b
+}
+
+// Put gives a buffer back.
+func (p *BufferPool) Put(b *[]byte) { p.pool.Put(b) }
+
+// Stream is one MODE E data connection; its reader keeps read-ahead bytes
+// between transfers when the stream is cached.
+type Stream struct {
+	Conn net.Conn
+	R    *bufio.Reader
+}
+
+// streamReadAhead is the read buffer of one stream.
+const streamReadAhead = 64 << 10
+
+// NewStream wraps a data connection.
+func NewStream(c net.Conn) *Stream { return &Stream{Conn: c, R: bufio.NewReaderSize(c, streamReadAhead)} }
+
+// Plan hands out the blocks of a set of byte ranges to sending streams.
+type Plan struct {
+	mu    sync.Mutex
+	segs  []Range
+	block int64
+}
+
+// NewPlan splits segs into blocks of at most block bytes.
+func NewPlan(segs []Range, block int) *Plan {
+	return &Plan{segs: slices.Clone(segs), block: int64(block)}
+}
+
+// Next returns the next block to send.
+func (p *Plan) Next() (off, n int64, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for len(p.segs) > 0 && p.segs[0].Len() <= 0 {
+		p.segs = p.segs[1:]
+	}
+	if len(p.segs) == 0 {
+		return 0, 0, false
+	}
+	s := &p.segs[0]
+	off, n = s.Start, min(p.block, s.Len())
+	s.Start += n
+	return off, n, true
+}
+
+// Send sends the blocks of plan from src over streams, one worker per
+// stream, block offsets relative to base. Every stream ends with EOD and
+// the last one also carries EOF with the EOD count. sent counts payload
+// bytes as they go out.
+func Send(ctx context.Context, streams []*Stream, plan *Plan, src io.ReaderAt, base int64, pool *BufferPool, sent *atomic.Int64) error {
+	var (
+		wg       sync.WaitGroup
+		errOnce  sync.Once
+		firstErr error
+		left     atomic.Int32
+	)
+	left.Store(int32(len(streams)))
+	fail := func(err error) {
+		errOnce.Do(func() {
+			firstErr = err
+			for _, s := range streams {
+				s.Conn.SetWriteDeadline(time.Unix(1, 0))
+			}
+		})
+	}
+	stop := context.AfterFunc(ctx, func() { fail(ctx.Err()) })
+	defer stop()
+	for _, s := range streams {
+		wg.Add(1)
+		go func(c net.Conn) {
+			defer wg.Done()
+			bp := pool.Get()
+			defer pool.Put(bp)
+			buf := *bp
+			for {
+				off, n, ok := plan.Next()
+				if !ok {
+					break
+				}
+				payload := buf[HeaderLen : HeaderLen+int(n)]
+				if m, err := src.ReadAt(payload, off); err != nil && !(err == io.EOF && m == int(n)) {
+					if err == io.EOF {
+						err = fmt.Errorf("source shorter than announced: %w", io.ErrUnexpectedEOF)
+					}
+					fail(err)
+					return
+				}
+				Header{Count: uint64(n), Offset: uint64(off - base)}.Put(buf)
+				if _, err := c.Write(buf[:HeaderLen+int(n)]); err != nil {
+					fail(fmt.Errorf("%w: %v", ErrDataStream, err))
+					return
+				}
+				if sent != nil {
+					sent.Add(n)
+				}
+			}
+			h := Header{Desc: DescEOD}
+			if left.Add(-1) == 0 {
+				h = Header{Desc: DescEOD | DescEOF, Offset: uint64(len(streams))}
+			}
+			var hdr [HeaderLen]byte
+			h.Put(hdr[:])
+			if _, err := c.Write(hdr[:]); err != nil {
+				fail(fmt.Errorf("%w: %v", ErrDataStream, err))
+			}
+		}(s.Conn)
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	for _, s := range streams {
+		s.Conn.SetWriteDeadline(time.Time{})
+	}
+	return nil
+}
+
+// Close ends a stream the way a sender shrinking its set does: a header
+// with the will-close bit, then the connection closes.
+func (s *Stream) Close() error {
+	var hdr [HeaderLen]byte
+	Header{Desc: DescWillClose}.Put(hdr[:])
+	s.Conn.SetWriteDeadline(time.Now().Add(time.Second))
+	s.Conn.Write(hdr[:])
+	return s.Conn.Close()
+}
+
+// Receiver writes one MODE E transfer to Dst. Block offsets are shifted by
+// Base. It records the ranges written, for 111 markers and restarts.
+type Receiver struct {
+	Dst     io.WriterAt
+	Base    int64
+	Pool    *BufferPool
+	Timeout time.Duration // no data for this long fails the transfer; 0: 60 s
+
+	bytes   atomic.Int64
+	mu      sync.Mutex
+	ranges  Ranges
+	pending Ranges
+}
+
+// Bytes is the payload written so far.
+func (r *Receiver) Bytes() int64 { return r.bytes.Load() }
+
+// Counter exposes the byte count for markers.
+func (r *Receiver) Counter() *atomic.Int64 { return &r.bytes }
+
+// Ranges returns the absolute ranges written so far.
+func (r *Receiver) Ranges() Ranges {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var c Ranges
+	c.AddAll(r.ranges)
+	return c
+}
+
+// TakePending returns the ranges written since the previous call.
+func (r *Receiver) TakePending() Ranges {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := r.pending
+	r.pending = Ranges{}
+	return p
+}
+
+func (r *Receiver) written(start, end int64) {
+	r.mu.Lock()
+	r.ranges.Add(start, end)
+	r.pending.Add(start, end)
+	r.mu.Unlock()
+}
+
+// streamEvent is what a stream reader reports to Run.
+type streamEvent struct {
+	s        *Stream
+	eofCount int  // > 0: an EOF block announced this many EODs
+	done     bool // the reader returned; fields below are final
+	eod      bool // the stream reached EOD
+	closing  bool // the sender closes the stream
+	idle     bool // the transfer ended before the stream carried anything
+	err      error
+}
+
+// Run reads one transfer from the cached streams and from connections that
+// arrive on accept during it (nil when none can), until as many EODs as the
+// EOF block announced have arrived. It returns the streams that stay open
+// for the next transfer; on error it closes them all.
+func (r *Receiver) Run(ctx context.Context, streams []*Stream, accept <-chan net.Conn, onAccept func(net.Conn)) ([]*Stream, error) {
+	timeout := r.Timeout
+	if timeout <= 0 {
+		timeout = 60 * time.Second
+	}
+	events := make(chan streamEvent, 8)
+	var finished atomic.Bool
+	running := map[*Stream]bool{}
+	start := func(s *Stream) {
+		running[s] = true
+		go r.readStream(s, events, &finished)
+	}
+	streams = slices.Clone(streams)
+	for _, s := range streams {
+		start(s)
+	}
+	eods, want := 0, -1
+	var failure error
+	progress := time.NewTimer(timeout)
+	defer progress.Stop()
+	lastBytes := int64(-1)
+	wake := func() {
+		finished.Store(true)
+		for s := range running {
+			s.Conn.SetReadDeadline(time.Unix(1, 0))
+		}
+	}
+	complete := func() bool { return want >= 0 && eods >= want }
+	for len(running) > 0 || (failure == nil && !complete()) {
+		if failure == nil && complete() && !finished.Load() {
+			wake()
+		}
+		if failure == nil && len(running) == 0 && accept == nil {
+			failure = fmt.Errorf("%w: every stream ended before EOF", ErrDataStream)
+			break
+		}
+		select {
+		case c, ok := <-accept:
+			if !ok {
+				accept = nil
+				continue
+			}
+			if failure != nil || finished.Load() {
+				c.Close()
+				continue
+			}
+			if onAccept != nil {
+				onAccept(c)
+			}
+			s := NewStream(c)
+			streams = append(streams, s)
+			start(s)
+		case ev := <-events:
+			if ev.eofCount > 0 {
+				want = ev.eofCount
+			}
+			if !ev.done {
+				continue
+			}
+			delete(running, ev.s)
+			switch {
+			case ev.idle:
+			case ev.err != nil && failure == nil:
+				failure = ev.err
+				wake()
+			case ev.eod:
+				eods++
+			}
+			if ev.closing || (ev.err != nil && !ev.idle) {
+				ev.s.Conn.Close()
+				streams = slices.DeleteFunc(streams, func(x *Stream) bool { return x == ev.s })
+			}
+		case <-ctx.Done():
+			if failure == nil {
+				failure = ctx.Err()
+				wake()
+			}
+		case <-progress.C:
+			if n := r.bytes.Load(); n == lastBytes && failure == nil {
+				failure = fmt.Errorf("%w: no data for %v", ErrDataStream, timeout)
+				wake()
+			} else {
+				lastBytes = n
+			}
+			progress.Reset(timeout)
+		}
+	}
+	if failure != nil {
+		for _, s := range streams {
+			s.Conn.Close()
+		}
+		return nil, failure
+	}
+	for _, s := range streams {
+		s.Conn.SetReadDeadline(time.Time{})
+	}
+	return streams, nil
+}
+
+// readStream reads one stream of one transfer up to its EOD. Before each
+// header it peeks, so that a stream the sender leaves unused can be woken
+// by a past deadline without losing a byte.
+func (r *Receiver) readStream(s *Stream, events chan<- streamEvent, finished *atomic.Bool) {
+	ev := streamEvent{s: s, done: true}
+	defer func() { events <- ev }()
+	var bp *[]byte
+	defer func() {
+		if bp != nil {
+			r.Pool.Put(bp)
+		}
+	}()
+	carried := false
+	for {
+		if _, err := s.R.Peek(1); err != nil {
+			if finished.Load() && !carried && errors.Is(err, os.ErrDeadlineExceeded) {
+				ev.idle = true
+				return
+			}
+			ev.err = fmt.Errorf("%w: closed before EOD: %v", ErrDataStream, err)
+			return
+		}
+		if finished.Load() && !carried {
+			ev.idle = true // the bytes waiting belong to the next transfer
+			return
+		}
+		carried = true
+		h, err := ReadHeader(s.R)
+		if err != nil {
+			if !errors.Is(err, ErrBadHeader) {
+				err = fmt.Errorf("%w: cut inside a header: %v", ErrDataStream, err)
+			}
+			ev.err = err
+			return
+		}
+		if h.Desc&DescEOF != 0 {
+			if h.Offset == 0 {
+				ev.err = fmt.Errorf("%w: EOF with EOD count 0", ErrBadHeader)
+				return
+			}
+			events <- streamEvent{s: s, eofCount: int(h.Offset)}
+		} else if h.Count > 0 {
+			if bp == nil {
+				bp = r.Pool.Get()
+			}
+			if err := r.readBlock(s.R, h, *bp); err != nil {
+				ev.err = err
+				return
+			}
+		}
+		ev.eod = h.Desc&DescEOD != 0
+		ev.closing = h.Desc&DescWillClose != 0
+		if ev.eod || ev.closing {
+			return
+		}
+	}
+}
+
+// readBlock copies one block's payload to Dst.
+func (r *Receiver) readBlock(src io.Reader, h Header, buf []byte) error {
+	start := r.Base + int64(h.Offset)
+	pos, left := start, int64(h.Count)
+	for left > 0 {
+		n := min(int64(len(buf)), left)
+		if _, err := io.ReadFull(src, buf[:n]); err != nil {
+			return fmt.Errorf("%w: cut inside a block: %v", ErrDataStream, err)
+		}
+		if _, err := r.Dst.WriteAt(buf[:n], pos); err != nil {
+			return err
+		}
+		pos += n
+		left -= n
+		r.bytes.Add(n)
+	}
+	r.written(start, pos)
+	return nil
+}
