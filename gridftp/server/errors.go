@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"syscall"
 
 	"ferry/checksum"
 	"ferry/gridftp"
@@ -30,6 +31,9 @@ var errorTable = []errorKind{
 	{storage.ErrIsDir, gridftp.CodeFileUnavailable, "IS_A_DIRECTORY", 21, "Is a directory"},
 	{storage.ErrNotEmpty, gridftp.CodeFileUnavailable, "INVALID_PATH", 39, "Directory not empty"},
 	{storage.ErrNoSpace, gridftp.CodeNoSpace, "NO_SPACE_LEFT", 28, "No space left on device"},
+	{syscall.ENOSPC, gridftp.CodeNoSpace, "NO_SPACE_LEFT", 28, "No space left on device"}, // from File writes
+	{syscall.EDQUOT, gridftp.CodeNoSpace, "QUOTA_EXCEEDED", 122, "Disk quota exceeded"},
+	{syscall.EFBIG, gridftp.CodeNoSpace, "NO_SPACE_LEFT", 27, "File too large"},
 	{checksum.ErrUnknown, gridftp.CodeParamNotSupported, "UNSUPPORTED", 95, "Unsupported checksum algorithm"},
 	{errChecksumMismatch, gridftp.CodeFileUnavailable, "INCORRECT_CHECKSUM", 5, "Checksum mismatch"},
 	{errAborted, gridftp.CodeTransferAborted, "ABORTED", 125, "Transfer aborted"},
@@ -50,7 +54,7 @@ func replyFor(err error) errorKind {
 			return k
 		}
 	}
-	var ne net.Error
+	var ne *net.OpError
 	if errors.As(err, &ne) {
 		return errorKind{code: gridftp.CodeTransferAborted, class: "DATA_CHANNEL", errno: 104, text: "Data connection failed"}
 	}
