@@ -55,7 +55,9 @@ type Stream struct {
 const streamReadAhead = 64 << 10
 
 // NewStream wraps a data connection.
-func NewStream(c net.Conn) *Stream { return &Stream{Conn: c, R: bufio.NewReaderSize(c, streamReadAhead)} }
+func NewStream(c net.Conn) *Stream {
+	return &Stream{Conn: c, R: bufio.NewReaderSize(c, streamReadAhead)}
+}
 
 // Plan hands out the blocks of a set of byte ranges to sending streams.
 type Plan struct {

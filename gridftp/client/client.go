@@ -28,6 +28,8 @@ type Conn struct {
 	wmu  sync.Mutex
 	feat map[string]string
 	addr string
+	opts Options
+	data data
 
 	// Timeout bounds each reply wait; zero means 60 s.
 	Timeout time.Duration
@@ -61,15 +63,19 @@ func (c *Conn) LocalAddr() net.Addr { return c.c.LocalAddr() }
 // RemoteAddr is the server end of the control connection.
 func (c *Conn) RemoteAddr() net.Addr { return c.c.RemoteAddr() }
 
-// Close ends the connection without QUIT, as globus-url-copy does.
-func (c *Conn) Close() error { return c.c.Close() }
+// Close ends the connection without QUIT, as globus-url-copy does, and
+// its data connections.
+func (c *Conn) Close() error {
+	c.closeData()
+	return c.c.Close()
+}
 
 // Quit sends QUIT, waits briefly for the reply and closes.
 func (c *Conn) Quit(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	_, err := c.Do(ctx, "QUIT")
-	c.c.Close()
+	c.Close()
 	return err
 }
 

@@ -267,7 +267,6 @@ func (ss *session) handleSIZE(arg string) bool {
 	return true
 }
 
-
 func (ss *session) handleMDTM(arg string) bool {
 	info, err := ss.srv.FS.Stat(ss.ctx, ss.path(arg))
 	if err != nil {

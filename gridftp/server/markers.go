@@ -51,4 +51,3 @@ func (ss *session) markers(interval time.Duration, bytes *atomic.Int64, rcv *gri
 		}
 	}
 }
-

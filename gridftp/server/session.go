@@ -247,4 +247,3 @@ func (ss *session) errorReply(op string, err error) {
 }
 
 var errAborted = errors.New("transfer aborted")
-

@@ -1,0 +1,207 @@
+package client_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"ferry/gridftp"
+	"ferry/gridftp/client"
+	"ferry/gridftp/server"
+	"ferry/storage/posix"
+)
+
+// startServer runs a ferry endpoint server on a temp root.
+func startServer(t *testing.T) (addr, root string) {
+	t.Helper()
+	root = t.TempDir()
+	fs, err := posix.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &server.Server{FS: fs, Anonymous: true, BlockSize: 64 << 10, DataTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String(), root
+}
+
+func dial(t *testing.T, addr string, parallel int) *client.Conn {
+	t.Helper()
+	ctx := context.Background()
+	c, err := client.Dial(ctx, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.Login(ctx, "anonymous", "ferry@"); err != nil {
+		t.Fatal(err)
+	}
+	c.SetOptions(client.Options{Parallel: parallel, BlockSize: 100 << 10})
+	return c
+}
+
+func randomBytes(t *testing.T, n int) []byte {
+	b := make([]byte, n)
+	rand.Read(b)
+	return b
+}
+
+// buffer is an io.WriterAt over a byte slice of known size.
+type buffer struct{ b []byte }
+
+func (w *buffer) WriteAt(p []byte, off int64) (int, error) { return copy(w.b[off:], p), nil }
+
+func TestLoginAndFeatures(t *testing.T) {
+	addr, _ := startServer(t)
+	c := dial(t, addr, 1)
+	if _, ok := c.Feature("PARALLEL"); !ok {
+		t.Error("FEAT lacks PARALLEL")
+	}
+	algs := c.Checksums()
+	if len(algs) < 7 || algs[0] != "MD5" {
+		t.Errorf("checksums from FEAT = %v", algs)
+	}
+}
+
+func TestWrongPassword(t *testing.T) {
+	addr, _ := startServer(t)
+	c, err := client.Dial(context.Background(), addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	err = c.Login(context.Background(), "alice", "nope")
+	var ge *gridftp.Error
+	if !errors.As(err, &ge) || ge.Reply.Code != gridftp.CodeNotLoggedIn {
+		t.Fatalf("login error = %v, want 530", err)
+	}
+}
+
+func TestPutGetRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		parallel int
+		size     int
+	}{
+		{"empty", 1, 0},
+		{"one stream", 1, 1 << 20},
+		{"four streams", 4, 3<<20 + 17},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			addr, root := startServer(t)
+			c := dial(t, addr, tc.parallel)
+			data := randomBytes(t, tc.size)
+			for i := range 2 { // the second round reuses the cached streams
+				n, err := c.Put(ctx, "/f.bin", bytes.NewReader(data), 0, int64(len(data)))
+				if err != nil || n != int64(len(data)) {
+					t.Fatalf("round %d: Put = %d, %v", i, n, err)
+				}
+				got, err := os.ReadFile(filepath.Join(root, "f.bin"))
+				if err != nil || !bytes.Equal(got, data) {
+					t.Fatalf("round %d: stored file differs (%v)", i, err)
+				}
+				back := &buffer{b: make([]byte, len(data))}
+				if n, err := c.Get(ctx, "/f.bin", back, 0, -1); err != nil || n != int64(len(data)) {
+					t.Fatalf("round %d: Get = %d, %v", i, n, err)
+				}
+				if !bytes.Equal(back.b, data) {
+					t.Fatalf("round %d: retrieved bytes differ", i)
+				}
+			}
+		})
+	}
+}
+
+func TestPartialTransfers(t *testing.T) {
+	ctx := context.Background()
+	addr, root := startServer(t)
+	c := dial(t, addr, 2)
+	data := randomBytes(t, 1<<20)
+	os.WriteFile(filepath.Join(root, "f"), data, 0o644)
+	out := &buffer{b: make([]byte, len(data))}
+	if _, err := c.Get(ctx, "/f", out, 1000, 300000); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out.b[1000:301000], data[1000:301000]) || out.b[999] != 0 || out.b[301000] != 0 {
+		t.Error("ERET section landed wrong")
+	}
+	// STOR the first half, then ESTO A the second half at its offset.
+	half := int64(len(data) / 2)
+	if _, err := c.Put(ctx, "/g", bytes.NewReader(data[:half]), 0, half); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Put(ctx, "/g", bytes.NewReader(data[half:]), half, half); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(root, "g")); !bytes.Equal(got, data) {
+		t.Error("STOR + ESTO A did not rebuild the file")
+	}
+}
+
+func TestListStatChecksum(t *testing.T) {
+	ctx := context.Background()
+	addr, root := startServer(t)
+	c := dial(t, addr, 1)
+	data := randomBytes(t, 12345)
+	os.Mkdir(filepath.Join(root, "d"), 0o755)
+	os.WriteFile(filepath.Join(root, "d", "a b"), data, 0o644)
+	os.WriteFile(filepath.Join(root, "d", "empty"), nil, 0o644)
+	entries, err := c.List(ctx, "/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 2 || entries[0].Name != "a b" || entries[0].Size != 12345 || entries[1].Name != "empty" {
+		t.Fatalf("List = %+v", entries)
+	}
+	e, err := c.Stat(ctx, "/d")
+	if err != nil || !e.IsDir() {
+		t.Fatalf("Stat = %+v, %v", e, err)
+	}
+	sum := md5.Sum(data)
+	got, err := c.Checksum(ctx, "MD5", "/d/a b", 0, -1)
+	if err != nil || got != hex.EncodeToString(sum[:]) {
+		t.Fatalf("Checksum = %q, %v", got, err)
+	}
+	if n, err := c.Size(ctx, "/d/a b"); err != nil || n != 12345 {
+		t.Fatalf("Size = %d, %v", n, err)
+	}
+	_, err = c.Stat(ctx, "/missing")
+	var ge *gridftp.Error
+	if !errors.As(err, &ge) || ge.Reply.Code != gridftp.CodeFileUnavailable {
+		t.Fatalf("Stat of a missing path: %v", err)
+	}
+}
+
+func TestPipelining(t *testing.T) {
+	ctx := context.Background()
+	addr, root := startServer(t)
+	c := dial(t, addr, 1)
+	for i := range 20 {
+		os.WriteFile(filepath.Join(root, string(rune('a'+i))), make([]byte, i), 0o644)
+	}
+	for i := range 20 {
+		if err := c.Send("SIZE /%c", rune('a'+i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 20 {
+		rep, err := c.Final(ctx, nil)
+		if err != nil || rep.String() != "213 "+strconv.Itoa(i) {
+			t.Fatalf("reply %d = %q, %v; want 213 %d", i, rep.String(), err, i)
+		}
+	}
+}

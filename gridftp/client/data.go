@@ -1,0 +1,310 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"strings"
+	"sync/atomic"
+
+	"ferry/gridftp"
+)
+
+// Options shape the data transfers of a Conn.
+type Options struct {
+	Parallel  int                 // MODE E streams per transfer; < 1 means 1
+	BlockSize int                 // MODE E block size when sending; 0: 1 MiB
+	Pool      *gridftp.BufferPool // shared block buffers; nil: one per Conn
+}
+
+// data is the client side of the data channel, cached across transfers as
+// the server caches its side.
+type data struct {
+	modeE    bool
+	parallel int // last OPTS RETR Parallelism sent
+
+	// receiving (RETR/MLSD): our listener, announced with PORT.
+	ln       net.Listener
+	accepted chan net.Conn
+	rstreams []*gridftp.Stream
+
+	// sending (STOR): streams to the server's PASV address.
+	pasv     netip.AddrPort
+	sstreams []*gridftp.Stream
+}
+
+// SetOptions sets the transfer options.
+func (c *Conn) SetOptions(o Options) {
+	if o.BlockSize <= 0 {
+		o.BlockSize = 1 << 20
+	}
+	if o.Pool == nil || o.Pool.BlockSize() != o.BlockSize {
+		o.Pool = gridftp.NewBufferPool(o.BlockSize)
+	}
+	c.opts = o
+}
+
+func (c *Conn) options() Options {
+	if c.opts.Pool == nil {
+		c.SetOptions(c.opts)
+	}
+	return c.opts
+}
+
+// ModeE switches the session to extended block mode (once).
+func (c *Conn) ModeE(ctx context.Context) error {
+	if c.data.modeE {
+		return nil
+	}
+	if _, err := c.Do(ctx, "MODE E"); err != nil {
+		return err
+	}
+	c.data.modeE = true
+	return nil
+}
+
+// closeData drops every cached data connection.
+func (c *Conn) closeData() {
+	if c.data.ln != nil {
+		c.data.ln.Close()
+		for conn := range c.data.accepted {
+			conn.Close()
+		}
+		c.data.ln, c.data.accepted = nil, nil
+	}
+	for _, s := range c.data.rstreams {
+		s.Conn.Close()
+	}
+	for _, s := range c.data.sstreams {
+		s.Conn.Close()
+	}
+	c.data.rstreams, c.data.sstreams, c.data.pasv = nil, nil, netip.AddrPort{}
+}
+
+// receiveSetup makes sure the server will connect to us: a listener on the
+// control connection's local address, announced with PORT, and the
+// parallelism announced with OPTS RETR.
+func (c *Conn) receiveSetup(ctx context.Context) error {
+	if err := c.ModeE(ctx); err != nil {
+		return err
+	}
+	want := max(c.options().Parallel, 1)
+	if c.data.parallel != want {
+		if _, err := c.Do(ctx, "OPTS RETR Parallelism=%d,%d,%d;", want, want, want); err != nil {
+			return err
+		}
+		c.data.parallel = want
+	}
+	if c.data.ln != nil {
+		return nil
+	}
+	c.closeData()
+	local, err := netip.ParseAddrPort(c.c.LocalAddr().String())
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", netip.AddrPortFrom(local.Addr().Unmap(), 0).String())
+	if err != nil {
+		return err
+	}
+	c.data.ln, c.data.accepted = ln, make(chan net.Conn, gridftp.MaxStreams)
+	go func(ln net.Listener, ch chan net.Conn) {
+		defer close(ch)
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			select {
+			case ch <- conn:
+			default:
+				conn.Close()
+			}
+		}
+	}(ln, c.data.accepted)
+	ap, _ := netip.ParseAddrPort(ln.Addr().String())
+	return c.Port(ctx, ap)
+}
+
+// transferResult reads the replies of a running transfer command (150/125,
+// markers) up to its final reply, while recv moves the data. Both must
+// succeed; a failure of either aborts the other.
+func (c *Conn) transferResult(ctx context.Context, move func(context.Context) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	moved := make(chan error, 1)
+	go func() { moved <- move(ctx) }()
+	_, rerr := c.Final(ctx, nil)
+	if rerr != nil {
+		cancel()
+	}
+	merr := <-moved
+	if rerr != nil {
+		return rerr
+	}
+	return merr
+}
+
+// Get retrieves path into dst in MODE E: the whole file when length < 0,
+// else the section [off, off+length) (ERET), written at its own offsets.
+func (c *Conn) Get(ctx context.Context, path string, dst io.WriterAt, off, length int64) (int64, error) {
+	if err := c.receiveSetup(ctx); err != nil {
+		return 0, err
+	}
+	var err error
+	if length < 0 {
+		err = c.Send("RETR %s", path)
+	} else {
+		err = c.Send("ERET P %d %d %s", off, length, path)
+	}
+	if err != nil {
+		return 0, err
+	}
+	base := int64(0)
+	if length >= 0 {
+		base = off
+	}
+	rcv := &gridftp.Receiver{Dst: dst, Base: base, Pool: c.options().Pool, Timeout: c.timeout()}
+	err = c.transferResult(ctx, func(ctx context.Context) error {
+		streams, err := rcv.Run(ctx, c.data.rstreams, c.data.accepted, nil)
+		c.data.rstreams = streams
+		return err
+	})
+	if err != nil {
+		c.dropAfterFailure()
+	}
+	return rcv.Bytes(), err
+}
+
+// dropAfterFailure closes the data channel: after a failed transfer its
+// streams are in an unknown state, and the server drops its side too.
+func (c *Conn) dropAfterFailure() {
+	c.closeData()
+	c.data.parallel = 0
+}
+
+// Put stores size bytes of src at path in MODE E over the server's
+// passive address, with block offsets shifted by off (ESTO A off) when
+// off > 0.
+func (c *Conn) Put(ctx context.Context, path string, src io.ReaderAt, off, size int64) (int64, error) {
+	if err := c.ModeE(ctx); err != nil {
+		return 0, err
+	}
+	if c.data.ln != nil || !c.data.pasv.IsValid() {
+		c.closeData()
+		ap, err := c.Passive(ctx)
+		if err != nil {
+			return 0, err
+		}
+		c.data.pasv = ap
+	}
+	want := max(c.options().Parallel, 1)
+	for len(c.data.sstreams) > want {
+		c.data.sstreams[len(c.data.sstreams)-1].Close()
+		c.data.sstreams = c.data.sstreams[:len(c.data.sstreams)-1]
+	}
+	var err error
+	if _, err = c.Do(ctx, "ALLO %d", size); err != nil {
+		return 0, err
+	}
+	if off > 0 {
+		err = c.Send("ESTO A %d %s", off, path)
+	} else {
+		err = c.Send("STOR %s", path)
+	}
+	if err != nil {
+		return 0, err
+	}
+	var sent atomic.Int64
+	err = c.transferResult(ctx, func(ctx context.Context) error {
+		for len(c.data.sstreams) < want {
+			var d net.Dialer
+			conn, err := d.DialContext(ctx, "tcp", c.data.pasv.String())
+			if err != nil {
+				return fmt.Errorf("%w: connect %v: %v", gridftp.ErrDataStream, c.data.pasv, err)
+			}
+			c.data.sstreams = append(c.data.sstreams, gridftp.NewStream(conn))
+		}
+		plan := gridftp.NewPlan([]gridftp.Range{{Start: 0, End: size}}, c.options().BlockSize)
+		return gridftp.Send(ctx, c.data.sstreams, plan, src, 0, c.options().Pool, &sent)
+	})
+	if err != nil {
+		c.dropAfterFailure()
+	}
+	return sent.Load(), err
+}
+
+// List returns the entries of a directory (MLSD), without "." and "..".
+func (c *Conn) List(ctx context.Context, path string) ([]gridftp.Entry, error) {
+	if err := c.receiveSetup(ctx); err != nil {
+		return nil, err
+	}
+	if err := c.Send("MLSD %s", path); err != nil {
+		return nil, err
+	}
+	var buf memFile
+	rcv := &gridftp.Receiver{Dst: &buf, Pool: c.options().Pool, Timeout: c.timeout()}
+	err := c.transferResult(ctx, func(ctx context.Context) error {
+		streams, err := rcv.Run(ctx, c.data.rstreams, c.data.accepted, nil)
+		c.data.rstreams = streams
+		return err
+	})
+	if err != nil {
+		c.dropAfterFailure()
+		return nil, err
+	}
+	var out []gridftp.Entry
+	for _, line := range strings.Split(string(buf.b), "\n") {
+		line = strings.TrimRight(line, "\r")
+		if line == "" {
+			continue
+		}
+		e, err := gridftp.ParseEntry(line)
+		if err != nil {
+			return nil, fmt.Errorf("MLSD %s: %w", path, err)
+		}
+		if e.Type == "cdir" || e.Type == "pdir" || e.Name == "." || e.Name == ".." {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// Stat describes one path (MLST).
+func (c *Conn) Stat(ctx context.Context, path string) (gridftp.Entry, error) {
+	rep, err := c.Do(ctx, "MLST %s", path)
+	if err != nil {
+		return gridftp.Entry{}, err
+	}
+	for _, l := range rep.Lines[1:] {
+		if strings.HasPrefix(l, " ") {
+			return gridftp.ParseEntry(l)
+		}
+	}
+	return gridftp.Entry{}, fmt.Errorf("MLST %s: %w: no facts line", path, gridftp.ErrBadFacts)
+}
+
+// memFile is an in-memory io.WriterAt for listings; its size is bounded so
+// that a hostile server cannot exhaust memory.
+type memFile struct{ b []byte }
+
+const maxListing = 256 << 20
+
+var errListingTooLarge = errors.New("listing larger than 256 MiB")
+
+func (m *memFile) WriteAt(p []byte, off int64) (int, error) {
+	end := off + int64(len(p))
+	if end > maxListing {
+		return 0, errListingTooLarge
+	}
+	if int64(len(m.b)) < end {
+		m.b = append(m.b, bytes.Repeat([]byte{0}, int(end)-len(m.b))...)
+	}
+	copy(m.b[off:], p)
+	return len(p), nil
+}
