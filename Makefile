@@ -1,0 +1,23 @@
+# ferry — common tasks. CI runs `bash .ci/run`, which installs the GridFTP
+# peers and runs `make test` with FERRY_INTEROP=required.
+
+GO ?= go
+
+.PHONY: build test demo bench
+
+build:
+	$(GO) build -o bin/ferry ./cmd/ferry
+
+test:
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 30m ./...
+
+demo: build
+	bash scripts/demo.sh
+
+bench: build
+	@if [ -f bench/gridftp.sh ]; then \
+		bash bench/gridftp.sh; \
+	else \
+		echo "bench: no bench/gridftp.sh yet, nothing to run"; \
+	fi

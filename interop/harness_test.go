@@ -1,0 +1,576 @@
+package interop
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// ferryBin is the ferry binary built once by TestMain; ferryBuildErr says why
+// it could not be built (tests that need it then fail with that message).
+var (
+	ferryBin      string
+	ferryBuildErr error
+)
+
+func TestMain(m *testing.M) {
+	// GCT serves anonymous sessions as `nobody`: everything the tests create
+	// must be readable and writable by it, so files get 0666 and dirs 0777.
+	syscall.Umask(0)
+	dir, err := os.MkdirTemp("", "ferry-interop-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "interop:", err)
+		os.Exit(2)
+	}
+	ferryBin = filepath.Join(dir, "ferry")
+	ferryBuildErr = buildFerry(ferryBin)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func buildFerry(out string) error {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		gobin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, gobin, "build", "-o", out, "ferry/cmd/ferry")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build ferry/cmd/ferry: %v\n%s", err, b)
+	}
+	return nil
+}
+
+// interopRequired reports whether missing peers are a failure rather than a
+// reason to skip (FERRY_INTEROP=required, set by .ci/run).
+func interopRequired() bool { return os.Getenv("FERRY_INTEROP") == "required" }
+
+// toolPath finds a program on PATH, or in the sbin directories that a
+// non-root PATH lacks (globus-gridftp-server lives in /usr/sbin).
+func toolPath(name string) (string, error) {
+	if p, err := exec.LookPath(name); err == nil {
+		return p, nil
+	}
+	for _, dir := range []string{"/usr/sbin", "/usr/local/sbin", "/sbin"} {
+		p := filepath.Join(dir, name)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s not found on PATH", name)
+}
+
+// needTools skips the test (fails it under FERRY_INTEROP=required) unless
+// globus-url-copy, globus-gridftp-server and the named extra programs exist.
+func needTools(t testing.TB, extra ...string) {
+	t.Helper()
+	for _, name := range append([]string{"globus-url-copy", "globus-gridftp-server"}, extra...) {
+		if _, err := toolPath(name); err != nil {
+			msg := fmt.Sprintf("%v: interop tests need the GCT programs and gfal2/lftp/curl "+
+				"(Debian: globus-gridftp-server-progs globus-gass-copy-progs gfal2-util-scripts "+
+				"python3-gfal2-util gfal2-plugin-gridftp lftp curl; `bash .ci/run` installs them)", err)
+			if interopRequired() {
+				t.Fatalf("FERRY_INTEROP=required: %s", msg)
+			}
+			t.Skip(msg)
+		}
+	}
+}
+
+// needFerry fails the test when the ferry binary could not be built.
+func needFerry(t testing.TB) {
+	t.Helper()
+	if ferryBuildErr != nil {
+		t.Fatalf("ferry binary unavailable: %v", ferryBuildErr)
+	}
+}
+
+// server is a running GridFTP endpoint on loopback.
+type server interface {
+	// Name is "gct" or "ferry", for messages.
+	Name() string
+	// Addr is host:port of the control channel.
+	Addr() string
+	// URL is the ftp URL of rel, a slash-separated path under the served
+	// tree; a trailing "/" (a directory for globus-url-copy) is kept.
+	URL(rel string) string
+	// HomeURL is the ftp URL of rel relative to the login directory (the
+	// form curl and most FTP clients expect): the root of the served tree.
+	HomeURL(rel string) string
+	// Path is the local file name of rel.
+	Path(rel string) string
+}
+
+// starter starts a fresh server with an empty tree; it is stopped at cleanup.
+type starter func(t *testing.T) server
+
+// escapePath percent-encodes each element of a slash-separated path.
+func escapePath(p string) string {
+	parts := strings.Split(p, "/")
+	for i, s := range parts {
+		parts[i] = url.PathEscape(s)
+	}
+	return strings.Join(parts, "/")
+}
+
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func freePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("free port: %v", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// logBuffer collects a child's output; safe for concurrent use.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns the output, keeping only the last 64 KiB.
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.buf.String()
+	if len(s) > 64<<10 {
+		s = "...(truncated)...\n" + s[len(s)-64<<10:]
+	}
+	return s
+}
+
+// proc is a child process started in its own process group.
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error // from Wait, valid once done is closed
+}
+
+func startProc(name string, args []string, out io.Writer) (*proc, error) {
+	cmd := exec.Command(name, args...)
+	cmd.Stdout = out
+	cmd.Stderr = out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &proc{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// signalGroup sends sig to the whole process group (GCT forks per session).
+func (p *proc) signalGroup(sig syscall.Signal) {
+	_ = syscall.Kill(-p.cmd.Process.Pid, sig)
+}
+
+// wait waits up to d for the process to end.
+func (p *proc) wait(d time.Duration) bool {
+	select {
+	case <-p.done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// waitBanner waits until addr accepts a connection and sends a 220 reply,
+// failing early if the process ends. It closes the probe with QUIT.
+func waitBanner(p *proc, addr string, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	var last error
+	for time.Now().Before(deadline) {
+		if p.exited() {
+			return fmt.Errorf("exited before serving: %v", p.err)
+		}
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err != nil {
+			last = err
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		r := bufio.NewReader(c)
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				last = fmt.Errorf("reading banner: %v (got %q)", err, line)
+				break
+			}
+			if strings.HasPrefix(line, "220 ") {
+				io.WriteString(c, "QUIT\r\n")
+				c.Close()
+				return nil
+			}
+			if !strings.HasPrefix(line, "220-") && !strings.HasPrefix(line, " ") {
+				last = fmt.Errorf("unexpected banner line %q", line)
+				break
+			}
+		}
+		c.Close()
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("no 220 banner on %s within %v: %v", addr, within, last)
+}
+
+// ferryConfig says how to start a ferry gridftp server.
+type ferryConfig struct {
+	Root      string   // served tree; "" means a new temp dir
+	Anonymous bool     // pass --anonymous
+	Args      []string // extra flags, e.g. --password-file FILE
+}
+
+// ferryServer is a `ferry gridftp` child process.
+type ferryServer struct {
+	t    *testing.T
+	root string
+	addr string
+	args []string
+	log  *logBuffer
+	mu   sync.Mutex
+	p    *proc
+}
+
+// startFerry starts an anonymous ferry server on a fresh temp root.
+func startFerry(t *testing.T) server {
+	t.Helper()
+	return startFerryConfig(t, ferryConfig{Anonymous: true})
+}
+
+// startFerryConfig starts ferry gridftp on 127.0.0.1 and a free port, waits
+// for its banner, and stops it (SIGTERM, then SIGKILL) at cleanup. Its stderr
+// goes to the test log if the test fails.
+func startFerryConfig(t *testing.T, cfg ferryConfig) *ferryServer {
+	t.Helper()
+	needFerry(t)
+	root := cfg.Root
+	if root == "" {
+		root = t.TempDir()
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+	args := []string{"gridftp", "--root", root, "--listen", addr}
+	if cfg.Anonymous {
+		args = append(args, "--anonymous")
+	}
+	args = append(args, cfg.Args...)
+	s := &ferryServer{t: t, root: root, addr: addr, args: args, log: &logBuffer{}}
+	t.Cleanup(s.stop)
+	s.start()
+	return s
+}
+
+func (s *ferryServer) start() {
+	s.t.Helper()
+	fmt.Fprintf(s.log, "### %s %s\n", ferryBin, strings.Join(s.args, " "))
+	p, err := startProc(ferryBin, s.args, s.log)
+	if err != nil {
+		s.t.Fatalf("start ferry: %v", err)
+	}
+	s.mu.Lock()
+	s.p = p
+	s.mu.Unlock()
+	if err := waitBanner(p, s.addr, 15*time.Second); err != nil {
+		s.t.Fatalf("ferry gridftp on %s: %v\nstderr:\n%s", s.addr, err, s.log)
+	}
+}
+
+// kill9 kills the server with SIGKILL and waits for it to go.
+func (s *ferryServer) kill9() {
+	s.t.Helper()
+	s.mu.Lock()
+	p := s.p
+	s.mu.Unlock()
+	p.signalGroup(syscall.SIGKILL)
+	if !p.wait(10 * time.Second) {
+		s.t.Fatalf("ferry did not die after SIGKILL")
+	}
+	fmt.Fprintf(s.log, "### killed with SIGKILL\n")
+}
+
+// restart starts the server again with the same root, port and flags.
+func (s *ferryServer) restart() { s.t.Helper(); s.start() }
+
+func (s *ferryServer) stop() {
+	s.mu.Lock()
+	p := s.p
+	s.mu.Unlock()
+	if p == nil {
+		return
+	}
+	if !p.exited() {
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		if !p.wait(10 * time.Second) {
+			s.t.Errorf("ferry did not exit within 10s of SIGTERM")
+			p.signalGroup(syscall.SIGKILL)
+			p.wait(5 * time.Second)
+		} else if p.err != nil {
+			s.t.Errorf("ferry did not exit cleanly on SIGTERM: %v", p.err)
+		}
+	}
+	p.signalGroup(syscall.SIGKILL) // anything it left behind
+	if s.t.Failed() {
+		s.t.Logf("ferry gridftp %s stderr:\n%s", s.addr, s.log)
+	}
+}
+
+func (s *ferryServer) Name() string { return "ferry" }
+func (s *ferryServer) Addr() string { return s.addr }
+func (s *ferryServer) Root() string { return s.root }
+
+// URL: ferry serves its root as "/", so the URL path is the path under it.
+func (s *ferryServer) URL(rel string) string {
+	return "ftp://" + s.addr + "/" + escapePath(strings.TrimPrefix(rel, "/"))
+}
+
+// HomeURL: ferry logs sessions in at its root.
+func (s *ferryServer) HomeURL(rel string) string { return s.URL(rel) }
+
+func (s *ferryServer) Path(rel string) string { return filepath.Join(s.root, filepath.FromSlash(rel)) }
+
+// gctServer is a globus-gridftp-server child process (anonymous, loopback).
+type gctServer struct {
+	t       *testing.T
+	root    string
+	addr    string
+	args    []string
+	logFile string
+	out     *logBuffer
+	mu      sync.Mutex
+	p       *proc
+}
+
+// startGCT starts globus-gridftp-server on 127.0.0.1 and a free port, serving
+// a fresh world-writable temp dir, and stops it at cleanup.
+func startGCT(t *testing.T) server {
+	t.Helper()
+	return startGCTServer(t)
+}
+
+func startGCTServer(t *testing.T) *gctServer {
+	t.Helper()
+	bin, err := toolPath("globus-gridftp-server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Not t.TempDir: its parents are 0700 and the server runs as nobody.
+	root, err := os.MkdirTemp(sharedTempBase(), "ferry-interop-gct-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	if err := os.Chmod(root, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	logFile := filepath.Join(t.TempDir(), "gridftp.log")
+	args := []string{
+		"-aa", // anonymous clear-text logins
+		"-p", strconv.Itoa(port),
+		"-control-interface", "127.0.0.1",
+		"-data-interface", "127.0.0.1",
+		"-home-dir", root,
+		"-d", "ERROR",
+		"-l", logFile,
+	}
+	if os.Geteuid() == 0 {
+		// Required as root: anonymous sessions setuid to this user.
+		args = append(args, "-anonymous-user", "nobody")
+	}
+	s := &gctServer{t: t, root: root, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		args: append([]string{bin}, args...), logFile: logFile, out: &logBuffer{}}
+	t.Cleanup(s.stop)
+	s.start()
+	return s
+}
+
+func (s *gctServer) start() {
+	s.t.Helper()
+	p, err := startProc(s.args[0], s.args[1:], s.out)
+	if err != nil {
+		s.t.Fatalf("start globus-gridftp-server: %v", err)
+	}
+	s.mu.Lock()
+	s.p = p
+	s.mu.Unlock()
+	if err := waitBanner(p, s.addr, 15*time.Second); err != nil {
+		s.t.Fatalf("globus-gridftp-server on %s: %v\n%s", s.addr, err, s.logs())
+	}
+}
+
+func (s *gctServer) logs() string {
+	b, _ := os.ReadFile(s.logFile)
+	return fmt.Sprintf("output:\n%s\nlog %s:\n%s", s.out, s.logFile, b)
+}
+
+// kill9 kills the daemon and its per-session children with SIGKILL.
+func (s *gctServer) kill9() {
+	s.t.Helper()
+	s.mu.Lock()
+	p := s.p
+	s.mu.Unlock()
+	p.signalGroup(syscall.SIGKILL)
+	if !p.wait(10 * time.Second) {
+		s.t.Fatalf("globus-gridftp-server did not die after SIGKILL")
+	}
+}
+
+func (s *gctServer) restart() { s.t.Helper(); s.start() }
+
+func (s *gctServer) stop() {
+	s.mu.Lock()
+	p := s.p
+	s.mu.Unlock()
+	if p == nil {
+		return
+	}
+	p.signalGroup(syscall.SIGTERM)
+	if !p.wait(5 * time.Second) {
+		p.signalGroup(syscall.SIGKILL)
+		p.wait(5 * time.Second)
+	}
+	p.signalGroup(syscall.SIGKILL) // forked session processes
+	if s.t.Failed() {
+		s.t.Logf("globus-gridftp-server %s %s", s.addr, s.logs())
+	}
+}
+
+func (s *gctServer) Name() string { return "gct" }
+func (s *gctServer) Addr() string { return s.addr }
+
+// URL: GCT URL paths are absolute file names.
+func (s *gctServer) URL(rel string) string {
+	return "ftp://" + s.addr + escapePath(s.root+"/"+strings.TrimPrefix(rel, "/"))
+}
+
+// HomeURL: -home-dir is the served tree.
+func (s *gctServer) HomeURL(rel string) string {
+	return "ftp://" + s.addr + "/" + escapePath(strings.TrimPrefix(rel, "/"))
+}
+
+func (s *gctServer) Path(rel string) string { return filepath.Join(s.root, filepath.FromSlash(rel)) }
+
+// restartable is a server the restart test can kill and bring back.
+type restartable interface {
+	server
+	kill9()
+	restart()
+}
+
+var (
+	_ restartable = (*ferryServer)(nil)
+	_ restartable = (*gctServer)(nil)
+)
+
+// cmdTimeout bounds every client command unless a test says otherwise.
+const cmdTimeout = 2 * time.Minute
+
+// runTool runs a client program with a timeout and returns its combined
+// output; the error includes the command line and the output.
+func runTool(ctx context.Context, timeout time.Duration, stdin string, name string, args ...string) (string, error) {
+	bin, err := toolPath(name)
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	cmd.WaitDelay = 5 * time.Second
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w (timed out after %v)", err, time.Since(start).Round(time.Millisecond))
+		}
+		return string(out), fmt.Errorf("%s: %v\n%s", cmdline(name, args), err, out)
+	}
+	return string(out), nil
+}
+
+func cmdline(name string, args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " '\"#;&|$") {
+			a = strconv.Quote(a)
+		}
+		q[i] = a
+	}
+	return name + " " + strings.Join(q, " ")
+}
+
+// mustRun runs a client program and fails the test if it fails.
+func mustRun(t testing.TB, name string, args ...string) string {
+	t.Helper()
+	out, err := runTool(context.Background(), cmdTimeout, "", name, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// guc runs globus-url-copy and fails the test on error.
+func guc(t testing.TB, args ...string) string {
+	t.Helper()
+	return mustRun(t, "globus-url-copy", args...)
+}
+
+// gucErr runs globus-url-copy and returns its error (for expected failures).
+func gucErr(args ...string) (string, error) {
+	return runTool(context.Background(), cmdTimeout, "", "globus-url-copy", args...)
+}
+
+// fileURL is the file:// URL of a local path (a trailing "/" is kept).
+func fileURL(p string) string {
+	return "file://" + escapePath(filepath.ToSlash(p))
+}
+
+// dirURL is like fileURL with a trailing slash, as globus-url-copy wants for
+// directories.
+func dirURL(p string) string { return strings.TrimSuffix(fileURL(p), "/") + "/" }
+
+// sharedTempBase is where world-accessible temp dirs go: /dev/shm when
+// usable (fast, and large files stay off the disk), else the system temp dir.
+func sharedTempBase() string {
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() && syscall.Access("/dev/shm", 2) == nil {
+		return "/dev/shm"
+	}
+	return os.TempDir()
+}
