@@ -228,7 +228,9 @@ type streamEvent struct {
 // Run reads one transfer from the cached streams and from connections that
 // arrive on accept during it (nil when none can), until as many EODs as the
 // EOF block announced have arrived. It returns the streams that stay open
-// for the next transfer; on error it closes them all.
+// for the next transfer. On error it returns them too, still open, so that
+// the caller can send its error reply before closing them: a peer told
+// first reads the reason rather than a reset.
 func (r *Receiver) Run(ctx context.Context, streams []*Stream, accept <-chan net.Conn, onAccept func(net.Conn)) ([]*Stream, error) {
 	timeout := r.Timeout
 	if timeout <= 0 {
@@ -316,16 +318,10 @@ func (r *Receiver) Run(ctx context.Context, streams []*Stream, accept <-chan net
 			progress.Reset(timeout)
 		}
 	}
-	if failure != nil {
-		for _, s := range streams {
-			s.Conn.Close()
-		}
-		return nil, failure
-	}
 	for _, s := range streams {
 		s.Conn.SetReadDeadline(time.Time{})
 	}
-	return streams, nil
+	return streams, failure
 }
 
 // readStream reads one stream of one transfer up to its EOD. Before each

@@ -23,7 +23,8 @@ type dataChannel struct {
 
 	active []netip.AddrPort // PORT, EPRT, SPOR
 
-	cache []*gridftp.Stream // open MODE E streams
+	cache  []*gridftp.Stream // open MODE E streams
+	stream net.Conn          // the connection of a stream-mode transfer
 }
 
 // close ends the data channel: listener and cached streams.
@@ -39,6 +40,10 @@ func (d *dataChannel) close() {
 	}
 	d.active = nil
 	d.dropCache()
+	if d.stream != nil {
+		d.stream.Close()
+		d.stream = nil
+	}
 }
 
 // dropCache closes the cached MODE E streams.

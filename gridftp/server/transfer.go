@@ -78,8 +78,17 @@ func (ss *session) retrieve(p string, off, n int64) {
 	ss.finish(ctx, "send", err)
 }
 
-// finish sends a transfer's final reply.
+// finish sends a transfer's final reply. After a failure the cached
+// streams are dropped, once the reply has told the peer why: their state is
+// unknown. A stream-mode connection closes before a 226 (its end marks
+// the end of the file) and after an error reply.
 func (ss *session) finish(ctx context.Context, op string, err error) {
+	if err == nil {
+		ss.endStream()
+	} else {
+		defer ss.endStream()
+		defer ss.data.dropCache()
+	}
 	switch {
 	case err == nil:
 		ss.reply(gridftp.CodeTransferComplete, "Transfer Complete.")
@@ -102,7 +111,6 @@ func (ss *session) sendData(ctx context.Context, src io.ReaderAt, segs []gridftp
 		if err != nil {
 			return err
 		}
-		defer ss.endStream(c)
 		tune(c, ss.retrBuf)
 		stop := closeOnCancel(ctx, c)
 		defer stop()
@@ -146,13 +154,11 @@ func (ss *session) beginReply(reused bool) {
 	}
 }
 
-// dataErr turns an error of the data path into the one the reply reports,
-// dropping the cached streams: their state is unknown after a failure.
+// dataErr turns an error of the data path into the one the reply reports.
 func (ss *session) dataErr(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
-	ss.data.dropCache()
 	if ctx.Err() != nil {
 		return errAborted
 	}
@@ -160,22 +166,31 @@ func (ss *session) dataErr(ctx context.Context, err error) error {
 }
 
 // streamConn opens the data connection of one stream-mode transfer and
-// sends the preliminary reply.
+// sends the preliminary reply. finish closes it.
 func (ss *session) streamConn(ctx context.Context) (net.Conn, error) {
 	if ss.data.ln == nil && len(ss.data.active) == 0 {
 		return nil, errNoDataSetup
 	}
 	ss.reply(gridftp.CodeOpeningData, "Beginning transfer.")
+	var c net.Conn
+	var err error
 	if ss.data.ln != nil {
-		return ss.acceptOne(ctx)
+		c, err = ss.acceptOne(ctx)
+	} else {
+		c, err = ss.dial(ctx, 0)
 	}
-	return ss.dial(ctx, 0)
+	ss.data.stream = c
+	return c, err
 }
 
 // endStream closes a stream-mode connection; a passive listener serves one
-// transfer, as with the peers.
-func (ss *session) endStream(c net.Conn) {
-	c.Close()
+// stream-mode transfer, as with the peers.
+func (ss *session) endStream() {
+	if ss.data.stream == nil {
+		return
+	}
+	ss.data.stream.Close()
+	ss.data.stream = nil
 	if ss.data.ln != nil {
 		ss.data.close()
 	}
@@ -326,7 +341,6 @@ func (ss *session) receiveData(ctx context.Context, f storage.File, base int64) 
 		if err != nil {
 			return err
 		}
-		defer ss.endStream(c)
 		tune(c, ss.storBuf)
 		stop := closeOnCancel(ctx, c)
 		defer stop()
