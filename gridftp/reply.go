@@ -139,9 +139,9 @@ func ReadReply(r *bufio.Reader) (Reply, error) {
 			if s == ' ' {
 				return rep, nil
 			}
-			continue
+		} else {
+			rep.Lines = append(rep.Lines, line)
 		}
-		rep.Lines = append(rep.Lines, line)
 		if len(rep.Lines) > MaxReplyLines {
 			return Reply{}, fmt.Errorf("%w: more than %d lines", ErrMalformedReply, MaxReplyLines)
 		}
