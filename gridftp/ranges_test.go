@@ -172,7 +172,7 @@ func TestParseRanges(t *testing.T) {
 func TestParseRangesErrors(t *testing.T) {
 	for _, in := range []string{
 		"10", "-10", "10-", "a-b", "0-10,", ",0-10", "0-10,,20-30", "10-5", "-5-10",
-		"0-10-20", "0x10-20", "0 - 10", "0-9223372036854775808", "1e3-2e3", "+1-2",
+		"0-10-20", "0x10-20", "0 - 10", "0-9223372036854775808", "1e3-2e3",
 		strings.Repeat("0-1,", 100001) + "0-1",
 	} {
 		t.Run(in[:min(len(in), 30)], func(t *testing.T) {

@@ -140,7 +140,7 @@ var features = []string{
 	" LANG EN",
 	" PARALLEL",
 	" SIZE",
-	" MLST Type*;Size*;Modify*;Perm*;UNIX.mode*;Unique*;",
+	" MLST Type*;Size*;Modify*;Perm*;UNIX.mode*;UNIX.slink*;",
 	" ERET",
 	" ESTO",
 	" SPAS",
