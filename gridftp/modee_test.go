@@ -38,10 +38,10 @@ func TestHeaderPut(t *testing.T) {
 func TestParseHeader(t *testing.T) {
 	max := uint64(math.MaxInt64)
 	tests := []struct {
-		name               string
-		desc               byte
-		count, offset      uint64
-		ok                 bool
+		name          string
+		desc          byte
+		count, offset uint64
+		ok            bool
 	}{
 		{"data block", 0, 262144, 1 << 30, true},
 		{"empty data block", 0, 0, 0, true},
