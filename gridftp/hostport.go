@@ -62,10 +62,15 @@ func ParseEPRT(s string) (netip.AddrPort, error) {
 func ParsePassive(text string) (netip.AddrPort, error) {
 	i := strings.IndexByte(text, '(')
 	j := strings.LastIndexByte(text, ')')
-	if i < 0 || j < i {
-		return ParseHostPort(text)
+	if i >= 0 && j > i {
+		return ParseHostPort(text[i+1 : j])
 	}
-	return ParseHostPort(text[i+1 : j])
+	// Some servers omit the parentheses: "Entering Passive Mode 1,2,3,4,5,6."
+	k := strings.IndexAny(text, "0123456789")
+	if k < 0 {
+		return netip.AddrPort{}, fmt.Errorf("%w: %q", ErrBadAddress, truncate(text))
+	}
+	return ParseHostPort(strings.TrimRight(text[k:], ". "))
 }
 
 // ParseExtPassive extracts the port from a 229 reply text "(|||port|)".

@@ -42,7 +42,7 @@ func ParseRanges(s string) (Ranges, error) {
 		}
 		start, err1 := strconv.ParseInt(a, 10, 64)
 		end, err2 := strconv.ParseInt(b, 10, 64)
-		if err1 != nil || err2 != nil || start < 0 || end < start {
+		if err1 != nil || err2 != nil || start < 0 || end < start || strings.HasPrefix(a, "+") || strings.HasPrefix(b, "+") {
 			return Ranges{}, fmt.Errorf("%w: %q", ErrBadRanges, truncate(p))
 		}
 		out.Add(start, end)

@@ -172,27 +172,42 @@ const MaxLine = 16 << 10
 // ErrLineTooLong reports a control line over MaxLine bytes.
 var ErrLineTooLong = errors.New("gridftp: line too long")
 
-// readLine reads one CRLF- or LF-terminated line of at most MaxLine bytes.
-func readLine(r *bufio.Reader) (string, error) {
-	var buf []byte
+// LineReader reads control lines. A line cut by a read deadline is kept
+// and completed by the next call, so a deadline never garbles a command.
+type LineReader struct {
+	R       *bufio.Reader
+	partial []byte
+}
+
+// ReadLine reads one CRLF- or LF-terminated line of at most MaxLine bytes,
+// without its line ending.
+func (lr *LineReader) ReadLine() (string, error) {
 	for {
-		frag, err := r.ReadSlice('\n')
-		if len(buf)+len(frag) > MaxLine {
+		frag, err := lr.R.ReadSlice('\n')
+		if len(lr.partial)+len(frag) > MaxLine {
+			lr.partial = nil
 			return "", ErrLineTooLong
 		}
-		buf = append(buf, frag...)
+		lr.partial = append(lr.partial, frag...)
 		if err == bufio.ErrBufferFull {
 			continue
 		}
 		if err != nil {
-			if err == io.EOF && len(buf) > 0 {
+			if err == io.EOF && len(lr.partial) > 0 {
 				err = io.ErrUnexpectedEOF
 			}
 			return "", err
 		}
-		s := string(buf[:len(buf)-1])
-		return strings.TrimSuffix(s, "\r"), nil
+		line := strings.TrimSuffix(string(lr.partial[:len(lr.partial)-1]), "\r")
+		lr.partial = lr.partial[:0]
+		return line, nil
 	}
+}
+
+// readLine reads one line from r (see LineReader).
+func readLine(r *bufio.Reader) (string, error) {
+	lr := LineReader{R: r}
+	return lr.ReadLine()
 }
 
 // ReadLine reads one control line (see MaxLine), without its line ending.

@@ -194,7 +194,7 @@ func (ss *session) handleSYST(string) bool {
 }
 
 func (ss *session) handleTYPE(arg string) bool {
-	t := strings.ToUpper(strings.Fields(arg)[0])
+	t := strings.ToUpper(strings.Fields(arg)[0]) // dispatch ensures a non-blank argument
 	switch t {
 	case "I", "A", "L":
 		ss.replyf(gridftp.CodeOK, "Type set to %s.", t)

@@ -34,6 +34,8 @@ var errorTable = []errorKind{
 	{syscall.ENOSPC, gridftp.CodeNoSpace, "NO_SPACE_LEFT", 28, "No space left on device"}, // from File writes
 	{syscall.EDQUOT, gridftp.CodeNoSpace, "QUOTA_EXCEEDED", 122, "Disk quota exceeded"},
 	{syscall.EFBIG, gridftp.CodeNoSpace, "NO_SPACE_LEFT", 27, "File too large"},
+	{syscall.ENAMETOOLONG, gridftp.CodeNameNotAllowed, "INVALID_PATH", 36, "File name too long"},
+	{syscall.ELOOP, gridftp.CodeFileUnavailable, "INVALID_PATH", 40, "Too many levels of symbolic links"},
 	{checksum.ErrUnknown, gridftp.CodeParamNotSupported, "UNSUPPORTED", 95, "Unsupported checksum algorithm"},
 	{errChecksumMismatch, gridftp.CodeFileUnavailable, "INCORRECT_CHECKSUM", 5, "Checksum mismatch"},
 	{errAborted, gridftp.CodeTransferAborted, "ABORTED", 125, "Transfer aborted"},

@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"bytes"
-	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -104,18 +103,6 @@ func FuzzModeEStream(f *testing.F) {
 	})
 }
 
-// knownCrash reports control lines that crash the server through a bug
-// that TestNoPanic already asserts, so that fuzzing can look past it.
-func knownCrash(in []byte) bool {
-	for _, line := range strings.Split(string(in), "\n") {
-		cmd, err := gridftp.ParseCommand(line)
-		if err == nil && cmd.Verb == "TYPE" && cmd.Arg != "" && strings.TrimSpace(cmd.Arg) == "" {
-			return true
-		}
-	}
-	return false
-}
-
 // FuzzControl writes fuzzed control lines after login, then NOOP. Every
 // line gets exactly one final reply, in order, unless the session ends
 // (QUIT, an over-long line, a third failed login); the session closes
@@ -153,9 +140,6 @@ func FuzzControl(f *testing.F) {
 	})
 	env.file("f", []byte("0123456789abcdef"))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		if knownCrash(in) && os.Getenv("FERRY_FUZZ_KNOWN_CRASHES") == "" {
-			t.Skip("known crash: TYPE with a blank argument (TestNoPanic)")
-		}
 		base := runtime.NumGoroutine()
 		e := env.with(t)
 		c := e.login()

@@ -39,6 +39,9 @@ func (ss *session) list(arg string, format listFormat) bool {
 	defer ss.clearRest()
 	ctx, done := ss.transferContext()
 	defer done()
+	if !ss.readyToTransfer(ctx) {
+		return true
+	}
 	p := ss.path(listArg(arg))
 	info, err := ss.srv.FS.Stat(ctx, p)
 	if err == nil && format == formatMLSD && !info.IsDir() {

@@ -8,7 +8,10 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime/debug"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"ferry/gridftp"
@@ -36,6 +39,10 @@ type session struct {
 	// abort cancels the running transfer (ABOR, lost control channel).
 	amu   sync.Mutex
 	abort context.CancelFunc
+	// aborts counts ABORs read; a transfer command queued before an ABOR
+	// that it had not yet started is aborted when it starts.
+	aborts atomic.Int64
+	seq    int64 // aborts when the running command was read
 
 	// State below is touched only by the command goroutine.
 	user       string
@@ -100,9 +107,15 @@ func (ss *session) send(r gridftp.Reply) {
 type queued struct {
 	cmd gridftp.Command
 	err error
+	seq int64 // ABORs read before this command
 }
 
 func (ss *session) serve() {
+	defer func() {
+		if v := recover(); v != nil {
+			ss.log.Error("session panic", "panic", v, "stack", string(debug.Stack()))
+		}
+	}()
 	defer ss.kill()
 	defer ss.data.close()
 	ss.log.Debug("session start")
@@ -118,6 +131,7 @@ func (ss *session) serve() {
 			ss.reply(gridftp.CodeSyntaxError, "Syntax error, command unrecognized.")
 			continue
 		}
+		ss.seq = item.seq
 		if !ss.dispatch(item.cmd) {
 			return
 		}
@@ -131,13 +145,16 @@ func (ss *session) serve() {
 func (ss *session) readCommands(q chan<- queued) {
 	defer close(q)
 	defer ss.abortTransfer() // a client that vanishes aborts its transfer
-	r := bufio.NewReaderSize(ss.conn, 1024)
+	lr := gridftp.LineReader{R: bufio.NewReaderSize(ss.conn, 1024)}
 	for {
 		ss.conn.SetReadDeadline(time.Now().Add(ss.srv.idleTimeout()))
-		line, err := gridftp.ReadLine(r)
+		line, err := lr.ReadLine()
 		if err != nil {
-			if errors.Is(err, os.ErrDeadlineExceeded) && ss.busy() {
-				continue // a long transfer keeps the session alive
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				if ss.busy() || len(q) > 0 {
+					continue // a long transfer keeps the session alive
+				}
+				ss.reply(gridftp.CodeNotAvailable, "Idle timeout: closing control connection.")
 			}
 			if errors.Is(err, gridftp.ErrLineTooLong) {
 				q <- queued{err: err}
@@ -145,11 +162,13 @@ func (ss *session) readCommands(q chan<- queued) {
 			return
 		}
 		cmd, err := gridftp.ParseCommand(line)
+		seq := ss.aborts.Load()
 		if err == nil && cmd.Verb == "ABOR" {
+			seq = ss.aborts.Add(1)
 			ss.abortTransfer()
 		}
 		select {
-		case q <- queued{cmd: cmd, err: err}:
+		case q <- queued{cmd: cmd, err: err, seq: seq}:
 		case <-ss.ctx.Done():
 			return
 		}
@@ -181,6 +200,9 @@ func (ss *session) transferContext() (ctx context.Context, done func()) {
 	ss.amu.Lock()
 	ss.abort = cancel
 	ss.amu.Unlock()
+	if ss.aborts.Load() > ss.seq {
+		cancel() // an ABOR came after this command was read
+	}
 	return ctx, func() {
 		ss.amu.Lock()
 		ss.abort = nil
@@ -200,7 +222,7 @@ func (ss *session) dispatch(cmd gridftp.Command) bool {
 		ss.reply(gridftp.CodeNotLoggedIn, "Please login with USER and PASS.")
 		return true
 	}
-	if h.arg == argRequired && cmd.Arg == "" {
+	if h.arg == argRequired && strings.TrimSpace(cmd.Arg) == "" {
 		ss.replyf(gridftp.CodeBadArguments, "%s needs an argument.", cmd.Verb)
 		return true
 	}
@@ -208,12 +230,8 @@ func (ss *session) dispatch(cmd gridftp.Command) bool {
 		ss.replyf(gridftp.CodeBadArguments, "%s takes no argument.", cmd.Verb)
 		return true
 	}
-	if cmd.Verb != "RNTO" {
-		defer func(prev string) {
-			if ss.rnfr == prev {
-				ss.rnfr = ""
-			}
-		}(ss.rnfr)
+	if cmd.Verb != "RNFR" && cmd.Verb != "RNTO" {
+		ss.rnfr = "" // RNTO must follow RNFR at once
 	}
 	if ss.log.Enabled(ss.ctx, slog.LevelDebug) {
 		arg := cmd.Arg

@@ -269,6 +269,10 @@ func TestLongName(t *testing.T) {
 	c := env.login()
 	long := strings.Repeat("y", 8000)
 	for _, line := range []string{"SIZE " + long, "MKD " + long, "DELE " + long, "CWD " + long, "STOR " + long} {
+		if strings.HasPrefix(line, "STOR") {
+			c.send("PASV") // with a data channel set up, the name is what fails
+			c.read()
+		}
 		c.send(line)
 		r := c.read()
 		if r.Code != gridftp.CodeFileUnavailable && r.Code != gridftp.CodeNameNotAllowed {

@@ -45,6 +45,9 @@ func (ss *session) retrieve(p string, off, n int64) {
 	defer ss.clearRest()
 	ctx, done := ss.transferContext()
 	defer done()
+	if !ss.readyToTransfer(ctx) {
+		return
+	}
 	info, err := ss.srv.FS.Stat(ctx, p)
 	if err == nil && info.IsDir() {
 		err = fmt.Errorf("retr %s: %w", p, storage.ErrIsDir)
@@ -60,9 +63,9 @@ func (ss *session) retrieve(p string, off, n int64) {
 	defer f.Close()
 	base, end := int64(0), info.Size
 	if off >= 0 {
-		base, end = off, min(off+n, info.Size)
-		if off > info.Size {
-			end = off
+		base, end = off, off
+		if off < info.Size {
+			end = off + min(n, info.Size-off) // n may be near MaxInt64
 		}
 	}
 	var segs []gridftp.Range
@@ -76,6 +79,20 @@ func (ss *session) retrieve(p string, off, n int64) {
 	}
 	err = ss.sendData(ctx, f, segs, base)
 	ss.finish(ctx, "send", err)
+}
+
+// readyToTransfer checks, before any file is touched, that the data
+// channel is set up and no ABOR came first; if not it replies.
+func (ss *session) readyToTransfer(ctx context.Context) bool {
+	switch {
+	case ctx.Err() != nil:
+		ss.reply(gridftp.CodeTransferAborted, "Transfer aborted.")
+	case ss.data.ln == nil && len(ss.data.active) == 0:
+		ss.reply(gridftp.CodeCantOpenData, "Can't open data connection: send PASV or PORT first.")
+	default:
+		return true
+	}
+	return false
 }
 
 // finish sends a transfer's final reply. After a failure the cached
@@ -284,6 +301,9 @@ func (ss *session) store(p string, flag storage.OpenFlag, base int64, appendMode
 	ss.scks = nil
 	ctx, done := ss.transferContext()
 	defer done()
+	if !ss.readyToTransfer(ctx) {
+		return // before the file is opened, so that nothing is truncated
+	}
 	f, err := ss.srv.FS.Create(ctx, p, flag)
 	if err != nil {
 		ss.errorReply("open", err)
