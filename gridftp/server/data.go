@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"strings"
@@ -52,6 +53,38 @@ func (d *dataChannel) dropCache() {
 		s.Conn.Close()
 	}
 	d.cache = nil
+}
+
+// lingerTime is how long the data connections of a failed transfer are
+// drained before they close.
+const lingerTime = 2 * time.Second
+
+// linger drops the data connections after a failed transfer, whose state
+// is unknown. MODE E streams are drained for a moment first: closing one
+// with unread data resets it, and a GridFTP sender that sees the reset
+// reports that instead of the error reply that says why. A stream-mode
+// connection closes at once: its end is all a plain FTP sender watches
+// (globus-url-copy waits for it even after the reply).
+func (d *dataChannel) linger() {
+	if d.stream != nil {
+		d.stream.Close()
+		d.stream = nil
+		if d.ln != nil {
+			d.close() // a stream-mode passive listener serves one transfer
+		}
+	}
+	conns := make([]net.Conn, 0, len(d.cache))
+	for _, s := range d.cache {
+		conns = append(conns, s.Conn)
+	}
+	d.cache = nil
+	for _, c := range conns {
+		go func(c net.Conn) {
+			c.SetReadDeadline(time.Now().Add(lingerTime))
+			io.Copy(io.Discard, c)
+			c.Close()
+		}(c)
+	}
 }
 
 // maxPendingConns bounds connections accepted ahead of a transfer.

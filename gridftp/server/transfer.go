@@ -78,7 +78,7 @@ func (ss *session) retrieve(p string, off, n int64) {
 		segs = []gridftp.Range{{Start: base, End: end}}
 	}
 	err = ss.sendData(ctx, f, segs, base)
-	ss.finish(ctx, "send", err)
+	ss.finish(ctx, "send", err, false)
 }
 
 // readyToTransfer checks, before any file is touched, that the data
@@ -95,14 +95,18 @@ func (ss *session) readyToTransfer(ctx context.Context) bool {
 	return false
 }
 
-// finish sends a transfer's final reply. After a failure the cached
-// streams are dropped, once the reply has told the peer why: their state is
-// unknown. A stream-mode connection closes before a 226 (its end marks
-// the end of the file) and after an error reply.
-func (ss *session) finish(ctx context.Context, op string, err error) {
-	if err == nil {
+// finish sends a transfer's final reply. After a failure the data
+// connections are dropped, once the reply has told the peer why: their
+// state is unknown. A receiver drains its MODE E streams for a moment (see
+// linger) unless the transfer was aborted. A stream-mode connection closes
+// before a 226, since its end marks the end of the file.
+func (ss *session) finish(ctx context.Context, op string, err error, receiving bool) {
+	switch {
+	case err == nil:
 		ss.endStream()
-	} else {
+	case receiving && ctx.Err() == nil:
+		defer ss.data.linger()
+	default:
 		defer ss.endStream()
 		defer ss.data.dropCache()
 	}
@@ -334,7 +338,7 @@ func (ss *session) store(p string, flag storage.OpenFlag, base int64, appendMode
 	if err == nil && want != nil {
 		err = ss.verify(ctx, p, want)
 	}
-	ss.finish(ctx, "write", err)
+	ss.finish(ctx, "write", err, true)
 }
 
 // verify checks a stored file against the SCKS value that preceded it.
