@@ -299,7 +299,7 @@ func (r *Receiver) Run(ctx context.Context, streams []*Stream, accept <-chan net
 			case ev.eod:
 				eods++
 			}
-			if ev.closing || (ev.err != nil && !ev.idle) {
+			if ev.closing && ev.err == nil {
 				ev.s.Conn.Close()
 				streams = slices.DeleteFunc(streams, func(x *Stream) bool { return x == ev.s })
 			}
