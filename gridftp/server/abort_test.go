@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"ferry/gridftp"
 	"ferry/gridftp/server"
 )
 
@@ -237,5 +238,39 @@ func TestABORPipelined(t *testing.T) {
 		if final.String() != "426 Transfer aborted." || time.Since(start) > 500*time.Millisecond {
 			t.Fatalf("round %d: STOR ended with %q after %v, want 426 Transfer aborted. at once", i, final.String(), time.Since(start))
 		}
+	}
+}
+
+// TestABOROnlyOneOfPipelined: with STORs pipelined, an ABOR aborts the one
+// running and no other, so a client can give up on one file of a window.
+func TestABOROnlyOneOfPipelined(t *testing.T) {
+	env := startServer(t, func(s *server.Server) { s.DataTimeout = 2 * time.Second })
+	c := env.login()
+	c.expect("MODE E", 200)
+	addr := c.pasv()
+	d := dialData(t, addr)
+	c.write("STOR a\r\nSTOR b\r\n")
+	if r := c.read(); r.Code != gridftp.CodeOpeningData && r.Code != gridftp.CodeReusingData {
+		t.Fatalf("STOR a: %q", r.String())
+	}
+	c.write("ABOR\r\n")
+	if _, final := c.final(); final.Code != gridftp.CodeTransferAborted {
+		t.Fatalf("STOR a ended with %q, want 426", final.String())
+	}
+	// STOR b, read before the ABOR, runs; its reply comes before ABOR's.
+	// The aborted transfer dropped its stream, so the client connects
+	// again to the same passive address.
+	d.Close()
+	d = dialData(t, addr)
+	defer d.Close()
+	d.Write(append(block(0, []byte("bee")), eof(1)...))
+	if _, final := c.final(); final.Code != gridftp.CodeTransferComplete {
+		t.Fatalf("STOR b ended with %q, want 226", final.String())
+	}
+	if r := c.read(); r.String() != "226 ABOR command successful." {
+		t.Fatalf("ABOR: %q", r.String())
+	}
+	if got := env.content("b"); string(got) != "bee" {
+		t.Fatalf("b = %q", got)
 	}
 }

@@ -39,10 +39,12 @@ type session struct {
 	// abort cancels the running transfer (ABOR, lost control channel).
 	amu   sync.Mutex
 	abort context.CancelFunc
-	// aborts counts ABORs read; a transfer command queued before an ABOR
-	// that it had not yet started is aborted when it starts.
-	aborts atomic.Int64
-	seq    int64 // aborts when the running command was read
+	// aborts counts ABORs read. An ABOR that finds no transfer running
+	// leaves its number in pendingAbort: the first transfer command read
+	// before it is aborted when it starts, and only that one.
+	aborts       atomic.Int64
+	pendingAbort atomic.Int64
+	seq          int64 // aborts when the running command was read
 
 	// State below is touched only by the command goroutine.
 	user       string
@@ -165,7 +167,9 @@ func (ss *session) readCommands(q chan<- queued) {
 		seq := ss.aborts.Load()
 		if err == nil && cmd.Verb == "ABOR" {
 			seq = ss.aborts.Add(1)
-			ss.abortTransfer()
+			if !ss.abortTransfer() {
+				ss.pendingAbort.Store(seq)
+			}
 		}
 		select {
 		case q <- queued{cmd: cmd, err: err, seq: seq}:
@@ -185,12 +189,15 @@ func (ss *session) busy() bool {
 	return ss.abort != nil
 }
 
-func (ss *session) abortTransfer() {
+// abortTransfer cancels the running transfer; false when none runs.
+func (ss *session) abortTransfer() bool {
 	ss.amu.Lock()
-	if ss.abort != nil {
-		ss.abort()
+	defer ss.amu.Unlock()
+	if ss.abort == nil {
+		return false
 	}
-	ss.amu.Unlock()
+	ss.abort()
+	return true
 }
 
 // transferContext returns a context that ABOR or a lost control channel
@@ -200,8 +207,8 @@ func (ss *session) transferContext() (ctx context.Context, done func()) {
 	ss.amu.Lock()
 	ss.abort = cancel
 	ss.amu.Unlock()
-	if ss.aborts.Load() > ss.seq {
-		cancel() // an ABOR came after this command was read
+	if p := ss.pendingAbort.Load(); p > ss.seq && ss.pendingAbort.CompareAndSwap(p, 0) {
+		cancel() // an ABOR came after this command was read, before it ran
 	}
 	return ctx, func() {
 		ss.amu.Lock()
