@@ -79,6 +79,8 @@ var allowed = map[string][]string{
 	"ferry/storage/posix":  {"ferry/storage"},
 	"ferry/checksum":       {},
 	"ferry/passwd":         {},
+	"ferry/gridftp/client": {"ferry/gridftp"},
+	"ferry/engine":         {"ferry/gridftp", "ferry/gridftp/client"},
 }
 
 func TestLayering(t *testing.T) {

@@ -1,0 +1,546 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"ferry/gridftp"
+	"ferry/gridftp/client"
+)
+
+// unit is one transfer: a whole file, or one chunk of it.
+type unit struct {
+	f        *file
+	off, n   int64 // the chunk; n < 0 for the whole file
+	attempts int
+	part     client.Part // what the current attempt moves
+	reported int64       // bytes of the current attempt already reported
+}
+
+func (u *unit) length() int64 {
+	if u.n < 0 {
+		return u.f.size
+	}
+	return u.n
+}
+
+func (u *unit) name() string {
+	if u.n < 0 {
+		return u.f.src
+	}
+	return fmt.Sprintf("%s [%d+%d]", u.f.src, u.off, u.n)
+}
+
+// copier is one run of Copy.
+type copier struct {
+	src, dst Endpoint
+	opts     Options
+	rep      Reporter
+	set      Settings
+	q        queue
+	fin      chan job
+
+	mu      sync.Mutex
+	pending int // files not yet final
+	res     Result
+}
+
+// Copy copies items from src to dst and reports as it goes. The error is
+// for the run as a whole (bad arguments, an unreachable endpoint,
+// cancellation); per-file failures are in Result.FailedFiles.
+func Copy(ctx context.Context, src, dst Endpoint, items []Item, opts Options, rep Reporter) (Result, error) {
+	start := time.Now()
+	if rep == nil {
+		rep = nopReporter{}
+	}
+	if !opts.Deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, opts.Deadline)
+		defer cancel()
+	}
+	c := &copier{src: src, dst: dst, opts: opts, rep: rep}
+	files, err := c.plan(ctx, items)
+	if err != nil {
+		return c.res, err
+	}
+	c.set = tune(opts, files, c.set)
+	c.res.Settings = c.set
+	c.schedule(files)
+	if c.pending > 0 {
+		c.run(ctx)
+	}
+	c.res.Elapsed = time.Since(start)
+	if err := ctx.Err(); err != nil && c.pending > 0 {
+		return c.res, err
+	}
+	return c.res, nil
+}
+
+// plan opens one listing session per side, measures the round trip,
+// chooses the checksum algorithm and lists the work.
+func (c *copier) plan(ctx context.Context, items []Item) ([]*file, error) {
+	s, err := c.src.dial(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("source: %w", err)
+	}
+	defer s.Close()
+	d, err := c.dst.dial(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("destination: %w", err)
+	}
+	defer d.Close()
+	t := time.Now()
+	if _, err := s.Do(ctx, "NOOP"); err != nil {
+		return nil, err
+	}
+	c.set.RTT = time.Since(t)
+	if c.opts.Verify || c.opts.SyncLevel == SyncChecksum {
+		if c.set.Algorithm, err = chooseAlgorithm(c.opts.Algorithm, s.Checksums(), d.Checksums()); err != nil {
+			return nil, err
+		}
+	}
+	p := &planner{src: s, dst: d, opts: c.opts, alg: c.set.Algorithm}
+	if err := p.plan(ctx, items); err != nil {
+		return nil, err
+	}
+	var bytes int64
+	for _, f := range p.files {
+		bytes += f.size
+	}
+	c.rep.Planned(len(p.files), bytes)
+	c.res.Files = len(p.files) + len(p.skipped)
+	for _, r := range p.skipped {
+		c.res.Skipped++
+		c.rep.Done(r)
+	}
+	return p.files, nil
+}
+
+// schedule splits files into units and queues them.
+func (c *copier) schedule(files []*file) {
+	c.pending = len(files)
+	for _, f := range files {
+		if c.set.ChunkSize > 0 && f.size > 2*c.set.ChunkSize {
+			for off := int64(0); off < f.size; off += c.set.ChunkSize {
+				f.units++
+				c.q.push(&unit{f: f, off: off, n: min(c.set.ChunkSize, f.size-off)})
+			}
+			continue
+		}
+		f.units = 1
+		c.q.push(&unit{f: f, n: -1})
+	}
+}
+
+// run starts the session pairs and the finishers, and waits for every file.
+func (c *copier) run(ctx context.Context) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c.fin = make(chan job)
+	var wg sync.WaitGroup
+	for range c.set.Concurrency {
+		wg.Add(2)
+		go func() { defer wg.Done(); c.worker(ctx) }()
+		go func() { defer wg.Done(); c.finisher(ctx) }()
+	}
+	stop := context.AfterFunc(ctx, c.q.close)
+	defer stop()
+	wg.Wait()
+}
+
+// worker moves units over one session pair, keeping up to Pipelining
+// transfers in flight.
+func (c *copier) worker(ctx context.Context) {
+	var pair *client.Pair
+	defer func() {
+		if pair != nil {
+			pair.Close()
+		}
+	}()
+	var inflight []*unit
+	for {
+		for len(inflight) < c.set.Pipelining {
+			u := c.q.pop(ctx, len(inflight) == 0)
+			if u == nil {
+				break
+			}
+			if c.abandoned(u) {
+				continue
+			}
+			if pair == nil {
+				p, err := c.connect(ctx)
+				if err != nil {
+					c.fail(u, err)
+					continue
+				}
+				pair = p
+			}
+			u.reported, u.part = 0, c.part(u)
+			if err := pair.Start(u.part); err != nil {
+				c.fail(u, err)
+				pair.Close()
+				pair = nil
+				c.requeue(inflight)
+				inflight = nil
+				continue
+			}
+			inflight = append(inflight, u)
+		}
+		if len(inflight) == 0 {
+			if c.q.done() || ctx.Err() != nil {
+				return
+			}
+			continue
+		}
+		u := inflight[0]
+		inflight = inflight[1:]
+		err := pair.Finish(ctx, u.part, c.markers(u))
+		if err != nil {
+			pair.Close()
+			pair = nil
+			c.requeue(inflight)
+			inflight = nil
+			c.fail(u, err)
+			continue
+		}
+		c.unitMoved(ctx, u)
+	}
+}
+
+// connect opens and sets up a session pair.
+func (c *copier) connect(ctx context.Context) (*client.Pair, error) {
+	s, err := c.src.dial(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("source: %w", err)
+	}
+	d, err := c.dst.dial(ctx)
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("destination: %w", err)
+	}
+	p := &client.Pair{Src: s, Dst: d}
+	if err := p.Setup(ctx, c.set.Parallelism); err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (c *copier) part(u *unit) client.Part {
+	p := client.Part{SrcPath: u.f.src, DstPath: u.f.dst, Offset: u.off, Length: u.n}
+	if u.n < 0 {
+		c.mu.Lock()
+		p.Have.AddAll(u.f.have)
+		c.mu.Unlock()
+	}
+	return p
+}
+
+// markers turns the destination's markers into progress and restart ranges.
+func (c *copier) markers(u *unit) client.Markers {
+	return client.Markers{
+		Bytes: func(total int64) {
+			if d := total - u.reported; d > 0 {
+				u.reported = total
+				c.progress(d)
+			}
+		},
+		Ranges: func(rs gridftp.Ranges) {
+			if u.n < 0 {
+				c.mu.Lock()
+				u.f.have.AddAll(rs)
+				c.mu.Unlock()
+			}
+		},
+	}
+}
+
+func (c *copier) progress(d int64) {
+	c.mu.Lock()
+	c.res.Bytes += d
+	c.mu.Unlock()
+	c.rep.Progress(d)
+}
+
+// unitMoved accounts a unit whose transfer succeeded; what remains (chunk
+// checksums, whole-file checks, mtime) runs on a finisher.
+func (c *copier) unitMoved(ctx context.Context, u *unit) {
+	part := u.length() - u.part.Have.Total() // a restart moves only what is missing
+	if d := part - u.reported; d > 0 {
+		u.reported = part
+		c.progress(d)
+	}
+	if u.n >= 0 && c.opts.Verify {
+		c.finish(ctx, func(p *client.Pair) error { return c.verifyChunk(ctx, p, u) })
+		return
+	}
+	c.unitDone(ctx, u, nil)
+}
+
+// unitDone counts a finished unit; the file's last one finalizes it, on the
+// finisher's pair p when a finisher calls (a finisher must not wait for
+// another), else handed to one.
+func (c *copier) unitDone(ctx context.Context, u *unit, p *client.Pair) {
+	c.mu.Lock()
+	u.f.units--
+	last := u.f.units == 0 && !u.f.failed
+	c.mu.Unlock()
+	if !last {
+		return
+	}
+	switch {
+	case !c.needsFinishing(u.f):
+		c.final(u.f, Transferred, nil)
+	case p != nil:
+		c.finalize(ctx, p, u)
+	default:
+		c.finish(ctx, func(p *client.Pair) error { return c.finalize(ctx, p, u) })
+	}
+}
+
+// needsFinishing reports whether a file needs a finisher's session.
+func (c *copier) needsFinishing(f *file) bool {
+	return c.opts.Verify || c.opts.PreserveMtime || f.size >= sourceCheckSize
+}
+
+// sourceCheckSize is the size from which a finished file's source is looked
+// at again to detect a change during the transfer; smaller files would pay
+// a round trip each, and checksums (Verify) catch their changes anyway.
+const sourceCheckSize = 1 << 20
+
+// job is a finisher's work; it returns the error that, unless it is a
+// server's reply, means the pair is broken.
+type job func(*client.Pair) error
+
+// finish hands work to a finisher; it waits when all are busy.
+func (c *copier) finish(ctx context.Context, j job) {
+	select {
+	case c.fin <- j:
+	case <-ctx.Done():
+	}
+}
+
+// finisher runs checksums and final touches over its own session pair, so
+// that they overlap with data moving on the workers' pairs.
+func (c *copier) finisher(ctx context.Context) {
+	var pair *client.Pair
+	defer func() {
+		if pair != nil {
+			pair.Close()
+		}
+	}()
+	for {
+		select {
+		case job := <-c.fin:
+			if pair == nil {
+				s, err := c.src.dial(ctx)
+				if err == nil {
+					var d *client.Conn
+					if d, err = c.dst.dial(ctx); err == nil {
+						pair = &client.Pair{Src: s, Dst: d}
+					} else {
+						s.Close()
+					}
+				}
+				if err != nil {
+					job(nil)
+					continue
+				}
+			}
+			var reply *gridftp.Error
+			if err := job(pair); err != nil && !errors.As(err, &reply) {
+				pair.Close() // a broken session: dial afresh next time
+				pair = nil
+			}
+		case <-ctx.Done():
+			return
+		case <-c.q.closed():
+			return
+		}
+	}
+}
+
+// verifyChunk compares a chunk's checksum at both ends.
+func (c *copier) verifyChunk(ctx context.Context, p *client.Pair, u *unit) error {
+	if p == nil {
+		err := errors.New("no session for checksums")
+		c.fail(u, err)
+		return err
+	}
+	a, b, err := checksums(ctx, p.Src, p.Dst, c.set.Algorithm, u.f.src, u.f.dst, u.off, u.n)
+	switch {
+	case err != nil:
+		c.fail(u, err)
+		return err
+	case a != b:
+		c.fail(u, fmt.Errorf("%w: %s %s at source, %s at destination", errMismatch, c.set.Algorithm, a, b))
+		return nil
+	}
+	c.unitDone(ctx, u, p)
+	return nil
+}
+
+var errMismatch = errors.New("checksum mismatch")
+var errSourceChanged = errors.New("source changed during the transfer")
+
+// finalize checks that the source did not change, verifies the whole file
+// (unless its chunks were verified) and sets its mtime. Any failure sends
+// the whole file again.
+func (c *copier) finalize(ctx context.Context, p *client.Pair, u *unit) error {
+	err := c.finishFile(ctx, p, u)
+	if err != nil {
+		c.failFile(&unit{f: u.f, n: -1, attempts: u.attempts}, err)
+	}
+	return err
+}
+
+func (c *copier) finishFile(ctx context.Context, p *client.Pair, u *unit) error {
+	f := u.f
+	if p == nil {
+		return errors.New("no session to finish the file")
+	}
+	e, err := p.Src.Stat(ctx, f.src)
+	if err != nil {
+		return err
+	}
+	if e.Size != f.size || !e.Modify.Equal(f.mtime) {
+		c.mu.Lock()
+		f.size, f.mtime = e.Size, e.Modify
+		c.mu.Unlock()
+		return fmt.Errorf("%w: now %d bytes, modified %s", errSourceChanged, e.Size, e.Modify.Format(time.RFC3339))
+	}
+	var sum string
+	if c.opts.Verify && u.n < 0 {
+		a, b, err := checksums(ctx, p.Src, p.Dst, c.set.Algorithm, f.src, f.dst, 0, -1)
+		if err != nil {
+			return err
+		}
+		if a != b {
+			return fmt.Errorf("%w: %s %s at source, %s at destination", errMismatch, c.set.Algorithm, a, b)
+		}
+		sum = c.set.Algorithm + ":" + a
+	}
+	if u.n >= 0 {
+		// Chunks never shorten the file; a longer old destination is cut.
+		if de, err := p.Dst.Stat(ctx, f.dst); err == nil && de.Size > f.size {
+			if _, err := p.Dst.Do(ctx, "SITE TRNC %d %s", f.size, f.dst); err != nil {
+				return err
+			}
+		}
+		if c.opts.Verify {
+			sum = c.set.Algorithm + ":chunks"
+		}
+	}
+	if c.opts.PreserveMtime && !f.mtime.IsZero() {
+		if _, err := p.Dst.Do(ctx, "MFMT %s %s", f.mtime.UTC().Format(gridftp.TimeLayout), f.dst); err != nil {
+			return fmt.Errorf("preserve mtime: %w", err)
+		}
+	}
+	f.sum = sum
+	c.final(f, Transferred, nil)
+	return nil
+}
+
+// failFile restarts a whole file from scratch (or gives up on it).
+func (c *copier) failFile(u *unit, err error) {
+	c.mu.Lock()
+	u.f.units = 1
+	u.f.have = gridftp.Ranges{}
+	c.mu.Unlock()
+	c.fail(u, err)
+}
+
+// fail counts a fault and retries the unit after a backoff, or gives up on
+// its file when the error is fatal or tries or time are used up.
+func (c *copier) fail(u *unit, err error) {
+	u.attempts++
+	c.mu.Lock()
+	c.res.Faults++
+	u.f.attempts = max(u.f.attempts, u.attempts)
+	if errors.Is(err, errMismatch) && u.n < 0 {
+		u.f.have = gridftp.Ranges{}
+	}
+	c.mu.Unlock()
+	base, ceiling := c.opts.backoff()
+	delay := min(base<<min(u.attempts-1, 20), ceiling)
+	delay = delay/2 + rand.N(delay) // jitter: 0.5x to 1.5x
+	late := !c.opts.Deadline.IsZero() && time.Now().Add(delay).After(c.opts.Deadline)
+	if Fatal(err) || u.attempts >= c.opts.maxAttempts() || late {
+		c.final(u.f, Failed, err)
+		return
+	}
+	c.rep.Fault(u.name(), err, delay)
+	time.AfterFunc(delay, func() { c.q.push(u) })
+}
+
+// requeue puts back units that a pair failure interrupted; that is not
+// their fault.
+func (c *copier) requeue(us []*unit) {
+	for _, u := range us {
+		c.q.push(u)
+	}
+}
+
+// abandoned reports a unit whose file already failed.
+func (c *copier) abandoned(u *unit) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return u.f.failed
+}
+
+// final records a file's outcome once.
+func (c *copier) final(f *file, o Outcome, err error) {
+	c.mu.Lock()
+	if f.failed {
+		c.mu.Unlock()
+		return
+	}
+	r := FileResult{Src: f.src, Dst: f.dst, Size: f.size, Outcome: o, Checksum: f.sum, Attempts: max(f.attempts, 1), Err: err}
+	switch o {
+	case Failed:
+		f.failed = true
+		c.res.Failed++
+		c.res.FailedFiles = append(c.res.FailedFiles, r)
+	default:
+		c.res.Transferred++
+	}
+	c.pending--
+	if c.pending == 0 {
+		c.q.close()
+	}
+	c.mu.Unlock()
+	c.rep.Done(r)
+}
+
+// Fatal reports errors that no retry can mend: the path does not exist, is
+// not allowed, or the login is refused.
+func Fatal(err error) bool {
+	var ge *gridftp.Error
+	if !errors.As(err, &ge) {
+		return false
+	}
+	text := ge.Reply.Text()
+	switch {
+	case ge.Reply.Code == gridftp.CodeNotLoggedIn:
+		return true
+	case strings.Contains(text, "INCORRECT_CHECKSUM"), strings.Contains(text, "NO_SPACE"):
+		return false
+	case ge.Reply.Code == gridftp.CodeFileUnavailable, ge.Reply.Code == gridftp.CodeNameNotAllowed:
+		return true
+	case ge.Reply.Code == gridftp.CodeBadArguments, ge.Reply.Code == gridftp.CodeSyntaxError:
+		return true
+	}
+	return false
+}
+
+type nopReporter struct{}
+
+func (nopReporter) Planned(int, int64)                 {}
+func (nopReporter) Progress(int64)                     {}
+func (nopReporter) Fault(string, error, time.Duration) {}
+func (nopReporter) Done(FileResult)                    {}

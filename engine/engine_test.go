@@ -1,0 +1,490 @@
+package engine_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"ferry/engine"
+	"ferry/gridftp/server"
+	"ferry/storage"
+	"ferry/storage/posix"
+)
+
+// endpoint runs a ferry endpoint server over root, with the driver wrapped
+// by wrap when given.
+type endpoint struct {
+	engine.Endpoint
+	root string
+	srv  *server.Server
+	fs   storage.Driver
+}
+
+func startEndpoint(t *testing.T, root string, wrap func(storage.Driver) storage.Driver) *endpoint {
+	t.Helper()
+	if root == "" {
+		root = t.TempDir()
+	}
+	p, err := posix.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d storage.Driver = p
+	if wrap != nil {
+		d = wrap(d)
+	}
+	e := &endpoint{root: root, fs: d}
+	e.start(t, "127.0.0.1:0")
+	return e
+}
+
+func (e *endpoint) start(t *testing.T, addr string) {
+	t.Helper()
+	var ln net.Listener
+	var err error
+	for range 50 { // the port of a just-closed server may linger a moment
+		if ln, err = net.Listen("tcp", addr); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Addr = ln.Addr().String()
+	e.srv = &server.Server{FS: e.fs, Anonymous: true, DataTimeout: 5 * time.Second, MarkerInterval: 50 * time.Millisecond}
+	go e.srv.Serve(ln)
+	srv := e.srv
+	t.Cleanup(func() { srv.Close() })
+}
+
+func fastOptions() engine.Options {
+	return engine.Options{Backoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, Recursive: true}
+}
+
+func writeFile(t *testing.T, p string, data []byte) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func random(n int) []byte {
+	b := make([]byte, n)
+	rand.Read(b)
+	return b
+}
+
+// compareTrees fails unless dst holds exactly src's files and directories.
+func compareTrees(t *testing.T, src, dst string) {
+	t.Helper()
+	seen := map[string]bool{}
+	filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		rel, _ := filepath.Rel(src, p)
+		seen[rel] = true
+		q := filepath.Join(dst, rel)
+		if d.IsDir() {
+			if st, err := os.Stat(q); err != nil || !st.IsDir() {
+				t.Errorf("directory %s missing at destination", rel)
+			}
+			return nil
+		}
+		a, _ := os.ReadFile(p)
+		b, err := os.ReadFile(q)
+		if err != nil || !bytes.Equal(a, b) {
+			t.Errorf("file %s differs (%v)", rel, err)
+		}
+		return nil
+	})
+	filepath.WalkDir(dst, func(p string, d fs.DirEntry, err error) error {
+		rel, _ := filepath.Rel(dst, p)
+		if !seen[rel] {
+			t.Errorf("unexpected %s at destination", rel)
+		}
+		return nil
+	})
+}
+
+// recorder is a Reporter that keeps everything.
+type recorder struct {
+	mu       sync.Mutex
+	planned  int
+	progress atomic.Int64
+	faults   []string
+	done     map[string]engine.FileResult
+}
+
+func (r *recorder) Planned(files int, _ int64) { r.mu.Lock(); r.planned += files; r.mu.Unlock() }
+func (r *recorder) Progress(d int64)           { r.progress.Add(d) }
+func (r *recorder) Fault(p string, err error, _ time.Duration) {
+	r.mu.Lock()
+	r.faults = append(r.faults, fmt.Sprintf("%s: %v", p, err))
+	r.mu.Unlock()
+}
+func (r *recorder) Done(f engine.FileResult) {
+	r.mu.Lock()
+	if r.done == nil {
+		r.done = map[string]engine.FileResult{}
+	}
+	r.done[f.Src] = f
+	r.mu.Unlock()
+}
+
+func TestCopyTree(t *testing.T) {
+	src := startEndpoint(t, "", nil)
+	dst := startEndpoint(t, "", nil)
+	writeFile(t, filepath.Join(src.root, "tree", "a", "b", "c", "d", "e", "deep.bin"), random(70000))
+	writeFile(t, filepath.Join(src.root, "tree", "empty"), nil)
+	writeFile(t, filepath.Join(src.root, "tree", "with space", "naïve ünïcødé 文件.txt"), random(1234))
+	os.MkdirAll(filepath.Join(src.root, "tree", "empty dir"), 0o755)
+	for i := range 100 {
+		writeFile(t, filepath.Join(src.root, "tree", "many", fmt.Sprintf("f%03d", i)), random(i*37))
+	}
+	for _, tc := range []struct {
+		name string
+		opts func(*engine.Options)
+	}{
+		{"auto", func(*engine.Options) {}},
+		{"verified, one session, no pipelining", func(o *engine.Options) {
+			o.Verify, o.Concurrency, o.Pipelining, o.Parallelism = true, 1, 1, 3
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os.RemoveAll(filepath.Join(dst.root, "tree"))
+			o := fastOptions()
+			tc.opts(&o)
+			rep := &recorder{}
+			res, err := engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/tree", Dst: "/tree"}}, o, rep)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Transferred != 103 || res.Failed != 0 || res.Faults != 0 || rep.planned != 103 {
+				t.Fatalf("result %+v, planned %d, faults %v", res, rep.planned, rep.faults)
+			}
+			compareTrees(t, filepath.Join(src.root, "tree"), filepath.Join(dst.root, "tree"))
+			if o.Verify && rep.done["/tree/empty"].Checksum == "" {
+				t.Error("verified file without a checksum in its result")
+			}
+		})
+	}
+}
+
+func TestSyncLevels(t *testing.T) {
+	src := startEndpoint(t, "", nil)
+	dst := startEndpoint(t, "", nil)
+	old := time.Now().Add(-time.Hour).Truncate(time.Second)
+	newer := time.Now().Truncate(time.Second)
+	// same: identical; sizes: same size, other bytes; older: destination older; gone: missing
+	writeFile(t, filepath.Join(src.root, "d", "same"), []byte("abc"))
+	writeFile(t, filepath.Join(src.root, "d", "bytes"), []byte("xyz"))
+	writeFile(t, filepath.Join(src.root, "d", "size"), []byte("longer"))
+	writeFile(t, filepath.Join(src.root, "d", "gone"), []byte("new"))
+	for _, n := range []string{"same", "bytes", "size", "gone"} {
+		os.Chtimes(filepath.Join(src.root, "d", n), newer, newer)
+	}
+	for _, tc := range []struct {
+		level engine.SyncLevel
+		sent  []string
+	}{
+		{engine.SyncNone, []string{"same", "bytes", "size", "gone"}},
+		{engine.SyncExists, []string{"gone"}},
+		{engine.SyncSize, []string{"size", "gone"}},
+		{engine.SyncMtime, []string{"bytes", "size", "gone"}},
+		{engine.SyncChecksum, []string{"bytes", "size", "gone"}},
+	} {
+		t.Run(fmt.Sprint(tc.level), func(t *testing.T) {
+			os.RemoveAll(filepath.Join(dst.root, "d"))
+			writeFile(t, filepath.Join(dst.root, "d", "same"), []byte("abc"))
+			writeFile(t, filepath.Join(dst.root, "d", "bytes"), []byte("XYZ"))
+			writeFile(t, filepath.Join(dst.root, "d", "size"), []byte("short"))
+			os.Chtimes(filepath.Join(dst.root, "d", "same"), newer, newer)
+			os.Chtimes(filepath.Join(dst.root, "d", "bytes"), old, old)
+			os.Chtimes(filepath.Join(dst.root, "d", "size"), old, old)
+			o := fastOptions()
+			o.SyncLevel = tc.level
+			rep := &recorder{}
+			res, err := engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/d", Dst: "/d"}}, o, rep)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sent []string
+			for _, n := range []string{"same", "bytes", "size", "gone"} {
+				if rep.done["/d/"+n].Outcome == engine.Transferred {
+					sent = append(sent, n)
+				}
+			}
+			if fmt.Sprint(sent) != fmt.Sprint(tc.sent) || res.Skipped != 4-len(tc.sent) {
+				t.Fatalf("sent %v (skipped %d), want %v", sent, res.Skipped, tc.sent)
+			}
+		})
+	}
+}
+
+func TestSingleFileDestinations(t *testing.T) {
+	src := startEndpoint(t, "", nil)
+	dst := startEndpoint(t, "", nil)
+	data := random(5000)
+	writeFile(t, filepath.Join(src.root, "f.bin"), data)
+	os.Mkdir(filepath.Join(dst.root, "existing"), 0o755)
+	for _, tc := range []struct{ dst, want string }{
+		{"/renamed.bin", "renamed.bin"},
+		{"/into/", "into/f.bin"},
+		{"/existing", "existing/f.bin"},
+		{"/a/b/c.bin", "a/b/c.bin"},
+	} {
+		res, err := engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/f.bin", Dst: tc.dst}}, fastOptions(), nil)
+		if err != nil || res.Transferred != 1 {
+			t.Fatalf("%s: %+v %v", tc.dst, res, err)
+		}
+		if got, _ := os.ReadFile(filepath.Join(dst.root, tc.want)); !bytes.Equal(got, data) {
+			t.Errorf("%s: %s not written", tc.dst, tc.want)
+		}
+	}
+}
+
+func TestChunkedVerifiedPreservingMtime(t *testing.T) {
+	src := startEndpoint(t, "", nil)
+	dst := startEndpoint(t, "", nil)
+	data := random(9<<20 + 12345)
+	writeFile(t, filepath.Join(src.root, "big"), data)
+	mtime := time.Date(2020, 5, 6, 7, 8, 9, 0, time.UTC)
+	os.Chtimes(filepath.Join(src.root, "big"), mtime, mtime)
+	writeFile(t, filepath.Join(dst.root, "big"), random(12<<20)) // longer: must be cut
+	o := fastOptions()
+	o.ChunkSize, o.Verify, o.PreserveMtime, o.Concurrency = 1<<20, true, true, 3
+	rep := &recorder{}
+	res, err := engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/big", Dst: "/big"}}, o, rep)
+	if err != nil || res.Transferred != 1 || res.Faults != 0 {
+		t.Fatalf("%+v %v %v", res, err, rep.faults)
+	}
+	got, _ := os.ReadFile(filepath.Join(dst.root, "big"))
+	if !bytes.Equal(got, data) {
+		t.Fatalf("chunked copy differs (len %d, want %d)", len(got), len(data))
+	}
+	if st, _ := os.Stat(filepath.Join(dst.root, "big")); !st.ModTime().Equal(mtime) {
+		t.Errorf("mtime %v, want %v", st.ModTime(), mtime)
+	}
+	if rep.progress.Load() != int64(len(data)) {
+		t.Errorf("progress %d, want %d", rep.progress.Load(), len(data))
+	}
+}
+
+// corrupting flips a byte of the first write that covers offset at, once.
+type corrupting struct {
+	storage.Driver
+	at   int64
+	done atomic.Bool
+}
+
+func (c *corrupting) Create(ctx context.Context, name string, flag storage.OpenFlag) (storage.File, error) {
+	f, err := c.Driver.Create(ctx, name, flag)
+	if err != nil {
+		return nil, err
+	}
+	return &corruptFile{File: f, c: c}, nil
+}
+
+type corruptFile struct {
+	storage.File
+	c *corrupting
+}
+
+func (f *corruptFile) WriteAt(p []byte, off int64) (int, error) {
+	if off <= f.c.at && f.c.at < off+int64(len(p)) && f.c.done.CompareAndSwap(false, true) {
+		q := append([]byte(nil), p...)
+		q[f.c.at-off] ^= 0xff
+		p = q
+	}
+	return f.File.WriteAt(p, off)
+}
+
+func TestCorruptChunkRepaired(t *testing.T) {
+	src := startEndpoint(t, "", nil)
+	bad := &corrupting{at: 5<<20 + 77}
+	dst := startEndpoint(t, "", func(d storage.Driver) storage.Driver { bad.Driver = d; return bad })
+	data := random(8 << 20)
+	writeFile(t, filepath.Join(src.root, "big"), data)
+	o := fastOptions()
+	o.ChunkSize, o.Verify = 1<<20, true
+	rep := &recorder{}
+	res, err := engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/big", Dst: "/big"}}, o, rep)
+	if err != nil || res.Transferred != 1 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if !bad.done.Load() || res.Faults != 1 {
+		t.Fatalf("corruption injected %v, faults %d (%v): want one fault", bad.done.Load(), res.Faults, rep.faults)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dst.root, "big")); !bytes.Equal(got, data) {
+		t.Fatal("corrupted chunk was not repaired")
+	}
+	if res.Bytes > int64(len(data))+1<<20 {
+		t.Errorf("moved %d bytes for a %d-byte file: more than the bad chunk was sent again", res.Bytes, len(data))
+	}
+}
+
+// changing modifies a source file (a new mtime) when it is first opened.
+type changing struct {
+	storage.Driver
+	root string
+	once sync.Once
+}
+
+func (c *changing) Open(ctx context.Context, name string) (storage.File, error) {
+	f, err := c.Driver.Open(ctx, name)
+	c.once.Do(func() {
+		later := time.Now().Add(time.Hour)
+		os.Chtimes(filepath.Join(c.root, name), later, later)
+	})
+	return f, err
+}
+
+func TestSourceChangeDetected(t *testing.T) {
+	root := t.TempDir()
+	ch := &changing{root: root}
+	src := startEndpoint(t, root, func(d storage.Driver) storage.Driver { ch.Driver = d; return ch })
+	dst := startEndpoint(t, "", nil)
+	data := random(2 << 20)
+	writeFile(t, filepath.Join(root, "f"), data)
+	rep := &recorder{}
+	res, err := engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/f", Dst: "/f"}}, fastOptions(), rep)
+	if err != nil || res.Transferred != 1 || res.Faults != 1 {
+		t.Fatalf("%+v %v faults %v", res, err, rep.faults)
+	}
+	if len(rep.faults) != 1 || !bytes.Contains([]byte(rep.faults[0]), []byte("source changed")) {
+		t.Fatalf("faults %v, want one saying the source changed", rep.faults)
+	}
+}
+
+func TestMissingAndFatal(t *testing.T) {
+	src := startEndpoint(t, "", nil)
+	dst := startEndpoint(t, "", nil)
+	if _, err := engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/nope", Dst: "/x"}}, fastOptions(), nil); err == nil {
+		t.Fatal("a missing source item was not an error")
+	}
+	writeFile(t, filepath.Join(src.root, "d", "f"), nil)
+	o := fastOptions()
+	o.Recursive = false
+	if _, err := engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/d", Dst: "/d"}}, o, nil); err == nil {
+		t.Fatal("a directory without recursive was not an error")
+	}
+	dead := engine.Endpoint{Addr: "127.0.0.1:1"}
+	if _, err := engine.Copy(context.Background(), dead, dst.Endpoint, []engine.Item{{Src: "/d", Dst: "/d"}}, fastOptions(), nil); err == nil {
+		t.Fatal("an unreachable endpoint was not an error")
+	}
+}
+
+// vanishing deletes a file when the transfer opens it: a fatal error.
+type vanishing struct {
+	storage.Driver
+	root string
+}
+
+func (v *vanishing) Open(ctx context.Context, name string) (storage.File, error) {
+	os.Remove(filepath.Join(v.root, name))
+	return v.Driver.Open(ctx, name)
+}
+
+func TestVanishedFileFailsAlone(t *testing.T) {
+	root := t.TempDir()
+	v := &vanishing{root: root}
+	src := startEndpoint(t, root, func(d storage.Driver) storage.Driver { v.Driver = d; return v })
+	dst := startEndpoint(t, "", nil)
+	writeFile(t, filepath.Join(root, "d", "f"), []byte("x"))
+	res, err := engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/d", Dst: "/d"}}, fastOptions(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Failed != 1 || len(res.FailedFiles) != 1 || res.FailedFiles[0].Attempts != 1 || !engine.Fatal(res.FailedFiles[0].Err) {
+		t.Fatalf("%+v: want one fatal failure without retries", res)
+	}
+}
+
+// tripwire calls fn once after the destination has written n bytes.
+type tripwire struct {
+	storage.Driver
+	n, written atomic.Int64
+	fn         func()
+	once       sync.Once
+}
+
+func (w *tripwire) Create(ctx context.Context, name string, flag storage.OpenFlag) (storage.File, error) {
+	f, err := w.Driver.Create(ctx, name, flag)
+	if err != nil {
+		return nil, err
+	}
+	return &tripFile{File: f, w: w}, nil
+}
+
+type tripFile struct {
+	storage.File
+	w *tripwire
+}
+
+func (f *tripFile) WriteAt(p []byte, off int64) (int, error) {
+	n, err := f.File.WriteAt(p, off)
+	if f.w.written.Add(int64(n)) >= f.w.n.Load() {
+		f.w.once.Do(func() { go f.w.fn() })
+	}
+	return n, err
+}
+
+func TestDestinationKilledMidTransfer(t *testing.T) {
+	src := startEndpoint(t, "", nil)
+	trip := &tripwire{}
+	dst := startEndpoint(t, "", func(d storage.Driver) storage.Driver { trip.Driver = d; return trip })
+	data := random(32 << 20)
+	writeFile(t, filepath.Join(src.root, "big"), data)
+	trip.n.Store(int64(len(data) / 2))
+	trip.fn = func() {
+		addr := dst.Addr
+		dst.srv.Close() // every session and data connection dies
+		dst.start(t, addr)
+	}
+	o := fastOptions()
+	o.ChunkSize, o.Concurrency, o.Verify = 2<<20, 2, true
+	rep := &recorder{}
+	res, err := engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/big", Dst: "/big"}}, o, rep)
+	if err != nil || res.Transferred != 1 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if res.Faults == 0 {
+		t.Fatal("the destination was killed but no fault was counted")
+	}
+	if got, _ := os.ReadFile(filepath.Join(dst.root, "big")); !bytes.Equal(got, data) {
+		t.Fatal("file differs after the destination restarted")
+	}
+	// Only chunks in flight at the kill are sent again, never the whole file.
+	if limit := int64(len(data)) + int64(o.Concurrency*o.Concurrency)*o.ChunkSize; res.Bytes > limit {
+		t.Fatalf("moved %d bytes for %d: more than the chunks in flight were re-sent", res.Bytes, len(data))
+	}
+}
+
+func TestCancel(t *testing.T) {
+	src := startEndpoint(t, "", nil)
+	trip := &tripwire{}
+	dst := startEndpoint(t, "", func(d storage.Driver) storage.Driver { trip.Driver = d; return trip })
+	writeFile(t, filepath.Join(src.root, "big"), random(64<<20))
+	ctx, cancel := context.WithCancel(context.Background())
+	trip.n.Store(1 << 20)
+	trip.fn = cancel
+	start := time.Now()
+	_, err := engine.Copy(ctx, src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/big", Dst: "/big"}}, fastOptions(), nil)
+	if err == nil {
+		t.Fatal("a cancelled copy reported success")
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("cancel took %v", d)
+	}
+}

@@ -1,0 +1,162 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"ferry/gridftp/client"
+)
+
+// Endpoint is one GridFTP server and the login it takes.
+type Endpoint struct {
+	Addr     string // host:port
+	User     string // "" means anonymous
+	Password string
+}
+
+func (e Endpoint) String() string { return e.Addr }
+
+// dial opens and logs in one control session.
+func (e Endpoint) dial(ctx context.Context) (*client.Conn, error) {
+	c, err := client.Dial(ctx, e.Addr)
+	if err != nil {
+		return nil, err
+	}
+	user, pass := e.User, e.Password
+	if user == "" {
+		user, pass = "anonymous", "ferry@"
+	}
+	if err := c.Login(ctx, user, pass); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("%s: %w", e.Addr, err)
+	}
+	return c, nil
+}
+
+// SyncLevel says when a file that exists at the destination is skipped.
+type SyncLevel int
+
+// Sync levels. The zero value always copies; the others are the transfer
+// API's levels 0 (exists) to 3 (checksum), in that order.
+const (
+	SyncNone     SyncLevel = iota
+	SyncExists             // skip when the destination exists
+	SyncSize               // skip when sizes match
+	SyncMtime              // skip unless the source is newer
+	SyncChecksum           // skip when sizes and checksums match
+)
+
+// ParseSyncLevel reads a level by number or name.
+func ParseSyncLevel(s string) (SyncLevel, error) {
+	switch s {
+	case "", "none":
+		return SyncNone, nil
+	case "0", "exists":
+		return SyncExists, nil
+	case "1", "size":
+		return SyncSize, nil
+	case "2", "mtime":
+		return SyncMtime, nil
+	case "3", "checksum":
+		return SyncChecksum, nil
+	}
+	return SyncNone, fmt.Errorf("sync level %q: want exists, size, mtime or checksum (0-3)", s)
+}
+
+// Options shape a copy. Zero values mean "choose for me".
+type Options struct {
+	Concurrency int   // session pairs; 0: chosen from the file mix and RTT
+	Parallelism int   // data streams per transfer; 0: chosen
+	Pipelining  int   // transfers in flight per session pair; 0: chosen
+	ChunkSize   int64 // files larger than twice this are chunked; 0: chosen, <0: never
+
+	Recursive     bool
+	SyncLevel     SyncLevel
+	Verify        bool   // compare checksums of every file (or chunk) at both ends
+	Algorithm     string // checksum algorithm; "": the fastest both ends offer
+	PreserveMtime bool
+
+	Deadline    time.Time     // give up retrying then; zero: MaxAttempts decides
+	MaxAttempts int           // tries per file or chunk; 0: 5
+	Backoff     time.Duration // first retry delay, doubled each time; 0: 1 s
+	MaxBackoff  time.Duration // 0: 1 min
+}
+
+func (o Options) maxAttempts() int {
+	if o.MaxAttempts > 0 {
+		return o.MaxAttempts
+	}
+	if !o.Deadline.IsZero() {
+		return 1 << 30
+	}
+	return 5
+}
+
+func (o Options) backoff() (time.Duration, time.Duration) {
+	b, m := o.Backoff, o.MaxBackoff
+	if b <= 0 {
+		b = time.Second
+	}
+	if m <= 0 {
+		m = time.Minute
+	}
+	return b, m
+}
+
+// Item is one path to copy: a file, or a directory when Recursive.
+type Item struct{ Src, Dst string }
+
+// Outcome is what happened to one file.
+type Outcome int
+
+// Outcomes of a file.
+const (
+	Transferred Outcome = iota
+	Skipped
+	Failed
+)
+
+func (o Outcome) String() string {
+	return [...]string{"transferred", "skipped", "failed"}[o]
+}
+
+// FileResult is the final word on one file.
+type FileResult struct {
+	Src, Dst string
+	Size     int64
+	Outcome  Outcome
+	Checksum string // "ALG:hex" when verified
+	Attempts int
+	Err      error
+}
+
+// Reporter receives progress; its methods are called from many goroutines.
+type Reporter interface {
+	// Planned is called as listing finds work: files and bytes to move.
+	Planned(files int, bytes int64)
+	// Progress reports bytes moved since the last call.
+	Progress(delta int64)
+	// Fault reports a failure that will be retried after the delay.
+	Fault(path string, err error, retryIn time.Duration)
+	// Done reports a file's final outcome.
+	Done(FileResult)
+}
+
+// Result sums up a copy.
+type Result struct {
+	Files, Transferred, Skipped, Failed int
+	Bytes                               int64 // moved, including re-sends
+	Faults                              int
+	FailedFiles                         []FileResult
+	Settings                            Settings
+	Elapsed                             time.Duration
+}
+
+// Settings are the tuning the engine chose (or was given).
+type Settings struct {
+	Concurrency, Parallelism, Pipelining int
+	ChunkSize                            int64
+	Algorithm                            string
+	RTT                                  time.Duration
+}

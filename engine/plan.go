@@ -1,0 +1,241 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	"ferry/gridftp"
+	"ferry/gridftp/client"
+)
+
+// file is one file to copy and its progress.
+type file struct {
+	src, dst string
+	size     int64
+	mtime    time.Time
+
+	// guarded by copier.mu
+	units    int            // units not yet done
+	have     gridftp.Ranges // restart ranges of an unchunked transfer
+	attempts int
+	failed   bool
+	sum      string
+}
+
+// planner lists sources and destinations and decides what to move.
+type planner struct {
+	src, dst *client.Conn
+	opts     Options
+	alg      string
+	files    []*file
+	skipped  []FileResult
+}
+
+// isNotFound reports a reply saying the path does not exist.
+func isNotFound(err error) bool {
+	var ge *gridftp.Error
+	return errors.As(err, &ge) && ge.Reply.Code == gridftp.CodeFileUnavailable &&
+		!strings.Contains(ge.Reply.Text(), "PERMISSION_DENIED")
+}
+
+// plan expands items into files.
+func (p *planner) plan(ctx context.Context, items []Item) error {
+	for _, it := range items {
+		e, err := p.src.Stat(ctx, it.Src)
+		if err != nil {
+			return fmt.Errorf("source %s: %w", it.Src, err)
+		}
+		if e.IsDir() {
+			if !p.opts.Recursive {
+				return fmt.Errorf("source %s is a directory: copy it with recursive", it.Src)
+			}
+			if err := p.mkdirAll(ctx, it.Dst); err != nil {
+				return err
+			}
+			if err := p.walk(ctx, it.Src, it.Dst); err != nil {
+				return err
+			}
+			continue
+		}
+		dst := it.Dst
+		if strings.HasSuffix(dst, "/") {
+			dst += path.Base(it.Src)
+		} else if de, err := p.dst.Stat(ctx, dst); err == nil && de.IsDir() {
+			dst = path.Join(dst, path.Base(it.Src))
+		}
+		if err := p.mkdirAll(ctx, path.Dir(dst)); err != nil {
+			return err
+		}
+		var have *gridftp.Entry
+		if de, err := p.dst.Stat(ctx, dst); err == nil {
+			have = &de
+		}
+		if err := p.decide(ctx, it.Src, dst, e, have); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// walk lists a source directory and its subdirectories, creating each at
+// the destination.
+func (p *planner) walk(ctx context.Context, src, dst string) error {
+	entries, err := p.src.List(ctx, src)
+	if err != nil {
+		return fmt.Errorf("list source %s: %w", src, err)
+	}
+	existing := map[string]gridftp.Entry{}
+	if p.opts.SyncLevel != SyncNone {
+		des, err := p.dst.List(ctx, dst)
+		if err != nil && !isNotFound(err) {
+			return fmt.Errorf("list destination %s: %w", dst, err)
+		}
+		for _, de := range des {
+			existing[de.Name] = de
+		}
+	}
+	for _, e := range entries {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if strings.Contains(e.Name, "/") || e.Name == "." || e.Name == ".." {
+			continue // no server lists such names; a hostile one is ignored
+		}
+		s, d := path.Join(src, e.Name), path.Join(dst, e.Name)
+		switch {
+		case e.IsDir():
+			if _, ok := existing[e.Name]; !ok {
+				if err := p.mkdir(ctx, d); err != nil {
+					return err
+				}
+			}
+			if err := p.walk(ctx, s, d); err != nil {
+				return err
+			}
+		case e.Type == "file":
+			var have *gridftp.Entry
+			if de, ok := existing[e.Name]; ok {
+				have = &de
+			}
+			if err := p.decide(ctx, s, d, e, have); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// decide skips or schedules one file by sync level.
+func (p *planner) decide(ctx context.Context, src, dst string, e gridftp.Entry, have *gridftp.Entry) error {
+	skip := false
+	if have != nil && !have.IsDir() {
+		switch p.opts.SyncLevel {
+		case SyncExists:
+			skip = true
+		case SyncSize:
+			skip = have.Size == e.Size
+		case SyncMtime:
+			skip = !e.Modify.After(have.Modify)
+		case SyncChecksum:
+			if have.Size == e.Size {
+				a, b, err := checksums(ctx, p.src, p.dst, p.alg, src, dst, 0, -1)
+				if err != nil {
+					return err
+				}
+				skip = a == b
+			}
+		}
+	}
+	if skip {
+		p.skipped = append(p.skipped, FileResult{Src: src, Dst: dst, Size: e.Size, Outcome: Skipped})
+		return nil
+	}
+	p.files = append(p.files, &file{src: src, dst: dst, size: e.Size, mtime: e.Modify})
+	return nil
+}
+
+func (p *planner) mkdir(ctx context.Context, d string) error {
+	_, err := p.dst.Do(ctx, "MKD %s", d)
+	var ge *gridftp.Error
+	if err != nil && errors.As(err, &ge) {
+		if e, serr := p.dst.Stat(ctx, d); serr == nil && e.IsDir() {
+			return nil // it exists
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("create directory %s: %w", d, err)
+	}
+	return nil
+}
+
+// mkdirAll creates d and its parents at the destination.
+func (p *planner) mkdirAll(ctx context.Context, d string) error {
+	if d == "/" || d == "." || d == "" {
+		return nil
+	}
+	if e, err := p.dst.Stat(ctx, d); err == nil && e.IsDir() {
+		return nil
+	}
+	if err := p.mkdirAll(ctx, path.Dir(d)); err != nil {
+		return err
+	}
+	return p.mkdir(ctx, d)
+}
+
+// checksums computes alg over a range at both ends at once.
+func checksums(ctx context.Context, src, dst *client.Conn, alg, sp, dp string, off, n int64) (string, string, error) {
+	type res struct {
+		sum string
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		s, err := dst.Checksum(ctx, alg, dp, off, n)
+		ch <- res{s, err}
+	}()
+	a, err := src.Checksum(ctx, alg, sp, off, n)
+	b := <-ch
+	if err != nil {
+		return "", "", fmt.Errorf("source checksum: %w", err)
+	}
+	if b.err != nil {
+		return "", "", fmt.Errorf("destination checksum: %w", b.err)
+	}
+	return a, b.sum, nil
+}
+
+// preferred is the order in which checksum algorithms are chosen: fast
+// ones first, then those every GridFTP server has.
+var preferred = []string{"XXH128", "CRC32C", "MD5", "ADLER32", "SHA1", "SHA256", "SHA512"}
+
+// chooseAlgorithm picks what both ends compute.
+func chooseAlgorithm(want string, a, b []string) (string, error) {
+	has := func(list []string, n string) bool {
+		for _, x := range list {
+			if strings.EqualFold(x, n) {
+				return true
+			}
+		}
+		return false
+	}
+	if want != "" {
+		want = strings.ToUpper(want)
+		if !has(a, want) || !has(b, want) {
+			return "", fmt.Errorf("checksum algorithm %s is not offered by both endpoints", want)
+		}
+		return want, nil
+	}
+	for _, n := range preferred {
+		if has(a, n) && has(b, n) {
+			return n, nil
+		}
+	}
+	if len(a) == 0 && len(b) == 0 {
+		return "MD5", nil // servers that hide FEAT CKSM usually still compute MD5
+	}
+	return "", errors.New("the endpoints share no checksum algorithm")
+}

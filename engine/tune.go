@@ -1,0 +1,64 @@
+package engine
+
+import "time"
+
+// wideArea is the round trip from which the link is treated as a WAN:
+// more streams per file and more files in flight pay off there.
+const wideArea = 5 * time.Millisecond
+
+// tune chooses concurrency, parallelism, pipelining and chunk size from the
+// file-size mix and the control channel's round trip, keeping what the
+// options fix. Small files want many in flight (pipelining, sessions);
+// large files want streams (parallelism) and chunks spread over sessions.
+func tune(o Options, files []*file, s Settings) Settings {
+	var total, largest int64
+	for _, f := range files {
+		total += f.size
+		largest = max(largest, f.size)
+	}
+	avg := int64(0)
+	if len(files) > 0 {
+		avg = total / int64(len(files))
+	}
+	wan := s.RTT >= wideArea
+	const mib = 1 << 20
+	switch {
+	case avg < mib:
+		s.Concurrency, s.Parallelism, s.Pipelining = 4, 1, 16
+		if wan {
+			s.Concurrency, s.Pipelining = 8, 32
+		}
+	case avg < 64*mib:
+		s.Concurrency, s.Parallelism, s.Pipelining = 4, 1, 4
+		if wan {
+			s.Parallelism = 4
+		}
+	default:
+		s.Concurrency, s.Parallelism, s.Pipelining = 2, 2, 2
+		if wan {
+			s.Concurrency, s.Parallelism = 4, 4
+		}
+	}
+	s.ChunkSize = 0
+	if largest >= 512*mib {
+		s.ChunkSize = max(64*mib, min(largest/int64(2*s.Concurrency), 1024*mib))
+	}
+	if o.Concurrency > 0 {
+		s.Concurrency = o.Concurrency
+	}
+	if o.Parallelism > 0 {
+		s.Parallelism = o.Parallelism
+	}
+	if o.Pipelining > 0 {
+		s.Pipelining = o.Pipelining
+	}
+	if o.ChunkSize != 0 {
+		s.ChunkSize = max(o.ChunkSize, 0)
+	}
+	units := len(files)
+	if s.ChunkSize > 0 {
+		units += int(largest / s.ChunkSize)
+	}
+	s.Concurrency = max(1, min(s.Concurrency, units))
+	return s
+}

@@ -1,0 +1,150 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"ferry/gridftp"
+)
+
+// Pair is a source and a destination session set up for third-party MODE E
+// transfers: data flows between the two servers over a data channel that
+// stays cached across files (no PASV/PORT per file), and transfers may be
+// pipelined: Start several, then Finish them in order.
+type Pair struct {
+	Src, Dst *Conn
+	parallel int
+	ready    bool
+}
+
+// Part names what one transfer moves: a whole file (Length < 0) or the
+// section [Offset, Offset+Length) of it, and the ranges the destination
+// already holds (a restart).
+type Part struct {
+	SrcPath, DstPath string
+	Offset, Length   int64
+	Have             gridftp.Ranges
+}
+
+// Setup prepares both sessions: MODE E, parallelism and markers on the
+// source, the destination's passive address announced to the source.
+func (p *Pair) Setup(ctx context.Context, parallel int) error {
+	parallel = max(parallel, 1)
+	if p.ready && p.parallel == parallel {
+		return nil
+	}
+	if err := p.Src.ModeE(ctx); err != nil {
+		return err
+	}
+	if err := p.Dst.ModeE(ctx); err != nil {
+		return err
+	}
+	// Markers from the source keep its control channel alive during long files.
+	if _, err := p.Src.Do(ctx, "OPTS RETR Parallelism=%d,%d,%d;Markers=5;", parallel, parallel, parallel); err != nil {
+		return err
+	}
+	ap, err := p.Dst.Passive(ctx)
+	if err != nil {
+		return err
+	}
+	if err := p.Src.Port(ctx, ap); err != nil {
+		return err
+	}
+	p.parallel, p.ready = parallel, true
+	return nil
+}
+
+// Start sends the commands of one transfer to both sides without waiting.
+func (p *Pair) Start(part Part) error {
+	if !p.ready {
+		return errors.New("client: pair not set up")
+	}
+	if !part.Have.Empty() {
+		if err := p.Dst.Send("REST %s", part.Have.String()); err != nil {
+			return err
+		}
+		if err := p.Src.Send("REST %s", part.Have.String()); err != nil {
+			return err
+		}
+	}
+	var err error
+	if part.Length >= 0 {
+		err = p.Dst.Send("ESTO A %d %s", part.Offset, part.DstPath)
+	} else {
+		err = p.Dst.Send("STOR %s", part.DstPath)
+	}
+	if err != nil {
+		return err
+	}
+	if part.Length >= 0 {
+		return p.Src.Send("ERET P %d %d %s", part.Offset, part.Length, part.SrcPath)
+	}
+	return p.Src.Send("RETR %s", part.SrcPath)
+}
+
+// Markers receives what the destination reports while data moves: bytes
+// of this transfer so far (112) and ranges written (111).
+type Markers struct {
+	Bytes  func(total int64)
+	Ranges func(gridftp.Ranges)
+}
+
+// Finish reads the replies of the oldest started transfer from both sides,
+// concurrently, and returns the first failure. With restart ranges, the
+// REST replies come first.
+func (p *Pair) Finish(ctx context.Context, part Part, m Markers) error {
+	var wg sync.WaitGroup
+	var srcErr, dstErr error
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	read := func(c *Conn, onPrelim func(gridftp.Reply), errp *error) {
+		defer wg.Done()
+		if !part.Have.Empty() {
+			if _, err := c.Final(ctx, nil); err != nil {
+				*errp = err
+				cancel()
+				return
+			}
+		}
+		if _, err := c.Final(ctx, onPrelim); err != nil {
+			*errp = err
+			cancel()
+		}
+	}
+	onDst := func(r gridftp.Reply) {
+		switch r.Code {
+		case gridftp.CodePerfMarker:
+			if pm, err := gridftp.ParsePerfMarker(r); err == nil && m.Bytes != nil {
+				m.Bytes(pm.Bytes)
+			}
+		case gridftp.CodeRestartMarker:
+			if rs, err := gridftp.ParseRangeMarker(r); err == nil && m.Ranges != nil {
+				m.Ranges(rs)
+			}
+		}
+	}
+	wg.Add(2)
+	go read(p.Src, nil, &srcErr)
+	go read(p.Dst, onDst, &dstErr)
+	wg.Wait()
+	switch {
+	case srcErr != nil && !errors.Is(srcErr, context.Canceled):
+		return fmt.Errorf("source: %w", srcErr)
+	case dstErr != nil && !errors.Is(dstErr, context.Canceled):
+		return fmt.Errorf("destination: %w", dstErr)
+	case srcErr != nil:
+		return fmt.Errorf("source: %w", srcErr)
+	case dstErr != nil:
+		return fmt.Errorf("destination: %w", dstErr)
+	}
+	return nil
+}
+
+// Close ends both sessions.
+func (p *Pair) Close() {
+	p.Src.Close()
+	p.Dst.Close()
+	p.ready = false
+}
