@@ -18,7 +18,9 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := newRoot().ExecuteContext(ctx); err != nil {
+	root := newRoot()
+	root.SetArgs(globusStyle(os.Args[1:]))
+	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "ferry:", err)
 		os.Exit(1)
 	}
@@ -31,6 +33,6 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newGridFTPCmd(), newPasswdCmd())
+	root.AddCommand(newGridFTPCmd(), newPasswdCmd(), newCopyCmd())
 	return root
 }

@@ -1,0 +1,379 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"ferry/engine"
+	"ferry/gridftp/server"
+	"ferry/storage/posix"
+)
+
+func newCopyCmd() *cobra.Command {
+	var (
+		o                       engine.Options
+		syncLevel, chunk, until string
+		quiet                   bool
+	)
+	cmd := &cobra.Command{
+		Use:   "copy [flags] SRC DST",
+		Short: "Copy files between GridFTP endpoints and local paths, verified, with no service",
+		Long: `Copy SRC to DST directly, like globus-url-copy: each is ftp://[user[:pass]@]host[:port]/path
+or a local path. Transfers between two servers are third-party: data flows server to
+server. Directories need -r; a DST ending in / receives SRC under its own name.
+
+ferry chooses concurrency, parallel streams, pipelining and chunk size itself from
+the file mix and the round trip; the flags override it. Failed files are retried
+with backoff; the exit status is 0 only when every file arrived intact.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if o.SyncLevel, err = engine.ParseSyncLevel(syncLevel); err != nil {
+				return err
+			}
+			if chunk != "" {
+				if o.ChunkSize, err = parseSize(chunk); err != nil {
+					return fmt.Errorf("--chunk-size: %w", err)
+				}
+			}
+			if until != "" {
+				if o.Deadline, err = parseDeadline(until, time.Now()); err != nil {
+					return fmt.Errorf("--deadline: %w", err)
+				}
+			}
+			return runCopy(cmd.Context(), args[0], args[1], o, cmd.ErrOrStderr(), quiet)
+		},
+	}
+	f := cmd.Flags()
+	f.IntVarP(&o.Parallelism, "parallelism", "p", 0, "data streams per file (default: chosen)")
+	f.IntVar(&o.Concurrency, "cc", 0, "concurrent session pairs (default: chosen)")
+	f.IntVar(&o.Pipelining, "pp", 0, "files in flight per session pair (default: chosen; -pp alone: 16)")
+	f.Lookup("pp").NoOptDefVal = "16"
+	f.BoolVarP(&o.Recursive, "recursive", "r", false, "copy directories and their contents")
+	f.StringVar(&syncLevel, "sync-level", "", "skip files already at the destination: exists, size, mtime or checksum")
+	f.BoolVar(&o.Verify, "verify-checksum", false, "compare checksums at both ends (per chunk for large files)")
+	f.StringVar(&o.Algorithm, "checksum-algorithm", "", "MD5, ADLER32, SHA1, SHA256, SHA512, CRC32C or XXH128 (default: the fastest both ends have)")
+	f.StringVar(&chunk, "chunk-size", "", "split files larger than twice this across sessions, e.g. 256M (0: never; default: chosen)")
+	f.StringVar(&until, "deadline", "", "retry until then: a duration (2h) or an RFC 3339 time")
+	f.BoolVar(&o.PreserveMtime, "preserve-mtime", false, "give copies the source's modification time")
+	f.BoolVarP(&quiet, "quiet", "q", false, "no progress bar")
+	return cmd
+}
+
+// globusStyle rewrites globus-url-copy's one-dash long flags (-cc, -pp) to
+// the two-dash form the flag parser expects.
+func globusStyle(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		switch {
+		case a == "-cc" || a == "-pp" || strings.HasPrefix(a, "-cc=") || strings.HasPrefix(a, "-pp="):
+			out[i] = "-" + a
+		default:
+			out[i] = a
+		}
+	}
+	return out
+}
+
+// place is one side of a copy: an endpoint and a path on it.
+type place struct {
+	ep    engine.Endpoint
+	path  string
+	local string // the directory served, for a local path
+}
+
+// parsePlace reads a URL or a local path.
+func parsePlace(s string) (place, error) {
+	if !strings.Contains(s, "://") {
+		abs, err := filepath.Abs(s)
+		if err != nil {
+			return place{}, err
+		}
+		if strings.HasSuffix(s, "/") {
+			return place{local: abs, path: "/"}, nil
+		}
+		return place{local: filepath.Dir(abs), path: "/" + filepath.Base(abs)}, nil
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return place{}, fmt.Errorf("%q is not a URL: %v", s, err)
+	}
+	port := ""
+	switch u.Scheme {
+	case "ftp":
+		port = "21"
+	case "gsiftp":
+		return place{}, fmt.Errorf("%s: gsiftp:// needs GSI (X.509) logins, which ferry does not speak yet; use ftp://", s)
+	default:
+		return place{}, fmt.Errorf("%s: unsupported scheme %q (want ftp:// or a local path)", s, u.Scheme)
+	}
+	if u.Hostname() == "" {
+		return place{}, fmt.Errorf("%s: no host", s)
+	}
+	if u.Port() != "" {
+		port = u.Port()
+	}
+	p := u.Path
+	if p == "" {
+		p = "/"
+	}
+	ep := engine.Endpoint{Addr: net.JoinHostPort(u.Hostname(), port)}
+	if u.User != nil {
+		ep.User = u.User.Username()
+		ep.Password, _ = u.User.Password()
+	}
+	return place{ep: ep, path: p}, nil
+}
+
+// serveLocal starts an endpoint server over a local directory for the
+// length of the copy. It listens on loopback and takes only a random
+// one-time password, so no other local user can reach the tree through it.
+// Its data connections use the address that reaches peer.
+func serveLocal(ctx context.Context, pl *place, peer string) (stop func(), err error) {
+	if err := os.MkdirAll(pl.local, 0o755); err != nil {
+		return nil, err
+	}
+	fs, err := posix.New(pl.local)
+	if err != nil {
+		return nil, err
+	}
+	secret := make([]byte, 16)
+	rand.Read(secret)
+	pl.ep.User, pl.ep.Password = "ferry", hex.EncodeToString(secret)
+	srv := &server.Server{FS: fs, Auth: oneLogin{pl.ep.User, pl.ep.Password}}
+	if ip := dataAddrFor(peer); ip.IsValid() {
+		srv.DataInterface = ip
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	pl.ep.Addr = ln.Addr().String()
+	go srv.Serve(ln)
+	return func() { srv.Close() }, nil
+}
+
+// dataAddrFor is the local address that reaches peer ("host:port"); for a
+// loopback peer, loopback. No packet is sent.
+func dataAddrFor(peer string) netip.Addr {
+	if peer == "" {
+		return netip.AddrFrom4([4]byte{127, 0, 0, 1})
+	}
+	c, err := net.Dial("udp", peer)
+	if err != nil {
+		return netip.Addr{}
+	}
+	defer c.Close()
+	ap, err := netip.ParseAddrPort(c.LocalAddr().String())
+	if err != nil {
+		return netip.Addr{}
+	}
+	return ap.Addr().Unmap()
+}
+
+type oneLogin struct{ user, pass string }
+
+func (o oneLogin) Check(user, pass string) bool { return user == o.user && pass == o.pass }
+
+func runCopy(ctx context.Context, srcArg, dstArg string, o engine.Options, out io.Writer, quiet bool) error {
+	src, err := parsePlace(srcArg)
+	if err != nil {
+		return err
+	}
+	dst, err := parsePlace(dstArg)
+	if err != nil {
+		return err
+	}
+	if src.local != "" {
+		if _, err := os.Stat(filepath.Join(src.local, filepath.FromSlash(src.path))); err != nil {
+			return fmt.Errorf("source: %w", err)
+		}
+		stop, err := serveLocal(ctx, &src, dst.ep.Addr)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	if dst.local != "" {
+		stop, err := serveLocal(ctx, &dst, src.ep.Addr)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	if strings.HasSuffix(dstArg, "/") && !strings.HasSuffix(dst.path, "/") {
+		dst.path += "/"
+	}
+	if o.Recursive && strings.HasSuffix(dst.path, "/") && !strings.HasSuffix(srcArg, "/") {
+		dst.path = path.Join(dst.path, path.Base(src.path)) // DST/ receives SRC by name
+	}
+	bar := newProgress(out, !quiet && isTerminal(out))
+	res, err := engine.Copy(ctx, src.ep, dst.ep, []engine.Item{{Src: src.path, Dst: dst.path}}, o, bar)
+	bar.stop()
+	if err != nil {
+		return err
+	}
+	bar.summary(res)
+	if res.Failed > 0 {
+		return fmt.Errorf("%d of %d files failed", res.Failed, res.Files)
+	}
+	return nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// progress is the Reporter of ferry copy: a one-line bar on a terminal, a
+// summary at the end, a line per failure.
+type progress struct {
+	out          io.Writer
+	live         bool
+	files, done  atomic.Int64
+	bytes, moved atomic.Int64
+	start        time.Time
+	mu           sync.Mutex
+	quit         chan struct{}
+	wg           sync.WaitGroup
+}
+
+func newProgress(out io.Writer, live bool) *progress {
+	p := &progress{out: out, live: live, start: time.Now(), quit: make(chan struct{})}
+	if live {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			t := time.NewTicker(250 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-t.C:
+					p.draw()
+				case <-p.quit:
+					return
+				}
+			}
+		}()
+	}
+	return p
+}
+
+func (p *progress) Planned(files int, bytes int64) {
+	p.files.Add(int64(files))
+	p.bytes.Add(bytes)
+}
+func (p *progress) Progress(d int64) { p.moved.Add(d) }
+func (p *progress) Fault(path string, err error, retry time.Duration) {
+	p.line(fmt.Sprintf("retrying %s in %v: %v", path, retry.Round(time.Millisecond), err))
+}
+func (p *progress) Done(r engine.FileResult) {
+	p.done.Add(1)
+	if r.Outcome == engine.Failed {
+		p.line(fmt.Sprintf("FAILED %s: %v", r.Src, r.Err))
+	}
+}
+
+func (p *progress) line(s string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.live {
+		fmt.Fprint(p.out, "\r\033[K")
+	}
+	fmt.Fprintln(p.out, s)
+}
+
+func (p *progress) draw() {
+	el := time.Since(p.start).Seconds()
+	moved, total := p.moved.Load(), p.bytes.Load()
+	rate := float64(moved) / max(el, 1e-3)
+	eta := "--"
+	if rate > 0 && total > moved {
+		eta = (time.Duration(float64(total-moved)/rate) * time.Second / time.Second).Round(time.Second).String()
+	}
+	p.mu.Lock()
+	fmt.Fprintf(p.out, "\r\033[Kfiles %d/%d  %s/%s  %s/s  ETA %s", p.done.Load(), p.files.Load(),
+		humanBytes(moved), humanBytes(total), humanBytes(int64(rate)), eta)
+	p.mu.Unlock()
+}
+
+func (p *progress) stop() {
+	if p.live {
+		close(p.quit)
+		p.wg.Wait()
+		fmt.Fprint(p.out, "\r\033[K")
+	}
+}
+
+func (p *progress) summary(r engine.Result) {
+	secs := max(r.Elapsed.Seconds(), 1e-3)
+	fmt.Fprintf(p.out, "%d files: %d transferred, %d skipped, %d failed; %s in %v (%s/s, %.0f files/s); %d faults\n",
+		r.Files, r.Transferred, r.Skipped, r.Failed, humanBytes(r.Bytes), r.Elapsed.Round(time.Millisecond),
+		humanBytes(int64(float64(r.Bytes)/secs)), float64(r.Transferred)/secs, r.Faults)
+	s := r.Settings
+	fmt.Fprintf(p.out, "settings: -cc %d -p %d -pp %d, chunks %s, rtt %v%s\n", s.Concurrency, s.Parallelism, s.Pipelining,
+		humanBytes(s.ChunkSize), s.RTT.Round(time.Microsecond), map[bool]string{true: ", checksum " + s.Algorithm, false: ""}[s.Algorithm != ""])
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return strconv.FormatInt(n, 10) + " B"
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// parseSize reads 1048576, 64K, 256M, 1G, 2T.
+func parseSize(s string) (int64, error) {
+	s = strings.TrimSpace(strings.ToUpper(strings.TrimSuffix(strings.TrimSuffix(s, "B"), "i")))
+	mult := int64(1)
+	if n := len(s); n > 0 {
+		if i := strings.IndexByte("KMGT", s[n-1]); i >= 0 {
+			mult = 1 << (10 * (i + 1))
+			s = s[:n-1]
+		}
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v < 0 || v > (1<<62)/mult {
+		return 0, errors.New("want a size such as 268435456, 256M or 1G")
+	}
+	return v * mult, nil
+}
+
+// parseDeadline reads a duration from now or an RFC 3339 time.
+func parseDeadline(s string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		return now.Add(d), nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, errors.New("want a duration (90m, 2h) or an RFC 3339 time")
+	}
+	return t, nil
+}
