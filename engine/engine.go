@@ -44,6 +44,7 @@ type copier struct {
 	set      Settings
 	q        queue
 	fin      chan job
+	retire   chan struct{} // the optimizer takes a session pair away
 
 	mu      sync.Mutex
 	pending int // files not yet final
@@ -142,11 +143,19 @@ func (c *copier) run(ctx context.Context) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	c.fin = make(chan job)
+	c.retire = make(chan struct{}, maxConcurrency(c.set))
 	var wg sync.WaitGroup
-	for range c.set.Concurrency {
+	start := func() {
 		wg.Add(2)
 		go func() { defer wg.Done(); c.worker(ctx) }()
 		go func() { defer wg.Done(); c.finisher(ctx) }()
+	}
+	for range c.set.Concurrency {
+		start()
+	}
+	if c.opts.Concurrency == 0 {
+		wg.Add(1)
+		go func() { defer wg.Done(); c.optimize(ctx, start) }()
 	}
 	stop := context.AfterFunc(ctx, c.q.close)
 	defer stop()
@@ -163,8 +172,16 @@ func (c *copier) worker(ctx context.Context) {
 		}
 	}()
 	var inflight []*unit
+	retiring := false
 	for {
-		for len(inflight) < c.set.Pipelining {
+		if !retiring {
+			select {
+			case <-c.retire: // the optimizer wants fewer pairs: drain, then go
+				retiring = true
+			default:
+			}
+		}
+		for !retiring && len(inflight) < c.set.Pipelining {
 			u := c.q.pop(ctx, len(inflight) == 0)
 			if u == nil {
 				break
@@ -192,11 +209,12 @@ func (c *copier) worker(ctx context.Context) {
 			inflight = append(inflight, u)
 		}
 		if len(inflight) == 0 {
-			if c.q.done() || ctx.Err() != nil {
+			if retiring || c.q.done() || ctx.Err() != nil {
 				return
 			}
 			continue
 		}
+
 		u := inflight[0]
 		inflight = inflight[1:]
 		err := pair.Finish(ctx, u.part, c.markers(u))
@@ -544,3 +562,46 @@ func (nopReporter) Planned(int, int64)                 {}
 func (nopReporter) Progress(int64)                     {}
 func (nopReporter) Fault(string, error, time.Duration) {}
 func (nopReporter) Done(FileResult)                    {}
+
+// optimize adds and removes session pairs by observed throughput while
+// units remain (see decide). start launches one more pair.
+func (c *copier) optimize(ctx context.Context, start func()) {
+	t := time.NewTicker(tuneInterval(c.set.RTT))
+	defer t.Stop()
+	floor, ceiling := c.set.Concurrency, maxConcurrency(c.set)
+	pairs := c.set.Concurrency
+	var prevBytes int64
+	var prevRate float64
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.q.closed():
+			return
+		case now := <-t.C:
+			c.mu.Lock()
+			bytes := c.res.Bytes
+			c.mu.Unlock()
+			rate := float64(bytes-prevBytes) / now.Sub(last).Seconds()
+			prevBytes, last = bytes, now
+			switch decide(prevRate, rate, pairs, floor, ceiling) {
+			case 1:
+				if c.q.len() > 0 {
+					pairs++
+					start()
+				}
+			case -1:
+				select {
+				case c.retire <- struct{}{}:
+					pairs--
+				default:
+				}
+			}
+			prevRate = rate
+			c.mu.Lock()
+			c.res.Settings.Concurrency = max(c.res.Settings.Concurrency, pairs)
+			c.mu.Unlock()
+		}
+	}
+}

@@ -155,7 +155,7 @@ type Result struct {
 
 // Settings are the tuning the engine chose (or was given).
 type Settings struct {
-	Concurrency, Parallelism, Pipelining int
+	Concurrency, Parallelism, Pipelining int // Concurrency: the most session pairs used
 	ChunkSize                            int64
 	Algorithm                            string
 	RTT                                  time.Duration

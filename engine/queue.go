@@ -82,3 +82,10 @@ func (q *queue) closed() <-chan struct{} {
 	q.init()
 	return q.shut
 }
+
+// len is the number of units waiting.
+func (q *queue) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.items)
+}

@@ -62,3 +62,39 @@ func tune(o Options, files []*file, s Settings) Settings {
 	s.Concurrency = max(1, min(s.Concurrency, units))
 	return s
 }
+
+// Online tuning, after FTS3's optimizer: every interval the engine compares
+// its throughput with the interval before. Rising by more than a step's
+// worth adds a session pair (up to maxConcurrency); falling by a fifth or
+// more takes one away (down to the starting number); anything else holds.
+const (
+	tuneGain = 1.05 // rate ratio that counts as rising
+	tuneLoss = 0.80 // rate ratio that counts as falling
+)
+
+// tuneInterval is how often the optimizer looks: long enough for a new
+// pair to ramp up over the link.
+func tuneInterval(rtt time.Duration) time.Duration {
+	return max(time.Second, 50*rtt)
+}
+
+// maxConcurrency bounds what the optimizer may add.
+func maxConcurrency(s Settings) int {
+	if s.RTT >= wideArea {
+		return max(4*s.Concurrency, 32)
+	}
+	return 2 * s.Concurrency
+}
+
+// decide is one optimizer step: +1, -1 or 0 pairs.
+func decide(prev, cur float64, pairs, floor, ceiling int) int {
+	switch {
+	case prev <= 0:
+		return 0
+	case cur > prev*tuneGain && pairs < ceiling:
+		return 1
+	case cur < prev*tuneLoss && pairs > floor:
+		return -1
+	}
+	return 0
+}
