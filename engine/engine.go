@@ -77,6 +77,9 @@ func Copy(ctx context.Context, src, dst Endpoint, items []Item, opts Options, re
 	}
 	c.res.Elapsed = time.Since(start)
 	if err := ctx.Err(); err != nil && c.pending > 0 {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return c.res, fmt.Errorf("deadline reached with %d of %d files not done: %w", c.pending, c.res.Files, err)
+		}
 		return c.res, err
 	}
 	return c.res, nil
