@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"path"
 	"strings"
 	"sync"
 	"time"
@@ -117,9 +118,14 @@ func (c *copier) plan(ctx context.Context, items []Item) ([]*file, error) {
 		bytes += f.size
 	}
 	c.rep.Planned(len(p.files), bytes)
-	c.res.Files = len(p.files) + len(p.skipped)
+	c.res.Files = len(p.files) + len(p.skipped) + len(p.failed)
 	for _, r := range p.skipped {
 		c.res.Skipped++
+		c.rep.Done(r)
+	}
+	for _, r := range p.failed {
+		c.res.Failed++
+		c.res.FailedFiles = append(c.res.FailedFiles, r)
 		c.rep.Done(r)
 	}
 	return p.files, nil
@@ -326,8 +332,23 @@ func (c *copier) unitDone(ctx context.Context, u *unit, p *client.Pair) {
 
 // needsFinishing reports whether a file needs a finisher's session.
 func (c *copier) needsFinishing(f *file) bool {
-	return c.opts.Verify || c.opts.PreserveMtime || f.size >= sourceCheckSize
+	return c.opts.Verify || c.opts.PreserveMtime || f.size >= sourceCheckSize || nonASCII(f.dst)
 }
+
+// nonASCII reports a path with bytes above 0x7f: some servers (GCT 13)
+// silently drop those bytes, so such a file is looked up afterwards.
+func nonASCII(p string) bool {
+	for i := 0; i < len(p); i++ {
+		if p[i] >= 0x80 {
+			return true
+		}
+	}
+	return false
+}
+
+// errNameChanged reports a destination that stored a file under another
+// name than the one asked for.
+var errNameChanged = errors.New("the destination server does not keep this name")
 
 // sourceCheckSize is the size from which a finished file's source is looked
 // at again to detect a change during the transfer; smaller files would pay
@@ -343,6 +364,7 @@ func (c *copier) finish(ctx context.Context, j job) {
 	select {
 	case c.fin <- j:
 	case <-ctx.Done():
+	case <-c.q.closed(): // every file is final: nothing is left to finish
 	}
 }
 
@@ -386,17 +408,18 @@ func (c *copier) finisher(ctx context.Context) {
 	}
 }
 
-// verifyChunk compares a chunk's checksum at both ends.
+// verifyChunk compares a chunk's checksum at both ends. A mismatch sends
+// the chunk again; a failure to compute the checksums retries only them.
 func (c *copier) verifyChunk(ctx context.Context, p *client.Pair, u *unit) error {
 	if p == nil {
 		err := errors.New("no session for checksums")
-		c.fail(u, err)
+		c.retryFinish(ctx, u, err, func(p *client.Pair) error { return c.verifyChunk(ctx, p, u) })
 		return err
 	}
 	a, b, err := checksums(ctx, p.Src, p.Dst, c.set.Algorithm, u.f.src, u.f.dst, u.off, u.n)
 	switch {
 	case err != nil:
-		c.fail(u, err)
+		c.retryFinish(ctx, u, err, func(p *client.Pair) error { return c.verifyChunk(ctx, p, u) })
 		return err
 	case a != b:
 		c.fail(u, fmt.Errorf("%w: %s %s at source, %s at destination", errMismatch, c.set.Algorithm, a, b))
@@ -406,16 +429,34 @@ func (c *copier) verifyChunk(ctx context.Context, p *client.Pair, u *unit) error
 	return nil
 }
 
+// retryFinish counts a fault in a finisher's work (not in the data) and
+// runs j again after a backoff, or gives up on the file.
+func (c *copier) retryFinish(ctx context.Context, u *unit, err error, j job) {
+	delay, give := c.retryDelay(u, err)
+	if give {
+		c.final(u.f, Failed, err)
+		return
+	}
+	c.rep.Fault(u.name(), err, delay)
+	time.AfterFunc(delay, func() { c.finish(ctx, j) })
+}
+
 var errMismatch = errors.New("checksum mismatch")
 var errSourceChanged = errors.New("source changed during the transfer")
 
 // finalize checks that the source did not change, verifies the whole file
-// (unless its chunks were verified) and sets its mtime. Any failure sends
-// the whole file again.
+// (unless its chunks were verified) and sets its mtime. A changed source or
+// a mismatch sends the whole file again; other failures retry finalize.
 func (c *copier) finalize(ctx context.Context, p *client.Pair, u *unit) error {
 	err := c.finishFile(ctx, p, u)
-	if err != nil {
+	switch {
+	case err == nil:
+	case errors.Is(err, errMismatch) || errors.Is(err, errSourceChanged):
 		c.failFile(&unit{f: u.f, n: -1, attempts: u.attempts}, err)
+	case errors.Is(err, errNameChanged):
+		c.final(u.f, Failed, err)
+	default:
+		c.retryFinish(ctx, u, err, func(p *client.Pair) error { return c.finalize(ctx, p, u) })
 	}
 	return err
 }
@@ -434,6 +475,15 @@ func (c *copier) finishFile(ctx context.Context, p *client.Pair, u *unit) error 
 		f.size, f.mtime = e.Size, e.Modify
 		c.mu.Unlock()
 		return fmt.Errorf("%w: now %d bytes, modified %s", errSourceChanged, e.Size, e.Modify.Format(time.RFC3339))
+	}
+	if nonASCII(f.dst) {
+		de, err := p.Dst.Stat(ctx, f.dst)
+		if err != nil {
+			return fmt.Errorf("%w (it cannot find the file by it): %v", errNameChanged, err)
+		}
+		if path.Clean(de.Name) != path.Clean(f.dst) {
+			return fmt.Errorf("%w (it stored %q)", errNameChanged, de.Name)
+		}
 	}
 	var sum string
 	if c.opts.Verify && u.n < 0 {
@@ -479,24 +529,33 @@ func (c *copier) failFile(u *unit, err error) {
 // fail counts a fault and retries the unit after a backoff, or gives up on
 // its file when the error is fatal or tries or time are used up.
 func (c *copier) fail(u *unit, err error) {
-	u.attempts++
 	c.mu.Lock()
-	c.res.Faults++
-	u.f.attempts = max(u.f.attempts, u.attempts)
 	if errors.Is(err, errMismatch) && u.n < 0 {
 		u.f.have = gridftp.Ranges{}
 	}
 	c.mu.Unlock()
-	base, ceiling := c.opts.backoff()
-	delay := min(base<<min(u.attempts-1, 20), ceiling)
-	delay = delay/2 + rand.N(delay) // jitter: 0.5x to 1.5x
-	late := !c.opts.Deadline.IsZero() && time.Now().Add(delay).After(c.opts.Deadline)
-	if Fatal(err) || u.attempts >= c.opts.maxAttempts() || late {
+	delay, give := c.retryDelay(u, err)
+	if give {
 		c.final(u.f, Failed, err)
 		return
 	}
 	c.rep.Fault(u.name(), err, delay)
 	time.AfterFunc(delay, func() { c.q.push(u) })
+}
+
+// retryDelay counts a fault of u and says how long to wait before the next
+// try, or that there is none.
+func (c *copier) retryDelay(u *unit, err error) (delay time.Duration, giveUp bool) {
+	u.attempts++
+	c.mu.Lock()
+	c.res.Faults++
+	u.f.attempts = max(u.f.attempts, u.attempts)
+	c.mu.Unlock()
+	base, ceiling := c.opts.backoff()
+	delay = min(base<<min(u.attempts-1, 20), ceiling)
+	delay = delay/2 + rand.N(delay) // jitter: 0.5x to 1.5x
+	late := !c.opts.Deadline.IsZero() && time.Now().Add(delay).After(c.opts.Deadline)
+	return delay, Fatal(err) || u.attempts >= c.opts.maxAttempts() || late
 }
 
 // requeue puts back units that a pair failure interrupted; that is not
@@ -538,22 +597,43 @@ func (c *copier) final(f *file, o Outcome, err error) {
 	c.rep.Done(r)
 }
 
-// Fatal reports errors that no retry can mend: the path does not exist, is
-// not allowed, or the login is refused.
+// fatalMarkers are words in a reply, ferry's or GCT's, that say the path
+// itself is the problem.
+var fatalMarkers = []string{
+	"PATH_NOT_FOUND", "No such file or directory",
+	"PERMISSION_DENIED", "Permission denied", "Operation not permitted",
+	"IS_A_DIRECTORY", "Is a directory", "Not a directory", "INVALID_PATH",
+}
+
+// transientMarkers say the failure was on the way, not in the path.
+var transientMarkers = []string{
+	"INCORRECT_CHECKSUM", "NO_SPACE", "DATA_CHANNEL", "INTERNAL_ERROR",
+	"Connection reset", "Broken pipe", "timed out", "Timed out",
+}
+
+// Fatal reports errors that no retry can mend: the path does not exist or
+// is not allowed, the login is refused, the command is not understood.
+// GCT answers 500 both for a missing file and for a reset connection, so
+// the reply's words decide before its code does.
 func Fatal(err error) bool {
 	var ge *gridftp.Error
 	if !errors.As(err, &ge) {
 		return false
 	}
 	text := ge.Reply.Text()
-	switch {
-	case ge.Reply.Code == gridftp.CodeNotLoggedIn:
-		return true
-	case strings.Contains(text, "INCORRECT_CHECKSUM"), strings.Contains(text, "NO_SPACE"):
-		return false
-	case ge.Reply.Code == gridftp.CodeFileUnavailable, ge.Reply.Code == gridftp.CodeNameNotAllowed:
-		return true
-	case ge.Reply.Code == gridftp.CodeBadArguments, ge.Reply.Code == gridftp.CodeSyntaxError:
+	for _, m := range fatalMarkers {
+		if strings.Contains(text, m) {
+			return true
+		}
+	}
+	for _, m := range transientMarkers {
+		if strings.Contains(text, m) {
+			return false
+		}
+	}
+	switch ge.Reply.Code {
+	case gridftp.CodeNotLoggedIn, gridftp.CodeFileUnavailable, gridftp.CodeNameNotAllowed,
+		gridftp.CodeBadArguments, gridftp.CodeNotImplemented, gridftp.CodeParamNotSupported:
 		return true
 	}
 	return false

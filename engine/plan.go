@@ -33,6 +33,7 @@ type planner struct {
 	alg      string
 	files    []*file
 	skipped  []FileResult
+	failed   []FileResult // directories that could not be listed
 }
 
 // isNotFound reports a reply saying the path does not exist.
@@ -85,6 +86,13 @@ func (p *planner) plan(ctx context.Context, items []Item) error {
 // the destination.
 func (p *planner) walk(ctx context.Context, src, dst string) error {
 	entries, err := p.src.List(ctx, src)
+	var refused *gridftp.Error
+	if errors.As(err, &refused) {
+		// The server refused this directory: it fails alone, the rest goes on.
+		p.failed = append(p.failed, FileResult{Src: src, Dst: dst, Outcome: Failed, Attempts: 1,
+			Err: fmt.Errorf("list source directory: %w", err)})
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("list source %s: %w", src, err)
 	}

@@ -158,6 +158,10 @@ func (c *Conn) Login(ctx context.Context, user, password string) error {
 			return fmt.Errorf("login: %w", err)
 		}
 	}
+	// Binary type, always: GCT starts in ASCII and would rewrite line ends.
+	if _, err := c.Do(ctx, "TYPE I"); err != nil {
+		return fmt.Errorf("TYPE I: %w", err)
+	}
 	c.feat = map[string]string{}
 	rep, err = c.Do(ctx, "FEAT")
 	var ge *gridftp.Error
