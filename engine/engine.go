@@ -478,8 +478,12 @@ func (c *copier) finishFile(ctx context.Context, p *client.Pair, u *unit) error 
 	}
 	if nonASCII(f.dst) {
 		de, err := p.Dst.Stat(ctx, f.dst)
-		if err != nil {
+		var refused *gridftp.Error
+		if errors.As(err, &refused) {
 			return fmt.Errorf("%w (it cannot find the file by it): %v", errNameChanged, err)
+		}
+		if err != nil {
+			return err
 		}
 		if path.Clean(de.Name) != path.Clean(f.dst) {
 			return fmt.Errorf("%w (it stored %q)", errNameChanged, de.Name)
