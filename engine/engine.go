@@ -108,6 +108,9 @@ func (c *copier) plan(ctx context.Context, items []Item) ([]*file, error) {
 		if c.set.Algorithm, err = chooseAlgorithm(c.opts.Algorithm, s.Checksums(), d.Checksums()); err != nil {
 			return nil, err
 		}
+		_, liveS := s.Feature("CKSMLIVE")
+		_, liveD := d.Feature("CKSMLIVE")
+		c.set.Live = c.opts.Verify && liveS && liveD
 	}
 	p := &planner{src: s, dst: d, opts: c.opts, alg: c.set.Algorithm}
 	if err := p.plan(ctx, items); err != nil {
@@ -251,6 +254,9 @@ func (c *copier) connect(ctx context.Context) (*client.Pair, error) {
 		return nil, fmt.Errorf("destination: %w", err)
 	}
 	p := &client.Pair{Src: s, Dst: d}
+	if c.set.Live {
+		p.Live = c.set.Algorithm
+	}
 	if err := p.Setup(ctx, c.set.Parallelism); err != nil {
 		p.Close()
 		return nil, err

@@ -158,5 +158,6 @@ type Settings struct {
 	Concurrency, Parallelism, Pipelining int // Concurrency: the most session pairs used
 	ChunkSize                            int64
 	Algorithm                            string
+	Live                                 bool // both ends hash data as it moves
 	RTT                                  time.Duration
 }

@@ -43,6 +43,15 @@ func tune(o Options, files []*file, s Settings) Settings {
 	if largest >= 512*mib {
 		s.ChunkSize = max(64*mib, min(largest/int64(2*s.Concurrency), 1024*mib))
 	}
+	if s.Live {
+		// Live checksums need each stream's blocks in order: one stream
+		// per transfer, and the parallelism comes from chunks instead.
+		s.Concurrency = max(s.Concurrency, s.Parallelism*s.Concurrency/2)
+		s.Parallelism = 1
+		if largest >= 256*mib {
+			s.ChunkSize = max(64*mib, min(largest/int64(2*s.Concurrency), 512*mib))
+		}
+	}
 	if o.Concurrency > 0 {
 		s.Concurrency = o.Concurrency
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"net"
 	"os"
@@ -177,10 +178,43 @@ type Receiver struct {
 	Pool    *BufferPool
 	Timeout time.Duration // no data for this long fails the transfer; 0: 60 s
 
+	// Hash, when set, is fed the data while it arrives, as long as the
+	// blocks come in order from Base on; see Sum.
+	Hash hash.Hash
+
 	bytes   atomic.Int64
 	mu      sync.Mutex
 	ranges  Ranges
 	pending Ranges
+	next    int64 // where the hashed data ends, relative to Base
+	broken  bool  // a block came out of order: Hash is useless
+}
+
+// Sum returns the hash of the data received, when Hash saw all of it in
+// order, and how many bytes it covers.
+func (r *Receiver) Sum() (sum []byte, n int64, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.Hash == nil || r.broken || r.next != r.bytes.Load() {
+		return nil, 0, false
+	}
+	return r.Hash.Sum(nil), r.next, true
+}
+
+// hashBlock feeds one block's data to Hash when it continues the data
+// hashed so far.
+func (r *Receiver) hashBlock(off int64, p []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.broken {
+		return
+	}
+	if off != r.next {
+		r.broken = true
+		return
+	}
+	r.Hash.Write(p)
+	r.next += int64(len(p))
 }
 
 // Bytes is the payload written so far.
@@ -393,6 +427,9 @@ func (r *Receiver) readBlock(src io.Reader, h Header, buf []byte) error {
 		}
 		if _, err := r.Dst.WriteAt(buf[:n], pos); err != nil {
 			return err
+		}
+		if r.Hash != nil {
+			r.hashBlock(pos-r.Base, buf[:n])
 		}
 		pos += n
 		left -= n

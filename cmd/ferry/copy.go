@@ -333,7 +333,18 @@ func (p *progress) summary(r engine.Result) {
 		humanBytes(int64(float64(r.Bytes)/secs)), float64(r.Transferred)/secs, r.Faults)
 	s := r.Settings
 	fmt.Fprintf(p.out, "settings: -cc %d -p %d -pp %d, chunks %s, rtt %v%s\n", s.Concurrency, s.Parallelism, s.Pipelining,
-		humanBytes(s.ChunkSize), s.RTT.Round(time.Microsecond), map[bool]string{true: ", checksum " + s.Algorithm, false: ""}[s.Algorithm != ""])
+		humanBytes(s.ChunkSize), s.RTT.Round(time.Microsecond), checksumNote(s))
+}
+
+// checksumNote says how files are verified, for the settings line.
+func checksumNote(s engine.Settings) string {
+	switch {
+	case s.Algorithm == "":
+		return ""
+	case s.Live:
+		return ", checksum " + s.Algorithm + " (live, while data moves)"
+	}
+	return ", checksum " + s.Algorithm
 }
 
 func humanBytes(n int64) string {

@@ -15,6 +15,10 @@ import (
 // pipelined: Start several, then Finish them in order.
 type Pair struct {
 	Src, Dst *Conn
+	// Live names a checksum algorithm both servers compute while data
+	// moves (FEAT CKSMLIVE), so that a CKSM after a transfer costs no
+	// second pass over the data; "" for none.
+	Live     string
 	parallel int
 	ready    bool
 }
@@ -44,6 +48,13 @@ func (p *Pair) Setup(ctx context.Context, parallel int) error {
 	// Markers from the source keep its control channel alive during long files.
 	if _, err := p.Src.Do(ctx, "OPTS RETR Parallelism=%d,%d,%d;Markers=5;", parallel, parallel, parallel); err != nil {
 		return err
+	}
+	if p.Live != "" {
+		for _, c := range []*Conn{p.Src, p.Dst} {
+			if _, err := c.Do(ctx, "OPTS CKSM Live=%s;", p.Live); err != nil {
+				return err
+			}
+		}
 	}
 	ap, err := p.Dst.Passive(ctx)
 	if err != nil {

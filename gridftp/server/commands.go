@@ -148,6 +148,7 @@ var features = []string{
 	" REST STREAM",
 	" MDTM",
 	" TVFS",
+	" CKSMLIVE", // OPTS CKSM Live=ALG; (livesum.go)
 }
 
 func (ss *session) handleFEAT(string) bool {
@@ -312,6 +313,7 @@ func (ss *session) handleDELE(arg string) bool {
 		err = fmt.Errorf("dele %s: %w", p, storage.ErrIsDir)
 	}
 	if err == nil {
+		ss.srv.sums.forget(p, 0, -1)
 		err = ss.srv.FS.Remove(ss.ctx, p)
 	}
 	if err != nil {
@@ -370,6 +372,8 @@ func (ss *session) handleRNTO(arg string) bool {
 		ss.reply(gridftp.CodeBadSequence, "RNTO must follow RNFR.")
 		return true
 	}
+	ss.srv.sums.forget(from, 0, -1)
+	ss.srv.sums.forget(ss.path(arg), 0, -1)
 	if err := ss.srv.FS.Rename(ss.ctx, from, ss.path(arg)); err != nil {
 		ss.errorReply("rename", err)
 		return true
@@ -439,6 +443,18 @@ func (ss *session) checksum(alg, p string, off, length int64) (string, error) {
 	}
 	ctx, done := ss.transferContext()
 	defer done()
+	if length != 0 {
+		canon, _ := checksum.Canonical(alg)
+		n := length
+		if n < 0 {
+			if info, err := ss.srv.FS.Stat(ctx, p); err == nil {
+				n = info.Size - off
+			}
+		}
+		if sum, ok := ss.srv.sums.get(sumKey{path: p, off: off, n: n, alg: canon}); ok {
+			return sum, nil // hashed while the data moved
+		}
+	}
 	f, err := ss.srv.FS.Open(ctx, p)
 	if err != nil {
 		return "", err
@@ -477,13 +493,39 @@ func (ss *session) handleOPTS(arg string) bool {
 		if o.Markers > 0 {
 			ss.retrMarks = time.Duration(o.Markers) * time.Second
 		}
-	case "CKSM", "UTF8", "MLST", "MLSD":
+	case "CKSM":
+		if err := ss.optsCKSM(rest); err != nil {
+			ss.replyf(gridftp.CodeBadArguments, "OPTS CKSM: %v.", err)
+			return true
+		}
+	case "UTF8", "MLST", "MLSD":
 	default:
 		ss.reply(gridftp.CodeSyntaxError, "OPTS failed.")
 		return true
 	}
 	ss.reply(gridftp.CodeOK, "OPTS Command Successful.")
 	return true
+}
+
+// optsCKSM reads "OPTS CKSM Live=ALG;" (or Live=none;); other items, such
+// as GCT's markers=n, are accepted and ignored.
+func (ss *session) optsCKSM(arg string) error {
+	for _, item := range strings.Split(arg, ";") {
+		k, v, _ := strings.Cut(strings.TrimSpace(item), "=")
+		if !strings.EqualFold(k, "live") {
+			continue
+		}
+		if strings.EqualFold(v, "none") {
+			ss.liveAlg = ""
+			continue
+		}
+		alg, err := checksum.Canonical(v)
+		if err != nil {
+			return err
+		}
+		ss.liveAlg = alg
+	}
+	return nil
 }
 
 func (ss *session) handleDCAU(arg string) bool {

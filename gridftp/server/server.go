@@ -65,6 +65,7 @@ type Server struct {
 	wg       sync.WaitGroup
 	poolOnce sync.Once
 	pool     *gridftp.BufferPool
+	sums     sumCache // live checksums (livesum.go)
 }
 
 // ErrServerClosed is returned by Serve after Close.

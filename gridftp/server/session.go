@@ -59,8 +59,9 @@ type session struct {
 	restSet    bool
 	rnfr       string
 	scks       *expectedSum
-	storBuf    int // SITE STORBUFSIZE
-	retrBuf    int // SITE RETRBUFSIZE
+	liveAlg    string // OPTS CKSM Live: hash transfers as they move
+	storBuf    int    // SITE STORBUFSIZE
+	retrBuf    int    // SITE RETRBUFSIZE
 	data       dataChannel
 }
 

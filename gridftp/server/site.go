@@ -89,6 +89,7 @@ func (ss *session) siteTRNC(arg string) {
 		ss.reply(gridftp.CodeBadArguments, "SITE TRNC: expected LENGTH PATH.")
 		return
 	}
+	ss.srv.sums.forget(ss.path(p), size, -1)
 	if err := ss.srv.FS.Truncate(ss.ctx, ss.path(p), size); err != nil {
 		ss.errorReply("truncate", err)
 		return
@@ -104,6 +105,7 @@ func (ss *session) siteRDEL(arg string) {
 	}
 	ctx, done := ss.transferContext()
 	defer done()
+	ss.srv.sums.forget(p, 0, -1)
 	if err := removeAll(ctx, ss.srv.FS, p); err != nil {
 		ss.errorReply("rdel", err)
 		return

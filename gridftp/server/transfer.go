@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -77,7 +78,16 @@ func (ss *session) retrieve(p string, off, n int64) {
 	default:
 		segs = []gridftp.Range{{Start: base, End: end}}
 	}
-	err = ss.sendData(ctx, f, segs, base)
+	var src io.ReaderAt = f
+	var live *hashingReader
+	if h := ss.liveHash(); h != nil && ss.modeE && ss.parallel <= 1 && len(segs) == 1 {
+		live = &hashingReader{ReaderAt: f, h: h, next: segs[0].Start}
+		src = live // one stream reads the blocks in order
+	}
+	err = ss.sendData(ctx, src, segs, base)
+	if err == nil && live != nil && !live.broken && live.next == segs[0].End {
+		ss.remember(p, segs[0].Start, segs[0].Len(), live.h)
+	}
 	ss.finish(ctx, "send", err, false)
 }
 
@@ -330,7 +340,20 @@ func (ss *session) store(p string, flag storage.OpenFlag, base int64, appendMode
 	if !ss.modeE && ss.restSet {
 		base += ss.restOffset
 	}
-	err = ss.receiveData(ctx, f, base)
+	if flag == storage.Truncate {
+		ss.srv.sums.forget(p, 0, -1)
+	} else {
+		ss.srv.sums.forget(p, base, -1)
+	}
+	rcv, err := ss.receiveData(ctx, f, base)
+	if rcv != nil {
+		for _, r := range rcv.Ranges().List() {
+			ss.srv.sums.forget(p, r.Start, r.Len())
+		}
+		if sum, n, ok := rcv.Sum(); ok && err == nil {
+			ss.srv.sums.put(sumKey{path: p, off: base, n: n, alg: ss.liveAlg}, hex.EncodeToString(sum))
+		}
+	}
 	closed = true
 	if cerr := f.Close(); err == nil && cerr != nil {
 		err = cerr
@@ -358,12 +381,14 @@ func (ss *session) verify(ctx context.Context, p string, want *expectedSum) erro
 	return nil
 }
 
-// receiveData reads one transfer from the data channel into f at base.
-func (ss *session) receiveData(ctx context.Context, f storage.File, base int64) error {
+// receiveData reads one transfer from the data channel into f at base. In
+// MODE E it returns the receiver, which knows the ranges written and, with
+// live checksums, their hash.
+func (ss *session) receiveData(ctx context.Context, f storage.File, base int64) (*gridftp.Receiver, error) {
 	if !ss.modeE {
 		c, err := ss.streamConn(ctx)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		tune(c, ss.storBuf)
 		stop := closeOnCancel(ctx, c)
@@ -371,30 +396,33 @@ func (ss *session) receiveData(ctx context.Context, f storage.File, base int64) 
 		var w io.Writer = io.NewOffsetWriter(f, base)
 		if of, ok := f.(*os.File); ok {
 			if _, err := of.Seek(base, io.SeekStart); err != nil {
-				return err
+				return nil, err
 			}
 			w = of // os.File.ReadFrom splices from the socket
 		}
 		_, err = io.Copy(w, c)
-		return ss.dataErr(ctx, err)
+		return nil, ss.dataErr(ctx, err)
 	}
 	if ss.data.ln == nil && len(ss.data.active) == 0 {
-		return errNoDataSetup
+		return nil, errNoDataSetup
 	}
 	reused := len(ss.data.cache) > 0
 	if !reused && ss.data.ln == nil {
 		c, err := ss.dial(ctx, 0)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		tune(c, ss.storBuf)
 		ss.data.cache = append(ss.data.cache, gridftp.NewStream(c))
 	}
 	ss.beginReply(reused)
 	rcv := &gridftp.Receiver{Dst: f, Base: base, Pool: ss.srv.buffers(), Timeout: ss.srv.dataTimeout()}
+	if h := ss.liveHash(); h != nil {
+		rcv.Hash = h
+	}
 	stopMarkers := ss.markers(ss.srv.markerInterval(), rcv.Counter(), rcv)
 	streams, err := rcv.Run(ctx, ss.data.cache, ss.data.accepted, func(c net.Conn) { tune(c, ss.storBuf) })
 	stopMarkers()
 	ss.data.cache = streams
-	return ss.dataErr(ctx, err)
+	return rcv, ss.dataErr(ctx, err)
 }
