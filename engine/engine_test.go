@@ -323,6 +323,9 @@ func TestCorruptChunkRepaired(t *testing.T) {
 	if err != nil || res.Transferred != 1 {
 		t.Fatalf("%+v %v", res, err)
 	}
+	if !res.Settings.Live {
+		t.Error("two ferry endpoints did not use live checksums")
+	}
 	if !bad.done.Load() || res.Faults != 1 {
 		t.Fatalf("corruption injected %v, faults %d (%v): want one fault", bad.done.Load(), res.Faults, rep.faults)
 	}

@@ -178,8 +178,9 @@ type Receiver struct {
 	Pool    *BufferPool
 	Timeout time.Duration // no data for this long fails the transfer; 0: 60 s
 
-	// Hash, when set, is fed the data while it arrives, as long as the
-	// blocks come in order from Base on; see Sum.
+	// Hash, when set, is fed the data while it arrives, read back from Dst
+	// after each write, as long as the blocks come in order from Base on;
+	// see Sum.
 	Hash hash.Hash
 
 	bytes   atomic.Int64
@@ -429,7 +430,16 @@ func (r *Receiver) readBlock(src io.Reader, h Header, buf []byte) error {
 			return err
 		}
 		if r.Hash != nil {
-			r.hashBlock(pos-r.Base, buf[:n])
+			// Hash what the file now holds, not what the network brought:
+			// the check must see a fault of the storage path too.
+			if rd, ok := r.Dst.(io.ReaderAt); ok {
+				if _, err := rd.ReadAt(buf[:n], pos); err != nil {
+					return fmt.Errorf("read back at %d: %w", pos, err)
+				}
+				r.hashBlock(pos-r.Base, buf[:n])
+			} else {
+				r.hashBlock(-1, nil) // cannot read back: no live sum
+			}
 		}
 		pos += n
 		left -= n
