@@ -40,7 +40,10 @@ func tune(o Options, files []*file, s Settings) Settings {
 		}
 	}
 	s.ChunkSize = 0
-	if largest >= 512*mib {
+	// Chunks spread a file over sessions: worth it over a WAN, where one
+	// session's window limits it, or for files too large for one
+	// session to finish soon; on a LAN one session's streams run as fast.
+	if largest >= 512*mib && (wan || largest > 4096*mib) {
 		s.ChunkSize = max(64*mib, min(largest/int64(2*s.Concurrency), 1024*mib))
 	}
 	if s.Live {
