@@ -310,7 +310,7 @@ func (p *progress) draw() {
 	rate := float64(moved) / max(el, 1e-3)
 	eta := "--"
 	if rate > 0 && total > moved {
-		eta = (time.Duration(float64(total-moved)/rate) * time.Second / time.Second).Round(time.Second).String()
+		eta = time.Duration(float64(total-moved) / rate * float64(time.Second)).Round(time.Second).String()
 	}
 	p.mu.Lock()
 	fmt.Fprintf(p.out, "\r\033[Kfiles %d/%d  %s/%s  %s/s  ETA %s", p.done.Load(), p.files.Load(),
