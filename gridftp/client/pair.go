@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"ferry/gridftp"
 )
@@ -110,7 +111,15 @@ func (p *Pair) Finish(ctx context.Context, part Part, m Markers) error {
 	var srcErr, dstErr error
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	read := func(c *Conn, onPrelim func(gridftp.Reply), errp *error) {
+	// The destination's markers prove the transfer alive; a source may say
+	// nothing until it has sent the whole file (not every server sends RETR
+	// markers), so its wait is bounded only once the destination is done.
+	srcCtx, srcStop := context.WithCancel(ctx)
+	defer srcStop()
+	timeout := p.Src.Timeout
+	p.Src.Timeout = 7 * 24 * time.Hour
+	defer func() { p.Src.Timeout = timeout }()
+	read := func(ctx context.Context, c *Conn, onPrelim func(gridftp.Reply), errp *error, done func()) {
 		defer wg.Done()
 		if !part.Have.Empty() {
 			if _, err := c.Final(ctx, nil); err != nil {
@@ -122,7 +131,9 @@ func (p *Pair) Finish(ctx context.Context, part Part, m Markers) error {
 		if _, err := c.Final(ctx, onPrelim); err != nil {
 			*errp = err
 			cancel()
+			return
 		}
+		done()
 	}
 	onDst := func(r gridftp.Reply) {
 		switch r.Code {
@@ -137,9 +148,13 @@ func (p *Pair) Finish(ctx context.Context, part Part, m Markers) error {
 		}
 	}
 	wg.Add(2)
-	go read(p.Src, nil, &srcErr)
-	go read(p.Dst, onDst, &dstErr)
+	var grace *time.Timer
+	go read(srcCtx, p.Src, nil, &srcErr, func() {})
+	go read(ctx, p.Dst, onDst, &dstErr, func() { grace = time.AfterFunc(p.Dst.timeout(), srcStop) })
 	wg.Wait()
+	if grace != nil {
+		grace.Stop()
+	}
 	switch {
 	case srcErr != nil && !errors.Is(srcErr, context.Canceled):
 		return fmt.Errorf("source: %w", srcErr)
