@@ -253,6 +253,13 @@ func TestABOROnlyOneOfPipelined(t *testing.T) {
 	if r := c.read(); r.Code != gridftp.CodeOpeningData && r.Code != gridftp.CodeReusingData {
 		t.Fatalf("STOR a: %q", r.String())
 	}
+	// Once a's first block is on disk, the stream is surely a's.
+	d.Write(block(0, []byte("ay")))
+	for deadline := time.Now().Add(5 * time.Second); len(env.content("a")) == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("STOR a wrote nothing")
+		}
+	}
 	c.write("ABOR\r\n")
 	if _, final := c.final(); final.Code != gridftp.CodeTransferAborted {
 		t.Fatalf("STOR a ended with %q, want 426", final.String())

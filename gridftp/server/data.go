@@ -55,6 +55,23 @@ func (d *dataChannel) dropCache() {
 	d.cache = nil
 }
 
+// dropPending closes connections accepted but not yet taken by a
+// transfer: after a failed transfer they belong to it (its sender
+// connected them), not to the next one.
+func (d *dataChannel) dropPending() {
+	for {
+		select {
+		case c, ok := <-d.accepted:
+			if !ok {
+				return
+			}
+			c.Close()
+		default:
+			return
+		}
+	}
+}
+
 // lingerTime is how long the data connections of a failed transfer are
 // drained before they close.
 const lingerTime = 2 * time.Second

@@ -111,6 +111,11 @@ func (ss *session) readyToTransfer(ctx context.Context) bool {
 // linger) unless the transfer was aborted. A stream-mode connection closes
 // before a 226, since its end marks the end of the file.
 func (ss *session) finish(ctx context.Context, op string, err error, receiving bool) {
+	if err != nil {
+		// Connections that came during the failed transfer are its own; a
+		// sender that reads the reply below connects anew for the next.
+		ss.data.dropPending()
+	}
 	switch {
 	case err == nil:
 		ss.endStream()
