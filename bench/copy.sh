@@ -1,0 +1,692 @@
+#!/usr/bin/env bash
+# copy.sh — `ferry copy` (the transfer engine, tuning itself) against
+# globus-url-copy, default and hand-tuned, same machine, same run. Every copy
+# is third-party between two servers: ferry copy drives two `ferry gridftp`
+# servers, globus-url-copy drives two GCT globus-gridftp-servers (and, as a
+# control, the two ferry servers). Files live in /dev/shm.
+#
+#   bench/copy.sh                         # loopback, then the emulated WAN; RUNS=3
+#   PHASES=loop ROWS="big small" bench/copy.sh
+#   RUNS=5 PHASES=wan bench/copy.sh
+#
+# Phases (PHASES, default "loop wan"):
+#   loop  everything on 127.0.0.1
+#   wan   bench/wan/setup.sh up -delay 30ms -rate 1gbit -loss 0.0001 (60 ms RTT,
+#         1 Gbit/s, 0.01 % loss each way; congestion control: the namespaces'
+#         default, bbr on these machines; WAN_CC=cubic to change it); source
+#         servers in ferryA (10.77.0.1), destination servers in ferryB
+#         (10.77.0.2), every client in ferryA. The script waits up to WAN_WAIT s
+#         for bench/wan/README.md (the emulator's owner writes it when done
+#         with the namespaces), takes the link down on exit (WAN_KEEP=1 keeps it).
+# Rows (ROWS, default all):
+#   big     one file (loop BIG_MIB, wan WAN_BIG_MIB MiB)
+#   cksum   the same file with integrity checking: globus-url-copy
+#           -verify-checksum (MD5); ferry --verify-checksum --checksum-algorithm MD5,
+#           and ferry --verify-checksum (its default: the fastest both ends have)
+#   small   SMALL_FILES (wan WAN_SMALL_FILES) files of SMALL_BYTES, -r
+#   medium  MED_FILES (wan WAN_MED_FILES) files of MED_BYTES, -r
+# Kinds per row: see kinds() below: ferry copy with no tuning flag ("ferry"),
+# ferry copy with hand-picked flags ("ferry hand ..."), globus-url-copy
+# default and tuned against GCT, and tuned globus-url-copy against the ferry
+# servers ("@ferry"). Each row: WARMUP untimed copies of every kind (loop
+# rows in WARMUP_ROWS), then RUNS timed copies per kind, the order of kinds
+# reversed on every other run; the median is reported. A kind marked "cap"
+# (untuned globus-url-copy with many small files over the WAN) runs once
+# under `timeout CAP` s and is rated by the files that arrived.
+# Timing is wall-clock around the client process (start-up and session set-up
+# included). Every copy is verified: cmp for a file; for a directory, the
+# file count and diff -rq (a capped run: count and cmp of what arrived).
+# Environment: RUNS PHASES ROWS WARMUP WARMUP_ROWS BIG_MIB WAN_BIG_MIB
+#   SMALL_FILES WAN_SMALL_FILES SMALL_BYTES MED_FILES WAN_MED_FILES MED_BYTES
+#   CAP WAN_WAIT WAN_KEEP WAN_CC PORT_BASE (4 ports) FERRY KEEP_LOGS=1.
+# Needs: go, globus-gridftp-server, globus-url-copy, iproute2, root (GCT
+# serves anonymous users as nobody; namespaces). Listens on 127.0.0.1 and,
+# in the namespaces, on 10.77.0.1/10.77.0.2 only.
+set -Eeuo pipefail
+shopt -s inherit_errexit
+
+RUNS=${RUNS:-3}
+PHASES=${PHASES:-loop wan}
+ROWS=${ROWS:-big cksum small medium}
+WARMUP=${WARMUP:-1}
+WARMUP_ROWS=${WARMUP_ROWS:-big small medium} # loop only; cksum follows big on the same file
+BIG_MIB=${BIG_MIB:-2048} WAN_BIG_MIB=${WAN_BIG_MIB:-512}
+SMALL_FILES=${SMALL_FILES:-5000} WAN_SMALL_FILES=${WAN_SMALL_FILES:-2000} SMALL_BYTES=${SMALL_BYTES:-51200}
+MED_FILES=${MED_FILES:-20} WAN_MED_FILES=${WAN_MED_FILES:-10} MED_BYTES=${MED_BYTES:-100000000}
+CAP=${CAP:-60}
+WAN_WAIT=${WAN_WAIT:-1200}
+WAN_KEEP=${WAN_KEEP:-0}
+WAN_CC=${WAN_CC:-}
+PORT_BASE=${PORT_BASE:-29831} # below the ephemeral range
+KEEP_LOGS=${KEEP_LOGS:-0}
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+WANDIR=$REPO/bench/wan
+WORK=/dev/shm/ferry-copy.$$ # data: one root per server
+TMP=$(mktemp -d /tmp/ferry-copy.XXXXXX) # binary, logs
+LOG=$TMP/logs
+mkdir -p "$LOG"
+HZ=$(getconf CLK_TCK)
+PGIDS=() # process groups of the servers we started
+WAN_UP=0
+T_START=$(date +%s)
+
+say() { printf '%s\n' "$*"; }
+show() { printf '+ %s\n' "$*"; } # a command line, as run
+
+stop_servers() {
+	local pg
+	for pg in "${PGIDS[@]}"; do kill -TERM -- "-$pg" 2>/dev/null || true; done
+	((${#PGIDS[@]})) && sleep 0.5
+	for pg in "${PGIDS[@]}"; do kill -KILL -- "-$pg" 2>/dev/null || true; done
+	PGIDS=()
+}
+
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	stop_servers
+	if [[ $WAN_UP == 1 && $WAN_KEEP != 1 ]]; then
+		show "$WANDIR/setup.sh down"
+		"$WANDIR/setup.sh" down >>"$LOG/wan-setup.log" 2>&1 || true
+	fi
+	rm -rf "$WORK"
+	if [[ $rc -ne 0 ]]; then
+		echo "FAILED (exit $rc); logs kept in $LOG:" >&2
+		for f in "$LOG"/*; do
+			[[ -s $f ]] && { echo "--- $f (tail)" >&2; tail -n 15 "$f" >&2; }
+		done
+	elif [[ $KEEP_LOGS == 1 ]]; then
+		echo "logs kept in $LOG"
+	else
+		rm -rf "$TMP"
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+for tool in go globus-gridftp-server globus-url-copy cmp diff ss setsid ip timeout /usr/bin/time; do
+	command -v "$tool" >/dev/null || { say "missing: $tool" >&2; exit 1; }
+done
+[[ $(id -u) == 0 ]] || { say "run as root (GCT serves anonymous users as nobody; namespaces)" >&2; exit 1; }
+
+# --- machine -----------------------------------------------------------------
+say "== machine"
+say "date:    $(date -u '+%Y-%m-%d %H:%M UTC')"
+say "cpus:    $(nproc) ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'))"
+say "memory:  $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo); /dev/shm free: $(df -h --output=avail /dev/shm | tail -1 | tr -d ' ')"
+say "kernel:  $(uname -r); tcp congestion control (root ns): $(sysctl -n net.ipv4.tcp_congestion_control)"
+say "load:    $(cut -d" " -f1-3 /proc/loadavg) (1, 5, 15 min, before the run)"
+say "go:      $(go version)"
+tree=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo "?")
+[[ -n $(git -C "$REPO" status --porcelain -- . ':!bench' 2>/dev/null) ]] && tree+=" + uncommitted changes outside bench/"
+say "ferry:   $tree"
+say "GCT:     $(globus-gridftp-server -version 2>&1 | head -1); globus-url-copy $(globus-url-copy -version 2>&1 | awk '{print $2}')"
+say "runs:    RUNS=$RUNS (median), PHASES=\"$PHASES\", ROWS=\"$ROWS\""
+
+# --- build -------------------------------------------------------------------
+say "== build"
+if [[ -n ${FERRY:-} ]]; then
+	say "using FERRY=$FERRY"
+else
+	show "go build -o $TMP/ferry ./cmd/ferry"
+	(cd "$REPO" && go build -o "$TMP/ferry" ./cmd/ferry)
+	FERRY=$TMP/ferry
+fi
+
+mkdir -p "$WORK"/{gct-src,gct-dst,ferry-src,ferry-dst}
+chmod 0755 "$WORK"
+chmod 0777 "$WORK"/*
+
+# --- phase parameters --------------------------------------------------------
+PHASE="" NS_A="" NS_B="" IP_A="" IP_B="" CLIENT=()
+P_GSRC=$PORT_BASE P_GDST=$((PORT_BASE + 1)) P_FSRC=$((PORT_BASE + 2)) P_FDST=$((PORT_BASE + 3))
+NBIG=0 NSMALL=0 NMED=0 BIG_BYTES=0
+
+set_phase() {
+	PHASE=$1
+	if [[ $PHASE == loop ]]; then
+		NS_A="" NS_B="" IP_A=127.0.0.1 IP_B=127.0.0.1 CLIENT=()
+		BIG_BYTES=$((BIG_MIB << 20)) NSMALL=$SMALL_FILES NMED=$MED_FILES
+	else
+		NS_A=ferryA NS_B=ferryB IP_A=10.77.0.1 IP_B=10.77.0.2 CLIENT=(ip netns exec ferryA)
+		BIG_BYTES=$((WAN_BIG_MIB << 20)) NSMALL=$WAN_SMALL_FILES NMED=$WAN_MED_FILES
+	fi
+}
+in_ns() { # NS CMD...: run in namespace NS ("" = here)
+	local ns=$1
+	shift
+	if [[ -n $ns ]]; then ip netns exec "$ns" "$@"; else "$@"; fi
+}
+
+# --- data --------------------------------------------------------------------
+# Made once per phase and row group in gct-src, hard-linked into ferry-src
+# (one inode, two roots), removed when no later row of the phase needs it.
+data_of() { case $1 in big | cksum) echo big ;; *) echo "$1" ;; esac; }
+make_data() { # GROUP
+	local g=$1 src=$WORK/gct-src
+	case $g in
+	big)
+		[[ -f $src/big.bin ]] && return 0
+		show "head -c $BIG_BYTES /dev/urandom > $src/big.bin"
+		head -c "$BIG_BYTES" /dev/urandom >"$src/big.bin"
+		chmod 0666 "$src/big.bin"
+		ln "$src/big.bin" "$WORK/ferry-src/big.bin"
+		;;
+	small | medium)
+		local dir=small n=$NSMALL sz=$SMALL_BYTES pre=f
+		[[ $g == medium ]] && dir=med n=$NMED sz=$MED_BYTES pre=m
+		[[ -d $src/$dir ]] && return 0
+		mkdir -m 0777 "$src/$dir"
+		show "head -c $((n * sz)) /dev/urandom | split -b $sz -a 5 -d - $src/$dir/$pre"
+		head -c $((n * sz)) /dev/urandom | split -b "$sz" -a 5 -d - "$src/$dir/$pre"
+		chmod 0666 "$src/$dir"/*
+		cp -al "$src/$dir" "$WORK/ferry-src/$dir"
+		local got
+		got=$(find "$WORK/ferry-src/$dir" -type f | wc -l)
+		[[ $got == "$n" ]] || { say "made $got files, want $n" >&2; return 1; }
+		;;
+	esac
+}
+drop_data() { # GROUP
+	case $1 in
+	big) rm -f "$WORK"/{gct,ferry}-{src,dst}/big.bin ;;
+	small) rm -rf "$WORK"/{gct,ferry}-{src,dst}/small ;;
+	medium) rm -rf "$WORK"/{gct,ferry}-{src,dst}/med ;;
+	esac
+}
+path_of() { case $1 in big | cksum) echo big.bin ;; small) echo small/ ;; medium) echo med/ ;; esac; }
+
+# --- servers -----------------------------------------------------------------
+wait_listen() { # ns port pid
+	for _ in $(seq 100); do
+		[[ -n $(in_ns "$1" ss -Hltn "sport = :$2") ]] && return 0
+		kill -0 "$3" 2>/dev/null || { say "server on port $2 exited" >&2; return 1; }
+		sleep 0.05
+	done
+	say "nothing listens on port $2" >&2
+	return 1
+}
+nsexec() { [[ -n $1 ]] && printf 'ip netns exec %s ' "$1"; return 0; }
+
+# GCT stays a foreground child without -S and forks one process per
+# connection; each server gets its own process group (setsid) so that
+# cleanup ends the forked sessions too. ip netns exec execs, so $! is the server.
+start_gct() { # name ns ip port home
+	local cmd=(globus-gridftp-server -aa -anonymous-user nobody -p "$4" -control-interface "$3"
+		-data-interface "$3" -home-dir "$5" -d ERROR -l "$LOG/$PHASE-$1.log")
+	[[ -n $2 ]] && cmd=(globus-gridftp-server -aa -anonymous-user nobody -p "$4" -hostname "$3"
+		-control-interface "$3" -data-interface "$3" -home-dir "$5" -d ERROR -l "$LOG/$PHASE-$1.log")
+	show "$(nsexec "$2")${cmd[*]}"
+	if [[ -n $2 ]]; then
+		setsid ip netns exec "$2" "${cmd[@]}" >"$LOG/$PHASE-$1.out" 2>&1 </dev/null &
+	else
+		setsid "${cmd[@]}" >"$LOG/$PHASE-$1.out" 2>&1 </dev/null &
+	fi
+	local pid=$!
+	PGIDS+=("$pid")
+	wait_listen "$2" "$4" "$pid"
+	eval "PID_$1=$pid"
+}
+start_ferry() { # name ns ip port root
+	local cmd=("$FERRY" gridftp --root "$5" --listen "$3:$4" --anonymous --log-level warn)
+	show "$(nsexec "$2")${cmd[*]}"
+	if [[ -n $2 ]]; then
+		setsid ip netns exec "$2" "${cmd[@]}" >"$LOG/$PHASE-$1.log" 2>&1 </dev/null &
+	else
+		setsid "${cmd[@]}" >"$LOG/$PHASE-$1.log" 2>&1 </dev/null &
+	fi
+	local pid=$!
+	PGIDS+=("$pid")
+	wait_listen "$2" "$4" "$pid"
+	eval "PID_$1=$pid"
+}
+start_servers() {
+	for p in $P_GSRC $P_GDST $P_FSRC $P_FDST; do
+		for ns in "$NS_A" "$NS_B"; do
+			if [[ -n $(in_ns "$ns" ss -Htan exclude time-wait "sport = :$p") ]]; then
+				say "port $p is in use${ns:+ in $ns}; set PORT_BASE" >&2
+				return 1
+			fi
+		done
+	done
+	start_gct gsrc "$NS_A" "$IP_A" "$P_GSRC" "$WORK/gct-src"
+	start_gct gdst "$NS_B" "$IP_B" "$P_GDST" "$WORK/gct-dst"
+	start_ferry fsrc "$NS_A" "$IP_A" "$P_FSRC" "$WORK/ferry-src"
+	start_ferry fdst "$NS_B" "$IP_B" "$P_FDST" "$WORK/ferry-dst"
+}
+
+# --- kinds -------------------------------------------------------------------
+# kinds PHASE ROW: one line per kind: label|servers|tool|args|flags
+#   servers: gct or ferry; tool: ferry (ferry copy) or guc (globus-url-copy);
+#   args: %S and %D stand for the source and destination URLs;
+#   flags: "cap" = run once under timeout CAP, rated by the files that arrived.
+# The first ferry kind is ferry copy with no tuning flag; "tuned" kinds are the
+# globus-url-copy settings found best by hand on this machine (see RESULTS.md).
+kinds() {
+	local R="" M="--verify-checksum --checksum-algorithm MD5"
+	[[ $2 == small || $2 == medium ]] && R="-r "
+	case $1,$2 in
+	loop,big) cat <<EOF
+ferry|ferry|ferry|%S %D|
+ferry hand -p 1|ferry|ferry|-p 1 %S %D|
+ferry hand -cc 4 -p 1 chunks 256M|ferry|ferry|--cc 4 -p 1 --chunk-size 256M %S %D|
+guc default|gct|guc|%S %D|
+guc tuned -p 4 -fast|gct|guc|-p 4 -fast %S %D|
+guc default @ferry|ferry|guc|%S %D|
+guc tuned -p 4 -fast @ferry|ferry|guc|-p 4 -fast %S %D|
+EOF
+		;;
+	wan,big) cat <<EOF
+ferry|ferry|ferry|%S %D|
+ferry hand -cc 4 -p 4 chunks 64M (its WAN plan)|ferry|ferry|--cc 4 -p 4 --chunk-size 64M %S %D|
+guc default|gct|guc|%S %D|
+guc tuned -p 8 -fast|gct|guc|-p 8 -fast %S %D|
+guc tuned -p 8 -fast @ferry|ferry|guc|-p 8 -fast %S %D|
+EOF
+		;;
+	loop,cksum) cat <<EOF
+ferry MD5|ferry|ferry|$M %S %D|
+ferry default hash|ferry|ferry|--verify-checksum %S %D|
+ferry MD5 hand -cc 4 chunks 256M|ferry|ferry|$M --cc 4 --chunk-size 256M %S %D|
+guc -verify-checksum|gct|guc|-verify-checksum %S %D|
+guc tuned -verify-checksum -p 4 -fast|gct|guc|-verify-checksum -p 4 -fast %S %D|
+guc -verify-checksum @ferry|ferry|guc|-verify-checksum %S %D|
+EOF
+		;;
+	wan,cksum) cat <<EOF
+ferry MD5|ferry|ferry|$M %S %D|
+ferry default hash|ferry|ferry|--verify-checksum %S %D|
+ferry MD5 hand -cc 8 -p 1 chunks 64M (its WAN plan)|ferry|ferry|$M --cc 8 -p 1 --chunk-size 64M %S %D|
+guc -verify-checksum|gct|guc|-verify-checksum %S %D|
+guc tuned -verify-checksum -p 8 -fast|gct|guc|-verify-checksum -p 8 -fast %S %D|
+guc tuned -verify-checksum -p 8 -fast @ferry|ferry|guc|-verify-checksum -p 8 -fast %S %D|
+EOF
+		;;
+	loop,small) cat <<EOF
+ferry|ferry|ferry|$R%S %D|
+ferry hand -cc 2 -pp 32|ferry|ferry|$R--cc 2 --pp=32 %S %D|
+guc default|gct|guc|$R%S %D|
+guc tuned -fast -pp -cc 4|gct|guc|$R-fast -pp -cc 4 %S %D|
+guc tuned -fast -pp -cc 4 @ferry|ferry|guc|$R-fast -pp -cc 4 %S %D|
+EOF
+		;;
+	wan,small) cat <<EOF
+ferry|ferry|ferry|$R%S %D|
+ferry hand -cc 8 -pp 32 (its WAN plan)|ferry|ferry|$R--cc 8 --pp=32 %S %D|
+ferry hand -cc 16 -pp 64|ferry|ferry|$R--cc 16 --pp=64 %S %D|
+guc default|gct|guc|$R%S %D|cap
+guc tuned -fast -pp -cc 8|gct|guc|$R-fast -pp -cc 8 %S %D|
+guc tuned -fast -pp -cc 32|gct|guc|$R-fast -pp -cc 32 %S %D|
+guc tuned -fast -pp -cc 8 @ferry|ferry|guc|$R-fast -pp -cc 8 %S %D|
+EOF
+		;;
+	loop,medium) cat <<EOF
+ferry|ferry|ferry|$R%S %D|
+ferry hand -cc 2 -p 1|ferry|ferry|$R--cc 2 -p 1 %S %D|
+ferry hand -cc 4 -p 1|ferry|ferry|$R--cc 4 -p 1 %S %D|
+guc default|gct|guc|$R%S %D|
+guc tuned -fast -cc 4|gct|guc|$R-fast -cc 4 %S %D|
+guc tuned -fast -pp -cc 4|gct|guc|$R-fast -pp -cc 4 %S %D|
+guc tuned -fast -cc 4 @ferry|ferry|guc|$R-fast -cc 4 %S %D|
+EOF
+		;;
+	wan,medium) cat <<EOF
+ferry|ferry|ferry|$R%S %D|
+ferry hand -cc 4 -p 4 (its WAN plan)|ferry|ferry|$R--cc 4 -p 4 %S %D|
+guc default|gct|guc|$R%S %D|
+guc tuned -fast -pp -cc 10 -p 2|gct|guc|$R-fast -pp -cc 10 -p 2 %S %D|
+guc tuned -fast -pp -cc 10 -p 2 @ferry|ferry|guc|$R-fast -pp -cc 10 -p 2 %S %D|
+EOF
+		;;
+	esac
+}
+
+# cmd_of KINDLINE ROW: the client command line, one word per line.
+cmd_of() {
+	local label servers tool args flags src dst path
+	IFS='|' read -r label servers tool args flags <<<"$1"
+	path=$(path_of "$2")
+	if [[ $servers == gct ]]; then
+		src=ftp://$IP_A:$P_GSRC$WORK/gct-src/$path dst=ftp://$IP_B:$P_GDST$WORK/gct-dst/$path
+	else
+		src=ftp://$IP_A:$P_FSRC/$path dst=ftp://$IP_B:$P_FDST/$path
+	fi
+	args=${args//%S/$src}
+	args=${args//%D/$dst}
+	if [[ $tool == ferry ]]; then printf '%s\n' "$FERRY" copy; else printf '%s\n' globus-url-copy; fi
+	# shellcheck disable=SC2086 # split on purpose: no argument has spaces
+	printf '%s\n' $args
+}
+
+# --- measuring ---------------------------------------------------------------
+cpu_ticks() { awk '{print $14 + $15 + $16 + $17}' "/proc/$1/stat"; }
+median() { sort -g | awk '{v[NR] = $1} END {if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+settle() { sleep 0.2; }
+
+prepare() { # ROW SERVERS: empty the destination
+	local dst=$WORK/$2-dst
+	rm -rf "${dst:?}/big.bin" "$dst/small" "$dst/med"
+	case $1 in small) mkdir -m 0777 "$dst/small" ;; medium) mkdir -m 0777 "$dst/med" ;; esac
+	settle
+}
+
+# verify ROW SERVERS CAPPED: prints the number of files that arrived intact.
+verify() {
+	local src=$WORK/$2-src dst=$WORK/$2-dst dir n=0 sz
+	case $1 in
+	big | cksum) cmp "$src/big.bin" "$dst/big.bin" >&2 && echo 1 ;;
+	small | medium)
+		dir=small n=$NSMALL sz=$SMALL_BYTES
+		[[ $1 == medium ]] && dir=med n=$NMED sz=$MED_BYTES
+		if [[ $3 == cap ]]; then
+			local ok=0 f
+			for f in "$dst/$dir"/*; do
+				[[ -f $f && $(stat -c %s "$f") == "$sz" ]] && cmp -s "$f" "$src/$dir/${f##*/}" && ok=$((ok + 1))
+			done
+			echo "$ok"
+			return 0
+		fi
+		local got
+		got=$(find "$dst/$dir" -type f | wc -l)
+		[[ $got == "$n" ]] || { say "$2: $got files arrived, want $n" >&2; return 1; }
+		diff -rq "$src/$dir" "$dst/$dir" >&2 || return 1
+		echo "$n"
+		;;
+	esac
+}
+
+NFAIL=0
+# fail REASON: one() reports a failed copy; the client's output is kept.
+fail() {
+	cp "$TMP/client.out" "$LOG/failed-$$-$RANDOM.out"
+	echo "FAIL $*"
+}
+
+# one ROW KINDLINE: one timed, verified copy; prints
+# "secs files src_cpu dst_cpu client_cpu" (cpu in s).
+one() {
+	local row=$1 line=$2 label servers tool args flags spid dpid t0 t1 s0 d0 s1 d1 rc=0 files
+	IFS='|' read -r label servers tool args flags <<<"$line"
+	if [[ $servers == gct ]]; then spid=$PID_gsrc dpid=$PID_gdst; else spid=$PID_fsrc dpid=$PID_fdst; fi
+	local cmd=()
+	mapfile -t cmd < <(cmd_of "$line" "$row")
+	[[ $flags == cap ]] && cmd=(timeout "$CAP" "${cmd[@]}")
+	prepare "$row" "$servers"
+	s0=$(cpu_ticks "$spid") d0=$(cpu_ticks "$dpid")
+	echo "### $PHASE $row [$label] ${cmd[*]}" >>"$LOG/client.log"
+	t0=$(date +%s%N)
+	/usr/bin/time -f '%U %S' -o "$TMP/client.time" "${CLIENT[@]}" "${cmd[@]}" >"$TMP/client.out" 2>&1 || rc=$?
+	t1=$(date +%s%N)
+	cat "$TMP/client.out" >>"$LOG/client.log"
+	[[ $flags == cap ]] && sleep 1 # let the servers' sessions of a killed client end
+	: >"$TMP/settings"
+	if [[ $tool == ferry ]]; then
+		grep '^settings:' "$TMP/client.out" | sed 's/^settings: //' >"$TMP/settings" || true
+	fi
+	# A failed copy is reported and counted, not fatal: the other kinds still run.
+	if [[ $rc != 0 && ! ($flags == cap && $rc == 124) ]]; then
+		fail "exit $rc: $(grep -v '^$' "$TMP/client.out" | tail -n 2 | tr '\n' ' ')"
+		return 0
+	fi
+	if [[ $tool == ferry ]] && ! grep -Eq ' 0 failed' "$TMP/client.out"; then
+		fail "ferry copy reported failed files"
+		return 0
+	fi
+	settle
+	s1=$(cpu_ticks "$spid") d1=$(cpu_ticks "$dpid")
+	if ! files=$(verify "$row" "$servers" "$flags"); then
+		fail "verification failed (exit $rc)"
+		return 0
+	fi
+	# time(1) puts "Command exited with non-zero status N" first when it did
+	awk -v ns=$((t1 - t0)) -v f="$files" -v s=$((s1 - s0)) -v d=$((d1 - d0)) -v hz="$HZ" 'NF {u = $1; y = $2} END {
+		printf "%.4f %d %.2f %.2f %.2f\n", ns / 1e9, f, s / hz, d / hz, u + y }' "$TMP/client.time"
+}
+
+declare -A RES SET # RES[phase,row,i] = result lines; SET[phase,row,i] = ferry settings seen
+declare -A LABEL CMDLINE FAILS
+run_row() {
+	local row=$1 i n r line res order=()
+	local lines=()
+	mapfile -t lines < <(kinds "$PHASE" "$row")
+	n=${#lines[@]}
+	say "== $PHASE row $row"
+	for ((i = 0; i < n; i++)); do
+		LABEL[$PHASE,$row,$i]=${lines[i]%%|*}
+		local cmd=()
+		mapfile -t cmd < <(cmd_of "${lines[i]}" "$row")
+		[[ ${lines[i]} == *'|cap' ]] && cmd=(timeout "$CAP" "${cmd[@]}")
+		CMDLINE[$PHASE,$row,$i]="$(nsexec "$NS_A")${cmd[*]}"
+		show "${CMDLINE[$PHASE,$row,$i]}"
+	done
+	if [[ $WARMUP == 1 && $PHASE == loop && " $WARMUP_ROWS " == *" $row "* ]]; then
+		for ((i = 0; i < n; i++)); do
+			[[ ${lines[i]} == *'|cap' ]] && continue
+			one "$row" "${lines[i]}" >/dev/null
+		done
+		say "  (warm-up: one untimed copy of each kind)"
+	fi
+	for ((r = 1; r <= RUNS; r++)); do
+		order=()
+		for ((i = 0; i < n; i++)); do
+			if ((r % 2)); then order+=("$i"); else order=("$i" "${order[@]}"); fi
+		done
+		for i in "${order[@]}"; do
+			line=${lines[i]}
+			[[ $line == *'|cap' && $r -gt 1 ]] && continue
+			res=$(one "$row" "$line")
+			if [[ $res == FAIL* ]]; then
+				FAILS[$PHASE,$row,$i]=$((${FAILS[$PHASE,$row,$i]:-0} + 1))
+				say "  run $r $(printf '%-44s' "${LABEL[$PHASE,$row,$i]}:") FAILED: ${res#FAIL }"
+				KEEP_LOGS=1 NFAIL=$((NFAIL + 1))
+				continue
+			fi
+			RES[$PHASE,$row,$i]+="$res"$'\n'
+			local st=""
+			if [[ $line == *'|ferry|ferry|'* ]]; then
+				st=$(<"$TMP/settings")
+				SET[$PHASE,$row,$i]+="$st"$'\n'
+				st="  [$st]"
+			fi
+			say "  run $r $(printf '%-44s' "${LABEL[$PHASE,$row,$i]}:") $(awk '{printf "%7.3f s  %5d files  cpu s: src %.2f dst %.2f client %.2f", $1, $2, $3, $4, $5}' <<<"$res")$st"
+		done
+	done
+	prepare "$row" gct
+	prepare "$row" ferry
+	NK[$PHASE,$row]=$n
+}
+declare -A NK
+
+# field PHASE ROW I COL: median of one column.
+field() { printf '%s' "${RES[$1,$2,$3]:-}" | awk -v c="$4" 'NF {print $c}' | median; }
+nruns() { printf '%s' "${RES[$1,$2,$3]:-}" | awk 'NF' | wc -l; }
+
+# --- phases ------------------------------------------------------------------
+wan_ready() {
+	local waited=0
+	while [[ ! -f $WANDIR/README.md ]]; do
+		((waited == 0)) && say "waiting up to $WAN_WAIT s for $WANDIR/README.md (the emulator's owner is still using the namespaces)"
+		((waited >= WAN_WAIT)) && return 1
+		sleep 10
+		waited=$((waited + 10))
+	done
+	return 0
+}
+
+DONE_PHASES=""
+for phase in $PHASES; do
+	set_phase "$phase"
+	if [[ $phase == wan ]]; then
+		if ! wan_ready; then
+			say "== wan: $WANDIR/README.md did not appear within $WAN_WAIT s; WAN rows skipped"
+			continue
+		fi
+		say "== wan link"
+		wan_args=(-delay 30ms -rate 1gbit -loss 0.0001)
+		[[ -n $WAN_CC ]] && wan_args+=(-cc "$WAN_CC")
+		show "$WANDIR/setup.sh up ${wan_args[*]}"
+		WAN_UP=1
+		"$WANDIR/setup.sh" up "${wan_args[@]}" >"$LOG/wan-setup.log" 2>&1 ||
+			{ cat "$LOG/wan-setup.log" >&2; exit 1; }
+		say "  congestion control in ferryA: $(ip netns exec ferryA sysctl -n net.ipv4.tcp_congestion_control)"
+		show "ip netns exec ferryA ping -c 5 -i 0.2 10.77.0.2"
+		ip netns exec ferryA ping -c 5 -i 0.2 10.77.0.2 | tail -1 | sed 's/^/  /'
+	fi
+	say "== $phase servers"
+	start_servers
+	prev=""
+	row_list=($ROWS)
+	for ((ri = 0; ri < ${#row_list[@]}; ri++)); do
+		row=${row_list[ri]}
+		case $row in big | cksum | small | medium) ;; *) say "unknown row $row" >&2; exit 1 ;; esac
+		g=$(data_of "$row")
+		[[ -n $prev && $prev != "$g" ]] && drop_data "$prev"
+		make_data "$g"
+		prev=$g
+		run_row "$row"
+	done
+	[[ -n $prev ]] && drop_data "$prev"
+	stop_servers
+	if [[ $phase == wan && $WAN_KEEP != 1 ]]; then
+		show "$WANDIR/setup.sh down"
+		"$WANDIR/setup.sh" down >>"$LOG/wan-setup.log" 2>&1
+		WAN_UP=0
+	fi
+	DONE_PHASES+=" $phase"
+done
+
+# --- tables ------------------------------------------------------------------
+want_files() { case $1 in small) echo "$NSMALL" ;; medium) echo "$NMED" ;; *) echo 1 ;; esac; }
+# rate PHASE ROW I: files per second (the measure every ratio uses).
+rate() { awk -v s="$(field "$1" "$2" "$3" 1)" -v n="$(field "$1" "$2" "$3" 2)" 'BEGIN {printf "%.6f", n / s}'; }
+# best PHASE ROW GLOB: the index of the fastest kind whose label matches GLOB
+# (kinds against the ferry servers, "@ferry", left out).
+best() {
+	local i b=-1 br=-1 r
+	for ((i = 0; i < ${NK[$1,$2]}; i++)); do
+		# shellcheck disable=SC2053 # glob on purpose
+		[[ ${LABEL[$1,$2,$i]} == $3 && ${LABEL[$1,$2,$i]} != *@ferry* ]] || continue
+		[[ $(nruns "$1" "$2" "$i") != 0 ]] || continue
+		r=$(rate "$1" "$2" "$i")
+		if awk -v a="$r" -v b="$br" 'BEGIN {exit !(a > b)}'; then b=$i br=$r; fi
+	done
+	echo "$b"
+}
+# unit ROW: the rate column of a row.
+rate_of() { # PHASE ROW SECS FILES
+	local bytes
+	case $2 in
+	big | cksum) awk -v s="$3" -v b="$BIG_BYTES" 'BEGIN {printf "%.2f Gb/s", b * 8 / s / 1e9}' ;;
+	small) awk -v s="$3" -v n="$4" 'BEGIN {printf "%.0f files/s", n / s}' ;;
+	medium) awk -v s="$3" -v n="$4" -v sz="$MED_BYTES" 'BEGIN {printf "%.2f Gb/s, %.1f files/s", n * sz * 8 / s / 1e9, n / s}' ;;
+	esac
+}
+say ""
+say "== results: median of $RUNS runs (a capped kind: 1 run); 'ferry ÷ this' > 1 means ferry copy (no tuning flag) is faster"
+for phase in $DONE_PHASES; do
+	set_phase "$phase"
+	say ""
+	say "### $phase"
+	say ""
+	say "| row | kind | runs | median s | rate | ferry ÷ this | client/src/dst CPU s |"
+	say "|---|---|---:|---:|---:|---:|---|"
+	for row in $ROWS; do
+		n=${NK[$phase,$row]:-0}
+		((n)) || continue
+		case $row in
+		big) rl="1 file, $((BIG_BYTES >> 20)) MiB" ;;
+		cksum) rl="1 file, $((BIG_BYTES >> 20)) MiB, checksum" ;;
+		small) rl="$NSMALL × $SMALL_BYTES B" ;;
+		medium) rl="$NMED × $MED_BYTES B" ;;
+		esac
+		# reference: kind 0 (ferry copy, no tuning flags); ratios are of files (or bytes) per second
+		f_s=$(field "$phase" "$row" 0 1) f_n=$(field "$phase" "$row" 0 2)
+		for ((i = 0; i < n; i++)); do
+			nfail=${FAILS[$phase,$row,$i]:-0}
+			runs=$(nruns "$phase" "$row" "$i")
+			((nfail)) && runs+=" (+$nfail failed)"
+			if [[ $(nruns "$phase" "$row" "$i") == 0 ]]; then
+				say "| $rl | ${LABEL[$phase,$row,$i]} | $runs | – | every run failed | – | – |"
+				continue
+			fi
+			s=$(field "$phase" "$row" "$i" 1) nf=$(field "$phase" "$row" "$i" 2)
+			ratio=$(awk -v fs="$f_s" -v fn="$f_n" -v s="$s" -v n="$nf" 'BEGIN {
+				if (fs == "" || fs == 0) {print "–"; exit}
+				if (n == 0) {print "∞"; exit}
+				printf "%.2f×", (fn / fs) / (n / s) }')
+			cpu=$(printf '%.2f / %.2f / %.2f' "$(field "$phase" "$row" "$i" 5)" "$(field "$phase" "$row" "$i" 3)" "$(field "$phase" "$row" "$i" 4)")
+			label=${LABEL[$phase,$row,$i]}
+			[[ $i == 0 ]] && label="**$label**"
+			rate=$(rate_of "$phase" "$row" "$s" "$nf")
+			[[ $nf == "$(want_files "$row")" ]] || rate+=" ($nf of $(want_files "$row") files in the cap)"
+			[[ $i == 0 ]] && ratio=1
+			printf '| %s | %s | %s | %.3f | %s | %s | %s |\n' "$rl" "$label" "$runs" "$s" \
+				"$rate" "$ratio" "$cpu"
+		done
+	done
+	say ""
+	say "settings ferry copy chose (each run):"
+	for row in $ROWS; do
+		n=${NK[$phase,$row]:-0}
+		for ((i = 0; i < n; i++)); do
+			[[ -n ${SET[$phase,$row,$i]:-} ]] || continue
+			# one line per distinct choice (the measured rtt aside), with its rtt range
+			printf '%s' "${SET[$phase,$row,$i]}" | awk -v pre="  $phase $row [${LABEL[$phase,$row,$i]}]: " 'NF {
+				rtt = $0; sub(/.*, rtt /, "", rtt); sub(/,.*/, "", rtt)
+				k = $0; sub(/, rtt [^,]*/, "", k)
+				n[k]++; r[k] = r[k] (r[k] == "" ? "" : " ") rtt
+			} END {for (k in n) printf "%s%d× %s; rtt %s\n", pre, n[k], k, r[k]}'
+		done
+	done
+done
+say ""
+say "== goals: ferry copy (no tuning flag) against globus-url-copy on GCT, ratio of rates (>1: ferry faster)"
+say ""
+say "| phase | row | ferry kind | vs globus-url-copy | ratio | goal |"
+say "|---|---|---|---|---:|---|"
+for phase in $DONE_PHASES; do
+	set_phase "$phase"
+	for row in $ROWS; do
+		n=${NK[$phase,$row]:-0}
+		((n)) || continue
+		fk=()
+		[[ $(nruns "$phase" "$row" 0) != 0 ]] && fk=(0)
+		[[ $row == cksum ]] && fk+=("$(best "$phase" "$row" 'ferry default hash')")
+		refs=("$(best "$phase" "$row" 'guc tuned*')" "$(best "$phase" "$row" 'guc default')")
+		[[ $row == cksum ]] && refs[1]=$(best "$phase" "$row" 'guc -verify-checksum')
+		for f in "${fk[@]}"; do
+			((f >= 0)) || continue
+			for g in "${refs[@]}"; do
+				((g >= 0)) || continue
+				goal=""
+				if [[ $f == 0 && ${LABEL[$phase,$row,$g]} == "guc tuned"* ]]; then
+					case $phase,$row in
+					loop,cksum) goal="≥ 2.0×" ;;
+					loop,*) goal="≥ 1.0×" ;;
+					wan,small) goal="≥ 2.0×" ;;
+					wan,big | wan,medium) goal="≥ 1.0×" ;;
+					esac
+				fi
+				r=$(awk -v a="$(rate "$phase" "$row" "$f")" -v b="$(rate "$phase" "$row" "$g")" 'BEGIN {printf "%.2f", a / b}')
+				if [[ -n $goal ]]; then
+					goal+=$(awk -v r="$r" -v g="${goal//[^0-9.]/}" 'BEGIN {print (r >= g) ? " met" : " **not met**"}')
+				fi
+				say "| $phase | $row | ${LABEL[$phase,$row,$f]} | ${LABEL[$phase,$row,$g]} | ${r}× | $goal |"
+			done
+		done
+	done
+done
+say "(guc tuned: the fastest of the tuned globus-url-copy kinds against GCT in that row)"
+say ""
+say "== commands (as run; URLs use this run's paths)"
+for phase in $DONE_PHASES; do
+	for row in $ROWS; do
+		n=${NK[$phase,$row]:-0}
+		for ((i = 0; i < n; i++)); do say "  $phase $row [${LABEL[$phase,$row,$i]}]: ${CMDLINE[$phase,$row,$i]}"; done
+	done
+done
+say ""
+((NFAIL == 0)) || say "$NFAIL copies FAILED (see the rows above); their client output is in $LOG/failed-*.out"
+say "total time: $(($(date +%s) - T_START)) s"
