@@ -60,6 +60,25 @@ func NewStream(c net.Conn) *Stream {
 	return &Stream{Conn: c, R: bufio.NewReaderSize(c, streamReadAhead)}
 }
 
+// Accept takes data connections from ln into ch until ln is closed, then
+// closes ch. A connection that finds ch full waits for room; once stop is
+// closed it is closed instead (a nil stop never is).
+func Accept(ln net.Listener, ch chan<- net.Conn, stop <-chan struct{}) {
+	defer close(ch)
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		select {
+		case ch <- c:
+		case <-stop:
+			c.Close()
+			return
+		}
+	}
+}
+
 // Plan hands out the blocks of a set of byte ranges to sending streams.
 type Plan struct {
 	mu    sync.Mutex

@@ -114,7 +114,7 @@ var ErrMalformedReply = errors.New("gridftp: malformed reply")
 // with the code of the first line. The continuation prefix "NNN-" is removed
 // from middle lines; other middle lines are kept as they are.
 func ReadReply(r *bufio.Reader) (Reply, error) {
-	line, err := readLine(r)
+	line, err := ReadLine(r)
 	if err != nil {
 		return Reply{}, err
 	}
@@ -127,7 +127,7 @@ func ReadReply(r *bufio.Reader) (Reply, error) {
 		return rep, nil
 	}
 	for {
-		line, err := readLine(r)
+		line, err := ReadLine(r)
 		if err != nil {
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF
@@ -204,14 +204,12 @@ func (lr *LineReader) ReadLine() (string, error) {
 	}
 }
 
-// readLine reads one line from r (see LineReader).
-func readLine(r *bufio.Reader) (string, error) {
+// ReadLine reads one control line (see MaxLine), without its line ending.
+// Unlike LineReader it loses a partial line to an error.
+func ReadLine(r *bufio.Reader) (string, error) {
 	lr := LineReader{R: r}
 	return lr.ReadLine()
 }
-
-// ReadLine reads one control line (see MaxLine), without its line ending.
-func ReadLine(r *bufio.Reader) (string, error) { return readLine(r) }
 
 func truncate(s string) string {
 	if len(s) > 80 {

@@ -112,20 +112,7 @@ func (c *Conn) receiveSetup(ctx context.Context) error {
 		return err
 	}
 	c.data.ln, c.data.accepted = ln, make(chan net.Conn, gridftp.MaxStreams)
-	go func(ln net.Listener, ch chan net.Conn) {
-		defer close(ch)
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			select {
-			case ch <- conn:
-			default:
-				conn.Close()
-			}
-		}
-	}(ln, c.data.accepted)
+	go gridftp.Accept(ln, c.data.accepted, nil) // closeData drains it
 	ap, _ := netip.ParseAddrPort(ln.Addr().String())
 	return c.Port(ctx, ap)
 }

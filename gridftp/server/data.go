@@ -128,19 +128,7 @@ func (ss *session) listen() (netip.AddrPort, error) {
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
-		defer close(d.accepted)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			select {
-			case d.accepted <- c:
-			case <-d.stop:
-				c.Close()
-				return
-			}
-		}
+		gridftp.Accept(ln, d.accepted, d.stop)
 	}()
 	port := uint16(ln.Addr().(*net.TCPAddr).Port)
 	return netip.AddrPortFrom(ip, port), nil
