@@ -81,6 +81,8 @@ var allowed = map[string][]string{
 	"ferry/passwd":         {},
 	"ferry/gridftp/client": {"ferry/gridftp"},
 	"ferry/engine":         {"ferry/gridftp", "ferry/gridftp/client"},
+	"ferry/service/domain": {},
+	"ferry/service/secret": {"ferry/service/domain"},
 }
 
 func TestLayering(t *testing.T) {

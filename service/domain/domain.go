@@ -1,0 +1,339 @@
+// Package domain holds the managed service's types — users, tokens,
+// endpoints, activations, tasks, their files and events — the one error
+// type users see, and the Store interface every database adapter
+// implements. It imports none of ferry's adapters.
+package domain
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"strings"
+	"time"
+)
+
+// User is an account of the service.
+type User struct {
+	ID           int64
+	Name         string
+	PasswordHash string // bcrypt; the password itself is never stored
+	Created      time.Time
+}
+
+// Token kinds.
+const (
+	TokenAPI     = "api"     // bearer token for REST and the CLI
+	TokenSession = "session" // web session cookie
+)
+
+// Token is a bearer credential for the API. Only a hash of its secret is
+// stored.
+type Token struct {
+	ID       int64
+	UserID   int64
+	Kind     string // TokenAPI or TokenSession
+	Name     string // what the user called it, e.g. the host of `ferry login`
+	Hash     string // hex SHA-256 of the secret
+	Created  time.Time
+	Expires  time.Time // zero: never
+	LastUsed time.Time
+	Revoked  bool
+}
+
+// Valid reports whether the token can be used at now.
+func (t Token) Valid(now time.Time) bool {
+	return !t.Revoked && (t.Expires.IsZero() || now.Before(t.Expires))
+}
+
+// Endpoint authentication methods.
+const (
+	AuthAnonymous = "anonymous"
+	AuthPassword  = "password"
+	AuthConnect   = "connect" // a ferry connect agent (issue 6)
+)
+
+// Endpoint is a logical storage endpoint, named owner#name, served by one
+// or more GridFTP servers (data movers).
+type Endpoint struct {
+	ID            string // UUID
+	OwnerID       int64
+	Owner         string // the owner's user name, filled in by the store
+	Name          string
+	Description   string
+	Servers       []string // URLs: ftp://host:port (gsiftp:// later)
+	Auth          string   // AuthAnonymous, AuthPassword or AuthConnect
+	DefaultDir    string   // "/~/" style default directory; "" means "/"
+	Public        bool     // visible to every user (read-only for them)
+	MaxConcurrent int      // tasks using this endpoint at once; 0: no limit
+	Created       time.Time
+}
+
+// DisplayName is owner#name.
+func (e Endpoint) DisplayName() string { return e.Owner + "#" + e.Name }
+
+// SplitName splits "owner#name"; a name without '#' belongs to defOwner.
+func SplitName(s, defOwner string) (owner, name string) {
+	if i := strings.IndexByte(s, '#'); i >= 0 {
+		return s[:i], s[i+1:]
+	}
+	return defOwner, s
+}
+
+// Activation is a user's credential for an endpoint, sealed (encrypted)
+// by the service before it reaches the store.
+type Activation struct {
+	UserID     int64
+	EndpointID string
+	Sealed     []byte // encrypted login; opaque to the store
+	Expires    time.Time
+	Created    time.Time
+}
+
+// Expired reports whether the activation is no longer usable at now.
+func (a Activation) Expired(now time.Time) bool { return !now.Before(a.Expires) }
+
+// DefaultActivationLifetime is how long an activation lasts unless the
+// user asks for less.
+const DefaultActivationLifetime = 12 * time.Hour
+
+// Task types.
+const (
+	TypeTransfer = "TRANSFER"
+	TypeDelete   = "DELETE"
+)
+
+// Task statuses, as in the transfer API.
+const (
+	StatusActive    = "ACTIVE"
+	StatusInactive  = "INACTIVE"
+	StatusSucceeded = "SUCCEEDED"
+	StatusFailed    = "FAILED"
+)
+
+// Nice statuses: why a task is where it is. "" while done.
+const (
+	NiceOK                = "OK"
+	NiceQueued            = "Queued"
+	NiceCredentialExpired = "CREDENTIAL_EXPIRED"
+	NiceNotActivated      = "NOT_ACTIVATED"
+	NiceConnectFailed     = "CONNECT_FAILED"
+	NicePermissionDenied  = "PERMISSION_DENIED"
+	NiceFileNotFound      = "FILE_NOT_FOUND"
+	NiceChecksumMismatch  = "CHECKSUM_MISMATCH"
+	NiceEndpointOffline   = "ENDPOINT_OFFLINE" // a connect agent is away
+)
+
+// Done reports whether the status is final.
+func Done(status string) bool { return status == StatusSucceeded || status == StatusFailed }
+
+// Sync levels of the transfer API; -1 means always copy.
+const (
+	SyncNone     = -1
+	SyncExists   = 0
+	SyncSize     = 1
+	SyncMtime    = 2
+	SyncChecksum = 3
+)
+
+// FilterRule includes or excludes names during a recursive transfer.
+type FilterRule struct {
+	Method string `json:"method"` // "include" or "exclude"
+	Name   string `json:"name"`   // a glob matched against the base name
+	Type   string `json:"type"`   // "file", "dir" or "" for both
+}
+
+// Item is one path of a task: a file or, when Recursive, a directory.
+type Item struct {
+	Src       string `json:"source_path"`
+	Dst       string `json:"destination_path"`
+	Recursive bool   `json:"recursive"`
+}
+
+// Options are a transfer task's choices, echoed back in the task document.
+type Options struct {
+	SyncLevel              int          `json:"sync_level"`
+	VerifyChecksum         bool         `json:"verify_checksum"`
+	ChecksumAlgorithm      string       `json:"checksum_algorithm,omitempty"`
+	PreserveTimestamp      bool         `json:"preserve_timestamp"`
+	DeleteDestinationExtra bool         `json:"delete_destination_extra"`
+	FilterRules            []FilterRule `json:"filter_rules,omitempty"`
+	NotifyOnSucceeded      bool         `json:"notify_on_succeeded"`
+	NotifyOnFailed         bool         `json:"notify_on_failed"`
+	NotifyOnInactive       bool         `json:"notify_on_inactive"`
+	// Delete tasks only.
+	IgnoreMissing bool `json:"ignore_missing,omitempty"`
+}
+
+// Counters are a task's running totals.
+type Counters struct {
+	Files            int64 // files found so far
+	Directories      int64
+	FilesTransferred int64
+	FilesSkipped     int64
+	FilesFailed      int64
+	BytesTransferred int64
+	BytesChecksummed int64
+	Faults           int64
+}
+
+// Add adds d to c.
+func (c *Counters) Add(d Counters) {
+	c.Files += d.Files
+	c.Directories += d.Directories
+	c.FilesTransferred += d.FilesTransferred
+	c.FilesSkipped += d.FilesSkipped
+	c.FilesFailed += d.FilesFailed
+	c.BytesTransferred += d.BytesTransferred
+	c.BytesChecksummed += d.BytesChecksummed
+	c.Faults += d.Faults
+}
+
+// Task is one submitted transfer or delete.
+type Task struct {
+	ID             string // UUID
+	UserID         int64
+	SubmissionID   string
+	Type           string // TypeTransfer or TypeDelete
+	Label          string
+	Status         string
+	NiceStatus     string
+	FatalError     *FatalError
+	SrcEndpoint    string // endpoint ID; for a delete task, the endpoint
+	DstEndpoint    string // endpoint ID; "" for a delete task
+	Items          []Item
+	Options        Options
+	Deadline       time.Time // zero: none
+	RequestTime    time.Time
+	StartTime      time.Time // first claimed by a worker
+	CompletionTime time.Time
+	Counters
+	CancelRequested bool
+
+	// Lease: the worker that runs the task and until when, persisted so
+	// that another process takes over after a crash.
+	Worker       string
+	LeaseExpires time.Time
+}
+
+// FatalError says why a task failed.
+type FatalError struct {
+	Code        string `json:"code"`
+	Description string `json:"description"`
+}
+
+// File states of a task's file record.
+const (
+	FileSucceeded = "SUCCEEDED" // transferred and (if asked) verified
+	FileSkipped   = "SKIPPED"   // the sync level found it already there
+	FileFailed    = "FAILED"
+	FileCanceled  = "CANCELED" // the user canceled this one file
+)
+
+// File is the final record of one file of a task. A file recorded
+// SUCCEEDED or SKIPPED is never sent again, even after a crash.
+type File struct {
+	TaskID    string
+	Src, Dst  string
+	Size      int64
+	State     string
+	Algorithm string // checksum algorithm when verified
+	Checksum  string
+	Error     string
+	Time      time.Time
+}
+
+// Event codes.
+const (
+	EventQueued           = "QUEUED"
+	EventStarted          = "STARTED"
+	EventProgress         = "PROGRESS"
+	EventFault            = "FAULT"
+	EventRetry            = "RETRY"
+	EventChecksumMismatch = "CHECKSUM_MISMATCH"
+	EventPermissionDenied = "PERMISSION_DENIED"
+	EventConnectFailed    = "CONNECT_FAILED"
+	EventFileFailed       = "FILE_FAILED"
+	EventFileCanceled     = "FILE_CANCELED"
+	EventInactive         = "INACTIVE"
+	EventResumed          = "RESUMED"
+	EventLeaseTaken       = "LEASE_TAKEN" // another worker took over the task
+	EventCanceled         = "CANCELED"
+	EventSucceeded        = "SUCCEEDED"
+	EventFailed           = "FAILED"
+	EventDeadline         = "DEADLINE"
+)
+
+// Event is one entry of a task's history.
+type Event struct {
+	TaskID      string
+	Seq         int64 // assigned by the store, increasing per task
+	Code        string
+	Description string
+	Details     string
+	IsError     bool
+	Time        time.Time
+}
+
+// CleanPath makes an endpoint path absolute and clean and refuses NUL
+// bytes; "" becomes def (or "/").
+func CleanPath(p, def string) (string, error) {
+	if p == "" {
+		p = def
+	}
+	if p == "" {
+		p = "/"
+	}
+	if strings.ContainsRune(p, 0) || strings.ContainsAny(p, "\r\n") {
+		return "", Errorf(EInvalid, "path %q contains a control character", p)
+	}
+	dir := strings.HasSuffix(p, "/")
+	p = path.Clean("/" + p)
+	if dir && p != "/" {
+		p += "/"
+	}
+	return p, nil
+}
+
+// ValidName reports whether s can be a user or endpoint name.
+func ValidName(s string) error {
+	if s == "" || len(s) > 64 {
+		return Errorf(EInvalid, "name %q: want 1 to 64 characters", s)
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-@", r)) {
+			return Errorf(EInvalid, "name %q: only letters, digits and . _ - @ are allowed", s)
+		}
+	}
+	return nil
+}
+
+func (t Task) String() string { return fmt.Sprintf("task %s (%s)", t.ID, t.Status) }
+
+// Login is an endpoint credential in the clear. It lives only in memory:
+// the store keeps it sealed in an Activation.
+type Login struct {
+	User     string `json:"username"`
+	Password string `json:"password"`
+}
+
+// FileInfo is one entry of an endpoint directory.
+type FileInfo struct {
+	Name        string
+	Type        string // "file", "dir" or "link"
+	Size        int64
+	Permissions string // octal, e.g. "0644"
+	User, Group string
+	Modified    time.Time
+}
+
+// FileOps reaches endpoint servers for activation checks and the API's
+// file operations. Errors are *Error: ENotFound for a missing path,
+// EForbidden for a refused one, EUnauthorized for a rejected login,
+// EUnavailable when no server of the endpoint answers.
+type FileOps interface {
+	Check(ctx context.Context, ep Endpoint, l Login) error
+	List(ctx context.Context, ep Endpoint, l Login, path string) ([]FileInfo, error)
+	Mkdir(ctx context.Context, ep Endpoint, l Login, path string) error
+	Rename(ctx context.Context, ep Endpoint, l Login, from, to string) error
+	Delete(ctx context.Context, ep Endpoint, l Login, path string, recursive bool) error
+}

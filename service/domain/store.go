@@ -1,0 +1,132 @@
+package domain
+
+import (
+	"context"
+	"time"
+)
+
+// Store keeps the service's state. SQLite and PostgreSQL implement it and
+// pass one shared suite (service/store/storetest). Every method is safe
+// for concurrent use, also by several processes sharing one database.
+//
+// Lookups of missing rows return an *Error with ENotFound. Methods scoped
+// to a user (userID argument) treat other users' rows as missing, so
+// nothing leaks.
+type Store interface {
+	// Users.
+	CreateUser(ctx context.Context, u *User) error // sets ID, Created; EConflict on a taken name
+	UserByName(ctx context.Context, name string) (User, error)
+	UserByID(ctx context.Context, id int64) (User, error)
+	SetPassword(ctx context.Context, userID int64, hash string) error
+
+	// Tokens.
+	CreateToken(ctx context.Context, t *Token) error // sets ID, Created
+	TokenByHash(ctx context.Context, hash string) (Token, error)
+	Tokens(ctx context.Context, userID int64) ([]Token, error)
+	RevokeToken(ctx context.Context, userID, tokenID int64) error
+	TouchToken(ctx context.Context, tokenID int64, now time.Time) error
+
+	// Endpoints. Endpoint reads fill in Owner.
+	CreateEndpoint(ctx context.Context, e *Endpoint) error // sets ID, Created; EConflict on a taken owner#name
+	Endpoint(ctx context.Context, id string) (Endpoint, error)
+	EndpointByName(ctx context.Context, owner, name string) (Endpoint, error)
+	// Endpoints lists the endpoints userID may see (its own, and public
+	// ones unless mineOnly) whose owner#name or description contains
+	// text (case-insensitive), ordered by owner#name.
+	Endpoints(ctx context.Context, userID int64, text string, mineOnly bool, page Page) ([]Endpoint, int, error)
+	UpdateEndpoint(ctx context.Context, e Endpoint) error // by ID; owner and ID are not changed
+	DeleteEndpoint(ctx context.Context, id string) error  // also its activations
+
+	// Activations: one per (user, endpoint).
+	PutActivation(ctx context.Context, a Activation) error // insert or replace
+	Activation(ctx context.Context, userID int64, endpointID string) (Activation, error)
+	DeleteActivation(ctx context.Context, userID int64, endpointID string) error
+
+	// Tasks.
+	//
+	// CreateTask stores a new ACTIVE task with NiceQueued and a QUEUED
+	// event. A (user, submission ID) seen before returns that task and an
+	// *Error with EDuplicate, and stores nothing.
+	CreateTask(ctx context.Context, t *Task) error
+	Task(ctx context.Context, userID int64, id string) (Task, error)
+	TaskByID(ctx context.Context, id string) (Task, error) // for workers: not scoped to a user
+	Tasks(ctx context.Context, userID int64, f TaskFilter, page Page) ([]Task, int, error)
+	// UpdateTask changes the label and deadline of a task of userID.
+	UpdateTask(ctx context.Context, userID int64, id, label string, deadline time.Time) error
+	// RequestCancel marks a task of userID for cancellation; the worker
+	// running it (or the next to claim it) stops it. A queued or inactive
+	// task is failed at once with a CANCELED event. Done tasks are left.
+	RequestCancel(ctx context.Context, userID int64, id string, now time.Time) (Task, error)
+	// CancelFile marks one file of a running task so it is not sent; the
+	// worker records it FileCanceled.
+	CancelFile(ctx context.Context, userID int64, id, src string) error
+	CanceledFiles(ctx context.Context, taskID string) ([]string, error)
+
+	// Claim gives worker the oldest runnable task and a lease on it until
+	// now+lease: an ACTIVE task with no live lease, whose user runs fewer
+	// than perUser leased tasks (0: no limit) and whose endpoints are below
+	// their MaxConcurrent. Tasks whose lease expired (a dead worker) are
+	// claimable again. ENotFound when there is none. Safe across
+	// processes: two workers never hold the same task.
+	Claim(ctx context.Context, worker string, now time.Time, lease time.Duration, perUser int) (Task, error)
+	// Heartbeat extends worker's lease; ENotFound if the lease was lost
+	// (expired and taken by another worker, or the task is no longer
+	// ACTIVE). It returns the task's current state so the worker sees a
+	// requested cancel, label or deadline change.
+	Heartbeat(ctx context.Context, taskID, worker string, now time.Time, lease time.Duration) (Task, error)
+	// Progress persists a batch in one transaction: counter deltas, file
+	// records and events. It fails with ENotFound if worker no longer
+	// holds the lease, and then stores nothing.
+	Progress(ctx context.Context, taskID, worker string, delta Counters, files []File, events []Event) error
+	// SetStatus ends or pauses the lease: it sets status, nice status and
+	// fatal error (and completion time when done), releases the lease and
+	// appends events, in one transaction; ENotFound if worker no longer
+	// holds the lease.
+	SetStatus(ctx context.Context, taskID, worker, status, nice string, fatal *FatalError, now time.Time, events []Event) error
+	// Reactivate turns userID's INACTIVE tasks that use endpointID back to
+	// ACTIVE (claimable) with a RESUMED event; it returns how many.
+	Reactivate(ctx context.Context, userID int64, endpointID string, now time.Time) (int, error)
+	// Deactivate turns ACTIVE tasks of userID that use endpointID and that
+	// no worker holds INACTIVE with the given nice status (used when a
+	// credential is removed); leased ones are found by their worker.
+	Deactivate(ctx context.Context, userID int64, endpointID, nice string, now time.Time) (int, error)
+
+	// Files and events.
+	//
+	// DoneFiles lists the source paths recorded SUCCEEDED or SKIPPED.
+	DoneFiles(ctx context.Context, taskID string) ([]string, error)
+	// Files lists a task's file records in state (all states if ""),
+	// ordered by insertion, after the marker (0: from the start); it
+	// returns the marker of the next page (0: no more).
+	Files(ctx context.Context, taskID, state string, marker int64, limit int) ([]File, int64, error)
+	Events(ctx context.Context, taskID string, page Page) ([]Event, int, error)
+	AddEvents(ctx context.Context, events []Event) error
+
+	Close() error
+}
+
+// Page is offset paging; Limit 0 means the store's default (100), and
+// limits above 1000 are cut to 1000.
+type Page struct{ Limit, Offset int }
+
+// Normal returns p with its limit defaulted and capped.
+func (p Page) Normal() Page {
+	if p.Limit <= 0 {
+		p.Limit = 100
+	}
+	if p.Limit > 1000 {
+		p.Limit = 1000
+	}
+	if p.Offset < 0 {
+		p.Offset = 0
+	}
+	return p
+}
+
+// TaskFilter selects tasks in Tasks. Empty fields select all.
+type TaskFilter struct {
+	Status []string // any of these
+	Type   []string
+	Label  string // substring
+	Newest bool   // order by request time descending (the default is ascending)
+}

@@ -1,0 +1,97 @@
+// Package secret seals endpoint credentials for storage at rest with
+// AES-256-GCM under a key kept outside the database.
+package secret
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"ferry/service/domain"
+)
+
+// KeySize is the length of a key in bytes.
+const KeySize = 32
+
+// Box seals and opens logins.
+type Box struct{ aead cipher.AEAD }
+
+// New makes a Box from a 32-byte key.
+func New(key []byte) (*Box, error) {
+	if len(key) != KeySize {
+		return nil, fmt.Errorf("secret: key is %d bytes, want %d", len(key), KeySize)
+	}
+	b, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	g, err := cipher.NewGCM(b)
+	if err != nil {
+		return nil, err
+	}
+	return &Box{aead: g}, nil
+}
+
+// LoadOrCreate reads the key file at path, creating it (mode 0600) with a
+// random key when it does not exist.
+func LoadOrCreate(path string) (*Box, error) {
+	key, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		key = make([]byte, KeySize)
+		if _, err := rand.Read(key); err != nil {
+			return nil, err
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("secret: create key: %w", err)
+		}
+		if _, err := f.Write(key); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("secret: write key: %w", err)
+		}
+		if err := f.Close(); err != nil {
+			return nil, fmt.Errorf("secret: write key: %w", err)
+		}
+	} else if err != nil {
+		return nil, fmt.Errorf("secret: read key: %w", err)
+	}
+	return New(key)
+}
+
+// Seal encrypts a login, binding it to context (e.g. user and endpoint
+// IDs) so a sealed value cannot be moved to another row.
+func (b *Box) Seal(l domain.Login, context string) ([]byte, error) {
+	plain, err := json.Marshal(l)
+	if err != nil {
+		return nil, err
+	}
+	nonce := make([]byte, b.aead.NonceSize(), b.aead.NonceSize()+len(plain)+b.aead.Overhead())
+	if _, err := rand.Read(nonce); err != nil {
+		return nil, err
+	}
+	return b.aead.Seal(nonce, nonce, plain, []byte(context)), nil
+}
+
+// Open decrypts what Seal made with the same context.
+func (b *Box) Open(sealed []byte, context string) (domain.Login, error) {
+	var l domain.Login
+	n := b.aead.NonceSize()
+	if len(sealed) < n+b.aead.Overhead() {
+		return l, errors.New("secret: sealed value too short")
+	}
+	plain, err := b.aead.Open(nil, sealed[:n], sealed[n:], []byte(context))
+	if err != nil {
+		return l, errors.New("secret: cannot open sealed value (wrong key or context)")
+	}
+	err = json.Unmarshal(plain, &l)
+	return l, err
+}
+
+// Context is the context string binding an activation to its row.
+func Context(userID int64, endpointID string) string {
+	return fmt.Sprintf("activation:%d:%s", userID, endpointID)
+}

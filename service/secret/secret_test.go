@@ -1,0 +1,62 @@
+package secret
+
+import (
+	"path/filepath"
+	"testing"
+
+	"ferry/service/domain"
+)
+
+func TestSealOpen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "key")
+	b, err := LoadOrCreate(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := domain.Login{User: "alice", Password: "s3cret"}
+	sealed, err := b.Seal(l, Context(1, "ep"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2, err := LoadOrCreate(path) // the same key, read back
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		box     *Box
+		sealed  []byte
+		context string
+		ok      bool
+	}{
+		{"same key and context", b2, sealed, Context(1, "ep"), true},
+		{"another row", b2, sealed, Context(2, "ep"), false},
+		{"truncated", b2, sealed[:10], Context(1, "ep"), false},
+		{"tampered", b2, append(append([]byte{}, sealed[:len(sealed)-1]...), sealed[len(sealed)-1]^1), Context(1, "ep"), false},
+	}
+	other, _ := New(make([]byte, KeySize))
+	tests = append(tests, struct {
+		name    string
+		box     *Box
+		sealed  []byte
+		context string
+		ok      bool
+	}{"another key", other, sealed, Context(1, "ep"), false})
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.box.Open(tc.sealed, tc.context)
+			if tc.ok != (err == nil) {
+				t.Fatalf("Open: err %v, want ok=%v", err, tc.ok)
+			}
+			if tc.ok && got != l {
+				t.Fatalf("Open = %+v, want %+v", got, l)
+			}
+		})
+	}
+	if string(sealed) == "s3cret" || len(sealed) < 28 {
+		t.Fatal("sealed value looks unsealed")
+	}
+	if _, err := New([]byte("short")); err == nil {
+		t.Fatal("New accepted a short key")
+	}
+}
