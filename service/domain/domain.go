@@ -16,6 +16,7 @@ import (
 type User struct {
 	ID           int64
 	Name         string
+	Email        string // where notifications go; "" for none
 	PasswordHash string // bcrypt; the password itself is never stored
 	Created      time.Time
 }
