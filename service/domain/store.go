@@ -6,7 +6,7 @@ import (
 )
 
 // Store keeps the service's state. SQLite and PostgreSQL implement it and
-// pass one shared suite (service/store/storetest). Every method is safe
+// pass one shared suite (service/storetest). Every method is safe
 // for concurrent use, also by several processes sharing one database.
 //
 // Lookups of missing rows return an *Error with ENotFound. Methods scoped
@@ -45,8 +45,9 @@ type Store interface {
 	// Tasks.
 	//
 	// CreateTask stores a new ACTIVE task with NiceQueued and a QUEUED
-	// event. A (user, submission ID) seen before returns that task and an
-	// *Error with EDuplicate, and stores nothing.
+	// event; it sets ID, and RequestTime if zero. A (user, submission ID)
+	// seen before returns that task and an *Error with EDuplicate, and
+	// stores nothing; an empty submission ID is never a duplicate.
 	CreateTask(ctx context.Context, t *Task) error
 	Task(ctx context.Context, userID int64, id string) (Task, error)
 	TaskByID(ctx context.Context, id string) (Task, error) // for workers: not scoped to a user
@@ -58,7 +59,7 @@ type Store interface {
 	// task is failed at once with a CANCELED event. Done tasks are left.
 	RequestCancel(ctx context.Context, userID int64, id string, now time.Time) (Task, error)
 	// CancelFile marks one file of a running task so it is not sent; the
-	// worker records it FileCanceled.
+	// worker records it FileCanceled. EConflict if the task is done.
 	CancelFile(ctx context.Context, userID int64, id, src string) error
 	CanceledFiles(ctx context.Context, taskID string) ([]string, error)
 
@@ -66,8 +67,10 @@ type Store interface {
 	// now+lease: an ACTIVE task with no live lease, whose user runs fewer
 	// than perUser leased tasks (0: no limit) and whose endpoints are below
 	// their MaxConcurrent. Tasks whose lease expired (a dead worker) are
-	// claimable again. ENotFound when there is none. Safe across
-	// processes: two workers never hold the same task.
+	// claimable again; taking one over from another worker appends a
+	// LEASE_TAKEN event. The claimed task's nice status is NiceOK.
+	// ENotFound when there is none. Safe across processes: two workers
+	// never hold the same task, and the limits hold.
 	Claim(ctx context.Context, worker string, now time.Time, lease time.Duration, perUser int) (Task, error)
 	// Heartbeat extends worker's lease; ENotFound if the lease was lost
 	// (expired and taken by another worker, or the task is no longer

@@ -1,0 +1,431 @@
+// Package api holds the REST API's JSON documents and query parameters,
+// shared by the server (service/httpapi) and its Go client
+// (service/apiclient) so the wire format is written down once.
+//
+// The shapes follow the Globus Transfer API v0.10: every document the
+// server writes carries DATA_TYPE, fields are snake_case, lists keep their
+// entries under DATA. In request documents DATA_TYPE may be left out; when
+// present it must name the document the route expects.
+package api
+
+import (
+	"fmt"
+	"time"
+)
+
+// Prefix is the path every versioned route lives under.
+const Prefix = "/api/v0.10"
+
+// Error is the document of every failed request, and the error the client
+// returns for it. Code is one of the domain's error codes (BadRequest,
+// NotFound, Unauthorized, ...).
+type Error struct {
+	Status    int    `json:"-"` // the HTTP status
+	DataType  string `json:"DATA_TYPE"`
+	Code      string `json:"code"`
+	Message   string `json:"message"`
+	RequestID string `json:"request_id"`
+	Resource  string `json:"resource"` // the request's path
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("%s (%s, HTTP %d, request %s)", e.Message, e.Code, e.Status, e.RequestID)
+}
+
+// Result answers a request that only succeeds or fails: Code says what was
+// done (Canceled, Revoked, DirectoryCreated, ...).
+type Result struct {
+	DataType  string `json:"DATA_TYPE"`
+	Code      string `json:"code"`
+	Message   string `json:"message"`
+	RequestID string `json:"request_id"`
+	Resource  string `json:"resource"`
+}
+
+// Login is the body of POST /auth/login.
+type Login struct {
+	DataType string `json:"DATA_TYPE,omitempty"`
+	Username string `json:"username"`
+	Password string `json:"password"`
+	// Kind is "api" (the default: a bearer token) or "session" (a web
+	// session cookie, ferry_session, and a CSRF token to send back in the
+	// X-CSRF-Token header of unsafe requests).
+	Kind     string `json:"kind,omitempty"`
+	Name     string `json:"name,omitempty"`     // what to call the token, e.g. a host name
+	Lifetime int64  `json:"lifetime,omitempty"` // seconds; 0: the default for the kind
+}
+
+// Token describes an API token or web session (DATA_TYPE token).
+type Token struct {
+	DataType string `json:"DATA_TYPE"`
+	ID       int64  `json:"id"`
+	Kind     string `json:"kind"`
+	Name     string `json:"name"`
+	// Value is the secret itself; only the answer to a login of kind api
+	// carries it, and the server cannot show it again.
+	Value     string    `json:"value,omitempty"`
+	CSRFToken string    `json:"csrf_token,omitempty"` // answer to a session login only
+	Created   time.Time `json:"created"`
+	Expires   time.Time `json:"expires,omitzero"`
+	LastUsed  time.Time `json:"last_used,omitzero"`
+	Revoked   bool      `json:"revoked"`
+}
+
+// TokenList is the answer to GET /tokens (DATA_TYPE token_list).
+type TokenList struct {
+	DataType string  `json:"DATA_TYPE"`
+	Data     []Token `json:"DATA"`
+}
+
+// SubmissionID is the answer to GET /submission_id (DATA_TYPE
+// submission_id).
+type SubmissionID struct {
+	DataType string `json:"DATA_TYPE"`
+	Value    string `json:"value"`
+}
+
+// FilterRule includes or excludes names during a recursive transfer.
+type FilterRule struct {
+	DataType string `json:"DATA_TYPE,omitempty"`
+	Method   string `json:"method"`         // "include" or "exclude"
+	Name     string `json:"name"`           // a glob matched against base names
+	Type     string `json:"type,omitempty"` // "file", "dir" or "" for both
+}
+
+// Transfer is the body of POST /transfer (DATA_TYPE transfer).
+type Transfer struct {
+	DataType string `json:"DATA_TYPE,omitempty"`
+	// SubmissionID makes the submission idempotent; "" lets the server
+	// make one (and then a retried request may run twice).
+	SubmissionID        string `json:"submission_id,omitempty"`
+	Label               string `json:"label,omitempty"`
+	SourceEndpoint      string `json:"source_endpoint"`      // UUID or owner#name
+	DestinationEndpoint string `json:"destination_endpoint"` // UUID or owner#name
+	// SyncLevel 0 exists, 1 size, 2 mtime, 3 checksum; nil: always copy.
+	SyncLevel              *int         `json:"sync_level,omitempty"`
+	VerifyChecksum         bool         `json:"verify_checksum,omitempty"`
+	ChecksumAlgorithm      string       `json:"checksum_algorithm,omitempty"` // MD5, ADLER32, SHA1, ...; "" lets the endpoints choose
+	PreserveTimestamp      bool         `json:"preserve_timestamp,omitempty"`
+	EncryptData            bool         `json:"encrypt_data,omitempty"` // not supported: true is refused
+	DeleteDestinationExtra bool         `json:"delete_destination_extra,omitempty"`
+	Deadline               time.Time    `json:"deadline,omitzero"`
+	FilterRules            []FilterRule `json:"filter_rules,omitempty"`
+	Notify
+	Data []TransferItem `json:"DATA"`
+}
+
+// Notify chooses when the user is notified of a submitted task; nil
+// means true, as in the transfer API.
+type Notify struct {
+	NotifyOnSucceeded *bool `json:"notify_on_succeeded,omitempty"`
+	NotifyOnFailed    *bool `json:"notify_on_failed,omitempty"`
+	NotifyOnInactive  *bool `json:"notify_on_inactive,omitempty"`
+}
+
+// TransferItem is one path of a transfer (DATA_TYPE transfer_item).
+type TransferItem struct {
+	DataType        string `json:"DATA_TYPE,omitempty"`
+	SourcePath      string `json:"source_path"`
+	DestinationPath string `json:"destination_path"`
+	Recursive       bool   `json:"recursive,omitempty"`
+}
+
+// Delete is the body of POST /delete (DATA_TYPE delete).
+type Delete struct {
+	DataType      string    `json:"DATA_TYPE,omitempty"`
+	SubmissionID  string    `json:"submission_id,omitempty"`
+	Label         string    `json:"label,omitempty"`
+	Endpoint      string    `json:"endpoint"` // UUID or owner#name
+	Recursive     bool      `json:"recursive,omitempty"`
+	IgnoreMissing bool      `json:"ignore_missing,omitempty"`
+	Deadline      time.Time `json:"deadline,omitzero"`
+	Notify
+	Data []DeleteItem `json:"DATA"`
+}
+
+// DeleteItem is one path of a delete (DATA_TYPE delete_item).
+type DeleteItem struct {
+	DataType string `json:"DATA_TYPE,omitempty"`
+	Path     string `json:"path"`
+}
+
+// SubmitResult answers POST /transfer and /delete (DATA_TYPE
+// transfer_result or delete_result). Code is Accepted for a new task and
+// Duplicate for a submission_id seen before; TaskID is the task either way.
+type SubmitResult struct {
+	DataType     string `json:"DATA_TYPE"`
+	Code         string `json:"code"`
+	Message      string `json:"message"`
+	RequestID    string `json:"request_id"`
+	Resource     string `json:"resource"`
+	SubmissionID string `json:"submission_id"`
+	TaskID       string `json:"task_id"`
+	TaskLink     Link   `json:"task_link"`
+}
+
+// Link points at a related document (DATA_TYPE link); Href is relative
+// to Prefix.
+type Link struct {
+	DataType string `json:"DATA_TYPE"`
+	Href     string `json:"href"`
+	Rel      string `json:"rel"`
+	Resource string `json:"resource"`
+	Title    string `json:"title"`
+}
+
+// FatalError says why a task failed.
+type FatalError struct {
+	Code        string `json:"code"`
+	Description string `json:"description"`
+}
+
+// Task is a transfer or delete task (DATA_TYPE task).
+type Task struct {
+	DataType   string      `json:"DATA_TYPE"`
+	TaskID     string      `json:"task_id"`
+	Type       string      `json:"type"` // TRANSFER or DELETE
+	Label      string      `json:"label"`
+	Status     string      `json:"status"`                // ACTIVE, INACTIVE, SUCCEEDED or FAILED
+	NiceStatus string      `json:"nice_status,omitempty"` // OK, Queued, NOT_ACTIVATED, ...; absent when done
+	FatalError *FatalError `json:"fatal_error,omitempty"`
+	// CancelRequested is set from a cancel until the worker stops the task.
+	CancelRequested bool      `json:"cancel_requested"`
+	SubmissionID    string    `json:"submission_id"`
+	RequestTime     time.Time `json:"request_time"`
+	CompletionTime  time.Time `json:"completion_time,omitzero"`
+	Deadline        time.Time `json:"deadline,omitzero"`
+
+	SourceEndpointID               string `json:"source_endpoint_id"` // the endpoint of a delete
+	SourceEndpointDisplayName      string `json:"source_endpoint_display_name"`
+	DestinationEndpointID          string `json:"destination_endpoint_id,omitempty"`
+	DestinationEndpointDisplayName string `json:"destination_endpoint_display_name,omitempty"`
+
+	Files                   int64 `json:"files"`
+	Directories             int64 `json:"directories"`
+	FilesTransferred        int64 `json:"files_transferred"`
+	FilesSkipped            int64 `json:"files_skipped"`
+	BytesTransferred        int64 `json:"bytes_transferred"`
+	BytesChecksummed        int64 `json:"bytes_checksummed"`
+	EffectiveBytesPerSecond int64 `json:"effective_bytes_per_second"`
+	Faults                  int64 `json:"faults"`
+	SubtasksTotal           int64 `json:"subtasks_total"`
+	SubtasksSucceeded       int64 `json:"subtasks_succeeded"` // transferred or skipped
+	SubtasksPending         int64 `json:"subtasks_pending"`
+	SubtasksFailed          int64 `json:"subtasks_failed"`
+
+	// The submitted options, echoed. SyncLevel is absent for "always copy".
+	SyncLevel              *int         `json:"sync_level,omitempty"`
+	VerifyChecksum         bool         `json:"verify_checksum"`
+	ChecksumAlgorithm      string       `json:"checksum_algorithm,omitempty"`
+	PreserveTimestamp      bool         `json:"preserve_timestamp"`
+	DeleteDestinationExtra bool         `json:"delete_destination_extra"`
+	FilterRules            []FilterRule `json:"filter_rules,omitempty"`
+	NotifyOnSucceeded      bool         `json:"notify_on_succeeded"`
+	NotifyOnFailed         bool         `json:"notify_on_failed"`
+	NotifyOnInactive       bool         `json:"notify_on_inactive"`
+	IgnoreMissing          bool         `json:"ignore_missing,omitempty"` // delete tasks
+}
+
+// TaskList is a page of tasks (DATA_TYPE task_list).
+type TaskList struct {
+	DataType string `json:"DATA_TYPE"`
+	PageInfo
+	Data []Task `json:"DATA"`
+}
+
+// PageInfo says where an offset-paged list's page lies: Length entries
+// from Offset, of Total.
+type PageInfo struct {
+	Length int `json:"length"`
+	Limit  int `json:"limit"`
+	Offset int `json:"offset"`
+	Total  int `json:"total"`
+}
+
+// TaskUpdate is the body of PUT /task/{id}: absent fields are kept.
+type TaskUpdate struct {
+	DataType string     `json:"DATA_TYPE,omitempty"`
+	Label    *string    `json:"label,omitempty"`
+	Deadline *time.Time `json:"deadline,omitempty"`
+}
+
+// Cancel is the optional body of POST /task/{id}/cancel: with a Path,
+// only that source file is canceled.
+type Cancel struct {
+	DataType string `json:"DATA_TYPE,omitempty"`
+	Path     string `json:"path,omitempty"`
+}
+
+// Event is one entry of a task's history (DATA_TYPE event).
+type Event struct {
+	DataType    string    `json:"DATA_TYPE"`
+	Code        string    `json:"code"`
+	Description string    `json:"description"`
+	Details     string    `json:"details"`
+	IsError     bool      `json:"is_error"`
+	Time        time.Time `json:"time"`
+}
+
+// EventList is a page of a task's events (DATA_TYPE event_list).
+type EventList struct {
+	DataType string `json:"DATA_TYPE"`
+	PageInfo
+	Data []Event `json:"DATA"`
+}
+
+// SuccessfulTransfer is one file a task has transferred (DATA_TYPE
+// successful_transfer).
+type SuccessfulTransfer struct {
+	DataType          string `json:"DATA_TYPE"`
+	SourcePath        string `json:"source_path"`
+	DestinationPath   string `json:"destination_path"`
+	Size              int64  `json:"size"`
+	ChecksumAlgorithm string `json:"checksum_algorithm,omitempty"`
+	Checksum          string `json:"checksum,omitempty"`
+}
+
+// SuccessfulTransfers is a marker-paged list (DATA_TYPE
+// successful_transfers): pass NextMarker back as marker for the next page;
+// it is 0 on the last page.
+type SuccessfulTransfers struct {
+	DataType   string               `json:"DATA_TYPE"`
+	Marker     int64                `json:"marker"`
+	NextMarker int64                `json:"next_marker"`
+	Data       []SuccessfulTransfer `json:"DATA"`
+}
+
+// Server is one GridFTP server (data mover) of an endpoint (DATA_TYPE
+// server). In requests either URI or Hostname (with Port and Scheme) is
+// given.
+type Server struct {
+	DataType string `json:"DATA_TYPE,omitempty"`
+	Hostname string `json:"hostname,omitempty"`
+	Port     int    `json:"port,omitempty"`
+	Scheme   string `json:"scheme,omitempty"` // ftp
+	URI      string `json:"uri,omitempty"`    // ftp://host:port
+}
+
+// Endpoint is a logical endpoint (DATA_TYPE endpoint). Activated and
+// ExpiresIn are the caller's: ExpiresIn is -1 for an endpoint that needs
+// no activation, the seconds left for an activated one, 0 otherwise.
+type Endpoint struct {
+	DataType         string    `json:"DATA_TYPE"`
+	ID               string    `json:"id"`
+	DisplayName      string    `json:"display_name"` // owner#name
+	Owner            string    `json:"owner"`
+	Name             string    `json:"name"`
+	Description      string    `json:"description"`
+	Servers          []Server  `json:"DATA"`
+	DefaultDirectory string    `json:"default_directory"`
+	Public           bool      `json:"public"`
+	AuthMethod       string    `json:"auth_method"`    // anonymous or password
+	MaxConcurrent    int       `json:"max_concurrent"` // tasks at once; 0: no limit
+	Activated        bool      `json:"activated"`
+	ExpiresIn        int64     `json:"expires_in"`
+	Created          time.Time `json:"created"`
+}
+
+// EndpointSpec is the body of POST /endpoint and PUT /endpoint/{id}. In a
+// PUT absent fields are kept; in a POST Name and Servers are required and
+// the rest defaults (auth_method anonymous, default_directory /).
+type EndpointSpec struct {
+	DataType         string   `json:"DATA_TYPE,omitempty"`
+	Name             *string  `json:"name,omitempty"`
+	Description      *string  `json:"description,omitempty"`
+	Servers          []Server `json:"DATA,omitempty"`
+	DefaultDirectory *string  `json:"default_directory,omitempty"`
+	Public           *bool    `json:"public,omitempty"`
+	AuthMethod       *string  `json:"auth_method,omitempty"`
+	MaxConcurrent    *int     `json:"max_concurrent,omitempty"`
+}
+
+// EndpointList is a page of endpoints (DATA_TYPE endpoint_list).
+type EndpointList struct {
+	DataType string `json:"DATA_TYPE"`
+	PageInfo
+	Data []Endpoint `json:"DATA"`
+}
+
+// ActivationRequirements says what activating an endpoint takes (DATA_TYPE
+// activation_requirements); Data is empty when it needs nothing.
+type ActivationRequirements struct {
+	DataType  string                  `json:"DATA_TYPE"`
+	Activated bool                    `json:"activated"`
+	ExpiresIn int64                   `json:"expires_in"`
+	Data      []ActivationRequirement `json:"DATA"`
+}
+
+// ActivationRequirement is one value to send in Activate (DATA_TYPE
+// activation_requirement).
+type ActivationRequirement struct {
+	DataType    string `json:"DATA_TYPE"`
+	Type        string `json:"type"` // password
+	Name        string `json:"name"` // the Activate field: username or password
+	UIName      string `json:"ui_name"`
+	Description string `json:"description"`
+	Required    bool   `json:"required"`
+	Private     bool   `json:"private"` // a secret: do not echo it
+}
+
+// Activate is the body of POST /endpoint/{id}/activate.
+type Activate struct {
+	DataType string `json:"DATA_TYPE,omitempty"`
+	Username string `json:"username"`
+	Password string `json:"password"`
+	Lifetime int64  `json:"lifetime,omitempty"` // seconds; 0: 12 hours
+}
+
+// ActivationResult answers an activation (DATA_TYPE activation_result):
+// Code Activated (or AlreadyActivated for an endpoint that needs none),
+// when it expires, and how many INACTIVE tasks it resumed.
+type ActivationResult struct {
+	DataType  string `json:"DATA_TYPE"`
+	Code      string `json:"code"`
+	Message   string `json:"message"`
+	RequestID string `json:"request_id"`
+	Resource  string `json:"resource"`
+	ExpiresIn int64  `json:"expires_in"`
+	Resumed   int    `json:"resumed"`
+}
+
+// File is one entry of a directory listing (DATA_TYPE file).
+type File struct {
+	DataType     string    `json:"DATA_TYPE"`
+	Name         string    `json:"name"`
+	Type         string    `json:"type"` // file, dir or link
+	Size         int64     `json:"size"`
+	Permissions  string    `json:"permissions,omitempty"` // octal, e.g. 0644
+	User         string    `json:"user,omitempty"`
+	Group        string    `json:"group,omitempty"`
+	LastModified time.Time `json:"last_modified,omitzero"`
+}
+
+// FileList is a page of a directory listing, sorted by name (DATA_TYPE
+// file_list).
+type FileList struct {
+	DataType string `json:"DATA_TYPE"`
+	Endpoint string `json:"endpoint"` // the endpoint's ID
+	Path     string `json:"path"`
+	PageInfo
+	Data []File `json:"DATA"`
+}
+
+// Mkdir is the body of POST /operation/endpoint/{id}/mkdir.
+type Mkdir struct {
+	DataType string `json:"DATA_TYPE,omitempty"`
+	Path     string `json:"path"`
+}
+
+// Rename is the body of POST /operation/endpoint/{id}/rename.
+type Rename struct {
+	DataType string `json:"DATA_TYPE,omitempty"`
+	OldPath  string `json:"old_path"`
+	NewPath  string `json:"new_path"`
+}
+
+// Health answers GET /healthz (DATA_TYPE health): Status ok, or
+// unavailable with HTTP 503.
+type Health struct {
+	DataType string `json:"DATA_TYPE"`
+	Status   string `json:"status"`
+}

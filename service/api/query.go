@@ -1,0 +1,244 @@
+package api
+
+import (
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"ferry/service/domain"
+)
+
+// Query parameters of the list routes. The client encodes them with
+// Values, the server reads them with the Parse functions; malformed ones
+// are an *domain.Error with code BadRequest.
+
+// Page is offset paging: limit (0: the server's default, 100; at most
+// 1000) and offset.
+type Page struct{ Limit, Offset int }
+
+// Values encodes p.
+func (p Page) Values() url.Values {
+	v := url.Values{}
+	if p.Limit != 0 {
+		v.Set("limit", strconv.Itoa(p.Limit))
+	}
+	if p.Offset != 0 {
+		v.Set("offset", strconv.Itoa(p.Offset))
+	}
+	return v
+}
+
+// ParsePage reads limit and offset.
+func ParsePage(v url.Values) (Page, error) {
+	var p Page
+	var err error
+	if p.Limit, err = nonNegative(v, "limit"); err != nil {
+		return p, err
+	}
+	p.Offset, err = nonNegative(v, "offset")
+	return p, err
+}
+
+func nonNegative(v url.Values, key string) (int, error) {
+	s := v.Get(key)
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, domain.Errorf(domain.EInvalid, "%s=%q: want a non-negative integer", key, s)
+	}
+	return n, nil
+}
+
+// TaskQuery selects tasks in GET /task_list. On the wire the filters are
+// one parameter, filter=status:ACTIVE,INACTIVE/type:TRANSFER/label:text,
+// and the order is orderby=request_time ASC|DESC (newest first when
+// absent).
+type TaskQuery struct {
+	Page
+	Status []string // any of ACTIVE, INACTIVE, SUCCEEDED, FAILED
+	Type   []string // any of TRANSFER, DELETE
+	Label  string   // substring of the label
+	Oldest bool     // oldest first
+}
+
+// Values encodes q.
+func (q TaskQuery) Values() url.Values {
+	v := q.Page.Values()
+	var f []string
+	if len(q.Status) > 0 {
+		f = append(f, "status:"+strings.Join(q.Status, ","))
+	}
+	if len(q.Type) > 0 {
+		f = append(f, "type:"+strings.Join(q.Type, ","))
+	}
+	if q.Label != "" {
+		f = append(f, "label:"+q.Label)
+	}
+	if len(f) > 0 {
+		v.Set("filter", strings.Join(f, "/"))
+	}
+	if q.Oldest {
+		v.Set("orderby", "request_time ASC")
+	}
+	return v
+}
+
+// ParseTaskQuery reads a TaskQuery.
+func ParseTaskQuery(v url.Values) (TaskQuery, error) {
+	var q TaskQuery
+	var err error
+	if q.Page, err = ParsePage(v); err != nil {
+		return q, err
+	}
+	if f := v.Get("filter"); f != "" {
+		for _, part := range strings.Split(f, "/") {
+			key, val, ok := strings.Cut(part, ":")
+			if !ok || val == "" {
+				return q, domain.Errorf(domain.EInvalid, "filter %q: want key:value parts joined by /", f)
+			}
+			switch key {
+			case "status":
+				q.Status, err = oneOf(key, val, domain.StatusActive, domain.StatusInactive, domain.StatusSucceeded, domain.StatusFailed)
+			case "type":
+				q.Type, err = oneOf(key, val, domain.TypeTransfer, domain.TypeDelete)
+			case "label":
+				q.Label = val
+			default:
+				err = domain.Errorf(domain.EInvalid, "filter %q: unknown key %q (want status, type or label)", f, key)
+			}
+			if err != nil {
+				return q, err
+			}
+		}
+	}
+	switch o := strings.ToUpper(strings.Join(strings.Fields(v.Get("orderby")), " ")); o {
+	case "", "REQUEST_TIME DESC":
+	case "REQUEST_TIME", "REQUEST_TIME ASC":
+		q.Oldest = true
+	default:
+		return q, domain.Errorf(domain.EInvalid, "orderby=%q: want request_time ASC or request_time DESC", v.Get("orderby"))
+	}
+	return q, nil
+}
+
+// oneOf splits a comma-separated filter value whose parts must be among
+// allowed (compared in upper case).
+func oneOf(key, val string, allowed ...string) ([]string, error) {
+	parts := strings.Split(strings.ToUpper(val), ",")
+	for _, p := range parts {
+		if !slices.Contains(allowed, p) {
+			return nil, domain.Errorf(domain.EInvalid, "filter %s:%s: %q is not one of %s", key, val, p, strings.Join(allowed, ", "))
+		}
+	}
+	return parts, nil
+}
+
+// Endpoint search scopes.
+const (
+	ScopeAll  = "all"          // the caller's endpoints and public ones
+	ScopeMine = "my-endpoints" // the caller's only
+)
+
+// EndpointQuery selects endpoints in GET /endpoint_search:
+// filter_fulltext, filter_scope (all when absent), limit, offset.
+type EndpointQuery struct {
+	Page
+	Text  string // substring of owner#name or the description
+	Scope string // ScopeAll or ScopeMine
+}
+
+// Values encodes q.
+func (q EndpointQuery) Values() url.Values {
+	v := q.Page.Values()
+	if q.Text != "" {
+		v.Set("filter_fulltext", q.Text)
+	}
+	if q.Scope != "" {
+		v.Set("filter_scope", q.Scope)
+	}
+	return v
+}
+
+// ParseEndpointQuery reads an EndpointQuery.
+func ParseEndpointQuery(v url.Values) (EndpointQuery, error) {
+	q := EndpointQuery{Text: v.Get("filter_fulltext"), Scope: v.Get("filter_scope")}
+	if q.Scope == "" {
+		q.Scope = ScopeAll
+	}
+	if q.Scope != ScopeAll && q.Scope != ScopeMine {
+		return q, domain.Errorf(domain.EInvalid, "filter_scope=%q: want %s or %s", q.Scope, ScopeAll, ScopeMine)
+	}
+	var err error
+	q.Page, err = ParsePage(v)
+	return q, err
+}
+
+// ListQuery selects a directory listing in GET
+// /operation/endpoint/{id}/ls: path (the endpoint's default directory when
+// empty), show_hidden, limit, offset.
+type ListQuery struct {
+	Page
+	Path string
+	// ShowHidden lists names starting with '.'. On the wire show_hidden
+	// defaults to true, as in the transfer API; Values always sends it.
+	ShowHidden bool
+}
+
+// Values encodes q.
+func (q ListQuery) Values() url.Values {
+	v := q.Page.Values()
+	if q.Path != "" {
+		v.Set("path", q.Path)
+	}
+	v.Set("show_hidden", strconv.FormatBool(q.ShowHidden))
+	return v
+}
+
+// ParseListQuery reads a ListQuery.
+func ParseListQuery(v url.Values) (ListQuery, error) {
+	q := ListQuery{Path: v.Get("path"), ShowHidden: true}
+	if s := v.Get("show_hidden"); s != "" {
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return q, domain.Errorf(domain.EInvalid, "show_hidden=%q: want true or false", s)
+		}
+		q.ShowHidden = b
+	}
+	var err error
+	q.Page, err = ParsePage(v)
+	return q, err
+}
+
+// MarkerQuery selects a page of GET /task/{id}/successful_transfers:
+// marker (0: from the start; else a NextMarker) and limit.
+type MarkerQuery struct {
+	Marker int64
+	Limit  int
+}
+
+// Values encodes q.
+func (q MarkerQuery) Values() url.Values {
+	v := Page{Limit: q.Limit}.Values()
+	if q.Marker != 0 {
+		v.Set("marker", strconv.FormatInt(q.Marker, 10))
+	}
+	return v
+}
+
+// ParseMarkerQuery reads a MarkerQuery.
+func ParseMarkerQuery(v url.Values) (MarkerQuery, error) {
+	var q MarkerQuery
+	if s := v.Get("marker"); s != "" {
+		m, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || m < 0 {
+			return q, domain.Errorf(domain.EInvalid, "marker=%q: want a marker from next_marker", s)
+		}
+		q.Marker = m
+	}
+	var err error
+	q.Limit, err = nonNegative(v, "limit")
+	return q, err
+}

@@ -1,0 +1,215 @@
+package httpapi
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"ferry/passwd"
+	"ferry/service/api"
+	"ferry/service/domain"
+)
+
+// SessionCookie is the name of the web session cookie.
+const SessionCookie = "ferry_session"
+
+// Token lifetimes.
+const (
+	apiTokenLifetime = 30 * 24 * time.Hour
+	sessionLifetime  = 12 * time.Hour
+	maxTokenLifetime = 365 * 24 * time.Hour
+	// touchEvery limits how often a token's last use is written.
+	touchEvery = time.Minute
+)
+
+// hashToken is what the store keeps of a token's secret.
+func hashToken(secret string) string {
+	h := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(h[:])
+}
+
+// CSRFToken is the token that unsafe requests authenticated by the
+// session cookie whose value is session must carry in X-CSRF-Token. Only
+// someone who can read the cookie can compute it, which a cross-site page
+// cannot.
+func CSRFToken(session string) string {
+	h := sha256.Sum256([]byte("ferry csrf\x00" + session))
+	return hex.EncodeToString(h[:])
+}
+
+// authenticate finds the caller from a bearer token or the session cookie.
+func (s *Server) authenticate(r *http.Request, c *call) error {
+	kind, secret := domain.TokenAPI, ""
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, value, _ := strings.Cut(h, " ")
+		if !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(value) == "" {
+			return domain.Errorf(domain.EUnauthorized, "Authorization header: want Bearer TOKEN")
+		}
+		secret = strings.TrimSpace(value)
+	} else if ck, err := r.Cookie(SessionCookie); err == nil && ck.Value != "" {
+		kind, secret = domain.TokenSession, ck.Value
+	} else {
+		return domain.Errorf(domain.EUnauthorized, "not logged in: send Authorization: Bearer TOKEN (from ferry login)")
+	}
+	ctx := r.Context()
+	now := s.Now()
+	t, err := s.Store.TokenByHash(ctx, hashToken(secret))
+	if domain.IsNotFound(err) || err == nil && t.Kind != kind {
+		return domain.Errorf(domain.EUnauthorized, "unknown token: log in again")
+	}
+	if err != nil {
+		return err
+	}
+	if !t.Valid(now) {
+		return domain.Errorf(domain.EUnauthorized, "token expired or revoked: log in again")
+	}
+	if kind == domain.TokenSession && !safeMethod(r.Method) &&
+		subtle.ConstantTimeCompare([]byte(r.Header.Get("X-CSRF-Token")), []byte(CSRFToken(secret))) != 1 {
+		return domain.Errorf(domain.EForbidden, "missing or wrong X-CSRF-Token for this session")
+	}
+	u, err := s.Store.UserByID(ctx, t.UserID)
+	if err != nil {
+		if domain.IsNotFound(err) {
+			return domain.Errorf(domain.EUnauthorized, "unknown token: log in again")
+		}
+		return err
+	}
+	if now.Sub(t.LastUsed) >= touchEvery {
+		if err := s.Store.TouchToken(ctx, t.ID, now); err != nil {
+			return err
+		}
+	}
+	c.user, c.token, c.secret = u, t, secret
+	return nil
+}
+
+func safeMethod(m string) bool { return m == "GET" || m == "HEAD" || m == "OPTIONS" }
+
+// dummyHash is compared against when a login names no user, so that the
+// answer takes as long as for a wrong password.
+var dummyHash = sync.OnceValue(func() []byte {
+	h, err := bcrypt.GenerateFromPassword([]byte("ferry: no such user"), passwd.DefaultCost)
+	if err != nil {
+		panic(err)
+	}
+	return h
+})
+
+// checkPassword finds the user name whose password is password.
+func (s *Server) checkPassword(r *http.Request, name, password string) (domain.User, error) {
+	u, err := s.Store.UserByName(r.Context(), name)
+	if err != nil && !domain.IsNotFound(err) {
+		return u, err
+	}
+	hash := []byte(u.PasswordHash)
+	if err != nil {
+		hash = dummyHash()
+	}
+	// bcrypt ignores bytes past the 72nd: refuse rather than accept a
+	// password that only shares its first 72 bytes.
+	if bcrypt.CompareHashAndPassword(hash, []byte(password)) != nil || err != nil || len(password) > passwd.MaxPassword {
+		return u, domain.Errorf(domain.EUnauthorized, "wrong user name or password")
+	}
+	return u, nil
+}
+
+// login checks a user's password and makes an API token or web session.
+func (s *Server) login(w http.ResponseWriter, r *http.Request, c *call) error {
+	var req api.Login
+	if err := decode(r, &req, false); err != nil {
+		return err
+	}
+	if err := dataType(req.DataType, "login"); err != nil {
+		return err
+	}
+	kind := req.Kind
+	if kind == "" {
+		kind = domain.TokenAPI
+	}
+	lifetime := apiTokenLifetime
+	if kind == domain.TokenSession {
+		lifetime = sessionLifetime
+	} else if kind != domain.TokenAPI {
+		return domain.Errorf(domain.EInvalid, "kind %q: want api or session", req.Kind)
+	}
+	if req.Lifetime < 0 || time.Duration(req.Lifetime) > maxTokenLifetime/time.Second {
+		return domain.Errorf(domain.EInvalid, "lifetime %d: want 1 to %d seconds", req.Lifetime, int64(maxTokenLifetime/time.Second))
+	}
+	if req.Lifetime > 0 {
+		lifetime = time.Duration(req.Lifetime) * time.Second
+	}
+	if err := checkText("name", req.Name, 128); err != nil {
+		return err
+	}
+	u, err := s.checkPassword(r, req.Username, req.Password)
+	if err != nil {
+		return err
+	}
+	c.user = u
+	secret := "ferry_" + rand.Text()
+	now := s.Now()
+	t := domain.Token{UserID: u.ID, Kind: kind, Name: req.Name, Hash: hashToken(secret), Expires: now.Add(lifetime), LastUsed: now}
+	if err := s.Store.CreateToken(r.Context(), &t); err != nil {
+		return err
+	}
+	doc := tokenDoc(t)
+	if kind == domain.TokenSession {
+		http.SetCookie(w, &http.Cookie{
+			Name: SessionCookie, Value: secret, Path: "/", Expires: t.Expires,
+			HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode,
+		})
+		doc.CSRFToken = CSRFToken(secret)
+	} else {
+		doc.Value = secret
+	}
+	return reply(w, http.StatusCreated, doc)
+}
+
+// logout revokes the credential of the request and drops the cookie.
+func (s *Server) logout(w http.ResponseWriter, r *http.Request, c *call) error {
+	if err := s.Store.RevokeToken(r.Context(), c.user.ID, c.token.ID); err != nil {
+		return err
+	}
+	if c.token.Kind == domain.TokenSession {
+		http.SetCookie(w, &http.Cookie{Name: SessionCookie, Path: "/", MaxAge: -1, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	}
+	return result(w, r, "result", "LoggedOut", "the token is revoked")
+}
+
+func (s *Server) tokens(w http.ResponseWriter, r *http.Request, c *call) error {
+	ts, err := s.Store.Tokens(r.Context(), c.user.ID)
+	if err != nil {
+		return err
+	}
+	doc := api.TokenList{DataType: "token_list", Data: make([]api.Token, len(ts))}
+	for i, t := range ts {
+		doc.Data[i] = tokenDoc(t)
+	}
+	return reply(w, http.StatusOK, doc)
+}
+
+func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request, c *call) error {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		return domain.Errorf(domain.ENotFound, "no token %q", r.PathValue("id"))
+	}
+	if err := s.Store.RevokeToken(r.Context(), c.user.ID, id); err != nil {
+		return err
+	}
+	return result(w, r, "result", "Revoked", "the token is revoked")
+}
+
+func tokenDoc(t domain.Token) api.Token {
+	return api.Token{
+		DataType: "token", ID: t.ID, Kind: t.Kind, Name: t.Name,
+		Created: t.Created, Expires: t.Expires, LastUsed: t.LastUsed, Revoked: t.Revoked,
+	}
+}

@@ -1,0 +1,487 @@
+package httpapi
+
+import (
+	"cmp"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"ferry/service/api"
+	"ferry/service/domain"
+	"ferry/service/secret"
+)
+
+// Endpoint limits.
+const (
+	maxServers            = 16
+	maxConcurrentLimit    = 10000
+	maxActivationLifetime = 7 * 24 * time.Hour
+)
+
+// visibleEndpoint finds the endpoint ref names — a UUID, owner#name, or
+// a name of the caller's own — if the caller may see it: its own or a
+// public one. Anything else is "not found", whether it exists or not.
+func (s *Server) visibleEndpoint(r *http.Request, c *call, field, ref string) (domain.Endpoint, error) {
+	ctx := r.Context()
+	var ep domain.Endpoint
+	var err error
+	switch {
+	case ref == "":
+		return ep, domain.Errorf(domain.EInvalid, "%s is required", field)
+	case strings.Contains(ref, "#"):
+		owner, name := domain.SplitName(ref, c.user.Name)
+		ep, err = s.Store.EndpointByName(ctx, owner, name)
+	default:
+		if ep, err = s.Store.Endpoint(ctx, ref); domain.IsNotFound(err) {
+			ep, err = s.Store.EndpointByName(ctx, c.user.Name, ref)
+		}
+	}
+	if domain.IsNotFound(err) || err == nil && ep.OwnerID != c.user.ID && !ep.Public {
+		return domain.Endpoint{}, domain.Errorf(domain.ENotFound, "%s: no endpoint %q", field, ref)
+	}
+	return ep, err
+}
+
+// ownEndpoint is visibleEndpoint for a change, which only the owner may
+// make.
+func (s *Server) ownEndpoint(r *http.Request, c *call) (domain.Endpoint, error) {
+	ep, err := s.visibleEndpoint(r, c, "endpoint", r.PathValue("id"))
+	if err == nil && ep.OwnerID != c.user.ID {
+		err = domain.Errorf(domain.EForbidden, "endpoint %s belongs to %s", ep.DisplayName(), ep.Owner)
+	}
+	return ep, err
+}
+
+// activation reports whether the caller has a usable activation for ep
+// and for how many seconds (-1: it needs none).
+func (s *Server) activation(r *http.Request, c *call, ep domain.Endpoint) (bool, int64, error) {
+	if ep.Auth == domain.AuthAnonymous {
+		return true, -1, nil
+	}
+	a, err := s.Store.Activation(r.Context(), c.user.ID, ep.ID)
+	now := s.Now()
+	if domain.IsNotFound(err) || err == nil && a.Expired(now) {
+		return false, 0, nil
+	}
+	if err != nil {
+		return false, 0, err
+	}
+	// Rounded up: an activation is never shown with 0 seconds left.
+	return true, int64((a.Expires.Sub(now) + time.Second - 1) / time.Second), nil
+}
+
+// endpointLogin is the credential the caller's file operations on ep use.
+func (s *Server) endpointLogin(r *http.Request, c *call, ep domain.Endpoint) (domain.Login, error) {
+	if ep.Auth == domain.AuthAnonymous {
+		return domain.Login{}, nil
+	}
+	a, err := s.Store.Activation(r.Context(), c.user.ID, ep.ID)
+	if domain.IsNotFound(err) || err == nil && a.Expired(s.Now()) {
+		return domain.Login{}, domain.Errorf(domain.ENotActivated, "endpoint %s is not activated (or its activation expired): activate it first", ep.DisplayName())
+	}
+	if err != nil {
+		return domain.Login{}, err
+	}
+	l, err := s.Box.Open(a.Sealed, secret.Context(c.user.ID, ep.ID))
+	if err != nil {
+		return l, fmt.Errorf("activation of %s for user %d: %w", ep.ID, c.user.ID, err)
+	}
+	return l, nil
+}
+
+// opsError words a file operation's error for the caller: a rejected
+// stored login means the endpoint needs activating again.
+func opsError(ep domain.Endpoint, err error) error {
+	if domain.ErrorCode(err) == domain.EUnauthorized {
+		return domain.Errorf(domain.ENotActivated, "endpoint %s refused the activation's login: activate it again", ep.DisplayName())
+	}
+	return err
+}
+
+func (s *Server) endpointDoc(r *http.Request, c *call, ep domain.Endpoint) (api.Endpoint, error) {
+	activated, expiresIn, err := s.activation(r, c, ep)
+	d := api.Endpoint{
+		DataType: "endpoint", ID: ep.ID, DisplayName: ep.DisplayName(), Owner: ep.Owner, Name: ep.Name,
+		Description: ep.Description, DefaultDirectory: cmp.Or(ep.DefaultDir, "/"), Public: ep.Public,
+		AuthMethod: ep.Auth, MaxConcurrent: ep.MaxConcurrent, Activated: activated, ExpiresIn: expiresIn,
+		Created: ep.Created, Servers: make([]api.Server, len(ep.Servers)),
+	}
+	for i, u := range ep.Servers {
+		d.Servers[i] = serverDoc(u)
+	}
+	return d, err
+}
+
+// serverDoc describes a server URL the store holds (ftp://host:port).
+func serverDoc(uri string) api.Server {
+	d := api.Server{DataType: "server", URI: uri}
+	if u, err := url.Parse(uri); err == nil {
+		d.Scheme, d.Hostname = u.Scheme, u.Hostname()
+		d.Port, _ = strconv.Atoi(u.Port())
+	}
+	return d
+}
+
+// serverURI checks a server of a request and writes it as the store keeps
+// it: ftp://host:port.
+func serverURI(i int, sv api.Server) (string, error) {
+	if err := dataType(sv.DataType, "server"); err != nil {
+		return "", err
+	}
+	scheme, host, port := sv.Scheme, sv.Hostname, sv.Port
+	if sv.URI != "" {
+		u, err := url.Parse(sv.URI)
+		if err != nil || u.User != nil || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
+			return "", domain.Errorf(domain.EInvalid, "DATA[%d].uri %q: want ftp://host:port", i, sv.URI)
+		}
+		scheme, host = u.Scheme, u.Hostname()
+		if port, err = strconv.Atoi(cmp.Or(u.Port(), "21")); err != nil {
+			return "", domain.Errorf(domain.EInvalid, "DATA[%d].uri %q: bad port", i, sv.URI)
+		}
+	}
+	switch {
+	case cmp.Or(scheme, "ftp") != "ftp":
+		return "", domain.Errorf(domain.EInvalid, "DATA[%d]: scheme %q is not supported (want ftp)", i, scheme)
+	case host == "" || strings.ContainsAny(host, "/@?#% "):
+		return "", domain.Errorf(domain.EInvalid, "DATA[%d]: want a host name", i)
+	case port < 1 || port > 65535:
+		return "", domain.Errorf(domain.EInvalid, "DATA[%d]: port %d out of range", i, port)
+	}
+	return "ftp://" + net.JoinHostPort(host, strconv.Itoa(port)), nil
+}
+
+// applySpec changes ep as spec says.
+func applySpec(ep *domain.Endpoint, spec api.EndpointSpec) error {
+	if err := dataType(spec.DataType, "endpoint"); err != nil {
+		return err
+	}
+	if spec.Name != nil {
+		if err := domain.ValidName(*spec.Name); err != nil {
+			return err
+		}
+		ep.Name = *spec.Name
+	}
+	if spec.Description != nil {
+		if err := checkText("description", *spec.Description, 1000); err != nil {
+			return err
+		}
+		ep.Description = *spec.Description
+	}
+	if spec.Servers != nil {
+		if len(spec.Servers) == 0 || len(spec.Servers) > maxServers {
+			return domain.Errorf(domain.EInvalid, "DATA: want 1 to %d servers", maxServers)
+		}
+		ep.Servers = nil
+		for i, sv := range spec.Servers {
+			u, err := serverURI(i, sv)
+			if err != nil {
+				return err
+			}
+			ep.Servers = append(ep.Servers, u)
+		}
+	}
+	if spec.DefaultDirectory != nil {
+		d, err := domain.CleanPath(*spec.DefaultDirectory, "/")
+		if err != nil {
+			return err
+		}
+		ep.DefaultDir = d
+	}
+	if spec.Public != nil {
+		ep.Public = *spec.Public
+	}
+	if spec.AuthMethod != nil {
+		if *spec.AuthMethod != domain.AuthAnonymous && *spec.AuthMethod != domain.AuthPassword {
+			return domain.Errorf(domain.EInvalid, "auth_method %q: want %s or %s", *spec.AuthMethod, domain.AuthAnonymous, domain.AuthPassword)
+		}
+		ep.Auth = *spec.AuthMethod
+	}
+	if spec.MaxConcurrent != nil {
+		if *spec.MaxConcurrent < 0 || *spec.MaxConcurrent > maxConcurrentLimit {
+			return domain.Errorf(domain.EInvalid, "max_concurrent %d: want 0 (no limit) to %d", *spec.MaxConcurrent, maxConcurrentLimit)
+		}
+		ep.MaxConcurrent = *spec.MaxConcurrent
+	}
+	return nil
+}
+
+func (s *Server) endpoint(w http.ResponseWriter, r *http.Request, c *call) error {
+	ep, err := s.visibleEndpoint(r, c, "endpoint", r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	d, err := s.endpointDoc(r, c, ep)
+	if err != nil {
+		return err
+	}
+	return reply(w, http.StatusOK, d)
+}
+
+func (s *Server) endpointSearch(w http.ResponseWriter, r *http.Request, c *call) error {
+	q, err := api.ParseEndpointQuery(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	page := domain.Page{Limit: q.Limit, Offset: q.Offset}.Normal()
+	eps, total, err := s.Store.Endpoints(r.Context(), c.user.ID, q.Text, q.Scope == api.ScopeMine, page)
+	if err != nil {
+		return err
+	}
+	doc := api.EndpointList{DataType: "endpoint_list", PageInfo: pageInfo(page, len(eps), total), Data: make([]api.Endpoint, len(eps))}
+	for i, ep := range eps {
+		if doc.Data[i], err = s.endpointDoc(r, c, ep); err != nil {
+			return err
+		}
+	}
+	return reply(w, http.StatusOK, doc)
+}
+
+func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request, c *call) error {
+	var spec api.EndpointSpec
+	if err := decode(r, &spec, false); err != nil {
+		return err
+	}
+	if spec.Name == nil || spec.Servers == nil {
+		return domain.Errorf(domain.EInvalid, "name and DATA (the servers) are required")
+	}
+	ep := domain.Endpoint{OwnerID: c.user.ID, Owner: c.user.Name, Auth: domain.AuthAnonymous, DefaultDir: "/"}
+	if err := applySpec(&ep, spec); err != nil {
+		return err
+	}
+	if err := s.Store.CreateEndpoint(r.Context(), &ep); err != nil {
+		return err
+	}
+	d, err := s.endpointDoc(r, c, ep)
+	if err != nil {
+		return err
+	}
+	return reply(w, http.StatusCreated, d)
+}
+
+func (s *Server) updateEndpoint(w http.ResponseWriter, r *http.Request, c *call) error {
+	var spec api.EndpointSpec
+	if err := decode(r, &spec, false); err != nil {
+		return err
+	}
+	ep, err := s.ownEndpoint(r, c)
+	if err != nil {
+		return err
+	}
+	if err := applySpec(&ep, spec); err != nil {
+		return err
+	}
+	if err := s.Store.UpdateEndpoint(r.Context(), ep); err != nil {
+		return err
+	}
+	d, err := s.endpointDoc(r, c, ep)
+	if err != nil {
+		return err
+	}
+	return reply(w, http.StatusOK, d)
+}
+
+func (s *Server) deleteEndpoint(w http.ResponseWriter, r *http.Request, c *call) error {
+	ep, err := s.ownEndpoint(r, c)
+	if err != nil {
+		return err
+	}
+	if err := s.Store.DeleteEndpoint(r.Context(), ep.ID); err != nil {
+		return err
+	}
+	return result(w, r, "result", "Deleted", fmt.Sprintf("endpoint %s is deleted", ep.DisplayName()))
+}
+
+func (s *Server) activationRequirements(w http.ResponseWriter, r *http.Request, c *call) error {
+	ep, err := s.visibleEndpoint(r, c, "endpoint", r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	activated, expiresIn, err := s.activation(r, c, ep)
+	if err != nil {
+		return err
+	}
+	doc := api.ActivationRequirements{DataType: "activation_requirements", Activated: activated, ExpiresIn: expiresIn, Data: []api.ActivationRequirement{}}
+	if ep.Auth != domain.AuthAnonymous {
+		doc.Data = []api.ActivationRequirement{
+			{DataType: "activation_requirement", Type: "password", Name: "username", UIName: "Username",
+				Description: "your user name on the endpoint's servers", Required: true},
+			{DataType: "activation_requirement", Type: "password", Name: "password", UIName: "Password",
+				Description: "your password on the endpoint's servers", Required: true, Private: true},
+		}
+	}
+	return reply(w, http.StatusOK, doc)
+}
+
+// activate checks a login by logging in to the endpoint, keeps it sealed
+// until it expires, and resumes the caller's tasks that waited for it.
+func (s *Server) activate(w http.ResponseWriter, r *http.Request, c *call) error {
+	var req api.Activate
+	if err := decode(r, &req, false); err != nil {
+		return err
+	}
+	if err := dataType(req.DataType, "activation"); err != nil {
+		return err
+	}
+	ep, err := s.visibleEndpoint(r, c, "endpoint", r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	doc := api.ActivationResult{DataType: "activation_result", RequestID: c.id, Resource: r.URL.Path}
+	if ep.Auth == domain.AuthAnonymous {
+		doc.Code, doc.Message, doc.ExpiresIn = "AlreadyActivated", fmt.Sprintf("endpoint %s needs no activation", ep.DisplayName()), -1
+		return reply(w, http.StatusOK, doc)
+	}
+	lifetime := domain.DefaultActivationLifetime
+	if req.Lifetime < 0 || time.Duration(req.Lifetime) > maxActivationLifetime/time.Second {
+		return domain.Errorf(domain.EInvalid, "lifetime %d: want 1 to %d seconds", req.Lifetime, int64(maxActivationLifetime/time.Second))
+	}
+	if req.Lifetime > 0 {
+		lifetime = time.Duration(req.Lifetime) * time.Second
+	}
+	if req.Username == "" || req.Password == "" {
+		return domain.Errorf(domain.EInvalid, "username and password are required")
+	}
+	l := domain.Login{User: req.Username, Password: req.Password}
+	if err := s.Ops.Check(r.Context(), ep, l); domain.ErrorCode(err) == domain.EUnauthorized {
+		return domain.Errorf(domain.EInvalid, "endpoint %s refused the login of %q: %s", ep.DisplayName(), req.Username, domain.ErrorMessage(err))
+	} else if err != nil {
+		return err
+	}
+	sealed, err := s.Box.Seal(l, secret.Context(c.user.ID, ep.ID))
+	if err != nil {
+		return err
+	}
+	now := s.Now()
+	a := domain.Activation{UserID: c.user.ID, EndpointID: ep.ID, Sealed: sealed, Expires: now.Add(lifetime), Created: now}
+	if err := s.Store.PutActivation(r.Context(), a); err != nil {
+		return err
+	}
+	if doc.Resumed, err = s.Store.Reactivate(r.Context(), c.user.ID, ep.ID, now); err != nil {
+		return err
+	}
+	doc.Code, doc.ExpiresIn = "Activated", int64(lifetime/time.Second)
+	doc.Message = fmt.Sprintf("endpoint %s is activated until %s", ep.DisplayName(), a.Expires.UTC().Format(time.RFC3339))
+	return reply(w, http.StatusOK, doc)
+}
+
+// deactivate forgets the caller's activation and pauses its tasks on the
+// endpoint.
+func (s *Server) deactivate(w http.ResponseWriter, r *http.Request, c *call) error {
+	ep, err := s.visibleEndpoint(r, c, "endpoint", r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	if ep.Auth == domain.AuthAnonymous {
+		return domain.Errorf(domain.EInvalid, "endpoint %s needs no activation", ep.DisplayName())
+	}
+	if err := s.Store.DeleteActivation(r.Context(), c.user.ID, ep.ID); err != nil && !domain.IsNotFound(err) {
+		return err
+	}
+	n, err := s.Store.Deactivate(r.Context(), c.user.ID, ep.ID, domain.NiceNotActivated, s.Now())
+	if err != nil {
+		return err
+	}
+	return result(w, r, "result", "Deactivated", fmt.Sprintf("endpoint %s is deactivated; %d waiting tasks paused", ep.DisplayName(), n))
+}
+
+// fileOp finds the endpoint of a file operation and the caller's login
+// for it.
+func (s *Server) fileOp(r *http.Request, c *call) (domain.Endpoint, domain.Login, error) {
+	ep, err := s.visibleEndpoint(r, c, "endpoint", r.PathValue("id"))
+	if err != nil {
+		return ep, domain.Login{}, err
+	}
+	l, err := s.endpointLogin(r, c, ep)
+	return ep, l, err
+}
+
+func (s *Server) ls(w http.ResponseWriter, r *http.Request, c *call) error {
+	q, err := api.ParseListQuery(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	ep, l, err := s.fileOp(r, c)
+	if err != nil {
+		return err
+	}
+	p, err := domain.CleanPath(q.Path, ep.DefaultDir)
+	if err != nil {
+		return err
+	}
+	infos, err := s.Ops.List(r.Context(), ep, l, p)
+	if err != nil {
+		return opsError(ep, err)
+	}
+	if !q.ShowHidden {
+		infos = slices.DeleteFunc(infos, func(f domain.FileInfo) bool { return strings.HasPrefix(f.Name, ".") })
+	}
+	slices.SortFunc(infos, func(a, b domain.FileInfo) int { return strings.Compare(a.Name, b.Name) })
+	page := domain.Page{Limit: q.Limit, Offset: q.Offset}.Normal()
+	shown := infos[min(page.Offset, len(infos)):min(page.Offset+page.Limit, len(infos))]
+	doc := api.FileList{DataType: "file_list", Endpoint: ep.ID, Path: p, PageInfo: pageInfo(page, len(shown), len(infos)), Data: make([]api.File, len(shown))}
+	for i, f := range shown {
+		doc.Data[i] = api.File{DataType: "file", Name: f.Name, Type: f.Type, Size: f.Size, Permissions: f.Permissions, User: f.User, Group: f.Group, LastModified: f.Modified}
+	}
+	return reply(w, http.StatusOK, doc)
+}
+
+// opPath cleans a required path of a file operation.
+func opPath(field, p string) (string, error) {
+	if p == "" {
+		return "", domain.Errorf(domain.EInvalid, "%s is required", field)
+	}
+	return domain.CleanPath(p, "")
+}
+
+func (s *Server) mkdir(w http.ResponseWriter, r *http.Request, c *call) error {
+	var req api.Mkdir
+	if err := decode(r, &req, false); err != nil {
+		return err
+	}
+	if err := dataType(req.DataType, "mkdir"); err != nil {
+		return err
+	}
+	p, err := opPath("path", req.Path)
+	if err != nil {
+		return err
+	}
+	ep, l, err := s.fileOp(r, c)
+	if err != nil {
+		return err
+	}
+	if err := s.Ops.Mkdir(r.Context(), ep, l, p); err != nil {
+		return opsError(ep, err)
+	}
+	return result(w, r, "mkdir_result", "DirectoryCreated", fmt.Sprintf("%s is created", p))
+}
+
+func (s *Server) rename(w http.ResponseWriter, r *http.Request, c *call) error {
+	var req api.Rename
+	if err := decode(r, &req, false); err != nil {
+		return err
+	}
+	if err := dataType(req.DataType, "rename"); err != nil {
+		return err
+	}
+	from, err := opPath("old_path", req.OldPath)
+	if err != nil {
+		return err
+	}
+	to, err := opPath("new_path", req.NewPath)
+	if err != nil {
+		return err
+	}
+	ep, l, err := s.fileOp(r, c)
+	if err != nil {
+		return err
+	}
+	if err := s.Ops.Rename(r.Context(), ep, l, from, to); err != nil {
+		return opsError(ep, err)
+	}
+	return result(w, r, "rename_result", "FileRenamed", fmt.Sprintf("%s is renamed to %s", from, to))
+}

@@ -1,0 +1,290 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/crypto/bcrypt"
+
+	"ferry/service/api"
+	"ferry/service/apiclient"
+	"ferry/service/domain"
+	"ferry/service/httpapi"
+	"ferry/service/secret"
+	"ferry/service/sqlstore"
+)
+
+// env is a running API over a real SQLite store and fake endpoint servers.
+type env struct {
+	t     *testing.T
+	db    *sqlstore.DB
+	ops   *fakeOps
+	clock *clock
+	srv   *httptest.Server
+	reg   *prometheus.Registry
+	logs  *syncBuffer
+}
+
+const (
+	maxBody       = 64 << 10
+	maxSubmitBody = 256 << 10
+)
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	db, err := sqlstore.Open(t.Context(), filepath.Join(t.TempDir(), "ferry.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	box, err := secret.New(bytes.Repeat([]byte{7}, secret.KeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, db: db, ops: newFakeOps(), clock: &clock{now: time.Now()}, reg: prometheus.NewRegistry(), logs: &syncBuffer{}}
+	s := &httpapi.Server{
+		Store: db, Ops: e.ops, Box: box, Now: e.clock.Now,
+		Logger:  slog.New(slog.NewJSONHandler(e.logs, nil)),
+		MaxBody: maxBody, MaxSubmitBody: maxSubmitBody, Registry: e.reg,
+	}
+	e.srv = httptest.NewServer(s.Handler())
+	t.Cleanup(e.srv.Close)
+	return e
+}
+
+// clock is the server's settable clock.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// addUser stores a user with password pw.
+func (e *env) addUser(name, pw string) domain.User {
+	e.t.Helper()
+	h, err := bcrypt.GenerateFromPassword([]byte(pw), bcrypt.MinCost)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	u := domain.User{Name: name, PasswordHash: string(h)}
+	if err := e.db.CreateUser(e.t.Context(), &u); err != nil {
+		e.t.Fatal(err)
+	}
+	return u
+}
+
+// client is an apiclient with token.
+func (e *env) client(token string) *apiclient.Client {
+	return apiclient.New(e.srv.URL, token, e.srv.Client())
+}
+
+// user adds a user and logs it in; it returns the client and the token.
+func (e *env) user(name string) (*apiclient.Client, string) {
+	e.t.Helper()
+	e.addUser(name, name+"-pw")
+	tok, err := e.client("").Login(e.t.Context(), api.Login{Username: name, Password: name + "-pw", Name: "test"})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return e.client(tok.Value), tok.Value
+}
+
+// answer is a raw HTTP answer.
+type answer struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// apiError decodes the answer's error document.
+func (a answer) apiError(t *testing.T) api.Error {
+	t.Helper()
+	var e api.Error
+	if err := json.Unmarshal(a.body, &e); err != nil {
+		t.Fatalf("answer %d %q is not an error document: %v", a.status, a.body, err)
+	}
+	return e
+}
+
+// raw sends a request with a bearer token (if any) and returns the answer.
+func (e *env) raw(method, path, token string, body io.Reader, header ...string) answer {
+	e.t.Helper()
+	if !strings.HasPrefix(path, "/") {
+		path = api.Prefix + "/" + path
+	}
+	req, err := http.NewRequestWithContext(e.t.Context(), method, e.srv.URL+path, body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return answer{resp.StatusCode, resp.Header, b}
+}
+
+// wantAPIError checks that err is an *api.Error with status and code.
+func wantAPIError(t *testing.T, err error, status int, code string) *api.Error {
+	t.Helper()
+	var ae *api.Error
+	if !errors.As(err, &ae) {
+		t.Fatalf("error %v (%T): want *api.Error %d %s", err, err, status, code)
+	}
+	if ae.Status != status || ae.Code != code || ae.RequestID == "" || ae.Message == "" {
+		t.Fatalf("error %+v: want status %d, code %s, a message and a request ID", ae, status, code)
+	}
+	return ae
+}
+
+// equalJSON reports whether a and b have the same JSON form.
+func equalJSON(t *testing.T, a, b any) bool {
+	t.Helper()
+	ja, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jb, err := json.Marshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Equal(ja, jb)
+}
+
+// addEndpoint creates an endpoint through c.
+func addEndpoint(t *testing.T, c *apiclient.Client, name, auth string, public bool) api.Endpoint {
+	t.Helper()
+	ep, err := c.CreateEndpoint(t.Context(), api.EndpointSpec{
+		Name: new(name), Servers: []api.Server{{URI: "ftp://127.0.0.1:2811"}},
+		AuthMethod: new(auth), Public: new(public),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ep
+}
+
+// fakeOps stands for the endpoints' GridFTP servers: a password endpoint
+// accepts the logins in logins; listings come from dirs.
+type fakeOps struct {
+	mu     sync.Mutex
+	logins map[string]string            // user → password
+	dirs   map[string][]domain.FileInfo // path → entries
+	fail   error                        // returned by every operation when set
+	calls  []string                     // operations done, with the login user
+}
+
+func newFakeOps() *fakeOps {
+	return &fakeOps{logins: map[string]string{"carol": "secret"}, dirs: map[string][]domain.FileInfo{}}
+}
+
+func (f *fakeOps) do(ep domain.Endpoint, l domain.Login, call string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail != nil {
+		return f.fail
+	}
+	if ep.Auth != domain.AuthAnonymous && (l.Password == "" || f.logins[l.User] != l.Password) {
+		return domain.Errorf(domain.EUnauthorized, "530 Login incorrect.")
+	}
+	f.calls = append(f.calls, call+" as "+cmp.Or(l.User, "anonymous"))
+	return nil
+}
+
+// set changes f under its lock.
+func (f *fakeOps) set(change func(*fakeOps)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	change(f)
+}
+
+func (f *fakeOps) lastCall() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.calls) == 0 {
+		return ""
+	}
+	return f.calls[len(f.calls)-1]
+}
+
+func (f *fakeOps) Check(ctx context.Context, ep domain.Endpoint, l domain.Login) error {
+	return f.do(ep, l, "check")
+}
+
+func (f *fakeOps) List(ctx context.Context, ep domain.Endpoint, l domain.Login, p string) ([]domain.FileInfo, error) {
+	if err := f.do(ep, l, "list "+p); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	d, ok := f.dirs[p]
+	if !ok {
+		return nil, domain.Errorf(domain.ENotFound, "550 %s: no such directory", p)
+	}
+	return append([]domain.FileInfo(nil), d...), nil
+}
+
+func (f *fakeOps) Mkdir(ctx context.Context, ep domain.Endpoint, l domain.Login, p string) error {
+	return f.do(ep, l, "mkdir "+p)
+}
+
+func (f *fakeOps) Rename(ctx context.Context, ep domain.Endpoint, l domain.Login, from, to string) error {
+	return f.do(ep, l, "rename "+from+" "+to)
+}
+
+func (f *fakeOps) Delete(ctx context.Context, ep domain.Endpoint, l domain.Login, p string, recursive bool) error {
+	return f.do(ep, l, "delete "+p)
+}
+
+var _ domain.FileOps = (*fakeOps)(nil)

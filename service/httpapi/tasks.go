@@ -1,0 +1,403 @@
+package httpapi
+
+import (
+	"crypto/rand"
+	"fmt"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+	"unicode"
+
+	"ferry/checksum"
+	"ferry/service/api"
+	"ferry/service/domain"
+)
+
+// checkText refuses a user-given string longer than max characters or
+// holding control characters.
+func checkText(field, s string, max int) error {
+	if len([]rune(s)) > max {
+		return domain.Errorf(domain.EInvalid, "%s: longer than %d characters", field, max)
+	}
+	if strings.ContainsFunc(s, unicode.IsControl) {
+		return domain.Errorf(domain.EInvalid, "%s: contains a control character", field)
+	}
+	return nil
+}
+
+// itemPath cleans a required path of a submitted item.
+func itemPath(field string, i int, p string) (string, error) {
+	if p == "" {
+		return "", domain.Errorf(domain.EInvalid, "DATA[%d].%s is required", i, field)
+	}
+	c, err := domain.CleanPath(p, "")
+	if err != nil {
+		return "", domain.Errorf(domain.EInvalid, "DATA[%d].%s: %s", i, field, domain.ErrorMessage(err))
+	}
+	return c, nil
+}
+
+func (s *Server) submissionID(w http.ResponseWriter, r *http.Request, c *call) error {
+	return reply(w, http.StatusOK, api.SubmissionID{DataType: "submission_id", Value: rand.Text()})
+}
+
+// newTask checks what transfers and deletes share and starts their task.
+func (s *Server) newTask(typ, submissionID, label string, deadline time.Time, n api.Notify, items int) (domain.Task, error) {
+	t := domain.Task{Type: typ, SubmissionID: submissionID, Label: label, Deadline: deadline, RequestTime: s.Now()}
+	if err := checkText("submission_id", submissionID, 128); err != nil {
+		return t, err
+	}
+	if t.SubmissionID == "" {
+		t.SubmissionID = rand.Text()
+	}
+	if err := checkText("label", label, 128); err != nil {
+		return t, err
+	}
+	if !deadline.IsZero() && !deadline.After(t.RequestTime) {
+		return t, domain.Errorf(domain.EInvalid, "deadline %s is in the past", deadline.Format(time.RFC3339))
+	}
+	if items == 0 {
+		return t, domain.Errorf(domain.EInvalid, "no items: DATA must list at least one")
+	}
+	orTrue := func(b *bool) bool { return b == nil || *b }
+	t.Options.NotifyOnSucceeded = orTrue(n.NotifyOnSucceeded)
+	t.Options.NotifyOnFailed = orTrue(n.NotifyOnFailed)
+	t.Options.NotifyOnInactive = orTrue(n.NotifyOnInactive)
+	return t, nil
+}
+
+// submit stores a new task and answers with its ID, or with the ID of the
+// task an earlier submission with the same ID made.
+func (s *Server) submit(w http.ResponseWriter, r *http.Request, c *call, t *domain.Task) error {
+	t.UserID = c.user.ID
+	status, code, msg := http.StatusAccepted, "Accepted", "the task is accepted"
+	if err := s.Store.CreateTask(r.Context(), t); domain.ErrorCode(err) == domain.EDuplicate {
+		status, code, msg = http.StatusOK, domain.EDuplicate, "a task with this submission_id exists"
+	} else if err != nil {
+		return err
+	}
+	dt := strings.ToLower(t.Type) + "_result"
+	return reply(w, status, api.SubmitResult{
+		DataType: dt, Code: code, Message: msg, RequestID: c.id, Resource: r.URL.Path,
+		SubmissionID: t.SubmissionID, TaskID: t.ID,
+		TaskLink: api.Link{DataType: "link", Href: "task/" + t.ID, Rel: "related", Resource: "task", Title: "related task"},
+	})
+}
+
+func (s *Server) transfer(w http.ResponseWriter, r *http.Request, c *call) error {
+	var req api.Transfer
+	if err := decode(r, &req, false); err != nil {
+		return err
+	}
+	if err := dataType(req.DataType, "transfer"); err != nil {
+		return err
+	}
+	t, err := s.newTask(domain.TypeTransfer, req.SubmissionID, req.Label, req.Deadline, req.Notify, len(req.Data))
+	if err != nil {
+		return err
+	}
+	o := &t.Options
+	o.SyncLevel = domain.SyncNone
+	if req.SyncLevel != nil {
+		if *req.SyncLevel < domain.SyncExists || *req.SyncLevel > domain.SyncChecksum {
+			return domain.Errorf(domain.EInvalid, "sync_level %d: want 0 (exists), 1 (size), 2 (mtime) or 3 (checksum)", *req.SyncLevel)
+		}
+		o.SyncLevel = *req.SyncLevel
+	}
+	if req.EncryptData {
+		return domain.Errorf(domain.EInvalid, "encrypt_data: data channel encryption is not supported yet")
+	}
+	if req.ChecksumAlgorithm != "" {
+		if o.ChecksumAlgorithm, err = checksum.Canonical(req.ChecksumAlgorithm); err != nil {
+			return domain.Errorf(domain.EInvalid, "checksum_algorithm %q: want one of %s", req.ChecksumAlgorithm, strings.Join(checksum.Names(), ", "))
+		}
+	}
+	o.VerifyChecksum = req.VerifyChecksum
+	o.PreserveTimestamp = req.PreserveTimestamp
+	o.DeleteDestinationExtra = req.DeleteDestinationExtra
+	for i, f := range req.FilterRules {
+		if err := checkFilterRule(i, f); err != nil {
+			return err
+		}
+		o.FilterRules = append(o.FilterRules, domain.FilterRule{Method: f.Method, Name: f.Name, Type: f.Type})
+	}
+	for i, it := range req.Data {
+		if err := dataType(it.DataType, "transfer_item"); err != nil {
+			return err
+		}
+		src, err := itemPath("source_path", i, it.SourcePath)
+		if err != nil {
+			return err
+		}
+		dst, err := itemPath("destination_path", i, it.DestinationPath)
+		if err != nil {
+			return err
+		}
+		t.Items = append(t.Items, domain.Item{Src: src, Dst: dst, Recursive: it.Recursive})
+	}
+	src, err := s.visibleEndpoint(r, c, "source_endpoint", req.SourceEndpoint)
+	if err != nil {
+		return err
+	}
+	dst, err := s.visibleEndpoint(r, c, "destination_endpoint", req.DestinationEndpoint)
+	if err != nil {
+		return err
+	}
+	t.SrcEndpoint, t.DstEndpoint = src.ID, dst.ID
+	return s.submit(w, r, c, &t)
+}
+
+func checkFilterRule(i int, f api.FilterRule) error {
+	if err := dataType(f.DataType, "filter_rule"); err != nil {
+		return err
+	}
+	if f.Method != "include" && f.Method != "exclude" {
+		return domain.Errorf(domain.EInvalid, "filter_rules[%d].method %q: want include or exclude", i, f.Method)
+	}
+	if f.Type != "" && f.Type != "file" && f.Type != "dir" {
+		return domain.Errorf(domain.EInvalid, "filter_rules[%d].type %q: want file, dir or nothing", i, f.Type)
+	}
+	if _, err := path.Match(f.Name, ""); f.Name == "" || strings.Contains(f.Name, "/") || err != nil {
+		return domain.Errorf(domain.EInvalid, "filter_rules[%d].name %q: want a glob of base names", i, f.Name)
+	}
+	return nil
+}
+
+func (s *Server) delete(w http.ResponseWriter, r *http.Request, c *call) error {
+	var req api.Delete
+	if err := decode(r, &req, false); err != nil {
+		return err
+	}
+	if err := dataType(req.DataType, "delete"); err != nil {
+		return err
+	}
+	t, err := s.newTask(domain.TypeDelete, req.SubmissionID, req.Label, req.Deadline, req.Notify, len(req.Data))
+	if err != nil {
+		return err
+	}
+	t.Options.SyncLevel = domain.SyncNone
+	t.Options.IgnoreMissing = req.IgnoreMissing
+	for i, it := range req.Data {
+		if err := dataType(it.DataType, "delete_item"); err != nil {
+			return err
+		}
+		p, err := itemPath("path", i, it.Path)
+		if err != nil {
+			return err
+		}
+		if p == "/" {
+			return domain.Errorf(domain.EInvalid, "DATA[%d].path: refusing to delete the root", i)
+		}
+		t.Items = append(t.Items, domain.Item{Src: p, Recursive: req.Recursive})
+	}
+	ep, err := s.visibleEndpoint(r, c, "endpoint", req.Endpoint)
+	if err != nil {
+		return err
+	}
+	t.SrcEndpoint = ep.ID
+	return s.submit(w, r, c, &t)
+}
+
+func (s *Server) taskList(w http.ResponseWriter, r *http.Request, c *call) error {
+	q, err := api.ParseTaskQuery(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	page := domain.Page{Limit: q.Limit, Offset: q.Offset}.Normal()
+	f := domain.TaskFilter{Status: q.Status, Type: q.Type, Label: q.Label, Newest: !q.Oldest}
+	ts, total, err := s.Store.Tasks(r.Context(), c.user.ID, f, page)
+	if err != nil {
+		return err
+	}
+	names := s.endpointNames(r)
+	doc := api.TaskList{DataType: "task_list", PageInfo: pageInfo(page, len(ts), total), Data: make([]api.Task, len(ts))}
+	for i, t := range ts {
+		doc.Data[i] = s.taskDoc(t, names)
+	}
+	return reply(w, http.StatusOK, doc)
+}
+
+func pageInfo(p domain.Page, n, total int) api.PageInfo {
+	return api.PageInfo{Length: n, Limit: p.Limit, Offset: p.Offset, Total: total}
+}
+
+func (s *Server) task(w http.ResponseWriter, r *http.Request, c *call) error {
+	t, err := s.Store.Task(r.Context(), c.user.ID, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	return reply(w, http.StatusOK, s.taskDoc(t, s.endpointNames(r)))
+}
+
+// endpointNames returns a lookup of endpoint display names by ID that
+// asks the store once per endpoint; a deleted endpoint has no name.
+func (s *Server) endpointNames(r *http.Request) func(id string) string {
+	names := map[string]string{"": ""}
+	return func(id string) string {
+		n, ok := names[id]
+		if !ok {
+			if ep, err := s.Store.Endpoint(r.Context(), id); err == nil {
+				n = ep.DisplayName()
+			}
+			names[id] = n
+		}
+		return n
+	}
+}
+
+func (s *Server) taskDoc(t domain.Task, names func(string) string) api.Task {
+	o := t.Options
+	d := api.Task{
+		DataType: "task", TaskID: t.ID, Type: t.Type, Label: t.Label, Status: t.Status, NiceStatus: t.NiceStatus,
+		CancelRequested: t.CancelRequested, SubmissionID: t.SubmissionID,
+		RequestTime: t.RequestTime, CompletionTime: t.CompletionTime, Deadline: t.Deadline,
+		SourceEndpointID: t.SrcEndpoint, SourceEndpointDisplayName: names(t.SrcEndpoint),
+		DestinationEndpointID: t.DstEndpoint, DestinationEndpointDisplayName: names(t.DstEndpoint),
+
+		Files: t.Files, Directories: t.Directories, FilesTransferred: t.FilesTransferred,
+		FilesSkipped: t.FilesSkipped, BytesTransferred: t.BytesTransferred,
+		BytesChecksummed: t.BytesChecksummed, Faults: t.Faults,
+		SubtasksTotal: t.Files, SubtasksSucceeded: t.FilesTransferred + t.FilesSkipped,
+		SubtasksFailed: t.FilesFailed,
+
+		VerifyChecksum: o.VerifyChecksum, ChecksumAlgorithm: o.ChecksumAlgorithm,
+		PreserveTimestamp: o.PreserveTimestamp, DeleteDestinationExtra: o.DeleteDestinationExtra,
+		NotifyOnSucceeded: o.NotifyOnSucceeded, NotifyOnFailed: o.NotifyOnFailed,
+		NotifyOnInactive: o.NotifyOnInactive, IgnoreMissing: o.IgnoreMissing,
+	}
+	if domain.Done(t.Status) {
+		d.NiceStatus = ""
+	}
+	if t.FatalError != nil {
+		d.FatalError = &api.FatalError{Code: t.FatalError.Code, Description: t.FatalError.Description}
+	}
+	d.SubtasksPending = max(0, d.SubtasksTotal-d.SubtasksSucceeded-d.SubtasksFailed)
+	if t.Type == domain.TypeTransfer && o.SyncLevel != domain.SyncNone {
+		d.SyncLevel = &o.SyncLevel
+	}
+	for _, f := range o.FilterRules {
+		d.FilterRules = append(d.FilterRules, api.FilterRule{DataType: "filter_rule", Method: f.Method, Name: f.Name, Type: f.Type})
+	}
+	if !t.StartTime.IsZero() {
+		end := t.CompletionTime
+		if end.IsZero() {
+			end = s.Now()
+		}
+		if secs := end.Sub(t.StartTime).Seconds(); secs > 0 {
+			d.EffectiveBytesPerSecond = int64(float64(t.BytesTransferred) / secs)
+		}
+	}
+	return d
+}
+
+func (s *Server) updateTask(w http.ResponseWriter, r *http.Request, c *call) error {
+	var req api.TaskUpdate
+	if err := decode(r, &req, false); err != nil {
+		return err
+	}
+	if err := dataType(req.DataType, "task"); err != nil {
+		return err
+	}
+	t, err := s.Store.Task(r.Context(), c.user.ID, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	if domain.Done(t.Status) {
+		return domain.Errorf(domain.EConflict, "task %s is %s: it can no longer change", t.ID, t.Status)
+	}
+	if req.Label != nil {
+		if err := checkText("label", *req.Label, 128); err != nil {
+			return err
+		}
+		t.Label = *req.Label
+	}
+	if req.Deadline != nil {
+		if !req.Deadline.After(s.Now()) {
+			return domain.Errorf(domain.EInvalid, "deadline %s is in the past", req.Deadline.Format(time.RFC3339))
+		}
+		t.Deadline = *req.Deadline
+	}
+	if err := s.Store.UpdateTask(r.Context(), c.user.ID, t.ID, t.Label, t.Deadline); err != nil {
+		return err
+	}
+	return result(w, r, "result", "Updated", "the task is updated")
+}
+
+func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request, c *call) error {
+	var req api.Cancel
+	if err := decode(r, &req, true); err != nil {
+		return err
+	}
+	if err := dataType(req.DataType, "cancel"); err != nil {
+		return err
+	}
+	id := r.PathValue("id")
+	t, err := s.Store.Task(r.Context(), c.user.ID, id)
+	if err != nil {
+		return err
+	}
+	if domain.Done(t.Status) {
+		return result(w, r, "result", "TaskComplete", fmt.Sprintf("the task was already %s", t.Status))
+	}
+	if req.Path != "" {
+		p, err := domain.CleanPath(req.Path, "")
+		if err != nil {
+			return err
+		}
+		if err := s.Store.CancelFile(r.Context(), c.user.ID, id, p); err != nil {
+			return err
+		}
+		return result(w, r, "result", "FileCanceled", fmt.Sprintf("%s will not be transferred", p))
+	}
+	if t, err = s.Store.RequestCancel(r.Context(), c.user.ID, id, s.Now()); err != nil {
+		return err
+	}
+	msg := "the task is being canceled"
+	if domain.Done(t.Status) {
+		msg = "the task is canceled"
+	}
+	return result(w, r, "result", "Canceled", msg)
+}
+
+func (s *Server) eventList(w http.ResponseWriter, r *http.Request, c *call) error {
+	q, err := api.ParsePage(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	t, err := s.Store.Task(r.Context(), c.user.ID, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	page := domain.Page{Limit: q.Limit, Offset: q.Offset}.Normal()
+	evs, total, err := s.Store.Events(r.Context(), t.ID, page)
+	if err != nil {
+		return err
+	}
+	doc := api.EventList{DataType: "event_list", PageInfo: pageInfo(page, len(evs), total), Data: make([]api.Event, len(evs))}
+	for i, e := range evs {
+		doc.Data[i] = api.Event{DataType: "event", Code: e.Code, Description: e.Description, Details: e.Details, IsError: e.IsError, Time: e.Time}
+	}
+	return reply(w, http.StatusOK, doc)
+}
+
+func (s *Server) successfulTransfers(w http.ResponseWriter, r *http.Request, c *call) error {
+	q, err := api.ParseMarkerQuery(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	t, err := s.Store.Task(r.Context(), c.user.ID, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	limit := domain.Page{Limit: q.Limit}.Normal().Limit
+	files, next, err := s.Store.Files(r.Context(), t.ID, domain.FileSucceeded, q.Marker, limit)
+	if err != nil {
+		return err
+	}
+	doc := api.SuccessfulTransfers{DataType: "successful_transfers", Marker: q.Marker, NextMarker: next, Data: make([]api.SuccessfulTransfer, len(files))}
+	for i, f := range files {
+		doc.Data[i] = api.SuccessfulTransfer{DataType: "successful_transfer", SourcePath: f.Src, DestinationPath: f.Dst, Size: f.Size, ChecksumAlgorithm: f.Algorithm, Checksum: f.Checksum}
+	}
+	return reply(w, http.StatusOK, doc)
+}

@@ -1,0 +1,384 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"ferry/service/api"
+	"ferry/service/domain"
+)
+
+func TestTransferRefused(t *testing.T) {
+	e := newEnv(t)
+	alice, tok := e.user("alice")
+	bob, _ := e.user("bob")
+	addEndpoint(t, alice, "src", "anonymous", false)
+	addEndpoint(t, alice, "dst", "anonymous", false)
+	addEndpoint(t, bob, "private", "anonymous", false)
+	// body is a transfer document with fields replaced or added.
+	body := func(extra string) string {
+		doc := `{"DATA_TYPE":"transfer","source_endpoint":"alice#src","destination_endpoint":"dst",` +
+			`"DATA":[{"DATA_TYPE":"transfer_item","source_path":"/a","destination_path":"/b"}]`
+		if extra != "" {
+			doc += "," + extra
+		}
+		return doc + "}"
+	}
+	items := func(src, dst string) string {
+		b, _ := json.Marshal([]api.TransferItem{{SourcePath: src, DestinationPath: dst}})
+		return `"DATA":` + string(b)
+	}
+	past := e.clock.Now().Add(-time.Hour).Format(time.RFC3339)
+	for _, tc := range []struct {
+		name, body string
+		status     int
+		msg        string
+	}{
+		{"malformed JSON", `{"source_endpoint":`, 400, "malformed JSON"},
+		{"not an object", `[1,2]`, 400, "malformed JSON"},
+		{"empty body", ``, 400, "empty request body"},
+		{"trailing data", body("") + `{}`, 400, "after the document"},
+		{"unknown field", body(`"skip_source_errors":true`), 400, "unknown field"},
+		{"unknown item field", `{"source_endpoint":"src","destination_endpoint":"dst","DATA":[{"source_path":"/a","destination_path":"/b","size":1}]}`, 400, "unknown field"},
+		{"wrong DATA_TYPE", `{"DATA_TYPE":"delete","source_endpoint":"src","destination_endpoint":"dst","DATA":[{"source_path":"/a","destination_path":"/b"}]}`, 400, "DATA_TYPE"},
+		{"wrong item DATA_TYPE", `{"source_endpoint":"src","destination_endpoint":"dst","DATA":[{"DATA_TYPE":"delete_item","source_path":"/a","destination_path":"/b"}]}`, 400, "DATA_TYPE"},
+		{"no items", `{"source_endpoint":"src","destination_endpoint":"dst","DATA":[]}`, 400, "no items"},
+		{"no source path", `{"source_endpoint":"src","destination_endpoint":"dst",` + items("", "/b") + `}`, 400, "source_path is required"},
+		{"NUL in a path", `{"source_endpoint":"src","destination_endpoint":"dst",` + items("/a\x00b", "/b") + `}`, 400, "control character"},
+		{"newline in a path", `{"source_endpoint":"src","destination_endpoint":"dst",` + items("/a", "/b\nc") + `}`, 400, "control character"},
+		{"sync level 4", body(`"sync_level":4`), 400, "sync_level"},
+		{"sync level -1", body(`"sync_level":-1`), 400, "sync_level"},
+		{"sync level as a word", body(`"sync_level":"checksum"`), 400, "malformed JSON"},
+		{"encrypt_data", body(`"encrypt_data":true`), 400, "encrypt_data"},
+		{"checksum algorithm", body(`"checksum_algorithm":"CRC64"`), 400, "checksum_algorithm"},
+		{"filter method", body(`"filter_rules":[{"method":"drop","name":"*.tmp"}]`), 400, "method"},
+		{"filter glob", body(`"filter_rules":[{"method":"exclude","name":"[a"}]`), 400, "glob"},
+		{"filter type", body(`"filter_rules":[{"method":"exclude","name":"x","type":"socket"}]`), 400, "type"},
+		{"deadline past", body(`"deadline":"` + past + `"`), 400, "in the past"},
+		{"bad deadline", body(`"deadline":"tomorrow"`), 400, "malformed JSON"},
+		{"label with newline", body(`"label":"a\nb"`), 400, "control character"},
+		{"long label", body(`"label":"` + strings.Repeat("x", 129) + `"`), 400, "longer than"},
+		{"no source endpoint", `{"destination_endpoint":"dst",` + items("/a", "/b") + `}`, 400, "source_endpoint is required"},
+		{"unknown endpoint", `{"source_endpoint":"nosuch","destination_endpoint":"dst",` + items("/a", "/b") + `}`, 404, "no endpoint"},
+		{"unknown UUID", `{"source_endpoint":"src","destination_endpoint":"6a1c2b9e-0000-4000-8000-000000000000",` + items("/a", "/b") + `}`, 404, "no endpoint"},
+		{"another user's private endpoint", `{"source_endpoint":"bob#private","destination_endpoint":"dst",` + items("/a", "/b") + `}`, 404, "no endpoint"},
+		{"body over MaxSubmitBody", `{"source_endpoint":"src","destination_endpoint":"dst",` + items("/"+strings.Repeat("a", maxSubmitBody), "/b") + `}`, 413, "larger than"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := e.raw("POST", "transfer", tok, strings.NewReader(tc.body))
+			ae := a.apiError(t)
+			if a.status != tc.status || !strings.Contains(ae.Message, tc.msg) {
+				t.Fatalf("%d %+v, want %d and %q", a.status, ae, tc.status, tc.msg)
+			}
+		})
+	}
+	// A body between MaxBody and MaxSubmitBody is fine for a transfer.
+	many := make([]api.TransferItem, 2000)
+	for i := range many {
+		many[i] = api.TransferItem{SourcePath: fmt.Sprintf("/src/file-%04d", i), DestinationPath: fmt.Sprintf("/dst/file-%04d", i)}
+	}
+	if _, err := alice.Transfer(t.Context(), api.Transfer{SourceEndpoint: "src", DestinationEndpoint: "dst", Data: many}); err != nil {
+		t.Fatalf("transfer of %d items: %v", len(many), err)
+	}
+	tasks, err := alice.TaskList(t.Context(), api.TaskQuery{})
+	if err != nil || tasks.Total != 1 {
+		t.Fatalf("refused submissions stored tasks: %+v, %v", tasks, err)
+	}
+}
+
+func TestTransfer(t *testing.T) {
+	e := newEnv(t)
+	alice, aliceTok := e.user("alice")
+	bob, _ := e.user("bob")
+	src := addEndpoint(t, alice, "src", "anonymous", false)
+	dst := addEndpoint(t, bob, "dst", "anonymous", true)
+
+	sub, err := alice.SubmissionID(t.Context())
+	if err != nil || sub == "" {
+		t.Fatalf("submission id %q, %v", sub, err)
+	}
+	deadline := e.clock.Now().Add(24 * time.Hour).UTC().Truncate(time.Second)
+	req := api.Transfer{
+		SubmissionID: sub, Label: "run 1", SourceEndpoint: src.ID, DestinationEndpoint: "bob#dst",
+		SyncLevel: new(3), VerifyChecksum: true, ChecksumAlgorithm: "md5", PreserveTimestamp: true,
+		Deadline:    deadline,
+		FilterRules: []api.FilterRule{{Method: "exclude", Name: "*.tmp", Type: "file"}},
+		Notify:      api.Notify{NotifyOnSucceeded: new(false)},
+		Data: []api.TransferItem{
+			{SourcePath: "/data/../data/run1/", DestinationPath: "/copy/run1/", Recursive: true},
+			{SourcePath: "../../etc/passwd", DestinationPath: "passwd"},
+		},
+	}
+	res, err := alice.Transfer(t.Context(), req)
+	if err != nil || res.Code != "Accepted" || res.DataType != "transfer_result" || res.TaskID == "" || res.SubmissionID != sub || res.TaskLink.Href != "task/"+res.TaskID {
+		t.Fatalf("transfer: %+v, %v", res, err)
+	}
+	again, err := alice.Transfer(t.Context(), req)
+	if err != nil || again.Code != "Duplicate" || again.TaskID != res.TaskID {
+		t.Fatalf("same submission again: %+v, %v", again, err)
+	}
+	// Another user's submission ID is their own.
+	if r, err := bob.Transfer(t.Context(), api.Transfer{SubmissionID: sub, SourceEndpoint: "dst", DestinationEndpoint: "dst",
+		Data: []api.TransferItem{{SourcePath: "/a", DestinationPath: "/b"}}}); err != nil || r.Code != "Accepted" || r.TaskID == res.TaskID {
+		t.Fatalf("bob, same submission id: %+v, %v", r, err)
+	}
+
+	task, err := alice.Task(t.Context(), res.TaskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := api.Task{
+		DataType: "task", TaskID: res.TaskID, Type: "TRANSFER", Label: "run 1", Status: "ACTIVE", NiceStatus: "Queued",
+		SubmissionID: sub, RequestTime: task.RequestTime, Deadline: task.Deadline,
+		SourceEndpointID: src.ID, SourceEndpointDisplayName: "alice#src",
+		DestinationEndpointID: task.DestinationEndpointID, DestinationEndpointDisplayName: "bob#dst",
+		SyncLevel: new(3), VerifyChecksum: true, ChecksumAlgorithm: "MD5", PreserveTimestamp: true,
+		FilterRules:    []api.FilterRule{{DataType: "filter_rule", Method: "exclude", Name: "*.tmp", Type: "file"}},
+		NotifyOnFailed: true, NotifyOnInactive: true,
+	}
+	if !equalJSON(t, task, want) || !task.Deadline.Equal(deadline) || task.DestinationEndpointID != dst.ID {
+		t.Fatalf("task %+v\nwant %+v", task, want)
+	}
+	stored, err := e.db.TaskByID(t.Context(), res.TaskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantItems := []domain.Item{{Src: "/data/run1/", Dst: "/copy/run1/", Recursive: true}, {Src: "/etc/passwd", Dst: "/passwd"}}
+	if !equalJSON(t, stored.Items, wantItems) {
+		t.Errorf("stored items %+v, want %+v (clean, rooted paths)", stored.Items, wantItems)
+	}
+
+	// Bob cannot see or touch Alice's task.
+	_, err = bob.Task(t.Context(), res.TaskID)
+	wantAPIError(t, err, 404, "NotFound")
+	_, err = bob.CancelTask(t.Context(), res.TaskID)
+	wantAPIError(t, err, 404, "NotFound")
+	_, err = bob.UpdateTask(t.Context(), res.TaskID, api.TaskUpdate{Label: new("mine")})
+	wantAPIError(t, err, 404, "NotFound")
+	_, err = bob.Events(t.Context(), res.TaskID, api.Page{})
+	wantAPIError(t, err, 404, "NotFound")
+	_, err = bob.SuccessfulTransfers(t.Context(), res.TaskID, api.MarkerQuery{})
+	wantAPIError(t, err, 404, "NotFound")
+
+	// Update: label and deadline only.
+	if r, err := alice.UpdateTask(t.Context(), res.TaskID, api.TaskUpdate{Label: new("run 1b")}); err != nil || r.Code != "Updated" {
+		t.Fatalf("update: %+v, %v", r, err)
+	}
+	later := deadline.Add(time.Hour)
+	if _, err := alice.UpdateTask(t.Context(), res.TaskID, api.TaskUpdate{Deadline: &later}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := alice.Task(t.Context(), res.TaskID); got.Label != "run 1b" || !got.Deadline.Equal(later) {
+		t.Errorf("updated task: label %q, deadline %v", got.Label, got.Deadline)
+	}
+	for _, body := range []string{`{"sync_level":1}`, `{"label":"a\u0000"}`, `{"deadline":"2001-01-01T00:00:00Z"}`, ``} {
+		if a := e.raw("PUT", "task/"+res.TaskID, aliceTok, strings.NewReader(body)); a.status != 400 {
+			t.Errorf("update %s: %d %s, want 400", body, a.status, a.body)
+		}
+	}
+}
+
+func TestTaskProgressAndCancel(t *testing.T) {
+	e := newEnv(t)
+	alice, aliceTok := e.user("alice")
+	addEndpoint(t, alice, "ep", "anonymous", false)
+	submit := func(label string) string {
+		r, err := alice.Transfer(t.Context(), api.Transfer{Label: label, SourceEndpoint: "ep", DestinationEndpoint: "ep",
+			Data: []api.TransferItem{{SourcePath: "/in", DestinationPath: "/out", Recursive: true}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Add(time.Second)
+		return r.TaskID
+	}
+	running := submit("running")
+	now := e.clock.Now()
+	if c, err := e.db.Claim(t.Context(), "w1", now, time.Hour, 0); err != nil || c.ID != running {
+		t.Fatalf("claim: %v, %v", c, err)
+	}
+	var files []domain.File
+	for i := range 5 {
+		files = append(files, domain.File{TaskID: running, Src: fmt.Sprintf("/in/f%d", i), Dst: fmt.Sprintf("/out/f%d", i), Size: 100, State: domain.FileSucceeded, Algorithm: "MD5", Checksum: "abc", Time: now})
+	}
+	files = append(files, domain.File{TaskID: running, Src: "/in/bad", Dst: "/out/bad", State: domain.FileFailed, Error: "550", Time: now})
+	delta := domain.Counters{Files: 8, FilesTransferred: 5, FilesFailed: 1, BytesTransferred: 500}
+	if err := e.db.Progress(t.Context(), running, "w1", delta, files, []domain.Event{{TaskID: running, Code: domain.EventStarted, Details: "concurrency=2", Time: now}}); err != nil {
+		t.Fatal(err)
+	}
+
+	// successful_transfers pages while the task runs.
+	var got []string
+	q := api.MarkerQuery{Limit: 2}
+	for pages := 0; ; pages++ {
+		l, err := alice.SuccessfulTransfers(t.Context(), running, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pages > 5 || l.Marker != q.Marker || len(l.Data) > 2 {
+			t.Fatalf("page %+v for %+v", l, q)
+		}
+		for _, f := range l.Data {
+			got = append(got, f.SourcePath)
+			if f.DataType != "successful_transfer" || f.Size != 100 || f.ChecksumAlgorithm != "MD5" || f.Checksum != "abc" || f.DestinationPath != strings.Replace(f.SourcePath, "/in/", "/out/", 1) {
+				t.Errorf("entry %+v", f)
+			}
+		}
+		if l.NextMarker == 0 {
+			break
+		}
+		q.Marker = l.NextMarker
+	}
+	if strings.Join(got, " ") != "/in/f0 /in/f1 /in/f2 /in/f3 /in/f4" {
+		t.Errorf("successful transfers %v", got)
+	}
+	if a := e.raw("GET", "task/"+running+"/successful_transfers?marker=-3", aliceTok, nil); a.status != 400 {
+		t.Errorf("bad marker: %d", a.status)
+	}
+
+	e.clock.Add(10 * time.Second)
+	task, err := alice.Task(t.Context(), running)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task.SubtasksTotal != 8 || task.SubtasksSucceeded != 5 || task.SubtasksFailed != 1 || task.SubtasksPending != 2 || task.BytesTransferred != 500 || task.EffectiveBytesPerSecond <= 0 || task.EffectiveBytesPerSecond > 500 {
+		t.Errorf("counters of %+v", task)
+	}
+
+	// Cancel one file, then the whole running task: the worker stops it.
+	if r, err := alice.CancelFile(t.Context(), running, "/in/../in/big"); err != nil || r.Code != "FileCanceled" {
+		t.Fatalf("cancel file: %+v, %v", r, err)
+	}
+	if c, err := e.db.CanceledFiles(t.Context(), running); err != nil || len(c) != 1 || c[0] != "/in/big" {
+		t.Fatalf("canceled files %v, %v", c, err)
+	}
+	if r, err := alice.CancelTask(t.Context(), running); err != nil || r.Code != "Canceled" {
+		t.Fatalf("cancel: %+v, %v", r, err)
+	}
+	if task, _ := alice.Task(t.Context(), running); !task.CancelRequested || task.Status != "ACTIVE" {
+		t.Errorf("running task after cancel: %+v", task)
+	}
+
+	// A queued task is failed at once; canceling it again says so.
+	queued := submit("queued")
+	if r, err := alice.CancelTask(t.Context(), queued); err != nil || r.Code != "Canceled" {
+		t.Fatalf("cancel queued: %+v, %v", r, err)
+	}
+	task, err = alice.Task(t.Context(), queued)
+	if err != nil || task.Status != "FAILED" || task.NiceStatus != "" || task.FatalError == nil || task.CompletionTime.IsZero() {
+		t.Fatalf("canceled task %+v, %v", task, err)
+	}
+	if r, err := alice.CancelTask(t.Context(), queued); err != nil || r.Code != "TaskComplete" {
+		t.Fatalf("cancel again: %+v, %v", r, err)
+	}
+	if r, err := alice.CancelFile(t.Context(), queued, "/in/x"); err != nil || r.Code != "TaskComplete" {
+		t.Fatalf("cancel a file of a done task: %+v, %v", r, err)
+	}
+	_, err = alice.UpdateTask(t.Context(), queued, api.TaskUpdate{Label: new("x")})
+	wantAPIError(t, err, 409, "Conflict")
+
+	evs, err := alice.Events(t.Context(), queued, api.Page{})
+	if err != nil || evs.Total != 2 || evs.Data[0].Code != domain.EventQueued || evs.Data[1].Code != domain.EventCanceled || evs.Data[1].DataType != "event" {
+		t.Fatalf("events %+v, %v", evs, err)
+	}
+	if evs, err := alice.Events(t.Context(), running, api.Page{Limit: 1, Offset: 1}); err != nil || evs.Length != 1 || evs.Total != 2 || evs.Data[0].Details != "concurrency=2" {
+		t.Fatalf("events page %+v, %v", evs, err)
+	}
+}
+
+func TestTaskList(t *testing.T) {
+	e := newEnv(t)
+	alice, tok := e.user("alice")
+	bob, _ := e.user("bob")
+	addEndpoint(t, alice, "ep", "anonymous", false)
+	addEndpoint(t, bob, "ep", "anonymous", false)
+	for i := range 5 {
+		if _, err := alice.Transfer(t.Context(), api.Transfer{Label: fmt.Sprintf("t%d", i), SourceEndpoint: "ep", DestinationEndpoint: "ep",
+			Data: []api.TransferItem{{SourcePath: "/a", DestinationPath: "/b"}}}); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Add(time.Second)
+	}
+	for i := range 2 {
+		if _, err := alice.Delete(t.Context(), api.Delete{Label: fmt.Sprintf("d%d", i), Endpoint: "ep", Data: []api.DeleteItem{{Path: "/old"}}}); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Add(time.Second)
+	}
+	if _, err := bob.Transfer(t.Context(), api.Transfer{Label: "bob", SourceEndpoint: "ep", DestinationEndpoint: "ep",
+		Data: []api.TransferItem{{SourcePath: "/a", DestinationPath: "/b"}}}); err != nil {
+		t.Fatal(err)
+	}
+	d1, _ := alice.TaskList(t.Context(), api.TaskQuery{Type: []string{"DELETE"}, Page: api.Page{Limit: 1}})
+	if _, err := alice.CancelTask(t.Context(), d1.Data[0].TaskID); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		q     api.TaskQuery
+		want  string
+		total int
+	}{
+		{api.TaskQuery{}, "d1 d0 t4 t3 t2 t1 t0", 7},
+		{api.TaskQuery{Oldest: true, Page: api.Page{Limit: 2}}, "t0 t1", 7},
+		{api.TaskQuery{Page: api.Page{Limit: 3, Offset: 3}}, "t3 t2 t1", 7},
+		{api.TaskQuery{Page: api.Page{Offset: 10}}, "", 7},
+		{api.TaskQuery{Type: []string{"TRANSFER"}, Page: api.Page{Limit: 1}}, "t4", 5},
+		{api.TaskQuery{Status: []string{"ACTIVE", "INACTIVE"}, Type: []string{"DELETE"}}, "d0", 1},
+		{api.TaskQuery{Status: []string{"FAILED"}}, "d1", 1},
+		{api.TaskQuery{Label: "T3"}, "t3", 1},
+	} {
+		l, err := alice.TaskList(t.Context(), tc.q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var labels []string
+		for _, task := range l.Data {
+			labels = append(labels, task.Label)
+		}
+		if strings.Join(labels, " ") != tc.want || l.Total != tc.total || l.Length != len(labels) || l.DataType != "task_list" {
+			t.Errorf("task list %+v: %v of %d, want %s of %d", tc.q, labels, l.Total, tc.want, tc.total)
+		}
+	}
+	d, _ := alice.TaskList(t.Context(), api.TaskQuery{Type: []string{"DELETE"}, Oldest: true, Page: api.Page{Limit: 1}})
+	if task := d.Data[0]; task.Type != "DELETE" || task.SourceEndpointDisplayName != "alice#ep" || task.DestinationEndpointID != "" || task.SyncLevel != nil {
+		t.Errorf("delete task %+v", task)
+	}
+	for _, q := range []string{"filter=status:DONE", "filter=type:COPY", "filter=owner:bob", "filter=status", "limit=-1", "offset=x", "orderby=label"} {
+		if a := e.raw("GET", "task_list?"+q, tok, nil); a.status != 400 {
+			t.Errorf("task_list?%s: %d, want 400", q, a.status)
+		}
+	}
+}
+
+func TestDelete(t *testing.T) {
+	e := newEnv(t)
+	alice, tok := e.user("alice")
+	addEndpoint(t, alice, "ep", "anonymous", false)
+	r, err := alice.Delete(t.Context(), api.Delete{Endpoint: "ep", Recursive: true, IgnoreMissing: true,
+		Data: []api.DeleteItem{{Path: "/old/"}, {Path: "/tmp/x"}}})
+	if err != nil || r.Code != "Accepted" || r.DataType != "delete_result" {
+		t.Fatalf("delete: %+v, %v", r, err)
+	}
+	stored, err := e.db.TaskByID(t.Context(), r.TaskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []domain.Item{{Src: "/old/", Recursive: true}, {Src: "/tmp/x", Recursive: true}}
+	if !equalJSON(t, stored.Items, want) || !stored.Options.IgnoreMissing || stored.Type != domain.TypeDelete || stored.DstEndpoint != "" {
+		t.Errorf("stored delete task %+v", stored)
+	}
+	for _, tc := range []struct{ name, body string }{
+		{"the root", `{"endpoint":"ep","DATA":[{"path":"/x/.."}]}`},
+		{"no path", `{"endpoint":"ep","DATA":[{}]}`},
+		{"no items", `{"endpoint":"ep","DATA":[]}`},
+		{"no endpoint", `{"DATA":[{"path":"/x"}]}`},
+		{"transfer item", `{"endpoint":"ep","DATA":[{"DATA_TYPE":"transfer_item","path":"/x"}]}`},
+		{"transfer field", `{"endpoint":"ep","sync_level":1,"DATA":[{"path":"/x"}]}`},
+	} {
+		if a := e.raw("POST", "delete", tok, strings.NewReader(tc.body)); a.status != 400 {
+			t.Errorf("%s: %d %s, want 400", tc.name, a.status, a.body)
+		}
+	}
+}

@@ -1,0 +1,141 @@
+package sqlstore
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"ferry/internal/pgtest"
+	"ferry/service/domain"
+	"ferry/service/storetest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// databases are the kinds of database the tests run on, each with a
+// maker of fresh, empty ones.
+var databases = []struct {
+	name string
+	dsn  func(t *testing.T) string
+}{
+	{"SQLite", func(t *testing.T) string { return filepath.Join(t.TempDir(), "ferry.db") }},
+	{"PostgreSQL", func(t *testing.T) string { return pgtest.DSN(t) }},
+}
+
+func open(t *testing.T, dsn string) *DB {
+	t.Helper()
+	db, err := Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func TestStore(t *testing.T) {
+	for _, d := range databases {
+		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
+			storetest.Run(t, func(t *testing.T) domain.Store { return open(t, d.dsn(t)) })
+		})
+	}
+}
+
+// TestShared opens one database from several handles at once, as service
+// processes starting together do (the migration runs once), and races
+// claims on two of them.
+func TestShared(t *testing.T) {
+	for _, d := range databases {
+		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
+			dsn := d.dsn(t)
+			dbs := make([]*DB, 4)
+			errs := make([]error, len(dbs))
+			done := make(chan int)
+			for i := range dbs {
+				go func() {
+					dbs[i], errs[i] = Open(context.Background(), dsn)
+					done <- i
+				}()
+			}
+			for range dbs {
+				if i := <-done; errs[i] == nil {
+					t.Cleanup(func() { dbs[i].Close() })
+				}
+			}
+			for _, err := range errs {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			var versions int
+			if err := dbs[0].db.QueryRow(`SELECT COUNT(*) FROM schema_version`).Scan(&versions); err != nil || versions != 1 {
+				t.Fatalf("schema_version has %d rows (%v), want 1", versions, err)
+			}
+			storetest.RunShared(t, dbs[0], dbs[1])
+		})
+	}
+}
+
+// TestNewerSchema checks that a database migrated by a newer program is
+// refused rather than used.
+func TestNewerSchema(t *testing.T) {
+	for _, d := range databases {
+		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
+			dsn := d.dsn(t)
+			db := open(t, dsn)
+			if _, err := db.conn().exec(context.Background(), `INSERT INTO schema_version (version, applied) VALUES (999, 0)`); err != nil {
+				t.Fatal(err)
+			}
+			db2, err := Open(context.Background(), dsn)
+			if err == nil {
+				db2.Close()
+				t.Fatal("opened a database of schema version 999")
+			}
+			if !strings.Contains(err.Error(), "newer") {
+				t.Fatalf("error %q, want one saying the schema is newer", err)
+			}
+		})
+	}
+}
+
+// TestSQLitePath checks that any file name works and that missing
+// directories are created.
+func TestSQLitePath(t *testing.T) {
+	for _, name := range []string{"plain.db", "new/dir/ferry.db", "odd ?#%&=name.db", "file:not-a-uri.db"} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			p := filepath.Join(dir, name)
+			db := open(t, p)
+			if err := db.CreateUser(context.Background(), &domain.User{Name: "u"}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(p); err != nil {
+				t.Fatalf("database file: %v", err)
+			}
+			var mode string
+			if err := db.db.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
+				t.Fatalf("journal mode %q (%v), want wal", mode, err)
+			}
+		})
+	}
+}
+
+func TestDialectSQL(t *testing.T) {
+	for _, c := range []struct {
+		d       *dialect
+		in, out string
+	}{
+		{&sqliteDialect, `SELECT ? FROM t WHERE a = '?'{{skiplocked}}`, `SELECT ? FROM t WHERE a = '?'`},
+		{&postgresDialect, `SELECT ? FROM t WHERE a = '?' AND b = ?{{skiplocked}}`, `SELECT $1 FROM t WHERE a = '?' AND b = $2 FOR UPDATE SKIP LOCKED`},
+		{&postgresDialect, `ORDER BY u.name{{collate}} LIMIT ? OFFSET ?`, `ORDER BY u.name COLLATE "C" LIMIT $1 OFFSET $2`},
+		{&postgresDialect, `x LIKE ? ESCAPE '\' OR y LIKE ? ESCAPE '\'`, `x LIKE $1 ESCAPE '\' OR y LIKE $2 ESCAPE '\'`},
+	} {
+		if got := c.d.sql(c.in); got != c.out {
+			t.Errorf("%s: sql(%q) = %q, want %q", c.d.driver, c.in, got, c.out)
+		}
+	}
+}

@@ -1,0 +1,434 @@
+package sqlstore
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"ferry/service/domain"
+)
+
+// CreateTask stores t as a new ACTIVE, queued task with a QUEUED event.
+// It sets ID, Status, NiceStatus and (if zero) RequestTime, and clears
+// what only a worker sets.
+func (db *DB) CreateTask(ctx context.Context, t *domain.Task) (err error) {
+	defer wrap(&err, "create task")
+	nt := domain.Task{
+		ID:           newID(),
+		UserID:       t.UserID,
+		SubmissionID: t.SubmissionID,
+		Type:         t.Type,
+		Label:        t.Label,
+		Status:       domain.StatusActive,
+		NiceStatus:   domain.NiceQueued,
+		SrcEndpoint:  t.SrcEndpoint,
+		DstEndpoint:  t.DstEndpoint,
+		Items:        t.Items,
+		Options:      t.Options,
+		Deadline:     stored(t.Deadline),
+		RequestTime:  orNow(t.RequestTime),
+	}
+	var sub any // NULL: no submission ID, so never a duplicate
+	if nt.SubmissionID != "" {
+		sub = nt.SubmissionID
+	}
+	return db.inTx(ctx, func(c conn) error {
+		var id string
+		err := c.row(ctx, `INSERT INTO tasks (id, user_id, submission_id, type, label, status, nice_status,
+			src_endpoint, dst_endpoint, items, options, deadline, request_time)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (user_id, submission_id) DO NOTHING RETURNING id`,
+			nt.ID, nt.UserID, sub, nt.Type, nt.Label, nt.Status, nt.NiceStatus, nt.SrcEndpoint, nt.DstEndpoint,
+			jsonArg(nt.Items), jsonArg(nt.Options), us(nt.Deadline), us(nt.RequestTime)).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			old, err := taskWhere(ctx, c, `user_id = ? AND submission_id = ?`, nt.UserID, nt.SubmissionID)
+			if err != nil {
+				return err
+			}
+			*t = old
+			return domain.Errorf(domain.EDuplicate, "submission ID %s was used before, by task %s", nt.SubmissionID, old.ID)
+		}
+		if err != nil {
+			return err
+		}
+		if err := addEvents(ctx, c, nt.RequestTime, domain.Event{TaskID: nt.ID, Code: domain.EventQueued,
+			Description: "task queued"}); err != nil {
+			return err
+		}
+		*t = nt
+		return nil
+	})
+}
+
+const taskCols = `id, user_id, COALESCE(submission_id, ''), type, label, status, nice_status, fatal_error,
+	src_endpoint, dst_endpoint, items, options, deadline, request_time, start_time, completion_time,
+	files, directories, files_transferred, files_skipped, files_failed, bytes_transferred, bytes_checksummed,
+	faults, cancel_requested, COALESCE(worker, ''), lease_expires`
+
+func scanTask(r scanner) (domain.Task, error) {
+	var t domain.Task
+	err := r.Scan(&t.ID, &t.UserID, &t.SubmissionID, &t.Type, &t.Label, &t.Status, &t.NiceStatus,
+		jsonCol{&t.FatalError}, &t.SrcEndpoint, &t.DstEndpoint, jsonCol{&t.Items}, jsonCol{&t.Options},
+		timeCol{&t.Deadline}, timeCol{&t.RequestTime}, timeCol{&t.StartTime}, timeCol{&t.CompletionTime},
+		&t.Files, &t.Directories, &t.FilesTransferred, &t.FilesSkipped, &t.FilesFailed, &t.BytesTransferred,
+		&t.BytesChecksummed, &t.Faults, &t.CancelRequested, &t.Worker, timeCol{&t.LeaseExpires})
+	return t, err
+}
+
+// taskWhere reads the one task matching where; ENotFound if none.
+func taskWhere(ctx context.Context, c conn, where string, args ...any) (domain.Task, error) {
+	t, err := scanTask(c.row(ctx, `SELECT `+taskCols+` FROM tasks WHERE `+where, args...))
+	return t, missing(err, "task")
+}
+
+func (db *DB) Task(ctx context.Context, userID int64, id string) (_ domain.Task, err error) {
+	defer wrap(&err, "task")
+	return taskWhere(ctx, db.conn(), `id = ? AND user_id = ?`, id, userID)
+}
+
+func (db *DB) TaskByID(ctx context.Context, id string) (_ domain.Task, err error) {
+	defer wrap(&err, "task by ID")
+	return taskWhere(ctx, db.conn(), `id = ?`, id)
+}
+
+// Tasks lists userID's tasks by request time; the label filter is
+// case-insensitive.
+func (db *DB) Tasks(ctx context.Context, userID int64, f domain.TaskFilter, page domain.Page) (_ []domain.Task, _ int, err error) {
+	defer wrap(&err, "tasks")
+	where, args := ` WHERE user_id = ?`, []any{userID}
+	for _, sel := range []struct {
+		col  string
+		vals []string
+	}{{"status", f.Status}, {"type", f.Type}} {
+		if len(sel.vals) > 0 {
+			cond, a := in(sel.col, sel.vals)
+			where += ` AND ` + cond
+			args = append(args, a...)
+		}
+	}
+	if f.Label != "" {
+		where += ` AND LOWER(label) LIKE ? ESCAPE '\'`
+		args = append(args, like(f.Label))
+	}
+	order := ` ORDER BY request_time, num`
+	if f.Newest {
+		order = ` ORDER BY request_time DESC, num DESC`
+	}
+	c := db.conn()
+	total, err := count(ctx, c, `SELECT COUNT(*) FROM tasks`+where, args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	page = page.Normal()
+	tasks, err := all(ctx, c, scanTask, `SELECT `+taskCols+` FROM tasks`+where+order+` LIMIT ? OFFSET ?`,
+		append(args, page.Limit, page.Offset)...)
+	return tasks, total, err
+}
+
+func (db *DB) UpdateTask(ctx context.Context, userID int64, id, label string, deadline time.Time) (err error) {
+	defer wrap(&err, "update task")
+	n, err := db.conn().exec(ctx, `UPDATE tasks SET label = ?, deadline = ? WHERE id = ? AND user_id = ?`,
+		label, us(deadline), id, userID)
+	return changed(n, err, "task %s", id)
+}
+
+// notRunning selects ACTIVE tasks that no worker holds: queued, or whose
+// worker's lease expired. Its one argument is now.
+const notRunning = `status = 'ACTIVE' AND (worker IS NULL OR lease_expires <= ?)`
+
+// canceledByUser is the fatal error of a task canceled before it ran.
+var canceledByUser = domain.FatalError{Code: "CANCELED", Description: "canceled by the user"}
+
+func (db *DB) RequestCancel(ctx context.Context, userID int64, id string, now time.Time) (t domain.Task, err error) {
+	defer wrap(&err, "cancel task")
+	err = db.inTx(ctx, func(c conn) error {
+		n, err := c.exec(ctx, `UPDATE tasks SET status = 'FAILED', nice_status = '', fatal_error = ?,
+			completion_time = ?, cancel_requested = TRUE, worker = NULL, lease_expires = NULL
+			WHERE id = ? AND user_id = ? AND (status = 'INACTIVE' OR `+notRunning+`)`,
+			jsonArg(canceledByUser), us(now), id, userID, us(now))
+		if err != nil {
+			return err
+		}
+		if n == 1 {
+			err = addEvents(ctx, c, now, domain.Event{TaskID: id, Code: domain.EventCanceled,
+				Description: canceledByUser.Description})
+		} else {
+			_, err = c.exec(ctx, `UPDATE tasks SET cancel_requested = TRUE WHERE id = ? AND user_id = ? AND status = 'ACTIVE'`,
+				id, userID)
+		}
+		if err != nil {
+			return err
+		}
+		t, err = taskWhere(ctx, c, `id = ? AND user_id = ?`, id, userID)
+		return err
+	})
+	return t, err
+}
+
+// CancelFile marks src of a task of userID canceled; EConflict if the
+// task is done.
+func (db *DB) CancelFile(ctx context.Context, userID int64, id, src string) (err error) {
+	defer wrap(&err, "cancel file")
+	return db.inTx(ctx, func(c conn) error {
+		t, err := taskWhere(ctx, c, `id = ? AND user_id = ?`, id, userID)
+		if err != nil {
+			return err
+		}
+		if domain.Done(t.Status) {
+			return domain.Errorf(domain.EConflict, "task %s is already %s", id, t.Status)
+		}
+		_, err = c.exec(ctx, `INSERT INTO canceled_files (task_id, src) VALUES (?, ?) ON CONFLICT DO NOTHING`, id, src)
+		return err
+	})
+}
+
+func (db *DB) CanceledFiles(ctx context.Context, taskID string) (_ []string, err error) {
+	defer wrap(&err, "canceled files")
+	return all(ctx, db.conn(), scanString, `SELECT src FROM canceled_files WHERE task_id = ? ORDER BY src`, taskID)
+}
+
+func scanString(r scanner) (string, error) {
+	var s string
+	err := r.Scan(&s)
+	return s, err
+}
+
+// live selects tasks aliased l that hold a live lease. Its one argument
+// is now.
+const live = `l.worker IS NOT NULL AND l.lease_expires > ?`
+
+// Claim takes the claim lock first, so that no two claims, even in two
+// processes, count the same leases: the per-user and per-endpoint limits
+// hold. When it takes over a task from another worker whose lease
+// expired it appends a LEASE_TAKEN event.
+func (db *DB) Claim(ctx context.Context, worker string, now time.Time, lease time.Duration, perUser int) (t domain.Task, err error) {
+	defer wrap(&err, "claim")
+	q := `SELECT t.id, COALESCE(t.worker, '') FROM tasks t WHERE ` + notRunning + `
+		AND NOT EXISTS (SELECT 1 FROM endpoints e WHERE e.max_concurrent > 0 AND e.id IN (t.src_endpoint, t.dst_endpoint)
+			AND (SELECT COUNT(*) FROM tasks l WHERE ` + live + ` AND (l.src_endpoint = e.id OR l.dst_endpoint = e.id)) >= e.max_concurrent)`
+	args := []any{us(now), us(now)}
+	if perUser > 0 {
+		q += ` AND (SELECT COUNT(*) FROM tasks l WHERE l.user_id = t.user_id AND ` + live + `) < ?`
+		args = append(args, us(now), perUser)
+	}
+	q += ` ORDER BY t.request_time, t.num LIMIT 1{{skiplocked}}`
+	err = db.inTx(ctx, func(c conn) error {
+		if err := c.lock(ctx, lockClaim); err != nil {
+			return err
+		}
+		var id, prev string
+		if err := c.row(ctx, q, args...).Scan(&id, &prev); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return domain.Errorf(domain.ENotFound, "no task to run")
+			}
+			return err
+		}
+		var err error
+		t, err = scanTask(c.row(ctx, `UPDATE tasks SET worker = ?, lease_expires = ?, nice_status = ?,
+			start_time = COALESCE(start_time, ?) WHERE id = ? RETURNING `+taskCols,
+			worker, us(now.Add(lease)), domain.NiceOK, us(now), id))
+		if err != nil || prev == "" || prev == worker {
+			return err
+		}
+		return addEvents(ctx, c, now, domain.Event{TaskID: id, Code: domain.EventLeaseTaken,
+			Description: fmt.Sprintf("%s took over the task from %s, whose lease expired", worker, prev)})
+	})
+	return t, err
+}
+
+func (db *DB) Heartbeat(ctx context.Context, taskID, worker string, now time.Time, lease time.Duration) (_ domain.Task, err error) {
+	defer wrap(&err, "heartbeat")
+	t, err := scanTask(db.conn().row(ctx, `UPDATE tasks SET lease_expires = ? WHERE `+held+` RETURNING `+taskCols,
+		us(now.Add(lease)), taskID, worker))
+	if errors.Is(err, sql.ErrNoRows) {
+		err = lost(taskID)
+	}
+	return t, err
+}
+
+// held selects the task whose lease the worker holds. Its arguments are
+// the task ID and the worker.
+const held = `id = ? AND worker = ? AND status = 'ACTIVE'`
+
+// lost is the error of a worker that no longer holds the lease.
+func lost(taskID string) error {
+	return domain.Errorf(domain.ENotFound, "lease of task %s not found", taskID)
+}
+
+func (db *DB) Progress(ctx context.Context, taskID, worker string, d domain.Counters, files []domain.File, events []domain.Event) (err error) {
+	defer wrap(&err, "progress")
+	return db.inTx(ctx, func(c conn) error {
+		n, err := c.exec(ctx, `UPDATE tasks SET files = files + ?, directories = directories + ?,
+			files_transferred = files_transferred + ?, files_skipped = files_skipped + ?, files_failed = files_failed + ?,
+			bytes_transferred = bytes_transferred + ?, bytes_checksummed = bytes_checksummed + ?, faults = faults + ?
+			WHERE `+held,
+			d.Files, d.Directories, d.FilesTransferred, d.FilesSkipped, d.FilesFailed, d.BytesTransferred,
+			d.BytesChecksummed, d.Faults, taskID, worker)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return lost(taskID)
+		}
+		now := time.Now()
+		for _, f := range files {
+			if _, err := c.exec(ctx, `INSERT INTO files (task_id, src, dst, size, state, algorithm, checksum, error, time)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				taskID, f.Src, f.Dst, f.Size, f.State, f.Algorithm, f.Checksum, f.Error, us(cmp.Or(f.Time, now))); err != nil {
+				return err
+			}
+		}
+		return addEvents(ctx, c, now, forTask(taskID, events)...)
+	})
+}
+
+// forTask is events with their TaskID set to taskID.
+func forTask(taskID string, events []domain.Event) []domain.Event {
+	out := make([]domain.Event, len(events))
+	for i, e := range events {
+		e.TaskID = taskID
+		out[i] = e
+	}
+	return out
+}
+
+func (db *DB) SetStatus(ctx context.Context, taskID, worker, status, nice string, fatal *domain.FatalError, now time.Time, events []domain.Event) (err error) {
+	defer wrap(&err, "set status")
+	var completed time.Time
+	if domain.Done(status) {
+		completed = now
+	}
+	return db.inTx(ctx, func(c conn) error {
+		n, err := c.exec(ctx, `UPDATE tasks SET status = ?, nice_status = ?, fatal_error = ?, completion_time = ?,
+			worker = NULL, lease_expires = NULL WHERE `+held,
+			status, nice, jsonArg(fatal), us(completed), taskID, worker)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return lost(taskID)
+		}
+		return addEvents(ctx, c, now, forTask(taskID, events)...)
+	})
+}
+
+// setStatusOf moves userID's tasks that use endpointID from the status
+// where selects to status with the nice status, releasing any lease, and
+// gives each an event; it returns how many.
+func (db *DB) setStatusOf(ctx context.Context, userID int64, endpointID, where, status, nice string, now time.Time, ev domain.Event, args ...any) (int, error) {
+	var ids []string
+	err := db.inTx(ctx, func(c conn) error {
+		var err error
+		ids, err = all(ctx, c, scanString, `UPDATE tasks SET status = ?, nice_status = ?, worker = NULL, lease_expires = NULL
+			WHERE user_id = ? AND (src_endpoint = ? OR dst_endpoint = ?) AND `+where+` RETURNING id`,
+			append([]any{status, nice, userID, endpointID, endpointID}, args...)...)
+		if err != nil {
+			return err
+		}
+		events := make([]domain.Event, len(ids))
+		for i, id := range ids {
+			events[i] = ev
+			events[i].TaskID = id
+		}
+		return addEvents(ctx, c, now, events...)
+	})
+	return len(ids), err
+}
+
+func (db *DB) Reactivate(ctx context.Context, userID int64, endpointID string, now time.Time) (_ int, err error) {
+	defer wrap(&err, "reactivate")
+	return db.setStatusOf(ctx, userID, endpointID, `status = 'INACTIVE'`, domain.StatusActive, domain.NiceQueued, now,
+		domain.Event{Code: domain.EventResumed, Description: "endpoint activated; task resumed"})
+}
+
+func (db *DB) Deactivate(ctx context.Context, userID int64, endpointID, nice string, now time.Time) (_ int, err error) {
+	defer wrap(&err, "deactivate")
+	return db.setStatusOf(ctx, userID, endpointID, notRunning, domain.StatusInactive, nice, now,
+		domain.Event{Code: domain.EventInactive, Description: "task paused: " + nice}, us(now))
+}
+
+func (db *DB) DoneFiles(ctx context.Context, taskID string) (_ []string, err error) {
+	defer wrap(&err, "done files")
+	return all(ctx, db.conn(), scanString, `SELECT src FROM files WHERE task_id = ? AND state IN (?, ?) ORDER BY id`,
+		taskID, domain.FileSucceeded, domain.FileSkipped)
+}
+
+// fileRow is a file record and its insertion marker.
+type fileRow struct {
+	id int64
+	domain.File
+}
+
+func (db *DB) Files(ctx context.Context, taskID, state string, marker int64, limit int) (_ []domain.File, _ int64, err error) {
+	defer wrap(&err, "files")
+	q, args := `SELECT id, task_id, src, dst, size, state, algorithm, checksum, error, time FROM files
+		WHERE task_id = ? AND id > ?`, []any{taskID, marker}
+	if state != "" {
+		q += ` AND state = ?`
+		args = append(args, state)
+	}
+	limit = domain.Page{Limit: limit}.Normal().Limit
+	rows, err := all(ctx, db.conn(), func(r scanner) (fileRow, error) {
+		var f fileRow
+		err := r.Scan(&f.id, &f.TaskID, &f.Src, &f.Dst, &f.Size, &f.State, &f.Algorithm, &f.Checksum, &f.Error, timeCol{&f.Time})
+		return f, err
+	}, q+` ORDER BY id LIMIT ?`, append(args, limit+1)...)
+	if err != nil {
+		return nil, 0, err
+	}
+	var next int64
+	if len(rows) > limit {
+		rows = rows[:limit]
+		next = rows[limit-1].id
+	}
+	files := make([]domain.File, len(rows))
+	for i, r := range rows {
+		files[i] = r.File
+	}
+	return files, next, nil
+}
+
+func (db *DB) Events(ctx context.Context, taskID string, page domain.Page) (_ []domain.Event, _ int, err error) {
+	defer wrap(&err, "events")
+	c := db.conn()
+	total, err := count(ctx, c, `SELECT COUNT(*) FROM events WHERE task_id = ?`, taskID)
+	if err != nil {
+		return nil, 0, err
+	}
+	page = page.Normal()
+	events, err := all(ctx, c, func(r scanner) (domain.Event, error) {
+		var e domain.Event
+		err := r.Scan(&e.TaskID, &e.Seq, &e.Code, &e.Description, &e.Details, &e.IsError, timeCol{&e.Time})
+		return e, err
+	}, `SELECT task_id, seq, code, description, details, is_error, time FROM events WHERE task_id = ?
+		ORDER BY seq LIMIT ? OFFSET ?`, taskID, page.Limit, page.Offset)
+	return events, total, err
+}
+
+// AddEvents appends events, each to its TaskID's history; ENotFound if a
+// task is missing, and then none is stored.
+func (db *DB) AddEvents(ctx context.Context, events []domain.Event) (err error) {
+	defer wrap(&err, "add events")
+	return db.inTx(ctx, func(c conn) error { return addEvents(ctx, c, time.Now(), events...) })
+}
+
+// addEvents appends events, numbering each after its task's last one
+// (the task row's counter, so concurrent appends never share a Seq); a
+// zero Time is now.
+func addEvents(ctx context.Context, c conn, now time.Time, events ...domain.Event) error {
+	for _, e := range events {
+		var seq int64
+		err := c.row(ctx, `UPDATE tasks SET last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq`, e.TaskID).Scan(&seq)
+		if err != nil {
+			return missing(err, "task %s", e.TaskID)
+		}
+		if _, err := c.exec(ctx, `INSERT INTO events (task_id, seq, code, description, details, is_error, time)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, e.TaskID, seq, e.Code, e.Description, e.Details, e.IsError, us(cmp.Or(e.Time, now))); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,102 @@
+package sqlstore
+
+import (
+	"context"
+	"time"
+
+	"ferry/service/domain"
+)
+
+// CreateUser stores u and sets its ID and (if zero) Created.
+func (db *DB) CreateUser(ctx context.Context, u *domain.User) (err error) {
+	defer wrap(&err, "create user")
+	nu := *u
+	nu.Created = orNow(nu.Created)
+	err = db.conn().row(ctx, `INSERT INTO users (name, password_hash, created) VALUES (?, ?, ?) RETURNING id`,
+		nu.Name, nu.PasswordHash, us(nu.Created)).Scan(&nu.ID)
+	if db.d.unique(err) {
+		return domain.Errorf(domain.EConflict, "user %s already exists", nu.Name)
+	}
+	if err != nil {
+		return err
+	}
+	*u = nu
+	return nil
+}
+
+const userCols = `id, name, password_hash, created`
+
+func scanUser(r scanner) (domain.User, error) {
+	var u domain.User
+	err := r.Scan(&u.ID, &u.Name, &u.PasswordHash, timeCol{&u.Created})
+	return u, err
+}
+
+func (db *DB) UserByName(ctx context.Context, name string) (_ domain.User, err error) {
+	defer wrap(&err, "user by name")
+	u, err := scanUser(db.conn().row(ctx, `SELECT `+userCols+` FROM users WHERE name = ?`, name))
+	return u, missing(err, "user %s", name)
+}
+
+func (db *DB) UserByID(ctx context.Context, id int64) (_ domain.User, err error) {
+	defer wrap(&err, "user by ID")
+	u, err := scanUser(db.conn().row(ctx, `SELECT `+userCols+` FROM users WHERE id = ?`, id))
+	return u, missing(err, "user %d", id)
+}
+
+func (db *DB) SetPassword(ctx context.Context, userID int64, hash string) (err error) {
+	defer wrap(&err, "set password")
+	n, err := db.conn().exec(ctx, `UPDATE users SET password_hash = ? WHERE id = ?`, hash, userID)
+	return changed(n, err, "user %d", userID)
+}
+
+// CreateToken stores t and sets its ID and (if zero) Created.
+func (db *DB) CreateToken(ctx context.Context, t *domain.Token) (err error) {
+	defer wrap(&err, "create token")
+	nt := *t
+	nt.Created, nt.Expires, nt.LastUsed = orNow(nt.Created), stored(nt.Expires), stored(nt.LastUsed)
+	err = db.conn().row(ctx, `INSERT INTO tokens (user_id, kind, name, hash, created, expires, last_used, revoked)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		nt.UserID, nt.Kind, nt.Name, nt.Hash, us(nt.Created), us(nt.Expires), us(nt.LastUsed), nt.Revoked).Scan(&nt.ID)
+	if db.d.unique(err) {
+		return domain.Errorf(domain.EConflict, "a token with this secret already exists")
+	}
+	if err != nil {
+		return err
+	}
+	*t = nt
+	return nil
+}
+
+const tokenCols = `id, user_id, kind, name, hash, created, expires, last_used, revoked`
+
+func scanToken(r scanner) (domain.Token, error) {
+	var t domain.Token
+	err := r.Scan(&t.ID, &t.UserID, &t.Kind, &t.Name, &t.Hash,
+		timeCol{&t.Created}, timeCol{&t.Expires}, timeCol{&t.LastUsed}, &t.Revoked)
+	return t, err
+}
+
+func (db *DB) TokenByHash(ctx context.Context, hash string) (_ domain.Token, err error) {
+	defer wrap(&err, "token by hash")
+	t, err := scanToken(db.conn().row(ctx, `SELECT `+tokenCols+` FROM tokens WHERE hash = ?`, hash))
+	return t, missing(err, "token")
+}
+
+// Tokens lists userID's tokens, oldest first.
+func (db *DB) Tokens(ctx context.Context, userID int64) (_ []domain.Token, err error) {
+	defer wrap(&err, "tokens")
+	return all(ctx, db.conn(), scanToken, `SELECT `+tokenCols+` FROM tokens WHERE user_id = ? ORDER BY id`, userID)
+}
+
+func (db *DB) RevokeToken(ctx context.Context, userID, tokenID int64) (err error) {
+	defer wrap(&err, "revoke token")
+	n, err := db.conn().exec(ctx, `UPDATE tokens SET revoked = TRUE WHERE id = ? AND user_id = ?`, tokenID, userID)
+	return changed(n, err, "token %d", tokenID)
+}
+
+func (db *DB) TouchToken(ctx context.Context, tokenID int64, now time.Time) (err error) {
+	defer wrap(&err, "touch token")
+	n, err := db.conn().exec(ctx, `UPDATE tokens SET last_used = ? WHERE id = ?`, us(now), tokenID)
+	return changed(n, err, "token %d", tokenID)
+}

@@ -1,0 +1,231 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"ferry/service/domain"
+)
+
+var accountTests = []test{
+	{"Users", testUsers},
+	{"Tokens", testTokens},
+	{"Endpoints", testEndpoints},
+	{"EndpointList", testEndpointList},
+	{"Activations", testActivations},
+}
+
+func testUsers(t *testing.T, open Open) {
+	f := newFixture(t, open(t))
+	alice := f.user("alice")
+	if alice.ID == 0 || alice.Created.IsZero() {
+		t.Fatalf("CreateUser left ID or Created unset: %+v", alice)
+	}
+	bob := f.user("bob")
+	if bob.ID == alice.ID {
+		t.Fatalf("two users with ID %d", bob.ID)
+	}
+	got, err := f.s.UserByName(f.ctx, "alice")
+	f.ok(err)
+	equal(t, "UserByName", got, alice)
+	got, err = f.s.UserByID(f.ctx, bob.ID)
+	f.ok(err)
+	equal(t, "UserByID", got, bob)
+
+	f.ok(f.s.SetPassword(f.ctx, alice.ID, "new hash"))
+	got, err = f.s.UserByID(f.ctx, alice.ID)
+	f.ok(err)
+	if got.PasswordHash != "new hash" {
+		t.Fatalf("password hash %q after SetPassword", got.PasswordHash)
+	}
+
+	runErrCases(t, []errCase{
+		{"taken name", func() error { return f.s.CreateUser(f.ctx, &domain.User{Name: "alice", PasswordHash: "x"}) }, domain.EConflict},
+		{"missing name", func() error { _, err := f.s.UserByName(f.ctx, "carol"); return err }, domain.ENotFound},
+		{"missing ID", func() error { _, err := f.s.UserByID(f.ctx, bob.ID+100); return err }, domain.ENotFound},
+		{"password of missing user", func() error { return f.s.SetPassword(f.ctx, bob.ID+100, "h") }, domain.ENotFound},
+	})
+}
+
+func testTokens(t *testing.T, open Open) {
+	f := newFixture(t, open(t))
+	alice, bob := f.user("alice"), f.user("bob")
+	token := func(u domain.User, kind, hash string, expires time.Time) domain.Token {
+		t.Helper()
+		tk := domain.Token{UserID: u.ID, Kind: kind, Name: "laptop", Hash: hash, Expires: expires}
+		f.ok(f.s.CreateToken(f.ctx, &tk))
+		if tk.ID == 0 || tk.Created.IsZero() {
+			t.Fatalf("CreateToken left ID or Created unset: %+v", tk)
+		}
+		return tk
+	}
+	a1 := token(alice, domain.TokenAPI, "a1", t0.Add(time.Hour))
+	a2 := token(alice, domain.TokenSession, "a2", time.Time{})
+	b1 := token(bob, domain.TokenAPI, "b1", time.Time{})
+
+	got, err := f.s.TokenByHash(f.ctx, "a1")
+	f.ok(err)
+	equal(t, "TokenByHash", got, a1)
+	for _, c := range []struct {
+		user domain.User
+		want []domain.Token
+	}{{alice, []domain.Token{a1, a2}}, {bob, []domain.Token{b1}}} {
+		got, err := f.s.Tokens(f.ctx, c.user.ID)
+		f.ok(err)
+		equal(t, "Tokens of "+c.user.Name, got, c.want)
+	}
+
+	runErrCases(t, []errCase{
+		{"missing hash", func() error { _, err := f.s.TokenByHash(f.ctx, "nope"); return err }, domain.ENotFound},
+		{"revoke another user's", func() error { return f.s.RevokeToken(f.ctx, bob.ID, a1.ID) }, domain.ENotFound},
+		{"touch missing", func() error { return f.s.TouchToken(f.ctx, b1.ID+100, t0) }, domain.ENotFound},
+	})
+	if got, _ := f.s.TokenByHash(f.ctx, "a1"); got.Revoked {
+		t.Fatal("another user revoked a token")
+	}
+
+	f.ok(f.s.RevokeToken(f.ctx, alice.ID, a1.ID))
+	f.ok(f.s.TouchToken(f.ctx, a2.ID, t0))
+	got, err = f.s.TokenByHash(f.ctx, "a1")
+	f.ok(err)
+	if !got.Revoked || got.Valid(t0) {
+		t.Fatalf("revoked token: %+v", got)
+	}
+	got, err = f.s.TokenByHash(f.ctx, "a2")
+	f.ok(err)
+	if !got.LastUsed.Equal(t0) || got.Revoked {
+		t.Fatalf("touched token: %+v, want LastUsed %v", got, t0)
+	}
+}
+
+func testEndpoints(t *testing.T, open Open) {
+	f := newFixture(t, open(t))
+	alice, bob := f.user("alice"), f.user("bob")
+	dtn := domain.Endpoint{OwnerID: alice.ID, Name: "dtn", Description: "Data transfer node",
+		Servers: []string{"ftp://dtn1:2811", "ftp://dtn2:2811"}, Auth: domain.AuthPassword,
+		DefaultDir: "/~/", Public: true, MaxConcurrent: 4}
+	f.ok(f.s.CreateEndpoint(f.ctx, &dtn))
+	wantUUID(t, dtn.ID)
+	if dtn.Created.IsZero() {
+		t.Fatal("CreateEndpoint left Created unset")
+	}
+	dtn.Owner = "alice"
+	bobs := f.endpoint(bob, "dtn", false, 0) // the same name, another owner
+
+	got, err := f.s.Endpoint(f.ctx, dtn.ID)
+	f.ok(err)
+	equal(t, "Endpoint", got, dtn)
+	got, err = f.s.EndpointByName(f.ctx, "bob", "dtn")
+	f.ok(err)
+	equal(t, "EndpointByName", got, bobs)
+
+	upd := dtn
+	upd.OwnerID, upd.Owner = bob.ID, "bob" // not changed by UpdateEndpoint
+	upd.Name, upd.Description, upd.Servers, upd.Auth = "dtn2", "renamed", []string{"ftp://new:2811"}, domain.AuthAnonymous
+	upd.DefaultDir, upd.Public, upd.MaxConcurrent = "/data/", false, 0
+	f.ok(f.s.UpdateEndpoint(f.ctx, upd))
+	got, err = f.s.Endpoint(f.ctx, dtn.ID)
+	f.ok(err)
+	upd.OwnerID, upd.Owner = alice.ID, "alice"
+	equal(t, "updated endpoint", got, upd)
+
+	// Deleting an endpoint deletes its activations.
+	for _, u := range []domain.User{alice, bob} {
+		f.ok(f.s.PutActivation(f.ctx, domain.Activation{UserID: u.ID, EndpointID: dtn.ID, Sealed: []byte("s"), Expires: t0}))
+	}
+	f.ok(f.s.DeleteEndpoint(f.ctx, dtn.ID))
+	f.endpoint(bob, "other", false, 0)
+
+	runErrCases(t, []errCase{
+		{"taken name", func() error {
+			return f.s.CreateEndpoint(f.ctx, &domain.Endpoint{OwnerID: bob.ID, Name: "dtn", Auth: domain.AuthAnonymous})
+		}, domain.EConflict},
+		{"rename to a taken name", func() error {
+			e := bobs
+			e.Name = "other"
+			return f.s.UpdateEndpoint(f.ctx, e)
+		}, domain.EConflict},
+		{"missing ID", func() error { _, err := f.s.Endpoint(f.ctx, "00000000-0000-4000-8000-000000000000"); return err }, domain.ENotFound},
+		{"missing name", func() error { _, err := f.s.EndpointByName(f.ctx, "bob", "nope"); return err }, domain.ENotFound},
+		{"another owner's name", func() error { _, err := f.s.EndpointByName(f.ctx, "carol", "dtn"); return err }, domain.ENotFound},
+		{"update missing", func() error { return f.s.UpdateEndpoint(f.ctx, upd) }, domain.ENotFound},
+		{"deleted", func() error { _, err := f.s.Endpoint(f.ctx, dtn.ID); return err }, domain.ENotFound},
+		{"delete deleted", func() error { return f.s.DeleteEndpoint(f.ctx, dtn.ID) }, domain.ENotFound},
+		{"activation of deleted", func() error { _, err := f.s.Activation(f.ctx, bob.ID, dtn.ID); return err }, domain.ENotFound},
+	})
+}
+
+func testEndpointList(t *testing.T, open Open) {
+	f := newFixture(t, open(t))
+	alice, bob, carol := f.user("alice"), f.user("bob"), f.user("carol")
+	f.endpoint(alice, "dtn", true, 0)
+	f.endpoint(alice, "laptop", false, 0)
+	f.endpoint(bob, "dtn", true, 0)
+	f.endpoint(bob, "secret", false, 0)
+	shared := f.endpoint(carol, "Shared-Data", true, 0)
+	shared.Description = "Genomics 50%_archive"
+	f.ok(f.s.UpdateEndpoint(f.ctx, shared))
+
+	for _, c := range []struct {
+		name     string
+		user     domain.User
+		text     string
+		mineOnly bool
+		page     domain.Page
+		want     []string
+		total    int
+	}{
+		{"own and public", alice, "", false, domain.Page{}, []string{"alice#dtn", "alice#laptop", "bob#dtn", "carol#Shared-Data"}, 4},
+		{"another user", bob, "", false, domain.Page{}, []string{"alice#dtn", "bob#dtn", "bob#secret", "carol#Shared-Data"}, 4},
+		{"mine only", alice, "", true, domain.Page{}, []string{"alice#dtn", "alice#laptop"}, 2},
+		{"name, any case", alice, "DTN", false, domain.Page{}, []string{"alice#dtn", "bob#dtn"}, 2},
+		{"owner#name", alice, "bob#", false, domain.Page{}, []string{"bob#dtn"}, 1},
+		{"description", alice, "genomics", false, domain.Page{}, []string{"carol#Shared-Data"}, 1},
+		{"LIKE characters are literal", alice, "50%_a", false, domain.Page{}, []string{"carol#Shared-Data"}, 1},
+		{"underscore is literal", bob, "s_cret", false, domain.Page{}, nil, 0},
+		{"another user's private one", alice, "secret", false, domain.Page{}, nil, 0},
+		{"mine only and text", bob, "dtn", true, domain.Page{}, []string{"bob#dtn"}, 1},
+		{"page", alice, "", false, domain.Page{Limit: 2, Offset: 1}, []string{"alice#laptop", "bob#dtn"}, 4},
+		{"past the end", alice, "", false, domain.Page{Limit: 2, Offset: 10}, nil, 4},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			eps, total, err := f.s.Endpoints(f.ctx, c.user.ID, c.text, c.mineOnly, c.page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, e := range eps {
+				names = append(names, e.DisplayName())
+			}
+			equal(t, "endpoints", names, c.want)
+			if total != c.total {
+				t.Fatalf("total %d, want %d", total, c.total)
+			}
+		})
+	}
+}
+
+func testActivations(t *testing.T, open Open) {
+	f := newFixture(t, open(t))
+	alice, bob := f.user("alice"), f.user("bob")
+	ep := f.endpoint(alice, "dtn", true, 0)
+	a := domain.Activation{UserID: alice.ID, EndpointID: ep.ID, Sealed: []byte("sealed 1"), Expires: t0.Add(12 * time.Hour), Created: t0}
+	f.ok(f.s.PutActivation(f.ctx, a))
+	got, err := f.s.Activation(f.ctx, alice.ID, ep.ID)
+	f.ok(err)
+	equal(t, "Activation", got, a)
+
+	a.Sealed, a.Expires, a.Created = []byte("sealed 2"), t0.Add(time.Hour), t0.Add(time.Minute)
+	f.ok(f.s.PutActivation(f.ctx, a))
+	got, err = f.s.Activation(f.ctx, alice.ID, ep.ID)
+	f.ok(err)
+	equal(t, "replaced Activation", got, a)
+
+	runErrCases(t, []errCase{
+		{"another user's", func() error { _, err := f.s.Activation(f.ctx, bob.ID, ep.ID); return err }, domain.ENotFound},
+		{"delete another user's", func() error { return f.s.DeleteActivation(f.ctx, bob.ID, ep.ID) }, domain.ENotFound},
+		{"delete", func() error { return f.s.DeleteActivation(f.ctx, alice.ID, ep.ID) }, ""},
+		{"deleted", func() error { _, err := f.s.Activation(f.ctx, alice.ID, ep.ID); return err }, domain.ENotFound},
+		{"delete deleted", func() error { return f.s.DeleteActivation(f.ctx, alice.ID, ep.ID) }, domain.ENotFound},
+	})
+}
