@@ -8,6 +8,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"ferry/gridftp"
@@ -46,9 +47,11 @@ type copier struct {
 	q        queue
 	fin      chan job
 	retire   chan struct{} // the optimizer takes a session pair away
+	ahead    atomic.Int64  // finishers yet to start that dial at once
 
 	mu      sync.Mutex
-	pending int // files not yet final
+	listing *client.Pair // the planning sessions, until a worker takes them
+	pending int          // files not yet final
 	res     Result
 }
 
@@ -66,12 +69,16 @@ func Copy(ctx context.Context, src, dst Endpoint, items []Item, opts Options, re
 		defer cancel()
 	}
 	c := &copier{src: src, dst: dst, opts: opts, rep: rep}
+	defer c.closeListing()
 	files, err := c.plan(ctx, items)
 	if err != nil {
 		return c.res, err
 	}
 	c.set = tune(opts, files, c.set)
 	c.res.Settings = c.set
+	if st, ok := rep.(Starter); ok {
+		st.Started(c.set)
+	}
 	c.schedule(files)
 	if c.pending > 0 {
 		c.run(ctx)
@@ -86,24 +93,18 @@ func Copy(ctx context.Context, src, dst Endpoint, items []Item, opts Options, re
 	return c.res, nil
 }
 
-// plan opens one listing session per side, measures the round trip,
-// chooses the checksum algorithm and lists the work.
+// plan opens a session at each end, which the first worker goes on to
+// use, takes the longer of their round trips, chooses the checksum
+// algorithm and lists the work.
 func (c *copier) plan(ctx context.Context, items []Item) ([]*file, error) {
-	s, err := c.src.dial(ctx)
+	pair, err := c.dialPair(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("source: %w", err)
-	}
-	defer s.Close()
-	d, err := c.dst.dial(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("destination: %w", err)
-	}
-	defer d.Close()
-	t := time.Now()
-	if _, err := s.Do(ctx, "NOOP"); err != nil {
 		return nil, err
 	}
-	c.set.RTT = time.Since(t)
+	c.listing = pair
+	s, d := pair.Src, pair.Dst
+	// The client may sit beside either end: the far one sets the plan.
+	c.set.RTT = max(s.RTT(), d.RTT())
 	if c.opts.Verify || c.opts.SyncLevel == SyncChecksum {
 		if c.set.Algorithm, err = chooseAlgorithm(c.opts.Algorithm, s.Checksums(), d.Checksums()); err != nil {
 			return nil, err
@@ -134,7 +135,9 @@ func (c *copier) plan(ctx context.Context, items []Item) ([]*file, error) {
 	return p.files, nil
 }
 
-// schedule splits files into units and queues them.
+// schedule splits files into units and queues them. It counts the
+// finishers' jobs to come: up to that many finishers dial their sessions
+// while the workers start, not when the first file waits for them.
 func (c *copier) schedule(files []*file) {
 	c.pending = len(files)
 	for _, f := range files {
@@ -143,10 +146,17 @@ func (c *copier) schedule(files []*file) {
 				f.units++
 				c.q.push(&unit{f: f, off: off, n: min(c.set.ChunkSize, f.size-off)})
 			}
-			continue
+		} else {
+			f.units = 1
+			c.q.push(&unit{f: f, n: -1})
 		}
-		f.units = 1
-		c.q.push(&unit{f: f, n: -1})
+		if c.needsFinishing(f) {
+			jobs := 1 // finalize; with Verify, each chunk's check before it
+			if c.opts.Verify {
+				jobs = f.units
+			}
+			c.ahead.Add(int64(jobs))
+		}
 	}
 }
 
@@ -242,18 +252,16 @@ func (c *copier) worker(ctx context.Context) {
 	}
 }
 
-// connect opens and sets up a session pair.
+// connect sets up a session pair for transfers: the planning sessions
+// when no worker has taken them yet, else new ones.
 func (c *copier) connect(ctx context.Context) (*client.Pair, error) {
-	s, err := c.src.dial(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("source: %w", err)
+	p := c.takeListing()
+	if p == nil {
+		var err error
+		if p, err = c.dialPair(ctx); err != nil {
+			return nil, err
+		}
 	}
-	d, err := c.dst.dial(ctx)
-	if err != nil {
-		s.Close()
-		return nil, fmt.Errorf("destination: %w", err)
-	}
-	p := &client.Pair{Src: s, Dst: d}
 	if c.set.Live {
 		p.Live = c.set.Algorithm
 	}
@@ -262,6 +270,52 @@ func (c *copier) connect(ctx context.Context) (*client.Pair, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// dialPair opens and logs in a session at each end, both at once.
+func (c *copier) dialPair(ctx context.Context) (*client.Pair, error) {
+	var s, d *client.Conn
+	var serr, derr error
+	both(func() { s, serr = c.src.dial(ctx) }, func() { d, derr = c.dst.dial(ctx) })
+	if serr != nil || derr != nil {
+		for _, conn := range []*client.Conn{s, d} {
+			if conn != nil {
+				conn.Close()
+			}
+		}
+		if serr != nil {
+			return nil, fmt.Errorf("source: %w", serr)
+		}
+		return nil, fmt.Errorf("destination: %w", derr)
+	}
+	return &client.Pair{Src: s, Dst: d}, nil
+}
+
+// takeListing hands over the planning sessions, once.
+func (c *copier) takeListing() *client.Pair {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.listing
+	c.listing = nil
+	return p
+}
+
+// closeListing closes the planning sessions if no worker took them.
+func (c *copier) closeListing() {
+	if p := c.takeListing(); p != nil {
+		p.Close()
+	}
+}
+
+// both runs f and g at once and returns when both are done.
+func both(f, g func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		g()
+	}()
+	f()
+	<-done
 }
 
 func (c *copier) part(u *unit) client.Part {
@@ -375,7 +429,9 @@ func (c *copier) finish(ctx context.Context, j job) {
 }
 
 // finisher runs checksums and final touches over its own session pair, so
-// that they overlap with data moving on the workers' pairs.
+// that they overlap with data moving on the workers' pairs. While work for
+// finishers is expected it dials at once, alongside the workers; otherwise
+// when the first job comes.
 func (c *copier) finisher(ctx context.Context) {
 	var pair *client.Pair
 	defer func() {
@@ -383,23 +439,19 @@ func (c *copier) finisher(ctx context.Context) {
 			pair.Close()
 		}
 	}()
+	if c.ahead.Add(-1) >= 0 {
+		pair, _ = c.dialPair(ctx) // on failure, the first job dials again
+	}
 	for {
 		select {
 		case job := <-c.fin:
 			if pair == nil {
-				s, err := c.src.dial(ctx)
-				if err == nil {
-					var d *client.Conn
-					if d, err = c.dst.dial(ctx); err == nil {
-						pair = &client.Pair{Src: s, Dst: d}
-					} else {
-						s.Close()
-					}
-				}
+				p, err := c.dialPair(ctx)
 				if err != nil {
 					job(nil)
 					continue
 				}
+				pair = p
 			}
 			var reply *gridftp.Error
 			if err := job(pair); err != nil && !errors.As(err, &reply) {
@@ -472,7 +524,13 @@ func (c *copier) finishFile(ctx context.Context, p *client.Pair, u *unit) error 
 	if p == nil {
 		return errors.New("no session to finish the file")
 	}
-	e, err := p.Src.Stat(ctx, f.src)
+	// The destination is looked up with the source when its name or, after
+	// chunks, its length needs a check.
+	dp := ""
+	if nonASCII(f.dst) || u.n >= 0 {
+		dp = f.dst
+	}
+	e, de, err, derr := stat(ctx, p.Src, p.Dst, f.src, dp)
 	if err != nil {
 		return err
 	}
@@ -483,13 +541,12 @@ func (c *copier) finishFile(ctx context.Context, p *client.Pair, u *unit) error 
 		return fmt.Errorf("%w: now %d bytes, modified %s", errSourceChanged, e.Size, e.Modify.Format(time.RFC3339))
 	}
 	if nonASCII(f.dst) {
-		de, err := p.Dst.Stat(ctx, f.dst)
 		var refused *gridftp.Error
-		if errors.As(err, &refused) {
-			return fmt.Errorf("%w (it cannot find the file by it): %v", errNameChanged, err)
+		if errors.As(derr, &refused) {
+			return fmt.Errorf("%w (it cannot find the file by it): %v", errNameChanged, derr)
 		}
-		if err != nil {
-			return err
+		if derr != nil {
+			return derr
 		}
 		if path.Clean(de.Name) != path.Clean(f.dst) {
 			return fmt.Errorf("%w (it stored %q)", errNameChanged, de.Name)
@@ -508,7 +565,7 @@ func (c *copier) finishFile(ctx context.Context, p *client.Pair, u *unit) error 
 	}
 	if u.n >= 0 {
 		// Chunks never shorten the file; a longer old destination is cut.
-		if de, err := p.Dst.Stat(ctx, f.dst); err == nil && de.Size > f.size {
+		if derr == nil && de.Size > f.size {
 			if _, err := p.Dst.Do(ctx, "SITE TRNC %d %s", f.size, f.dst); err != nil {
 				return err
 			}

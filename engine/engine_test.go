@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -27,6 +28,45 @@ type endpoint struct {
 	root string
 	srv  *server.Server
 	fs   storage.Driver
+	cmds commandLog
+}
+
+// commandLog is a slog.Handler that counts the commands a server runs, by
+// verb, from its debug log.
+type commandLog struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (l *commandLog) Enabled(context.Context, slog.Level) bool { return true }
+func (l *commandLog) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *commandLog) WithGroup(string) slog.Handler            { return l }
+
+func (l *commandLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != "command" {
+		return nil
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "verb" {
+			l.mu.Lock()
+			if l.n == nil {
+				l.n = map[string]int{}
+			}
+			l.n[a.Value.String()]++
+			l.mu.Unlock()
+		}
+		return true
+	})
+	return nil
+}
+
+// take returns the counts so far and starts again from zero.
+func (l *commandLog) take() map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := l.n
+	l.n = nil
+	return n
 }
 
 func startEndpoint(t *testing.T, root string, wrap func(storage.Driver) storage.Driver) *endpoint {
@@ -61,7 +101,8 @@ func (e *endpoint) start(t *testing.T, addr string) {
 		t.Fatal(err)
 	}
 	e.Addr = ln.Addr().String()
-	e.srv = &server.Server{FS: e.fs, Anonymous: true, DataTimeout: 5 * time.Second, MarkerInterval: 50 * time.Millisecond}
+	e.srv = &server.Server{FS: e.fs, Anonymous: true, DataTimeout: 5 * time.Second, MarkerInterval: 50 * time.Millisecond,
+		Logger: slog.New(&e.cmds)}
 	go e.srv.Serve(ln)
 	srv := e.srv
 	t.Cleanup(func() { srv.Close() })
@@ -251,6 +292,44 @@ func TestSingleFileDestinations(t *testing.T) {
 		if got, _ := os.ReadFile(filepath.Join(dst.root, tc.want)); !bytes.Equal(got, data) {
 			t.Errorf("%s: %s not written", tc.dst, tc.want)
 		}
+	}
+}
+
+// TestSessions counts what a one-file copy costs each server: the sessions
+// that plan the copy move the file, the finisher (for a file large enough
+// that its source is checked again) dials only its own pair, and each side
+// is looked up once while planning.
+func TestSessions(t *testing.T) {
+	src := startEndpoint(t, "", nil)
+	dst := startEndpoint(t, "", nil)
+	for _, tc := range []struct {
+		name               string
+		size               int
+		logins, srcLookups int
+	}{
+		{"small: one pair", 1000, 1, 1},
+		{"large: a finisher's pair", 2 << 20, 2, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			writeFile(t, filepath.Join(src.root, "f"), random(tc.size))
+			os.Remove(filepath.Join(dst.root, "f"))
+			src.cmds.take()
+			dst.cmds.take()
+			res, err := engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/f", Dst: "/f"}}, fastOptions(), nil)
+			if err != nil || res.Transferred != 1 {
+				t.Fatalf("%+v %v", res, err)
+			}
+			s, d := src.cmds.take(), dst.cmds.take()
+			if s["PASS"] != tc.logins || d["PASS"] != tc.logins {
+				t.Errorf("logins: %d at the source, %d at the destination; want %d each", s["PASS"], d["PASS"], tc.logins)
+			}
+			if s["MLST"] != tc.srcLookups || d["MLST"] != 1 {
+				t.Errorf("MLST: %d at the source, %d at the destination; want %d and 1", s["MLST"], d["MLST"], tc.srcLookups)
+			}
+			if s["NOOP"]+d["NOOP"] != 0 {
+				t.Errorf("NOOPs sent: the login measures the round trip")
+			}
+		})
 	}
 }
 

@@ -81,6 +81,16 @@ type Options struct {
 	MaxAttempts int           // tries per file or chunk; 0: 5
 	Backoff     time.Duration // first retry delay, doubled each time; 0: 1 s
 	MaxBackoff  time.Duration // 0: 1 min
+
+	// Recursive walks (select.go). Skip, when set, is asked about each
+	// entry a walk finds, file or directory; true leaves it out entirely:
+	// not sent, not compared, not reported, not counted (a resumed task
+	// leaves out what it already did). Filters include or exclude entries
+	// by name. DeleteExtra deletes, in each directory walked, what the
+	// destination has and the source does not.
+	Skip        func(src, dst string) bool
+	Filters     []Filter
+	DeleteExtra bool
 }
 
 func (o Options) maxAttempts() int {
@@ -104,8 +114,12 @@ func (o Options) backoff() (time.Duration, time.Duration) {
 	return b, m
 }
 
-// Item is one path to copy: a file, or a directory when Recursive.
-type Item struct{ Src, Dst string }
+// Item is one path to copy: a file, or a directory when Recursive (its
+// own or the Options').
+type Item struct {
+	Src, Dst  string
+	Recursive bool
+}
 
 // Outcome is what happened to one file.
 type Outcome int
@@ -158,6 +172,6 @@ type Settings struct {
 	Concurrency, Parallelism, Pipelining int // Concurrency: the most session pairs used
 	ChunkSize                            int64
 	Algorithm                            string
-	Live                                 bool // both ends hash data as it moves
-	RTT                                  time.Duration
+	Live                                 bool          // both ends hash data as it moves
+	RTT                                  time.Duration // the longer of the two control channels' round trips
 }

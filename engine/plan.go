@@ -43,19 +43,24 @@ func isNotFound(err error) bool {
 		!strings.Contains(ge.Reply.Text(), "PERMISSION_DENIED")
 }
 
-// plan expands items into files.
+// plan expands items into files. Each item's destination is looked up
+// once, with its source: it is a directory to create or to copy into, or
+// the file that the sync level compares with.
 func (p *planner) plan(ctx context.Context, items []Item) error {
 	for _, it := range items {
-		e, err := p.src.Stat(ctx, it.Src)
+		e, de, err, derr := stat(ctx, p.src, p.dst, it.Src, it.Dst)
 		if err != nil {
 			return fmt.Errorf("source %s: %w", it.Src, err)
 		}
+		isDir := derr == nil && de.IsDir()
 		if e.IsDir() {
-			if !p.opts.Recursive {
+			if !p.opts.Recursive && !it.Recursive {
 				return fmt.Errorf("source %s is a directory: copy it with recursive", it.Src)
 			}
-			if err := p.mkdirAll(ctx, it.Dst); err != nil {
-				return err
+			if !isDir {
+				if err := p.mkdirAll(ctx, it.Dst); err != nil {
+					return err
+				}
 			}
 			if err := p.walk(ctx, it.Src, it.Dst); err != nil {
 				return err
@@ -63,17 +68,22 @@ func (p *planner) plan(ctx context.Context, items []Item) error {
 			continue
 		}
 		dst := it.Dst
-		if strings.HasSuffix(dst, "/") {
-			dst += path.Base(it.Src)
-		} else if de, err := p.dst.Stat(ctx, dst); err == nil && de.IsDir() {
-			dst = path.Join(dst, path.Base(it.Src))
-		}
-		if err := p.mkdirAll(ctx, path.Dir(dst)); err != nil {
-			return err
-		}
 		var have *gridftp.Entry
-		if de, err := p.dst.Stat(ctx, dst); err == nil {
+		switch {
+		case isDir || strings.HasSuffix(dst, "/"):
+			dst = path.Join(dst, path.Base(it.Src))
+			if p.opts.SyncLevel != SyncNone {
+				if de, err := p.dst.Stat(ctx, dst); err == nil {
+					have = &de
+				}
+			}
+		case derr == nil:
 			have = &de
+		}
+		if !isDir {
+			if err := p.mkdirAll(ctx, path.Dir(dst)); err != nil {
+				return err
+			}
 		}
 		if err := p.decide(ctx, it.Src, dst, e, have); err != nil {
 			return err
@@ -97,7 +107,7 @@ func (p *planner) walk(ctx context.Context, src, dst string) error {
 		return fmt.Errorf("list source %s: %w", src, err)
 	}
 	existing := map[string]gridftp.Entry{}
-	if p.opts.SyncLevel != SyncNone {
+	if p.opts.SyncLevel != SyncNone || p.opts.DeleteExtra {
 		des, err := p.dst.List(ctx, dst)
 		if err != nil && !isNotFound(err) {
 			return fmt.Errorf("list destination %s: %w", dst, err)
@@ -105,6 +115,9 @@ func (p *planner) walk(ctx context.Context, src, dst string) error {
 		for _, de := range des {
 			existing[de.Name] = de
 		}
+	}
+	if entries, err = p.prune(ctx, src, dst, entries, existing); err != nil {
+		return err
 	}
 	for _, e := range entries {
 		if err := ctx.Err(); err != nil {
@@ -194,26 +207,29 @@ func (p *planner) mkdirAll(ctx context.Context, d string) error {
 	return p.mkdir(ctx, d)
 }
 
+// stat looks up sp at the source and, at the same time, dp at the
+// destination; dp "" is not looked up.
+func stat(ctx context.Context, src, dst *client.Conn, sp, dp string) (se, de gridftp.Entry, serr, derr error) {
+	if dp == "" {
+		se, serr = src.Stat(ctx, sp)
+		return se, de, serr, derr
+	}
+	both(func() { se, serr = src.Stat(ctx, sp) }, func() { de, derr = dst.Stat(ctx, dp) })
+	return se, de, serr, derr
+}
+
 // checksums computes alg over a range at both ends at once.
 func checksums(ctx context.Context, src, dst *client.Conn, alg, sp, dp string, off, n int64) (string, string, error) {
-	type res struct {
-		sum string
-		err error
+	var a, b string
+	var aerr, berr error
+	both(func() { a, aerr = src.Checksum(ctx, alg, sp, off, n) }, func() { b, berr = dst.Checksum(ctx, alg, dp, off, n) })
+	if aerr != nil {
+		return "", "", fmt.Errorf("source checksum: %w", aerr)
 	}
-	ch := make(chan res, 1)
-	go func() {
-		s, err := dst.Checksum(ctx, alg, dp, off, n)
-		ch <- res{s, err}
-	}()
-	a, err := src.Checksum(ctx, alg, sp, off, n)
-	b := <-ch
-	if err != nil {
-		return "", "", fmt.Errorf("source checksum: %w", err)
+	if berr != nil {
+		return "", "", fmt.Errorf("destination checksum: %w", berr)
 	}
-	if b.err != nil {
-		return "", "", fmt.Errorf("destination checksum: %w", b.err)
-	}
-	return a, b.sum, nil
+	return a, b, nil
 }
 
 // preferred is the order in which checksum algorithms are chosen: fast

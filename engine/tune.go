@@ -7,9 +7,10 @@ import "time"
 const wideArea = 5 * time.Millisecond
 
 // tune chooses concurrency, parallelism, pipelining and chunk size from the
-// file-size mix and the control channel's round trip, keeping what the
+// file-size mix and the control channels' round trip, keeping what the
 // options fix. Small files want many in flight (pipelining, sessions);
-// large files want streams (parallelism) and chunks spread over sessions.
+// large files want streams (parallelism) and, over a WAN, chunks that the
+// optimizer can spread over more sessions while the rate rises.
 func tune(o Options, files []*file, s Settings) Settings {
 	var total, largest int64
 	for _, f := range files {
@@ -36,15 +37,22 @@ func tune(o Options, files []*file, s Settings) Settings {
 	default:
 		s.Concurrency, s.Parallelism, s.Pipelining = 2, 2, 2
 		if wan {
-			s.Concurrency, s.Parallelism = 4, 4
+			// Streams cost no logins; each pair costs its logins and a
+			// congestion window's ramp, and may add nothing where one
+			// pair's streams fill the link (bbr). So a pair per file,
+			// up to 4, and the optimizer adds more while the rate rises.
+			s.Concurrency, s.Parallelism = min(len(files), 4), 4
 		}
 	}
 	s.ChunkSize = 0
 	// Chunks spread a file over sessions: worth it over a WAN, where one
-	// session's window limits it, or for files too large for one
-	// session to finish soon; on a LAN one session's streams run as fast.
+	// session's window may limit it and the optimizer needs units to hand
+	// to the sessions it adds, or for files too large for one session to
+	// finish soon; on a LAN one session's streams run as fast. The largest
+	// file makes eight: one session runs them back to back (pipelined),
+	// and there is room to spread them.
 	if largest >= 512*mib && (wan || largest > 4096*mib) {
-		s.ChunkSize = max(64*mib, min(largest/int64(2*s.Concurrency), 1024*mib))
+		s.ChunkSize = max(64*mib, min(largest/8, 1024*mib))
 	}
 	if s.Live {
 		// Live checksums need each stream's blocks in order: one stream

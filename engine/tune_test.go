@@ -50,8 +50,14 @@ func TestTune(t *testing.T) {
 		{"medium files, WAN", Options{}, files(20, 100*mib), wan, Settings{Concurrency: 4, Parallelism: 4, Pipelining: 2, RTT: wan.RTT}},
 		{"one large file, LAN: no chunks", Options{}, files(1, 2048*mib), lan, Settings{Concurrency: 1, Parallelism: 2, Pipelining: 2, RTT: lan.RTT}},
 		{"one huge file, LAN", Options{}, files(1, 8192*mib), lan, Settings{Concurrency: 2, Parallelism: 2, Pipelining: 2, ChunkSize: 1024 * mib, RTT: lan.RTT}},
-		{"one large file, WAN", Options{}, files(1, 2048*mib), wan, Settings{Concurrency: 4, Parallelism: 4, Pipelining: 2, ChunkSize: 256 * mib, RTT: wan.RTT}},
+		// Over a WAN a large file starts on one pair, in chunks that the
+		// optimizer can hand to the pairs it adds while the rate rises.
+		{"one large file, WAN: one pair, chunks", Options{}, files(1, 2048*mib), wan, Settings{Concurrency: 1, Parallelism: 4, Pipelining: 2, ChunkSize: 256 * mib, RTT: wan.RTT}},
+		{"one 512 MiB file, WAN", Options{}, files(1, 512*mib), wan, Settings{Concurrency: 1, Parallelism: 4, Pipelining: 2, ChunkSize: 64 * mib, RTT: wan.RTT}},
+		{"two large files, WAN: a pair each", Options{}, files(2, 1024*mib), wan, Settings{Concurrency: 2, Parallelism: 4, Pipelining: 2, ChunkSize: 128 * mib, RTT: wan.RTT}},
 		{"live checksums: chunks, one stream each", Options{}, files(1, 2048*mib), Settings{RTT: lan.RTT, Live: true}, Settings{Concurrency: 2, Parallelism: 1, Pipelining: 2, ChunkSize: 512 * mib, RTT: lan.RTT, Live: true}},
+		{"live checksums, 512 MiB, LAN", Options{}, files(1, 512*mib), Settings{RTT: lan.RTT, Live: true}, Settings{Concurrency: 2, Parallelism: 1, Pipelining: 2, ChunkSize: 128 * mib, RTT: lan.RTT, Live: true}},
+		{"live checksums, 512 MiB, WAN: as on a LAN", Options{}, files(1, 512*mib), Settings{RTT: wan.RTT, Live: true}, Settings{Concurrency: 2, Parallelism: 1, Pipelining: 2, ChunkSize: 128 * mib, RTT: wan.RTT, Live: true}},
 		{"one small file: one pair", Options{}, files(1, 10), lan, Settings{Concurrency: 1, Parallelism: 1, Pipelining: 16, RTT: lan.RTT}},
 		{"options win", Options{Concurrency: 3, Parallelism: 5, Pipelining: 7, ChunkSize: -1}, files(1, 4096*mib), lan, Settings{Concurrency: 1, Parallelism: 5, Pipelining: 7, RTT: lan.RTT}},
 	} {

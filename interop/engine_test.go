@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"ferry/engine"
+	"ferry/gridftp/client"
 )
 
 const engineMiB = 1 << 20
@@ -355,6 +356,45 @@ func testEngineChunked(t *testing.T, src, dst server) {
 
 // TestEngineSyncLevelsToGCT: with GCT as the destination, each sync level
 // re-sends exactly the files it should and leaves the others untouched.
+// TestGCTPipelinedLogin: GCT reads commands from a queue, so the client's
+// login (USER, PASS, TYPE I and FEAT sent at once) works there, and a
+// refused one still says so.
+func TestGCTPipelinedLogin(t *testing.T) {
+	needTools(t)
+	srv := startGCT(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		user, bad string
+	}{
+		{"anonymous", ""},
+		{"alice", "login: 530 Login incorrect."},
+	} {
+		t.Run(tc.user, func(t *testing.T) {
+			c, err := client.Dial(ctx, srv.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			err = c.Login(ctx, tc.user, "wrong@")
+			if tc.bad != "" {
+				if err == nil || !strings.HasPrefix(err.Error(), tc.bad) {
+					t.Fatalf("login error %v, want one starting %q", err, tc.bad)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Contains(c.Checksums(), "MD5") {
+				t.Errorf("FEAT not read: checksums %v", c.Checksums())
+			}
+			if _, err := c.Stat(ctx, epPath(srv, "")); err != nil {
+				t.Errorf("a command after the login: %v", err)
+			}
+		})
+	}
+}
+
 func TestEngineSyncLevelsToGCT(t *testing.T) {
 	needTools(t)
 	src, dst := shmFerry(t), startGCT(t)

@@ -159,6 +159,28 @@ func userProblem(user string) string {
 	return ""
 }
 
+// Hash checks password's length and returns its bcrypt hash at cost (0
+// means DefaultCost).
+func Hash(password string, cost int) ([]byte, error) {
+	switch {
+	case password == "":
+		return nil, errors.New("passwd: empty password")
+	case len(password) > MaxPassword:
+		return nil, fmt.Errorf("passwd: password longer than %d bytes", MaxPassword)
+	}
+	if cost == 0 {
+		cost = DefaultCost
+	}
+	if cost < bcrypt.MinCost || cost > bcrypt.MaxCost {
+		return nil, fmt.Errorf("passwd: bcrypt cost %d outside %d..%d", cost, bcrypt.MinCost, bcrypt.MaxCost)
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), cost)
+	if err != nil {
+		return nil, fmt.Errorf("passwd: %w", err)
+	}
+	return hash, nil
+}
+
 // Set gives user the password, adding the user or replacing the entry, and
 // rewrites the file at path atomically with mode 0600 (creating it if
 // needed). cost is the bcrypt cost; 0 means DefaultCost.
@@ -166,25 +188,13 @@ func Set(path, user, password string, cost int) error {
 	if err := ValidateUser(user); err != nil {
 		return err
 	}
-	switch {
-	case password == "":
-		return errors.New("passwd: empty password")
-	case len(password) > MaxPassword:
-		return fmt.Errorf("passwd: password longer than %d bytes", MaxPassword)
-	}
-	if cost == 0 {
-		cost = DefaultCost
-	}
-	if cost < bcrypt.MinCost || cost > bcrypt.MaxCost {
-		return fmt.Errorf("passwd: bcrypt cost %d outside %d..%d", cost, bcrypt.MinCost, bcrypt.MaxCost)
+	hash, err := Hash(password, cost)
+	if err != nil {
+		return err
 	}
 	lines, err := read(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
-	}
-	hash, err := bcrypt.GenerateFromPassword([]byte(password), cost)
-	if err != nil {
-		return fmt.Errorf("passwd: %w", err)
 	}
 	entry := line{text: user + ":" + string(hash), user: user, hash: hash}
 	if i := slices.IndexFunc(lines, func(l line) bool { return l.user == user }); i >= 0 {

@@ -30,6 +30,7 @@ type Conn struct {
 	addr string
 	opts Options
 	data data
+	rtt  time.Duration // measured by Login
 
 	// Timeout bounds each reply wait; zero means 60 s.
 	Timeout time.Duration
@@ -81,14 +82,22 @@ func (c *Conn) Quit(ctx context.Context) error {
 
 // Send writes one command without waiting for its reply.
 func (c *Conn) Send(format string, args ...any) error {
-	line := fmt.Sprintf(format, args...)
-	if strings.ContainsAny(line, "\r\n\x00") {
-		return fmt.Errorf("%w: control characters in %q", gridftp.ErrBadCommand, line)
+	return c.write(fmt.Sprintf(format, args...))
+}
+
+// write sends command lines in one write, without waiting for replies.
+func (c *Conn) write(lines ...string) error {
+	var b []byte
+	for _, line := range lines {
+		if strings.ContainsAny(line, "\r\n\x00") {
+			return fmt.Errorf("%w: control characters in %q", gridftp.ErrBadCommand, line)
+		}
+		b = append(append(b, line...), "\r\n"...)
 	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	c.c.SetWriteDeadline(time.Now().Add(c.timeout()))
-	_, err := c.c.Write([]byte(line + "\r\n"))
+	_, err := c.c.Write(b)
 	return err
 }
 
@@ -138,6 +147,20 @@ func (c *Conn) Final(ctx context.Context, onPrelim func(gridftp.Reply)) (gridftp
 	}
 }
 
+// finals reads the final replies of n pipelined commands, in order, and
+// stops at the first failure; the replies after it are left unread.
+func (c *Conn) finals(ctx context.Context, n int) ([]gridftp.Reply, error) {
+	reps := make([]gridftp.Reply, 0, n)
+	for range n {
+		rep, err := c.Final(ctx, nil)
+		if err != nil {
+			return reps, err
+		}
+		reps = append(reps, rep)
+	}
+	return reps, nil
+}
+
 // Do sends one command and waits for its final reply.
 func (c *Conn) Do(ctx context.Context, format string, args ...any) (gridftp.Reply, error) {
 	if err := c.Send(format, args...); err != nil {
@@ -146,30 +169,42 @@ func (c *Conn) Do(ctx context.Context, format string, args ...any) (gridftp.Repl
 	return c.Final(ctx, nil)
 }
 
-// Login authenticates and reads the server's features. Servers that refuse
-// FEAT are tolerated, as globus-url-copy does.
+// Login authenticates and reads the server's features. USER, PASS, TYPE I
+// and FEAT go out together and their replies are read in order, so that a
+// login costs one round trip (servers read commands from a queue: ferry's
+// and GCT's do); the wait for the first reply is the round trip that RTT
+// reports. A PASS that a server did not ask for is ignored, as is a
+// refused FEAT, as globus-url-copy does. After an error the session is in
+// an unknown state: close it.
 func (c *Conn) Login(ctx context.Context, user, password string) error {
-	rep, err := c.Do(ctx, "USER %s", user)
+	if strings.ContainsAny(user+password, "\r\n\x00") {
+		return fmt.Errorf("login: %w: control characters in the user name or password", gridftp.ErrBadCommand)
+	}
+	start := time.Now()
+	// Binary type, always: GCT starts in ASCII and would rewrite line ends.
+	if err := c.write("USER "+user, "PASS "+password, "TYPE I", "FEAT"); err != nil {
+		return fmt.Errorf("login: %w", err)
+	}
+	rep, err := c.Final(ctx, nil)
+	c.rtt = time.Since(start)
 	if err != nil {
 		return fmt.Errorf("login: %w", err)
 	}
-	if rep.Code == gridftp.CodeNeedPassword {
-		if _, err := c.Do(ctx, "PASS %s", password); err != nil {
-			return fmt.Errorf("login: %w", err)
-		}
+	asked := rep.Code == gridftp.CodeNeedPassword
+	var ge *gridftp.Error
+	if _, err := c.Final(ctx, nil); err != nil && (asked || !errors.As(err, &ge)) {
+		return fmt.Errorf("login: %w", err)
 	}
-	// Binary type, always: GCT starts in ASCII and would rewrite line ends.
-	if _, err := c.Do(ctx, "TYPE I"); err != nil {
+	if _, err := c.Final(ctx, nil); err != nil {
 		return fmt.Errorf("TYPE I: %w", err)
 	}
 	c.feat = map[string]string{}
-	rep, err = c.Do(ctx, "FEAT")
-	var ge *gridftp.Error
+	rep, err = c.Final(ctx, nil)
 	if errors.As(err, &ge) {
 		return nil
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("FEAT: %w", err)
 	}
 	for _, l := range rep.Lines[1:] {
 		if !strings.HasPrefix(l, " ") {
@@ -180,6 +215,10 @@ func (c *Conn) Login(ctx context.Context, user, password string) error {
 	}
 	return nil
 }
+
+// RTT is the round trip Login measured: the wait for the reply to USER,
+// which servers answer at once. Zero before Login.
+func (c *Conn) RTT() time.Duration { return c.rtt }
 
 // Feature reports whether the server announced a FEAT line name, and its
 // parameters ("CKSM" → "MD5:10;ADLER32:10;...").
@@ -208,6 +247,11 @@ func (c *Conn) Passive(ctx context.Context) (netip.AddrPort, error) {
 	if err != nil {
 		return netip.AddrPort{}, err
 	}
+	return c.passiveAddr(rep)
+}
+
+// passiveAddr reads the address of a PASV reply, as Passive describes.
+func (c *Conn) passiveAddr(rep gridftp.Reply) (netip.AddrPort, error) {
 	ap, err := gridftp.ParsePassive(rep.Text())
 	if err != nil {
 		return netip.AddrPort{}, err
@@ -222,13 +266,16 @@ func (c *Conn) Passive(ctx context.Context) (netip.AddrPort, error) {
 
 // Port sends PORT (IPv4) or EPRT (IPv6) for addr.
 func (c *Conn) Port(ctx context.Context, addr netip.AddrPort) error {
-	var err error
-	if addr.Addr().Unmap().Is4() {
-		_, err = c.Do(ctx, "PORT %s", gridftp.FormatHostPort(addr))
-	} else {
-		_, err = c.Do(ctx, "EPRT |2|%s|%d|", addr.Addr(), addr.Port())
-	}
+	_, err := c.Do(ctx, "%s", portCommand(addr))
 	return err
+}
+
+// portCommand is the PORT (IPv4) or EPRT (IPv6) command for addr.
+func portCommand(addr netip.AddrPort) string {
+	if addr.Addr().Unmap().Is4() {
+		return "PORT " + gridftp.FormatHostPort(addr)
+	}
+	return fmt.Sprintf("EPRT |2|%s|%d|", addr.Addr(), addr.Port())
 }
 
 // Size returns the size of path.

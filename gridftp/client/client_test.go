@@ -1,16 +1,19 @@
 package client_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/md5"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,6 +90,136 @@ func TestWrongPassword(t *testing.T) {
 	var ge *gridftp.Error
 	if !errors.As(err, &ge) || ge.Reply.Code != gridftp.CodeNotLoggedIn {
 		t.Fatalf("login error = %v, want 530", err)
+	}
+	if want := "login: 530 Login incorrect."; err.Error() != want {
+		t.Errorf("login error %q, want %q", err, want)
+	}
+	if err := c.Login(context.Background(), "alice", "pw\r\nDELE /x"); err == nil || strings.Contains(err.Error(), "pw") {
+		t.Errorf("a password with a line break: error %v; want one that does not show it", err)
+	}
+}
+
+// step is one exchange of a scripted server: it reads the commands, then
+// sends the replies.
+type step struct {
+	commands []string
+	replies  string
+}
+
+// scripted serves one connection that runs steps after its banner. It
+// reads a step's commands before it answers any of them, so a client that
+// waits for a reply within a step hangs (until its Timeout) and fails.
+func scripted(t *testing.T, steps ...step) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		c.Write([]byte("220 scripted\r\n"))
+		r := bufio.NewReader(c)
+		for _, s := range steps {
+			for _, want := range s.commands {
+				line, err := r.ReadString('\n')
+				if err != nil {
+					return
+				}
+				if got := strings.TrimRight(line, "\r\n"); got != want {
+					t.Errorf("server got %q, want %q", got, want)
+					return
+				}
+			}
+			c.Write([]byte(s.replies))
+		}
+		io.Copy(io.Discard, r)
+	}()
+	return ln.Addr().String()
+}
+
+// loginStep is a pipelined anonymous login to a scripted server.
+var loginStep = step{
+	[]string{"USER anonymous", "PASS ferry@", "TYPE I", "FEAT"},
+	"331 Password please.\r\n230 In.\r\n200 Type set to I.\r\n211-Features:\r\n PARALLEL\r\n211 End.\r\n",
+}
+
+func dialScripted(t *testing.T, addr string) *client.Conn {
+	t.Helper()
+	c, err := client.Dial(context.Background(), addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.Timeout = 5 * time.Second
+	return c
+}
+
+func TestLoginPipelined(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		s    step
+		bad  string
+	}{
+		{"password asked", loginStep, ""},
+		{"no password asked: PASS ignored", step{loginStep.commands,
+			"230 In.\r\n503 Already logged in.\r\n200 Type set to I.\r\n211-Features:\r\n PARALLEL\r\n211 End.\r\n"}, ""},
+		{"FEAT refused", step{loginStep.commands,
+			"331 Password please.\r\n230 In.\r\n200 Type set to I.\r\n500 Unknown command.\r\n"}, ""},
+		{"user refused", step{loginStep.commands,
+			"530 Not you.\r\n503 Login with USER first.\r\n530 Log in first.\r\n211 End.\r\n"}, "login: 530 Not you."},
+		{"TYPE refused", step{loginStep.commands,
+			"331 Password please.\r\n230 In.\r\n504 No.\r\n211 End.\r\n"}, "TYPE I: 504 No."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dialScripted(t, scripted(t, tc.s))
+			err := c.Login(context.Background(), "anonymous", "ferry@")
+			if tc.bad != "" {
+				if err == nil || err.Error() != tc.bad {
+					t.Fatalf("login error %v, want %q", err, tc.bad)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := c.Feature("PARALLEL"); !ok && tc.name != "FEAT refused" {
+				t.Error("features not read")
+			}
+			if c.RTT() <= 0 {
+				t.Error("no round trip measured")
+			}
+		})
+	}
+}
+
+// TestPairSetupPipelined: setting up a pair takes one round trip to each
+// side; the source's PORT waits only for the destination's PASV.
+func TestPairSetupPipelined(t *testing.T) {
+	src := dialScripted(t, scripted(t, loginStep, step{
+		[]string{"MODE E", "OPTS RETR Parallelism=3,3,3;Markers=5;", "OPTS CKSM Live=MD5;", "PORT 127,0,0,1,4,1"},
+		"200 MODE E ok.\r\n200 OPTS ok.\r\n200 Live.\r\n200 PORT ok.\r\n",
+	}))
+	dst := dialScripted(t, scripted(t, loginStep, step{
+		[]string{"MODE E", "OPTS CKSM Live=MD5;", "PASV"},
+		"200 MODE E ok.\r\n200 Live.\r\n227 Entering Passive Mode (127,0,0,1,4,1)\r\n",
+	}))
+	ctx := context.Background()
+	for _, c := range []*client.Conn{src, dst} {
+		if err := c.Login(ctx, "anonymous", "ferry@"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := &client.Pair{Src: src, Dst: dst, Live: "MD5"}
+	if err := p.Setup(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Setup(ctx, 3); err != nil { // set up already: nothing is sent
+		t.Fatal(err)
 	}
 }
 

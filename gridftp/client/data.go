@@ -162,14 +162,15 @@ func (c *Conn) Get(ctx context.Context, path string, dst io.WriterAt, off, lengt
 		return err
 	})
 	if err != nil {
-		c.dropAfterFailure()
+		c.dropData()
 	}
 	return rcv.Bytes(), err
 }
 
-// dropAfterFailure closes the data channel: after a failed transfer its
-// streams are in an unknown state, and the server drops its side too.
-func (c *Conn) dropAfterFailure() {
+// dropData closes the data channel: after a failed transfer its streams
+// are in an unknown state, and the server drops its side too; a session
+// that joins a Pair no longer moves data to or from this client.
+func (c *Conn) dropData() {
 	c.closeData()
 	c.data.parallel = 0
 }
@@ -220,7 +221,7 @@ func (c *Conn) Put(ctx context.Context, path string, src io.ReaderAt, off, size 
 		return gridftp.Send(ctx, c.data.sstreams, plan, src, 0, c.options().Pool, &sent)
 	})
 	if err != nil {
-		c.dropAfterFailure()
+		c.dropData()
 	}
 	return sent.Load(), err
 }
@@ -241,7 +242,7 @@ func (c *Conn) List(ctx context.Context, path string) ([]gridftp.Entry, error) {
 		return err
 	})
 	if err != nil {
-		c.dropAfterFailure()
+		c.dropData()
 		return nil, err
 	}
 	var out []gridftp.Entry

@@ -34,36 +34,53 @@ type Part struct {
 }
 
 // Setup prepares both sessions: MODE E, parallelism and markers on the
-// source, the destination's passive address announced to the source.
+// source, the destination's passive address announced to the source. The
+// commands to each side go out together and only PORT waits, for the reply
+// to PASV: a round trip to each side in all. Sessions that moved data to or
+// from this client (a listing) drop that data channel first. After an
+// error, close the pair.
 func (p *Pair) Setup(ctx context.Context, parallel int) error {
 	parallel = max(parallel, 1)
 	if p.ready && p.parallel == parallel {
 		return nil
 	}
-	if err := p.Src.ModeE(ctx); err != nil {
-		return err
+	p.Src.dropData()
+	p.Dst.dropData()
+	var src, dst []string
+	if !p.Src.data.modeE {
+		src = append(src, "MODE E")
 	}
-	if err := p.Dst.ModeE(ctx); err != nil {
-		return err
+	if !p.Dst.data.modeE {
+		dst = append(dst, "MODE E")
 	}
 	// Markers from the source keep its control channel alive during long files.
-	if _, err := p.Src.Do(ctx, "OPTS RETR Parallelism=%d,%d,%d;Markers=5;", parallel, parallel, parallel); err != nil {
+	src = append(src, fmt.Sprintf("OPTS RETR Parallelism=%d,%d,%d;Markers=5;", parallel, parallel, parallel))
+	if p.Live != "" {
+		live := fmt.Sprintf("OPTS CKSM Live=%s;", p.Live)
+		src, dst = append(src, live), append(dst, live)
+	}
+	dst = append(dst, "PASV")
+	if err := p.Src.write(src...); err != nil {
 		return err
 	}
-	if p.Live != "" {
-		for _, c := range []*Conn{p.Src, p.Dst} {
-			if _, err := c.Do(ctx, "OPTS CKSM Live=%s;", p.Live); err != nil {
-				return err
-			}
-		}
+	if err := p.Dst.write(dst...); err != nil {
+		return err
 	}
-	ap, err := p.Dst.Passive(ctx)
+	reps, err := p.Dst.finals(ctx, len(dst))
 	if err != nil {
 		return err
 	}
-	if err := p.Src.Port(ctx, ap); err != nil {
+	ap, err := p.Dst.passiveAddr(reps[len(reps)-1])
+	if err != nil {
 		return err
 	}
+	if err := p.Src.write(portCommand(ap)); err != nil {
+		return err
+	}
+	if _, err := p.Src.finals(ctx, len(src)+1); err != nil {
+		return err
+	}
+	p.Src.data.modeE, p.Dst.data.modeE = true, true
 	p.parallel, p.ready = parallel, true
 	return nil
 }

@@ -92,10 +92,15 @@ var allowed = map[string][]string{
 	// The store: one adapter over database/sql, and its conformance suite.
 	"ferry/service/sqlstore":  {"ferry/service/domain"},
 	"ferry/service/storetest": {"ferry/service/domain"},
+
+	// Running tasks: file operations on endpoints, workers, notifications.
+	"ferry/service/gridops": {"ferry/service/domain", "ferry/gridftp", "ferry/gridftp/client"},
+	"ferry/service/worker":  {"ferry/service/domain", "ferry/service/secret", "ferry/service/gridops", "ferry/engine", "ferry/gridftp"},
+	"ferry/service/notify":  {"ferry/service/domain"},
 }
 
 // speaksHTTP lists the packages of allowed that are HTTP adapters.
-var speaksHTTP = map[string]bool{"ferry/service/httpapi": true, "ferry/service/apiclient": true}
+var speaksHTTP = map[string]bool{"ferry/service/httpapi": true, "ferry/service/apiclient": true, "ferry/service/notify": true}
 
 // speaksSQL lists the packages of allowed that are database adapters.
 var speaksSQL = map[string]bool{"ferry/service/sqlstore": true}

@@ -1,0 +1,92 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+
+	"ferry/gridftp"
+	"ferry/gridftp/client"
+)
+
+// Filter includes or excludes entries of recursive walks by base name.
+// The first filter that matches an entry decides; an entry that none
+// matches is included. An excluded directory is not walked.
+type Filter struct {
+	Exclude bool
+	Name    string // a path.Match glob on the base name
+	Type    string // "file", "dir", or "" for both
+}
+
+// included applies the filters to one entry.
+func included(filters []Filter, e gridftp.Entry) (bool, error) {
+	for _, f := range filters {
+		if f.Type == "dir" && !e.IsDir() || f.Type == "file" && e.IsDir() {
+			continue
+		}
+		ok, err := path.Match(f.Name, e.Name)
+		if err != nil {
+			return false, fmt.Errorf("filter %q: %w", f.Name, err)
+		}
+		if ok {
+			return !f.Exclude, nil
+		}
+	}
+	return true, nil
+}
+
+// prune applies Options.Filters and Options.Skip to the entries of the
+// source directory src and, with Options.DeleteExtra, deletes what the
+// destination directory dst (its entries in existing) has beyond them. A
+// destination entry that the filters exclude is kept, as rsync keeps it.
+func (p *planner) prune(ctx context.Context, src, dst string, entries []gridftp.Entry, existing map[string]gridftp.Entry) ([]gridftp.Entry, error) {
+	var kept []gridftp.Entry
+	inSource := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		inSource[e.Name] = true
+		ok, err := included(p.opts.Filters, e)
+		if err != nil {
+			return nil, err
+		}
+		if ok && (p.opts.Skip == nil || !p.opts.Skip(path.Join(src, e.Name), path.Join(dst, e.Name))) {
+			kept = append(kept, e)
+		}
+	}
+	if !p.opts.DeleteExtra {
+		return kept, nil
+	}
+	for _, name := range slices.Sorted(maps.Keys(existing)) {
+		if inSource[name] || !client.ListedName(name) {
+			continue
+		}
+		if ok, _ := included(p.opts.Filters, existing[name]); !ok {
+			continue // excluded (or a bad pattern): kept
+		}
+		d := path.Join(dst, name)
+		err := p.dst.RemoveAll(ctx, d)
+		var refused *gridftp.Error
+		if errors.As(err, &refused) {
+			// Src is where the source would have it.
+			p.failed = append(p.failed, FileResult{Src: path.Join(src, name), Dst: d, Outcome: Failed, Attempts: 1,
+				Err: fmt.Errorf("delete destination entry missing at the source: %w", err)})
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("delete %s at the destination: %w", d, err)
+		}
+	}
+	return kept, nil
+}
+
+// Starter is an optional interface of a Reporter: Started is called once
+// the copy has listed its work and chosen its settings, before any data
+// moves.
+type Starter interface {
+	Started(Settings)
+}
+
+// Mismatch reports an error saying the checksums at both ends differed.
+func Mismatch(err error) bool { return errors.Is(err, errMismatch) }

@@ -1,0 +1,249 @@
+// Package gridops carries out the service's file operations on endpoints
+// over GridFTP: it checks activations by logging in, lists directories
+// (MLSD), creates, renames and deletes, and maps GridFTP replies to the
+// domain's errors in one table. Each operation opens its own control
+// session on the first of the endpoint's servers that answers.
+package gridops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"path"
+	"strings"
+	"time"
+
+	"ferry/gridftp"
+	"ferry/gridftp/client"
+	"ferry/service/domain"
+)
+
+// Ops implements domain.FileOps. The zero value is ready to use.
+type Ops struct {
+	// Timeout bounds connecting to a server and each reply; 0: 1 minute.
+	Timeout time.Duration
+}
+
+var _ domain.FileOps = (*Ops)(nil)
+
+// Addrs returns the host:port of each of ep's servers, in order. Only
+// ftp:// URLs are understood for now (gsiftp:// needs GSI).
+func Addrs(ep domain.Endpoint) ([]string, error) {
+	var out []string
+	for _, s := range ep.Servers {
+		u, err := url.Parse(s)
+		if err != nil || u.Scheme != "ftp" || u.Host == "" || u.User != nil {
+			return nil, domain.Errorf(domain.EInvalid, "endpoint %s: server %q: want ftp://host:port", ep.DisplayName(), s)
+		}
+		port := u.Port()
+		if port == "" {
+			port = "21" // as ftp:// URLs say, and as ferry copy reads them
+		}
+		out = append(out, net.JoinHostPort(u.Hostname(), port))
+	}
+	if len(out) == 0 {
+		return nil, domain.Errorf(domain.EUnavailable, "endpoint %s has no servers", ep.DisplayName())
+	}
+	return out, nil
+}
+
+func (o *Ops) timeout() time.Duration {
+	if o.Timeout > 0 {
+		return o.Timeout
+	}
+	return time.Minute
+}
+
+// session connects to the first of ep's servers that answers and logs in:
+// as anonymous on an anonymous endpoint, else with l. A refused login is
+// EUnauthorized at once (the servers of one endpoint share their users);
+// EUnavailable when no server answers.
+func (o *Ops) session(ctx context.Context, ep domain.Endpoint, l domain.Login) (*client.Conn, error) {
+	addrs, err := Addrs(ep)
+	if err != nil {
+		return nil, err
+	}
+	user, pass := l.User, l.Password
+	if ep.Auth == domain.AuthAnonymous {
+		user, pass = "anonymous", "ferry@"
+	}
+	var last error
+	for _, a := range addrs {
+		c, err := o.dial(ctx, a, user, pass)
+		if err == nil {
+			return c, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if e := Err("log in to", ep.DisplayName(), err); domain.ErrorCode(e) != domain.EUnavailable {
+			return nil, e // refused, not unreachable: the other servers would refuse too
+		}
+		last = err
+	}
+	return nil, domain.Errorf(domain.EUnavailable, "endpoint %s: no server answers (%v)", ep.DisplayName(), last)
+}
+
+func (o *Ops) dial(ctx context.Context, addr, user, pass string) (*client.Conn, error) {
+	dctx, cancel := context.WithTimeout(ctx, o.timeout())
+	defer cancel()
+	c, err := client.Dial(dctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	c.Timeout = o.timeout()
+	if err := c.Login(dctx, user, pass); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// with runs fn on a fresh session and maps its error for op on p.
+func (o *Ops) with(ctx context.Context, ep domain.Endpoint, l domain.Login, op, p string, fn func(*client.Conn) error) error {
+	c, err := o.session(ctx, ep, l)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return Err(op, p, fn(c))
+}
+
+// Check logs in to the endpoint with l.
+func (o *Ops) Check(ctx context.Context, ep domain.Endpoint, l domain.Login) error {
+	c, err := o.session(ctx, ep, l)
+	if err != nil {
+		return err
+	}
+	c.Quit(ctx) // the login is what counts, not how the goodbye goes
+	return nil
+}
+
+// List lists the directory p.
+func (o *Ops) List(ctx context.Context, ep domain.Endpoint, l domain.Login, p string) ([]domain.FileInfo, error) {
+	var out []domain.FileInfo
+	err := o.with(ctx, ep, l, "list", p, func(c *client.Conn) error {
+		entries, err := c.List(ctx, p)
+		for _, e := range entries {
+			if client.ListedName(e.Name) {
+				out = append(out, fileInfo(e))
+			}
+		}
+		return err
+	})
+	return out, err
+}
+
+func fileInfo(e gridftp.Entry) domain.FileInfo {
+	fi := domain.FileInfo{Name: e.Name, Type: "file", Size: e.Size, Modified: e.Modify}
+	switch {
+	case e.IsDir():
+		fi.Type, fi.Size = "dir", 0
+	case e.Type != "file":
+		fi.Type = "link" // a link leading out of the tree, or another kind
+	}
+	if e.Mode != 0 {
+		fi.Permissions = fmt.Sprintf("%04o", e.Mode&0o7777)
+	}
+	return fi
+}
+
+// Mkdir creates the directory p.
+func (o *Ops) Mkdir(ctx context.Context, ep domain.Endpoint, l domain.Login, p string) error {
+	return o.with(ctx, ep, l, "mkdir", p, func(c *client.Conn) error {
+		_, err := c.Do(ctx, "MKD %s", p)
+		return err
+	})
+}
+
+// Rename moves from to to.
+func (o *Ops) Rename(ctx context.Context, ep domain.Endpoint, l domain.Login, from, to string) error {
+	return o.with(ctx, ep, l, "rename", from, func(c *client.Conn) error {
+		if _, err := c.Do(ctx, "RNFR %s", from); err != nil {
+			return err
+		}
+		_, err := c.Do(ctx, "RNTO %s", to)
+		return err
+	})
+}
+
+// Delete deletes the file p or, when recursive, p and everything below it.
+// The root of an endpoint is never deleted recursively.
+func (o *Ops) Delete(ctx context.Context, ep domain.Endpoint, l domain.Login, p string, recursive bool) error {
+	if recursive && path.Clean("/"+p) == "/" {
+		return domain.Errorf(domain.EForbidden, "delete %s: the root of an endpoint cannot be deleted", p)
+	}
+	return o.with(ctx, ep, l, "delete", p, func(c *client.Conn) error {
+		if recursive {
+			return c.RemoveAll(ctx, p)
+		}
+		_, err := c.Do(ctx, "DELE %s", p)
+		return err
+	})
+}
+
+// replies maps GridFTP replies to domain errors; the first row whose code
+// (0: any; 4 or 5: any of that class) and words (in GCT's or ferry's reply
+// text; "": any) match decides. The words come first because servers answer
+// 550 both for a missing path and for a refused one.
+var replies = []struct {
+	code   int
+	words  []string
+	kind   string
+	reason string
+}{
+	{gridftp.CodeNotLoggedIn, nil, domain.EUnauthorized, "login refused"},
+	{0, []string{"PERMISSION_DENIED", "Permission denied", "Operation not permitted"}, domain.EForbidden, "permission denied"},
+	{0, []string{"Not a directory"}, domain.EInvalid, "not a directory"},
+	{0, []string{"IS_A_DIRECTORY", "Is a directory"}, domain.EInvalid, "is a directory (delete it recursively)"},
+	{0, []string{"PATH_NOT_FOUND", "No such file"}, domain.ENotFound, "no such file or directory"},
+	{0, []string{"PATH_EXISTS", "File exists"}, domain.EConflict, "already exists"},
+	{0, []string{"Directory not empty"}, domain.EConflict, "directory not empty"},
+	{0, []string{"NO_SPACE", "QUOTA_EXCEEDED", "No space left"}, domain.ELimit, "no space left on the endpoint"},
+	{0, []string{"INVALID_PATH", "File name too long", "symbolic links"}, domain.EInvalid, "invalid path"},
+	{gridftp.CodeFileUnavailable, nil, domain.ENotFound, "not found"},
+	{gridftp.CodeNameNotAllowed, nil, domain.EInvalid, "name not allowed"},
+	{gridftp.CodeNotImplemented, nil, domain.EInvalid, "not supported by the endpoint"},
+	{gridftp.CodeParamNotSupported, nil, domain.EInvalid, "not supported by the endpoint"},
+	{5, nil, domain.EInvalid, "refused by the endpoint"},
+	{4, nil, domain.EUnavailable, "temporary failure at the endpoint"},
+}
+
+// Err maps err, from doing op on p over a GridFTP session, to a
+// *domain.Error whose message names op and p; nil stays nil, an *Error and
+// a context's error are kept. Anything but a server's reply means the
+// endpoint could not be reached: EUnavailable.
+func Err(op, p string, err error) error {
+	var de *domain.Error
+	if err == nil || errors.As(err, &de) || errors.Is(err, context.Canceled) {
+		return err
+	}
+	if errors.Is(err, gridftp.ErrBadCommand) {
+		return domain.Errorf(domain.EInvalid, "%s %q: control characters are not allowed in paths", op, p)
+	}
+	var ge *gridftp.Error
+	if !errors.As(err, &ge) {
+		return domain.Errorf(domain.EUnavailable, "%s %s: endpoint unreachable: %v", op, p, err)
+	}
+	text, code := ge.Reply.Text(), ge.Reply.Code
+	for _, r := range replies {
+		if r.code != 0 && r.code != code && r.code != code/100 {
+			continue
+		}
+		if len(r.words) == 0 || containsAny(text, r.words) {
+			return domain.Errorf(r.kind, "%s %s: %s", op, p, r.reason)
+		}
+	}
+	return domain.Errorf(domain.EUnavailable, "%s %s: unexpected reply %d", op, p, code)
+}
+
+func containsAny(s string, words []string) bool {
+	for _, w := range words {
+		if strings.Contains(s, w) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,282 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"ferry/engine"
+	"ferry/service/domain"
+)
+
+// progress is the engine.Reporter of one run of a task. It keeps counter
+// deltas, file records and events until flush persists them in one
+// Store.Progress call, and it keeps the set of source paths the run leaves
+// out: those recorded before, and those that end during the run.
+type progress struct {
+	w      *Worker
+	taskID string
+	kick   chan struct{} // FlushFiles records wait
+
+	mu      sync.Mutex
+	total   domain.Counters // the task's counters, unflushed ones included
+	delta   domain.Counters // not yet flushed
+	files   []domain.File
+	events  []domain.Event
+	leave   map[string]bool // source paths left out; false: a canceled one not yet recorded
+	planned bool            // Planned was called in the current engine run
+	hits    int64           // paths left out before Planned
+	failure string          // the first file failure of this run, for the fatal error
+	class   failure         // what it means
+
+	lastEvent time.Time // of the last PROGRESS event
+	lastBytes int64     // total.BytesTransferred then
+}
+
+func newProgress(w *Worker, t domain.Task) *progress {
+	return &progress{w: w, taskID: t.ID, kick: make(chan struct{}, 1), total: t.Counters,
+		leave: map[string]bool{}, lastEvent: w.now(), lastBytes: t.BytesTransferred}
+}
+
+// add records a counter delta, a file record and an event (each optional),
+// and asks for a flush when enough records wait. Called with p.mu held.
+func (p *progress) add(d domain.Counters, f *domain.File, e *domain.Event) {
+	p.total.Add(d)
+	p.delta.Add(d)
+	if f != nil {
+		f.TaskID, f.Time = p.taskID, p.w.now()
+		p.files = append(p.files, *f)
+		p.leave[f.Src] = true
+		if len(p.files) >= orInt(p.w.FlushFiles, 100) {
+			select {
+			case p.kick <- struct{}{}:
+			default:
+			}
+		}
+	}
+	if e != nil {
+		e.Time = p.w.now()
+		p.events = append(p.events, *e)
+	}
+}
+
+// event records an event on its own.
+func (p *progress) event(e domain.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.add(domain.Counters{}, nil, &e)
+}
+
+// leaveOut adds source paths to leave out: recorded ones, or ones the user
+// canceled that are recorded when met.
+func (p *progress) leaveOut(paths []string, recorded bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, s := range paths {
+		if _, ok := p.leave[s]; !ok || recorded {
+			p.leave[s] = recorded
+		}
+	}
+}
+
+// begin starts counting an engine run: the files it finds replace those
+// that earlier runs found and did not finish.
+func (p *progress) begin() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.planned, p.hits = false, 0
+}
+
+// skip is the engine's Options.Skip: it leaves out paths recorded before
+// or during the run, and records a file canceled by the user once.
+func (p *progress) skip(src, dst string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	recorded, ok := p.leave[src]
+	if !ok {
+		return false
+	}
+	var d domain.Counters
+	if p.planned {
+		d.Files = 1
+	} else {
+		p.hits++
+	}
+	if !recorded {
+		p.add(d, &domain.File{Src: src, Dst: dst, State: domain.FileCanceled},
+			&domain.Event{Code: domain.EventFileCanceled, Description: src + ": canceled by the user"})
+		return true
+	}
+	p.add(d, nil, nil)
+	return true
+}
+
+// Planned counts the files found; the first call of an engine run also
+// counts the paths left out before it and takes back what earlier runs
+// counted.
+func (p *progress) Planned(files int, _ int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	d := int64(files)
+	if !p.planned {
+		p.planned = true
+		d += p.hits - p.total.Files
+	}
+	p.add(domain.Counters{Files: d}, nil, nil)
+}
+
+// Progress counts bytes moved.
+func (p *progress) Progress(n int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.add(domain.Counters{BytesTransferred: n}, nil, nil)
+}
+
+// Fault counts a failure of one file that the engine retries.
+func (p *progress) Fault(path string, err error, retryIn time.Duration) {
+	p.fault(domain.EventFault, fmt.Sprintf("%s: %v", path, err), retryIn)
+}
+
+// fault counts a failure that is retried after retryIn.
+func (p *progress) fault(code, what string, retryIn time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.add(domain.Counters{Faults: 1}, nil, &domain.Event{Code: code, IsError: true,
+		Description: fmt.Sprintf("%s; retrying in %s", what, retryIn.Round(time.Millisecond)),
+		Details:     details(map[string]any{"retry_in_ms": retryIn.Milliseconds()})})
+}
+
+// Done records a file's outcome.
+func (p *progress) Done(r engine.FileResult) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f := domain.File{Src: r.Src, Dst: r.Dst, Size: r.Size}
+	switch r.Outcome {
+	case engine.Transferred:
+		f.State = domain.FileSucceeded
+		d := domain.Counters{FilesTransferred: 1}
+		if alg, sum, ok := strings.Cut(r.Checksum, ":"); ok {
+			f.Algorithm, f.Checksum, d.BytesChecksummed = alg, sum, r.Size
+		}
+		p.add(d, &f, nil)
+	case engine.Skipped:
+		f.State = domain.FileSkipped
+		p.add(domain.Counters{Files: 1, FilesSkipped: 1}, &f, nil)
+	default:
+		p.fileFailed(f, r.Err, domain.Counters{}, r.Attempts)
+	}
+}
+
+// deleted records the outcome of deleting one path of a delete task.
+func (p *progress) deleted(path string, err error, ignoreMissing bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f, d := domain.File{Src: path}, domain.Counters{Files: 1}
+	switch {
+	case err == nil:
+		f.State, d.FilesTransferred = domain.FileSucceeded, 1
+	case ignoreMissing && domain.IsNotFound(err):
+		f.State, d.FilesSkipped = domain.FileSkipped, 1
+	default:
+		p.fileFailed(f, err, d, 1)
+		return
+	}
+	p.add(d, &f, nil)
+}
+
+// fileFailed records a file that failed for good, with the counters d.
+// Called with p.mu held.
+func (p *progress) fileFailed(f domain.File, err error, d domain.Counters, attempts int) {
+	f.State, f.Error = domain.FileFailed, fmt.Sprint(err)
+	if p.failure == "" {
+		p.failure, p.class = f.Src+": "+f.Error, classify(err)
+	}
+	d.FilesFailed++
+	p.add(d, &f, &domain.Event{Code: domain.EventFileFailed, IsError: true,
+		Description: fmt.Sprintf("%s: %s (after %d attempts)", f.Src, f.Error, attempts)})
+}
+
+// Started records the settings the engine chose.
+func (p *progress) Started(s engine.Settings) {
+	p.event(domain.Event{Code: domain.EventStarted,
+		Description: fmt.Sprintf("concurrency %d, parallelism %d, pipelining %d", s.Concurrency, s.Parallelism, s.Pipelining),
+		Details: details(map[string]any{"concurrency": s.Concurrency, "parallelism": s.Parallelism,
+			"pipelining": s.Pipelining, "chunk_size": s.ChunkSize, "checksum_algorithm": s.Algorithm,
+			"rtt_ms": float64(s.RTT.Microseconds()) / 1000})})
+}
+
+var _ engine.Starter = (*progress)(nil)
+
+// counters is the task's counters as this run knows them.
+func (p *progress) counters() domain.Counters {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.total
+}
+
+// firstFailure is the first file failure of the run and what it means.
+func (p *progress) firstFailure() (string, failure) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.failure, p.class
+}
+
+// flush persists what waits, with a PROGRESS event when one is due. On a
+// failure other than a lost lease the batch waits for the next flush.
+func (p *progress) flush(ctx context.Context) error {
+	p.mu.Lock()
+	now := p.w.now()
+	if moved := p.total.BytesTransferred - p.lastBytes; moved > 0 && now.Sub(p.lastEvent) >= orDuration(p.w.ProgressEvery, 5*time.Second) {
+		rate := float64(moved) / now.Sub(p.lastEvent).Seconds()
+		p.add(domain.Counters{}, nil, &domain.Event{Code: domain.EventProgress,
+			Description: fmt.Sprintf("%d bytes transferred, %.0f bytes/s", p.total.BytesTransferred, rate),
+			Details:     details(map[string]any{"bytes_transferred": p.total.BytesTransferred, "bytes_per_second": int64(rate)})})
+		p.lastEvent, p.lastBytes = now, p.total.BytesTransferred
+	}
+	d, files, events := p.delta, p.files, p.events
+	p.delta, p.files, p.events = domain.Counters{}, nil, nil
+	p.mu.Unlock()
+	if d == (domain.Counters{}) && len(files) == 0 && len(events) == 0 {
+		return nil
+	}
+	err := p.w.Store.Progress(ctx, p.taskID, p.w.ID, d, files, events)
+	if err != nil && !domain.IsNotFound(err) {
+		p.mu.Lock()
+		d.Add(p.delta)
+		p.delta, p.files, p.events = d, append(files, p.files...), append(events, p.events...)
+		p.mu.Unlock()
+	}
+	return err
+}
+
+// flusher flushes every FlushEvery and whenever FlushFiles records wait,
+// until ctx ends; a lost lease stops the run.
+func (p *progress) flusher(ctx context.Context, stop context.CancelCauseFunc) {
+	t := time.NewTicker(orDuration(p.w.FlushEvery, time.Second))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-p.kick:
+		}
+		err := p.flush(ctx)
+		switch {
+		case domain.IsNotFound(err):
+			stop(errLeaseLost)
+			return
+		case err != nil && ctx.Err() == nil:
+			p.w.log().Warn("persist progress", "task", p.taskID, "err", err)
+		}
+	}
+}
+
+// details renders event details as JSON.
+func details(m map[string]any) string {
+	b, _ := json.Marshal(m)
+	return string(b)
+}

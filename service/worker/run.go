@@ -1,0 +1,590 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"ferry/engine"
+	"ferry/gridftp"
+	"ferry/service/domain"
+	"ferry/service/gridops"
+	"ferry/service/secret"
+)
+
+// Causes that stop a run early.
+var (
+	errCanceled  = errors.New("canceled by the user")
+	errLeaseLost = errors.New("lease lost")
+	errRestart   = errors.New("the deadline changed") // stops one attempt, not the run
+)
+
+// pause is a cause that turns the task INACTIVE until its user activates
+// an endpoint again.
+type pause struct {
+	nice, why string
+	endpoint  string // whose activation to look at again once paused; "": none
+}
+
+func (p *pause) Error() string { return p.why }
+
+// ending is how a run leaves its task.
+type ending struct {
+	status, nice string // status "": the lease is lost, the task is another worker's
+	fatal        *domain.FatalError
+	event        domain.Event
+	recheck      string // endpoint whose activation may have come back meanwhile
+}
+
+func failed(code, why string) ending {
+	return ending{status: domain.StatusFailed, fatal: &domain.FatalError{Code: code, Description: why},
+		event: domain.Event{Code: domain.EventFailed, Description: why, IsError: true}}
+}
+
+func paused(p *pause) ending {
+	return ending{status: domain.StatusInactive, nice: p.nice, recheck: p.endpoint,
+		event: domain.Event{Code: domain.EventInactive, Description: p.why, IsError: true}}
+}
+
+var canceled = ending{status: domain.StatusFailed,
+	fatal: &domain.FatalError{Code: "CANCELED", Description: errCanceled.Error()},
+	event: domain.Event{Code: domain.EventCanceled, Description: errCanceled.Error()}}
+
+func deadlinePassed(why string) ending {
+	e := failed("DEADLINE", "the deadline passed before every file was done"+why)
+	e.event.Code = domain.EventDeadline
+	return e
+}
+
+// maxTries bounds the tries of a task without a deadline whose runs fail
+// as a whole (an endpoint that does not answer); with a deadline, tries go
+// on until it.
+const maxTries = 5
+
+// run is one claim of a task, until it ends, pauses or the lease is lost.
+type run struct {
+	w    *Worker
+	log  *slog.Logger
+	p    *progress
+	stop context.CancelCauseFunc
+	user domain.User
+	eps  []domain.Endpoint // the source (or the delete task's endpoint), then the destination
+
+	task    domain.Task // as claimed
+	resumed bool        // an earlier claim ran the task: the destination may hold partial files
+	copies  int         // engine runs so far
+
+	mu       sync.Mutex
+	deadline time.Time               // the task's, as heartbeats return it
+	restart  context.CancelCauseFunc // stops the current attempt
+	expiry   *time.Timer             // when the first credential expires
+}
+
+// runTask runs a task claimed at now.
+func (w *Worker) runTask(ctx context.Context, t domain.Task, now time.Time) {
+	r := &run{w: w, task: t, deadline: t.Deadline, p: newProgress(w, t), log: w.log().With("task", t.ID, "worker", w.ID),
+		resumed: t.StartTime.Before(now.Add(-time.Millisecond))} // the store keeps microseconds
+	rctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	r.stop = stop
+	r.log.Info("task claimed", "type", t.Type, "status", t.Status)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); r.heartbeats(rctx) }()
+	go func() { defer wg.Done(); r.p.flusher(rctx, stop) }()
+	e := r.execute(rctx)
+	stop(nil)
+	wg.Wait()
+	r.arm(rctx, time.Time{})
+	r.finish(ctx, e)
+}
+
+// execute does the task's work and says how it ends.
+func (r *run) execute(ctx context.Context) ending {
+	t := r.task
+	if t.CancelRequested {
+		return canceled
+	}
+	var err error
+	if r.user, err = r.w.Store.UserByID(ctx, t.UserID); err != nil {
+		return r.trouble(ctx, "load user", err)
+	}
+	ids := []string{t.SrcEndpoint}
+	if t.Type == domain.TypeTransfer {
+		ids = append(ids, t.DstEndpoint)
+	}
+	for _, id := range ids {
+		ep, err := r.w.Store.Endpoint(ctx, id)
+		if domain.IsNotFound(err) {
+			return failed("ENDPOINT_NOT_FOUND", fmt.Sprintf("endpoint %s no longer exists", id))
+		}
+		if err != nil {
+			return r.trouble(ctx, "load endpoint", err)
+		}
+		r.eps = append(r.eps, ep)
+	}
+	logins, err := r.logins(ctx)
+	var pz *pause
+	if errors.As(err, &pz) {
+		return paused(pz)
+	}
+	if err != nil {
+		return r.trouble(ctx, "load activations", err)
+	}
+	if err := r.loadRecords(ctx); err != nil {
+		return r.trouble(ctx, "load file records", err)
+	}
+	switch t.Type {
+	case domain.TypeTransfer:
+		return r.attempts(ctx, func(ctx context.Context, try int, deadline time.Time) error {
+			return r.transfer(ctx, try, deadline, logins)
+		})
+	case domain.TypeDelete:
+		return r.attempts(ctx, func(ctx context.Context, _ int, _ time.Time) error { return r.delete(ctx, logins[0]) })
+	}
+	return failed("FAILED", fmt.Sprintf("unknown task type %q", t.Type))
+}
+
+// trouble ends a run that the store failed: the lease lapses, and the task
+// is tried again after it, by this worker or another.
+func (r *run) trouble(ctx context.Context, what string, err error) ending {
+	if e, ok := r.stopped(ctx); ok {
+		return e
+	}
+	r.log.Error(what, "err", err)
+	return ending{}
+}
+
+// stopped reports whether the run was stopped, and how it then ends.
+func (r *run) stopped(ctx context.Context) (ending, bool) {
+	if ctx.Err() == nil {
+		return ending{}, false
+	}
+	cause := context.Cause(ctx)
+	var pz *pause
+	switch {
+	case errors.Is(cause, errCanceled):
+		return canceled, true
+	case errors.As(cause, &pz):
+		return paused(pz), true
+	case errors.Is(cause, errLeaseLost):
+		return ending{}, true
+	}
+	// The worker is stopping: the task goes back to the queue.
+	return ending{status: domain.StatusActive, nice: domain.NiceQueued, event: domain.Event{Code: domain.EventQueued,
+		Description: fmt.Sprintf("worker %s stopped; the task waits for the next worker", r.w.ID)}}, true
+}
+
+// logins opens the credentials of the run's endpoints (none for anonymous
+// ones) and arms the timer of the first expiry. A missing or expired
+// activation is a *pause.
+func (r *run) logins(ctx context.Context) ([]domain.Login, error) {
+	var out []domain.Login
+	var first time.Time
+	for _, ep := range r.eps {
+		l, expires, err := r.login(ctx, ep)
+		if err != nil {
+			return nil, err
+		}
+		if !expires.IsZero() && (first.IsZero() || expires.Before(first)) {
+			first = expires
+		}
+		out = append(out, l)
+	}
+	r.arm(ctx, first)
+	return out, nil
+}
+
+// login opens the task user's credential for ep and says when it expires.
+func (r *run) login(ctx context.Context, ep domain.Endpoint) (domain.Login, time.Time, error) {
+	if ep.Auth == domain.AuthAnonymous {
+		return domain.Login{}, time.Time{}, nil
+	}
+	a, err := r.w.Store.Activation(ctx, r.task.UserID, ep.ID)
+	if domain.IsNotFound(err) {
+		return domain.Login{}, time.Time{}, &pause{nice: domain.NiceNotActivated, endpoint: ep.ID,
+			why: fmt.Sprintf("endpoint %s is not activated; activate it to run the task", ep.DisplayName())}
+	}
+	if err != nil {
+		return domain.Login{}, time.Time{}, err
+	}
+	if a.Expired(r.w.now()) {
+		return domain.Login{}, time.Time{}, &pause{nice: domain.NiceCredentialExpired, endpoint: ep.ID,
+			why: fmt.Sprintf("credential for %s expired at %s; activate it again to resume",
+				ep.DisplayName(), a.Expires.UTC().Format(time.RFC3339))}
+	}
+	l, err := r.w.Box.Open(a.Sealed, secret.Context(a.UserID, a.EndpointID))
+	if err != nil {
+		r.log.Error("open activation", "endpoint", ep.ID, "err", err)
+		return domain.Login{}, time.Time{}, &pause{nice: domain.NiceNotActivated, endpoint: ep.ID,
+			why: fmt.Sprintf("the credential for %s cannot be read; activate it again to resume", ep.DisplayName())}
+	}
+	return l, a.Expires, nil
+}
+
+// arm sets the expiry timer to at (zero: none). When it fires the
+// activations are read again: renewed ones re-arm it, expired ones pause
+// the task.
+func (r *run) arm(ctx context.Context, at time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.expiry != nil {
+		r.expiry.Stop()
+		r.expiry = nil
+	}
+	if !at.IsZero() && ctx.Err() == nil {
+		r.expiry = time.AfterFunc(at.Sub(r.w.now()), func() { r.checkLogins(ctx) })
+	}
+}
+
+// checkLogins pauses the run when a credential expired or was removed.
+func (r *run) checkLogins(ctx context.Context) {
+	_, err := r.logins(ctx)
+	var pz *pause
+	switch {
+	case errors.As(err, &pz):
+		r.stop(pz)
+	case err != nil && ctx.Err() == nil:
+		r.log.Warn("check activations", "err", err)
+	}
+}
+
+// loadRecords reads what earlier runs recorded: those paths are left out.
+// Files recorded FAILED failed for good (the engine retried them) and are
+// left out too; files the user canceled are recorded CANCELED once.
+func (r *run) loadRecords(ctx context.Context) error {
+	id := r.task.ID
+	done, err := r.w.Store.DoneFiles(ctx, id)
+	if err != nil {
+		return err
+	}
+	for _, state := range []string{domain.FileFailed, domain.FileCanceled} {
+		for marker := int64(0); ; {
+			var files []domain.File
+			files, marker, err = r.w.Store.Files(ctx, id, state, marker, 1000)
+			if err != nil {
+				return err
+			}
+			for _, f := range files {
+				done = append(done, f.Src)
+			}
+			if marker == 0 {
+				break
+			}
+		}
+	}
+	r.p.leaveOut(done, true)
+	return r.loadCanceled(ctx)
+}
+
+// loadCanceled reads the files the user canceled.
+func (r *run) loadCanceled(ctx context.Context) error {
+	names, err := r.w.Store.CanceledFiles(ctx, r.task.ID)
+	if err == nil {
+		r.p.leaveOut(names, false)
+	}
+	return err
+}
+
+// heartbeats keep the lease and watch the task: a requested cancel, a new
+// deadline, canceled files and the activations.
+func (r *run) heartbeats(ctx context.Context) {
+	t := time.NewTicker(r.w.heartbeatEvery())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		task, err := r.w.Store.Heartbeat(ctx, r.task.ID, r.w.ID, r.w.now(), r.w.lease())
+		switch {
+		case domain.IsNotFound(err):
+			r.stop(errLeaseLost)
+			return
+		case err != nil:
+			if ctx.Err() == nil {
+				r.log.Warn("heartbeat", "err", err)
+			}
+			continue
+		case task.CancelRequested:
+			r.stop(errCanceled)
+			return
+		}
+		r.mu.Lock()
+		if !task.Deadline.Equal(r.deadline) {
+			r.deadline = task.Deadline
+			if r.restart != nil {
+				r.restart(errRestart)
+			}
+		}
+		r.mu.Unlock()
+		if err := r.loadCanceled(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warn("load canceled files", "err", err)
+		}
+		r.checkLogins(ctx)
+	}
+}
+
+// attempts runs work until it succeeds, retrying runs that failed as a
+// whole (an endpoint that does not answer) with backoff until the deadline
+// (or maxTries without one), and says how the task ends.
+func (r *run) attempts(ctx context.Context, work func(ctx context.Context, try int, deadline time.Time) error) ending {
+	delay := r.w.backoff()
+	for try := 0; ; try++ {
+		r.mu.Lock()
+		deadline := r.deadline
+		actx, restart := context.WithCancelCause(ctx)
+		r.restart = restart
+		r.mu.Unlock()
+		var cancel context.CancelFunc = func() {}
+		if !deadline.IsZero() {
+			actx, cancel = context.WithDeadline(actx, deadline)
+		}
+		err := work(actx, try, deadline)
+		restarted := errors.Is(context.Cause(actx), errRestart)
+		// Only the task's deadline ends a context by time here; the engine's
+		// own context for it may end a moment before actx.
+		late := errors.Is(actx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded)
+		cancel()
+		restart(nil)
+		if e, ok := r.stopped(ctx); ok {
+			return e
+		}
+		switch {
+		case restarted:
+			continue
+		case err == nil:
+			return r.result(!deadline.IsZero())
+		case late:
+			return deadlinePassed("")
+		}
+		f := classify(err)
+		if f.code == domain.NiceCredentialExpired {
+			return paused(&pause{nice: f.code,
+				why: fmt.Sprintf("an endpoint refused the credential (%v); activate it again to resume", err)})
+		}
+		last := deadline.IsZero() && try+1 >= maxTries || !deadline.IsZero() && r.w.now().Add(delay).After(deadline)
+		if !f.transient || last {
+			return failed(f.code, err.Error())
+		}
+		r.p.fault(domain.EventConnectFailed, err.Error(), delay)
+		select {
+		case <-ctx.Done():
+			e, _ := r.stopped(ctx)
+			return e
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, time.Minute)
+	}
+}
+
+// transfer runs the engine once over the items not yet done, on the
+// try-th server of each endpoint (in turn, when servers fail).
+func (r *run) transfer(ctx context.Context, try int, deadline time.Time, logins []domain.Login) error {
+	var ends [2]engine.Endpoint
+	for i, ep := range r.eps {
+		addrs, err := gridops.Addrs(ep)
+		if err != nil {
+			return err
+		}
+		ends[i] = engine.Endpoint{Addr: addrs[try%len(addrs)], User: logins[i].User, Password: logins[i].Password}
+	}
+	r.p.begin()
+	var items []engine.Item
+	for _, it := range r.task.Items {
+		if !r.p.skip(it.Src, it.Dst) {
+			items = append(items, engine.Item{Src: it.Src, Dst: it.Dst, Recursive: it.Recursive})
+		}
+	}
+	if len(items) == 0 {
+		return nil
+	}
+	unsure := r.resumed || r.copies > 0
+	r.copies++
+	_, err := r.w.copy()(ctx, ends[0], ends[1], items, r.options(deadline, unsure), r.p)
+	return err
+}
+
+// options are the engine's options for the task. When unsure, the
+// destination may hold partial files of an interrupted run, which look
+// complete to the sync levels exists, size and mtime: existing files are
+// compared by checksum instead.
+func (r *run) options(deadline time.Time, unsure bool) engine.Options {
+	o := r.task.Options
+	level := syncLevel(o.SyncLevel)
+	if unsure && level != engine.SyncNone {
+		level = engine.SyncChecksum
+	}
+	eo := engine.Options{
+		SyncLevel:     level,
+		Verify:        o.VerifyChecksum,
+		Algorithm:     o.ChecksumAlgorithm,
+		PreserveMtime: o.PreserveTimestamp,
+		Deadline:      deadline,
+		Backoff:       r.w.backoff(),
+		Skip:          r.p.skip,
+		DeleteExtra:   o.DeleteDestinationExtra,
+	}
+	for _, f := range o.FilterRules {
+		eo.Filters = append(eo.Filters, engine.Filter{Exclude: f.Method == "exclude", Name: f.Name, Type: f.Type})
+	}
+	return eo
+}
+
+// syncLevel maps the transfer API's sync level (-1 none, 0 exists ... 3
+// checksum) to the engine's.
+func syncLevel(l int) engine.SyncLevel {
+	if l < domain.SyncExists {
+		return engine.SyncNone
+	}
+	return engine.SyncExists + engine.SyncLevel(min(l, domain.SyncChecksum))
+}
+
+// delete deletes the items not yet done; a failure to reach the endpoint
+// stops it for another try.
+func (r *run) delete(ctx context.Context, l domain.Login) error {
+	for _, it := range r.task.Items {
+		if r.p.skip(it.Src, "") {
+			continue
+		}
+		err := r.w.Ops.Delete(ctx, r.eps[0], l, it.Src, it.Recursive)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil && classify(err).transient {
+			return err
+		}
+		r.p.deleted(it.Src, err, r.task.Options.IgnoreMissing)
+	}
+	return nil
+}
+
+// result ends a run whose work is done: SUCCEEDED unless a file failed.
+// With a deadline (timed) the engine retries files until it: a file that
+// failed on the way, not for its path, failed because the deadline came.
+func (r *run) result(timed bool) ending {
+	c := r.p.counters()
+	if c.FilesFailed == 0 {
+		why := fmt.Sprintf("%d files: %d transferred, %d skipped; %d bytes", c.Files, c.FilesTransferred, c.FilesSkipped, c.BytesTransferred)
+		if r.task.Type == domain.TypeDelete {
+			why = fmt.Sprintf("%d paths: %d deleted, %d missing", c.Files, c.FilesTransferred, c.FilesSkipped)
+		}
+		return ending{status: domain.StatusSucceeded, event: domain.Event{Code: domain.EventSucceeded, Description: why}}
+	}
+	first, f := r.p.firstFailure()
+	why := fmt.Sprintf("%d of %d files failed", c.FilesFailed, c.Files)
+	if first != "" {
+		why += "; the first: " + first
+	}
+	if timed && f.transient {
+		return deadlinePassed(": " + why)
+	}
+	return failed(orString(f.code, "FAILED"), why)
+}
+
+// failure is what an error means for a task.
+type failure struct {
+	code      string // fatal error code, event code or nice status
+	transient bool   // worth another try
+}
+
+// failures maps the domain's error codes to what they mean for a task;
+// other codes fail it.
+var failures = map[string]failure{
+	domain.ENotFound:     {domain.NiceFileNotFound, false},
+	domain.EForbidden:    {domain.NicePermissionDenied, false},
+	domain.EUnavailable:  {domain.NiceConnectFailed, true},
+	domain.EUnauthorized: {domain.NiceCredentialExpired, false},
+}
+
+// classify says what err, from the engine or from FileOps, means.
+func classify(err error) failure {
+	var ge *gridftp.Error
+	var ne net.Error
+	switch {
+	case engine.Mismatch(err):
+		return failure{domain.NiceChecksumMismatch, false}
+	case errors.As(err, &ge):
+		err = gridops.Err("", "", err)
+	case errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return failures[domain.EUnavailable]
+	}
+	if f, ok := failures[domain.ErrorCode(err)]; ok {
+		return f
+	}
+	return failure{"FAILED", false}
+}
+
+// finish persists what is left and the ending, and notifies the user.
+func (r *run) finish(parent context.Context, e ending) {
+	if e.status == "" {
+		r.log.Info("task left to its lease")
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), time.Minute)
+	defer cancel()
+	if err := r.p.flush(ctx); domain.IsNotFound(err) {
+		r.log.Info("lease lost")
+		return
+	} else if err != nil {
+		r.log.Warn("persist progress", "err", err)
+	}
+	now := r.w.now()
+	e.event.Time = now
+	if err := r.w.Store.SetStatus(ctx, r.task.ID, r.w.ID, e.status, e.nice, e.fatal, now, []domain.Event{e.event}); err != nil {
+		r.log.Warn("set status", "status", e.status, "err", err)
+		return
+	}
+	r.log.Info("task "+e.status, "nice", e.nice, "why", e.event.Description)
+	if e.recheck != "" {
+		r.recheck(ctx, e.recheck)
+	}
+	r.notify(ctx, e.status)
+}
+
+// recheck turns a paused task ACTIVE again when the endpoint's activation
+// came back while it was pausing: the activation's own Reactivate may
+// have run before the task was INACTIVE.
+func (r *run) recheck(ctx context.Context, endpointID string) {
+	for _, ep := range r.eps {
+		if ep.ID != endpointID {
+			continue
+		}
+		if _, _, err := r.login(ctx, ep); err == nil {
+			if _, err := r.w.Store.Reactivate(ctx, r.task.UserID, ep.ID, r.w.now()); err != nil {
+				r.log.Warn("reactivate", "err", err)
+			}
+		}
+	}
+}
+
+// notify tells the user, when the task asks for it.
+func (r *run) notify(ctx context.Context, status string) {
+	o := r.task.Options
+	want := status == domain.StatusSucceeded && o.NotifyOnSucceeded ||
+		status == domain.StatusFailed && o.NotifyOnFailed ||
+		status == domain.StatusInactive && o.NotifyOnInactive
+	if !want || r.w.Notify == nil {
+		return
+	}
+	t, err := r.w.Store.TaskByID(ctx, r.task.ID)
+	if err == nil {
+		err = r.w.Notify.Notify(ctx, r.user, t)
+	}
+	if err != nil {
+		r.log.Warn("notify", "status", status, "err", err)
+	}
+}
+
+func orString(s, def string) string {
+	if s != "" {
+		return s
+	}
+	return def
+}

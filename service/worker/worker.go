@@ -1,0 +1,178 @@
+// Package worker runs the service's tasks. A Worker claims runnable tasks
+// from the store with a lease, keeps each lease with heartbeats, drives the
+// transfer engine between the task's endpoints (or deletes through
+// domain.FileOps), persists progress in batches, and ends each task
+// SUCCEEDED, FAILED or INACTIVE with events and notifications.
+//
+// Several workers, in one process or in many sharing a database, share the
+// work. A task whose worker dies is claimed again once its lease lapses and
+// resumes from what was persisted: no file recorded as done is sent again.
+// A worker whose context ends stops its engines, persists what it has and
+// releases its leases (the tasks go back to the queue at once); a worker
+// that cannot reach the store any more leaves its leases to lapse.
+package worker
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"ferry/engine"
+	"ferry/service/domain"
+	"ferry/service/secret"
+)
+
+// Notifier tells a user that a task ended or went INACTIVE.
+type Notifier interface {
+	Notify(ctx context.Context, user domain.User, task domain.Task) error
+}
+
+// CopyFunc is engine.Copy's signature.
+type CopyFunc func(ctx context.Context, src, dst engine.Endpoint, items []engine.Item, opts engine.Options, rep engine.Reporter) (engine.Result, error)
+
+// Worker runs tasks. Store, Box, Ops and ID are required; every other
+// field has a default.
+type Worker struct {
+	Store  domain.Store
+	Box    *secret.Box    // opens the activations
+	Ops    domain.FileOps // delete tasks
+	Notify Notifier       // nil: no notifications
+	ID     string         // unique among the workers sharing the store, e.g. host:pid
+
+	Lease          time.Duration // how long a claim lasts without heartbeat; 0: 1 min
+	HeartbeatEvery time.Duration // 0: Lease/3
+	Poll           time.Duration // look for work this often when idle (and on Wake); 0: 1 s
+	Tasks          int           // tasks this worker runs at once; 0: 16
+	PerUser        int           // leased tasks per user across all workers, more queue; 0: no limit
+	FlushEvery     time.Duration // persist progress this often; 0: 1 s
+	FlushFiles     int           // or once this many file records wait; 0: 100
+	ProgressEvery  time.Duration // the least time between two PROGRESS events of a task; 0: 5 s
+	Backoff        time.Duration // first retry delay of a file or of a run that failed; 0: 1 s
+	Logger         *slog.Logger
+	Now            func() time.Time // the clock for leases and records; nil: time.Now
+	Engine         CopyFunc         // nil: engine.Copy
+
+	once    sync.Once
+	wake    chan struct{}
+	mu      sync.Mutex
+	running map[string]bool // task IDs
+}
+
+func (w *Worker) init() {
+	w.once.Do(func() { w.wake, w.running = make(chan struct{}, 1), map[string]bool{} })
+}
+
+// Wake makes an idle Serve look for work now, e.g. after a submission.
+func (w *Worker) Wake() {
+	w.init()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Serve claims and runs tasks until ctx ends, then stops the running ones
+// (see the package comment) and returns nil once they are released.
+func (w *Worker) Serve(ctx context.Context) error {
+	if w.Store == nil || w.Box == nil || w.Ops == nil || w.ID == "" {
+		return errors.New("worker: Store, Box, Ops and ID are required")
+	}
+	w.init()
+	slots := make(chan struct{}, orInt(w.Tasks, 16))
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	idle := time.NewTimer(0)
+	defer idle.Stop()
+	for {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil
+		}
+		now := w.now()
+		t, err := w.Store.Claim(ctx, w.ID, now, w.lease(), w.PerUser)
+		if err == nil && w.start(t.ID) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-slots }()
+				defer w.end(t.ID)
+				w.runTask(ctx, t, now)
+			}()
+			continue
+		}
+		<-slots
+		if err != nil && !domain.IsNotFound(err) && ctx.Err() == nil {
+			w.log().Error("claim", "err", err)
+		}
+		idle.Reset(orDuration(w.Poll, time.Second))
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-w.wake:
+		case <-idle.C:
+		}
+	}
+}
+
+// start marks a claimed task running; false if it already runs here: its
+// lease lapsed (heartbeats failed) and this worker claimed it again, which
+// only renewed the lease of the run that goes on.
+func (w *Worker) start(id string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.running[id] {
+		return false
+	}
+	w.running[id] = true
+	return true
+}
+
+func (w *Worker) end(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.running, id)
+}
+
+func (w *Worker) lease() time.Duration { return orDuration(w.Lease, time.Minute) }
+
+func (w *Worker) heartbeatEvery() time.Duration { return orDuration(w.HeartbeatEvery, w.lease()/3) }
+
+func (w *Worker) backoff() time.Duration { return orDuration(w.Backoff, time.Second) }
+
+func (w *Worker) now() time.Time {
+	if w.Now != nil {
+		return w.Now()
+	}
+	return time.Now()
+}
+
+func (w *Worker) log() *slog.Logger {
+	if w.Logger != nil {
+		return w.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func (w *Worker) copy() CopyFunc {
+	if w.Engine != nil {
+		return w.Engine
+	}
+	return engine.Copy
+}
+
+func orDuration(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+func orInt(n, def int) int {
+	if n > 0 {
+		return n
+	}
+	return def
+}
