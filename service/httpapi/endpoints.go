@@ -364,6 +364,9 @@ func (s *Server) activate(w http.ResponseWriter, r *http.Request, c *call) error
 	if doc.Resumed, err = s.Store.Reactivate(r.Context(), c.user.ID, ep.ID, now); err != nil {
 		return err
 	}
+	if doc.Resumed > 0 {
+		s.queued()
+	}
 	doc.Code, doc.ExpiresIn = "Activated", int64(lifetime/time.Second)
 	doc.Message = fmt.Sprintf("endpoint %s is activated until %s", ep.DisplayName(), a.Expires.UTC().Format(time.RFC3339))
 	return reply(w, http.StatusOK, doc)

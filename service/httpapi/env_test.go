@@ -43,7 +43,7 @@ const (
 	maxSubmitBody = 256 << 10
 )
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T, configure ...func(*httpapi.Server)) *env {
 	t.Helper()
 	db, err := sqlstore.Open(t.Context(), filepath.Join(t.TempDir(), "ferry.db"))
 	if err != nil {
@@ -59,6 +59,9 @@ func newEnv(t *testing.T) *env {
 		Store: db, Ops: e.ops, Box: box, Now: e.clock.Now,
 		Logger:  slog.New(slog.NewJSONHandler(e.logs, nil)),
 		MaxBody: maxBody, MaxSubmitBody: maxSubmitBody, Registry: e.reg,
+	}
+	for _, c := range configure {
+		c(s)
 	}
 	e.srv = httptest.NewServer(s.Handler())
 	t.Cleanup(e.srv.Close)

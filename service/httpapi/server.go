@@ -56,6 +56,14 @@ type Server struct {
 	// workers can register their own collectors on it too. When nil,
 	// Handler makes one with the Go and process collectors.
 	Registry *prometheus.Registry
+	// Queued is called after a task is stored or made runnable again (a
+	// submission, an activation that resumed tasks), so that workers in
+	// this process look for work at once. Nil: none.
+	Queued func()
+	// DefaultDeadline is given to tasks submitted without a deadline;
+	// until then failing files are retried. Zero: none (the worker's retry
+	// budget decides).
+	DefaultDeadline time.Duration
 
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
@@ -351,4 +359,11 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request, _ *call) error {
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request, _ *call) error {
 	s.exporter.ServeHTTP(w, r)
 	return nil
+}
+
+// queued tells this process's workers that there is work.
+func (s *Server) queued() {
+	if s.Queued != nil {
+		s.Queued()
+	}
 }

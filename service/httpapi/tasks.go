@@ -45,6 +45,9 @@ func (s *Server) submissionID(w http.ResponseWriter, r *http.Request, c *call) e
 // newTask checks what transfers and deletes share and starts their task.
 func (s *Server) newTask(typ, submissionID, label string, deadline time.Time, n api.Notify, items int) (domain.Task, error) {
 	t := domain.Task{Type: typ, SubmissionID: submissionID, Label: label, Deadline: deadline, RequestTime: s.Now()}
+	if deadline.IsZero() && s.DefaultDeadline > 0 {
+		t.Deadline = t.RequestTime.Add(s.DefaultDeadline)
+	}
 	if err := checkText("submission_id", submissionID, 128); err != nil {
 		return t, err
 	}
@@ -76,6 +79,8 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, c *call, t *doma
 		status, code, msg = http.StatusOK, domain.EDuplicate, "a task with this submission_id exists"
 	} else if err != nil {
 		return err
+	} else {
+		s.queued()
 	}
 	dt := strings.ToLower(t.Type) + "_result"
 	return reply(w, status, api.SubmitResult{

@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"ferry/service/api"
 	"ferry/service/domain"
+	"ferry/service/httpapi"
 )
 
 func TestTransferRefused(t *testing.T) {
@@ -380,5 +382,37 @@ func TestDelete(t *testing.T) {
 		if a := e.raw("POST", "delete", tok, strings.NewReader(tc.body)); a.status != 400 {
 			t.Errorf("%s: %d %s, want 400", tc.name, a.status, a.body)
 		}
+	}
+}
+
+func TestQueuedHookAndDefaultDeadline(t *testing.T) {
+	var queued atomic.Int32
+	e := newEnv(t, func(s *httpapi.Server) {
+		s.Queued = func() { queued.Add(1) }
+		s.DefaultDeadline = 6 * time.Hour
+	})
+	alice, _ := e.user("alice")
+	ep := addEndpoint(t, alice, "ep", "anonymous", false)
+	req := api.Transfer{SubmissionID: "s1", SourceEndpoint: ep.ID, DestinationEndpoint: ep.ID,
+		Data: []api.TransferItem{{SourcePath: "/a", DestinationPath: "/b"}}}
+	res, err := alice.Transfer(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := queued.Load(); n != 1 {
+		t.Fatalf("Queued called %d times after a submission, want 1", n)
+	}
+	if _, err := alice.Transfer(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	if n := queued.Load(); n != 1 {
+		t.Fatalf("Queued called %d times after a duplicate submission, want still 1", n)
+	}
+	task, err := alice.Task(t.Context(), res.TaskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := task.RequestTime.Add(6 * time.Hour); !task.Deadline.Equal(want) {
+		t.Fatalf("deadline %v, want request time + 6h = %v", task.Deadline, want)
 	}
 }
