@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -64,8 +63,7 @@ with backoff; the exit status is 0 only when every file arrived intact.`,
 	f := cmd.Flags()
 	f.IntVarP(&o.Parallelism, "parallelism", "p", 0, "data streams per file (default: chosen)")
 	f.IntVar(&o.Concurrency, "cc", 0, "concurrent session pairs (default: chosen)")
-	f.IntVar(&o.Pipelining, "pp", 0, "files in flight per session pair (default: chosen; -pp alone: 16)")
-	f.Lookup("pp").NoOptDefVal = "16"
+	f.IntVar(&o.Pipelining, "pp", 0, "files in flight per session pair (default: chosen, also for -pp alone, as in globus-url-copy)")
 	f.BoolVarP(&o.Recursive, "recursive", "r", false, "copy directories and their contents")
 	f.StringVar(&syncLevel, "sync-level", "", "skip files already at the destination: exists, size, mtime or checksum")
 	f.BoolVar(&o.Verify, "verify-checksum", false, "compare checksums at both ends (per chunk for large files)")
@@ -78,18 +76,38 @@ with backoff; the exit status is 0 only when every file arrived intact.`,
 }
 
 // globusStyle rewrites globus-url-copy's one-dash long flags (-cc, -pp) to
-// the two-dash form the flag parser expects.
+// the two-dash form the flag parser expects. globus-url-copy's -pp is a
+// switch, and ferry always pipelines: -pp (or --pp) without a number after
+// it is dropped, which leaves the depth to ferry; -pp N sets it.
 func globusStyle(args []string) []string {
-	out := make([]string, len(args))
-	for i, a := range args {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
 		switch {
-		case a == "-cc" || a == "-pp" || strings.HasPrefix(a, "-cc=") || strings.HasPrefix(a, "-pp="):
-			out[i] = "-" + a
+		case a == "--":
+			return append(out, args[i:]...)
+		case a == "-pp" || a == "--pp":
+			if i+1 < len(args) && isNumber(args[i+1]) {
+				out = append(out, "--pp", args[i+1])
+				i++
+			}
+		case a == "-cc" || strings.HasPrefix(a, "-cc=") || strings.HasPrefix(a, "-pp="):
+			out = append(out, "-"+a)
 		default:
-			out[i] = a
+			out = append(out, a)
 		}
 	}
 	return out
+}
+
+// isNumber reports a non-empty string of decimal digits.
+func isNumber(s string) bool {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // place is one side of a copy: an endpoint and a path on it.
@@ -249,35 +267,24 @@ func isTerminal(w io.Writer) bool {
 // progress is the Reporter of ferry copy: a one-line bar on a terminal, a
 // summary at the end, a line per failure.
 type progress struct {
-	out          io.Writer
-	live         bool
+	*bar
 	files, done  atomic.Int64
 	bytes, moved atomic.Int64
 	start        time.Time
-	mu           sync.Mutex
-	quit         chan struct{}
-	wg           sync.WaitGroup
 }
 
 func newProgress(out io.Writer, live bool) *progress {
-	p := &progress{out: out, live: live, start: time.Now(), quit: make(chan struct{})}
-	if live {
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			t := time.NewTicker(250 * time.Millisecond)
-			defer t.Stop()
-			for {
-				select {
-				case <-t.C:
-					p.draw()
-				case <-p.quit:
-					return
-				}
-			}
-		}()
-	}
+	p := &progress{start: time.Now()}
+	p.bar = startBar(out, live, p.state)
 	return p
+}
+
+// state is what the bar shows.
+func (p *progress) state() barState {
+	el := time.Since(p.start)
+	moved := p.moved.Load()
+	return barState{Done: p.done.Load(), Files: p.files.Load(), Moved: moved, Bytes: p.bytes.Load(),
+		Rate: float64(moved) / max(el.Seconds(), 1e-3), Elapsed: el}
 }
 
 func (p *progress) Planned(files int, bytes int64) {
@@ -292,37 +299,6 @@ func (p *progress) Done(r engine.FileResult) {
 	p.done.Add(1)
 	if r.Outcome == engine.Failed {
 		p.line(fmt.Sprintf("FAILED %s: %v", r.Src, r.Err))
-	}
-}
-
-func (p *progress) line(s string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.live {
-		fmt.Fprint(p.out, "\r\033[K")
-	}
-	fmt.Fprintln(p.out, s)
-}
-
-func (p *progress) draw() {
-	el := time.Since(p.start).Seconds()
-	moved, total := p.moved.Load(), p.bytes.Load()
-	rate := float64(moved) / max(el, 1e-3)
-	eta := "--"
-	if rate > 0 && total > moved {
-		eta = time.Duration(float64(total-moved) / rate * float64(time.Second)).Round(time.Second).String()
-	}
-	p.mu.Lock()
-	fmt.Fprintf(p.out, "\r\033[Kfiles %d/%d  %s/%s  %s/s  ETA %s", p.done.Load(), p.files.Load(),
-		humanBytes(moved), humanBytes(total), humanBytes(int64(rate)), eta)
-	p.mu.Unlock()
-}
-
-func (p *progress) stop() {
-	if p.live {
-		close(p.quit)
-		p.wg.Wait()
-		fmt.Fprint(p.out, "\r\033[K")
 	}
 }
 
@@ -345,19 +321,6 @@ func checksumNote(s engine.Settings) string {
 		return ", checksum " + s.Algorithm + " (live, while data moves)"
 	}
 	return ", checksum " + s.Algorithm
-}
-
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return strconv.FormatInt(n, 10) + " B"
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 // parseSize reads 1048576, 64K, 256M, 1G, 2T.

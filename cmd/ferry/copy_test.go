@@ -46,9 +46,64 @@ func TestParseDeadline(t *testing.T) {
 }
 
 func TestGlobusStyle(t *testing.T) {
-	got := strings.Join(globusStyle([]string{"copy", "-cc", "4", "-pp", "-p", "2", "-r", "-cc=3", "a", "b"}), " ")
-	if want := "copy --cc 4 --pp -p 2 -r --cc=3 a b"; got != want {
+	got := strings.Join(globusStyle([]string{"copy", "-cc", "4", "-pp", "-p", "2", "-r", "-cc=3", "a", "--", "-pp", "b"}), " ")
+	if want := "copy --cc 4 -p 2 -r --cc=3 a -- -pp b"; got != want {
 		t.Fatalf("globusStyle = %q, want %q", got, want)
+	}
+}
+
+// TestCopyArgs parses ferry copy's command line as main does, in both
+// ferry's and globus-url-copy's styles.
+func TestCopyArgs(t *testing.T) {
+	for _, tc := range []struct {
+		args      []string
+		pp, cc, p int
+		pos       []string // the arguments left: SRC and DST
+		bad       string
+	}{
+		{args: []string{"--pp", "32", "a", "b"}, pp: 32},
+		{args: []string{"--pp=32", "a", "b"}, pp: 32},
+		{args: []string{"-pp", "a", "b"}}, // globus-url-copy's switch: ferry chooses
+		{args: []string{"--pp", "a", "b"}},
+		{args: []string{"a", "b", "-pp"}},
+		{args: []string{"-pp", "8", "a", "b"}, pp: 8},
+		{args: []string{"-pp=8", "a", "b"}, pp: 8},
+		{args: []string{"-cc", "4", "a", "b"}, cc: 4},
+		{args: []string{"--cc", "4", "a", "b"}, cc: 4},
+		{args: []string{"-cc=4", "a", "b"}, cc: 4},
+		{args: []string{"-pp", "-cc", "8", "-p", "4", "a", "b"}, cc: 8, p: 4},
+		{args: []string{"-r", "--pp", "16", "-cc", "2", "ftp://h/a/", "b/"}, pp: 16, cc: 2, pos: []string{"ftp://h/a/", "b/"}},
+		{args: []string{"--", "-pp", "b"}, pos: []string{"-pp", "b"}},
+		{args: []string{"--pp", "32", "a"}, bad: "accepts 2 arg(s)"},
+		{args: []string{"-cc", "a", "b"}, bad: "invalid argument"},
+		{args: []string{"-pp=x", "a", "b"}, bad: "invalid argument"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			cmd := newCopyCmd()
+			err := cmd.ParseFlags(globusStyle(tc.args))
+			if err == nil {
+				err = cmd.ValidateArgs(cmd.Flags().Args())
+			}
+			if tc.bad != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.bad) {
+					t.Fatalf("error %v, want one saying %q", err, tc.bad)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.pos == nil {
+				tc.pos = []string{"a", "b"}
+			}
+			f := cmd.Flags()
+			pp, _ := f.GetInt("pp")
+			cc, _ := f.GetInt("cc")
+			p, _ := f.GetInt("parallelism")
+			if pp != tc.pp || cc != tc.cc || p != tc.p || strings.Join(f.Args(), " ") != strings.Join(tc.pos, " ") {
+				t.Fatalf("--pp %d --cc %d -p %d, args %q; want %d %d %d, %q", pp, cc, p, f.Args(), tc.pp, tc.cc, tc.p, tc.pos)
+			}
+		})
 	}
 }
 

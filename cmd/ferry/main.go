@@ -21,8 +21,8 @@ func main() {
 	root := newRoot()
 	root.SetArgs(globusStyle(os.Args[1:]))
 	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "ferry:", err)
-		os.Exit(1)
+		fmt.Fprintln(os.Stderr, "ferry:", errorLine(err))
+		os.Exit(exitCode(err))
 	}
 }
 
@@ -33,6 +33,12 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newGridFTPCmd(), newPasswdCmd(), newCopyCmd())
+	c := &cli{}
+	root.AddCommand(newGridFTPCmd(), newPasswdCmd(), newCopyCmd(), newServerCmd(), newUserCmd(),
+		newLoginCmd(c), newLogoutCmd(c), newTokenCmd(c), newEndpointCmd(c),
+		newLsCmd(c), newMkdirCmd(c), newRenameCmd(c), newRmCmd(c),
+		newTransferCmd(c), newScpCmd(c), newTaskCmd(c))
+	root.AddCommand(taskAliases(c)...)
+	markErrors(root)
 	return root
 }

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"errors"
-	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -28,13 +25,9 @@ hash is stored. With --remove, delete USER.`,
 			if remove {
 				return passwd.Remove(file, args[0])
 			}
-			line, err := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
-			pw := strings.TrimRight(line, "\r\n")
-			if pw == "" {
-				if err != nil {
-					return fmt.Errorf("reading password from stdin: %w", err)
-				}
-				return errors.New("empty password")
+			pw, err := readPassword(cmd.InOrStdin())
+			if err != nil {
+				return err
 			}
 			return passwd.Set(file, args[0], pw, 0)
 		},

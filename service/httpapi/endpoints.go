@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -77,21 +78,11 @@ func (s *Server) activation(r *http.Request, c *call, ep domain.Endpoint) (bool,
 
 // endpointLogin is the credential the caller's file operations on ep use.
 func (s *Server) endpointLogin(r *http.Request, c *call, ep domain.Endpoint) (domain.Login, error) {
-	if ep.Auth == domain.AuthAnonymous {
-		return domain.Login{}, nil
+	l, _, err := s.Box.Login(r.Context(), s.Store, c.user.ID, ep, s.Now())
+	if ie, ok := errors.AsType[*secret.InactiveError](err); ok {
+		return l, domain.Errorf(domain.ENotActivated, "%s", ie.Message)
 	}
-	a, err := s.Store.Activation(r.Context(), c.user.ID, ep.ID)
-	if domain.IsNotFound(err) || err == nil && a.Expired(s.Now()) {
-		return domain.Login{}, domain.Errorf(domain.ENotActivated, "endpoint %s is not activated (or its activation expired): activate it first", ep.DisplayName())
-	}
-	if err != nil {
-		return domain.Login{}, err
-	}
-	l, err := s.Box.Open(a.Sealed, secret.Context(c.user.ID, ep.ID))
-	if err != nil {
-		return l, fmt.Errorf("activation of %s for user %d: %w", ep.ID, c.user.ID, err)
-	}
-	return l, nil
+	return l, err
 }
 
 // opsError words a file operation's error for the caller: a rejected

@@ -3,6 +3,7 @@
 package secret
 
 import (
+	"context"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
@@ -10,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"ferry/service/domain"
 )
@@ -94,4 +96,41 @@ func (b *Box) Open(sealed []byte, context string) (domain.Login, error) {
 // Context is the context string binding an activation to its row.
 func Context(userID int64, endpointID string) string {
 	return fmt.Sprintf("activation:%d:%s", userID, endpointID)
+}
+
+// InactiveError says why a user cannot use an endpoint yet: it was never
+// activated, its activation expired, or the sealed login cannot be read.
+type InactiveError struct {
+	Nice    string // domain.NiceNotActivated or domain.NiceCredentialExpired
+	Message string // for the user: what happened and what to do
+}
+
+func (e *InactiveError) Error() string { return e.Message }
+
+// Login opens userID's activation of ep, valid at now. It returns the
+// login and when it expires; anonymous endpoints need no activation and
+// get a zero login and time. A missing, expired or unreadable activation
+// is an *InactiveError; other errors come from the store.
+func (b *Box) Login(ctx context.Context, st domain.Store, userID int64, ep domain.Endpoint, now time.Time) (domain.Login, time.Time, error) {
+	if ep.Auth == domain.AuthAnonymous {
+		return domain.Login{}, time.Time{}, nil
+	}
+	a, err := st.Activation(ctx, userID, ep.ID)
+	switch {
+	case domain.IsNotFound(err):
+		return domain.Login{}, time.Time{}, &InactiveError{Nice: domain.NiceNotActivated,
+			Message: fmt.Sprintf("endpoint %s is not activated; activate it first", ep.DisplayName())}
+	case err != nil:
+		return domain.Login{}, time.Time{}, err
+	case a.Expired(now):
+		return domain.Login{}, time.Time{}, &InactiveError{Nice: domain.NiceCredentialExpired,
+			Message: fmt.Sprintf("the credential for %s expired at %s; activate it again",
+				ep.DisplayName(), a.Expires.UTC().Format(time.RFC3339))}
+	}
+	l, err := b.Open(a.Sealed, Context(userID, ep.ID))
+	if err != nil {
+		return domain.Login{}, time.Time{}, &InactiveError{Nice: domain.NiceNotActivated,
+			Message: fmt.Sprintf("the credential for %s cannot be read; activate it again", ep.DisplayName())}
+	}
+	return l, a.Expires, nil
 }

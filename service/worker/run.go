@@ -200,31 +200,14 @@ func (r *run) logins(ctx context.Context) ([]domain.Login, error) {
 	return out, nil
 }
 
-// login opens the task user's credential for ep and says when it expires.
+// login opens the task user's credential for ep and says when it expires;
+// a missing, expired or unreadable one pauses the task.
 func (r *run) login(ctx context.Context, ep domain.Endpoint) (domain.Login, time.Time, error) {
-	if ep.Auth == domain.AuthAnonymous {
-		return domain.Login{}, time.Time{}, nil
+	l, expires, err := r.w.Box.Login(ctx, r.w.Store, r.task.UserID, ep, r.w.now())
+	if ie, ok := errors.AsType[*secret.InactiveError](err); ok {
+		return l, expires, &pause{nice: ie.Nice, endpoint: ep.ID, why: ie.Message + " to resume the task"}
 	}
-	a, err := r.w.Store.Activation(ctx, r.task.UserID, ep.ID)
-	if domain.IsNotFound(err) {
-		return domain.Login{}, time.Time{}, &pause{nice: domain.NiceNotActivated, endpoint: ep.ID,
-			why: fmt.Sprintf("endpoint %s is not activated; activate it to run the task", ep.DisplayName())}
-	}
-	if err != nil {
-		return domain.Login{}, time.Time{}, err
-	}
-	if a.Expired(r.w.now()) {
-		return domain.Login{}, time.Time{}, &pause{nice: domain.NiceCredentialExpired, endpoint: ep.ID,
-			why: fmt.Sprintf("credential for %s expired at %s; activate it again to resume",
-				ep.DisplayName(), a.Expires.UTC().Format(time.RFC3339))}
-	}
-	l, err := r.w.Box.Open(a.Sealed, secret.Context(a.UserID, a.EndpointID))
-	if err != nil {
-		r.log.Error("open activation", "endpoint", ep.ID, "err", err)
-		return domain.Login{}, time.Time{}, &pause{nice: domain.NiceNotActivated, endpoint: ep.ID,
-			why: fmt.Sprintf("the credential for %s cannot be read; activate it again to resume", ep.DisplayName())}
-	}
-	return l, a.Expires, nil
+	return l, expires, err
 }
 
 // arm sets the expiry timer to at (zero: none). When it fires the

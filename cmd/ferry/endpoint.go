@@ -1,0 +1,271 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"ferry/service/api"
+)
+
+// endpointOpts are the flags that describe an endpoint, for add and update.
+type endpointOpts struct {
+	name, auth, dir, description string
+	servers                      []string
+	public                       bool
+	maxConcurrent                int
+}
+
+func (o *endpointOpts) register(f *pflag.FlagSet) {
+	f.StringArrayVar(&o.servers, "server", nil, "a GridFTP server (data mover) of the endpoint, ftp://host:port; repeat for several")
+	f.StringVar(&o.auth, "auth", "", "how users log in to the servers: anonymous (the default) or password")
+	f.StringVar(&o.dir, "default-dir", "", "the directory ls shows when given no path (default /)")
+	f.BoolVar(&o.public, "public", false, "let every user of the service see and use it")
+	f.IntVar(&o.maxConcurrent, "max-concurrent", 0, "tasks using the endpoint at once; more wait (0: no limit)")
+	f.StringVar(&o.description, "description", "", "what the endpoint holds")
+}
+
+// spec is the endpoint document of the flags set on the command line;
+// false if none is.
+func (o *endpointOpts) spec(f *pflag.FlagSet) (api.EndpointSpec, bool) {
+	var s api.EndpointSpec
+	changed := false
+	set := func(name string) bool {
+		changed = changed || f.Changed(name)
+		return f.Changed(name)
+	}
+	if set("name") {
+		s.Name = &o.name
+	}
+	if set("server") {
+		for _, u := range o.servers {
+			s.Servers = append(s.Servers, api.Server{URI: u})
+		}
+	}
+	if set("auth") {
+		s.AuthMethod = &o.auth
+	}
+	if set("default-dir") {
+		s.DefaultDirectory = &o.dir
+	}
+	if set("public") {
+		s.Public = &o.public
+	}
+	if set("max-concurrent") {
+		s.MaxConcurrent = &o.maxConcurrent
+	}
+	if set("description") {
+		s.Description = &o.description
+	}
+	return s, changed
+}
+
+// showEndpoint prints an endpoint document.
+func (c *cli) showEndpoint(cmd *cobra.Command, ep api.Endpoint) error {
+	return c.print(cmd, ep, func(w io.Writer) {
+		for _, f := range [][2]string{
+			{"Display Name", ep.DisplayName},
+			{"ID", ep.ID},
+			{"Description", ep.Description},
+			{"Servers", serverURIs(ep)},
+			{"Auth Method", ep.AuthMethod},
+			{"Default Directory", ep.DefaultDirectory},
+			{"Public", fmt.Sprint(ep.Public)},
+			{"Max Concurrent Tasks", fmt.Sprint(ep.MaxConcurrent)},
+			{"Activated", activation(ep.Activated, ep.ExpiresIn)},
+			{"Created", when(ep.Created)},
+		} {
+			row(w, f[0]+":", f[1])
+		}
+	})
+}
+
+// serverURIs lists an endpoint's servers.
+func serverURIs(ep api.Endpoint) string {
+	var uris []string
+	for _, s := range ep.Servers {
+		uris = append(uris, s.URI)
+	}
+	return strings.Join(uris, ",")
+}
+
+// activation describes an activation state and its time left.
+func activation(activated bool, expiresIn int64) string {
+	switch {
+	case expiresIn < 0:
+		return "not needed"
+	case activated:
+		return "yes, for " + (time.Duration(expiresIn) * time.Second).String()
+	}
+	return "no"
+}
+
+func newEndpointCmd(c *cli) *cobra.Command {
+	var add endpointOpts
+	addCmd := &cobra.Command{
+		Use:   "add NAME --server ftp://host:port [--server ...] [flags]",
+		Short: "Create an endpoint of yours, named owner#NAME",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(add.servers) == 0 {
+				return usagef("--server is required: the endpoint's GridFTP server, ftp://host:port")
+			}
+			s, _ := add.spec(cmd.Flags())
+			s.Name = &args[0]
+			cl, err := c.client()
+			if err != nil {
+				return err
+			}
+			ep, err := cl.CreateEndpoint(cmd.Context(), s)
+			if err != nil {
+				return err
+			}
+			return c.showEndpoint(cmd, ep)
+		},
+	}
+	add.register(addCmd.Flags())
+
+	var (
+		all    bool
+		filter string
+		limit  int
+	)
+	listCmd := &cobra.Command{
+		Use:   "list [--all] [--filter TEXT]",
+		Short: "List your endpoints (with --all, the public ones too)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, err := c.client()
+			if err != nil {
+				return err
+			}
+			q := api.EndpointQuery{Page: api.Page{Limit: limit}, Text: filter, Scope: api.ScopeMine}
+			if all {
+				q.Scope = api.ScopeAll
+			}
+			l, err := cl.EndpointSearch(cmd.Context(), q)
+			if err != nil {
+				return err
+			}
+			return c.print(cmd, l, func(w io.Writer) {
+				row(w, "NAME", "ID", "AUTH", "ACTIVATED", "SERVERS")
+				for _, ep := range l.Data {
+					row(w, ep.DisplayName, ep.ID, ep.AuthMethod, activation(ep.Activated, ep.ExpiresIn), serverURIs(ep))
+				}
+			})
+		},
+	}
+	listCmd.Flags().BoolVar(&all, "all", false, "public endpoints of others too")
+	listCmd.Flags().StringVar(&filter, "filter", "", "only endpoints whose owner#name or description holds TEXT")
+	listCmd.Flags().IntVar(&limit, "limit", 100, "at most this many (up to 1000)")
+
+	// byName runs fn on the endpoint named by the only argument.
+	byName := func(use, short string, fn func(cmd *cobra.Command, ep string) error) *cobra.Command {
+		return &cobra.Command{
+			Use:   use + " ENDPOINT",
+			Short: short,
+			Args:  cobra.ExactArgs(1),
+			RunE:  func(cmd *cobra.Command, args []string) error { return fn(cmd, args[0]) },
+		}
+	}
+
+	showCmd := byName("show", "Show an endpoint", func(cmd *cobra.Command, ep string) error {
+		cl, err := c.client()
+		if err != nil {
+			return err
+		}
+		e, err := cl.Endpoint(cmd.Context(), ep)
+		if err != nil {
+			return err
+		}
+		return c.showEndpoint(cmd, e)
+	})
+
+	var upd endpointOpts
+	updateCmd := byName("update", "Change an endpoint of yours: only the flags given", func(cmd *cobra.Command, ep string) error {
+		s, changed := upd.spec(cmd.Flags())
+		if !changed {
+			return usagef("nothing to change: give at least one flag (see --help)")
+		}
+		cl, err := c.client()
+		if err != nil {
+			return err
+		}
+		e, err := cl.UpdateEndpoint(cmd.Context(), ep, s)
+		if err != nil {
+			return err
+		}
+		return c.showEndpoint(cmd, e)
+	})
+	upd.register(updateCmd.Flags())
+	updateCmd.Flags().StringVar(&upd.name, "name", "", "rename the endpoint")
+	updateCmd.Flags().Lookup("server").Usage = "replace the servers (repeat for several)"
+
+	var (
+		username, lifetime string
+	)
+	activateCmd := byName("activate", "Give the service your login for an endpoint's servers", func(cmd *cobra.Command, ep string) error {
+		life, err := parseDuration("--lifetime", lifetime)
+		if err != nil {
+			return err
+		}
+		cl, err := c.client()
+		if err != nil {
+			return err
+		}
+		req, err := cl.ActivationRequirements(cmd.Context(), ep)
+		if err != nil {
+			return err
+		}
+		a := api.Activate{Lifetime: int64(life / time.Second)}
+		if len(req.Data) > 0 {
+			a.Username = cmp.Or(username, osUser())
+			if a.Password, err = readSecret(cmd, fmt.Sprintf("Password of %s on %s: ", a.Username, ep)); err != nil {
+				return err
+			}
+		}
+		res, err := cl.Activate(cmd.Context(), ep, a)
+		if err != nil {
+			return err
+		}
+		return c.print(cmd, res, func(w io.Writer) {
+			fmt.Fprint(w, res.Message)
+			if res.Resumed > 0 {
+				fmt.Fprintf(w, "; %d waiting tasks resumed", res.Resumed)
+			}
+			fmt.Fprintln(w)
+		})
+	})
+	activateCmd.Long = `Give the service USER's password on the endpoint's servers (read from standard
+input, or prompted for on a terminal). The service checks it by logging in,
+keeps it encrypted until --lifetime ends, and resumes your tasks that waited
+for it. An anonymous endpoint needs no activation.`
+	activateCmd.Flags().StringVar(&username, "username", "", "user name on the endpoint's servers (default: your local user name)")
+	activateCmd.Flags().StringVar(&lifetime, "lifetime", "12h", "how long the service may use the login (at most 168h)")
+
+	deactivateCmd := byName("deactivate", "Make the service forget your login for an endpoint", func(cmd *cobra.Command, ep string) error {
+		cl, err := c.client()
+		if err != nil {
+			return err
+		}
+		res, err := cl.Deactivate(cmd.Context(), ep)
+		return c.printResult(cmd, res, err)
+	})
+	removeCmd := byName("remove", "Delete an endpoint of yours", func(cmd *cobra.Command, ep string) error {
+		cl, err := c.client()
+		if err != nil {
+			return err
+		}
+		res, err := cl.DeleteEndpoint(cmd.Context(), ep)
+		return c.printResult(cmd, res, err)
+	})
+	removeCmd.Aliases = []string{"rm", "delete"}
+
+	return c.group("endpoint", "Add, list, show, change, activate and remove endpoints",
+		addCmd, listCmd, showCmd, updateCmd, activateCmd, deactivateCmd, removeCmd)
+}

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+
+	"ferry/service/gridops"
+	"ferry/service/httpapi"
+	"ferry/service/notify"
+	"ferry/service/secret"
+	"ferry/service/worker"
+)
+
+// serverFlags are ferry server's settings.
+type serverFlags struct {
+	store                     storeFlags
+	listen, keyFile, logLevel string
+	workerID, publicURL       string
+	smtpAddr, smtpFrom        string
+	webhook, webhookSecret    string
+	tasks, perUser            int
+	noWorker                  bool
+	lease, defaultDeadline    time.Duration
+}
+
+func newServerCmd() *cobra.Command {
+	var f serverFlags
+	cmd := &cobra.Command{
+		Use:   "server --data DIR [--listen HOST:PORT] [--db postgres://...]",
+		Short: "Run the managed transfer service: REST API, web app and workers",
+		Long: `Run the service. State lives in a SQLite file under --data, or in PostgreSQL
+when --db gives a DSN; several ferry server processes on one PostgreSQL share
+all work (give them the same --key-file). Add users with "ferry user add".
+
+The service never carries data: its workers drive third-party transfers
+between the endpoints' GridFTP servers. Stop with SIGTERM or Ctrl-C; running
+tasks go back to the queue and continue in another process or at restart.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runServer(cmd.Context(), cmd, f) },
+	}
+	f.store.register(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&f.listen, "listen", "127.0.0.1:8080", "HTTP address of the API and web app")
+	fl.StringVar(&f.keyFile, "key-file", "", "key sealing endpoint credentials (default DIR/secret.key; created if missing)")
+	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fl.StringVar(&f.workerID, "worker-id", "", "this process's worker name (default host:pid)")
+	fl.StringVar(&f.publicURL, "public-url", "", "the service's URL as users reach it, for links in notifications")
+	fl.StringVar(&f.smtpAddr, "smtp", "", "SMTP server HOST:PORT for email notifications")
+	fl.StringVar(&f.smtpFrom, "smtp-from", "ferry@localhost", "sender of email notifications")
+	fl.StringVar(&f.webhook, "webhook", "", "URL that receives a JSON POST when a task ends or goes INACTIVE")
+	fl.StringVar(&f.webhookSecret, "webhook-secret", "", "sign webhook posts with HMAC-SHA256 under this secret")
+	fl.IntVar(&f.tasks, "tasks", 16, "tasks this process runs at once")
+	fl.IntVar(&f.perUser, "per-user", 8, "active tasks per user across all processes; more wait queued (0: no limit)")
+	fl.BoolVar(&f.noWorker, "no-worker", false, "serve the API only; run no tasks")
+	fl.DurationVar(&f.lease, "lease", time.Minute, "how long a task stays claimed by a process that stops heartbeating")
+	fl.DurationVar(&f.defaultDeadline, "default-deadline", 24*time.Hour, "deadline of tasks submitted without one")
+	return cmd
+}
+
+func runServer(ctx context.Context, cmd *cobra.Command, f serverFlags) error {
+	log, err := newLogger(f.logLevel)
+	if err != nil {
+		return err
+	}
+	st, err := f.store.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if f.keyFile == "" {
+		f.keyFile = filepath.Join(f.store.data, "secret.key")
+	}
+	box, err := secret.LoadOrCreate(f.keyFile)
+	if err != nil {
+		return err
+	}
+	if f.workerID == "" {
+		host, _ := os.Hostname()
+		f.workerID = fmt.Sprintf("%s:%d", host, os.Getpid())
+	}
+	ops := &gridops.Ops{}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return err
+	}
+	base := f.publicURL
+	if base == "" {
+		base = "http://" + ln.Addr().String()
+	}
+	w := &worker.Worker{
+		Store: st, Box: box, Ops: ops, ID: f.workerID, Logger: log.With("worker", f.workerID),
+		Tasks: f.tasks, PerUser: f.perUser, Lease: f.lease,
+		Notify: notifier(f, base),
+	}
+	api := &httpapi.Server{
+		Store: st, Ops: ops, Box: box, Logger: log, Registry: reg,
+		DefaultDeadline: f.defaultDeadline,
+	}
+	if !f.noWorker {
+		api.Queued = w.Wake
+	}
+	hs := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	werr := make(chan error, 1)
+	if f.noWorker {
+		werr <- nil
+	} else {
+		go func() { werr <- w.Serve(ctx) }()
+	}
+	herr := make(chan error, 1)
+	go func() { herr <- hs.Serve(ln) }()
+	log.Info("serving", "url", base, "worker", !f.noWorker, "store", storeName(f.store))
+	fmt.Fprintf(cmd.ErrOrStderr(), "ferry server: API on %s/api/v0.10/ (store: %s)\n", base, storeName(f.store))
+
+	select {
+	case err = <-herr:
+		cancel()
+	case <-ctx.Done():
+	}
+	shut, done := context.WithTimeout(context.Background(), 10*time.Second)
+	defer done()
+	hs.Shutdown(shut)
+	cancel()
+	if werr := <-werr; werr != nil && err == nil {
+		err = werr
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// notifier builds the configured notifiers; nil when there are none.
+func notifier(f serverFlags, base string) worker.Notifier {
+	var m notify.Multi
+	if f.smtpAddr != "" {
+		m = append(m, &notify.SMTP{Addr: f.smtpAddr, From: f.smtpFrom,
+			TaskURL: func(id string) string { return base + "/api/v0.10/task/" + id }})
+	}
+	if f.webhook != "" {
+		m = append(m, &notify.Webhook{URL: f.webhook, Secret: f.webhookSecret})
+	}
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
+// storeName says which database a server uses, without its password.
+func storeName(s storeFlags) string {
+	if s.db == "" {
+		return "SQLite " + filepath.Join(s.data, "ferry.db")
+	}
+	return "PostgreSQL"
+}

@@ -1,0 +1,469 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"ferry/service/api"
+	"ferry/service/apiclient"
+	"ferry/service/domain"
+)
+
+// waitOpts are the flags of the commands that wait for a task.
+type waitOpts struct {
+	timeout, interval string
+	timeoutCode       int
+	heartbeat         bool
+}
+
+func (o *waitOpts) register(f *pflag.FlagSet) {
+	f.StringVar(&o.timeout, "timeout", "0", "give up after this long, in seconds or as a duration such as 2h (0: never)")
+	f.StringVar(&o.interval, "polling-interval", "1", "once the task has run a while, ask the service this often (seconds, or a duration)")
+	f.IntVar(&o.timeoutCode, "timeout-exit-code", exitTimeout, "exit status when --timeout ends the wait")
+	f.BoolVarP(&o.heartbeat, "heartbeat", "H", false, "print a dot on standard error at each poll instead of the progress bar")
+}
+
+// waiter waits for tasks as the wait flags say.
+type waiter struct {
+	timeout, interval time.Duration
+	timeoutCode       int
+	heartbeat         bool
+}
+
+// parse checks the flags; commands that submit a task and wait for it call
+// it before submitting.
+func (o *waitOpts) parse() (waiter, error) {
+	w := waiter{timeoutCode: o.timeoutCode, heartbeat: o.heartbeat}
+	var err error
+	if w.timeout, err = parseDuration("--timeout", o.timeout); err != nil {
+		return w, err
+	}
+	if w.interval, err = parseDuration("--polling-interval", o.interval); err != nil {
+		return w, err
+	}
+	if w.interval == 0 {
+		return w, usagef("--polling-interval must be more than 0")
+	}
+	return w, nil
+}
+
+// firstPoll is the pause before the second look at a task. The pause
+// doubles up to --polling-interval, so a short task is seen ending soon
+// and a long one costs the service little.
+const firstPoll = 20 * time.Millisecond
+
+// wait waits for task id as w says, showing its progress on standard
+// error (a bar on a terminal, or with -H dots), then prints the task. The
+// error is nil only when the task SUCCEEDED.
+func (c *cli) wait(cmd *cobra.Command, cl *apiclient.Client, id string, w waiter) error {
+	errOut := cmd.ErrOrStderr()
+	var (
+		mu   sync.Mutex
+		last api.Task
+		dots bool
+	)
+	b := startBar(errOut, !w.heartbeat && !c.json() && isTerminal(errOut), func() barState {
+		mu.Lock()
+		defer mu.Unlock()
+		return taskState(last, time.Now())
+	})
+	t, err := w.poll(cmd.Context(), cl, id, func(t api.Task) {
+		mu.Lock()
+		last = t
+		mu.Unlock()
+		if w.heartbeat && !domain.Done(t.Status) {
+			fmt.Fprint(errOut, ".")
+			dots = true
+		}
+	})
+	b.stop()
+	if dots {
+		fmt.Fprintln(errOut)
+	}
+	if t.TaskID == "" {
+		return err
+	}
+	if perr := c.print(cmd, t, func(w io.Writer) { fmt.Fprintln(w, summary(t)) }); perr != nil {
+		return perr
+	}
+	if err == nil && t.Status != domain.StatusSucceeded {
+		err = fmt.Errorf("task %s %s", id, status(t))
+	}
+	return err
+}
+
+// poll asks for task id, passing each answer to seen, until the task ends
+// or the timeout; it returns the last answer.
+func (w waiter) poll(ctx context.Context, cl *apiclient.Client, id string, seen func(api.Task)) (api.Task, error) {
+	start, pause := time.Now(), min(firstPoll, w.interval)
+	for {
+		t, err := cl.Task(ctx, id)
+		if err != nil {
+			return t, err
+		}
+		seen(t)
+		if domain.Done(t.Status) {
+			return t, nil
+		}
+		if w.timeout > 0 {
+			left := w.timeout - time.Since(start)
+			if left <= 0 {
+				return t, &exitError{w.timeoutCode, fmt.Errorf("task %s is still %s after %v", id, status(t), w.timeout)}
+			}
+			pause = min(pause, left)
+		}
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+			return t, ctx.Err()
+		}
+		pause = min(2*pause, w.interval)
+	}
+}
+
+// taskState is a task's progress for the bar.
+func taskState(t api.Task, now time.Time) barState {
+	s := barState{
+		Done:  t.FilesTransferred + t.FilesSkipped + t.SubtasksFailed,
+		Files: t.Files, Moved: t.BytesTransferred, Rate: float64(t.EffectiveBytesPerSecond),
+	}
+	if !t.RequestTime.IsZero() {
+		s.Elapsed = now.Sub(t.RequestTime)
+	}
+	return s
+}
+
+// status is a task's status with why: ACTIVE (Queued), FAILED
+// (CANCELED: ...).
+func status(t api.Task) string {
+	switch {
+	case t.FatalError != nil:
+		return fmt.Sprintf("%s (%s: %s)", t.Status, t.FatalError.Code, t.FatalError.Description)
+	case t.NiceStatus != "":
+		return fmt.Sprintf("%s (%s)", t.Status, t.NiceStatus)
+	}
+	return t.Status
+}
+
+// summary is a task in one line.
+func summary(t api.Task) string {
+	return fmt.Sprintf("task %s %s: %d files: %d transferred, %d skipped, %d failed; %s, %s/s; %d faults",
+		t.TaskID, status(t), t.Files, t.FilesTransferred, t.FilesSkipped, t.SubtasksFailed,
+		humanBytes(t.BytesTransferred), humanBytes(t.EffectiveBytesPerSecond), t.Faults)
+}
+
+// taskRow is a task as a row of ferry task list.
+func taskRow(w io.Writer, t api.Task) {
+	dst := t.DestinationEndpointDisplayName
+	if t.Type == domain.TypeDelete {
+		dst = "-"
+	}
+	row(w, t.TaskID, t.Status, t.Type, t.SourceEndpointDisplayName, dst,
+		fmt.Sprintf("%d/%d", t.FilesTransferred+t.FilesSkipped, t.Files), humanBytes(t.BytesTransferred), when(t.RequestTime), t.Label)
+}
+
+// newTaskListCmd is ferry task list, also known as ferry status.
+func newTaskListCmd(c *cli, use string) *cobra.Command {
+	var (
+		q        api.TaskQuery
+		statuses []string
+		types    []string
+	)
+	cmd := &cobra.Command{
+		Use:   use + " [TASK_ID...]",
+		Short: "List your tasks, newest first, or the tasks named",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := c.client()
+			if err != nil {
+				return err
+			}
+			l := api.TaskList{DataType: "task_list"}
+			if len(args) == 0 {
+				q.Status, q.Type = statuses, types
+				if l, err = cl.TaskList(cmd.Context(), q); err != nil {
+					return err
+				}
+			}
+			for _, id := range args {
+				t, err := cl.Task(cmd.Context(), id)
+				if err != nil {
+					return err
+				}
+				l.Data = append(l.Data, t)
+			}
+			return c.print(cmd, l, func(w io.Writer) {
+				row(w, "TASK ID", "STATUS", "TYPE", "SOURCE", "DESTINATION", "FILES", "BYTES", "REQUESTED", "LABEL")
+				for _, t := range l.Data {
+					taskRow(w, t)
+				}
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&statuses, "filter-status", nil, "only tasks in these states: ACTIVE, INACTIVE, SUCCEEDED, FAILED (comma-separated or repeated)")
+	f.StringSliceVar(&types, "filter-type", nil, "only tasks of these types: TRANSFER, DELETE")
+	f.StringVar(&q.Label, "filter-label", "", "only tasks whose label holds TEXT")
+	f.IntVar(&q.Limit, "limit", 25, "at most this many (up to 1000)")
+	f.IntVar(&q.Offset, "offset", 0, "skip this many first")
+	return cmd
+}
+
+// newTaskShowCmd is ferry task show, also known as ferry details.
+func newTaskShowCmd(c *cli, use string) *cobra.Command {
+	var transfers bool
+	cmd := &cobra.Command{
+		Use:   use + " TASK_ID [-t]",
+		Short: "Show a task in full, or (-t) the files it has transferred so far",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := c.client()
+			if err != nil {
+				return err
+			}
+			if transfers {
+				return c.successfulTransfers(cmd, cl, args[0])
+			}
+			t, err := cl.Task(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return c.print(cmd, t, func(w io.Writer) {
+				for _, f := range taskFields(t) {
+					row(w, f[0]+":", f[1])
+				}
+			})
+		},
+	}
+	cmd.Flags().BoolVarP(&transfers, "successful-transfers", "t", false, "list the files transferred so far, with their checksums")
+	return cmd
+}
+
+// taskFields is a task as ferry task show prints it.
+func taskFields(t api.Task) [][2]string {
+	n := func(v int64) string { return fmt.Sprint(v) }
+	f := [][2]string{
+		{"Task ID", t.TaskID},
+		{"Label", t.Label},
+		{"Type", t.Type},
+		{"Status", status(t)},
+		{"Cancel Requested", fmt.Sprint(t.CancelRequested)},
+		{"Request Time", when(t.RequestTime)},
+		{"Completion Time", when(t.CompletionTime)},
+		{"Deadline", when(t.Deadline)},
+		{"Source Endpoint", t.SourceEndpointDisplayName + " (" + t.SourceEndpointID + ")"},
+	}
+	if t.Type == domain.TypeTransfer {
+		f = append(f, [2]string{"Destination Endpoint", t.DestinationEndpointDisplayName + " (" + t.DestinationEndpointID + ")"})
+	}
+	f = append(f, [][2]string{
+		{"Files", n(t.Files)},
+		{"Directories", n(t.Directories)},
+		{"Files Transferred", n(t.FilesTransferred)},
+		{"Files Skipped", n(t.FilesSkipped)},
+		{"Files Failed", n(t.SubtasksFailed)},
+		{"Files Pending", n(t.SubtasksPending)},
+		{"Bytes Transferred", n(t.BytesTransferred)},
+		{"Bytes Checksummed", n(t.BytesChecksummed)},
+		{"Bytes Per Second", n(t.EffectiveBytesPerSecond)},
+		{"Faults", n(t.Faults)},
+	}...)
+	if t.Type == domain.TypeTransfer {
+		f = append(f, [][2]string{
+			{"Sync Level", syncName(t.SyncLevel)},
+			{"Verify Checksum", fmt.Sprint(t.VerifyChecksum)},
+			{"Checksum Algorithm", t.ChecksumAlgorithm},
+			{"Preserve Timestamp", fmt.Sprint(t.PreserveTimestamp)},
+			{"Delete Destination Extra", fmt.Sprint(t.DeleteDestinationExtra)},
+		}...)
+		for _, r := range t.FilterRules {
+			f = append(f, [2]string{"Filter", strings.TrimSpace(r.Method + " " + r.Name + " " + r.Type)})
+		}
+	}
+	return f
+}
+
+// successfulTransfers prints every file task id has transferred so far.
+func (c *cli) successfulTransfers(cmd *cobra.Command, cl *apiclient.Client, id string) error {
+	all := api.SuccessfulTransfers{DataType: "successful_transfers"}
+	for q := (api.MarkerQuery{Limit: 1000}); ; {
+		page, err := cl.SuccessfulTransfers(cmd.Context(), id, q)
+		if err != nil {
+			return err
+		}
+		all.Data = append(all.Data, page.Data...)
+		if page.NextMarker == 0 {
+			break
+		}
+		q.Marker = page.NextMarker
+	}
+	return c.print(cmd, all, func(w io.Writer) {
+		row(w, "SOURCE PATH", "DESTINATION PATH", "SIZE", "CHECKSUM")
+		for _, f := range all.Data {
+			sum := "-"
+			if f.Checksum != "" {
+				sum = f.ChecksumAlgorithm + ":" + f.Checksum
+			}
+			row(w, f.SourcePath, f.DestinationPath, f.Size, sum)
+		}
+	})
+}
+
+// newTaskEventsCmd is ferry task events, also known as ferry events.
+func newTaskEventsCmd(c *cli, use string) *cobra.Command {
+	var limit int
+	cmd := &cobra.Command{
+		Use:   use + " TASK_ID",
+		Short: "Show a task's history: starts, faults, retries, the end",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := c.client()
+			if err != nil {
+				return err
+			}
+			all := api.EventList{DataType: "event_list"}
+			for {
+				want := 1000
+				if limit > 0 {
+					want = min(want, limit-len(all.Data))
+				}
+				page, err := cl.Events(cmd.Context(), args[0], api.Page{Limit: want, Offset: len(all.Data)})
+				if err != nil {
+					return err
+				}
+				all.Data = append(all.Data, page.Data...)
+				all.Total = page.Total
+				if len(page.Data) == 0 || len(all.Data) >= page.Total || len(all.Data) == limit {
+					break
+				}
+			}
+			all.Length = len(all.Data)
+			return c.print(cmd, all, func(w io.Writer) {
+				row(w, "TIME", "CODE", "ERROR", "DESCRIPTION", "DETAILS")
+				for _, e := range all.Data {
+					row(w, when(e.Time), e.Code, e.IsError, e.Description, e.Details)
+				}
+			})
+		},
+	}
+	cmd.Aliases = []string{"event-list"}
+	cmd.Flags().IntVar(&limit, "limit", 0, "only the first N events (0: all)")
+	return cmd
+}
+
+// newTaskCancelCmd is ferry task cancel, also known as ferry cancel.
+func newTaskCancelCmd(c *cli, use string) *cobra.Command {
+	var path string
+	cmd := &cobra.Command{
+		Use:   use + " TASK_ID [--path SOURCE_PATH]",
+		Short: "Cancel a task, or (--path) only one of its files",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := c.client()
+			if err != nil {
+				return err
+			}
+			var res api.Result
+			if path != "" {
+				res, err = cl.CancelFile(cmd.Context(), args[0], path)
+			} else {
+				res, err = cl.CancelTask(cmd.Context(), args[0])
+			}
+			return c.printResult(cmd, res, err)
+		},
+	}
+	cmd.Flags().StringVar(&path, "path", "", "cancel only the file with this source path")
+	return cmd
+}
+
+// newTaskUpdateCmd is ferry task update, also known as ferry modify.
+func newTaskUpdateCmd(c *cli, use string) *cobra.Command {
+	var label, deadline string
+	cmd := &cobra.Command{
+		Use:   use + " TASK_ID [--label LABEL] [--deadline WHEN]",
+		Short: "Change a running task's label or deadline",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var u api.TaskUpdate
+			if cmd.Flags().Changed("label") {
+				u.Label = &label
+			}
+			if cmd.Flags().Changed("deadline") {
+				d, err := parseDeadline(deadline, time.Now())
+				if err != nil {
+					return usagef("--deadline %q: %v", deadline, err)
+				}
+				u.Deadline = &d
+			}
+			if u.Label == nil && u.Deadline == nil {
+				return usagef("nothing to change: give --label or --deadline")
+			}
+			cl, err := c.client()
+			if err != nil {
+				return err
+			}
+			res, err := cl.UpdateTask(cmd.Context(), args[0], u)
+			return c.printResult(cmd, res, err)
+		},
+	}
+	cmd.Flags().StringVar(&label, "label", "", "the new label")
+	cmd.Flags().StringVar(&deadline, "deadline", "", "the new deadline: a duration from now (2h) or an RFC 3339 time")
+	return cmd
+}
+
+// newTaskWaitCmd is ferry task wait, also known as ferry wait.
+func newTaskWaitCmd(c *cli, use string) *cobra.Command {
+	var o waitOpts
+	cmd := &cobra.Command{
+		Use:   use + " TASK_ID [--timeout N] [--polling-interval S] [-H]",
+		Short: "Wait for a task to end, with a progress bar; exit 0 only if it SUCCEEDED",
+		Long: fmt.Sprintf(`Wait for a task to end. On a terminal a bar shows the files done, the bytes
+moved, the rate and the time left. The task is printed at the end. The exit
+status is 0 when it SUCCEEDED, %d when it FAILED, --timeout-exit-code (%d) when
+--timeout ends the wait first, %d when the login is no longer valid.`, exitFailure, exitTimeout, exitAuth),
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			w, err := o.parse()
+			if err != nil {
+				return err
+			}
+			cl, err := c.client()
+			if err != nil {
+				return err
+			}
+			return c.wait(cmd, cl, args[0], w)
+		},
+	}
+	o.register(cmd.Flags())
+	return cmd
+}
+
+// newTaskCmd is ferry task and its subcommands.
+func newTaskCmd(c *cli) *cobra.Command {
+	return c.group("task", "List, show, follow, change and cancel tasks",
+		newTaskListCmd(c, "list"), newTaskShowCmd(c, "show"), newTaskEventsCmd(c, "events"),
+		newTaskCancelCmd(c, "cancel"), newTaskUpdateCmd(c, "update"), newTaskWaitCmd(c, "wait"))
+}
+
+// taskAliases are the hosted CLI's top-level names for the task commands.
+func taskAliases(c *cli) []*cobra.Command {
+	var cmds []*cobra.Command
+	for _, a := range []struct {
+		name, of string
+		new      func(*cli, string) *cobra.Command
+	}{
+		{"status", "list", newTaskListCmd}, {"details", "show", newTaskShowCmd}, {"events", "events", newTaskEventsCmd},
+		{"cancel", "cancel", newTaskCancelCmd}, {"wait", "wait", newTaskWaitCmd}, {"modify", "update", newTaskUpdateCmd},
+	} {
+		cmd := c.flags(a.new(c, a.name))
+		cmd.Short += " (ferry task " + a.of + ")"
+		cmds = append(cmds, cmd)
+	}
+	return cmds
+}
