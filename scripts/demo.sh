@@ -1,40 +1,69 @@
 #!/usr/bin/env bash
-# The main job, until the service exists: start ferry's GridFTP endpoint
-# server on a temporary directory, move a file into it (and, where
-# globus-url-copy is installed, run a third-party transfer between two ferry
-# servers), verify the bytes and clean up.
+# The main job on the embedded default: start ferry server (SQLite under a
+# temporary data directory) with two local endpoints served by ferry
+# gridftp, submit a verified transfer of a small tree from one to the other
+# with the CLI, wait for it to succeed, show what happened, and keep the
+# service running so you can try it yourself. DEMO_EXIT=1 stops after the
+# first transfer (and cleans up).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 go build -o bin/ferry ./cmd/ferry
-work=$(mktemp -d)
+ferry=$PWD/bin/ferry
+work=$(mktemp -d /tmp/ferry-demo.XXXXXX)
 pids=()
 cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
-mkdir -p "$work/a" "$work/b"
+mkdir -p "$work/alpha" "$work/beta" "$work/data" "$work/config"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-start() { # start DIR PORT
-  bin/ferry gridftp --root "$1" --listen "127.0.0.1:$2" --anonymous --log-level warn &
-  pids+=($!)
-  for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$2") 2>/dev/null && return; sleep 0.1; done
-  echo "server on port $2 did not start" >&2; exit 1
+wait_port() { # wait_port PORT
+  for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return; sleep 0.1; done
+  echo "nothing listens on port $1" >&2; exit 1
 }
-pa=$(free_port); start "$work/a" "$pa"
-pb=$(free_port); start "$work/b" "$pb"
 
-head -c $((64 << 20)) /dev/urandom > "$work/data.bin"
-echo "== upload 64 MiB into ftp://127.0.0.1:$pa/ (curl, plain FTP)"
-curl -sS -T "$work/data.bin" "ftp://127.0.0.1:$pa/data.bin"
-cmp "$work/data.bin" "$work/a/data.bin"
-if command -v globus-url-copy >/dev/null; then
-  echo "== third-party transfer A -> B, 4 parallel streams (globus-url-copy -p 4)"
-  time globus-url-copy -p 4 "ftp://127.0.0.1:$pa/data.bin" "ftp://127.0.0.1:$pb/copy.bin"
-else
-  echo "== download and re-upload to B (install globus-gass-copy-progs for a third-party transfer)"
-  curl -sS "ftp://127.0.0.1:$pa/data.bin" -o "$work/back.bin"
-  curl -sS -T "$work/back.bin" "ftp://127.0.0.1:$pb/copy.bin"
-fi
-cmp "$work/data.bin" "$work/b/copy.bin"
-echo "== listing of B"
-curl -sS "ftp://127.0.0.1:$pb/"
-echo "OK: every byte arrived intact ($(md5sum < "$work/b/copy.bin" | cut -d' ' -f1))"
+# Two endpoints: plain directories served by ferry's GridFTP server.
+pa=$(free_port); "$ferry" gridftp --root "$work/alpha" --listen "127.0.0.1:$pa" --anonymous --log-level warn & pids+=($!)
+pb=$(free_port); "$ferry" gridftp --root "$work/beta" --listen "127.0.0.1:$pb" --anonymous --log-level warn & pids+=($!)
+
+# The service, on SQLite under --data, with one user.
+password=$(head -c 12 /dev/urandom | base64 | tr -d '/+=')
+echo "$password" | "$ferry" user add demo --data "$work/data" >/dev/null
+ps=$(free_port)
+"$ferry" server --data "$work/data" --listen "127.0.0.1:$ps" --log-level warn & pids+=($!)
+wait_port "$pa"; wait_port "$pb"; wait_port "$ps"
+
+export FERRY_URL="http://127.0.0.1:$ps" XDG_CONFIG_HOME="$work/config"
+echo "$password" | "$ferry" login --username demo >/dev/null
+"$ferry" endpoint add alpha --server "ftp://127.0.0.1:$pa" -F json >/dev/null
+"$ferry" endpoint add beta --server "ftp://127.0.0.1:$pb" -F json >/dev/null
+
+# Something to move: 200 small files and a 64 MiB one.
+mkdir -p "$work/alpha/run1/small"
+for i in $(seq -w 200); do head -c 50000 /dev/urandom > "$work/alpha/run1/small/f$i.dat"; done
+head -c $((64 << 20)) /dev/urandom > "$work/alpha/run1/big.dat"
+
+echo "== ferry ls alpha:/run1/ -l"
+"$ferry" ls alpha:/run1/ -l
+echo "== ferry transfer alpha:/run1/ beta:/copy/ -r --label demo"
+task=$("$ferry" transfer alpha:/run1/ beta:/copy/ -r --label demo)
+echo "task $task"
+"$ferry" task wait "$task" --timeout 60
+echo "== ferry task show $task"
+"$ferry" task show "$task"
+diff -r "$work/alpha/run1" "$work/beta/copy"
+echo "OK: every byte arrived intact and verified"
+
+if [[ ${DEMO_EXIT:-} == 1 ]]; then exit 0; fi
+cat <<EOF
+
+The service keeps running; try it in another shell (Ctrl-C here stops everything):
+
+  export FERRY_URL=$FERRY_URL XDG_CONFIG_HOME=$work/config   # logged in as demo
+  $ferry ls beta:/copy/ -l
+  $ferry transfer alpha:/run1/ beta:/again/ -r --sync-level checksum
+  $ferry task list
+  $ferry task events $task
+  curl -s $FERRY_URL/api/v0.10/openapi.json | head     # the REST API
+  (the password of user demo is $password)
+EOF
+wait "${pids[@]}"
