@@ -265,6 +265,8 @@ func (c *copier) connect(ctx context.Context) (*client.Pair, error) {
 	if c.set.Live {
 		p.Live = c.set.Algorithm
 	}
+	_, listens := p.Src.Feature("PASVSEND")
+	p.Reverse = c.dst.Outbound && !c.src.Outbound && listens
 	if err := p.Setup(ctx, c.set.Parallelism); err != nil {
 		p.Close()
 		return nil, err

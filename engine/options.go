@@ -13,13 +13,20 @@ type Endpoint struct {
 	Addr     string // host:port
 	User     string // "" means anonymous
 	Password string
+	// Dial opens its control connections; nil: TCP to Addr.
+	Dial client.DialFunc
+	// Outbound marks a server that accepts no connections (ferry
+	// connect): when it receives, it connects to a source that can listen
+	// as a sender (FEAT PASVSEND); from other sources its passive address
+	// must lead to a relay.
+	Outbound bool
 }
 
 func (e Endpoint) String() string { return e.Addr }
 
 // dial opens and logs in one control session.
 func (e Endpoint) dial(ctx context.Context) (*client.Conn, error) {
-	c, err := client.Dial(ctx, e.Addr)
+	c, err := client.DialWith(ctx, e.Dial, e.Addr)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -197,44 +198,137 @@ type Receiver struct {
 	Pool    *BufferPool
 	Timeout time.Duration // no data for this long fails the transfer; 0: 60 s
 
-	// Hash, when set, is fed the data while it arrives, read back from Dst
-	// after each write, as long as the blocks come in order from Base on;
-	// see Sum.
+	// Hash, when set, is fed the data while it arrives, in file order from
+	// Base on; see Sum. Data that continues the hashed prefix is hashed from
+	// the buffer just written to Dst (with ReadBack, from Dst). Blocks that
+	// arrive ahead of a gap wait on Dst: once the gap is filled, the stream
+	// that filled it reads them back (Dst must be an io.ReaderAt) and hashes
+	// them, so several streams and blocks out of order keep a live sum.
 	Hash hash.Hash
+	// ReadBack makes Hash see what Dst holds rather than what was written
+	// to it: every byte is read back from Dst after its write, so that a
+	// storage layer that alters data is caught. It costs one more copy of
+	// the data; see the caller for when that buys anything.
+	ReadBack bool
 
 	bytes   atomic.Int64
 	mu      sync.Mutex
 	ranges  Ranges
 	pending Ranges
-	next    int64 // where the hashed data ends, relative to Base
-	broken  bool  // a block came out of order: Hash is useless
+	next    int64 // where the data claimed for hashing ends, relative to Base
+	broken  bool  // data was written over what Hash had claimed, or could not be read back
+	turn    sync.Cond
+	issued  uint64       // hash jobs handed out, under mu
+	served  uint64       // hash jobs done, in order, under mu
+	stop    atomic.Bool  // the transfer failed: hash no further
+	readOut atomic.Int64 // bytes read back for Hash: progress too
 }
 
-// Sum returns the hash of the data received, when Hash saw all of it in
-// order, and how many bytes it covers.
+// Sum returns the hash of the data received, when Hash saw all of it, in
+// order and once, and how many bytes it covers.
 func (r *Receiver) Sum() (sum []byte, n int64, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.Hash == nil || r.broken || r.next != r.bytes.Load() {
+	if r.Hash == nil || r.broken || r.served != r.issued || r.next != r.bytes.Load() {
 		return nil, 0, false
 	}
 	return r.Hash.Sum(nil), r.next, true
 }
 
-// hashBlock feeds one block's data to Hash when it continues the data
-// hashed so far.
-func (r *Receiver) hashBlock(off int64, p []byte) {
+// hashJob is a stretch of written data that one stream hashes: [from, to),
+// absolute, the first len(own) bytes of which are in that stream's buffer.
+type hashJob struct {
+	from, to int64
+	own      []byte
+	ticket   uint64
+}
+
+// wrote records that [start, start+len(p)) of Dst now holds p and, with a
+// Hash, returns the hashing this stream owes: data that continues the
+// claimed prefix, together with anything written earlier out of order that
+// it makes contiguous. ok is false when there is none.
+func (r *Receiver) wrote(start int64, p []byte) (job hashJob, ok bool) {
+	end := start + int64(len(p))
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.broken {
-		return
+	r.ranges.Add(start, end)
+	r.pending.Add(start, end)
+	if r.Hash == nil || r.broken {
+		return job, false
 	}
-	if off != r.next {
+	claimed := r.Base + r.next
+	switch {
+	case start < claimed:
+		r.broken = true // written again: the hash may no longer match Dst
+		return job, false
+	case start > claimed:
+		return job, false // ahead of a gap: whoever fills it hashes this
+	}
+	to := r.ranges.reach(start)
+	r.next = to - r.Base
+	job = hashJob{from: start, to: to, own: p, ticket: r.issued}
+	r.issued++
+	return job, true
+}
+
+// hash does one job once the jobs issued before it are done, reading back
+// from Dst into buf what is not taken from the stream's buffer.
+func (r *Receiver) hash(job hashJob, buf []byte) {
+	r.mu.Lock()
+	if r.turn.L == nil {
+		r.turn.L = &r.mu
+	}
+	for r.served != job.ticket {
+		r.turn.Wait()
+	}
+	skip := r.broken
+	r.mu.Unlock()
+	failed := !skip && !r.feed(job, buf)
+	r.mu.Lock()
+	if failed {
 		r.broken = true
-		return
 	}
-	r.Hash.Write(p)
-	r.next += int64(len(p))
+	r.served++
+	r.turn.Broadcast()
+	r.mu.Unlock()
+}
+
+// feed passes [job.from, job.to) to Hash.
+func (r *Receiver) feed(job hashJob, buf []byte) bool {
+	pos := job.from
+	if !r.ReadBack {
+		r.Hash.Write(job.own)
+		pos += int64(len(job.own))
+	}
+	if pos == job.to {
+		return true
+	}
+	rd, ok := r.Dst.(io.ReaderAt)
+	if !ok {
+		return false
+	}
+	for pos < job.to {
+		if r.stop.Load() {
+			return false
+		}
+		n := min(int64(len(buf)), job.to-pos)
+		if m, _ := rd.ReadAt(buf[:n], pos); int64(m) != n {
+			return false
+		}
+		r.Hash.Write(buf[:n])
+		r.readOut.Add(n)
+		pos += n
+	}
+	return true
+}
+
+// reach returns where the range holding pos ends, or pos when none does.
+func (s *Ranges) reach(pos int64) int64 {
+	i := sort.Search(len(s.rs), func(i int) bool { return s.rs[i].End > pos })
+	if i < len(s.rs) && s.rs[i].Start <= pos {
+		return s.rs[i].End
+	}
+	return pos
 }
 
 // Bytes is the payload written so far.
@@ -259,13 +353,6 @@ func (r *Receiver) TakePending() Ranges {
 	p := r.pending
 	r.pending = Ranges{}
 	return p
-}
-
-func (r *Receiver) written(start, end int64) {
-	r.mu.Lock()
-	r.ranges.Add(start, end)
-	r.pending.Add(start, end)
-	r.mu.Unlock()
 }
 
 // streamEvent is what a stream reader reports to Run.
@@ -307,6 +394,9 @@ func (r *Receiver) Run(ctx context.Context, streams []*Stream, accept <-chan net
 	defer progress.Stop()
 	lastBytes := int64(-1)
 	wake := func() {
+		if failure != nil {
+			r.stop.Store(true) // no more reading back for a sum nobody will use
+		}
 		finished.Store(true)
 		for s := range running {
 			s.Conn.SetReadDeadline(time.Unix(1, 0))
@@ -363,7 +453,9 @@ func (r *Receiver) Run(ctx context.Context, streams []*Stream, accept <-chan net
 				wake()
 			}
 		case <-progress.C:
-			if n := r.bytes.Load(); n == lastBytes && failure == nil {
+			// Reading back what came ahead of a gap counts as progress:
+			// the streams may wait for it.
+			if n := r.bytes.Load() + r.readOut.Load(); n == lastBytes && failure == nil {
 				failure = fmt.Errorf("%w: no data for %v", ErrDataStream, timeout)
 				wake()
 			} else {
@@ -436,10 +528,10 @@ func (r *Receiver) readStream(s *Stream, events chan<- streamEvent, finished *at
 	}
 }
 
-// readBlock copies one block's payload to Dst.
+// readBlock copies one block's payload to Dst and, with a Hash, hashes
+// what that makes contiguous.
 func (r *Receiver) readBlock(src io.Reader, h Header, buf []byte) error {
-	start := r.Base + int64(h.Offset)
-	pos, left := start, int64(h.Count)
+	pos, left := r.Base+int64(h.Offset), int64(h.Count)
 	for left > 0 {
 		n := min(int64(len(buf)), left)
 		if _, err := io.ReadFull(src, buf[:n]); err != nil {
@@ -448,22 +540,12 @@ func (r *Receiver) readBlock(src io.Reader, h Header, buf []byte) error {
 		if _, err := r.Dst.WriteAt(buf[:n], pos); err != nil {
 			return err
 		}
-		if r.Hash != nil {
-			// Hash what the file now holds, not what the network brought:
-			// the check must see a fault of the storage path too.
-			if rd, ok := r.Dst.(io.ReaderAt); ok {
-				if _, err := rd.ReadAt(buf[:n], pos); err != nil {
-					return fmt.Errorf("read back at %d: %w", pos, err)
-				}
-				r.hashBlock(pos-r.Base, buf[:n])
-			} else {
-				r.hashBlock(-1, nil) // cannot read back: no live sum
-			}
+		r.bytes.Add(n)
+		if job, ok := r.wrote(pos, buf[:n]); ok {
+			r.hash(job, buf)
 		}
 		pos += n
 		left -= n
-		r.bytes.Add(n)
 	}
-	r.written(start, pos)
 	return nil
 }

@@ -35,11 +35,21 @@ func (r cliRun) String() string {
 // ferryCopy runs `ferry copy args...` with a time limit.
 func ferryCopy(t *testing.T, args ...string) cliRun {
 	t.Helper()
+	return runFerryCLI(t, 90*time.Second, nil, "", append([]string{"copy"}, args...)...)
+}
+
+// runFerryCLI runs the ferry binary with args, stdin and, when env is not
+// nil, that environment; it fails the test if the run takes longer than
+// timeout or cannot start.
+func runFerryCLI(t *testing.T, timeout time.Duration, env []string, stdin string, args ...string) cliRun {
+	t.Helper()
 	needFerry(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	r := cliRun{args: append([]string{"copy"}, args...)}
+	r := cliRun{args: args}
 	cmd := exec.CommandContext(ctx, ferryBin, r.args...)
+	cmd.Env = env
+	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.WaitDelay = 5 * time.Second
@@ -57,7 +67,7 @@ func ferryCopy(t *testing.T, args ...string) cliRun {
 		t.Fatalf("ferry %s: %v", strings.Join(r.args, " "), err)
 	}
 	if ctx.Err() != nil {
-		t.Fatalf("ferry copy did not finish within 90s:\n%s", r)
+		t.Fatalf("ferry %s did not finish within %v:\n%s", r.args[0], timeout, r)
 	}
 	return r
 }

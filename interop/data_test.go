@@ -93,9 +93,16 @@ func makeTree(t testing.TB, dir string) {
 // makeManySmall creates n files of 1–4 KiB random data directly in dir.
 func makeManySmall(t testing.TB, dir string, n int) {
 	t.Helper()
+	makeRandomFiles(t, dir, "small-%04d.dat", n, 1<<10, 4<<10)
+}
+
+// makeRandomFiles creates n files of lo to hi bytes of random data directly
+// in dir, named by format and their number.
+func makeRandomFiles(t testing.TB, dir, format string, n int, lo, hi int64) {
+	t.Helper()
 	r := rand.New(newRand())
 	for i := range n {
-		writeRandomFile(t, filepath.Join(dir, fmt.Sprintf("small-%04d.dat", i)), 1024+r.Int64N(3*1024+1))
+		writeRandomFile(t, filepath.Join(dir, fmt.Sprintf(format, i)), lo+r.Int64N(hi-lo+1))
 	}
 }
 

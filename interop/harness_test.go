@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"ferry/internal/pgtest"
 )
 
 // ferryBin is the ferry binary built once by TestMain; ferryBuildErr says why
@@ -38,7 +40,7 @@ func TestMain(m *testing.M) {
 	}
 	ferryBin = filepath.Join(dir, "ferry")
 	ferryBuildErr = buildFerry(ferryBin)
-	code := m.Run()
+	code := pgtest.Run(m) // a PostgreSQL cluster only if a test asks for one
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -150,6 +152,13 @@ func (b *logBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
+}
+
+// Bytes returns a copy of all the output so far.
+func (b *logBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.buf.Bytes())
 }
 
 // String returns the output, keeping only the last 64 KiB.
@@ -322,6 +331,14 @@ func (s *ferryServer) kill9() {
 		s.t.Fatalf("ferry did not die after SIGKILL")
 	}
 	fmt.Fprintf(s.log, "### killed with SIGKILL\n")
+}
+
+// signal sends sig to the server's process group, e.g. SIGSTOP and SIGCONT.
+func (s *ferryServer) signal(sig syscall.Signal) {
+	s.mu.Lock()
+	p := s.p
+	s.mu.Unlock()
+	p.signalGroup(sig)
 }
 
 // restart starts the server again with the same root, port and flags.

@@ -56,7 +56,8 @@ echo "OK: every byte arrived intact and verified"
 if [[ ${DEMO_EXIT:-} == 1 ]]; then exit 0; fi
 cat <<EOF
 
-The service keeps running; try it in another shell (Ctrl-C here stops everything):
+The service keeps running (Ctrl-C here stops everything). Open the web app at
+$FERRY_URL/ and sign in as demo (password below), or try the CLI in another shell:
 
   export FERRY_URL=$FERRY_URL XDG_CONFIG_HOME=$work/config   # logged in as demo
   $ferry ls beta:/copy/ -l

@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"ferry/service/api"
+	"ferry/service/apiclient"
+	"ferry/service/domain"
 )
 
 // endpointOpts are the flags that describe an endpoint, for add and update.
@@ -78,11 +80,23 @@ func (c *cli) showEndpoint(cmd *cobra.Command, ep api.Endpoint) error {
 			{"Public", fmt.Sprint(ep.Public)},
 			{"Max Concurrent Tasks", fmt.Sprint(ep.MaxConcurrent)},
 			{"Activated", activation(ep.Activated, ep.ExpiresIn)},
+			{"Agent", agentState(ep)},
 			{"Created", when(ep.Created)},
 		} {
 			row(w, f[0]+":", f[1])
 		}
 	})
+}
+
+// agentState says whether a connect endpoint's agent is connected.
+func agentState(ep api.Endpoint) string {
+	switch {
+	case ep.AuthMethod != domain.AuthConnect:
+		return "none (not a connect endpoint)"
+	case ep.Connected:
+		return "connected"
+	}
+	return "not connected"
 }
 
 // serverURIs lists an endpoint's servers.
@@ -107,16 +121,27 @@ func activation(activated bool, expiresIn int64) string {
 
 func newEndpointCmd(c *cli) *cobra.Command {
 	var add endpointOpts
+	var connect bool
 	addCmd := &cobra.Command{
-		Use:   "add NAME --server ftp://host:port [--server ...] [flags]",
+		Use:   "add NAME (--server ftp://host:port [--server ...] | --connect) [flags]",
 		Short: "Create an endpoint of yours, named owner#NAME",
-		Args:  cobra.ExactArgs(1),
+		Long: `Create an endpoint served by GridFTP servers (--server), or a connect endpoint
+(--connect): one that ferry connect serves from a machine that accepts no
+connections. For a connect endpoint this prints a one-time setup key, and the
+ferry connect command that pairs the machine with it.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(add.servers) == 0 {
-				return usagef("--server is required: the endpoint's GridFTP server, ftp://host:port")
+			switch {
+			case connect && (len(add.servers) > 0 || add.auth != ""):
+				return usagef("--connect takes no --server or --auth: the agent serves the endpoint")
+			case !connect && len(add.servers) == 0:
+				return usagef("--server is required: the endpoint's GridFTP server, ftp://host:port (or --connect)")
 			}
 			s, _ := add.spec(cmd.Flags())
 			s.Name = &args[0]
+			if connect {
+				s.AuthMethod = new(domain.AuthConnect)
+			}
 			cl, err := c.client()
 			if err != nil {
 				return err
@@ -125,10 +150,14 @@ func newEndpointCmd(c *cli) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if connect {
+				return c.newSetupKey(cmd, cl, ep.DisplayName)
+			}
 			return c.showEndpoint(cmd, ep)
 		},
 	}
 	add.register(addCmd.Flags())
+	addCmd.Flags().BoolVar(&connect, "connect", false, "a connect endpoint, served by ferry connect; prints its one-time setup key")
 
 	var (
 		all    bool
@@ -265,7 +294,34 @@ for it. An anonymous endpoint needs no activation.`
 		return c.printResult(cmd, res, err)
 	})
 	removeCmd.Aliases = []string{"rm", "delete"}
+	setupKeyCmd := byName("setup-key", "Give a connect endpoint of yours a new one-time setup key", func(cmd *cobra.Command, ep string) error {
+		cl, err := c.client()
+		if err != nil {
+			return err
+		}
+		return c.newSetupKey(cmd, cl, ep)
+	})
+	setupKeyCmd.Long = `Give a connect endpoint a new one-time setup key, to pair a machine with it
+(again) with ferry connect --setup-key. The certificates of the agents paired
+before are revoked: their ferry connect stops.`
 
 	return c.group("endpoint", "Add, list, show, change, activate and remove endpoints",
-		addCmd, listCmd, showCmd, updateCmd, activateCmd, deactivateCmd, removeCmd)
+		addCmd, listCmd, showCmd, updateCmd, activateCmd, deactivateCmd, removeCmd, setupKeyCmd)
+}
+
+// newSetupKey asks for a new setup key of a connect endpoint and shows it,
+// with the ferry connect command that uses it.
+func (c *cli) newSetupKey(cmd *cobra.Command, cl *apiclient.Client, ep string) error {
+	k, err := cl.SetupKey(cmd.Context(), ep)
+	if err != nil {
+		return err
+	}
+	base, _, _, err := c.service(false)
+	if err != nil {
+		return err
+	}
+	return c.print(cmd, k, func(w io.Writer) {
+		fmt.Fprintf(w, "Endpoint %s: setup key (usable once, until %s):\n\n  %s\n\n", ep, when(k.Expires), k.SetupKey)
+		fmt.Fprintf(w, "On the machine to serve, run:\n\n  ferry connect --service %s --setup-key %s --root DIR\n", base, k.SetupKey)
+	})
 }

@@ -34,7 +34,7 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	c := &cli{}
-	root.AddCommand(newGridFTPCmd(), newPasswdCmd(), newCopyCmd(), newServerCmd(), newUserCmd(),
+	root.AddCommand(newGridFTPCmd(), newConnectCmd(), newPasswdCmd(), newCopyCmd(), newServerCmd(), newUserCmd(),
 		newLoginCmd(c), newLogoutCmd(c), newTokenCmd(c), newEndpointCmd(c),
 		newLsCmd(c), newMkdirCmd(c), newRenameCmd(c), newRmCmd(c),
 		newTransferCmd(c), newScpCmd(c), newTaskCmd(c))

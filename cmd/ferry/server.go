@@ -19,11 +19,13 @@ import (
 	"ferry/service/notify"
 	"ferry/service/secret"
 	"ferry/service/worker"
+	"ferry/web"
 )
 
 // serverFlags are ferry server's settings.
 type serverFlags struct {
 	store                     storeFlags
+	relay                     relayFlags
 	listen, keyFile, logLevel string
 	workerID, publicURL       string
 	smtpAddr, smtpFrom        string
@@ -43,12 +45,16 @@ when --db gives a DSN; several ferry server processes on one PostgreSQL share
 all work (give them the same --key-file). Add users with "ferry user add".
 
 The service never carries data: its workers drive third-party transfers
-between the endpoints' GridFTP servers. Stop with SIGTERM or Ctrl-C; running
+between the endpoints' GridFTP servers. With --relay-listen it also runs the
+relay for connect endpoints (ferry connect): their agents accept no
+connections, so it carries the data they receive from senders that cannot
+listen for them, and between agents. Stop with SIGTERM or Ctrl-C; running
 tasks go back to the queue and continue in another process or at restart.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runServer(cmd.Context(), cmd, f) },
 	}
 	f.store.register(cmd)
+	f.relay.register(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:8080", "HTTP address of the API and web app")
 	fl.StringVar(&f.keyFile, "key-file", "", "key sealing endpoint credentials (default DIR/secret.key; created if missing)")
@@ -112,7 +118,24 @@ func runServer(ctx context.Context, cmd *cobra.Command, f serverFlags) error {
 	if !f.noWorker {
 		api.Queued = w.Wake
 	}
-	hs := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	rl, err := f.relay.start(st, f.store.data, log, w.Wake)
+	if err != nil {
+		return err
+	}
+	if rl != nil {
+		defer rl.Close()
+		ops.Agents, w.Agents = rl, rl
+		api.Agents, api.RelayAddr, api.CAPin, api.Revoked = rl, rl.Public.String(), rl.CA.Pin(), rl.Drop
+		fmt.Fprintf(cmd.ErrOrStderr(), "ferry server: relay for ferry connect agents on %s\n", rl.Public)
+	}
+	// The web app at "/", beside the API and the operator's endpoints.
+	mux := http.NewServeMux()
+	mux.Handle("/", web.Handler())
+	apiHandler := api.Handler()
+	for _, p := range []string{"/api/", "/healthz", "/metrics"} {
+		mux.Handle(p, apiHandler)
+	}
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -125,7 +148,7 @@ func runServer(ctx context.Context, cmd *cobra.Command, f serverFlags) error {
 	herr := make(chan error, 1)
 	go func() { herr <- hs.Serve(ln) }()
 	log.Info("serving", "url", base, "worker", !f.noWorker, "store", storeName(f.store))
-	fmt.Fprintf(cmd.ErrOrStderr(), "ferry server: API on %s/api/v0.10/ (store: %s)\n", base, storeName(f.store))
+	fmt.Fprintf(cmd.ErrOrStderr(), "ferry server: web app on %s/, API on %s/api/v0.10/ (store: %s)\n", base, base, storeName(f.store))
 
 	select {
 	case err = <-herr:

@@ -36,10 +36,19 @@ type Conn struct {
 	Timeout time.Duration
 }
 
+// DialFunc opens a connection, as net.Dialer.DialContext does.
+type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
 // Dial connects to a GridFTP server and reads its banner.
-func Dial(ctx context.Context, addr string) (*Conn, error) {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", addr)
+func Dial(ctx context.Context, addr string) (*Conn, error) { return DialWith(ctx, nil, addr) }
+
+// DialWith is Dial over a connection that dial opens to addr (nil: TCP),
+// e.g. a tunnel to a server that accepts no connections.
+func DialWith(ctx context.Context, dial DialFunc, addr string) (*Conn, error) {
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	c, err := dial(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("connect %s: %w", addr, err)
 	}

@@ -221,6 +221,64 @@ func TestPairSetupPipelined(t *testing.T) {
 	if err := p.Setup(ctx, 3); err != nil { // set up already: nothing is sent
 		t.Fatal(err)
 	}
+
+	// Reversed: the source listens, the destination connects as many streams.
+	src = dialScripted(t, scripted(t, loginStep, step{
+		[]string{"MODE E", "OPTS RETR Parallelism=2,2,2;Markers=5;", "PASV"},
+		"200 MODE E ok.\r\n200 OPTS ok.\r\n227 Entering Passive Mode (127,0,0,1,4,2)\r\n",
+	}))
+	dst = dialScripted(t, scripted(t, loginStep, step{
+		[]string{"MODE E", "OPTS RETR Parallelism=2,2,2;", "PORT 127,0,0,1,4,2"},
+		"200 MODE E ok.\r\n200 OPTS ok.\r\n200 PORT ok.\r\n",
+	}))
+	for _, c := range []*client.Conn{src, dst} {
+		if err := c.Login(ctx, "anonymous", "ferry@"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p = &client.Pair{Src: src, Dst: dst, Reverse: true}
+	if err := p.Setup(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPairReverse: a reversed pair puts the source in passive mode and has
+// the destination connect its streams, between two ferry servers, over
+// cached streams for a second file and for pipelined chunks.
+func TestPairReverse(t *testing.T) {
+	ctx := context.Background()
+	srcAddr, srcRoot := startServer(t)
+	dstAddr, dstRoot := startServer(t)
+	src, dst := dial(t, srcAddr, 1), dial(t, dstAddr, 1)
+	if _, ok := src.Feature("PASVSEND"); !ok {
+		t.Fatal("ferry's server does not offer PASVSEND")
+	}
+	data := randomBytes(t, 5<<20+3)
+	os.WriteFile(filepath.Join(srcRoot, "f"), data, 0o644)
+	p := &client.Pair{Src: src, Dst: dst, Reverse: true}
+	if err := p.Setup(ctx, 4); err != nil {
+		t.Fatal(err)
+	}
+	parts := []client.Part{
+		{SrcPath: "/f", DstPath: "/whole", Length: -1},
+		{SrcPath: "/f", DstPath: "/chunks", Offset: 0, Length: 1 << 20},
+		{SrcPath: "/f", DstPath: "/chunks", Offset: 1 << 20, Length: int64(len(data)) - 1<<20},
+	}
+	for _, part := range parts {
+		if err := p.Start(part); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, part := range parts {
+		if err := p.Finish(ctx, part, client.Markers{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"whole", "chunks"} {
+		if got, err := os.ReadFile(filepath.Join(dstRoot, name)); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("%s differs (%v)", name, err)
+		}
+	}
 }
 
 func TestPutGetRoundTrip(t *testing.T) {

@@ -19,7 +19,12 @@ type Pair struct {
 	// Live names a checksum algorithm both servers compute while data
 	// moves (FEAT CKSMLIVE), so that a CKSM after a transfer costs no
 	// second pass over the data; "" for none.
-	Live     string
+	Live string
+	// Reverse makes the destination connect to the source: PASV goes to
+	// the source (which must offer FEAT PASVSEND), PORT to the
+	// destination. In MODE E the sender normally connects; a destination
+	// that accepts no connections (ferry connect) needs this.
+	Reverse  bool
 	parallel int
 	ready    bool
 }
@@ -34,11 +39,13 @@ type Part struct {
 }
 
 // Setup prepares both sessions: MODE E, parallelism and markers on the
-// source, the destination's passive address announced to the source. The
-// commands to each side go out together and only PORT waits, for the reply
-// to PASV: a round trip to each side in all. Sessions that moved data to or
-// from this client (a listing) drop that data channel first. After an
-// error, close the pair.
+// source, the passive side's address announced to the other (the
+// destination's to the source or, with Reverse, the other way round; the
+// parallelism then goes to the destination too, which connects that many
+// streams). The commands to each side go out together and only PORT
+// waits, for the reply to PASV: a round trip to each side in all. Sessions
+// that moved data to or from this client (a listing) drop that data
+// channel first. After an error, close the pair.
 func (p *Pair) Setup(ctx context.Context, parallel int) error {
 	parallel = max(parallel, 1)
 	if p.ready && p.parallel == parallel {
@@ -54,30 +61,34 @@ func (p *Pair) Setup(ctx context.Context, parallel int) error {
 		dst = append(dst, "MODE E")
 	}
 	// Markers from the source keep its control channel alive during long files.
-	src = append(src, fmt.Sprintf("OPTS RETR Parallelism=%d,%d,%d;Markers=5;", parallel, parallel, parallel))
+	opts := fmt.Sprintf("OPTS RETR Parallelism=%d,%d,%d;", parallel, parallel, parallel)
+	src = append(src, opts+"Markers=5;")
 	if p.Live != "" {
 		live := fmt.Sprintf("OPTS CKSM Live=%s;", p.Live)
 		src, dst = append(src, live), append(dst, live)
 	}
-	dst = append(dst, "PASV")
-	if err := p.Src.write(src...); err != nil {
+	passive, pcmds, active, acmds := p.Dst, append(dst, "PASV"), p.Src, src
+	if p.Reverse {
+		passive, pcmds, active, acmds = p.Src, append(src, "PASV"), p.Dst, append(dst, opts)
+	}
+	if err := active.write(acmds...); err != nil {
 		return err
 	}
-	if err := p.Dst.write(dst...); err != nil {
+	if err := passive.write(pcmds...); err != nil {
 		return err
 	}
-	reps, err := p.Dst.finals(ctx, len(dst))
+	reps, err := passive.finals(ctx, len(pcmds))
 	if err != nil {
 		return err
 	}
-	ap, err := p.Dst.passiveAddr(reps[len(reps)-1])
+	ap, err := passive.passiveAddr(reps[len(reps)-1])
 	if err != nil {
 		return err
 	}
-	if err := p.Src.write(portCommand(ap)); err != nil {
+	if err := active.write(portCommand(ap)); err != nil {
 		return err
 	}
-	if _, err := p.Src.finals(ctx, len(src)+1); err != nil {
+	if _, err := active.finals(ctx, len(acmds)+1); err != nil {
 		return err
 	}
 	p.Src.data.modeE, p.Dst.data.modeE = true, true

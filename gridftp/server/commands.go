@@ -149,6 +149,7 @@ var features = []string{
 	" MDTM",
 	" TVFS",
 	" CKSMLIVE", // OPTS CKSM Live=ALG; (livesum.go)
+	" PASVSEND", // in MODE E, RETR after PASV: the receiver connects (senderStreams)
 }
 
 func (ss *session) handleFEAT(string) bool {

@@ -107,21 +107,33 @@ func (d *dataChannel) linger() {
 // maxPendingConns bounds connections accepted ahead of a transfer.
 const maxPendingConns = gridftp.MaxStreams
 
-// listen opens a passive listener on the data interface and starts
-// accepting into d.accepted.
+// listen opens a passive listener — on the data interface, or the one
+// Server.Listen gives — and starts accepting into d.accepted. It returns
+// the address to announce.
 func (ss *session) listen() (netip.AddrPort, error) {
 	ss.data.close()
-	ip := ss.srv.DataInterface
-	if !ip.IsValid() {
-		ap, err := netip.ParseAddrPort(ss.conn.LocalAddr().String())
-		if err != nil {
+	var ln net.Listener
+	var ap netip.AddrPort
+	var err error
+	if ss.srv.Listen != nil {
+		if ln, err = ss.srv.Listen(); err != nil {
 			return netip.AddrPort{}, err
 		}
-		ip = ap.Addr().Unmap()
-	}
-	ln, err := ss.srv.listenData(ip)
-	if err != nil {
-		return netip.AddrPort{}, err
+		ap = ln.Addr().(*net.TCPAddr).AddrPort()
+		ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	} else {
+		ip := ss.srv.DataInterface
+		if !ip.IsValid() {
+			local, err := netip.ParseAddrPort(ss.conn.LocalAddr().String())
+			if err != nil {
+				return netip.AddrPort{}, err
+			}
+			ip = local.Addr().Unmap()
+		}
+		if ln, err = ss.srv.listenData(ip); err != nil {
+			return netip.AddrPort{}, err
+		}
+		ap = netip.AddrPortFrom(ip, uint16(ln.Addr().(*net.TCPAddr).Port))
 	}
 	d := &ss.data
 	d.ln, d.accepted, d.stop = ln, make(chan net.Conn, maxPendingConns), make(chan struct{})
@@ -130,8 +142,7 @@ func (ss *session) listen() (netip.AddrPort, error) {
 		defer d.wg.Done()
 		gridftp.Accept(ln, d.accepted, d.stop)
 	}()
-	port := uint16(ln.Addr().(*net.TCPAddr).Port)
-	return netip.AddrPortFrom(ip, port), nil
+	return ap, nil
 }
 
 // listenData binds a data listener within the configured port range.
@@ -235,10 +246,7 @@ func (ss *session) handleSPOR(arg string) bool {
 	return true
 }
 
-var (
-	errNoDataSetup    = errors.New("no PASV or PORT before the transfer")
-	errSenderConnects = errors.New("MODE E sender must connect")
-)
+var errNoDataSetup = errors.New("no PASV or PORT before the transfer")
 
 // acceptOne waits for the next passive connection.
 func (ss *session) acceptOne(ctx context.Context) (net.Conn, error) {

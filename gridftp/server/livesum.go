@@ -60,7 +60,10 @@ func (c *sumCache) get(k sumKey) (string, bool) {
 }
 
 // forget drops what is known of p (a file, or a directory and everything
-// below it) in the range [off, off+n); n < 0 means all of it.
+// below it) in the range [off, off+n); n < 0 means from off to the end,
+// so that a transfer into one chunk of a file (ESTO, APPE, a restart) or
+// SITE TRNC keeps the sums of the chunks before it: the engine's chunks of
+// one file land concurrently, each checked once its own data is in.
 func (c *sumCache) forget(p string, off, n int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -68,7 +71,7 @@ func (c *sumCache) forget(p string, off, n int64) {
 		if k.path != p && !strings.HasPrefix(k.path, path.Clean(p)+"/") {
 			continue
 		}
-		if n < 0 || (k.off < off+n && off < k.off+k.n) {
+		if n < 0 && (k.off >= off || k.off+k.n > off) || n >= 0 && k.off < off+n && off < k.off+k.n {
 			delete(c.sums, k)
 		}
 	}

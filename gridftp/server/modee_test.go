@@ -548,18 +548,58 @@ func TestModeEListing(t *testing.T) {
 	}
 }
 
-// TestModeERetrOverPASV: in MODE E the sender connects, so RETR after PASV
-// fails with one 425 (as on GCT) and the session goes on.
+// TestModeERetrOverPASV: after PASV (FEAT PASVSEND) a MODE E sender takes
+// the streams the receiver connects, as many as its parallelism; other
+// servers (GCT) refuse, since in MODE E the sender normally connects.
 func TestModeERetrOverPASV(t *testing.T) {
-	env := startServer(t)
-	env.file("f", []byte("x"))
+	env := startServer(t, func(s *server.Server) { s.BlockSize = 1000 })
+	data := pattern(10000)
+	env.file("f", data)
 	c := env.login()
 	c.expect("MODE E", 200)
-	c.pasv()
-	c.expectText("RETR f", "425 In MODE E the sending side connects: send PORT before RETR.")
+	c.expect("OPTS RETR Parallelism=3;", 200)
+	addr := c.pasv()
+	conns := []net.Conn{dialData(t, addr), dialData(t, addr), dialData(t, addr)}
+	for range 2 { // the second time over the cached streams
+		c.send("RETR f")
+		if r := c.read(); r.Code != gridftp.CodeOpeningData && r.Code != gridftp.CodeReusingData {
+			t.Fatalf("RETR: %q", r.String())
+		}
+		recs := retrModeE(t, conns)
+		if _, final := c.final(); final.Code != gridftp.CodeTransferComplete {
+			t.Fatalf("RETR: %q", final.String())
+		}
+		if n := eofTotal(t, recs); n != 3 {
+			t.Fatalf("EOF count %d, want 3", n)
+		}
+		if got := assemble(t, len(data), recs...); !bytes.Equal(got, data) {
+			t.Fatal("RETR over 3 passive streams differs")
+		}
+	}
 	c.expectText("NOOP", "200 NOOP command successful.")
-	c.expectText("LIST", "425 In MODE E the sending side connects: send PORT before RETR.")
-	c.expectText("NOOP", "200 NOOP command successful.")
+}
+
+// TestModeEStorOverPORT: an active MODE E receiver connects as many streams
+// as its parallelism, which the sender uses too.
+func TestModeEStorOverPORT(t *testing.T) {
+	env := startServer(t)
+	c := env.login()
+	c.expect("MODE E", 200)
+	c.expect("OPTS RETR Parallelism=2;", 200)
+	a := c.port()
+	c.send("STOR f")
+	conns := []net.Conn{a.accept(), a.accept()}
+	if r := c.read(); r.Code != gridftp.CodeOpeningData {
+		t.Fatalf("STOR: %q", r.String())
+	}
+	send(t, conns[0], block(0, []byte("hello ")), eod())
+	send(t, conns[1], block(6, []byte("world")), eof(2))
+	if _, final := c.final(); final.Code != gridftp.CodeTransferComplete {
+		t.Fatalf("STOR: %q", final.String())
+	}
+	if got := env.content("f"); string(got) != "hello world" {
+		t.Fatalf("stored %q", got)
+	}
 }
 
 func TestModeEBrokenStreams(t *testing.T) {

@@ -49,6 +49,10 @@ type Server struct {
 	DataInterface netip.Addr
 	// PortLow and PortHigh bound passive data ports; zero means any.
 	PortLow, PortHigh int
+	// Listen, when set, opens passive data listeners in place of a port
+	// of this host, and PASV announces the listener's address (a
+	// *net.TCPAddr): ferry connect listens on the service's relay.
+	Listen func() (net.Listener, error)
 
 	MaxSessions    int           // concurrent sessions; 0 means unlimited
 	IdleTimeout    time.Duration // control channel idle limit; default 30 min

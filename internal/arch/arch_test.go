@@ -97,10 +97,20 @@ var allowed = map[string][]string{
 	"ferry/service/gridops": {"ferry/service/domain", "ferry/gridftp", "ferry/gridftp/client"},
 	"ferry/service/worker":  {"ferry/service/domain", "ferry/service/secret", "ferry/service/gridops", "ferry/engine", "ferry/gridftp"},
 	"ferry/service/notify":  {"ferry/service/domain"},
+
+	// ferry connect: the tunnel protocol, the agent, the service's CA and relay.
+	"ferry/tunnel":        {},
+	"ferry/agent":         {"ferry/tunnel", "ferry/gridftp/server", "ferry/storage", "ferry/service/ca"},
+	"ferry/service/ca":    {},
+	"ferry/service/relay": {"ferry/service/domain", "ferry/service/ca", "ferry/tunnel"},
+
+	// The web app: embedded assets that reach the service only through
+	// the REST API, from the browser.
+	"ferry/web": {},
 }
 
 // speaksHTTP lists the packages of allowed that are HTTP adapters.
-var speaksHTTP = map[string]bool{"ferry/service/httpapi": true, "ferry/service/apiclient": true, "ferry/service/notify": true}
+var speaksHTTP = map[string]bool{"ferry/service/httpapi": true, "ferry/service/apiclient": true, "ferry/service/notify": true, "ferry/web": true}
 
 // speaksSQL lists the packages of allowed that are database adapters.
 var speaksSQL = map[string]bool{"ferry/service/sqlstore": true}

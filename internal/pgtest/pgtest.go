@@ -8,6 +8,8 @@
 // A package that uses it runs its tests through Main:
 //
 //	func TestMain(m *testing.M) { pgtest.Main(m) }
+//
+// or, when TestMain has more to do after the tests, calls Run.
 package pgtest
 
 import (
@@ -48,7 +50,11 @@ var server struct {
 }
 
 // Main runs the tests, then stops the cluster and removes its files.
-func Main(m *testing.M) {
+func Main(m *testing.M) { os.Exit(Run(m)) }
+
+// Run is Main for a TestMain with more to do: it runs the tests, stops
+// the cluster, removes its files and returns the exit code for os.Exit.
+func Run(m *testing.M) int {
 	server.main = true
 	code := m.Run()
 	if server.admin != nil {
@@ -60,7 +66,7 @@ func Main(m *testing.M) {
 	if server.dir != "" {
 		os.RemoveAll(server.dir)
 	}
-	os.Exit(code)
+	return code
 }
 
 // DSN returns the postgres:// URL of a new, empty database, dropped when
@@ -68,7 +74,7 @@ func Main(m *testing.M) {
 func DSN(t testing.TB) string {
 	t.Helper()
 	if !server.main {
-		t.Fatal("pgtest: the package's TestMain must call pgtest.Main")
+		t.Fatal("pgtest: the package's TestMain must call pgtest.Main or pgtest.Run")
 	}
 	server.once.Do(start)
 	switch {

@@ -71,6 +71,17 @@ type Token struct {
 	Revoked   bool      `json:"revoked"`
 }
 
+// Session answers GET /auth/session (DATA_TYPE session): who the caller
+// is and, for a web session, the CSRF token that its HttpOnly cookie hides
+// from the page after a reload.
+type Session struct {
+	DataType  string    `json:"DATA_TYPE"`
+	Username  string    `json:"username"`
+	Kind      string    `json:"kind"` // api or session
+	Expires   time.Time `json:"expires,omitzero"`
+	CSRFToken string    `json:"csrf_token,omitempty"` // a web session's only
+}
+
 // TokenList is the answer to GET /tokens (DATA_TYPE token_list).
 type TokenList struct {
 	DataType string  `json:"DATA_TYPE"`
@@ -205,6 +216,7 @@ type Task struct {
 	FilesTransferred        int64 `json:"files_transferred"`
 	FilesSkipped            int64 `json:"files_skipped"`
 	BytesTransferred        int64 `json:"bytes_transferred"`
+	BytesTotal              int64 `json:"bytes_total"` // expected to move (moved before this run + its plan); 0 until listed
 	BytesChecksummed        int64 `json:"bytes_checksummed"`
 	EffectiveBytesPerSecond int64 `json:"effective_bytes_per_second"`
 	Faults                  int64 `json:"faults"`
@@ -294,6 +306,26 @@ type SuccessfulTransfers struct {
 	Data       []SuccessfulTransfer `json:"DATA"`
 }
 
+// FailedTransfer is one file a task gave up on (DATA_TYPE
+// failed_transfer), and why.
+type FailedTransfer struct {
+	DataType        string    `json:"DATA_TYPE"`
+	SourcePath      string    `json:"source_path"`
+	DestinationPath string    `json:"destination_path,omitempty"` // absent for a delete task
+	Size            int64     `json:"size"`
+	Error           string    `json:"error"`
+	Time            time.Time `json:"time"`
+}
+
+// FailedTransfers is a marker-paged list (DATA_TYPE failed_transfers),
+// paged like SuccessfulTransfers.
+type FailedTransfers struct {
+	DataType   string           `json:"DATA_TYPE"`
+	Marker     int64            `json:"marker"`
+	NextMarker int64            `json:"next_marker"`
+	Data       []FailedTransfer `json:"DATA"`
+}
+
 // Server is one GridFTP server (data mover) of an endpoint (DATA_TYPE
 // server). In requests either URI or Hostname (with Port and Scheme) is
 // given.
@@ -318,16 +350,19 @@ type Endpoint struct {
 	Servers          []Server  `json:"DATA"`
 	DefaultDirectory string    `json:"default_directory"`
 	Public           bool      `json:"public"`
-	AuthMethod       string    `json:"auth_method"`    // anonymous or password
+	AuthMethod       string    `json:"auth_method"`    // anonymous, password or connect
 	MaxConcurrent    int       `json:"max_concurrent"` // tasks at once; 0: no limit
 	Activated        bool      `json:"activated"`
 	ExpiresIn        int64     `json:"expires_in"`
+	Connected        bool      `json:"connected"` // a connect endpoint's agent is connected to the relay
 	Created          time.Time `json:"created"`
 }
 
 // EndpointSpec is the body of POST /endpoint and PUT /endpoint/{id}. In a
 // PUT absent fields are kept; in a POST Name and Servers are required and
-// the rest defaults (auth_method anonymous, default_directory /).
+// the rest defaults (auth_method anonymous, default_directory /). A
+// connect endpoint (auth_method connect, only in a POST) has no servers:
+// its agent serves it.
 type EndpointSpec struct {
 	DataType         string   `json:"DATA_TYPE,omitempty"`
 	Name             *string  `json:"name,omitempty"`

@@ -128,6 +128,13 @@ func (c *Client) Logout(ctx context.Context) (api.Result, error) {
 	return r, err
 }
 
+// Session says who the client's credential belongs to.
+func (c *Client) Session(ctx context.Context) (api.Session, error) {
+	var s api.Session
+	err := c.do(ctx, "GET", "auth/session", nil, nil, &s)
+	return s, err
+}
+
 // Tokens lists the user's tokens and sessions, revoked and expired ones
 // too.
 func (c *Client) Tokens(ctx context.Context) (api.TokenList, error) {
@@ -218,6 +225,14 @@ func (c *Client) SuccessfulTransfers(ctx context.Context, id string, q api.Marke
 	return l, err
 }
 
+// FailedTransfers returns a page of the files a task gave up on, paged
+// like SuccessfulTransfers.
+func (c *Client) FailedTransfers(ctx context.Context, id string, q api.MarkerQuery) (api.FailedTransfers, error) {
+	var l api.FailedTransfers
+	err := c.do(ctx, "GET", "task/"+esc(id)+"/failed_transfers", q.Values(), nil, &l)
+	return l, err
+}
+
 // Endpoint returns an endpoint by UUID, owner#name, or a name of the
 // user's own.
 func (c *Client) Endpoint(ctx context.Context, id string) (api.Endpoint, error) {
@@ -252,6 +267,22 @@ func (c *Client) UpdateEndpoint(ctx context.Context, id string, s api.EndpointSp
 func (c *Client) DeleteEndpoint(ctx context.Context, id string) (api.Result, error) {
 	var r api.Result
 	err := c.do(ctx, "DELETE", "endpoint/"+esc(id), nil, nil, &r)
+	return r, err
+}
+
+// SetupKey gives one of the user's connect endpoints a new one-time setup
+// key for ferry connect, revoking the certificates of its earlier agents.
+func (c *Client) SetupKey(ctx context.Context, id string) (api.SetupKey, error) {
+	var k api.SetupKey
+	err := c.do(ctx, "POST", "endpoint/"+esc(id)+"/setup_key", nil, nil, &k)
+	return k, err
+}
+
+// Relay says where ferry connect agents reach the service's relay; it
+// needs no token.
+func (c *Client) Relay(ctx context.Context) (api.Relay, error) {
+	var r api.Relay
+	err := c.do(ctx, "GET", "relay", nil, nil, &r)
 	return r, err
 }
 

@@ -173,6 +173,7 @@ type Counters struct {
 	FilesSkipped     int64
 	FilesFailed      int64
 	BytesTransferred int64
+	BytesTotal       int64 // expected to move: moved before the current run + the sizes it plans to send
 	BytesChecksummed int64
 	Faults           int64
 }
@@ -185,6 +186,7 @@ func (c *Counters) Add(d Counters) {
 	c.FilesSkipped += d.FilesSkipped
 	c.FilesFailed += d.FilesFailed
 	c.BytesTransferred += d.BytesTransferred
+	c.BytesTotal += d.BytesTotal
 	c.BytesChecksummed += d.BytesChecksummed
 	c.Faults += d.Faults
 }

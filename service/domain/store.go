@@ -37,6 +37,23 @@ type Store interface {
 	UpdateEndpoint(ctx context.Context, e Endpoint) error // by ID; owner and ID are not changed
 	DeleteEndpoint(ctx context.Context, id string) error  // also its activations
 
+	// Connect endpoints' pairing (connect.go).
+	//
+	// NewSetupKey gives connect endpoint id a new one-time setup key,
+	// stored as the hash of its secret, usable until expires, and revokes
+	// the certificates issued so far: it starts a new generation, which it
+	// returns. ENotFound for a missing endpoint, EInvalid for one that is
+	// not a connect endpoint.
+	NewSetupKey(ctx context.Context, endpointID, hash string, expires time.Time) (int64, error)
+	// UseSetupKey consumes the setup key whose secret has this hash: it
+	// returns its endpoint and the generation of the certificate to issue.
+	// ENotFound when no endpoint has the key (never issued, used already,
+	// replaced) or it expired at now.
+	UseSetupKey(ctx context.Context, hash string, now time.Time) (endpointID string, generation int64, err error)
+	// CertGeneration is the generation of the valid certificates of
+	// connect endpoint id; ENotFound once the endpoint is deleted.
+	CertGeneration(ctx context.Context, endpointID string) (int64, error)
+
 	// Activations: one per (user, endpoint).
 	PutActivation(ctx context.Context, a Activation) error // insert or replace
 	Activation(ctx context.Context, userID int64, endpointID string) (Activation, error)
@@ -89,6 +106,10 @@ type Store interface {
 	// Reactivate turns userID's INACTIVE tasks that use endpointID back to
 	// ACTIVE (claimable) with a RESUMED event; it returns how many.
 	Reactivate(ctx context.Context, userID int64, endpointID string, now time.Time) (int, error)
+	// ResumeEndpoint turns every INACTIVE task that uses endpointID and
+	// waits with the given nice status (an agent that was away) back to
+	// ACTIVE with a RESUMED event; it returns how many.
+	ResumeEndpoint(ctx context.Context, endpointID, nice string, now time.Time) (int, error)
 	// Deactivate turns ACTIVE tasks of userID that use endpointID and that
 	// no worker holds INACTIVE with the given nice status (used when a
 	// credential is removed); leased ones are found by their worker.

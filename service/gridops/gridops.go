@@ -20,18 +20,42 @@ import (
 	"ferry/service/domain"
 )
 
-// Ops implements domain.FileOps. The zero value is ready to use.
+// Ops implements domain.FileOps. The zero value is ready to use, for
+// endpoints other than connect ones.
 type Ops struct {
 	// Timeout bounds connecting to a server and each reply; 0: 1 minute.
 	Timeout time.Duration
+	// Agents reaches connect endpoints; nil: the service has no relay.
+	Agents domain.Agents
 }
 
 var _ domain.FileOps = (*Ops)(nil)
 
-// Addrs returns the host:port of each of ep's servers, in order. Only
-// ftp:// URLs are understood for now (gsiftp:// needs GSI).
-func Addrs(ep domain.Endpoint) ([]string, error) {
-	var out []string
+// Server is how to reach one GridFTP server of an endpoint.
+type Server struct {
+	Addr     string          // host:port, or what names a connect endpoint's agent
+	Dial     client.DialFunc // nil: TCP to Addr
+	Outbound bool            // an agent: it accepts no connections (engine.Endpoint.Outbound)
+}
+
+// Servers returns how to reach each of ep's servers, in order: for a
+// connect endpoint, its agent through agents. Only ftp:// URLs are
+// understood for now (gsiftp:// needs GSI).
+func Servers(ep domain.Endpoint, agents domain.Agents) ([]Server, error) {
+	if ep.Auth == domain.AuthConnect {
+		if agents == nil {
+			return nil, domain.Errorf(domain.EUnavailable, "endpoint %s is a connect endpoint and this service runs no relay", ep.DisplayName())
+		}
+		dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
+			c, err := agents.Dial(ctx, ep.ID)
+			if domain.ErrorCode(err) == domain.EUnavailable {
+				return nil, domain.Errorf(domain.EUnavailable, "endpoint %s's agent is not connected", ep.DisplayName())
+			}
+			return c, err
+		}
+		return []Server{{Addr: "agent of " + ep.DisplayName(), Dial: dial, Outbound: true}}, nil
+	}
+	var out []Server
 	for _, s := range ep.Servers {
 		u, err := url.Parse(s)
 		if err != nil || u.Scheme != "ftp" || u.Host == "" || u.User != nil {
@@ -41,7 +65,7 @@ func Addrs(ep domain.Endpoint) ([]string, error) {
 		if port == "" {
 			port = "21" // as ftp:// URLs say, and as ferry copy reads them
 		}
-		out = append(out, net.JoinHostPort(u.Hostname(), port))
+		out = append(out, Server{Addr: net.JoinHostPort(u.Hostname(), port)})
 	}
 	if len(out) == 0 {
 		return nil, domain.Errorf(domain.EUnavailable, "endpoint %s has no servers", ep.DisplayName())
@@ -61,17 +85,17 @@ func (o *Ops) timeout() time.Duration {
 // EUnauthorized at once (the servers of one endpoint share their users);
 // EUnavailable when no server answers.
 func (o *Ops) session(ctx context.Context, ep domain.Endpoint, l domain.Login) (*client.Conn, error) {
-	addrs, err := Addrs(ep)
+	servers, err := Servers(ep, o.Agents)
 	if err != nil {
 		return nil, err
 	}
 	user, pass := l.User, l.Password
-	if ep.Auth == domain.AuthAnonymous {
+	if !ep.NeedsActivation() {
 		user, pass = "anonymous", "ferry@"
 	}
 	var last error
-	for _, a := range addrs {
-		c, err := o.dial(ctx, a, user, pass)
+	for _, sv := range servers {
+		c, err := o.dial(ctx, sv, user, pass)
 		if err == nil {
 			return c, nil
 		}
@@ -86,10 +110,10 @@ func (o *Ops) session(ctx context.Context, ep domain.Endpoint, l domain.Login) (
 	return nil, domain.Errorf(domain.EUnavailable, "endpoint %s: no server answers (%v)", ep.DisplayName(), last)
 }
 
-func (o *Ops) dial(ctx context.Context, addr, user, pass string) (*client.Conn, error) {
+func (o *Ops) dial(ctx context.Context, sv Server, user, pass string) (*client.Conn, error) {
 	dctx, cancel := context.WithTimeout(ctx, o.timeout())
 	defer cancel()
-	c, err := client.Dial(dctx, addr)
+	c, err := client.DialWith(dctx, sv.Dial, sv.Addr)
 	if err != nil {
 		return nil, err
 	}

@@ -184,6 +184,17 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request, c *call) error {
 	return result(w, r, "result", "LoggedOut", "the token is revoked")
 }
 
+// session describes the caller's credential; for a web session it gives
+// the CSRF token again, which a reloaded page cannot compute from its
+// HttpOnly cookie.
+func (s *Server) session(w http.ResponseWriter, r *http.Request, c *call) error {
+	doc := api.Session{DataType: "session", Username: c.user.Name, Kind: c.token.Kind, Expires: c.token.Expires}
+	if c.token.Kind == domain.TokenSession {
+		doc.CSRFToken = CSRFToken(c.secret)
+	}
+	return reply(w, http.StatusOK, doc)
+}
+
 func (s *Server) tokens(w http.ResponseWriter, r *http.Request, c *call) error {
 	ts, err := s.Store.Tokens(r.Context(), c.user.ID)
 	if err != nil {

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -45,6 +46,9 @@ func TestLogin(t *testing.T) {
 		t.Fatalf("token %+v", tok)
 	}
 	alice := e.client(tok.Value)
+	if who, err := alice.Session(t.Context()); err != nil || who.Username != "alice" || who.Kind != "api" || who.CSRFToken != "" {
+		t.Fatalf("session of an API token: %+v, %v", who, err)
+	}
 	list, err := alice.Tokens(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -131,6 +135,13 @@ func TestSessionCookie(t *testing.T) {
 		t.Fatalf("login answer %s: want the CSRF token and not the session secret", a.body)
 	}
 	cookie := session.Name + "=" + session.Value
+	// After a reload the page learns who it is and its CSRF token again.
+	a = e.raw("GET", "auth/session", "", nil, "Cookie", cookie)
+	var who api.Session
+	if err := json.Unmarshal(a.body, &who); err != nil || a.status != 200 || who.DataType != "session" || who.Username != "alice" ||
+		who.Kind != "session" || who.CSRFToken != httpapi.CSRFToken(session.Value) || who.Expires.IsZero() {
+		t.Fatalf("session: %d %s", a.status, a.body)
+	}
 	spec := `{"name":"data","DATA":[{"uri":"ftp://127.0.0.1:2811"}]}`
 	for _, tc := range []struct {
 		name, method, path, body string

@@ -61,7 +61,7 @@ func (s *Server) ownEndpoint(r *http.Request, c *call) (domain.Endpoint, error) 
 // activation reports whether the caller has a usable activation for ep
 // and for how many seconds (-1: it needs none).
 func (s *Server) activation(r *http.Request, c *call, ep domain.Endpoint) (bool, int64, error) {
-	if ep.Auth == domain.AuthAnonymous {
+	if !ep.NeedsActivation() {
 		return true, -1, nil
 	}
 	a, err := s.Store.Activation(r.Context(), c.user.ID, ep.ID)
@@ -101,6 +101,9 @@ func (s *Server) endpointDoc(r *http.Request, c *call, ep domain.Endpoint) (api.
 		Description: ep.Description, DefaultDirectory: cmp.Or(ep.DefaultDir, "/"), Public: ep.Public,
 		AuthMethod: ep.Auth, MaxConcurrent: ep.MaxConcurrent, Activated: activated, ExpiresIn: expiresIn,
 		Created: ep.Created, Servers: make([]api.Server, len(ep.Servers)),
+	}
+	if ep.Auth == domain.AuthConnect && s.Agents != nil {
+		_, d.Connected = s.Agents.Online(ep.ID)
 	}
 	for i, u := range ep.Servers {
 		d.Servers[i] = serverDoc(u)
@@ -164,6 +167,9 @@ func applySpec(ep *domain.Endpoint, spec api.EndpointSpec) error {
 		ep.Description = *spec.Description
 	}
 	if spec.Servers != nil {
+		if ep.Auth == domain.AuthConnect {
+			return domain.Errorf(domain.EInvalid, "DATA: a connect endpoint has no servers; its agent (ferry connect) serves it")
+		}
 		if len(spec.Servers) == 0 || len(spec.Servers) > maxServers {
 			return domain.Errorf(domain.EInvalid, "DATA: want 1 to %d servers", maxServers)
 		}
@@ -186,9 +192,13 @@ func applySpec(ep *domain.Endpoint, spec api.EndpointSpec) error {
 	if spec.Public != nil {
 		ep.Public = *spec.Public
 	}
-	if spec.AuthMethod != nil {
-		if *spec.AuthMethod != domain.AuthAnonymous && *spec.AuthMethod != domain.AuthPassword {
-			return domain.Errorf(domain.EInvalid, "auth_method %q: want %s or %s", *spec.AuthMethod, domain.AuthAnonymous, domain.AuthPassword)
+	if spec.AuthMethod != nil && *spec.AuthMethod != ep.Auth {
+		switch {
+		case ep.Auth == domain.AuthConnect || *spec.AuthMethod == domain.AuthConnect:
+			return domain.Errorf(domain.EInvalid, "auth_method: an endpoint is a %s endpoint from its creation on, or never", domain.AuthConnect)
+		case *spec.AuthMethod != domain.AuthAnonymous && *spec.AuthMethod != domain.AuthPassword:
+			return domain.Errorf(domain.EInvalid, "auth_method %q: want %s, %s or %s", *spec.AuthMethod,
+				domain.AuthAnonymous, domain.AuthPassword, domain.AuthConnect)
 		}
 		ep.Auth = *spec.AuthMethod
 	}
@@ -237,10 +247,14 @@ func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request, c *call)
 	if err := decode(r, &spec, false); err != nil {
 		return err
 	}
-	if spec.Name == nil || spec.Servers == nil {
+	connect := spec.AuthMethod != nil && *spec.AuthMethod == domain.AuthConnect
+	if spec.Name == nil || spec.Servers == nil && !connect {
 		return domain.Errorf(domain.EInvalid, "name and DATA (the servers) are required")
 	}
 	ep := domain.Endpoint{OwnerID: c.user.ID, Owner: c.user.Name, Auth: domain.AuthAnonymous, DefaultDir: "/"}
+	if connect {
+		ep.Auth = domain.AuthConnect
+	}
 	if err := applySpec(&ep, spec); err != nil {
 		return err
 	}
@@ -284,6 +298,7 @@ func (s *Server) deleteEndpoint(w http.ResponseWriter, r *http.Request, c *call)
 	if err := s.Store.DeleteEndpoint(r.Context(), ep.ID); err != nil {
 		return err
 	}
+	s.revoked(ep)
 	return result(w, r, "result", "Deleted", fmt.Sprintf("endpoint %s is deleted", ep.DisplayName()))
 }
 
@@ -297,7 +312,7 @@ func (s *Server) activationRequirements(w http.ResponseWriter, r *http.Request, 
 		return err
 	}
 	doc := api.ActivationRequirements{DataType: "activation_requirements", Activated: activated, ExpiresIn: expiresIn, Data: []api.ActivationRequirement{}}
-	if ep.Auth != domain.AuthAnonymous {
+	if ep.NeedsActivation() {
 		doc.Data = []api.ActivationRequirement{
 			{DataType: "activation_requirement", Type: "password", Name: "username", UIName: "Username",
 				Description: "your user name on the endpoint's servers", Required: true},
@@ -323,7 +338,7 @@ func (s *Server) activate(w http.ResponseWriter, r *http.Request, c *call) error
 		return err
 	}
 	doc := api.ActivationResult{DataType: "activation_result", RequestID: c.id, Resource: r.URL.Path}
-	if ep.Auth == domain.AuthAnonymous {
+	if !ep.NeedsActivation() {
 		doc.Code, doc.Message, doc.ExpiresIn = "AlreadyActivated", fmt.Sprintf("endpoint %s needs no activation", ep.DisplayName()), -1
 		return reply(w, http.StatusOK, doc)
 	}
@@ -370,7 +385,7 @@ func (s *Server) deactivate(w http.ResponseWriter, r *http.Request, c *call) err
 	if err != nil {
 		return err
 	}
-	if ep.Auth == domain.AuthAnonymous {
+	if !ep.NeedsActivation() {
 		return domain.Errorf(domain.EInvalid, "endpoint %s needs no activation", ep.DisplayName())
 	}
 	if err := s.Store.DeleteActivation(r.Context(), c.user.ID, ep.ID); err != nil && !domain.IsNotFound(err) {

@@ -238,7 +238,7 @@ func (f *fakeOps) do(ep domain.Endpoint, l domain.Login, call string) error {
 	if f.fail != nil {
 		return f.fail
 	}
-	if ep.Auth != domain.AuthAnonymous && (l.Password == "" || f.logins[l.User] != l.Password) {
+	if ep.NeedsActivation() && (l.Password == "" || f.logins[l.User] != l.Password) {
 		return domain.Errorf(domain.EUnauthorized, "530 Login incorrect.")
 	}
 	f.calls = append(f.calls, call+" as "+cmp.Or(l.User, "anonymous"))

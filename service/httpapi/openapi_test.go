@@ -80,11 +80,13 @@ func TestOpenAPISchemas(t *testing.T) {
 		"FatalError": api.FatalError{}, "Task": api.Task{}, "TaskList": api.TaskList{},
 		"TaskUpdate": api.TaskUpdate{}, "Cancel": api.Cancel{}, "Event": api.Event{}, "EventList": api.EventList{},
 		"SuccessfulTransfer": api.SuccessfulTransfer{}, "SuccessfulTransfers": api.SuccessfulTransfers{},
+		"FailedTransfer": api.FailedTransfer{}, "FailedTransfers": api.FailedTransfers{}, "Session": api.Session{},
 		"Server": api.Server{}, "Endpoint": api.Endpoint{}, "EndpointSpec": api.EndpointSpec{},
 		"EndpointList": api.EndpointList{}, "ActivationRequirements": api.ActivationRequirements{},
 		"ActivationRequirement": api.ActivationRequirement{}, "Activate": api.Activate{},
 		"ActivationResult": api.ActivationResult{}, "File": api.File{}, "FileList": api.FileList{},
 		"Mkdir": api.Mkdir{}, "Rename": api.Rename{}, "Health": api.Health{},
+		"Relay": api.Relay{}, "SetupKey": api.SetupKey{},
 	}
 	for name, v := range types {
 		s, ok := doc.Components.Schemas[name]

@@ -64,6 +64,16 @@ type Server struct {
 	// until then failing files are retried. Zero: none (the worker's retry
 	// budget decides).
 	DefaultDeadline time.Duration
+	// Agents reaches connect endpoints' agents through the relay;
+	// RelayAddr is where agents reach the relay, and CAPin the pin of its
+	// CA that setup keys carry. Without them connect endpoints cannot be
+	// paired.
+	Agents           domain.Agents
+	RelayAddr, CAPin string
+	// Revoked is called when a connect endpoint's agent certificates are
+	// revoked (a new setup key, the endpoint deleted), so that the relay
+	// drops its agent at once; nil: the relay finds out by itself, later.
+	Revoked func(endpointID string)
 
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
@@ -97,6 +107,7 @@ func (s *Server) routes() []route {
 
 		{method: "POST", path: "auth/login", public: true, h: s.login},
 		{method: "POST", path: "auth/logout", h: s.logout},
+		{method: "GET", path: "auth/session", h: s.session},
 		{method: "GET", path: "tokens", h: s.tokens},
 		{method: "DELETE", path: "tokens/{id}", h: s.revokeToken},
 
@@ -109,6 +120,7 @@ func (s *Server) routes() []route {
 		{method: "POST", path: "task/{id}/cancel", h: s.cancelTask},
 		{method: "GET", path: "task/{id}/event_list", h: s.eventList},
 		{method: "GET", path: "task/{id}/successful_transfers", h: s.successfulTransfers},
+		{method: "GET", path: "task/{id}/failed_transfers", h: s.failedTransfers},
 
 		{method: "GET", path: "endpoint_search", h: s.endpointSearch},
 		{method: "POST", path: "endpoint", h: s.createEndpoint},
@@ -118,6 +130,8 @@ func (s *Server) routes() []route {
 		{method: "GET", path: "endpoint/{id}/activation_requirements", h: s.activationRequirements},
 		{method: "POST", path: "endpoint/{id}/activate", h: s.activate},
 		{method: "POST", path: "endpoint/{id}/deactivate", h: s.deactivate},
+		{method: "POST", path: "endpoint/{id}/setup_key", h: s.setupKey},
+		{method: "GET", path: "relay", public: true, h: s.relay},
 		{method: "GET", path: "operation/endpoint/{id}/ls", h: s.ls},
 		{method: "POST", path: "operation/endpoint/{id}/mkdir", h: s.mkdir},
 		{method: "POST", path: "operation/endpoint/{id}/rename", h: s.rename},

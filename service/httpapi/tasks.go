@@ -261,7 +261,7 @@ func (s *Server) taskDoc(t domain.Task, names func(string) string) api.Task {
 		DestinationEndpointID: t.DstEndpoint, DestinationEndpointDisplayName: names(t.DstEndpoint),
 
 		Files: t.Files, Directories: t.Directories, FilesTransferred: t.FilesTransferred,
-		FilesSkipped: t.FilesSkipped, BytesTransferred: t.BytesTransferred,
+		FilesSkipped: t.FilesSkipped, BytesTransferred: t.BytesTransferred, BytesTotal: t.BytesTotal,
 		BytesChecksummed: t.BytesChecksummed, Faults: t.Faults,
 		SubtasksTotal: t.Files, SubtasksSucceeded: t.FilesTransferred + t.FilesSkipped,
 		SubtasksFailed: t.FilesFailed,
@@ -386,23 +386,42 @@ func (s *Server) eventList(w http.ResponseWriter, r *http.Request, c *call) erro
 	return reply(w, http.StatusOK, doc)
 }
 
-func (s *Server) successfulTransfers(w http.ResponseWriter, r *http.Request, c *call) error {
+// taskFiles reads the marker-paged page the request asks for of the
+// task's file records in state; it returns them, the marker and the next.
+func (s *Server) taskFiles(r *http.Request, c *call, state string) ([]domain.File, int64, int64, error) {
 	q, err := api.ParseMarkerQuery(r.URL.Query())
 	if err != nil {
-		return err
+		return nil, 0, 0, err
 	}
 	t, err := s.Store.Task(r.Context(), c.user.ID, r.PathValue("id"))
 	if err != nil {
-		return err
+		return nil, 0, 0, err
 	}
 	limit := domain.Page{Limit: q.Limit}.Normal().Limit
-	files, next, err := s.Store.Files(r.Context(), t.ID, domain.FileSucceeded, q.Marker, limit)
+	files, next, err := s.Store.Files(r.Context(), t.ID, state, q.Marker, limit)
+	return files, q.Marker, next, err
+}
+
+func (s *Server) successfulTransfers(w http.ResponseWriter, r *http.Request, c *call) error {
+	files, marker, next, err := s.taskFiles(r, c, domain.FileSucceeded)
 	if err != nil {
 		return err
 	}
-	doc := api.SuccessfulTransfers{DataType: "successful_transfers", Marker: q.Marker, NextMarker: next, Data: make([]api.SuccessfulTransfer, len(files))}
+	doc := api.SuccessfulTransfers{DataType: "successful_transfers", Marker: marker, NextMarker: next, Data: make([]api.SuccessfulTransfer, len(files))}
 	for i, f := range files {
 		doc.Data[i] = api.SuccessfulTransfer{DataType: "successful_transfer", SourcePath: f.Src, DestinationPath: f.Dst, Size: f.Size, ChecksumAlgorithm: f.Algorithm, Checksum: f.Checksum}
+	}
+	return reply(w, http.StatusOK, doc)
+}
+
+func (s *Server) failedTransfers(w http.ResponseWriter, r *http.Request, c *call) error {
+	files, marker, next, err := s.taskFiles(r, c, domain.FileFailed)
+	if err != nil {
+		return err
+	}
+	doc := api.FailedTransfers{DataType: "failed_transfers", Marker: marker, NextMarker: next, Data: make([]api.FailedTransfer, len(files))}
+	for i, f := range files {
+		doc.Data[i] = api.FailedTransfer{DataType: "failed_transfer", SourcePath: f.Src, DestinationPath: f.Dst, Size: f.Size, Error: f.Error, Time: f.Time}
 	}
 	return reply(w, http.StatusOK, doc)
 }

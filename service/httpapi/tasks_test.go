@@ -164,6 +164,8 @@ func TestTransfer(t *testing.T) {
 	wantAPIError(t, err, 404, "NotFound")
 	_, err = bob.SuccessfulTransfers(t.Context(), res.TaskID, api.MarkerQuery{})
 	wantAPIError(t, err, 404, "NotFound")
+	_, err = bob.FailedTransfers(t.Context(), res.TaskID, api.MarkerQuery{})
+	wantAPIError(t, err, 404, "NotFound")
 
 	// Update: label and deadline only.
 	if r, err := alice.UpdateTask(t.Context(), res.TaskID, api.TaskUpdate{Label: new("run 1b")}); err != nil || r.Code != "Updated" {
@@ -206,7 +208,7 @@ func TestTaskProgressAndCancel(t *testing.T) {
 		files = append(files, domain.File{TaskID: running, Src: fmt.Sprintf("/in/f%d", i), Dst: fmt.Sprintf("/out/f%d", i), Size: 100, State: domain.FileSucceeded, Algorithm: "MD5", Checksum: "abc", Time: now})
 	}
 	files = append(files, domain.File{TaskID: running, Src: "/in/bad", Dst: "/out/bad", State: domain.FileFailed, Error: "550", Time: now})
-	delta := domain.Counters{Files: 8, FilesTransferred: 5, FilesFailed: 1, BytesTransferred: 500}
+	delta := domain.Counters{Files: 8, FilesTransferred: 5, FilesFailed: 1, BytesTransferred: 500, BytesTotal: 900}
 	if err := e.db.Progress(t.Context(), running, "w1", delta, files, []domain.Event{{TaskID: running, Code: domain.EventStarted, Details: "concurrency=2", Time: now}}); err != nil {
 		t.Fatal(err)
 	}
@@ -239,13 +241,22 @@ func TestTaskProgressAndCancel(t *testing.T) {
 	if a := e.raw("GET", "task/"+running+"/successful_transfers?marker=-3", aliceTok, nil); a.status != 400 {
 		t.Errorf("bad marker: %d", a.status)
 	}
+	failed, err := alice.FailedTransfers(t.Context(), running, api.MarkerQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := api.FailedTransfers{DataType: "failed_transfers", Data: []api.FailedTransfer{
+		{DataType: "failed_transfer", SourcePath: "/in/bad", DestinationPath: "/out/bad", Error: "550", Time: now.Truncate(time.Microsecond)}}}
+	if !equalJSON(t, failed, want) {
+		t.Errorf("failed transfers %+v, want %+v", failed, want)
+	}
 
 	e.clock.Add(10 * time.Second)
 	task, err := alice.Task(t.Context(), running)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if task.SubtasksTotal != 8 || task.SubtasksSucceeded != 5 || task.SubtasksFailed != 1 || task.SubtasksPending != 2 || task.BytesTransferred != 500 || task.EffectiveBytesPerSecond <= 0 || task.EffectiveBytesPerSecond > 500 {
+	if task.SubtasksTotal != 8 || task.SubtasksSucceeded != 5 || task.SubtasksFailed != 1 || task.SubtasksPending != 2 || task.BytesTransferred != 500 || task.BytesTotal != 900 || task.EffectiveBytesPerSecond <= 0 || task.EffectiveBytesPerSecond > 500 {
 		t.Errorf("counters of %+v", task)
 	}
 

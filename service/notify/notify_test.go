@@ -13,7 +13,6 @@ import (
 	"net/http/httptest"
 	"net/mail"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -21,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"ferry/internal/smtptest"
 	"ferry/service/domain"
 	"ferry/service/notify"
 )
@@ -32,48 +32,6 @@ var (
 		Counters:    domain.Counters{Files: 10, FilesTransferred: 7, FilesSkipped: 2, FilesFailed: 1, BytesTransferred: 123456, Faults: 3},
 		RequestTime: time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC), CompletionTime: time.Date(2024, 1, 2, 3, 5, 0, 0, time.UTC)}
 )
-
-// python finds an interpreter with aiosmtpd: Debian's package installs it
-// for the system python3, which another python3 may shadow on PATH.
-func python(t *testing.T) string {
-	for _, py := range []string{"python3", "/usr/bin/python3"} {
-		if exec.Command(py, "-c", "import aiosmtpd").Run() == nil {
-			return py
-		}
-	}
-	if os.Getenv("FERRY_INTEROP") == "required" {
-		t.Fatal("aiosmtpd is not installed (apt-get install python3-aiosmtpd)")
-	}
-	t.Skip("aiosmtpd is not installed (apt-get install python3-aiosmtpd)")
-	return ""
-}
-
-// startSMTP runs aiosmtpd on a free port, keeping messages in a maildir.
-func startSMTP(t *testing.T) (addr, maildir string) {
-	py := python(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr = ln.Addr().String()
-	ln.Close()
-	maildir = filepath.Join(t.TempDir(), "mail")
-	cmd := exec.Command(py, "-m", "aiosmtpd", "-n", "-l", addr, "-c", "aiosmtpd.handlers.Mailbox", maildir)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	for end := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return addr, maildir
-		}
-		if time.Now().After(end) {
-			t.Fatal("aiosmtpd did not start")
-		}
-	}
-}
 
 // delivered waits for the one message in maildir.
 func delivered(t *testing.T, maildir string) *mail.Message {
@@ -101,7 +59,7 @@ func delivered(t *testing.T, maildir string) *mail.Message {
 }
 
 func TestSMTP(t *testing.T) {
-	addr, maildir := startSMTP(t)
+	addr, maildir := smtptest.Start(t)
 	s := &notify.SMTP{Addr: addr, From: "ferry@example.org", TaskURL: func(id string) string { return "https://ferry.example.org/tasks/" + id }}
 	if err := s.Notify(context.Background(), alice, task); err != nil {
 		t.Fatal(err)

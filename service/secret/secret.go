@@ -108,11 +108,11 @@ type InactiveError struct {
 func (e *InactiveError) Error() string { return e.Message }
 
 // Login opens userID's activation of ep, valid at now. It returns the
-// login and when it expires; anonymous endpoints need no activation and
-// get a zero login and time. A missing, expired or unreadable activation
+// login and when it expires; endpoints that need no activation (anonymous
+// and connect ones) get a zero login and time. A missing, expired or unreadable activation
 // is an *InactiveError; other errors come from the store.
 func (b *Box) Login(ctx context.Context, st domain.Store, userID int64, ep domain.Endpoint, now time.Time) (domain.Login, time.Time, error) {
-	if ep.Auth == domain.AuthAnonymous {
+	if !ep.NeedsActivation() {
 		return domain.Login{}, time.Time{}, nil
 	}
 	a, err := st.Activation(ctx, userID, ep.ID)

@@ -65,6 +65,9 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: %w", err)
 	}
+	// Keep connections for the many workers and API requests of one
+	// process instead of reopening them (PostgreSQL sessions are costly).
+	sdb.SetMaxIdleConns(maxIdle)
 	db := &DB{db: sdb, d: d}
 	if err := db.migrate(ctx); err != nil {
 		sdb.Close()
@@ -72,6 +75,9 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 	}
 	return db, nil
 }
+
+// maxIdle is how many idle connections a DB keeps.
+const maxIdle = 64
 
 // Close closes the database.
 func (db *DB) Close() error { return db.db.Close() }

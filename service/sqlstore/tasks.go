@@ -65,8 +65,8 @@ func (db *DB) CreateTask(ctx context.Context, t *domain.Task) (err error) {
 
 const taskCols = `id, user_id, COALESCE(submission_id, ''), type, label, status, nice_status, fatal_error,
 	src_endpoint, dst_endpoint, items, options, deadline, request_time, start_time, completion_time,
-	files, directories, files_transferred, files_skipped, files_failed, bytes_transferred, bytes_checksummed,
-	faults, cancel_requested, COALESCE(worker, ''), lease_expires`
+	files, directories, files_transferred, files_skipped, files_failed, bytes_transferred, bytes_total,
+	bytes_checksummed, faults, cancel_requested, COALESCE(worker, ''), lease_expires`
 
 func scanTask(r scanner) (domain.Task, error) {
 	var t domain.Task
@@ -74,7 +74,7 @@ func scanTask(r scanner) (domain.Task, error) {
 		jsonCol{&t.FatalError}, &t.SrcEndpoint, &t.DstEndpoint, jsonCol{&t.Items}, jsonCol{&t.Options},
 		timeCol{&t.Deadline}, timeCol{&t.RequestTime}, timeCol{&t.StartTime}, timeCol{&t.CompletionTime},
 		&t.Files, &t.Directories, &t.FilesTransferred, &t.FilesSkipped, &t.FilesFailed, &t.BytesTransferred,
-		&t.BytesChecksummed, &t.Faults, &t.CancelRequested, &t.Worker, timeCol{&t.LeaseExpires})
+		&t.BytesTotal, &t.BytesChecksummed, &t.Faults, &t.CancelRequested, &t.Worker, timeCol{&t.LeaseExpires})
 	return t, err
 }
 
@@ -263,10 +263,11 @@ func (db *DB) Progress(ctx context.Context, taskID, worker string, d domain.Coun
 	return db.inTx(ctx, func(c conn) error {
 		n, err := c.exec(ctx, `UPDATE tasks SET files = files + ?, directories = directories + ?,
 			files_transferred = files_transferred + ?, files_skipped = files_skipped + ?, files_failed = files_failed + ?,
-			bytes_transferred = bytes_transferred + ?, bytes_checksummed = bytes_checksummed + ?, faults = faults + ?
+			bytes_transferred = bytes_transferred + ?, bytes_total = bytes_total + ?,
+			bytes_checksummed = bytes_checksummed + ?, faults = faults + ?
 			WHERE `+held,
 			d.Files, d.Directories, d.FilesTransferred, d.FilesSkipped, d.FilesFailed, d.BytesTransferred,
-			d.BytesChecksummed, d.Faults, taskID, worker)
+			d.BytesTotal, d.BytesChecksummed, d.Faults, taskID, worker)
 		if err != nil {
 			return err
 		}
@@ -315,16 +316,16 @@ func (db *DB) SetStatus(ctx context.Context, taskID, worker, status, nice string
 	})
 }
 
-// setStatusOf moves userID's tasks that use endpointID from the status
-// where selects to status with the nice status, releasing any lease, and
+// setStatusOf moves the tasks that use endpointID and that where (with
+// args) selects to status with the nice status, releasing any lease, and
 // gives each an event; it returns how many.
-func (db *DB) setStatusOf(ctx context.Context, userID int64, endpointID, where, status, nice string, now time.Time, ev domain.Event, args ...any) (int, error) {
+func (db *DB) setStatusOf(ctx context.Context, endpointID, where, status, nice string, now time.Time, ev domain.Event, args ...any) (int, error) {
 	var ids []string
 	err := db.inTx(ctx, func(c conn) error {
 		var err error
 		ids, err = all(ctx, c, scanString, `UPDATE tasks SET status = ?, nice_status = ?, worker = NULL, lease_expires = NULL
-			WHERE user_id = ? AND (src_endpoint = ? OR dst_endpoint = ?) AND `+where+` RETURNING id`,
-			append([]any{status, nice, userID, endpointID, endpointID}, args...)...)
+			WHERE (src_endpoint = ? OR dst_endpoint = ?) AND `+where+` RETURNING id`,
+			append([]any{status, nice, endpointID, endpointID}, args...)...)
 		if err != nil {
 			return err
 		}
@@ -340,14 +341,20 @@ func (db *DB) setStatusOf(ctx context.Context, userID int64, endpointID, where, 
 
 func (db *DB) Reactivate(ctx context.Context, userID int64, endpointID string, now time.Time) (_ int, err error) {
 	defer wrap(&err, "reactivate")
-	return db.setStatusOf(ctx, userID, endpointID, `status = 'INACTIVE'`, domain.StatusActive, domain.NiceQueued, now,
-		domain.Event{Code: domain.EventResumed, Description: "endpoint activated; task resumed"})
+	return db.setStatusOf(ctx, endpointID, `user_id = ? AND status = 'INACTIVE'`, domain.StatusActive, domain.NiceQueued, now,
+		domain.Event{Code: domain.EventResumed, Description: "endpoint activated; task resumed"}, userID)
+}
+
+func (db *DB) ResumeEndpoint(ctx context.Context, endpointID, nice string, now time.Time) (_ int, err error) {
+	defer wrap(&err, "resume endpoint")
+	return db.setStatusOf(ctx, endpointID, `status = 'INACTIVE' AND nice_status = ?`, domain.StatusActive, domain.NiceQueued, now,
+		domain.Event{Code: domain.EventResumed, Description: "the endpoint is back; task resumed"}, nice)
 }
 
 func (db *DB) Deactivate(ctx context.Context, userID int64, endpointID, nice string, now time.Time) (_ int, err error) {
 	defer wrap(&err, "deactivate")
-	return db.setStatusOf(ctx, userID, endpointID, notRunning, domain.StatusInactive, nice, now,
-		domain.Event{Code: domain.EventInactive, Description: "task paused: " + nice}, us(now))
+	return db.setStatusOf(ctx, endpointID, `user_id = ? AND `+notRunning, domain.StatusInactive, nice, now,
+		domain.Event{Code: domain.EventInactive, Description: "task paused: " + nice}, userID, us(now))
 }
 
 func (db *DB) DoneFiles(ctx context.Context, taskID string) (_ []string, err error) {

@@ -12,8 +12,8 @@ func (db *DB) CreateUser(ctx context.Context, u *domain.User) (err error) {
 	defer wrap(&err, "create user")
 	nu := *u
 	nu.Created = orNow(nu.Created)
-	err = db.conn().row(ctx, `INSERT INTO users (name, password_hash, created) VALUES (?, ?, ?) RETURNING id`,
-		nu.Name, nu.PasswordHash, us(nu.Created)).Scan(&nu.ID)
+	err = db.conn().row(ctx, `INSERT INTO users (name, email, password_hash, created) VALUES (?, ?, ?, ?) RETURNING id`,
+		nu.Name, nu.Email, nu.PasswordHash, us(nu.Created)).Scan(&nu.ID)
 	if db.d.unique(err) {
 		return domain.Errorf(domain.EConflict, "user %s already exists", nu.Name)
 	}
@@ -24,11 +24,11 @@ func (db *DB) CreateUser(ctx context.Context, u *domain.User) (err error) {
 	return nil
 }
 
-const userCols = `id, name, password_hash, created`
+const userCols = `id, name, email, password_hash, created`
 
 func scanUser(r scanner) (domain.User, error) {
 	var u domain.User
-	err := r.Scan(&u.ID, &u.Name, &u.PasswordHash, timeCol{&u.Created})
+	err := r.Scan(&u.ID, &u.Name, &u.Email, &u.PasswordHash, timeCol{&u.Created})
 	return u, err
 }
 

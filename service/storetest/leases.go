@@ -181,8 +181,8 @@ func testProgress(t *testing.T, open Open) {
 	ep := f.endpoint(alice, "ep", false, 0)
 	task := f.claim(f.task(alice, ep, ep, t0), "w", t0, 0)
 	d1 := domain.Counters{Files: 10, Directories: 2, FilesTransferred: 3, FilesSkipped: 1, FilesFailed: 1,
-		BytesTransferred: 1 << 40, BytesChecksummed: 1 << 30, Faults: 2}
-	d2 := domain.Counters{Files: 1, FilesTransferred: 4, BytesTransferred: 5}
+		BytesTransferred: 1 << 40, BytesTotal: 1 << 41, BytesChecksummed: 1 << 30, Faults: 2}
+	d2 := domain.Counters{Files: 1, FilesTransferred: 4, BytesTransferred: 5, BytesTotal: -3}
 	f.ok(f.s.Progress(f.ctx, task.ID, "w", d1, nil, []domain.Event{
 		{Code: domain.EventStarted, Details: "concurrency=4", Time: t0},
 		{Code: domain.EventFault, Description: "reset", IsError: true, Time: t0.Add(time.Second)},

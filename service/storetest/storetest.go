@@ -31,7 +31,7 @@ type test struct {
 // Run runs the suite on the stores open makes.
 func Run(t *testing.T, open Open) {
 	var tests []test
-	for _, group := range [][]test{accountTests, taskTests, leaseTests} {
+	for _, group := range [][]test{accountTests, taskTests, leaseTests, connectTests} {
 		tests = append(tests, group...)
 	}
 	for _, tc := range tests {
@@ -74,7 +74,7 @@ func (f *fixture) ok(err error) {
 
 func (f *fixture) user(name string) domain.User {
 	f.t.Helper()
-	u := domain.User{Name: name, PasswordHash: "hash of " + name}
+	u := domain.User{Name: name, Email: name + "@example.org", PasswordHash: "hash of " + name}
 	f.ok(f.s.CreateUser(f.ctx, &u))
 	return u
 }

@@ -114,18 +114,20 @@ func (p *progress) skip(src, dst string) bool {
 	return true
 }
 
-// Planned counts the files found; the first call of an engine run also
-// counts the paths left out before it and takes back what earlier runs
-// counted.
-func (p *progress) Planned(files int, _ int64) {
+// Planned counts the files found and the bytes to move; the first call of
+// an engine run also counts the paths left out before it and takes back
+// what earlier runs counted, and the bytes they moved become part of the
+// total.
+func (p *progress) Planned(files int, bytes int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	d := int64(files)
+	d := domain.Counters{Files: int64(files), BytesTotal: bytes}
 	if !p.planned {
 		p.planned = true
-		d += p.hits - p.total.Files
+		d.Files += p.hits - p.total.Files
+		d.BytesTotal += p.total.BytesTransferred - p.total.BytesTotal
 	}
-	p.add(domain.Counters{Files: d}, nil, nil)
+	p.add(d, nil, nil)
 }
 
 // Progress counts bytes moved.

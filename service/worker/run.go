@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -136,6 +137,9 @@ func (r *run) execute(ctx context.Context) ending {
 	if err != nil {
 		return r.trouble(ctx, "load activations", err)
 	}
+	if pz := r.watchAgents(ctx); pz != nil {
+		return paused(pz)
+	}
 	if err := r.loadRecords(ctx); err != nil {
 		return r.trouble(ctx, "load file records", err)
 	}
@@ -208,6 +212,38 @@ func (r *run) login(ctx context.Context, ep domain.Endpoint) (domain.Login, time
 		return l, expires, &pause{nice: ie.Nice, endpoint: ep.ID, why: ie.Message + " to resume the task"}
 	}
 	return l, expires, err
+}
+
+// watchAgents returns a pause when the agent of a connect endpoint of the
+// run is away, and else pauses the run when one goes away.
+func (r *run) watchAgents(ctx context.Context) *pause {
+	for _, ep := range r.eps {
+		if ep.Auth != domain.AuthConnect {
+			continue
+		}
+		away := &pause{nice: domain.NiceEndpointOffline, endpoint: ep.ID,
+			why: fmt.Sprintf("endpoint %s's agent is not connected; the task resumes when it is", ep.DisplayName())}
+		gone, ok := r.agentOnline(ep)
+		if !ok {
+			return away
+		}
+		go func() {
+			select {
+			case <-gone:
+				r.stop(away)
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return nil
+}
+
+// agentOnline asks the relay whether ep's agent is connected.
+func (r *run) agentOnline(ep domain.Endpoint) (gone <-chan struct{}, ok bool) {
+	if r.w.Agents == nil {
+		return nil, false
+	}
+	return r.w.Agents.Online(ep.ID)
 }
 
 // arm sets the expiry timer to at (zero: none). When it fires the
@@ -372,11 +408,12 @@ func (r *run) attempts(ctx context.Context, work func(ctx context.Context, try i
 func (r *run) transfer(ctx context.Context, try int, deadline time.Time, logins []domain.Login) error {
 	var ends [2]engine.Endpoint
 	for i, ep := range r.eps {
-		addrs, err := gridops.Addrs(ep)
+		servers, err := gridops.Servers(ep, r.w.Agents)
 		if err != nil {
 			return err
 		}
-		ends[i] = engine.Endpoint{Addr: addrs[try%len(addrs)], User: logins[i].User, Password: logins[i].Password}
+		sv := servers[try%len(servers)]
+		ends[i] = engine.Endpoint{Addr: sv.Addr, Dial: sv.Dial, Outbound: sv.Outbound, User: logins[i].User, Password: logins[i].Password}
 	}
 	r.p.begin()
 	var items []engine.Item
@@ -526,24 +563,31 @@ func (r *run) finish(parent context.Context, e ending) {
 	}
 	r.log.Info("task "+e.status, "nice", e.nice, "why", e.event.Description)
 	if e.recheck != "" {
-		r.recheck(ctx, e.recheck)
+		r.recheck(ctx, e.nice, e.recheck)
 	}
 	r.notify(ctx, e.status)
 }
 
-// recheck turns a paused task ACTIVE again when the endpoint's activation
-// came back while it was pausing: the activation's own Reactivate may
+// recheck turns a task paused with the nice status ACTIVE again when what
+// the endpoint lacked came back while it was pausing: the activation's own
+// Reactivate, or the relay's ResumeEndpoint when an agent connects, may
 // have run before the task was INACTIVE.
-func (r *run) recheck(ctx context.Context, endpointID string) {
-	for _, ep := range r.eps {
-		if ep.ID != endpointID {
-			continue
+func (r *run) recheck(ctx context.Context, nice, endpointID string) {
+	i := slices.IndexFunc(r.eps, func(ep domain.Endpoint) bool { return ep.ID == endpointID })
+	if i < 0 {
+		return
+	}
+	ep := r.eps[i]
+	var err error
+	if nice == domain.NiceEndpointOffline {
+		if _, ok := r.agentOnline(ep); ok {
+			_, err = r.w.Store.ResumeEndpoint(ctx, ep.ID, nice, r.w.now())
 		}
-		if _, _, err := r.login(ctx, ep); err == nil {
-			if _, err := r.w.Store.Reactivate(ctx, r.task.UserID, ep.ID, r.w.now()); err != nil {
-				r.log.Warn("reactivate", "err", err)
-			}
-		}
+	} else if _, _, lerr := r.login(ctx, ep); lerr == nil {
+		_, err = r.w.Store.Reactivate(ctx, r.task.UserID, ep.ID, r.w.now())
+	}
+	if err != nil {
+		r.log.Warn("resume", "err", err)
 	}
 }
 

@@ -38,6 +38,7 @@ type Worker struct {
 	Store  domain.Store
 	Box    *secret.Box    // opens the activations
 	Ops    domain.FileOps // delete tasks
+	Agents domain.Agents  // reaches connect endpoints' agents; nil: none
 	Notify Notifier       // nil: no notifications
 	ID     string         // unique among the workers sharing the store, e.g. host:pid
 
@@ -97,6 +98,7 @@ func (w *Worker) Serve(ctx context.Context) error {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				defer w.Wake() // a queued task may claim the slot at once
 				defer func() { <-slots }()
 				defer w.end(t.ID)
 				w.runTask(ctx, t, now)

@@ -364,7 +364,7 @@ func TestTransferSucceeds(t *testing.T) {
 	if got.Status != domain.StatusSucceeded || got.FatalError != nil || got.NiceStatus != "" || got.CompletionTime.IsZero() {
 		t.Fatalf("task %+v", got)
 	}
-	want := domain.Counters{Files: 4, FilesTransferred: 3, BytesTransferred: 6005, BytesChecksummed: 6005}
+	want := domain.Counters{Files: 4, FilesTransferred: 3, BytesTransferred: 6005, BytesTotal: 6005, BytesChecksummed: 6005}
 	if got.Counters != want {
 		t.Errorf("counters %+v, want %+v", got.Counters, want)
 	}
@@ -612,7 +612,7 @@ func TestResume(t *testing.T) {
 				}
 			}
 			sameTree(t, filepath.Join(f.src.root, "tree"), filepath.Join(f.dst.root, "tree"))
-			if got.Files != 150 || got.FilesTransferred+got.FilesSkipped != 150 || got.FilesFailed != 0 {
+			if got.Files != 150 || got.FilesTransferred+got.FilesSkipped != 150 || got.FilesFailed != 0 || got.BytesTotal != got.BytesTransferred {
 				t.Errorf("counters %+v", got.Counters)
 			}
 			taken := map[bool]string{true: domain.EventLeaseTaken, false: domain.EventQueued}[kill]

@@ -1,0 +1,408 @@
+package gridftp_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"crypto/rand"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"ferry/gridftp"
+)
+
+// memFile is a file in memory.
+type memFile struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if end := int(off) + len(p); end > len(f.b) {
+		f.b = append(f.b, make([]byte, end-len(f.b))...)
+	}
+	return copy(f.b[off:], p), nil
+}
+
+func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if off >= int64(len(f.b)) {
+		return 0, io.EOF
+	}
+	n := copy(p, f.b[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (f *memFile) bytes() []byte {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return bytes.Clone(f.b)
+}
+
+// writeOnly hides ReadAt: nothing can be read back.
+type writeOnly struct{ f *memFile }
+
+func (w writeOnly) WriteAt(p []byte, off int64) (int, error) { return w.f.WriteAt(p, off) }
+
+// corrupting flips the byte at `at` in the write that covers it, as a
+// faulty storage layer would.
+type corrupting struct {
+	*memFile
+	at int64
+}
+
+func (c corrupting) WriteAt(p []byte, off int64) (int, error) {
+	if off <= c.at && c.at < off+int64(len(p)) {
+		q := bytes.Clone(p)
+		q[c.at-off] ^= 0xff
+		p = q
+	}
+	return c.memFile.WriteAt(p, off)
+}
+
+func randomData(t testing.TB, n int) []byte {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func modeEBlock(off int, payload []byte) []byte {
+	b := make([]byte, gridftp.HeaderLen, gridftp.HeaderLen+len(payload))
+	gridftp.Header{Count: uint64(len(payload)), Offset: uint64(off)}.Put(b)
+	return append(b, payload...)
+}
+
+func modeEEnd(last bool, streams int) []byte {
+	b := make([]byte, gridftp.HeaderLen)
+	h := gridftp.Header{Desc: gridftp.DescEOD}
+	if last {
+		h = gridftp.Header{Desc: gridftp.DescEOD | gridftp.DescEOF, Offset: uint64(streams)}
+	}
+	h.Put(b)
+	return b
+}
+
+// deal gives the blocks of data (size bs) to n streams in turn; with
+// reverse each stream sends its share last block first, so that almost
+// every block arrives ahead of a gap.
+func deal(data []byte, bs, n int, reverse bool) [][][]byte {
+	out := make([][][]byte, n)
+	for i, off := 0, 0; off < len(data); i, off = i+1, off+bs {
+		out[i%n] = append(out[i%n], modeEBlock(off, data[off:min(off+bs, len(data))]))
+	}
+	if reverse {
+		for _, s := range out {
+			for i, j := 0, len(s)-1; i < j; i, j = i+1, j-1 {
+				s[i], s[j] = s[j], s[i]
+			}
+		}
+	}
+	return out
+}
+
+// loopbackStreams returns n connected TCP pairs: the receiving ends as
+// streams, and the sending ends.
+func loopbackStreams(t testing.TB, n int) ([]*gridftp.Stream, []net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var streams []*gridftp.Stream
+	var senders []net.Conn
+	for range n {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close(); s.Close() })
+		streams = append(streams, gridftp.NewStream(s))
+		senders = append(senders, c)
+	}
+	return streams, senders
+}
+
+// receive runs r over one stream per element of blocks; stream i sends
+// blocks[i] and its EOD (the last one the EOF). before, when set, runs
+// once every stream but the first has sent its blocks, before the first
+// sends its own.
+func receive(t testing.TB, r *gridftp.Receiver, blocks [][][]byte, before func()) error {
+	t.Helper()
+	streams, senders := loopbackStreams(t, len(blocks))
+	var wg sync.WaitGroup
+	var others sync.WaitGroup
+	others.Add(len(blocks) - 1)
+	for i, c := range senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if i == 0 && before != nil {
+				others.Wait()
+				before()
+			}
+			for _, b := range blocks[i] {
+				if _, err := c.Write(b); err != nil {
+					return
+				}
+			}
+			if i > 0 {
+				others.Done()
+			}
+			c.Write(modeEEnd(i == len(senders)-1, len(senders)))
+		}()
+	}
+	_, err := r.Run(context.Background(), streams, nil, nil)
+	wg.Wait()
+	return err
+}
+
+func md5Of(b []byte) []byte { s := md5.Sum(b); return s[:] }
+
+// TestReceiverLiveSumOutOfOrder: with several streams and blocks out of
+// order the live sum is still the hash of the data in file order, whether
+// it is taken from the buffers written or read back, and whether a block
+// fits the receiving buffer or takes several.
+func TestReceiverLiveSumOutOfOrder(t *testing.T) {
+	data := randomData(t, 1<<20+4321)
+	for _, tc := range []struct {
+		name          string
+		streams, bs   int
+		pool          int
+		reverse, back bool
+	}{
+		{"one stream in order", 1, 64 << 10, 64 << 10, false, false},
+		{"one stream in order, read back", 1, 64 << 10, 64 << 10, false, true},
+		{"three streams", 3, 10000, 64 << 10, false, false},
+		{"three streams reversed", 3, 10000, 64 << 10, true, false},
+		{"three streams reversed, read back", 3, 10000, 64 << 10, true, true},
+		{"blocks larger than buffers", 2, 50000, 16 << 10, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dst := &memFile{}
+			r := &gridftp.Receiver{Dst: dst, Pool: gridftp.NewBufferPool(tc.pool), Hash: md5.New(), ReadBack: tc.back, Timeout: 10 * time.Second}
+			if err := receive(t, r, deal(data, tc.bs, tc.streams, tc.reverse), nil); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(dst.bytes(), data) {
+				t.Fatal("data differs")
+			}
+			sum, n, ok := r.Sum()
+			if !ok || n != int64(len(data)) || !bytes.Equal(sum, md5Of(data)) {
+				t.Fatalf("Sum = %x, %d, %v; want %x, %d, true", sum, n, ok, md5Of(data), len(data))
+			}
+		})
+	}
+}
+
+// gapFirst sends block 0 on one stream and every other block on another;
+// with waitRest as receive's before, block 0 comes last.
+func gapFirst(data []byte, bs int) [][][]byte {
+	all := deal(data, bs, 1, false)[0]
+	return [][][]byte{all[:1], all[1:]}
+}
+
+// waitRest waits until all but the first block of data (size bs) are in.
+func waitRest(r *gridftp.Receiver, data []byte, bs int) func() {
+	return func() {
+		for deadline := time.Now().Add(5 * time.Second); r.Bytes() < int64(len(data)-bs) && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
+// TestReceiverLiveSumGapFilledLast: everything but the first block is in
+// before the first arrives; the stream that brings it reads the rest back.
+func TestReceiverLiveSumGapFilledLast(t *testing.T) {
+	data := randomData(t, 3<<20+17)
+	const bs = 100000
+	dst := &memFile{}
+	r := &gridftp.Receiver{Dst: dst, Base: 5, Pool: gridftp.NewBufferPool(64 << 10), Hash: md5.New(), Timeout: 10 * time.Second}
+	var first int64
+	wait := waitRest(r, data, bs)
+	if err := receive(t, r, gapFirst(data, bs), func() { wait(); first = r.Bytes() }); err != nil {
+		t.Fatal(err)
+	}
+	if first != int64(len(data)-bs) {
+		t.Fatalf("%d bytes in before the first block, want %d", first, len(data)-bs)
+	}
+	if got := dst.bytes(); len(got) != 5+len(data) || !bytes.Equal(got[5:], data) {
+		t.Fatal("data differs")
+	}
+	if sum, n, ok := r.Sum(); !ok || n != int64(len(data)) || !bytes.Equal(sum, md5Of(data)) {
+		t.Fatalf("Sum = %x, %d, %v; want %x, %d, true", sum, n, ok, md5Of(data), len(data))
+	}
+}
+
+// TestReceiverLiveSumNoReadBack: blocks ahead of a gap need a Dst that can
+// be read; without one there is no live sum, rather than a wrong one.
+func TestReceiverLiveSumNoReadBack(t *testing.T) {
+	data := randomData(t, 300000)
+	for _, tc := range []struct {
+		name          string
+		streams       int
+		reverse, back bool
+		ok            bool
+	}{
+		{"in order", 1, false, false, true},
+		{"in order, read back", 1, false, true, false},
+		{"out of order", 2, true, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dst := &memFile{}
+			r := &gridftp.Receiver{Dst: writeOnly{dst}, Pool: gridftp.NewBufferPool(8 << 10), Hash: md5.New(), ReadBack: tc.back, Timeout: 10 * time.Second}
+			if err := receive(t, r, deal(data, 10000, tc.streams, tc.reverse), nil); err != nil {
+				t.Fatal(err)
+			}
+			sum, _, ok := r.Sum()
+			if ok != tc.ok || ok && !bytes.Equal(sum, md5Of(data)) {
+				t.Fatalf("Sum = %x, %v; want ok=%v", sum, ok, tc.ok)
+			}
+		})
+	}
+}
+
+// TestReceiverLiveSumCorruptWrite: a storage layer that alters a byte on
+// its way to the file. With ReadBack the live sum is that of what the file
+// holds, so the comparison with the sender's sum fails, as it must. Without
+// it, data hashed from the buffer (in order) is what the peer sent; data
+// that came ahead of a gap is read back, so its corruption is caught either
+// way.
+func TestReceiverLiveSumCorruptWrite(t *testing.T) {
+	data := randomData(t, 500000)
+	const bs = 10000
+	for _, tc := range []struct {
+		name     string
+		streams  int
+		reverse  bool
+		gap      bool // block 0 comes last, on its own stream
+		back     bool
+		at       int64
+		sumsFile bool // the sum is the hash of the (corrupted) file; else of the data sent
+	}{
+		{"in order, read back", 1, false, false, true, 123456, true},
+		{"out of order, read back", 3, true, false, true, 123456, true},
+		{"in order, from the buffer", 1, false, false, false, 123456, false},
+		{"ahead of a gap, from the buffer", 2, false, true, false, 3*bs + 7, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dst := &memFile{}
+			r := &gridftp.Receiver{Dst: corrupting{dst, tc.at}, Pool: gridftp.NewBufferPool(8 << 10), Hash: md5.New(), ReadBack: tc.back, Timeout: 10 * time.Second}
+			blocks, before := deal(data, bs, tc.streams, tc.reverse), func() {}
+			if tc.gap {
+				// The corrupted block lands while block 0 is still to
+				// come: ahead of the gap.
+				blocks, before = gapFirst(data, bs), waitRest(r, data, bs)
+			}
+			if err := receive(t, r, blocks, before); err != nil {
+				t.Fatal(err)
+			}
+			file := dst.bytes()
+			if bytes.Equal(file, data) {
+				t.Fatal("nothing was corrupted")
+			}
+			sum, _, ok := r.Sum()
+			want := md5Of(data)
+			if tc.sumsFile {
+				want = md5Of(file)
+			}
+			if !ok || !bytes.Equal(sum, want) {
+				t.Fatalf("Sum = %x, %v; want %x (of the file: %v)", sum, ok, want, tc.sumsFile)
+			}
+		})
+	}
+}
+
+// TestReceiverLiveSumRewrite: data written again over what was hashed
+// leaves no live sum.
+func TestReceiverLiveSumRewrite(t *testing.T) {
+	data := randomData(t, 30000)
+	blocks := deal(data, 10000, 1, false)
+	blocks[0] = append(blocks[0], modeEBlock(5000, bytes.Repeat([]byte{'x'}, 100)))
+	r := &gridftp.Receiver{Dst: &memFile{}, Pool: gridftp.NewBufferPool(8 << 10), Hash: md5.New(), Timeout: 10 * time.Second}
+	if err := receive(t, r, blocks, nil); err != nil {
+		t.Fatal(err)
+	}
+	if sum, _, ok := r.Sum(); ok {
+		t.Fatalf("Sum = %x after a rewrite", sum)
+	}
+}
+
+// BenchmarkReceiveLive receives 256 MiB per op over loopback into a file
+// (in $FERRY_BENCH_DIR, default a temporary directory; /dev/shm keeps the
+// disk out of it), with no live hash, with MD5 from the buffers and with
+// MD5 of what is read back; cpu-s/GiB counts the whole process, the
+// sending side of the loopback included.
+func BenchmarkReceiveLive(b *testing.B) {
+	const size = 256 << 20
+	data := randomData(b, size)
+	dir := os.Getenv("FERRY_BENCH_DIR")
+	if dir == "" {
+		dir = b.TempDir()
+	} else {
+		d, err := os.MkdirTemp(dir, "ferry-bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	for _, streams := range []int{1, 2} {
+		for _, mode := range []string{"nohash", "md5-buffer", "md5-readback"} {
+			b.Run(mode+"/streams="+string(rune('0'+streams)), func(b *testing.B) {
+				f, err := os.Create(filepath.Join(dir, "f"))
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer f.Close()
+				pool := gridftp.NewBufferPool(1 << 20)
+				blocks := deal(data, 1<<20, streams, false)
+				b.SetBytes(size)
+				var cpu atomic.Int64
+				b.ResetTimer()
+				for range b.N {
+					r := &gridftp.Receiver{Dst: f, Pool: pool, Timeout: 30 * time.Second}
+					if mode != "nohash" {
+						r.Hash, r.ReadBack = md5.New(), mode == "md5-readback"
+					}
+					c0 := cpuTime()
+					if err := receive(b, r, blocks, nil); err != nil {
+						b.Fatal(err)
+					}
+					cpu.Add(int64(cpuTime() - c0))
+					if r.Hash != nil {
+						if _, _, ok := r.Sum(); !ok {
+							b.Fatal("no live sum")
+						}
+					}
+				}
+				b.ReportMetric(time.Duration(cpu.Load()).Seconds()/float64(b.N)*float64(1<<30)/size, "cpu-s/GiB")
+			})
+		}
+	}
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

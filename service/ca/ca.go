@@ -1,0 +1,271 @@
+// Package ca is the service's private certificate authority for ferry
+// connect: an ECDSA P-256 root, created on first start, that issues
+// short-lived client certificates to agents and the relay's server
+// certificate. An agent's certificate names nothing but its endpoint's ID
+// (the subject's common name) and the generation of the endpoint's setup
+// keys it was paired with (the subject's serial number attribute), so the
+// relay can refuse the certificates of an endpoint whose key was issued
+// again.
+package ca
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// Names and lifetimes.
+const (
+	// RelayName is the DNS name in the relay's certificate; agents check
+	// it whatever address they reach the relay by.
+	RelayName = "ferry-relay"
+	// Lifetime is how long an issued certificate lasts; the relay renews
+	// an agent's once half of it has passed.
+	Lifetime     = 30 * 24 * time.Hour
+	rootLifetime = 20 * 365 * 24 * time.Hour
+	skew         = 5 * time.Minute // NotBefore lies this far back
+)
+
+// Files of a CA directory.
+const (
+	CertFile = "ca.pem"
+	KeyFile  = "ca.key"
+)
+
+// CA issues certificates.
+type CA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	pool *x509.CertPool
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// LoadOrCreate reads the CA of dir, creating it (key file mode 0600) when
+// it does not exist.
+func LoadOrCreate(dir string) (*CA, error) {
+	certPath, keyPath := filepath.Join(dir, CertFile), filepath.Join(dir, KeyFile)
+	certPEM, err := os.ReadFile(certPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return create(certPath, keyPath)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ca: %w", err)
+	}
+	keyPEM, err := os.ReadFile(keyPath)
+	if err != nil {
+		return nil, fmt.Errorf("ca: %w", err)
+	}
+	cert, err := ParseCertPEM(certPEM)
+	if err != nil {
+		return nil, fmt.Errorf("ca: %s: %w", certPath, err)
+	}
+	key, err := ParseKeyPEM(keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("ca: %s: %w", keyPath, err)
+	}
+	return newCA(cert, key)
+}
+
+func create(certPath, keyPath string) (*CA, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial(),
+		Subject:               pkix.Name{CommonName: "ferry connect CA"},
+		NotBefore:             now.Add(-skew),
+		NotAfter:              now.Add(rootLifetime),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		MaxPathLenZero:        true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, err
+	}
+	keyPEM, err := KeyPEM(key)
+	if err != nil {
+		return nil, err
+	}
+	// The key first: a CA certificate without its key is unusable, and its
+	// absence is what makes the next start create the CA again.
+	if err := writeNew(keyPath, keyPEM, 0o600); err != nil {
+		return nil, fmt.Errorf("ca: %w", err)
+	}
+	if err := writeNew(certPath, CertPEM(der), 0o644); err != nil {
+		return nil, fmt.Errorf("ca: %w", err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	return newCA(cert, key)
+}
+
+// writeNew writes a file that must not exist yet.
+func writeNew(path string, data []byte, mode os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func newCA(cert *x509.Certificate, key *ecdsa.PrivateKey) (*CA, error) {
+	if !cert.IsCA {
+		return nil, errors.New("ca: the certificate is not a CA's")
+	}
+	if pub, ok := cert.PublicKey.(*ecdsa.PublicKey); !ok || !pub.Equal(&key.PublicKey) {
+		return nil, errors.New("ca: the key does not match the certificate")
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return &CA{cert: cert, key: key, pool: pool}, nil
+}
+
+func (c *CA) now() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
+}
+
+// Certificate is the CA's own certificate.
+func (c *CA) Certificate() *x509.Certificate { return c.cert }
+
+// Pool holds the CA's certificate, to verify what it issued.
+func (c *CA) Pool() *x509.CertPool { return c.pool }
+
+// Pin is the CA's pin (see Pin).
+func (c *CA) Pin() string { return Pin(c.cert) }
+
+// Pin is the unpadded base64url SHA-256 of a certificate: setup keys carry
+// the CA's, so that an agent that has nothing else yet can trust the relay.
+func Pin(cert *x509.Certificate) string {
+	sum := sha256.Sum256(cert.Raw)
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+func serial() *big.Int {
+	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	return n
+}
+
+// IssueAgent certifies pub as the agent of endpointID for the given
+// generation of the endpoint's setup keys.
+func (c *CA) IssueAgent(pub crypto.PublicKey, endpointID string, generation int64) (*x509.Certificate, error) {
+	if endpointID == "" {
+		return nil, errors.New("ca: no endpoint")
+	}
+	return c.issue(pub, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: endpointID, SerialNumber: strconv.FormatInt(generation, 10)},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
+}
+
+// Agent reads whom an agent's certificate, issued by IssueAgent, names.
+func Agent(cert *x509.Certificate) (endpointID string, generation int64, err error) {
+	generation, err = strconv.ParseInt(cert.Subject.SerialNumber, 10, 64)
+	if err != nil || cert.Subject.CommonName == "" {
+		return "", 0, errors.New("ca: not an agent's certificate")
+	}
+	return cert.Subject.CommonName, generation, nil
+}
+
+// Relay makes the relay's server certificate, with a new key; its chain
+// includes the CA's certificate, which the pin of a setup key matches.
+func (c *CA) Relay() (tls.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	cert, err := c.issue(&key.PublicKey, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: RelayName},
+		DNSNames:    []string{RelayName},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	})
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.Certificate{Certificate: [][]byte{cert.Raw, c.cert.Raw}, PrivateKey: key, Leaf: cert}, nil
+}
+
+// issue signs tmpl, given its names and usage, for pub.
+func (c *CA) issue(pub crypto.PublicKey, tmpl *x509.Certificate) (*x509.Certificate, error) {
+	if _, ok := pub.(*ecdsa.PublicKey); !ok {
+		return nil, errors.New("ca: want an ECDSA public key")
+	}
+	now := c.now()
+	tmpl.SerialNumber = serial()
+	tmpl.NotBefore, tmpl.NotAfter = now.Add(-skew), now.Add(Lifetime)
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.cert, pub, c.key)
+	if err != nil {
+		return nil, err
+	}
+	return x509.ParseCertificate(der)
+}
+
+// Renew reports whether cert is past half its life at now.
+func Renew(cert *x509.Certificate, now time.Time) bool {
+	return now.After(cert.NotBefore.Add(cert.NotAfter.Sub(cert.NotBefore) / 2))
+}
+
+// CertPEM encodes a DER certificate.
+func CertPEM(der []byte) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+// ParseCertPEM reads a PEM certificate.
+func ParseCertPEM(b []byte) (*x509.Certificate, error) {
+	blk, _ := pem.Decode(b)
+	if blk == nil || blk.Type != "CERTIFICATE" {
+		return nil, errors.New("no PEM certificate")
+	}
+	return x509.ParseCertificate(blk.Bytes)
+}
+
+// KeyPEM encodes a private key (PKCS #8).
+func KeyPEM(key *ecdsa.PrivateKey) ([]byte, error) {
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
+}
+
+// ParseKeyPEM reads a PEM ECDSA private key (PKCS #8).
+func ParseKeyPEM(b []byte) (*ecdsa.PrivateKey, error) {
+	blk, _ := pem.Decode(b)
+	if blk == nil || blk.Type != "PRIVATE KEY" {
+		return nil, errors.New("no PEM private key")
+	}
+	k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
+	if err != nil {
+		return nil, err
+	}
+	ek, ok := k.(*ecdsa.PrivateKey)
+	if !ok {
+		return nil, errors.New("not an ECDSA key")
+	}
+	return ek, nil
+}

@@ -1,0 +1,129 @@
+package httpapi_test
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+
+	"ferry/service/api"
+	"ferry/service/domain"
+	"ferry/service/httpapi"
+)
+
+// agents is a relay where the agents of the listed endpoints are online.
+type agents map[string]bool
+
+func (a agents) Dial(context.Context, string) (net.Conn, error) { return nil, nil }
+
+func (a agents) Online(id string) (<-chan struct{}, bool) { return nil, a[id] }
+
+func TestConnectEndpoints(t *testing.T) {
+	online := agents{}
+	var revoked []string
+	e := newEnv(t, func(s *httpapi.Server) {
+		s.Agents, s.RelayAddr, s.CAPin = online, "203.0.113.7:8443", "PIN"
+		s.Revoked = func(id string) { revoked = append(revoked, id) }
+	})
+	alice, _ := e.user("alice")
+	bob, _ := e.user("bob")
+	ctx := t.Context()
+
+	ep, err := alice.CreateEndpoint(ctx, api.EndpointSpec{Name: new("laptop"), AuthMethod: new("connect")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ep.AuthMethod != "connect" || len(ep.Servers) != 0 || ep.ExpiresIn != -1 || !ep.Activated || ep.Connected {
+		t.Fatalf("connect endpoint %+v: want no servers, no activation needed, not connected", ep)
+	}
+	online[ep.ID] = true
+	if ep, _ = alice.Endpoint(ctx, "laptop"); !ep.Connected {
+		t.Fatal("endpoint not shown connected while its agent is")
+	}
+
+	k1, err := alice.SetupKey(ctx, "laptop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret, pin, err := domain.SplitSetupKey(k1.SetupKey)
+	if err != nil || pin != "PIN" || len(secret) < 26 || k1.EndpointID != ep.ID {
+		t.Fatalf("setup key %+v: %v", k1, err)
+	}
+	if d := k1.Expires.Sub(e.clock.Now()); d != domain.SetupKeyLifetime {
+		t.Fatalf("setup key lasts %v, want %v", d, domain.SetupKeyLifetime)
+	}
+	// Only its hash is stored, and a new key replaces it.
+	id, gen, err := e.db.UseSetupKey(ctx, domain.SetupKeyHash(secret), e.clock.Now())
+	if err != nil || id != ep.ID {
+		t.Fatalf("stored key: %s, %v", id, err)
+	}
+	if _, err := alice.SetupKey(ctx, ep.ID); err != nil {
+		t.Fatal(err)
+	}
+	if g, _ := e.db.CertGeneration(ctx, ep.ID); g != gen+1 {
+		t.Fatalf("generation %d after a new key, want %d", g, gen+1)
+	}
+	if len(revoked) != 2 || revoked[1] != ep.ID {
+		t.Fatalf("relay told of revocations %v, want the endpoint twice", revoked)
+	}
+
+	plain := addEndpoint(t, alice, "dtn", "anonymous", true)
+	for _, c := range []struct {
+		name   string
+		call   func() error
+		status int
+		code   string
+	}{
+		{"servers", func() error {
+			_, err := alice.CreateEndpoint(ctx, api.EndpointSpec{Name: new("x"), AuthMethod: new("connect"), Servers: []api.Server{{URI: "ftp://h:1"}}})
+			return err
+		}, 400, "BadRequest"},
+		{"becomes connect", func() error {
+			_, err := alice.UpdateEndpoint(ctx, "dtn", api.EndpointSpec{AuthMethod: new("connect")})
+			return err
+		}, 400, "BadRequest"},
+		{"stops being connect", func() error {
+			_, err := alice.UpdateEndpoint(ctx, "laptop", api.EndpointSpec{AuthMethod: new("password")})
+			return err
+		}, 400, "BadRequest"},
+		{"key of a plain endpoint", func() error { _, err := alice.SetupKey(ctx, plain.ID); return err }, 400, "BadRequest"},
+		{"key of another's", func() error { _, err := bob.SetupKey(ctx, ep.ID); return err }, 404, "NotFound"},
+		{"activate", func() error {
+			_, err := alice.Activate(ctx, "laptop", api.Activate{Username: "a", Password: "b"})
+			return err
+		}, 0, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.call()
+			if c.status == 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			wantAPIError(t, err, c.status, c.code)
+		})
+	}
+
+	r, err := e.client("").Relay(ctx)
+	if err != nil || r.Address != "203.0.113.7:8443" {
+		t.Fatalf("relay %+v, %v", r, err)
+	}
+	if _, err := alice.DeleteEndpoint(ctx, "laptop"); err != nil || len(revoked) != 3 {
+		t.Fatalf("delete: %v; relay told of revocations %v", err, revoked)
+	}
+}
+
+func TestConnectWithoutRelay(t *testing.T) {
+	e := newEnv(t)
+	alice, _ := e.user("alice")
+	if _, err := alice.CreateEndpoint(t.Context(), api.EndpointSpec{Name: new("laptop"), AuthMethod: new("connect")}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := alice.SetupKey(t.Context(), "laptop")
+	if ae := wantAPIError(t, err, 502, "Unavailable"); !strings.Contains(ae.Message, "relay") {
+		t.Fatalf("message %q does not name the relay", ae.Message)
+	}
+	_, err = e.client("").Relay(t.Context())
+	wantAPIError(t, err, 404, "NotFound")
+}

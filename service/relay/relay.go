@@ -1,0 +1,636 @@
+// Package relay is the service's end of ferry connect. It listens for
+// agents on one TCP port. TLS connections either pair an agent (a
+// one-time setup key buys a certificate from the service's CA) or carry
+// its tunnel (tunnel.Session), authenticated by that certificate; plain
+// connections that start with tunnel.JoinMagic are data connections agents
+// open to join a sender's.
+//
+// Through a tunnel the service reaches the agent's GridFTP server (Dial),
+// and the agent's server listens for data on the relay: for each passive
+// listener the agent asks for, the relay listens on its own host and, for
+// each connection a sender makes there, asks the agent to connect out and
+// splices the two. So an agent never accepts a connection.
+//
+// Each agent is confined to its endpoint: its certificate names the
+// endpoint and nothing else, the relay checks it against the store when
+// the agent connects and every CheckEvery after (an endpoint deleted or
+// given a new setup key revokes it), and its data connections are bounded.
+package relay
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"ferry/service/ca"
+	"ferry/service/domain"
+	"ferry/tunnel"
+)
+
+// Limits.
+const (
+	handshakeTimeout = 10 * time.Second
+	joinTimeout      = 30 * time.Second // for the agent to join a sender's connection
+	// maxConns bounds an agent's passive listeners and data connections
+	// (waiting and spliced) together.
+	maxConns = 512
+)
+
+// Relay serves agents. Store, CA and Public are required.
+type Relay struct {
+	Store domain.Store
+	CA    *ca.CA
+	// Public is the relay's address as agents and GridFTP servers reach
+	// it; passive listeners announce its IP, which must be IPv4.
+	Public netip.AddrPort
+	Logger *slog.Logger
+	Now    func() time.Time // the clock; time.Now when nil
+	// Resumed is called when an agent's return made tasks runnable
+	// again, so that workers look for work at once; nil: none.
+	Resumed func()
+	// CheckEvery is how often a connected agent's certificate is looked
+	// up again (revocation, renewal); 0: 30 s.
+	CheckEvery time.Duration
+
+	once   sync.Once
+	mu     sync.Mutex
+	agents map[string]*peer
+	joins  map[string]*join
+	lns    map[net.Listener]bool
+	bind   netip.Addr // where passive listeners bind: the listener's IP
+	closed bool
+
+	certMu  sync.Mutex
+	cert    *tls.Certificate
+	spliced atomic.Int64
+}
+
+var _ domain.Agents = (*Relay)(nil)
+
+// peer is one connected agent.
+type peer struct {
+	id   string
+	sess *tunnel.Session
+	gone chan struct{}
+
+	mu    sync.Mutex
+	conns map[io.Closer]bool // passive listeners and data connections
+}
+
+// track adds c to what the agent holds; false when it holds too much or is
+// gone.
+func (a *peer) track(c io.Closer) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.conns == nil || len(a.conns) >= maxConns {
+		return false
+	}
+	a.conns[c] = true
+	return true
+}
+
+func (a *peer) untrack(c io.Closer) {
+	a.mu.Lock()
+	delete(a.conns, c)
+	a.mu.Unlock()
+}
+
+// end closes what the agent holds.
+func (a *peer) end() {
+	a.mu.Lock()
+	conns := a.conns
+	a.conns = nil
+	a.mu.Unlock()
+	for c := range conns {
+		c.Close()
+	}
+}
+
+// join is a sender's connection that waits for its agent's.
+type join struct {
+	agent *peer
+	conn  net.Conn
+	timer *time.Timer
+}
+
+func (r *Relay) init() {
+	r.once.Do(func() {
+		r.agents, r.joins, r.lns = map[string]*peer{}, map[string]*join{}, map[net.Listener]bool{}
+	})
+}
+
+func (r *Relay) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func (r *Relay) log() *slog.Logger {
+	if r.Logger != nil {
+		return r.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// ErrClosed is returned by Serve after Close.
+var ErrClosed = errors.New("relay closed")
+
+// Serve accepts agents' connections on ln until Close.
+func (r *Relay) Serve(ln net.Listener) error {
+	if r.Store == nil || r.CA == nil || !r.Public.Addr().Unmap().Is4() {
+		return errors.New("relay: Store, CA and an IPv4 Public address are required")
+	}
+	r.init()
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return ErrClosed
+	}
+	r.lns[ln] = true
+	if ap, err := netip.ParseAddrPort(ln.Addr().String()); err == nil && !r.bind.IsValid() {
+		r.bind = ap.Addr().Unmap()
+	}
+	r.mu.Unlock()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			r.mu.Lock()
+			closed := r.closed
+			r.mu.Unlock()
+			if closed {
+				return ErrClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			return err
+		}
+		go r.handle(c)
+	}
+}
+
+// Close stops the listeners and ends every tunnel.
+func (r *Relay) Close() error {
+	r.init()
+	r.mu.Lock()
+	r.closed = true
+	for ln := range r.lns {
+		ln.Close()
+	}
+	var sessions []*tunnel.Session
+	for _, a := range r.agents {
+		sessions = append(sessions, a.sess)
+	}
+	r.mu.Unlock()
+	for _, s := range sessions {
+		s.Close()
+	}
+	return nil
+}
+
+// handle tells a TLS connection (pairing or tunnel) from a data join by
+// its first byte.
+func (r *Relay) handle(c net.Conn) {
+	c.SetDeadline(time.Now().Add(handshakeTimeout))
+	var first [1]byte
+	if _, err := io.ReadFull(c, first[:]); err != nil {
+		c.Close()
+		return
+	}
+	if first[0] == tunnel.JoinMagic[0] {
+		r.join(c)
+		return
+	}
+	tc := tls.Server(&prefixed{Conn: c, first: first[:]}, r.tlsConfig())
+	if err := tc.Handshake(); err != nil {
+		r.log().Debug("relay: TLS handshake", "remote", c.RemoteAddr().String(), "err", err)
+		c.Close()
+		return
+	}
+	c.SetDeadline(time.Time{})
+	switch tc.ConnectionState().NegotiatedProtocol {
+	case tunnel.ProtoPair:
+		r.pair(tc)
+	case tunnel.ProtoTunnel:
+		r.tunnel(tc)
+	default:
+		tc.Close()
+	}
+}
+
+// prefixed is a connection whose first bytes were read already.
+type prefixed struct {
+	net.Conn
+	first []byte
+}
+
+func (p *prefixed) Read(b []byte) (int, error) {
+	if len(p.first) > 0 {
+		n := copy(b, p.first)
+		p.first = p.first[n:]
+		return n, nil
+	}
+	return p.Conn.Read(b)
+}
+
+func (r *Relay) tlsConfig() *tls.Config {
+	return &tls.Config{
+		MinVersion:     tls.VersionTLS13,
+		GetCertificate: r.serverCert,
+		ClientAuth:     tls.VerifyClientCertIfGiven,
+		ClientCAs:      r.CA.Pool(),
+		NextProtos:     []string{tunnel.ProtoTunnel, tunnel.ProtoPair},
+		Time:           r.now,
+	}
+}
+
+// serverCert is the relay's certificate, made anew past half its life.
+func (r *Relay) serverCert(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	r.certMu.Lock()
+	defer r.certMu.Unlock()
+	if r.cert == nil || ca.Renew(r.cert.Leaf, r.now()) {
+		c, err := r.CA.Relay()
+		if err != nil {
+			return nil, err
+		}
+		r.cert = &c
+	}
+	return r.cert, nil
+}
+
+// pair trades a setup key for a certificate.
+func (r *Relay) pair(tc *tls.Conn) {
+	defer tc.Close()
+	tc.SetDeadline(time.Now().Add(handshakeTimeout))
+	var req tunnel.PairRequest
+	if err := json.NewDecoder(io.LimitReader(tc, 64<<10)).Decode(&req); err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
+	defer cancel()
+	reply, err := r.certify(ctx, req)
+	if err != nil {
+		r.log().Warn("relay: pairing refused", "remote", tc.RemoteAddr().String(), "err", err)
+		reply = tunnel.PairReply{Error: domain.ErrorMessage(err)}
+	}
+	tunnel.WriteLine(tc, reply)
+}
+
+func (r *Relay) certify(ctx context.Context, req tunnel.PairRequest) (tunnel.PairReply, error) {
+	pub, err := x509.ParsePKIXPublicKey(req.PublicKey)
+	if err != nil {
+		return tunnel.PairReply{}, domain.Errorf(domain.EInvalid, "bad public key: %v", err)
+	}
+	id, gen, err := r.Store.UseSetupKey(ctx, domain.SetupKeyHash(req.Secret), r.now())
+	if domain.IsNotFound(err) {
+		return tunnel.PairReply{}, domain.Errorf(domain.EUnauthorized,
+			"the setup key is not valid: it was used, replaced, or has expired (ferry endpoint setup-key gives a new one)")
+	}
+	if err != nil {
+		return tunnel.PairReply{}, err
+	}
+	cert, err := r.CA.IssueAgent(pub, id, gen)
+	if err != nil {
+		return tunnel.PairReply{}, domain.Errorf(domain.EInvalid, "%v", err)
+	}
+	r.log().Info("relay: agent paired", "endpoint", id, "generation", gen)
+	return tunnel.PairReply{Endpoint: id, Certificate: cert.Raw, CA: r.CA.Certificate().Raw}, nil
+}
+
+// revokedError says that an agent's certificate is no longer valid.
+type revokedError struct{ why string }
+
+func (e *revokedError) Error() string { return e.why }
+
+// check looks an agent's certificate up in the store: its endpoint must
+// still be a connect endpoint and its generation the current one.
+func (r *Relay) check(ctx context.Context, id string, gen int64) error {
+	ep, err := r.Store.Endpoint(ctx, id)
+	if domain.IsNotFound(err) || err == nil && ep.Auth != domain.AuthConnect {
+		return &revokedError{fmt.Sprintf("endpoint %s no longer exists: this agent's certificate is revoked", id)}
+	}
+	if err != nil {
+		return err
+	}
+	cur, err := r.Store.CertGeneration(ctx, id)
+	if domain.IsNotFound(err) || err == nil && cur != gen {
+		return &revokedError{fmt.Sprintf("a new setup key was issued for endpoint %s: this agent's certificate is revoked; pair again with --setup-key", ep.DisplayName())}
+	}
+	return err
+}
+
+// tunnel serves an agent's tunnel until it ends.
+func (r *Relay) tunnel(tc *tls.Conn) {
+	certs := tc.ConnectionState().PeerCertificates
+	if len(certs) == 0 {
+		tunnel.WriteLine(tc, tunnel.Hello{Error: "no client certificate: pair first with --setup-key", Revoked: true})
+		tc.Close()
+		return
+	}
+	leaf := certs[0]
+	id, gen, err := ca.Agent(leaf)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
+		err = r.check(ctx, id, gen)
+		cancel()
+	}
+	if err != nil {
+		var rev *revokedError
+		r.log().Warn("relay: agent refused", "remote", tc.RemoteAddr().String(), "err", err)
+		tunnel.WriteLine(tc, tunnel.Hello{Error: err.Error(), Revoked: errors.As(err, &rev)})
+		tc.Close()
+		return
+	}
+	tc.SetDeadline(time.Now().Add(handshakeTimeout))
+	if err := tunnel.WriteLine(tc, tunnel.Hello{Endpoint: id}); err != nil {
+		tc.Close()
+		return
+	}
+	tc.SetDeadline(time.Time{})
+	a := &peer{id: id, sess: tunnel.Server(tc), gone: make(chan struct{}), conns: map[io.Closer]bool{}}
+	if !r.register(a) {
+		a.sess.Close()
+		return
+	}
+	r.log().Info("relay: agent connected", "endpoint", id, "remote", tc.RemoteAddr().String())
+	r.resume(id)
+	go r.watch(a, leaf, gen)
+	for {
+		st, err := a.sess.Accept()
+		if err != nil {
+			break
+		}
+		if st.Kind() == tunnel.KindPassive {
+			go r.passive(a, st)
+		} else {
+			st.Close()
+		}
+	}
+	r.unregister(a)
+	r.log().Info("relay: agent disconnected", "endpoint", id, "err", a.sess.Err())
+}
+
+// register makes a the agent of its endpoint, replacing an earlier one.
+func (r *Relay) register(a *peer) bool {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return false
+	}
+	old := r.agents[a.id]
+	r.agents[a.id] = a
+	r.mu.Unlock()
+	if old != nil {
+		old.sess.Close()
+	}
+	return true
+}
+
+func (r *Relay) unregister(a *peer) {
+	r.mu.Lock()
+	if r.agents[a.id] == a {
+		delete(r.agents, a.id)
+	}
+	r.mu.Unlock()
+	close(a.gone)
+	a.sess.Close()
+	a.end()
+}
+
+// resume makes the tasks that waited for the agent runnable again.
+func (r *Relay) resume(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
+	defer cancel()
+	n, err := r.Store.ResumeEndpoint(ctx, id, domain.NiceEndpointOffline, r.now())
+	if err != nil {
+		r.log().Warn("relay: resume tasks", "endpoint", id, "err", err)
+	}
+	if n > 0 {
+		r.log().Info("relay: tasks resumed", "endpoint", id, "tasks", n)
+		if r.Resumed != nil {
+			r.Resumed()
+		}
+	}
+}
+
+// watch checks the agent's certificate against the store now and then:
+// a revoked one ends the tunnel, an old one is renewed.
+func (r *Relay) watch(a *peer, leaf *x509.Certificate, gen int64) {
+	every := r.CheckEvery
+	if every <= 0 {
+		every = 30 * time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if ca.Renew(leaf, r.now()) {
+			if c, err := r.renew(a, leaf, gen); err != nil {
+				r.log().Warn("relay: renew certificate", "endpoint", a.id, "err", err)
+			} else {
+				leaf = c
+			}
+		}
+		select {
+		case <-a.sess.Done():
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
+		err := r.check(ctx, a.id, gen)
+		cancel()
+		var rev *revokedError
+		if errors.As(err, &rev) {
+			r.log().Warn("relay: agent revoked", "endpoint", a.id, "err", err)
+			a.sess.Close()
+			return
+		}
+	}
+}
+
+// renew sends the agent a new certificate for its key.
+func (r *Relay) renew(a *peer, leaf *x509.Certificate, gen int64) (*x509.Certificate, error) {
+	c, err := r.CA.IssueAgent(leaf.PublicKey, a.id, gen)
+	if err != nil {
+		return nil, err
+	}
+	st, err := a.sess.Open(tunnel.KindCert)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	if _, err := st.Write(c.Raw); err != nil {
+		return nil, err
+	}
+	r.log().Info("relay: certificate renewed", "endpoint", a.id, "until", c.NotAfter)
+	return c, nil
+}
+
+// Spliced is how many data connections the relay spliced so far.
+func (r *Relay) Spliced() int64 { return r.spliced.Load() }
+
+// Dial opens a GridFTP control connection to the agent of endpointID.
+func (r *Relay) Dial(_ context.Context, endpointID string) (net.Conn, error) {
+	r.init()
+	r.mu.Lock()
+	a := r.agents[endpointID]
+	r.mu.Unlock()
+	if a == nil {
+		return nil, domain.Errorf(domain.EUnavailable, "the agent of endpoint %s is not connected", endpointID)
+	}
+	return a.sess.Open(tunnel.KindGridFTP)
+}
+
+// Drop ends the tunnel of the agent of endpointID, whose certificate was
+// revoked: it is refused when it connects again.
+func (r *Relay) Drop(endpointID string) {
+	r.init()
+	r.mu.Lock()
+	a := r.agents[endpointID]
+	r.mu.Unlock()
+	if a != nil {
+		a.sess.Close()
+	}
+}
+
+// Online reports whether the agent of endpointID is connected.
+func (r *Relay) Online(endpointID string) (<-chan struct{}, bool) {
+	r.init()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if a := r.agents[endpointID]; a != nil {
+		return a.gone, true
+	}
+	return nil, false
+}
+
+// passive serves one passive listener of the agent: it listens on the
+// relay's host, and hands the agent a join token for each sender that
+// connects, until the agent closes the stream.
+func (r *Relay) passive(a *peer, st *tunnel.Stream) {
+	defer st.Close()
+	ln, err := net.Listen("tcp", netip.AddrPortFrom(r.bind, 0).String())
+	if err == nil && !a.track(ln) {
+		ln.Close()
+		err = errors.New("too many data connections")
+	}
+	if err != nil {
+		tunnel.WriteLine(st, tunnel.Passive{Error: err.Error()})
+		return
+	}
+	defer a.untrack(ln)
+	defer ln.Close()
+	port := uint16(ln.Addr().(*net.TCPAddr).Port)
+	if err := tunnel.WriteLine(st, tunnel.Passive{Addr: netip.AddrPortFrom(r.Public.Addr().Unmap(), port).String()}); err != nil {
+		return
+	}
+	go func() {
+		io.Copy(io.Discard, st) // until the agent's server drops the listener
+		ln.Close()
+	}()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		if !a.track(c) {
+			c.Close()
+			continue
+		}
+		token := tunnel.NewToken()
+		r.expect(token, a, c)
+		if err := tunnel.WriteLine(st, tunnel.Passive{Join: token}); err != nil {
+			return
+		}
+	}
+}
+
+// expect holds a sender's connection until the agent joins it.
+func (r *Relay) expect(token string, a *peer, c net.Conn) {
+	j := &join{agent: a, conn: c}
+	r.mu.Lock()
+	r.joins[token] = j
+	j.timer = time.AfterFunc(joinTimeout, func() {
+		if r.take(token) != nil {
+			a.untrack(c)
+			c.Close()
+		}
+	})
+	r.mu.Unlock()
+}
+
+// take removes and returns the join of token.
+func (r *Relay) take(token string) *join {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	j := r.joins[token]
+	delete(r.joins, token)
+	if j != nil {
+		j.timer.Stop()
+	}
+	return j
+}
+
+// join splices an agent's data connection, which names a token, to the
+// sender's connection that waits for it.
+func (r *Relay) join(c net.Conn) {
+	buf := make([]byte, len(tunnel.JoinMagic)-1+tunnel.TokenLen)
+	if _, err := io.ReadFull(c, buf); err != nil || string(buf[:len(tunnel.JoinMagic)-1]) != tunnel.JoinMagic[1:] {
+		c.Close()
+		return
+	}
+	j := r.take(string(buf[len(tunnel.JoinMagic)-1:]))
+	if j == nil || !j.agent.track(c) {
+		c.Close()
+		if j != nil {
+			j.agent.untrack(j.conn)
+			j.conn.Close()
+		}
+		return
+	}
+	c.SetDeadline(time.Time{})
+	r.spliced.Add(1)
+	splice(c, j.conn)
+	j.agent.untrack(c)
+	j.agent.untrack(j.conn)
+}
+
+// buffers serve splices that the kernel cannot do itself.
+var buffers = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
+
+// splice copies both ways between a and b until both ends are done (or
+// either fails), then closes them. Between two TCP connections io.Copy
+// uses splice(2): the data never enters user space.
+func splice(a, b net.Conn) {
+	errs := make(chan error, 2)
+	half := func(dst, src net.Conn) {
+		buf := buffers.Get().(*[]byte)
+		_, err := io.CopyBuffer(dst, src, *buf)
+		buffers.Put(buf)
+		if cw, ok := dst.(interface{ CloseWrite() error }); ok && err == nil {
+			err = cw.CloseWrite()
+		}
+		errs <- err
+	}
+	go half(a, b)
+	go half(b, a)
+	if err := <-errs; err != nil {
+		a.Close()
+		b.Close()
+	}
+	<-errs
+	a.Close()
+	b.Close()
+}

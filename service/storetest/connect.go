@@ -1,0 +1,119 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"ferry/service/domain"
+)
+
+var connectTests = []test{
+	{"SetupKeys", testSetupKeys},
+	{"ResumeEndpoint", testResumeEndpoint},
+}
+
+// connectEndpoint creates a connect endpoint of owner.
+func (f *fixture) connectEndpoint(owner domain.User, name string) domain.Endpoint {
+	f.t.Helper()
+	e := domain.Endpoint{OwnerID: owner.ID, Name: name, Auth: domain.AuthConnect}
+	f.ok(f.s.CreateEndpoint(f.ctx, &e))
+	e.Owner = owner.Name
+	return e
+}
+
+func testSetupKeys(t *testing.T, open Open) {
+	f := newFixture(t, open(t))
+	alice := f.user("alice")
+	ep, other := f.connectEndpoint(alice, "laptop"), f.connectEndpoint(alice, "desk")
+	plain := f.endpoint(alice, "dtn", false, 0)
+
+	_, err := f.s.CertGeneration(f.ctx, ep.ID)
+	wantCode(t, err, domain.ENotFound) // never paired
+	gen, err := f.s.NewSetupKey(f.ctx, ep.ID, "h1", t0.Add(time.Hour))
+	f.ok(err)
+	_, err = f.s.NewSetupKey(f.ctx, other.ID, "o1", t0.Add(time.Hour))
+	f.ok(err)
+
+	// Single use, by its hash only.
+	id, g, err := f.s.UseSetupKey(f.ctx, "h1", t0)
+	f.ok(err)
+	equal(t, "paired endpoint and generation", []any{id, g}, []any{ep.ID, gen})
+	_, _, err = f.s.UseSetupKey(f.ctx, "h1", t0)
+	wantCode(t, err, domain.ENotFound)
+	got, err := f.s.CertGeneration(f.ctx, ep.ID)
+	f.ok(err)
+	equal(t, "generation", got, gen)
+
+	// A new key revokes the certificates of the earlier generation, and
+	// replaces an unused key.
+	gen2, err := f.s.NewSetupKey(f.ctx, ep.ID, "h2", t0.Add(time.Hour))
+	f.ok(err)
+	if gen2 <= gen {
+		t.Fatalf("new generation %d, want more than %d", gen2, gen)
+	}
+	gen3, err := f.s.NewSetupKey(f.ctx, ep.ID, "h3", t0.Add(time.Hour))
+	f.ok(err)
+	_, _, err = f.s.UseSetupKey(f.ctx, "h2", t0)
+	wantCode(t, err, domain.ENotFound)
+	got, err = f.s.CertGeneration(f.ctx, ep.ID)
+	f.ok(err)
+	equal(t, "generation after two new keys", got, gen3)
+
+	// Keys expire.
+	_, _, err = f.s.UseSetupKey(f.ctx, "h3", t0.Add(time.Hour))
+	wantCode(t, err, domain.ENotFound)
+
+	// Another endpoint's key is its own.
+	id, _, err = f.s.UseSetupKey(f.ctx, "o1", t0)
+	f.ok(err)
+	equal(t, "other endpoint", id, other.ID)
+
+	runErrCases(t, []errCase{
+		{"not a connect endpoint", func() error { _, err := f.s.NewSetupKey(f.ctx, plain.ID, "p", t0.Add(time.Hour)); return err }, domain.EInvalid},
+		{"missing endpoint", func() error { _, err := f.s.NewSetupKey(f.ctx, "nope", "p", t0.Add(time.Hour)); return err }, domain.ENotFound},
+	})
+
+	// Deleting the endpoint revokes every certificate.
+	f.ok(f.s.DeleteEndpoint(f.ctx, ep.ID))
+	_, err = f.s.CertGeneration(f.ctx, ep.ID)
+	wantCode(t, err, domain.ENotFound)
+}
+
+func testResumeEndpoint(t *testing.T, open Open) {
+	f := newFixture(t, open(t))
+	alice, bob := f.user("alice"), f.user("bob")
+	agent, dtn := f.connectEndpoint(alice, "laptop"), f.endpoint(alice, "dtn", true, 0)
+	offline := f.task(alice, agent, dtn, t0)
+	bobs := f.task(bob, dtn, agent, t0)
+	expired := f.task(alice, agent, dtn, t0) // paused for another reason
+	elsewhere := f.task(alice, dtn, dtn, t0)
+	for _, task := range []domain.Task{offline, bobs, expired, elsewhere} {
+		f.claim(task, "w", t0, 0)
+		nice := domain.NiceEndpointOffline
+		if task.ID == expired.ID {
+			nice = domain.NiceCredentialExpired
+		}
+		f.ok(f.s.SetStatus(f.ctx, task.ID, "w", domain.StatusInactive, nice, nil, t0, nil))
+	}
+	n, err := f.s.ResumeEndpoint(f.ctx, agent.ID, domain.NiceEndpointOffline, t0.Add(time.Minute))
+	f.ok(err)
+	equal(t, "tasks resumed", n, 2)
+	for _, c := range []struct {
+		task         domain.Task
+		status, nice string
+	}{
+		{offline, domain.StatusActive, domain.NiceQueued},
+		{bobs, domain.StatusActive, domain.NiceQueued},
+		{expired, domain.StatusInactive, domain.NiceCredentialExpired},
+		{elsewhere, domain.StatusInactive, domain.NiceEndpointOffline},
+	} {
+		got := f.get(c.task.ID)
+		if got.Status != c.status || got.NiceStatus != c.nice || got.Worker != "" {
+			t.Errorf("task %s: %s/%s held by %q; want %s/%s", c.task.ID, got.Status, got.NiceStatus, got.Worker, c.status, c.nice)
+		}
+	}
+	evs := f.events(offline.ID)
+	if last := evs[len(evs)-1]; last.Code != domain.EventResumed || !last.Time.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("last event %+v, want RESUMED at %v", last, t0.Add(time.Minute))
+	}
+}

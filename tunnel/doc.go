@@ -1,0 +1,19 @@
+// Package tunnel is the wire protocol between ferry connect agents and the
+// service's relay. An agent only ever connects out: it keeps one TLS
+// connection to the relay, and the two multiplex streams over it
+// (Session). The relay opens a stream for each GridFTP control connection
+// it makes to the agent (KindGridFTP); the agent opens one for each
+// passive data listener it asks the relay for (KindPassive), and for each
+// data connection a sender makes to that listener it opens a plain TCP
+// connection of its own to the relay, which starts with JoinMagic and the
+// token the relay sent, and which the relay splices to the sender's.
+//
+// Every stream has a flow-control window: a peer may send no more than
+// Window unread bytes on a stream, and a session has at most MaxStreams,
+// so a tunnel buffers at most MaxStreams × Window bytes per side.
+//
+// The relay's TLS listener serves two protocols, told apart by ALPN:
+// ProtoPair trades a one-time setup key for a certificate (PairRequest,
+// PairReply); ProtoTunnel, with that certificate as the client's, starts
+// with one Hello line from the relay and then carries a Session.
+package tunnel

@@ -1,0 +1,108 @@
+package tunnel
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// ALPN protocols of the relay's TLS listener.
+const (
+	ProtoPair   = "ferry-pair/1"
+	ProtoTunnel = "ferry-tunnel/1"
+)
+
+// Stream kinds.
+const (
+	KindGridFTP = "gridftp" // relay → agent: a GridFTP control connection
+	KindPassive = "passive" // agent → relay: a passive data listener on the relay
+	KindCert    = "cert"    // relay → agent: a renewed certificate (DER), then EOF
+)
+
+// JoinMagic starts a data connection an agent opens to the relay; a token
+// of TokenLen characters follows, and then the data.
+const JoinMagic = "FRJ1"
+
+// TokenLen is the length of a join token: 16 random bytes in hex.
+const TokenLen = 32
+
+// NewToken returns a random join token.
+func NewToken() string {
+	var b [TokenLen / 2]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// PairRequest is what an agent sends on a ProtoPair connection: the secret
+// part of its setup key and the public key to certify (PKIX DER). The
+// private key never leaves the agent.
+type PairRequest struct {
+	Secret    string `json:"secret"`
+	PublicKey []byte `json:"public_key"`
+}
+
+// PairReply answers a PairRequest: the agent's certificate and the CA's
+// (DER), or why not.
+type PairReply struct {
+	Endpoint    string `json:"endpoint,omitempty"`
+	Certificate []byte `json:"certificate,omitempty"`
+	CA          []byte `json:"ca,omitempty"`
+	Error       string `json:"error,omitempty"`
+}
+
+// Hello is the relay's first line on a ProtoTunnel connection: the
+// endpoint the agent serves, or why the relay refuses it; Revoked says that
+// trying again will not help.
+type Hello struct {
+	Endpoint string `json:"endpoint,omitempty"`
+	Error    string `json:"error,omitempty"`
+	Revoked  bool   `json:"revoked,omitempty"`
+}
+
+// Passive is what the relay sends on a KindPassive stream: first the
+// listener's address (or an error), then one Join token per sender that
+// connected to it.
+type Passive struct {
+	Addr  string `json:"addr,omitempty"`
+	Join  string `json:"join,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// maxLine bounds a Hello line.
+const maxLine = 4096
+
+// WriteLine writes v as one JSON line.
+func WriteLine(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// ReadLine reads one JSON line into v, byte by byte, so that nothing after
+// the line is consumed (a Session follows a Hello on the same connection).
+func ReadLine(r io.Reader, v any) error {
+	var line []byte
+	var b [1]byte
+	for {
+		if _, err := io.ReadFull(r, b[:]); err != nil {
+			return err
+		}
+		if b[0] == '\n' {
+			break
+		}
+		if len(line) >= maxLine {
+			return errors.New("tunnel: line too long")
+		}
+		line = append(line, b[0])
+	}
+	if err := json.Unmarshal(line, v); err != nil {
+		return fmt.Errorf("tunnel: bad line: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,202 @@
+package tunnel
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+)
+
+// pair returns both ends of a session over a loopback TCP connection.
+func pair(t *testing.T) (client, server *Session) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, server = Client(c), Server(<-accepted)
+	t.Cleanup(func() { client.Close(); server.Close() })
+	return client, server
+}
+
+// echo serves every stream the session accepts by echoing it.
+func echo(s *Session) {
+	for {
+		st, err := s.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			io.Copy(st, st)
+			st.Close()
+		}()
+	}
+}
+
+func TestStreamsBothWays(t *testing.T) {
+	client, server := pair(t)
+	go echo(client)
+	go echo(server)
+	var wg sync.WaitGroup
+	for i := range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := client
+			if i%2 == 1 {
+				s = server
+			}
+			st, err := s.Open(KindGridFTP)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer st.Close()
+			want := make([]byte, 300<<10) // several windows
+			rand.Read(want)
+			go st.Write(want)
+			got := make([]byte, len(want))
+			if _, err := io.ReadFull(st, got); err != nil {
+				t.Error(err)
+				return
+			}
+			if !bytes.Equal(got, want) {
+				t.Error("echo differs")
+			}
+		}()
+	}
+	wg.Wait()
+	// Both ends forget closed streams.
+	waitFor(t, func() bool { return client.Streams() == 0 && server.Streams() == 0 })
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for start := time.Now(); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Since(start) > 5*time.Second {
+			t.Fatal("condition not met in 5 s")
+		}
+	}
+}
+
+// A peer that does not read holds the writer to one window: memory per
+// stream is bounded.
+func TestFlowControl(t *testing.T) {
+	client, server := pair(t)
+	st, err := client.Open(KindGridFTP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer, err := server.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.SetWriteDeadline(time.Now().Add(200 * time.Millisecond))
+	n, err := st.Write(make([]byte, 1<<20))
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("write to a peer that does not read: %d, %v; want a timeout", n, err)
+	}
+	if n != Window {
+		t.Fatalf("wrote %d bytes before blocking, want the window %d", n, Window)
+	}
+	// Reading frees the window again.
+	st.SetWriteDeadline(time.Time{})
+	go io.Copy(io.Discard, peer)
+	if _, err := st.Write(make([]byte, 1<<20)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestReadDeadlineAndClose(t *testing.T) {
+	client, server := pair(t)
+	st, _ := client.Open(KindPassive)
+	peer, _ := server.Accept()
+	if peer.Kind() != KindPassive {
+		t.Fatalf("kind %q", peer.Kind())
+	}
+	st.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	var ne net.Error
+	if _, err := st.Read(make([]byte, 1)); !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("read past the deadline: %v", err)
+	}
+	st.SetReadDeadline(time.Time{})
+	peer.Write([]byte("bye"))
+	peer.Close()
+	got, err := io.ReadAll(st)
+	if err != nil || string(got) != "bye" {
+		t.Fatalf("read %q, %v; want bye then EOF", got, err)
+	}
+	if _, err := st.Write([]byte("x")); err == nil {
+		t.Fatal("write to a stream the peer closed succeeded")
+	}
+	st.Close()
+	waitFor(t, func() bool { return client.Streams() == 0 && server.Streams() == 0 })
+}
+
+// Streams end when their session does, and a session holds at most
+// MaxStreams.
+func TestSessionEnd(t *testing.T) {
+	client, server := pair(t)
+	var streams []*Stream
+	for range MaxStreams {
+		st, err := client.Open(KindGridFTP)
+		if err != nil {
+			t.Fatal(err)
+		}
+		streams = append(streams, st)
+	}
+	if _, err := client.Open(KindGridFTP); err == nil {
+		t.Fatalf("stream %d opened", MaxStreams+1)
+	}
+	server.Close()
+	<-client.Done()
+	if _, err := streams[0].Read(make([]byte, 1)); err == nil {
+		t.Fatal("read on a dead session succeeded")
+	}
+	if _, err := client.Open(KindGridFTP); err == nil {
+		t.Fatal("open on a dead session succeeded")
+	}
+}
+
+// A peer that sends past the window breaks the session.
+func TestWindowViolation(t *testing.T) {
+	a, b := net.Pipe()
+	s := Server(a)
+	defer s.Close()
+	frame := func(typ byte, id uint32, p []byte) {
+		h := make([]byte, headerLen)
+		h[0] = typ
+		binary.BigEndian.PutUint32(h[1:5], id)
+		binary.BigEndian.PutUint32(h[5:9], uint32(len(p)))
+		b.Write(append(h, p...))
+	}
+	go io.Copy(io.Discard, b)
+	frame(frameOpen, 1, []byte(KindPassive))
+	if _, err := s.Accept(); err != nil {
+		t.Fatal(err)
+	}
+	for range Window/maxFrame + 1 {
+		frame(frameData, 1, make([]byte, maxFrame))
+	}
+	select {
+	case <-s.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("session survived a window violation")
+	}
+}

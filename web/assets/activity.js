@@ -1,0 +1,184 @@
+// The activity page (the user's tasks with live progress) and the task
+// page (counters, throughput chart, failed files and events).
+
+import { get, post } from './api.js';
+import { h, confirm, toast, bytes, rate, date, errorText } from './ui.js';
+import * as tasks from './tasks.js';
+import { chart } from './chart.js';
+
+const syncLevels = ['if missing', 'if the size differs', 'if newer', 'if the checksum differs'];
+
+// cancel asks, then cancels task t.
+async function cancel(t) {
+  if (!await confirm(`Cancel ${tasks.name(t).toLowerCase()}?`, 'Files already transferred stay; the rest are not sent.', 'Cancel task')) return;
+  try {
+    toast((await post(`task/${t.task_id}/cancel`)).message);
+    tasks.poke();
+  } catch (err) {
+    toast(errorText(err), { kind: 'bad' });
+  }
+}
+
+// badge shows a task's status.
+const badge = (t) => {
+  const why = t.fatal_error?.code || (t.nice_status !== 'OK' && t.nice_status);
+  return h('span', { class: `badge ${t.status.toLowerCase()}`, text: t.status }, why && h('small', { text: ` ${why}` }));
+};
+
+const route = (t) => t.type === 'DELETE' ? `delete on ${t.source_endpoint_display_name}`
+  : `${t.source_endpoint_display_name || '?'} → ${t.destination_endpoint_display_name || '?'}`;
+
+// bar is the progress element of a task.
+function bar(t, p) {
+  const label = `${tasks.name(t)} progress`;
+  return p.fraction === null ? h('progress', { 'aria-label': label })
+    : h('progress', { max: 1, value: p.fraction, 'aria-label': label });
+}
+
+export function activity(main) {
+  const rows = new Map(); // task ID → its row's live parts
+  const body = h('tbody');
+  const note = h('p', { class: 'muted' });
+  main.append(h('div', { class: 'heading' }, h('h1', { text: 'Activity' })),
+    h('div', { class: 'scroll card' }, h('table', { class: 'tasks' },
+      h('caption', { class: 'sr-only', text: 'Your tasks, newest first; progress updates by itself.' }),
+      h('thead', {}, h('tr', {}, ['Task', 'Route', 'Status', 'Progress', 'Requested'].map((c) => h('th', { scope: 'col', text: c })),
+        h('th', { scope: 'col' }, h('span', { class: 'sr-only', text: 'Actions' })))),
+      body)),
+    note);
+  // Rows are kept and updated, so that the focus stays where it is.
+  const row = (t) => {
+    let r = rows.get(t.task_id);
+    if (!r) {
+      r = { status: h('td'), progress: h('td', { class: 'progress' }), cancel: h('button', { type: 'button', text: 'Cancel', onclick: () => cancel(r.t) }) };
+      r.tr = h('tr', { 'data-task': t.task_id },
+        h('td', {}, h('a', { href: '#/task/' + t.task_id, text: t.label || t.task_id.slice(0, 8) })),
+        h('td', { text: route(t) }), r.status, r.progress, h('td', {}, date(t.request_time)), h('td', {}, r.cancel));
+      rows.set(t.task_id, r);
+    }
+    r.t = t;
+    const p = tasks.progress(t);
+    r.status.replaceChildren(badge(t));
+    r.progress.replaceChildren(bar(t, p), h('span', { text: p.text }));
+    r.cancel.hidden = tasks.done(t);
+    return r.tr;
+  };
+  return tasks.subscribe((list, total) => {
+    const focused = document.activeElement;
+    body.replaceChildren(...list.map(row));
+    if (!list.length) body.append(h('tr', {}, h('td', { colspan: 6, class: 'muted empty' }, 'No tasks yet: start a transfer in ', h('a', { href: '#/files', text: 'Files' }), '.')));
+    if (body.contains(focused)) focused.focus();
+    note.textContent = total > list.length ? `The latest ${list.length} of ${total} tasks.` : '';
+  });
+}
+
+export function task(main, _, id) {
+  const title = h('h1', { text: `Task ${id.slice(0, 8)}` });
+  const cancelButton = h('button', { type: 'button', class: 'danger', text: 'Cancel task', hidden: true, onclick: () => cancel(current) });
+  const status = h('p', { class: 'error', role: 'alert' });
+  const summary = h('div', { class: 'summary' });
+  const counters = h('dl', { class: 'counters' });
+  const plot = h('div', { class: 'plot' });
+  const failed = h('section', { 'aria-labelledby': 'failed-title', hidden: true });
+  const evBody = h('tbody');
+  const evNote = h('p', { class: 'muted' });
+  main.append(
+    h('p', {}, h('a', { href: '#/activity', text: '← Activity' })),
+    h('div', { class: 'heading' }, title, cancelButton), status, summary,
+    h('div', { class: 'grid2' },
+      h('section', { class: 'card', 'aria-labelledby': 'counters-title' }, h('h2', { id: 'counters-title', text: 'Details' }), counters),
+      h('section', { class: 'card', 'aria-labelledby': 'chart-title' }, h('h2', { id: 'chart-title', text: 'Throughput' }), plot)),
+    failed,
+    h('section', { class: 'card', 'aria-labelledby': 'events-title' }, h('h2', { id: 'events-title', text: 'Events' }),
+      h('div', { class: 'scroll' }, h('table', { class: 'events' },
+        h('thead', {}, h('tr', {}, ['Time', 'Event', 'Description'].map((c) => h('th', { scope: 'col', text: c })))), evBody)), evNote));
+
+  let current = null;
+  let timer = 0;
+  let left = false;
+  const events = [];
+
+  async function refresh() {
+    try {
+      const t = await get('task/' + encodeURIComponent(id));
+      for (;;) {
+        const l = await get(`task/${encodeURIComponent(id)}/event_list`, { offset: events.length, limit: 1000 });
+        events.push(...l.DATA);
+        if (!l.DATA.length || events.length >= l.total) break;
+      }
+      const f = t.subtasks_failed ? await get(`task/${encodeURIComponent(id)}/failed_transfers`, { limit: 100 }) : null;
+      if (left) return;
+      current = t;
+      tasks.sample(t);
+      render(t, f);
+      status.textContent = '';
+      if (!tasks.done(t)) timer = setTimeout(refresh, 1500);
+    } catch (err) {
+      if (left) return;
+      status.textContent = errorText(err);
+      if (err.status !== 404) timer = setTimeout(refresh, 3000);
+    }
+  }
+
+  function render(t, f) {
+    title.textContent = t.label || `Task ${t.task_id.slice(0, 8)}`;
+    document.title = `${title.textContent} · ferry`;
+    cancelButton.hidden = tasks.done(t);
+    const p = tasks.progress(t);
+    summary.replaceChildren(badge(t), bar(t, p), h('span', { text: p.text }));
+    if (t.fatal_error) summary.append(h('p', { class: 'error', text: `${t.fatal_error.code}: ${t.fatal_error.description}` }));
+    const o = [t.sync_level === undefined ? 'always copy' : 'copy ' + syncLevels[t.sync_level]];
+    if (t.verify_checksum) o.push('verify checksums' + (t.checksum_algorithm ? ` (${t.checksum_algorithm})` : ''));
+    if (t.preserve_timestamp) o.push('preserve times');
+    if (t.delete_destination_extra) o.push('delete extra files');
+    if (t.ignore_missing) o.push('ignore missing');
+    const item = (k, v) => [h('dt', { text: k }), h('dd', {}, v)];
+    counters.replaceChildren(...[
+      item('Type', t.type === 'DELETE' ? 'delete' : 'transfer'), item('Route', route(t)),
+      item('Files', `${t.files} found, ${t.files_transferred} ${t.type === 'DELETE' ? 'deleted' : 'transferred'}, ${t.files_skipped} skipped, ${t.subtasks_failed} failed`),
+      item('Directories', String(t.directories)),
+      item('Bytes', `${bytes(t.bytes_transferred)} transferred` + (t.bytes_total ? ` of ${bytes(t.bytes_total)}` : '') + `, ${bytes(t.bytes_checksummed)} verified`),
+      item('Average rate', rate(t.effective_bytes_per_second)), item('Faults', String(t.faults)),
+      item('Requested', date(t.request_time)), item('Completed', date(t.completion_time)), item('Deadline', date(t.deadline)),
+      item('Options', o.join(', ')), item('Task ID', h('code', { text: t.task_id })),
+    ].flat());
+    plot.replaceChildren(chart(throughput(t)));
+    failed.hidden = !f;
+    if (f) {
+      failed.className = 'card';
+      failed.replaceChildren(h('h2', { id: 'failed-title', text: `Failed files (${t.subtasks_failed})` }),
+        h('div', { class: 'scroll' }, h('table', { class: 'failed' },
+          h('thead', {}, h('tr', {}, ['File', 'Error'].map((c) => h('th', { scope: 'col', text: c })))),
+          h('tbody', {}, f.DATA.map((x) => h('tr', {}, h('td', {}, h('code', { text: x.source_path })), h('td', { text: x.error })))))));
+      if (f.next_marker) failed.append(h('p', { class: 'muted', text: `The first ${f.DATA.length} are shown.` }));
+    }
+    const shown = events.slice(-200).reverse();
+    evBody.replaceChildren(...shown.map((e) => h('tr', { class: e.is_error ? 'error' : '' },
+      h('td', {}, date(e.time, true)),
+      h('td', {}, e.is_error ? h('span', { class: 'sr-only', text: 'Error: ' }) : null, e.code),
+      h('td', { text: e.description }))));
+    evNote.textContent = events.length > shown.length ? `The latest ${shown.length} of ${events.length} events.` : '';
+  }
+
+  // throughput is the task's bytes over time: zero when it first
+  // started, its PROGRESS events, and its end.
+  function throughput(t) {
+    const start = events.find((e) => e.code === 'STARTED');
+    if (!start) return [];
+    const points = [{ time: Date.parse(start.time), bytes: 0 }];
+    for (const e of events) {
+      if (e.code !== 'PROGRESS') continue;
+      try {
+        points.push({ time: Date.parse(e.time), bytes: JSON.parse(e.details).bytes_transferred });
+      } catch { /* details without bytes: skip */ }
+    }
+    if (t.completion_time) points.push({ time: Date.parse(t.completion_time), bytes: t.bytes_transferred });
+    return points;
+  }
+
+  refresh();
+  return () => {
+    left = true;
+    clearTimeout(timer);
+  };
+}

@@ -1,0 +1,111 @@
+// The endpoints page: the endpoints the user may use (its own and public
+// ones) with their servers and limits; add, edit, activate, deactivate
+// and remove. activate is also the file manager's activation prompt.
+
+import { get, post, put, del, ep } from './api.js';
+import { h, field, dialog, confirm, toast, duration, errorText } from './ui.js';
+import * as tasks from './tasks.js';
+
+// activate asks for the user's login on endpoint e and gives it to the
+// service; it resolves to true once the endpoint is activated.
+export async function activate(e) {
+  const req = await get(ep(e) + '/activation_requirements');
+  const fields = req.DATA.map((r) => field(r.ui_name, h('input', {
+    name: r.name, required: r.required, type: r.private ? 'password' : 'text',
+    autocomplete: r.private ? 'current-password' : 'username',
+  }), r.description));
+  const res = await dialog({
+    title: `Activate ${e.display_name}`, fields, submit: 'Activate',
+    action: (form) => post(ep(e) + '/activate', Object.fromEntries(form)),
+  });
+  if (!res) return false;
+  toast(res.message + (res.resumed ? `; ${res.resumed} waiting task(s) resumed` : ''), { kind: 'ok' });
+  if (res.resumed) tasks.poke();
+  return true;
+}
+
+// activation says whether the user's activation of e holds, and how long.
+function activation(e) {
+  if (e.expires_in < 0) return 'not needed';
+  return e.activated ? `active, ${duration(e.expires_in)} left` : 'not activated';
+}
+
+// form opens the add or edit dialog; it resolves to the stored endpoint.
+function form(e) {
+  const v = e || { DATA: [], default_directory: '/', auth_method: 'anonymous', public: false, max_concurrent: 0 };
+  const auth = h('select', { name: 'auth_method' },
+    ['anonymous', 'password'].map((m) => h('option', { value: m, text: m, selected: v.auth_method === m })));
+  return dialog({
+    title: e ? `Edit ${e.display_name}` : 'Add an endpoint', submit: e ? 'Save' : 'Add',
+    fields: [
+      field('Name', h('input', { name: 'name', required: true, value: v.name || '', pattern: '[A-Za-z0-9._@\\-]{1,64}', autocomplete: 'off' }), 'letters, digits and . _ - @'),
+      field('Description', h('input', { name: 'description', value: v.description || '' })),
+      field('Servers', h('textarea', { name: 'servers', required: true, rows: 2, value: v.DATA.map((sv) => sv.uri).join('\n') }),
+        'one URL per line, e.g. ftp://host:2811; several are data movers of one endpoint'),
+      field('Default directory', h('input', { name: 'default_directory', value: v.default_directory })),
+      field('Authentication', auth),
+      field('Most tasks at once', h('input', { name: 'max_concurrent', type: 'number', min: 0, value: v.max_concurrent }), '0: no limit'),
+      h('label', { class: 'check' }, h('input', { type: 'checkbox', name: 'public', checked: v.public }), 'Public: every user can see and use it'),
+    ],
+    action: (f) => {
+      const spec = {
+        name: f.get('name'), description: f.get('description'), default_directory: f.get('default_directory') || '/',
+        auth_method: f.get('auth_method'), public: f.has('public'), max_concurrent: Number(f.get('max_concurrent') || 0),
+        DATA: f.get('servers').split(/\s+/).filter(Boolean).map((uri) => ({ uri })),
+      };
+      return e ? put(ep(e), spec) : post('endpoint', spec);
+    },
+  });
+}
+
+export function endpoints(main, { user }) {
+  const list = h('div', { class: 'endpoints', 'aria-busy': 'true' });
+  const status = h('p', { class: 'error', role: 'alert' });
+  const refresh = async () => {
+    try {
+      const l = await get('endpoint_search', { limit: 1000 });
+      list.replaceChildren(...l.DATA.length ? l.DATA.map(card) : [h('p', { class: 'muted', text: 'No endpoints yet: add one.' })]);
+      status.textContent = '';
+    } catch (err) {
+      status.textContent = errorText(err);
+    }
+    list.removeAttribute('aria-busy');
+  };
+  const run = async (what) => {
+    try {
+      if (await what()) await refresh();
+    } catch (err) {
+      toast(errorText(err), { kind: 'bad' });
+    }
+  };
+  const card = (e) => {
+    const mine = e.owner === user;
+    const password = e.auth_method !== 'anonymous';
+    return h('article', { class: 'card endpoint', 'aria-labelledby': `ep-${e.id}` },
+      h('h2', { id: `ep-${e.id}`, text: e.display_name }),
+      e.description && h('p', { text: e.description }),
+      h('dl', {},
+        h('dt', { text: 'Servers' }), h('dd', {}, h('ul', {}, e.DATA.map((sv) => h('li', {}, h('code', { text: sv.uri }))))),
+        h('dt', { text: 'Default directory' }), h('dd', {}, h('code', { text: e.default_directory })),
+        h('dt', { text: 'Authentication' }), h('dd', { text: e.auth_method }),
+        h('dt', { text: 'Activation' }), h('dd', { text: activation(e) }),
+        h('dt', { text: 'Limit' }), h('dd', { text: e.max_concurrent ? `${e.max_concurrent} tasks at once` : 'no limit' }),
+        h('dt', { text: 'Visibility' }), h('dd', { text: e.public ? 'public' : 'private' })),
+      h('div', { class: 'actions' },
+        password && !e.activated && h('button', { type: 'button', text: 'Activate', onclick: () => run(() => activate(e)) }),
+        password && e.activated && h('button', {
+          type: 'button', text: 'Deactivate',
+          onclick: () => run(async () => { toast((await post(ep(e) + '/deactivate')).message); return true; }),
+        }),
+        mine && h('button', { type: 'button', text: 'Edit', onclick: () => run(() => form(e)) }),
+        mine && h('button', {
+          type: 'button', class: 'danger', text: 'Remove',
+          onclick: () => run(async () => await confirm(`Remove ${e.display_name}?`, 'Its tasks keep their history; new ones cannot use it.', 'Remove') && del(ep(e))),
+        })));
+  };
+  main.append(
+    h('div', { class: 'heading' }, h('h1', { text: 'Endpoints' }),
+      h('button', { type: 'button', class: 'primary', text: 'Add endpoint', onclick: () => run(() => form()) })),
+    status, list);
+  refresh();
+}
