@@ -12,12 +12,14 @@ import (
 )
 
 // Live checksums: after "OPTS CKSM Live=ALG;" a session hashes the data of
-// each MODE E transfer while it moves — the sender as it reads blocks, the
-// receiver as it writes them, whenever they come in order — and a later
-// CKSM of exactly that range is answered from memory instead of reading the
-// file again. Any change to the file through the server forgets what it
-// overlaps. Integrity then costs one pass over the data, spread across the
-// transfers in flight.
+// each MODE E transfer while it moves — the sender as it reads blocks, when
+// one stream reads them in order; the receiver as it writes them, reading
+// back what it wrote (blocks that arrive ahead of a gap once the gap fills,
+// so any number of streams will do) — and a later CKSM of exactly that
+// range is answered from memory instead of reading the file again. Any
+// change to the file through the server forgets what it overlaps.
+// Integrity then costs one pass over the data, spread across the transfers
+// in flight.
 
 // sumKey is one checksummed range of a file.
 type sumKey struct {
