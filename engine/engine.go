@@ -122,6 +122,10 @@ func (c *copier) plan(ctx context.Context, items []Item) ([]*file, error) {
 		bytes += f.size
 	}
 	c.rep.Planned(len(p.files), bytes)
+	c.res.Directories = p.dirs
+	if w, ok := c.rep.(Walker); ok {
+		w.Walked(p.dirs)
+	}
 	c.res.Files = len(p.files) + len(p.skipped) + len(p.failed)
 	for _, r := range p.skipped {
 		c.res.Skipped++

@@ -211,7 +211,8 @@ func TestCopyTree(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Transferred != 103 || res.Failed != 0 || res.Faults != 0 || rep.planned != 103 {
+			// tree, a, b, c, d, e, "with space", "empty dir" and many.
+			if res.Transferred != 103 || res.Failed != 0 || res.Faults != 0 || rep.planned != 103 || res.Directories != 9 {
 				t.Fatalf("result %+v, planned %d, faults %v", res, rep.planned, rep.faults)
 			}
 			compareTrees(t, filepath.Join(src.root, "tree"), filepath.Join(dst.root, "tree"))

@@ -170,6 +170,7 @@ type Result struct {
 	Bytes                               int64 // moved, including re-sends
 	Faults                              int
 	FailedFiles                         []FileResult
+	Directories                         int // walked, the source items' own included
 	Settings                            Settings
 	Elapsed                             time.Duration
 }

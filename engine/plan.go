@@ -34,6 +34,7 @@ type planner struct {
 	files    []*file
 	skipped  []FileResult
 	failed   []FileResult // directories that could not be listed
+	dirs     int          // directories walked
 }
 
 // isNotFound reports a reply saying the path does not exist.
@@ -95,6 +96,7 @@ func (p *planner) plan(ctx context.Context, items []Item) error {
 // walk lists a source directory and its subdirectories, creating each at
 // the destination.
 func (p *planner) walk(ctx context.Context, src, dst string) error {
+	p.dirs++
 	entries, err := p.src.List(ctx, src)
 	var refused *gridftp.Error
 	if errors.As(err, &refused) {

@@ -88,5 +88,12 @@ type Starter interface {
 	Started(Settings)
 }
 
+// Walker is an optional interface of a Reporter: Walked is called once
+// the copy has listed its work, with the number of source directories it
+// walked (every one, also those whose files were all skipped).
+type Walker interface {
+	Walked(dirs int)
+}
+
 // Mismatch reports an error saying the checksums at both ends differed.
 func Mismatch(err error) bool { return errors.Is(err, errMismatch) }

@@ -171,6 +171,10 @@ func Send(ctx context.Context, streams []*Stream, plan *Plan, src io.ReaderAt, b
 		}(s.Conn)
 	}
 	wg.Wait()
+	// The context's callback may be failing the send right now: wait for
+	// it, or make sure it does nothing from here on, before reading
+	// firstErr.
+	errOnce.Do(func() {})
 	if firstErr != nil {
 		return firstErr
 	}

@@ -130,6 +130,14 @@ func (p *progress) Planned(files int, bytes int64) {
 	p.add(d, nil, nil)
 }
 
+// Walked sets the directories counter: every run walks the whole tree
+// again, so its count replaces what earlier runs counted.
+func (p *progress) Walked(dirs int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.add(domain.Counters{Directories: int64(dirs) - p.total.Directories}, nil, nil)
+}
+
 // Progress counts bytes moved.
 func (p *progress) Progress(n int64) {
 	p.mu.Lock()
@@ -210,7 +218,10 @@ func (p *progress) Started(s engine.Settings) {
 			"rtt_ms": float64(s.RTT.Microseconds()) / 1000})})
 }
 
-var _ engine.Starter = (*progress)(nil)
+var (
+	_ engine.Starter = (*progress)(nil)
+	_ engine.Walker  = (*progress)(nil)
+)
 
 // counters is the task's counters as this run knows them.
 func (p *progress) counters() domain.Counters {

@@ -364,7 +364,7 @@ func TestTransferSucceeds(t *testing.T) {
 	if got.Status != domain.StatusSucceeded || got.FatalError != nil || got.NiceStatus != "" || got.CompletionTime.IsZero() {
 		t.Fatalf("task %+v", got)
 	}
-	want := domain.Counters{Files: 4, FilesTransferred: 3, BytesTransferred: 6005, BytesTotal: 6005, BytesChecksummed: 6005}
+	want := domain.Counters{Files: 4, Directories: 2, FilesTransferred: 3, BytesTransferred: 6005, BytesTotal: 6005, BytesChecksummed: 6005}
 	if got.Counters != want {
 		t.Errorf("counters %+v, want %+v", got.Counters, want)
 	}
@@ -612,7 +612,8 @@ func TestResume(t *testing.T) {
 				}
 			}
 			sameTree(t, filepath.Join(f.src.root, "tree"), filepath.Join(f.dst.root, "tree"))
-			if got.Files != 150 || got.FilesTransferred+got.FilesSkipped != 150 || got.FilesFailed != 0 || got.BytesTotal != got.BytesTransferred {
+			if got.Files != 150 || got.FilesTransferred+got.FilesSkipped != 150 || got.FilesFailed != 0 || got.BytesTotal != got.BytesTransferred ||
+				got.Directories != countDirs(t, filepath.Join(f.src.root, "tree")) {
 				t.Errorf("counters %+v", got.Counters)
 			}
 			taken := map[bool]string{true: domain.EventLeaseTaken, false: domain.EventQueued}[kill]
@@ -828,4 +829,20 @@ func TestLimits(t *testing.T) {
 			}
 		})
 	}
+}
+
+// countDirs counts the directories of the tree at root, root included.
+func countDirs(t *testing.T, root string) int64 {
+	t.Helper()
+	var n int64
+	err := filepath.WalkDir(root, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			n++
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
