@@ -44,6 +44,7 @@
 # in the namespaces, on 10.77.0.1/10.77.0.2 only.
 set -Eeuo pipefail
 shopt -s inherit_errexit
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 RUNS=${RUNS:-3}
 PHASES=${PHASES:-loop wan}
@@ -91,24 +92,13 @@ cleanup() {
 		"$WANDIR/setup.sh" down >>"$LOG/wan-setup.log" 2>&1 || true
 	fi
 	rm -rf "$WORK"
-	if [[ $rc -ne 0 ]]; then
-		echo "FAILED (exit $rc); logs kept in $LOG:" >&2
-		for f in "$LOG"/*; do
-			[[ -s $f ]] && { echo "--- $f (tail)" >&2; tail -n 15 "$f" >&2; }
-		done
-	elif [[ $KEEP_LOGS == 1 ]]; then
-		echo "logs kept in $LOG"
-	else
-		rm -rf "$TMP"
-	fi
+	report_logs "$rc"
 	exit "$rc"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-for tool in go globus-gridftp-server globus-url-copy cmp diff ss setsid ip timeout /usr/bin/time; do
-	command -v "$tool" >/dev/null || { say "missing: $tool" >&2; exit 1; }
-done
+need go globus-gridftp-server globus-url-copy cmp diff ss setsid ip timeout /usr/bin/time
 [[ $(id -u) == 0 ]] || { say "run as root (GCT serves anonymous users as nobody; namespaces)" >&2; exit 1; }
 
 # --- machine -----------------------------------------------------------------

@@ -23,6 +23,7 @@
 # user nobody). Everything listens on 127.0.0.1 only.
 set -Eeuo pipefail
 shopt -s inherit_errexit
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 RUNS=${RUNS:-3}
 WARMUP=${WARMUP:-1}
@@ -54,16 +55,7 @@ cleanup() {
 		kill -KILL -- "-$pg" 2>/dev/null || true
 	done
 	rm -rf "$WORK"
-	if [[ $rc -ne 0 ]]; then
-		echo "FAILED (exit $rc); logs kept in $LOG:" >&2
-		for f in "$LOG"/*; do
-			[[ -s $f ]] && { echo "--- $f (tail)" >&2; tail -n 15 "$f" >&2; }
-		done
-	elif [[ $KEEP_LOGS == 1 ]]; then
-		echo "logs kept in $LOG"
-	else
-		rm -rf "$TMP"
-	fi
+	report_logs "$rc"
 	exit "$rc"
 }
 trap cleanup EXIT
@@ -72,9 +64,7 @@ trap 'exit 130' INT TERM
 say() { printf '%s\n' "$*"; }
 show() { printf '+ %s\n' "$*"; } # a command line, as run
 
-for tool in go globus-gridftp-server globus-url-copy cmp diff ss setsid; do
-	command -v "$tool" >/dev/null || { say "missing: $tool" >&2; exit 1; }
-done
+need go globus-gridftp-server globus-url-copy cmp diff ss setsid
 [[ $(id -u) == 0 ]] || { say "run as root (GCT serves anonymous users as nobody)" >&2; exit 1; }
 ulimit -n "$(ulimit -Hn)" # idle sessions: one fd per session on each side
 [[ $(ulimit -n) == unlimited || $(ulimit -n) -ge $((IDLE_SESSIONS + 200)) ]] ||

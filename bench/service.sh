@@ -56,6 +56,7 @@
 # Needs: go, curl, cmp, jq, ss, setsid; sqlite3 for (3) on SQLite.
 set -Eeuo pipefail
 shopt -s inherit_errexit
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 RUNS=${RUNS:-3}
 DISPATCH_N=${DISPATCH_N:-100}
@@ -101,24 +102,13 @@ cleanup() {
 	rm -rf "$WORK"
 	[[ -n $PGDIR ]] && rm -rf "$PGDIR"
 	[[ -n ${SVC_DIR:-} ]] && rm -rf "$SVC"
-	if [[ $rc -ne 0 ]]; then
-		echo "FAILED (exit $rc); logs kept in $LOG:" >&2
-		for f in "$LOG"/*; do
-			[[ -s $f ]] && { echo "--- $f (tail)" >&2; tail -n 15 "$f" >&2; }
-		done
-	elif [[ $KEEP_LOGS == 1 ]]; then
-		echo "logs kept in $LOG"
-	else
-		rm -rf "$TMP"
-	fi
+	report_logs "$rc"
 	exit "$rc"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-for tool in go curl cmp jq ss setsid; do
-	command -v "$tool" >/dev/null || { say "missing: $tool" >&2; exit 1; }
-done
+need go curl cmp jq ss setsid
 ulimit -n "$(ulimit -Hn)" # 64 tasks hold hundreds of control channels
 for p in $P_SRC $P_DST $P_API $P_PG; do
 	if [[ -n $(ss -Htan exclude time-wait "sport = :$p") ]]; then
