@@ -233,7 +233,7 @@ func TestConnect(t *testing.T) {
 	nsA, nsB := newFirewalledNS(t, "ferryC1", 1), newFirewalledNS(t, "ferryC2", 2)
 	host := nsA.hostIP // the service's host, as both namespaces reach it
 
-	svc := &ferryService{t: t, cfg: serviceConfig{Data: t.TempDir()}, addr: net.JoinHostPort(host, freePortOn(t, host)), log: &logBuffer{}}
+	svc := &ferryService{child: child{t: t, name: "ferry server", log: &logBuffer{}}, cfg: serviceConfig{Data: t.TempDir()}, addr: net.JoinHostPort(host, freePortOn(t, host))}
 	svc.args = append([]string{"server", "--listen", svc.addr, "--lease", serviceLease.String(),
 		"--relay-listen", net.JoinHostPort(host, freePortOn(t, host))}, storeArgs(svc.cfg)...)
 	t.Cleanup(svc.stop)
@@ -241,7 +241,7 @@ func TestConnect(t *testing.T) {
 	c := newServiceUser(t, svc, "")
 
 	plainRoot := t.TempDir()
-	plain := &ferryServer{t: t, root: plainRoot, addr: net.JoinHostPort(host, freePortOn(t, host)), log: &logBuffer{}}
+	plain := &ferryServer{child: child{t: t, name: "ferry gridftp", log: &logBuffer{}}, root: plainRoot, addr: net.JoinHostPort(host, freePortOn(t, host))}
 	plain.args = []string{"gridftp", "--root", plainRoot, "--listen", plain.addr, "--anonymous"}
 	t.Cleanup(plain.stop)
 	plain.start()
@@ -342,7 +342,7 @@ func TestConnect(t *testing.T) {
 		if err := compareTrees(filepath.Join(a.root, "tree"), filepath.Join(plainRoot, "tree")); err != nil {
 			t.Fatal(err)
 		}
-		checkNotResent(t, d, &ferryServer{root: a.root, log: a.log}, plain)
+		checkNotResent(t, d, &ferryServer{child: child{log: a.log}, root: a.root}, plain)
 	})
 
 	t.Run("setup keys", func(t *testing.T) {

@@ -268,13 +268,9 @@ type ferryConfig struct {
 
 // ferryServer is a `ferry gridftp` child process.
 type ferryServer struct {
-	t    *testing.T
+	child
 	root string
 	addr string
-	args []string
-	log  *logBuffer
-	mu   sync.Mutex
-	p    *proc
 }
 
 // startFerry starts an anonymous ferry server on a fresh temp root.
@@ -299,7 +295,7 @@ func startFerryConfig(t *testing.T, cfg ferryConfig) *ferryServer {
 		args = append(args, "--anonymous")
 	}
 	args = append(args, cfg.Args...)
-	s := &ferryServer{t: t, root: root, addr: addr, args: args, log: &logBuffer{}}
+	s := &ferryServer{child: child{t: t, name: "ferry gridftp", args: args, log: &logBuffer{}}, root: root, addr: addr}
 	t.Cleanup(s.stop)
 	s.start()
 	return s
@@ -307,65 +303,15 @@ func startFerryConfig(t *testing.T, cfg ferryConfig) *ferryServer {
 
 func (s *ferryServer) start() {
 	s.t.Helper()
-	fmt.Fprintf(s.log, "### %s %s\n", ferryBin, strings.Join(s.args, " "))
-	p, err := startProc(ferryBin, s.args, s.log)
-	if err != nil {
-		s.t.Fatalf("start ferry: %v", err)
-	}
-	s.mu.Lock()
-	s.p = p
-	s.mu.Unlock()
-	if err := waitBanner(p, s.addr, 15*time.Second); err != nil {
+	if err := waitBanner(s.launch(), s.addr, 15*time.Second); err != nil {
 		s.t.Fatalf("ferry gridftp on %s: %v\nstderr:\n%s", s.addr, err, s.log)
 	}
-}
-
-// kill9 kills the server with SIGKILL and waits for it to go.
-func (s *ferryServer) kill9() {
-	s.t.Helper()
-	s.mu.Lock()
-	p := s.p
-	s.mu.Unlock()
-	p.signalGroup(syscall.SIGKILL)
-	if !p.wait(10 * time.Second) {
-		s.t.Fatalf("ferry did not die after SIGKILL")
-	}
-	fmt.Fprintf(s.log, "### killed with SIGKILL\n")
-}
-
-// signal sends sig to the server's process group, e.g. SIGSTOP and SIGCONT.
-func (s *ferryServer) signal(sig syscall.Signal) {
-	s.mu.Lock()
-	p := s.p
-	s.mu.Unlock()
-	p.signalGroup(sig)
 }
 
 // restart starts the server again with the same root, port and flags.
 func (s *ferryServer) restart() { s.t.Helper(); s.start() }
 
-func (s *ferryServer) stop() {
-	s.mu.Lock()
-	p := s.p
-	s.mu.Unlock()
-	if p == nil {
-		return
-	}
-	if !p.exited() {
-		p.cmd.Process.Signal(syscall.SIGTERM)
-		if !p.wait(10 * time.Second) {
-			s.t.Errorf("ferry did not exit within 10s of SIGTERM")
-			p.signalGroup(syscall.SIGKILL)
-			p.wait(5 * time.Second)
-		} else if p.err != nil {
-			s.t.Errorf("ferry did not exit cleanly on SIGTERM: %v", p.err)
-		}
-	}
-	p.signalGroup(syscall.SIGKILL) // anything it left behind
-	if s.t.Failed() {
-		s.t.Logf("ferry gridftp %s stderr:\n%s", s.addr, s.log)
-	}
-}
+func (s *ferryServer) stop() { s.child.stop(10 * time.Second) }
 
 func (s *ferryServer) Name() string { return "ferry" }
 func (s *ferryServer) Addr() string { return s.addr }
@@ -590,4 +536,74 @@ func sharedTempBase() string {
 		return "/dev/shm"
 	}
 	return os.TempDir()
+}
+
+// child is a long-running ferry process of a test (an endpoint server, the
+// service), started, signalled, killed and stopped the same way whatever
+// its role.
+type child struct {
+	t    *testing.T
+	name string // e.g. "ferry gridftp", for messages
+	args []string
+	log  *logBuffer
+	mu   sync.Mutex
+	p    *proc
+}
+
+// launch starts the process (again) and returns it.
+func (c *child) launch() *proc {
+	c.t.Helper()
+	fmt.Fprintf(c.log, "### %s %s\n", ferryBin, strings.Join(c.args, " "))
+	p, err := startProc(ferryBin, c.args, c.log)
+	if err != nil {
+		c.t.Fatalf("start %s: %v", c.name, err)
+	}
+	c.mu.Lock()
+	c.p = p
+	c.mu.Unlock()
+	return p
+}
+
+// current is the process last launched; nil before the first.
+func (c *child) current() *proc {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.p
+}
+
+// kill9 kills the process with SIGKILL and waits for it to go.
+func (c *child) kill9() {
+	c.t.Helper()
+	p := c.current()
+	p.signalGroup(syscall.SIGKILL)
+	if !p.wait(10 * time.Second) {
+		c.t.Fatalf("%s did not die after SIGKILL", c.name)
+	}
+	fmt.Fprintf(c.log, "### killed with SIGKILL\n")
+}
+
+// signal sends sig to the process group, e.g. SIGSTOP and SIGCONT.
+func (c *child) signal(sig syscall.Signal) { c.current().signalGroup(sig) }
+
+// stop ends the process with SIGTERM, which it must obey within grace and
+// cleanly, then kills what it left behind, and shows its log if the test
+// failed.
+func (c *child) stop(grace time.Duration) {
+	p := c.current()
+	if p == nil {
+		return
+	}
+	if !p.exited() {
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		if !p.wait(grace) {
+			c.t.Errorf("%s did not exit within %v of SIGTERM", c.name, grace)
+		} else if p.err != nil {
+			c.t.Errorf("%s did not exit cleanly on SIGTERM: %v", c.name, p.err)
+		}
+	}
+	p.signalGroup(syscall.SIGKILL)
+	p.wait(5 * time.Second)
+	if c.t.Failed() {
+		c.t.Logf("%s %s log:\n%s", c.name, strings.Join(c.args, " "), c.log)
+	}
 }

@@ -54,13 +54,9 @@ type serviceConfig struct {
 
 // ferryService is a `ferry server` child process.
 type ferryService struct {
-	t    *testing.T
+	child
 	cfg  serviceConfig
 	addr string
-	args []string
-	log  *logBuffer
-	mu   sync.Mutex
-	p    *proc
 }
 
 // startService starts ferry server on 127.0.0.1 and a free port with a
@@ -80,7 +76,7 @@ func startService(t *testing.T, cfg serviceConfig) *ferryService {
 	if cfg.WorkerID != "" {
 		args = append(args, "--worker-id", cfg.WorkerID)
 	}
-	s := &ferryService{t: t, cfg: cfg, addr: addr, args: append(args, cfg.Args...), log: &logBuffer{}}
+	s := &ferryService{child: child{t: t, name: "ferry server", args: append(args, cfg.Args...), log: &logBuffer{}}, cfg: cfg, addr: addr}
 	t.Cleanup(s.stop)
 	s.start()
 	return s
@@ -97,14 +93,7 @@ func storeArgs(cfg serviceConfig) []string {
 
 func (s *ferryService) start() {
 	s.t.Helper()
-	fmt.Fprintf(s.log, "### %s %s\n", ferryBin, strings.Join(s.args, " "))
-	p, err := startProc(ferryBin, s.args, s.log)
-	if err != nil {
-		s.t.Fatalf("start ferry server: %v", err)
-	}
-	s.mu.Lock()
-	s.p = p
-	s.mu.Unlock()
+	p := s.launch()
 	client := &http.Client{Timeout: time.Second}
 	var last error
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
@@ -129,43 +118,10 @@ func (s *ferryService) start() {
 // URL is the service's base URL, as FERRY_URL takes it.
 func (s *ferryService) URL() string { return "http://" + s.addr }
 
-// kill9 kills the server with SIGKILL and waits for it to go.
-func (s *ferryService) kill9() {
-	s.t.Helper()
-	s.mu.Lock()
-	p := s.p
-	s.mu.Unlock()
-	p.signalGroup(syscall.SIGKILL)
-	if !p.wait(10 * time.Second) {
-		s.t.Fatalf("ferry server did not die after SIGKILL")
-	}
-	fmt.Fprintf(s.log, "### killed with SIGKILL\n")
-}
-
 // restart starts the server again with the same data, port and flags.
 func (s *ferryService) restart() { s.t.Helper(); s.start() }
 
-func (s *ferryService) stop() {
-	s.mu.Lock()
-	p := s.p
-	s.mu.Unlock()
-	if p == nil {
-		return
-	}
-	if !p.exited() {
-		p.cmd.Process.Signal(syscall.SIGTERM)
-		if !p.wait(15 * time.Second) {
-			s.t.Errorf("ferry server did not exit within 15s of SIGTERM")
-		} else if p.err != nil {
-			s.t.Errorf("ferry server did not exit cleanly on SIGTERM: %v", p.err)
-		}
-	}
-	p.signalGroup(syscall.SIGKILL)
-	p.wait(5 * time.Second)
-	if s.t.Failed() {
-		s.t.Logf("ferry server %s log:\n%s", s.addr, s.log)
-	}
-}
+func (s *ferryService) stop() { s.child.stop(15 * time.Second) }
 
 // addUser runs `ferry user add` against the service's database.
 func (s *ferryService) addUser(name, password, email string) {
