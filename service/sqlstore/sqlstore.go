@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	mrand "math/rand/v2"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -69,11 +70,25 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 	// process instead of reopening them (PostgreSQL sessions are costly).
 	sdb.SetMaxIdleConns(maxIdle)
 	db := &DB{db: sdb, d: d}
-	if err := db.migrate(ctx); err != nil {
+	// Processes opening a new SQLite file at once race to switch it to
+	// WAL, which SQLite answers with SQLITE_BUSY at once, without waiting
+	// for busy_timeout: try again, a few times.
+	err = db.migrate(ctx)
+	for try := 0; try < 50 && busy(err) && ctx.Err() == nil; try++ {
+		time.Sleep(time.Duration(10+mrand.IntN(40)) * time.Millisecond)
+		err = db.migrate(ctx)
+	}
+	if err != nil {
 		sdb.Close()
 		return nil, fmt.Errorf("sqlstore: migrate: %w", err)
 	}
 	return db, nil
+}
+
+// busy reports SQLite's "database is locked".
+func busy(err error) bool {
+	var e *sqlite.Error
+	return errors.As(err, &e) && e.Code()&0xff == sqlite3.SQLITE_BUSY
 }
 
 // maxIdle is how many idle connections a DB keeps.
