@@ -57,7 +57,7 @@ func (o *waitOpts) parse() (waiter, error) {
 // firstPoll is the pause before the second look at a task. The pause
 // doubles up to --polling-interval, so a short task is seen ending soon
 // and a long one costs the service little.
-const firstPoll = 20 * time.Millisecond
+const firstPoll = 5 * time.Millisecond
 
 // wait waits for task id as w says, showing its progress on standard
 // error (a bar on a terminal, or with -H dots), then prints the task. The
