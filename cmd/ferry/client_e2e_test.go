@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -20,6 +19,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"ferry/gridftp/server"
+	"ferry/gridftp/server/servertest"
 	"ferry/service/api"
 	"ferry/service/domain"
 	"ferry/service/gridops"
@@ -27,7 +27,6 @@ import (
 	"ferry/service/secret"
 	"ferry/service/sqlstore"
 	"ferry/service/worker"
-	"ferry/storage/posix"
 )
 
 // ferryBin is the ferry binary the end-to-end tests run, built once.
@@ -52,28 +51,13 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// users is a GridFTP server's logins besides anonymous.
-type users map[string]string
-
-func (u users) Check(user, pw string) bool { p, ok := u[user]; return ok && p == pw }
-
 // gridEndpoint serves a temp directory over GridFTP to anonymous and to
 // alice (password pw); it returns the directory and the server's URL.
 func gridEndpoint(t *testing.T) (root, url string) {
 	t.Helper()
-	root = t.TempDir()
-	fs, err := posix.New(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &server.Server{FS: fs, Anonymous: true, Auth: users{"alice": "pw"}}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return root, "ftp://" + ln.Addr().String()
+	root, fs := servertest.Root(t)
+	addr := servertest.Serve(t, &server.Server{FS: fs, Anonymous: true, Auth: servertest.Users{"alice": "pw"}})
+	return root, "ftp://" + addr
 }
 
 // service is a ferry service (the REST API over SQLite, with or without a

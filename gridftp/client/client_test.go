@@ -20,25 +20,14 @@ import (
 	"ferry/gridftp"
 	"ferry/gridftp/client"
 	"ferry/gridftp/server"
-	"ferry/storage/posix"
+	"ferry/gridftp/server/servertest"
 )
 
 // startServer runs a ferry endpoint server on a temp root.
 func startServer(t *testing.T) (addr, root string) {
 	t.Helper()
-	root = t.TempDir()
-	fs, err := posix.New(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &server.Server{FS: fs, Anonymous: true, BlockSize: 64 << 10, DataTimeout: 10 * time.Second}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return ln.Addr().String(), root
+	root, fs := servertest.Root(t)
+	return servertest.Serve(t, &server.Server{FS: fs, Anonymous: true, BlockSize: 64 << 10, DataTimeout: 10 * time.Second}), root
 }
 
 func dial(t *testing.T, addr string, parallel int) *client.Conn {

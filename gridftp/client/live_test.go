@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/hex"
-	"net"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -13,8 +12,8 @@ import (
 	"time"
 
 	"ferry/gridftp/server"
+	"ferry/gridftp/server/servertest"
 	"ferry/storage"
-	"ferry/storage/posix"
 )
 
 // countingFS counts files opened for reading: a CKSM answered from a live
@@ -37,14 +36,9 @@ func md5hex(b []byte) string { s := md5.Sum(b); return hex.EncodeToString(s[:]) 
 // CKSM read the file again.
 func TestLiveChecksums(t *testing.T) {
 	ctx := context.Background()
-	root := t.TempDir()
-	p, _ := posix.New(root)
+	root, p := servertest.Root(t)
 	fs := &countingFS{Driver: p}
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	srv := &server.Server{FS: fs, Anonymous: true, DataTimeout: 10 * time.Second}
-	go srv.Serve(ln)
-	defer srv.Close()
-	c := dial(t, ln.Addr().String(), 1)
+	c := dial(t, servertest.Serve(t, &server.Server{FS: fs, Anonymous: true, DataTimeout: 10 * time.Second}), 1)
 	if _, ok := c.Feature("CKSMLIVE"); !ok {
 		t.Fatal("FEAT lacks CKSMLIVE")
 	}

@@ -11,33 +11,18 @@ import (
 	"time"
 
 	"ferry/gridftp/server"
+	"ferry/gridftp/server/servertest"
 	"ferry/service/domain"
 	"ferry/service/gridops"
-	"ferry/storage/posix"
 )
-
-// users is a server.Authenticator with fixed passwords.
-type users map[string]string
-
-func (u users) Check(user, password string) bool { p, ok := u[user]; return ok && p == password }
 
 // startServer runs a ferry endpoint server over a temp root that accepts
 // anonymous logins and alice/secret.
 func startServer(t *testing.T) (url, root string) {
 	t.Helper()
-	root = t.TempDir()
-	fs, err := posix.New(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &server.Server{FS: fs, Anonymous: true, Auth: users{"alice": "secret"}, DataTimeout: 5 * time.Second}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return "ftp://" + ln.Addr().String(), root
+	root, fs := servertest.Root(t)
+	srv := &server.Server{FS: fs, Anonymous: true, Auth: servertest.Users{"alice": "secret"}, DataTimeout: 5 * time.Second}
+	return "ftp://" + servertest.Serve(t, srv), root
 }
 
 // deadURL is a server that does not answer.

@@ -19,6 +19,7 @@ import (
 	"ferry/agent"
 	"ferry/engine"
 	"ferry/gridftp/server"
+	"ferry/gridftp/server/servertest"
 	"ferry/service/ca"
 	"ferry/service/domain"
 	"ferry/service/sqlstore"
@@ -283,16 +284,8 @@ func TestTransfers(t *testing.T) {
 	e.waitOnline(a.ID, true)
 	e.waitOnline(b.ID, true)
 
-	plainRoot := t.TempDir()
-	fs, _ := posix.New(plainRoot)
-	srv := &server.Server{FS: fs, Anonymous: true}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	plain := engine.Endpoint{Addr: ln.Addr().String()}
+	plainRoot, fs := servertest.Root(t)
+	plain := engine.Endpoint{Addr: servertest.Serve(t, &server.Server{FS: fs, Anonymous: true})}
 
 	files := map[string][]byte{"big": make([]byte, 9<<20), "small": []byte("hello"), "dir/x": make([]byte, 100<<10)}
 	for name, data := range files {

@@ -18,19 +18,16 @@ import (
 
 	"ferry/engine"
 	"ferry/gridftp/server"
+	"ferry/gridftp/server/servertest"
 	"ferry/service/domain"
 	"ferry/service/gridops"
 	"ferry/service/secret"
 	"ferry/service/sqlstore"
 	"ferry/service/worker"
 	"ferry/storage"
-	"ferry/storage/posix"
 )
 
 // users is a server.Authenticator with fixed passwords.
-type users map[string]string
-
-func (u users) Check(user, password string) bool { p, ok := u[user]; return ok && p == password }
 
 // counting is a storage driver that counts the opens of each file (one
 // per transfer: the tests do not verify) and makes each wait a little.
@@ -65,21 +62,11 @@ type endpoint struct {
 
 func startEndpoint(t *testing.T) *endpoint {
 	t.Helper()
-	root := t.TempDir()
-	p, err := posix.New(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, p := servertest.Root(t)
 	c := &counting{Driver: p, opens: map[string]int{}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &server.Server{FS: c, Anonymous: true, Auth: users{"alice": "pw"}, DataTimeout: 5 * time.Second,
-		MarkerInterval: 50 * time.Millisecond}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return &endpoint{root: root, url: "ftp://" + ln.Addr().String(), fs: c}
+	addr := servertest.Serve(t, &server.Server{FS: c, Anonymous: true, Auth: servertest.Users{"alice": "pw"}, DataTimeout: 5 * time.Second,
+		MarkerInterval: 50 * time.Millisecond})
+	return &endpoint{root: root, url: "ftp://" + addr, fs: c}
 }
 
 // fixture is a store with user alice, two activated password endpoints
