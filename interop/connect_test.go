@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -112,19 +111,17 @@ func (ns *firewalledNS) exec(t *testing.T, name string, args ...string) string {
 
 // connectAgent is a `ferry connect` child process inside a namespace.
 type connectAgent struct {
-	t                 *testing.T
+	child
 	ns                *firewalledNS
 	service           string
 	root, config      string
-	log               *logBuffer
-	mu                sync.Mutex
-	p                 *proc
 	endpoint, display string
 }
 
 func newConnectAgent(t *testing.T, ns *firewalledNS, service, endpoint string) *connectAgent {
-	a := &connectAgent{t: t, ns: ns, service: service, root: t.TempDir(), config: t.TempDir(), log: &logBuffer{}, display: endpoint}
-	t.Cleanup(a.stop)
+	a := &connectAgent{child: child{t: t, name: "ferry connect (" + endpoint + ")", bin: "ip", log: &logBuffer{}},
+		ns: ns, service: service, root: t.TempDir(), config: t.TempDir(), display: endpoint}
+	t.Cleanup(func() { a.stop(10 * time.Second) })
 	return a
 }
 
@@ -136,47 +133,8 @@ func (a *connectAgent) start(setupKey string) {
 	if setupKey != "" {
 		args = append(args, "--setup-key", setupKey)
 	}
-	fmt.Fprintf(a.log, "### ip %s\n", strings.Join(args, " "))
-	p, err := startProc("ip", args, a.log)
-	if err != nil {
-		a.t.Fatalf("start ferry connect: %v", err)
-	}
-	a.mu.Lock()
-	a.p = p
-	a.mu.Unlock()
-}
-
-func (a *connectAgent) proc() *proc {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.p
-}
-
-func (a *connectAgent) kill9() {
-	a.t.Helper()
-	p := a.proc()
-	p.signalGroup(syscall.SIGKILL)
-	if !p.wait(10 * time.Second) {
-		a.t.Fatal("ferry connect did not die after SIGKILL")
-	}
-	fmt.Fprintf(a.log, "### killed with SIGKILL\n")
-}
-
-func (a *connectAgent) stop() {
-	p := a.proc()
-	if p == nil {
-		return
-	}
-	if !p.exited() {
-		p.cmd.Process.Signal(syscall.SIGTERM)
-		if !p.wait(10 * time.Second) {
-			a.t.Errorf("ferry connect did not exit within 10s of SIGTERM")
-		}
-	}
-	p.signalGroup(syscall.SIGKILL)
-	if a.t.Failed() {
-		a.t.Logf("ferry connect (%s) log:\n%s", a.display, a.log)
-	}
+	a.args = args
+	a.launch()
 }
 
 // waitConnected waits until the service shows the agent connected (or
@@ -189,7 +147,7 @@ func (a *connectAgent) waitConnected(c *serviceCLI, want bool) {
 		if ep.Connected == want {
 			return
 		}
-		if p := a.proc(); want && p.exited() {
+		if p := a.current(); want && p.exited() {
 			a.t.Fatalf("ferry connect exited: %v\n%s", p.err, a.log)
 		}
 		if time.Now().After(deadline) {
@@ -355,11 +313,11 @@ func TestConnect(t *testing.T) {
 		// A new key revokes b's certificate: b is dropped and refused.
 		var k api.SetupKey
 		c.decode(&k, "endpoint", "setup-key", "laptopB")
-		if !b.proc().wait(15 * time.Second) {
+		if !b.current().wait(15 * time.Second) {
 			t.Fatalf("the revoked agent still runs\n%s", b.log)
 		}
-		if !strings.Contains(b.log.String(), "revoked") || b.proc().err == nil {
-			t.Fatalf("revoked agent: exit %v\n%s", b.proc().err, b.log)
+		if !strings.Contains(b.log.String(), "revoked") || b.current().err == nil {
+			t.Fatalf("revoked agent: exit %v\n%s", b.current().err, b.log)
 		}
 		b.waitConnected(c, false)
 		// The new key pairs, and the agent serves again.

@@ -539,11 +539,12 @@ func sharedTempBase() string {
 }
 
 // child is a long-running ferry process of a test (an endpoint server, the
-// service), started, signalled, killed and stopped the same way whatever
+// service, a connect agent), started, signalled, killed and stopped the same way whatever
 // its role.
 type child struct {
 	t    *testing.T
 	name string // e.g. "ferry gridftp", for messages
+	bin  string // the program run with args; "": ferry
 	args []string
 	log  *logBuffer
 	mu   sync.Mutex
@@ -553,8 +554,12 @@ type child struct {
 // launch starts the process (again) and returns it.
 func (c *child) launch() *proc {
 	c.t.Helper()
-	fmt.Fprintf(c.log, "### %s %s\n", ferryBin, strings.Join(c.args, " "))
-	p, err := startProc(ferryBin, c.args, c.log)
+	bin := c.bin
+	if bin == "" {
+		bin = ferryBin
+	}
+	fmt.Fprintf(c.log, "### %s %s\n", bin, strings.Join(c.args, " "))
+	p, err := startProc(bin, c.args, c.log)
 	if err != nil {
 		c.t.Fatalf("start %s: %v", c.name, err)
 	}
