@@ -72,7 +72,6 @@ PGIDS=() # process groups of the servers we started
 WAN_UP=0
 T_START=$(date +%s)
 
-say() { printf '%s\n' "$*"; }
 show() { printf '+ %s\n' "$*"; } # a command line, as run
 
 stop_servers() {
@@ -103,15 +102,9 @@ need go globus-gridftp-server globus-url-copy cmp diff ss setsid ip timeout /usr
 
 # --- machine -----------------------------------------------------------------
 say "== machine"
-say "date:    $(date -u '+%Y-%m-%d %H:%M UTC')"
-say "cpus:    $(nproc) ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'))"
-say "memory:  $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo); /dev/shm free: $(df -h --output=avail /dev/shm | tail -1 | tr -d ' ')"
-say "kernel:  $(uname -r); tcp congestion control (root ns): $(sysctl -n net.ipv4.tcp_congestion_control)"
-say "load:    $(cut -d" " -f1-3 /proc/loadavg) (1, 5, 15 min, before the run)"
-say "go:      $(go version)"
-tree=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo "?")
-[[ -n $(git -C "$REPO" status --porcelain -- . ':!bench' 2>/dev/null) ]] && tree+=" + uncommitted changes outside bench/"
-say "ferry:   $tree"
+machine_facts
+say "shm:     /dev/shm free: $(df -h --output=avail /dev/shm | tail -1 | tr -d ' ')"
+say "tcp cc:  $(sysctl -n net.ipv4.tcp_congestion_control) (root ns)"
 say "GCT:     $(globus-gridftp-server -version 2>&1 | head -1); globus-url-copy $(globus-url-copy -version 2>&1 | awk '{print $2}')"
 say "runs:    RUNS=$RUNS (median), PHASES=\"$PHASES\", ROWS=\"$ROWS\""
 

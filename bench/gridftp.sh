@@ -61,7 +61,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-say() { printf '%s\n' "$*"; }
 show() { printf '+ %s\n' "$*"; } # a command line, as run
 
 need go globus-gridftp-server globus-url-copy cmp diff ss setsid
@@ -81,15 +80,7 @@ done
 
 # --- machine -----------------------------------------------------------------
 say "== machine"
-say "date:    $(date -u '+%Y-%m-%d %H:%M UTC')"
-say "cpus:    $(nproc) ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'))"
-say "memory:  $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
-say "kernel:  $(uname -r)"
-say "load:    $(cut -d" " -f1-3 /proc/loadavg) (1, 5, 15 min, before the run)"
-say "go:      $(go version)"
-tree=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo "?")
-[[ -n $(git -C "$REPO" status --porcelain -- . ':!bench' 2>/dev/null) ]] && tree+=" + uncommitted changes outside bench/"
-say "ferry:   $tree"
+machine_facts
 say "GCT:     $(globus-gridftp-server -version 2>&1 | head -1); globus-url-copy $(globus-url-copy -version 2>&1 | awk '{print $2}')"
 
 # --- build -------------------------------------------------------------------
@@ -176,15 +167,6 @@ if [[ " $ROWS " == *" small "* || " $ROWS " == *" limits "* ]]; then
 fi
 
 # --- servers -----------------------------------------------------------------
-wait_listen() { # port pid
-	for _ in $(seq 100); do
-		[[ -n $(ss -Hltn "sport = :$1") ]] && return 0
-		kill -0 "$2" 2>/dev/null || { say "server on port $1 exited" >&2; return 1; }
-		sleep 0.05
-	done
-	say "nothing listens on port $1" >&2
-	return 1
-}
 
 # GCT stays a foreground child without -S (detach) and forks one process per
 # connection (-daemon, the default and how it is deployed); each server gets

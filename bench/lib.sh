@@ -25,3 +25,34 @@ need() {
 		command -v "$tool" >/dev/null || { echo "missing: $tool" >&2; exit 1; }
 	done
 }
+
+# say prints its arguments as one line.
+say() { printf '%s\n' "$*"; }
+
+# machine_facts prints the lines every result starts with: date, CPUs,
+# memory, kernel, load, Go, and the ferry commit of the checkout $REPO
+# (noting changes outside bench/).
+machine_facts() {
+	local tree
+	say "date:    $(date -u '+%Y-%m-%d %H:%M UTC')"
+	say "cpus:    $(nproc) ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'))"
+	say "memory:  $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
+	say "kernel:  $(uname -r)"
+	say "load:    $(cut -d" " -f1-3 /proc/loadavg) (1, 5, 15 min, before the run)"
+	say "go:      $(go version)"
+	tree=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo "?")
+	[[ -n $(git -C "$REPO" status --porcelain -- . ':!bench' 2>/dev/null) ]] && tree+=" + uncommitted changes outside bench/"
+	say "ferry:   $tree"
+}
+
+# wait_listen PORT PID: wait up to 10 s until something listens on
+# 127.0.0.1:PORT; fail early if process PID exits.
+wait_listen() {
+	for _ in $(seq 200); do
+		[[ -n $(ss -Hltn "sport = :$1") ]] && return 0
+		kill -0 "$2" 2>/dev/null || { say "server on port $1 exited" >&2; return 1; }
+		sleep 0.05
+	done
+	say "nothing listens on port $1" >&2
+	return 1
+}

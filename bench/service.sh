@@ -84,7 +84,6 @@ PGIDS=() # process groups of the servers we started
 T_START=$(date +%s)
 P_SRC=$PORT_BASE P_DST=$((PORT_BASE + 1)) P_API=$((PORT_BASE + 2)) P_PG=$((PORT_BASE + 3))
 
-say() { printf '%s\n' "$*"; }
 show() { printf '+ %s\n' "$*"; } # a command line, as run
 
 cleanup() {
@@ -133,16 +132,7 @@ load() { cut -d" " -f1-3 /proc/loadavg; }
 
 # --- machine -----------------------------------------------------------------
 say "== machine"
-say "date:    $(date -u '+%Y-%m-%d %H:%M UTC')"
-say "cpus:    $(nproc) ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'))"
-say "memory:  $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
-say "kernel:  $(uname -r)"
-say "load:    $(load) (1, 5, 15 min, before the run)"
-say "go:      $(go version)"
-tree=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo "?")
-dirty=$(git -C "$REPO" status --porcelain -- . ':!bench' 2>/dev/null | wc -l)
-((dirty)) && tree+=" with uncommitted changes ($dirty paths outside bench/)"
-say "ferry:   $tree"
+machine_facts
 say "service data: $SVC ($(df --output=fstype "${SVC_DIR:-$TMP}" | tail -1 | tr -d ' ')); endpoints: $WORK (tmpfs)"
 [[ -n $PG_BIN ]] && say "postgres: $("$PG_BIN/postgres" --version)"
 say "runs:    RUNS=$RUNS DISPATCH_N=$DISPATCH_N CONTEXT_N=$CONTEXT_N CONC_NS=\"$CONC_NS\" DEFAULT_NS=\"$DEFAULT_NS\" FILES=$FILES FILE_BYTES=$FILE_BYTES DB_FILES=$DB_FILES SUBMIT=$SUBMIT PG_NS=\"${PG_BIN:+$PG_NS}\""
@@ -172,15 +162,6 @@ mkdir "$WORK/src/db"
 head -c $((DB_FILES * FILE_BYTES)) /dev/urandom | split -b "$FILE_BYTES" -a 5 -d - "$WORK/src/db/f"
 
 # --- servers -----------------------------------------------------------------
-wait_listen() { # port pid
-	for _ in $(seq 200); do
-		[[ -n $(ss -Hltn "sport = :$1") ]] && return 0
-		kill -0 "$2" 2>/dev/null || { say "server on port $1 exited" >&2; return 1; }
-		sleep 0.05
-	done
-	say "nothing listens on port $1" >&2
-	return 1
-}
 start() { # name port command...: a server in its own process group
 	local name=$1 port=$2
 	shift 2
