@@ -72,7 +72,6 @@ PGIDS=() # process groups of the servers we started
 WAN_UP=0
 T_START=$(date +%s)
 
-show() { printf '+ %s\n' "$*"; } # a command line, as run
 
 stop_servers() {
 	local pg
@@ -110,13 +109,7 @@ say "runs:    RUNS=$RUNS (median), PHASES=\"$PHASES\", ROWS=\"$ROWS\""
 
 # --- build -------------------------------------------------------------------
 say "== build"
-if [[ -n ${FERRY:-} ]]; then
-	say "using FERRY=$FERRY"
-else
-	show "go build -o $TMP/ferry ./cmd/ferry"
-	(cd "$REPO" && go build -o "$TMP/ferry" ./cmd/ferry)
-	FERRY=$TMP/ferry
-fi
+build_ferry
 
 mkdir -p "$WORK"/{gct-src,gct-dst,ferry-src,ferry-dst}
 chmod 0755 "$WORK"

@@ -61,7 +61,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-show() { printf '+ %s\n' "$*"; } # a command line, as run
 
 need go globus-gridftp-server globus-url-copy cmp diff ss setsid
 [[ $(id -u) == 0 ]] || { say "run as root (GCT serves anonymous users as nobody)" >&2; exit 1; }

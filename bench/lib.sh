@@ -29,6 +29,21 @@ need() {
 # say prints its arguments as one line.
 say() { printf '%s\n' "$*"; }
 
+# show prints a command line, as run.
+show() { printf '+ %s\n' "$*"; }
+
+# build_ferry sets FERRY to the binary to measure: $FERRY if given, else
+# one built from the checkout $REPO into $TMP.
+build_ferry() {
+	if [[ -n ${FERRY:-} ]]; then
+		say "using FERRY=$FERRY"
+		return
+	fi
+	show "go build -o $TMP/ferry ./cmd/ferry"
+	(cd "$REPO" && go build -o "$TMP/ferry" ./cmd/ferry)
+	FERRY=$TMP/ferry
+}
+
 # machine_facts prints the lines every result starts with: date, CPUs,
 # memory, kernel, load, Go, and the ferry commit of the checkout $REPO
 # (noting changes outside bench/).

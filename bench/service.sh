@@ -84,7 +84,6 @@ PGIDS=() # process groups of the servers we started
 T_START=$(date +%s)
 P_SRC=$PORT_BASE P_DST=$((PORT_BASE + 1)) P_API=$((PORT_BASE + 2)) P_PG=$((PORT_BASE + 3))
 
-show() { printf '+ %s\n' "$*"; } # a command line, as run
 
 cleanup() {
 	local rc=$?
@@ -139,13 +138,7 @@ say "runs:    RUNS=$RUNS DISPATCH_N=$DISPATCH_N CONTEXT_N=$CONTEXT_N CONC_NS=\"$
 
 # --- build -------------------------------------------------------------------
 say "== build"
-if [[ -n ${FERRY:-} ]]; then
-	say "using FERRY=$FERRY"
-else
-	show "go build -o $TMP/ferry ./cmd/ferry"
-	(cd "$REPO" && go build -o "$TMP/ferry" ./cmd/ferry)
-	FERRY=$TMP/ferry
-fi
+build_ferry
 
 # --- data --------------------------------------------------------------------
 say "== data in $WORK"
