@@ -26,15 +26,41 @@ type file struct {
 	sum      string
 }
 
-// planner lists sources and destinations and decides what to move.
+// planner lists sources and destinations and decides what to move. It
+// writes nothing at the destination before every item is looked up and
+// every source tree listed, so a destination inside its own source cannot
+// make a walk go on for ever, and no destination that is one of the
+// copy's sources is ever written or deleted (see sources).
 type planner struct {
 	src, dst *client.Conn
 	opts     Options
 	alg      string
 	files    []*file
 	skipped  []FileResult
-	failed   []FileResult // directories that could not be listed
+	failed   []FileResult // directories that could not be listed, destinations refused
 	dirs     int          // directories walked
+	sources  sources
+}
+
+// look is one item looked up at both ends, before anything is written.
+type look struct {
+	it   Item
+	e    gridftp.Entry // the source
+	dst  string        // where a file goes; a directory's destination is it.Dst
+	have *gridftp.Entry
+	// A directory: its listing, and the nearest existing ancestor-or-self
+	// of its destination (mkdirs creates what lies below it).
+	tree  *tree
+	exist string
+}
+
+// tree is a listed source directory: the entries the filters keep, in
+// listing order, and every name listed (an excluded name is not extra).
+type tree struct {
+	src     string
+	entries []gridftp.Entry
+	subs    map[string]*tree
+	names   map[string]bool
 }
 
 // isNotFound reports a reply saying the path does not exist.
@@ -44,109 +70,243 @@ func isNotFound(err error) bool {
 		!strings.Contains(ge.Reply.Text(), "PERMISSION_DENIED")
 }
 
-// plan expands items into files. Each item's destination is looked up
-// once, with its source: it is a directory to create or to copy into, or
-// the file that the sync level compares with.
+// ItemError says why an item cannot be copied at all: its source is
+// missing, a directory without recursion, or its destination is a file
+// where a directory is needed, the source itself, or inside it. No retry
+// mends it.
+type ItemError struct {
+	Path     string // the source or destination path at fault
+	Why      string
+	NotFound bool // the source does not exist
+}
+
+func (e *ItemError) Error() string { return e.Path + ": " + e.Why }
+
+// errSameFile refuses a destination that is one of the copy's sources.
+var errSameFile = errors.New("refused: the destination is the same file as a source of this transfer")
+
+// plan expands items into files: it looks up every item and lists every
+// source tree, then creates the destination directories and decides each
+// file by sync level.
 func (p *planner) plan(ctx context.Context, items []Item) error {
+	p.sources = newSources(p.src, p.dst)
+	looks := make([]*look, 0, len(items))
 	for _, it := range items {
-		e, de, err, derr := stat(ctx, p.src, p.dst, it.Src, it.Dst)
+		l, err := p.look(ctx, it)
 		if err != nil {
-			return fmt.Errorf("source %s: %w", it.Src, err)
+			return err
 		}
-		isDir := derr == nil && de.IsDir()
-		if e.IsDir() {
-			if !p.opts.Recursive && !it.Recursive {
-				return fmt.Errorf("source %s is a directory: copy it with recursive", it.Src)
+		if l.tree != nil {
+			if l.tree, err = p.list(ctx, it.Src, it.Dst); err != nil {
+				return err
 			}
-			if !isDir {
-				if err := p.mkdirAll(ctx, it.Dst); err != nil {
-					return err
-				}
+		}
+		looks = append(looks, l)
+	}
+	if p.opts.DeleteExtra {
+		if err := p.sources.addAncestors(ctx, items); err != nil {
+			return err
+		}
+	}
+	for _, l := range looks {
+		if l.tree == nil {
+			if err := p.mkdirs(ctx, l.exist, path.Dir(l.dst)); err != nil {
+				return err
 			}
-			if err := p.walk(ctx, it.Src, it.Dst); err != nil {
+			if err := p.decide(ctx, l.it.Src, l.dst, l.e, l.have); err != nil {
 				return err
 			}
 			continue
 		}
-		dst := it.Dst
-		var have *gridftp.Entry
-		switch {
-		case isDir || strings.HasSuffix(dst, "/"):
-			dst = path.Join(dst, path.Base(it.Src))
-			if p.opts.SyncLevel != SyncNone {
-				if de, err := p.dst.Stat(ctx, dst); err == nil {
-					have = &de
-				}
-			}
-		case derr == nil:
-			have = &de
+		if err := p.mkdirs(ctx, l.exist, l.it.Dst); err != nil {
+			return err
 		}
-		if !isDir {
-			if err := p.mkdirAll(ctx, path.Dir(dst)); err != nil {
-				return err
-			}
-		}
-		if err := p.decide(ctx, it.Src, dst, e, have); err != nil {
+		if err := p.place(ctx, l.tree, l.it.Dst, l.exist == l.it.Dst); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// walk lists a source directory and its subdirectories, creating each at
-// the destination.
-func (p *planner) walk(ctx context.Context, src, dst string) error {
+// look looks up an item at both ends and refuses what cannot be copied
+// (an *ItemError). A file's destination is resolved: into a directory
+// that exists or that the path's trailing slash asks for.
+func (p *planner) look(ctx context.Context, it Item) (*look, error) {
+	if p.sources.byUnique == nil {
+		p.sources = newSources(p.src, p.dst)
+	}
+	// The destination and its ancestors in one round trip: whether it
+	// exists, and from where directories must be made.
+	chain := []string{it.Dst}
+	for d := path.Clean(it.Dst); d != "/" && d != "."; {
+		d = path.Dir(d)
+		chain = append(chain, d)
+	}
+	var e gridftp.Entry
+	var err error
+	var des []gridftp.Entry
+	var derrs []error
+	var lerr error
+	both(func() { e, err = p.src.Stat(ctx, it.Src) }, func() { des, derrs, lerr = p.dst.StatAll(ctx, chain) })
+	switch {
+	case isNotFound(err):
+		return nil, &ItemError{Path: it.Src, Why: "no such file or directory at the source", NotFound: true}
+	case err != nil:
+		return nil, fmt.Errorf("source %s: %w", it.Src, err)
+	case lerr != nil:
+		return nil, fmt.Errorf("destination %s: %w", it.Dst, lerr)
+	}
+	l := &look{it: it, e: e, exist: "/"}
+	for i, d := range chain {
+		if derrs[i] == nil {
+			if i > 0 && !des[i].IsDir() {
+				return nil, &ItemError{Path: d, Why: "is a file at the destination; a directory is needed there"}
+			}
+			l.exist = path.Clean(d)
+			break
+		}
+	}
+	de, derr := des[0], derrs[0]
+	p.sources.add(it.Src, e)
+	if e.IsDir() {
+		if !p.opts.Recursive && !it.Recursive {
+			return nil, &ItemError{Path: it.Src, Why: "is a directory: transfer it recursively"}
+		}
+		if derr == nil && !de.IsDir() {
+			return nil, &ItemError{Path: it.Dst, Why: "is a file at the destination; a directory is needed there"}
+		}
+		for i, d := range chain {
+			if derrs[i] == nil && p.sources.same(it.Src, e, d, des[i]) {
+				why := "is inside the source directory " + it.Src
+				if i == 0 {
+					why = "is the source directory " + it.Src + " itself"
+				}
+				return nil, &ItemError{Path: it.Dst, Why: why}
+			}
+		}
+		l.tree = &tree{}
+		return l, nil
+	}
+	l.dst = it.Dst
+	isDir := derr == nil && de.IsDir()
+	switch {
+	case isDir || strings.HasSuffix(it.Dst, "/"):
+		if derr == nil && !isDir {
+			return nil, &ItemError{Path: it.Dst, Why: "is a file at the destination; a directory is needed there"}
+		}
+		l.dst = path.Join(it.Dst, path.Base(it.Src))
+		if isDir {
+			if de, err := p.dst.Stat(ctx, l.dst); err == nil {
+				l.have = &de
+			}
+		}
+	case derr == nil:
+		l.have = &de
+	}
+	if !isDir && l.exist == path.Clean(it.Dst) {
+		l.exist = path.Dir(l.dst) // the file itself exists: its directory does
+	}
+	return l, nil
+}
+
+// list lists a source directory and its subdirectories, writing nothing.
+// A directory the server refuses to list fails alone.
+func (p *planner) list(ctx context.Context, src, dst string) (*tree, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	p.dirs++
 	entries, err := p.src.List(ctx, src)
 	var refused *gridftp.Error
 	if errors.As(err, &refused) {
-		// The server refused this directory: it fails alone, the rest goes on.
 		p.failed = append(p.failed, FileResult{Src: src, Dst: dst, Outcome: Failed, Attempts: 1,
 			Err: fmt.Errorf("list source directory: %w", err)})
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("list source %s: %w", src, err)
+		return nil, fmt.Errorf("list source %s: %w", src, err)
 	}
+	t := &tree{src: src, subs: map[string]*tree{}, names: map[string]bool{}}
+	for _, e := range entries {
+		if !client.ListedName(e.Name) {
+			continue // no server lists such names; a hostile one is ignored
+		}
+		t.names[e.Name] = true
+		s, d := path.Join(src, e.Name), path.Join(dst, e.Name)
+		p.sources.add(s, e)
+		ok, err := included(p.opts.Filters, e)
+		if err != nil {
+			return nil, err
+		}
+		if !ok || p.opts.Skip != nil && p.opts.Skip(s, d) || !e.IsDir() && e.Type != "file" {
+			continue
+		}
+		if e.IsDir() {
+			sub, err := p.list(ctx, s, d)
+			if err != nil {
+				return nil, err
+			}
+			if sub == nil {
+				continue
+			}
+			t.subs[e.Name] = sub
+		}
+		t.entries = append(t.entries, e)
+	}
+	return t, nil
+}
+
+// place creates a listed tree's directories at dst and decides its files.
+// A destination directory that existed before (existed) is listed: for
+// the sync level, for DeleteExtra, and to find entries that are sources.
+func (p *planner) place(ctx context.Context, t *tree, dst string, existed bool) error {
 	existing := map[string]gridftp.Entry{}
-	if p.opts.SyncLevel != SyncNone || p.opts.DeleteExtra {
+	if existed {
 		des, err := p.dst.List(ctx, dst)
 		if err != nil && !isNotFound(err) {
 			return fmt.Errorf("list destination %s: %w", dst, err)
 		}
 		for _, de := range des {
-			existing[de.Name] = de
+			if client.ListedName(de.Name) {
+				existing[de.Name] = de
+			}
+		}
+		if p.opts.DeleteExtra {
+			if err := p.deleteExtra(ctx, t, dst, existing); err != nil {
+				return err
+			}
 		}
 	}
-	if entries, err = p.prune(ctx, src, dst, entries, existing); err != nil {
-		return err
-	}
-	for _, e := range entries {
+	for _, e := range t.entries {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if strings.Contains(e.Name, "/") || e.Name == "." || e.Name == ".." {
-			continue // no server lists such names; a hostile one is ignored
-		}
-		s, d := path.Join(src, e.Name), path.Join(dst, e.Name)
-		switch {
-		case e.IsDir():
-			if _, ok := existing[e.Name]; !ok {
-				if err := p.mkdir(ctx, d); err != nil {
-					return err
-				}
-			}
-			if err := p.walk(ctx, s, d); err != nil {
-				return err
-			}
-		case e.Type == "file":
+		s, d := path.Join(t.src, e.Name), path.Join(dst, e.Name)
+		de, ok := existing[e.Name]
+		if !e.IsDir() {
 			var have *gridftp.Entry
-			if de, ok := existing[e.Name]; ok {
+			if ok {
 				have = &de
 			}
 			if err := p.decide(ctx, s, d, e, have); err != nil {
 				return err
 			}
+			continue
+		}
+		if ok && !de.IsDir() {
+			p.failed = append(p.failed, FileResult{Src: s, Dst: d, Outcome: Failed, Attempts: 1,
+				Err: &ItemError{Path: d, Why: "is a file at the destination; a directory is needed there"}})
+			continue
+		}
+		made := false
+		if !ok {
+			var err error
+			if made, err = p.mkdir(ctx, d); err != nil {
+				return err
+			}
+		}
+		if err := p.place(ctx, t.subs[e.Name], d, !made); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -154,6 +314,13 @@ func (p *planner) walk(ctx context.Context, src, dst string) error {
 
 // decide skips or schedules one file by sync level.
 func (p *planner) decide(ctx context.Context, src, dst string, e gridftp.Entry, have *gridftp.Entry) error {
+	if have != nil {
+		if s, ok := p.sources.find(dst, *have); ok {
+			p.failed = append(p.failed, FileResult{Src: src, Dst: dst, Size: e.Size, Outcome: Failed, Attempts: 1,
+				Err: fmt.Errorf("%w (%s)", errSameFile, s)})
+			return nil
+		}
+	}
 	skip := false
 	if have != nil && !have.IsDir() {
 		switch p.opts.SyncLevel {
@@ -181,32 +348,33 @@ func (p *planner) decide(ctx context.Context, src, dst string, e gridftp.Entry, 
 	return nil
 }
 
-func (p *planner) mkdir(ctx context.Context, d string) error {
-	_, err := p.dst.Do(ctx, "MKD %s", d)
+// mkdir creates d at the destination; made is false when it existed.
+func (p *planner) mkdir(ctx context.Context, d string) (made bool, err error) {
+	_, err = p.dst.Do(ctx, "MKD %s", d)
 	var ge *gridftp.Error
 	if err != nil && errors.As(err, &ge) {
 		if e, serr := p.dst.Stat(ctx, d); serr == nil && e.IsDir() {
-			return nil // it exists
+			return false, nil // it exists
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("create directory %s: %w", d, err)
+		return false, fmt.Errorf("create directory %s: %w", d, err)
 	}
-	return nil
+	return true, nil
 }
 
-// mkdirAll creates d and its parents at the destination.
-func (p *planner) mkdirAll(ctx context.Context, d string) error {
-	if d == "/" || d == "." || d == "" {
+// mkdirs creates the directories from below exist (which exists) down to
+// d at the destination.
+func (p *planner) mkdirs(ctx context.Context, exist, d string) error {
+	d = path.Clean(d)
+	if d == exist || d == "/" || d == "." || !strings.HasPrefix(d, strings.TrimSuffix(exist, "/")+"/") {
 		return nil
 	}
-	if e, err := p.dst.Stat(ctx, d); err == nil && e.IsDir() {
-		return nil
-	}
-	if err := p.mkdirAll(ctx, path.Dir(d)); err != nil {
+	if err := p.mkdirs(ctx, exist, path.Dir(d)); err != nil {
 		return err
 	}
-	return p.mkdir(ctx, d)
+	_, err := p.mkdir(ctx, d)
+	return err
 }
 
 // stat looks up sp at the source and, at the same time, dp at the

@@ -9,7 +9,6 @@ import (
 	"slices"
 
 	"ferry/gridftp"
-	"ferry/gridftp/client"
 )
 
 // Filter includes or excludes entries of recursive walks by base name.
@@ -38,47 +37,36 @@ func included(filters []Filter, e gridftp.Entry) (bool, error) {
 	return true, nil
 }
 
-// prune applies Options.Filters and Options.Skip to the entries of the
-// source directory src and, with Options.DeleteExtra, deletes what the
-// destination directory dst (its entries in existing) has beyond them. A
-// destination entry that the filters exclude is kept, as rsync keeps it.
-func (p *planner) prune(ctx context.Context, src, dst string, entries []gridftp.Entry, existing map[string]gridftp.Entry) ([]gridftp.Entry, error) {
-	var kept []gridftp.Entry
-	inSource := make(map[string]bool, len(entries))
-	for _, e := range entries {
-		inSource[e.Name] = true
-		ok, err := included(p.opts.Filters, e)
-		if err != nil {
-			return nil, err
-		}
-		if ok && (p.opts.Skip == nil || !p.opts.Skip(path.Join(src, e.Name), path.Join(dst, e.Name))) {
-			kept = append(kept, e)
-		}
-	}
-	if !p.opts.DeleteExtra {
-		return kept, nil
-	}
+// deleteExtra deletes what the destination directory dst (its entries in
+// existing) has and the listed source directory t does not. An entry the
+// filters exclude is kept, as rsync keeps it, and so is one that is a
+// source of the copy (a destination above its source).
+func (p *planner) deleteExtra(ctx context.Context, t *tree, dst string, existing map[string]gridftp.Entry) error {
 	for _, name := range slices.Sorted(maps.Keys(existing)) {
-		if inSource[name] || !client.ListedName(name) {
+		if t.names[name] {
 			continue
 		}
-		if ok, _ := included(p.opts.Filters, existing[name]); !ok {
+		de := existing[name]
+		if ok, _ := included(p.opts.Filters, de); !ok {
 			continue // excluded (or a bad pattern): kept
 		}
 		d := path.Join(dst, name)
+		if p.sources.protects(d, de) {
+			continue
+		}
 		err := p.dst.RemoveAll(ctx, d)
 		var refused *gridftp.Error
 		if errors.As(err, &refused) {
 			// Src is where the source would have it.
-			p.failed = append(p.failed, FileResult{Src: path.Join(src, name), Dst: d, Outcome: Failed, Attempts: 1,
+			p.failed = append(p.failed, FileResult{Src: path.Join(t.src, name), Dst: d, Outcome: Failed, Attempts: 1,
 				Err: fmt.Errorf("delete destination entry missing at the source: %w", err)})
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("delete %s at the destination: %w", d, err)
+			return fmt.Errorf("delete %s at the destination: %w", d, err)
 		}
 	}
-	return kept, nil
+	return nil
 }
 
 // Starter is an optional interface of a Reporter: Started is called once

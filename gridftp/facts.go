@@ -17,6 +17,9 @@ type Entry struct {
 	Perm   string
 	Mode   uint32 // UNIX.mode; 0 when absent
 	Target string // UNIX.slink
+	// Unique is the RFC 3659 fact: equal values from one server name one
+	// object (hard links, symlinks, two names of one directory).
+	Unique string
 }
 
 // IsDir reports a directory entry (dir, cdir or pdir).
@@ -30,6 +33,9 @@ func (e Entry) Format() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Type=%s;Size=%d;Modify=%s;Perm=%s;UNIX.mode=%04o;", e.Type, e.Size,
 		e.Modify.UTC().Format(TimeLayout), e.Perm, e.Mode)
+	if e.Unique != "" {
+		fmt.Fprintf(&b, "Unique=%s;", e.Unique)
+	}
 	if e.Target != "" {
 		fmt.Fprintf(&b, "UNIX.slink=%s;", e.Target)
 	}
@@ -85,6 +91,8 @@ func ParseEntry(line string) (Entry, error) {
 			}
 		case "unix.slink":
 			e.Target = v
+		case "unique":
+			e.Unique = v
 		}
 	}
 	return e, nil

@@ -38,6 +38,9 @@ type Info struct {
 	Mode    fs.FileMode // type bits and permission bits
 	ModTime time.Time
 	Target  string // symlink target as stored, for a symlink (also one Stat followed inside the root)
+	// ID names the object on its host (device and inode for POSIX): two
+	// names with one ID are one object. "" when the driver cannot tell.
+	ID string
 }
 
 // IsDir reports whether the entry is a directory.

@@ -269,6 +269,39 @@ func (c *Conn) Stat(ctx context.Context, path string) (gridftp.Entry, error) {
 	if err != nil {
 		return gridftp.Entry{}, err
 	}
+	return mlstEntry(path, rep)
+}
+
+// StatAll looks up several paths in one round trip: the MLST commands go
+// out together and their replies are read in order. Each path gets its
+// entry or the server's refusal in errs; err is for the session as a
+// whole (after it, the session is in an unknown state: close it).
+func (c *Conn) StatAll(ctx context.Context, paths []string) (entries []gridftp.Entry, errs []error, err error) {
+	lines := make([]string, len(paths))
+	for i, p := range paths {
+		lines[i] = "MLST " + p
+	}
+	if err := c.write(lines...); err != nil {
+		return nil, nil, err
+	}
+	entries, errs = make([]gridftp.Entry, len(paths)), make([]error, len(paths))
+	for i, p := range paths {
+		rep, err := c.Final(ctx, nil)
+		var refused *gridftp.Error
+		switch {
+		case errors.As(err, &refused):
+			errs[i] = err
+		case err != nil:
+			return nil, nil, err
+		default:
+			entries[i], errs[i] = mlstEntry(p, rep)
+		}
+	}
+	return entries, errs, nil
+}
+
+// mlstEntry reads the facts line of an MLST reply.
+func mlstEntry(path string, rep gridftp.Reply) (gridftp.Entry, error) {
 	for _, l := range rep.Lines[1:] {
 		if strings.HasPrefix(l, " ") {
 			return gridftp.ParseEntry(l)

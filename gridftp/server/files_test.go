@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -271,8 +272,17 @@ func TestListings(t *testing.T) {
 	if len(r.Lines) != 3 || r.Lines[0] != "status of /file.txt" || r.Lines[2] != "End." {
 		t.Fatalf("MLST: %q", r.String())
 	}
-	if r.Lines[1] != " Type=file;Size=5;Modify=20200102030405;Perm=adfrw;UNIX.mode=0644; /file.txt" {
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(env.root, "file.txt"), &st); err != nil {
+		t.Fatal(err)
+	}
+	unique := fmt.Sprintf("%x-%x", st.Dev, st.Ino)
+	if r.Lines[1] != " Type=file;Size=5;Modify=20200102030405;Perm=adfrw;UNIX.mode=0644;Unique="+unique+"; /file.txt" {
 		t.Fatalf("MLST facts: %q", r.Lines[1])
+	}
+	// A symlink inside the root is its target: one object.
+	if r := c.expect("MLST link", gridftp.CodeFileActionOK); !strings.Contains(r.Lines[1], "Unique="+unique+";") {
+		t.Errorf("MLST link: %q, want the file's Unique fact", r.Lines[1])
 	}
 	e, err := gridftp.ParseEntry(r.Lines[1])
 	if err != nil || e.Type != "file" || e.Size != 5 || !e.Modify.Equal(mtime) || e.Mode != 0o644 {

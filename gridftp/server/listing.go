@@ -108,7 +108,7 @@ func (ss *session) handleMLST(arg string) bool {
 // kind overrides the Type fact ("cdir", "pdir").
 func writeFacts(b *bytes.Buffer, info storage.Info, kind string) {
 	e := gridftp.Entry{Name: info.Name, Type: "file", Size: info.Size, Modify: info.ModTime,
-		Perm: "r", Mode: uint32(info.Mode.Perm()), Target: info.Target}
+		Perm: "r", Mode: uint32(info.Mode.Perm()), Target: info.Target, Unique: info.ID}
 	writable := info.Mode.Perm()&0o200 != 0
 	if writable {
 		e.Perm = "adfrw"

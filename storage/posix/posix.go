@@ -188,6 +188,9 @@ func info(fi fs.FileInfo, target string) storage.Info {
 	if fi.Mode().IsRegular() {
 		in.Size = fi.Size()
 	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		in.ID = fmt.Sprintf("%x-%x", st.Dev, st.Ino)
+	}
 	return in
 }
 

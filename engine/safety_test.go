@@ -1,0 +1,191 @@
+package engine_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"ferry/engine"
+	"ferry/storage"
+)
+
+// TestSourceNeverDestroyed runs copies whose destination is, or overlaps,
+// their own source: on one endpoint, on two servers of one root, on a
+// server whose root lies inside the other's, and through hard links. No
+// source byte may change, and every such file fails with a clear error.
+func TestSourceNeverDestroyed(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "proj"), 0o755)
+	a := startEndpoint(t, root, nil)
+	b := startEndpoint(t, root, nil)                            // a second server of the same root
+	inner := startEndpoint(t, filepath.Join(root, "proj"), nil) // a root inside a's
+
+	files := map[string][]byte{
+		"proj/README.txt":  []byte("read me, do not truncate me"),
+		"proj/data/x.bin":  random(300_000),
+		"proj/data/y.bin":  random(1000),
+		"proj/b/b/f.txt":   []byte("inner f"),
+		"proj/b/f.txt":     []byte("outer f"),
+		"loop/a.txt":       []byte("a"),
+		"loop/sub/b.txt":   []byte("b"),
+		"proj/hardlink.in": []byte("linked"),
+	}
+	reset := func(t *testing.T) {
+		t.Helper()
+		os.RemoveAll(filepath.Join(root, "loop"))
+		entries, _ := os.ReadDir(filepath.Join(root, "proj")) // inner's root stays
+		for _, e := range entries {
+			os.RemoveAll(filepath.Join(root, "proj", e.Name()))
+		}
+		for rel, data := range files {
+			writeFile(t, filepath.Join(root, rel), data)
+		}
+		if err := os.Link(filepath.Join(root, "proj/hardlink.in"), filepath.Join(root, "proj/hardlink.out")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	intact := func(t *testing.T) {
+		t.Helper()
+		for rel, data := range files {
+			got, err := os.ReadFile(filepath.Join(root, rel))
+			if err != nil || !bytes.Equal(got, data) {
+				t.Errorf("source %s changed: %d bytes, want %d (%v)", rel, len(got), len(data), err)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name      string
+		src, dst  *endpoint
+		item      engine.Item
+		level     engine.SyncLevel
+		wantFail  []string // source paths that must fail as "the same file"
+		wantFiles int      // transferred
+		wantErr   string   // the copy is refused as a whole
+	}{
+		{"same file, one endpoint", a, a, engine.Item{Src: "/proj/README.txt", Dst: "/proj/README.txt"}, engine.SyncNone,
+			[]string{"/proj/README.txt"}, 0, ""},
+		{"same file, two servers of one root", a, b, engine.Item{Src: "/proj/README.txt", Dst: "/proj/README.txt"}, engine.SyncNone,
+			[]string{"/proj/README.txt"}, 0, ""},
+		{"same file, a root inside the other", a, inner, engine.Item{Src: "/proj/README.txt", Dst: "/README.txt"}, engine.SyncNone,
+			[]string{"/proj/README.txt"}, 0, ""},
+		{"same file into its own directory", a, a, engine.Item{Src: "/proj/README.txt", Dst: "/proj/"}, engine.SyncNone,
+			[]string{"/proj/README.txt"}, 0, ""},
+		{"hard link", a, a, engine.Item{Src: "/proj/hardlink.in", Dst: "/proj/hardlink.out"}, engine.SyncNone,
+			[]string{"/proj/hardlink.in"}, 0, ""},
+		{"same tree, recursive", a, b, engine.Item{Src: "/proj/data", Dst: "/proj/data", Recursive: true}, engine.SyncNone,
+			nil, 0, "/proj/data: is the source directory /proj/data itself"},
+		{"same tree, size sync", a, inner, engine.Item{Src: "/proj/data", Dst: "/data", Recursive: true}, engine.SyncSize,
+			nil, 0, "/data: is the source directory /proj/data itself"},
+		{"destination above the source", a, a, engine.Item{Src: "/proj/b", Dst: "/proj", Recursive: true}, engine.SyncNone,
+			[]string{"/proj/b/b/f.txt"}, 1, ""},
+		{"destination inside the source", a, a, engine.Item{Src: "/loop", Dst: "/loop/inner", Recursive: true}, engine.SyncNone,
+			nil, 0, "/loop/inner: is inside the source directory /loop"},
+		{"destination inside the source, on another server", a, inner, engine.Item{Src: "/proj/data", Dst: "/data/new", Recursive: true}, engine.SyncNone,
+			nil, 0, "/data/new: is inside the source directory /proj/data"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reset(t)
+			o := fastOptions()
+			o.SyncLevel = tc.level
+			rep := &recorder{}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			res, err := engine.Copy(ctx, tc.src.Endpoint, tc.dst.Endpoint, []engine.Item{tc.item}, o, rep)
+			intact(t)
+			if tc.wantErr != "" {
+				var ie *engine.ItemError
+				if !errors.As(err, &ie) || err.Error() != tc.wantErr {
+					t.Fatalf("copy: %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("copy: %v (%+v)", err, res)
+			}
+			for _, p := range tc.wantFail {
+				r, ok := rep.done[p]
+				if !ok || r.Outcome != engine.Failed || !strings.Contains(r.Err.Error(), "the same file") {
+					t.Errorf("%s: %+v, want a failure naming the same file", p, r)
+				}
+				if r.Attempts > 1 {
+					t.Errorf("%s: %d attempts; the same file is not worth a retry", p, r.Attempts)
+				}
+			}
+			if res.Transferred != tc.wantFiles || res.Failed != len(tc.wantFail) {
+				t.Errorf("%d transferred, %d failed; want %d and %d (%+v)", res.Transferred, res.Failed, tc.wantFiles, len(tc.wantFail), res)
+			}
+		})
+	}
+}
+
+// TestListBeforeWriting copies a tree into itself on servers that give
+// no Unique fact and cannot be told apart: the refusal cannot see it, so
+// the listing must come first and the copy end with the tree as listed.
+func TestListBeforeWriting(t *testing.T) {
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, "loop/a.txt"), []byte("a"))
+	writeFile(t, filepath.Join(root, "loop/sub/b.txt"), []byte("b"))
+	a := startEndpoint(t, root, func(d storage.Driver) storage.Driver { return noIDs{d} })
+	b := startEndpoint(t, root, func(d storage.Driver) storage.Driver { return noIDs{d} })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := engine.Copy(ctx, a.Endpoint, b.Endpoint, []engine.Item{{Src: "/loop", Dst: "/loop/inner", Recursive: true}}, fastOptions(), nil)
+	if err != nil || res.Transferred != 2 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	for _, rel := range []string{"loop/inner/a.txt", "loop/inner/sub/b.txt"} {
+		if _, err := os.Stat(filepath.Join(root, rel)); err != nil {
+			t.Errorf("%s: %v", rel, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, "loop/inner/inner")); err == nil {
+		t.Error("the copy into its own tree recursed")
+	}
+}
+
+// noIDs is a driver that does not know its objects' identities.
+type noIDs struct{ storage.Driver }
+
+func (d noIDs) Stat(ctx context.Context, name string) (storage.Info, error) {
+	i, err := d.Driver.Stat(ctx, name)
+	i.ID = ""
+	return i, err
+}
+
+func (d noIDs) ReadDir(ctx context.Context, name string) ([]storage.Info, error) {
+	is, err := d.Driver.ReadDir(ctx, name)
+	for k := range is {
+		is[k].ID = ""
+	}
+	return is, err
+}
+
+// TestDeleteExtraSparesTheSource copies a directory onto its parent with
+// DeleteExtra: the parent's other entries are extra, but the source
+// directory itself is not, and must survive.
+func TestDeleteExtraSparesTheSource(t *testing.T) {
+	root := t.TempDir()
+	a := startEndpoint(t, root, nil)
+	writeFile(t, filepath.Join(root, "top/src/deep/f.txt"), []byte("keep me"))
+	writeFile(t, filepath.Join(root, "top/other.txt"), []byte("extra"))
+	o := fastOptions()
+	o.DeleteExtra = true
+	res, err := engine.Copy(context.Background(), a.Endpoint, a.Endpoint, []engine.Item{{Src: "/top/src/deep", Dst: "/top", Recursive: true}}, o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(root, "top/src/deep/f.txt")); err != nil || string(got) != "keep me" {
+		t.Fatalf("source gone: %q %v (%+v)", got, err, res)
+	}
+	if _, err := os.Stat(filepath.Join(root, "top/other.txt")); err == nil {
+		t.Error("the extra entry was not deleted")
+	}
+	if got, _ := os.ReadFile(filepath.Join(root, "top/f.txt")); string(got) != "keep me" {
+		t.Errorf("copy: %q", got)
+	}
+}
