@@ -75,15 +75,43 @@ func isNotFound(err error) bool {
 // where a directory is needed, the source itself, or inside it. No retry
 // mends it.
 type ItemError struct {
-	Path     string // the source or destination path at fault
+	Path     string // the path at fault
+	Dest     bool   // Path is at the destination, not the source
 	Why      string
 	NotFound bool // the source does not exist
 }
 
-func (e *ItemError) Error() string { return e.Path + ": " + e.Why }
+func (e *ItemError) Error() string {
+	side := "source "
+	if e.Dest {
+		side = "destination "
+	}
+	return side + e.Path + ": " + e.Why
+}
 
 // errSameFile refuses a destination that is one of the copy's sources.
 var errSameFile = errors.New("refused: the destination is the same file as a source of this transfer")
+
+// Check looks up items at both ends as Copy does before it writes
+// anything, and returns the first reason an item cannot be copied (an
+// *ItemError). Other errors mean an end could not be reached or refused
+// the login. It lists no directory: it is cheap enough to run when a
+// transfer is submitted.
+func Check(ctx context.Context, src, dst Endpoint, items []Item, opts Options) error {
+	c := &copier{src: src, dst: dst, opts: opts}
+	pair, err := c.dialPair(ctx)
+	if err != nil {
+		return err
+	}
+	defer pair.Close()
+	p := &planner{src: pair.Src, dst: pair.Dst, opts: opts}
+	for _, it := range items {
+		if _, err := p.look(ctx, it); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // plan expands items into files: it looks up every item and lists every
 // source tree, then creates the destination directories and decides each
@@ -150,7 +178,7 @@ func (p *planner) look(ctx context.Context, it Item) (*look, error) {
 	both(func() { e, err = p.src.Stat(ctx, it.Src) }, func() { des, derrs, lerr = p.dst.StatAll(ctx, chain) })
 	switch {
 	case isNotFound(err):
-		return nil, &ItemError{Path: it.Src, Why: "no such file or directory at the source", NotFound: true}
+		return nil, &ItemError{Path: it.Src, Why: "no such file or directory", NotFound: true}
 	case err != nil:
 		return nil, fmt.Errorf("source %s: %w", it.Src, err)
 	case lerr != nil:
@@ -160,7 +188,7 @@ func (p *planner) look(ctx context.Context, it Item) (*look, error) {
 	for i, d := range chain {
 		if derrs[i] == nil {
 			if i > 0 && !des[i].IsDir() {
-				return nil, &ItemError{Path: d, Why: "is a file at the destination; a directory is needed there"}
+				return nil, &ItemError{Path: d, Dest: true, Why: "is a file; a directory is needed there"}
 			}
 			l.exist = path.Clean(d)
 			break
@@ -173,15 +201,15 @@ func (p *planner) look(ctx context.Context, it Item) (*look, error) {
 			return nil, &ItemError{Path: it.Src, Why: "is a directory: transfer it recursively"}
 		}
 		if derr == nil && !de.IsDir() {
-			return nil, &ItemError{Path: it.Dst, Why: "is a file at the destination; a directory is needed there"}
+			return nil, &ItemError{Path: it.Dst, Dest: true, Why: "is a file; a directory is needed there"}
 		}
 		for i, d := range chain {
 			if derrs[i] == nil && p.sources.same(it.Src, e, d, des[i]) {
-				why := "is inside the source directory " + it.Src
+				why := "is inside the source " + it.Src
 				if i == 0 {
-					why = "is the source directory " + it.Src + " itself"
+					why = "is the source " + it.Src + " itself"
 				}
-				return nil, &ItemError{Path: it.Dst, Why: why}
+				return nil, &ItemError{Path: it.Dst, Dest: true, Why: why}
 			}
 		}
 		l.tree = &tree{}
@@ -192,7 +220,7 @@ func (p *planner) look(ctx context.Context, it Item) (*look, error) {
 	switch {
 	case isDir || strings.HasSuffix(it.Dst, "/"):
 		if derr == nil && !isDir {
-			return nil, &ItemError{Path: it.Dst, Why: "is a file at the destination; a directory is needed there"}
+			return nil, &ItemError{Path: it.Dst, Dest: true, Why: "is a file; a directory is needed there"}
 		}
 		l.dst = path.Join(it.Dst, path.Base(it.Src))
 		if isDir {
@@ -205,6 +233,11 @@ func (p *planner) look(ctx context.Context, it Item) (*look, error) {
 	}
 	if !isDir && l.exist == path.Clean(it.Dst) {
 		l.exist = path.Dir(l.dst) // the file itself exists: its directory does
+	}
+	if l.have != nil {
+		if s, ok := p.sources.find(l.dst, *l.have); ok {
+			return nil, &ItemError{Path: l.dst, Dest: true, Why: "is the source " + s + " itself"}
+		}
 	}
 	return l, nil
 }
@@ -295,7 +328,7 @@ func (p *planner) place(ctx context.Context, t *tree, dst string, existed bool) 
 		}
 		if ok && !de.IsDir() {
 			p.failed = append(p.failed, FileResult{Src: s, Dst: d, Outcome: Failed, Attempts: 1,
-				Err: &ItemError{Path: d, Why: "is a file at the destination; a directory is needed there"}})
+				Err: &ItemError{Path: d, Dest: true, Why: "is a file; a directory is needed there"}})
 			continue
 		}
 		made := false

@@ -68,29 +68,38 @@ func TestSourceNeverDestroyed(t *testing.T) {
 		wantErr   string   // the copy is refused as a whole
 	}{
 		{"same file, one endpoint", a, a, engine.Item{Src: "/proj/README.txt", Dst: "/proj/README.txt"}, engine.SyncNone,
-			[]string{"/proj/README.txt"}, 0, ""},
+			nil, 0, "destination /proj/README.txt: is the source /proj/README.txt itself"},
 		{"same file, two servers of one root", a, b, engine.Item{Src: "/proj/README.txt", Dst: "/proj/README.txt"}, engine.SyncNone,
-			[]string{"/proj/README.txt"}, 0, ""},
+			nil, 0, "destination /proj/README.txt: is the source /proj/README.txt itself"},
 		{"same file, a root inside the other", a, inner, engine.Item{Src: "/proj/README.txt", Dst: "/README.txt"}, engine.SyncNone,
-			[]string{"/proj/README.txt"}, 0, ""},
+			nil, 0, "destination /README.txt: is the source /proj/README.txt itself"},
 		{"same file into its own directory", a, a, engine.Item{Src: "/proj/README.txt", Dst: "/proj/"}, engine.SyncNone,
-			[]string{"/proj/README.txt"}, 0, ""},
+			nil, 0, "destination /proj/README.txt: is the source /proj/README.txt itself"},
 		{"hard link", a, a, engine.Item{Src: "/proj/hardlink.in", Dst: "/proj/hardlink.out"}, engine.SyncNone,
-			[]string{"/proj/hardlink.in"}, 0, ""},
+			nil, 0, "destination /proj/hardlink.out: is the source /proj/hardlink.in itself"},
 		{"same tree, recursive", a, b, engine.Item{Src: "/proj/data", Dst: "/proj/data", Recursive: true}, engine.SyncNone,
-			nil, 0, "/proj/data: is the source directory /proj/data itself"},
+			nil, 0, "destination /proj/data: is the source /proj/data itself"},
 		{"same tree, size sync", a, inner, engine.Item{Src: "/proj/data", Dst: "/data", Recursive: true}, engine.SyncSize,
-			nil, 0, "/data: is the source directory /proj/data itself"},
+			nil, 0, "destination /data: is the source /proj/data itself"},
 		{"destination above the source", a, a, engine.Item{Src: "/proj/b", Dst: "/proj", Recursive: true}, engine.SyncNone,
 			[]string{"/proj/b/b/f.txt"}, 1, ""},
 		{"destination inside the source", a, a, engine.Item{Src: "/loop", Dst: "/loop/inner", Recursive: true}, engine.SyncNone,
-			nil, 0, "/loop/inner: is inside the source directory /loop"},
+			nil, 0, "destination /loop/inner: is inside the source /loop"},
 		{"destination inside the source, on another server", a, inner, engine.Item{Src: "/proj/data", Dst: "/data/new", Recursive: true}, engine.SyncNone,
-			nil, 0, "/data/new: is inside the source directory /proj/data"},
+			nil, 0, "destination /data/new: is inside the source /proj/data"},
+		{"missing source", a, b, engine.Item{Src: "/proj/nothere", Dst: "/x"}, engine.SyncNone,
+			nil, 0, "source /proj/nothere: no such file or directory"},
+		{"a directory, not recursive", a, b, engine.Item{Src: "/proj/data", Dst: "/x"}, engine.SyncNone,
+			nil, 0, "source /proj/data: is a directory: transfer it recursively"},
+		{"a file where a directory is needed", a, b, engine.Item{Src: "/proj/data", Dst: "/proj/README.txt", Recursive: true}, engine.SyncNone,
+			nil, 0, "destination /proj/README.txt: is a file; a directory is needed there"},
+		{"a file above the destination", a, b, engine.Item{Src: "/loop/a.txt", Dst: "/proj/README.txt/a.txt"}, engine.SyncNone,
+			nil, 0, "destination /proj/README.txt: is a file; a directory is needed there"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reset(t)
 			o := fastOptions()
+			o.Recursive = false
 			o.SyncLevel = tc.level
 			rep := &recorder{}
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -102,7 +111,15 @@ func TestSourceNeverDestroyed(t *testing.T) {
 				if !errors.As(err, &ie) || err.Error() != tc.wantErr {
 					t.Fatalf("copy: %v, want %q", err, tc.wantErr)
 				}
+				// What a submission checks says the same.
+				if err := engine.Check(ctx, tc.src.Endpoint, tc.dst.Endpoint, []engine.Item{tc.item}, o); err == nil || err.Error() != tc.wantErr {
+					t.Errorf("check: %v, want %q", err, tc.wantErr)
+				}
+				intact(t)
 				return
+			}
+			if err := engine.Check(ctx, tc.src.Endpoint, tc.dst.Endpoint, []engine.Item{tc.item}, o); err != nil {
+				t.Errorf("check: %v", err)
 			}
 			if err != nil {
 				t.Fatalf("copy: %v (%+v)", err, res)

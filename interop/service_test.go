@@ -772,9 +772,10 @@ func TestServiceNotifications(t *testing.T) {
 
 	ok := c.transfer("src:/data/one.dat", "dst:/data/one.dat", "--label", "good one")
 	c.succeeded(ok, time.Minute)
-	bad := c.transfer("src:/data/missing.dat", "dst:/data/missing.dat", "--label", "bad one")
+	src.stop() // the next task's source is down until its deadline
+	bad := c.transfer("src:/data/one.dat", "dst:/data/two.dat", "--label", "bad one", "--deadline", "3s")
 	if task := c.wait(bad, time.Minute); task.Status != domain.StatusFailed {
-		t.Fatalf("the task of a missing file ended %s, want FAILED", task.Status)
+		t.Fatalf("the task of an endpoint that is down ended %s, want FAILED", task.Status)
 	}
 
 	for _, want := range []struct{ id, label, status string }{{ok, "good one", "SUCCEEDED"}, {bad, "bad one", "FAILED"}} {
@@ -801,7 +802,7 @@ func TestServiceNotifications(t *testing.T) {
 			if line := fmt.Sprintf("Task %s is %s.", want.id, want.status); !strings.Contains(m.body, line) {
 				t.Errorf("e-mail body lacks %q:\n%s", line, m.body)
 			}
-			if want.status == "FAILED" && !strings.Contains(m.body, "FILE_NOT_FOUND") {
+			if want.status == "FAILED" && !strings.Contains(m.body, "CONNECT_FAILED") {
 				t.Errorf("the e-mail of the failed task does not say why:\n%s", m.body)
 			}
 		}
@@ -812,8 +813,8 @@ func TestServiceNotifications(t *testing.T) {
 			if p.Status != want.status || p.User != "alice" || p.Label != want.label || p.CompletionTime == nil {
 				t.Errorf("webhook payload %+v; want status %s, user alice, label %q, a completion time", p, want.status, want.label)
 			}
-			if want.status == "FAILED" && (p.FatalError == nil || p.FatalError.Code != "FILE_NOT_FOUND") {
-				t.Errorf("webhook payload of the failed task: fatal error %+v, want FILE_NOT_FOUND", p.FatalError)
+			if want.status == "FAILED" && (p.FatalError == nil || p.FatalError.Code != "CONNECT_FAILED") {
+				t.Errorf("webhook payload of the failed task: fatal error %+v, want CONNECT_FAILED", p.FatalError)
 			}
 			if want.status == "SUCCEEDED" && (p.FilesTransferred != 1 || p.BytesTransferred != 100<<10) {
 				t.Errorf("webhook payload: %d files, %d bytes transferred; want 1 file, %d bytes", p.FilesTransferred, p.BytesTransferred, 100<<10)

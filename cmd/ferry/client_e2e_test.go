@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -301,7 +302,8 @@ func TestCLITransfer(t *testing.T) {
 func TestCLITasks(t *testing.T) {
 	t.Parallel()
 	s := startService(t, false)
-	_, url := gridEndpoint(t)
+	root, url := gridEndpoint(t)
+	writeFile(t, filepath.Join(root, "a"), "a")
 	s.fails(exitAuth, "not logged in", "task", "list", "--url", s.url)
 	s.fails(exitUsage, "which service?", "task", "list")
 	s.login()
@@ -413,5 +415,86 @@ func TestCLIUsage(t *testing.T) {
 			s.t = t
 			s.fails(exitUsage, tc.want, tc.args...)
 		})
+	}
+}
+
+// TestCLISubmissionRefusals submits transfers that would destroy their
+// own source or cannot work, through the CLI against a service with a
+// worker: each is refused at once with a sentence naming the endpoint,
+// and no source byte changes. A transfer whose endpoint does not answer
+// is accepted, and fails at its first listing with the same sentence and
+// no retry.
+func TestCLISubmissionRefusals(t *testing.T) {
+	t.Parallel()
+	s := startService(t, true)
+	aRoot, aURL := gridEndpoint(t)
+	_, bURL := gridEndpoint(t)
+	writeFile(t, filepath.Join(aRoot, "proj/README.txt"), "read me")
+	writeFile(t, filepath.Join(aRoot, "loop/a.txt"), "a")
+	writeFile(t, filepath.Join(aRoot, "file.txt"), "f")
+	s.login()
+	s.ok("", "endpoint", "add", "epA", "--server", aURL)
+	s.ok("", "endpoint", "add", "epA2", "--server", aURL) // another endpoint on the same server
+	s.ok("", "endpoint", "add", "epB", "--server", bURL)
+	for _, tc := range []struct {
+		want string
+		args []string
+	}{
+		{"destination /proj/README.txt on alice#epA: is the source /proj/README.txt itself", []string{"epA:/proj/README.txt", "epA:/proj/README.txt"}},
+		{"destination /proj/README.txt on alice#epA2: is the source /proj/README.txt itself", []string{"epA:/proj/README.txt", "epA2:/proj/README.txt"}},
+		{"destination /proj/README.txt on alice#epA: is the source /proj/README.txt itself", []string{"epA:/proj/README.txt", "epA:/proj/"}},
+		{"destination /loop/inner on alice#epA: is inside the source /loop", []string{"-r", "epA:/loop", "epA:/loop/inner"}},
+		{"destination /loop on alice#epA2: is the source /loop itself", []string{"-r", "epA:/loop", "epA2:/loop"}},
+		{"source /loop on alice#epA: is a directory: transfer it recursively", []string{"epA:/loop", "epB:/x"}},
+		{"source /proj/nothere on alice#epA: no such file or directory", []string{"epA:/proj/nothere", "epB:/x"}},
+		{"destination /file.txt on alice#epA2: is a file; a directory is needed there", []string{"-r", "epA:/loop", "epA2:/file.txt"}},
+	} {
+		s.fails(exitFailure, tc.want, append([]string{"transfer"}, tc.args...)...)
+	}
+	wantFile(t, filepath.Join(aRoot, "proj/README.txt"), "read me")
+	if _, err := os.Stat(filepath.Join(aRoot, "loop/inner")); err == nil {
+		t.Error("a refused transfer created its destination")
+	}
+	if out := s.ok("", "task", "list"); strings.Count(out, "\n") != 1 {
+		t.Fatalf("refused transfers made tasks:\n%s", out)
+	}
+
+	// An endpoint whose server is down: the same path on one endpoint is
+	// refused without asking it; anything else is accepted, and its first
+	// listing, once the server is up, fails it with the same sentence.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	downAddr := ln.Addr().String()
+	ln.Close()
+	s.ok("", "endpoint", "add", "down", "--server", "ftp://"+downAddr)
+	s.fails(exitFailure, "destination /x on alice#down: is the source /x itself", "transfer", "down:/x", "down:/x")
+	s.fails(exitFailure, "destination /d/e on alice#down: is inside the source /d", "transfer", "-r", "down:/d", "down:/d/e")
+	id := strings.TrimSpace(s.ok("", "transfer", "down:/nothere", "epB:/x", "--deadline", "1m"))
+	_, fs := servertest.Root(t)
+	if ln, err = net.Listen("tcp", downAddr); err != nil {
+		t.Fatal(err)
+	}
+	srv := &server.Server{FS: fs, Anonymous: true}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	r := s.ferry("", "task", "wait", id, "--timeout", "30")
+	var task api.Task
+	s.okJSON(&task, "task", "show", id)
+	if r.code != exitFailure || task.Status != "FAILED" || task.FatalError == nil ||
+		task.FatalError.Description != "source /nothere on alice#down: no such file or directory" {
+		t.Fatalf("task of an endpoint down at submission: %+v %+v", r, task)
+	}
+	var evs api.EventList
+	s.okJSON(&evs, "task", "events", id)
+	said := 0
+	for _, e := range evs.Data {
+		if strings.Contains(e.Description, "no such file") {
+			said++
+		}
+	}
+	if said != 1 {
+		t.Errorf("the missing source was tried more than once: %+v", evs.Data)
 	}
 }

@@ -95,7 +95,7 @@ var allowed = map[string][]string{
 	"ferry/service/storetest": {"ferry/service/domain"},
 
 	// Running tasks: file operations on endpoints, workers, notifications.
-	"ferry/service/gridops": {"ferry/service/domain", "ferry/gridftp", "ferry/gridftp/client"},
+	"ferry/service/gridops": {"ferry/service/domain", "ferry/gridftp", "ferry/gridftp/client", "ferry/engine"},
 	"ferry/service/worker":  {"ferry/service/domain", "ferry/service/secret", "ferry/service/gridops", "ferry/engine", "ferry/gridftp"},
 	"ferry/service/notify":  {"ferry/service/domain"},
 

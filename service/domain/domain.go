@@ -339,4 +339,10 @@ type FileOps interface {
 	Mkdir(ctx context.Context, ep Endpoint, l Login, path string) error
 	Rename(ctx context.Context, ep Endpoint, l Login, from, to string) error
 	Delete(ctx context.Context, ep Endpoint, l Login, path string, recursive bool) error
+	// CheckTransfer looks up a transfer's items at both ends before it is
+	// accepted: EInvalid or ENotFound for an item that cannot be copied
+	// (a missing source, a directory without recursion, a destination
+	// that is the source or inside it, a file where a directory is
+	// needed), with a message naming the endpoint.
+	CheckTransfer(ctx context.Context, src, dst Endpoint, srcLogin, dstLogin Login, items []Item) error
 }

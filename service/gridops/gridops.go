@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"ferry/engine"
 	"ferry/gridftp"
 	"ferry/gridftp/client"
 	"ferry/service/domain"
@@ -71,6 +72,56 @@ func Servers(ep domain.Endpoint, agents domain.Agents) ([]Server, error) {
 		return nil, domain.Errorf(domain.EUnavailable, "endpoint %s has no servers", ep.DisplayName())
 	}
 	return out, nil
+}
+
+// Engine is how the transfer engine reaches sv, a server of ep, with the
+// login l (none for an endpoint that needs no activation).
+func Engine(ep domain.Endpoint, sv Server, l domain.Login) engine.Endpoint {
+	e := engine.Endpoint{Addr: sv.Addr, Dial: sv.Dial, Outbound: sv.Outbound}
+	if ep.NeedsActivation() {
+		e.User, e.Password = l.User, l.Password
+	}
+	return e
+}
+
+// CheckTransfer looks up the items of a transfer from src to dst at both
+// ends, on their first servers, as the engine does before it writes
+// anything (engine.Check). An item that cannot be copied is EInvalid, or
+// ENotFound for a missing source, with a message naming the endpoint;
+// EUnauthorized for a refused login, EUnavailable when an end does not
+// answer.
+func (o *Ops) CheckTransfer(ctx context.Context, src, dst domain.Endpoint, sl, dl domain.Login, items []domain.Item) error {
+	var ends [2]engine.Endpoint
+	for i, ep := range []domain.Endpoint{src, dst} {
+		servers, err := Servers(ep, o.Agents)
+		if err != nil {
+			return err
+		}
+		ends[i] = Engine(ep, servers[0], []domain.Login{sl, dl}[i])
+	}
+	eitems := make([]engine.Item, len(items))
+	for i, it := range items {
+		eitems[i] = engine.Item{Src: it.Src, Dst: it.Dst, Recursive: it.Recursive}
+	}
+	err := engine.Check(ctx, ends[0], ends[1], eitems, engine.Options{})
+	if ie, ok := errors.AsType[*engine.ItemError](err); ok {
+		return ItemErr(ie, src, dst)
+	}
+	return Err("check", "the transfer's paths", err)
+}
+
+// ItemErr words an item the engine refused, naming its endpoint: ENotFound
+// for a missing source, else EInvalid.
+func ItemErr(ie *engine.ItemError, src, dst domain.Endpoint) error {
+	side, ep := "source", src
+	if ie.Dest {
+		side, ep = "destination", dst
+	}
+	code := domain.EInvalid
+	if ie.NotFound {
+		code = domain.ENotFound
+	}
+	return domain.Errorf(code, "%s %s on %s: %s", side, ie.Path, ep.DisplayName(), ie.Why)
 }
 
 func (o *Ops) timeout() time.Duration {

@@ -226,6 +226,7 @@ type fakeOps struct {
 	dirs   map[string][]domain.FileInfo // path → entries
 	fail   error                        // returned by every operation when set
 	calls  []string                     // operations done, with the login user
+	refuse error                        // what CheckTransfer says of a submission's items
 }
 
 func newFakeOps() *fakeOps {
@@ -288,6 +289,15 @@ func (f *fakeOps) Rename(ctx context.Context, ep domain.Endpoint, l domain.Login
 
 func (f *fakeOps) Delete(ctx context.Context, ep domain.Endpoint, l domain.Login, p string, recursive bool) error {
 	return f.do(ep, l, "delete "+p)
+}
+
+func (f *fakeOps) CheckTransfer(ctx context.Context, src, dst domain.Endpoint, sl, dl domain.Login, items []domain.Item) error {
+	if err := f.do(src, sl, "check transfer"); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.refuse
 }
 
 var _ domain.FileOps = (*fakeOps)(nil)

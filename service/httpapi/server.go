@@ -64,6 +64,10 @@ type Server struct {
 	// until then failing files are retried. Zero: none (the worker's retry
 	// budget decides).
 	DefaultDeadline time.Duration
+	// CheckWithin bounds how long a submission waits for its endpoints to
+	// answer whether its paths can be copied (see checkTransfer); 0: 2 s,
+	// < 0: no check.
+	CheckWithin time.Duration
 	// Agents reaches connect endpoints' agents through the relay;
 	// RelayAddr is where agents reach the relay, and CAPin the pin of its
 	// CA that setup keys carry. Without them connect endpoints cannot be

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/rand"
 	"fmt"
 	"net/http"
@@ -150,7 +151,88 @@ func (s *Server) transfer(w http.ResponseWriter, r *http.Request, c *call) error
 		return err
 	}
 	t.SrcEndpoint, t.DstEndpoint = src.ID, dst.ID
+	if err := s.checkTransfer(r, c, src, dst, t.Items); err != nil {
+		return err
+	}
 	return s.submit(w, r, c, &t)
+}
+
+// checkItems is how many items of a submission the endpoints are asked
+// about; the worker's listing finds what is wrong with the others.
+const checkItems = 100
+
+// checkTransfer refuses a transfer that would write over its own source
+// or cannot work. Paths on one storage (one endpoint, or endpoints that
+// share a server) are compared at once; then the endpoints are asked, as
+// the engine asks them before it writes anything, while they answer
+// within CheckWithin. An endpoint that does not answer in time, or that
+// is not activated, leaves the question to the task's first listing,
+// which fails it with the same message.
+func (s *Server) checkTransfer(r *http.Request, c *call, src, dst domain.Endpoint, items []domain.Item) error {
+	if sameStorage(src, dst) {
+		for _, it := range items {
+			if err := overlap(it, dst); err != nil {
+				return err
+			}
+		}
+	}
+	within := s.CheckWithin
+	if within < 0 {
+		return nil
+	}
+	if within == 0 {
+		within = 2 * time.Second
+	}
+	var logins [2]domain.Login
+	for i, ep := range []domain.Endpoint{src, dst} {
+		l, err := s.endpointLogin(r, c, ep)
+		if err != nil {
+			return nil // not activated: the task waits INACTIVE
+		}
+		logins[i] = l
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), within)
+	defer cancel()
+	err := s.Ops.CheckTransfer(ctx, src, dst, logins[0], logins[1], items[:min(len(items), checkItems)])
+	switch domain.ErrorCode(err) {
+	case domain.EInvalid, domain.ENotFound:
+		return err
+	}
+	if err != nil {
+		s.Logger.Info("submission check left to the worker", "err", err)
+	}
+	return nil
+}
+
+// sameStorage reports endpoints that are one, or share a server.
+func sameStorage(a, b domain.Endpoint) bool {
+	if a.ID == b.ID {
+		return true
+	}
+	for _, x := range a.Servers {
+		for _, y := range b.Servers {
+			if strings.EqualFold(strings.TrimSuffix(x, "/"), strings.TrimSuffix(y, "/")) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// overlap refuses an item, on one storage, whose destination is its
+// source or (recursive) inside it, in the words the engine uses.
+func overlap(it domain.Item, dst domain.Endpoint) error {
+	src, d := path.Clean(it.Src), path.Clean(it.Dst)
+	if strings.HasSuffix(it.Dst, "/") && !it.Recursive {
+		d = path.Join(d, path.Base(src))
+	}
+	switch {
+	case d == src:
+		return domain.Errorf(domain.EInvalid, "destination %s on %s: is the source %s itself", d, dst.DisplayName(), src)
+	case it.Recursive && (src == "/" || strings.HasPrefix(d, src+"/")):
+		return domain.Errorf(domain.EInvalid, "destination %s on %s: is inside the source %s", d, dst.DisplayName(), src)
+	}
+	return nil
 }
 
 func checkFilterRule(i int, f api.FilterRule) error {

@@ -412,8 +412,7 @@ func (r *run) transfer(ctx context.Context, try int, deadline time.Time, logins 
 		if err != nil {
 			return err
 		}
-		sv := servers[try%len(servers)]
-		ends[i] = engine.Endpoint{Addr: sv.Addr, Dial: sv.Dial, Outbound: sv.Outbound, User: logins[i].User, Password: logins[i].Password}
+		ends[i] = gridops.Engine(ep, servers[try%len(servers)], logins[i])
 	}
 	r.p.begin()
 	var items []engine.Item
@@ -428,6 +427,9 @@ func (r *run) transfer(ctx context.Context, try int, deadline time.Time, logins 
 	unsure := r.resumed || r.copies > 0
 	r.copies++
 	_, err := r.w.copy()(ctx, ends[0], ends[1], items, r.options(deadline, unsure), r.p)
+	if ie, ok := errors.AsType[*engine.ItemError](err); ok {
+		return gridops.ItemErr(ie, r.eps[0], r.eps[1])
+	}
 	return err
 }
 
