@@ -49,10 +49,14 @@ type copier struct {
 	retire   chan struct{} // the optimizer takes a session pair away
 	ahead    atomic.Int64  // finishers yet to start that dial at once
 
-	mu      sync.Mutex
-	listing *client.Pair // the planning sessions, until a worker takes them
-	pending int          // files not yet final
-	res     Result
+	done     <-chan struct{} // the run is stopping: failures are no faults
+	mu       sync.Mutex
+	listing  *client.Pair // the planning sessions, until a worker takes them
+	pending  int          // files not yet final
+	res      Result
+	files    []*file
+	canceled []string                     // paths canceled (cancel.go)
+	flying   map[*unit]context.CancelFunc // units on pairs, and how to stop their pair
 }
 
 // Copy copies items from src to dst and reports as it goes. The error is
@@ -68,8 +72,12 @@ func Copy(ctx context.Context, src, dst Endpoint, items []Item, opts Options, re
 		ctx, cancel = context.WithDeadline(ctx, opts.Deadline)
 		defer cancel()
 	}
-	c := &copier{src: src, dst: dst, opts: opts, rep: rep}
+	c := &copier{src: src, dst: dst, opts: opts, rep: rep, done: ctx.Done()}
 	defer c.closeListing()
+	if opts.Cancels != nil {
+		c.canceled = opts.Cancels.attach(c.cancel)
+		defer opts.Cancels.attach(nil)
+	}
 	files, err := c.plan(ctx, items)
 	if err != nil {
 		return c.res, err
@@ -143,8 +151,23 @@ func (c *copier) plan(ctx context.Context, items []Item) ([]*file, error) {
 // finishers' jobs to come: up to that many finishers dial their sessions
 // while the workers start, not when the first file waits for them.
 func (c *copier) schedule(files []*file) {
+	c.mu.Lock()
+	c.files = files
 	c.pending = len(files)
+	var canceled []*file
 	for _, f := range files {
+		if c.isCanceled(f.src) {
+			canceled = append(canceled, f)
+		}
+	}
+	c.mu.Unlock()
+	for _, f := range canceled {
+		c.final(f, Canceled, nil)
+	}
+	for _, f := range files {
+		if f.ended {
+			continue
+		}
 		if c.set.ChunkSize > 0 && f.size > 2*c.set.ChunkSize {
 			for off := int64(0); off < f.size; off += c.set.ChunkSize {
 				f.units++
@@ -192,9 +215,20 @@ func (c *copier) run(ctx context.Context) {
 // transfers in flight.
 func (c *copier) worker(ctx context.Context) {
 	var pair *client.Pair
+	// pctx ends with the pair: a cancel of a file on it (cancel.go) stops
+	// the pair, and the other transfers on it go back to the queue.
+	var life struct {
+		ctx   context.Context
+		abort context.CancelFunc
+	}
+	drop := func() {
+		life.abort()
+		pair.Close()
+		pair = nil
+	}
 	defer func() {
 		if pair != nil {
-			pair.Close()
+			drop()
 		}
 	}()
 	var inflight []*unit
@@ -222,16 +256,17 @@ func (c *copier) worker(ctx context.Context) {
 					continue
 				}
 				pair = p
+				life.ctx, life.abort = context.WithCancel(ctx)
 			}
 			u.reported, u.part = 0, c.part(u)
 			if err := pair.Start(u.part); err != nil {
 				c.fail(u, err)
-				pair.Close()
-				pair = nil
+				drop()
 				c.requeue(inflight)
 				inflight = nil
 				continue
 			}
+			c.fly(u, life.abort)
 			inflight = append(inflight, u)
 		}
 		if len(inflight) == 0 {
@@ -243,10 +278,11 @@ func (c *copier) worker(ctx context.Context) {
 
 		u := inflight[0]
 		inflight = inflight[1:]
-		err := pair.Finish(ctx, u.part, c.markers(u))
+		err := pair.Finish(life.ctx, u.part, c.markers(u))
+		c.land(u)
 		if err != nil {
-			pair.Close()
-			pair = nil
+			drop()
+			c.land(inflight...)
 			c.requeue(inflight)
 			inflight = nil
 			c.fail(u, err)
@@ -340,7 +376,7 @@ func (c *copier) markers(u *unit) client.Markers {
 		Bytes: func(total int64) {
 			if d := total - u.reported; d > 0 {
 				u.reported = total
-				c.progress(d)
+				c.progress(u.f, d)
 			}
 		},
 		Ranges: func(rs gridftp.Ranges) {
@@ -353,9 +389,15 @@ func (c *copier) markers(u *unit) client.Markers {
 	}
 }
 
-func (c *copier) progress(d int64) {
+// progress counts d bytes of f moved (or, d < 0, taken back).
+func (c *copier) progress(f *file, d int64) {
 	c.mu.Lock()
+	if f.ended {
+		c.mu.Unlock()
+		return // a canceled file's late markers
+	}
 	c.res.Bytes += d
+	f.moved += d
 	c.mu.Unlock()
 	c.rep.Progress(d)
 }
@@ -366,7 +408,7 @@ func (c *copier) unitMoved(ctx context.Context, u *unit) {
 	part := u.length() - u.part.Have.Total() // a restart moves only what is missing
 	if d := part - u.reported; d > 0 {
 		u.reported = part
-		c.progress(d)
+		c.progress(u.f, d)
 	}
 	if u.n >= 0 && c.opts.Verify {
 		c.finish(ctx, func(p *client.Pair) error { return c.verifyChunk(ctx, p, u) })
@@ -381,7 +423,7 @@ func (c *copier) unitMoved(ctx context.Context, u *unit) {
 func (c *copier) unitDone(ctx context.Context, u *unit, p *client.Pair) {
 	c.mu.Lock()
 	u.f.units--
-	last := u.f.units == 0 && !u.f.failed
+	last := u.f.units == 0 && !u.f.ended
 	c.mu.Unlock()
 	if !last {
 		return
@@ -496,6 +538,9 @@ func (c *copier) verifyChunk(ctx context.Context, p *client.Pair, u *unit) error
 // retryFinish counts a fault in a finisher's work (not in the data) and
 // runs j again after a backoff, or gives up on the file.
 func (c *copier) retryFinish(ctx context.Context, u *unit, err error, j job) {
+	if c.moot(u) {
+		return
+	}
 	delay, give := c.retryDelay(u, err)
 	if give {
 		c.final(u.f, Failed, err)
@@ -602,6 +647,9 @@ func (c *copier) failFile(u *unit, err error) {
 // fail counts a fault and retries the unit after a backoff, or gives up on
 // its file when the error is fatal or tries or time are used up.
 func (c *copier) fail(u *unit, err error) {
+	if c.moot(u) {
+		return
+	}
 	c.mu.Lock()
 	if errors.Is(err, errMismatch) && u.n < 0 {
 		u.f.have = gridftp.Ranges{}
@@ -639,26 +687,43 @@ func (c *copier) requeue(us []*unit) {
 	}
 }
 
-// abandoned reports a unit whose file already failed.
+// abandoned reports a unit whose file already failed or was canceled.
 func (c *copier) abandoned(u *unit) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return u.f.failed
+	return u.f.ended
 }
 
-// final records a file's outcome once.
+// moot reports a failure not worth a retry or a fault: its file is
+// final (failed, canceled), or the whole run is stopping.
+func (c *copier) moot(u *unit) bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+	}
+	return c.abandoned(u)
+}
+
+// final records a file's outcome once. A canceled file's bytes so far are
+// taken back: they are not part of the copy.
 func (c *copier) final(f *file, o Outcome, err error) {
 	c.mu.Lock()
-	if f.failed {
+	if f.ended {
 		c.mu.Unlock()
 		return
 	}
+	f.ended = true
 	r := FileResult{Src: f.src, Dst: f.dst, Size: f.size, Outcome: o, Checksum: f.sum, Attempts: max(f.attempts, 1), Err: err}
+	var back int64
 	switch o {
 	case Failed:
-		f.failed = true
 		c.res.Failed++
 		c.res.FailedFiles = append(c.res.FailedFiles, r)
+	case Canceled:
+		c.res.Canceled++
+		back, f.moved = f.moved, 0
+		c.res.Bytes -= back
 	default:
 		c.res.Transferred++
 	}
@@ -667,6 +732,9 @@ func (c *copier) final(f *file, o Outcome, err error) {
 		c.q.close()
 	}
 	c.mu.Unlock()
+	if back != 0 {
+		c.rep.Progress(-back)
+	}
 	c.rep.Done(r)
 }
 

@@ -98,6 +98,10 @@ type Options struct {
 	Skip        func(src, dst string) bool
 	Filters     []Filter
 	DeleteExtra bool
+
+	// Cancels, when set, are files the caller cancels before or while the
+	// copy runs (cancel.go).
+	Cancels *Cancels
 }
 
 func (o Options) maxAttempts() int {
@@ -136,10 +140,11 @@ const (
 	Transferred Outcome = iota
 	Skipped
 	Failed
+	Canceled // by the caller (Options.Cancels)
 )
 
 func (o Outcome) String() string {
-	return [...]string{"transferred", "skipped", "failed"}[o]
+	return [...]string{"transferred", "skipped", "failed", "canceled"}[o]
 }
 
 // FileResult is the final word on one file.
@@ -166,13 +171,13 @@ type Reporter interface {
 
 // Result sums up a copy.
 type Result struct {
-	Files, Transferred, Skipped, Failed int
-	Bytes                               int64 // moved, including re-sends
-	Faults                              int
-	FailedFiles                         []FileResult
-	Directories                         int // walked, the source items' own included
-	Settings                            Settings
-	Elapsed                             time.Duration
+	Files, Transferred, Skipped, Failed, Canceled int
+	Bytes                                         int64 // moved, including re-sends
+	Faults                                        int
+	FailedFiles                                   []FileResult
+	Directories                                   int // walked, the source items' own included
+	Settings                                      Settings
+	Elapsed                                       time.Duration
 }
 
 // Settings are the tuning the engine chose (or was given).

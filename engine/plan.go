@@ -22,7 +22,8 @@ type file struct {
 	units    int            // units not yet done
 	have     gridftp.Ranges // restart ranges of an unchunked transfer
 	attempts int
-	failed   bool
+	ended    bool  // its outcome is reported: failed, canceled or done
+	moved    int64 // bytes reported moved
 	sum      string
 }
 

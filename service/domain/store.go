@@ -79,6 +79,12 @@ type Store interface {
 	// worker records it FileCanceled. EConflict if the task is done.
 	CancelFile(ctx context.Context, userID int64, id, src string) error
 	CanceledFiles(ctx context.Context, taskID string) ([]string, error)
+	// Watch reports the IDs of tasks whose running work must look at them
+	// again at once — a cancel, a canceled file, a changed deadline, a
+	// changed endpoint — as any process sharing the store asks for it,
+	// within about a second, until ctx ends (then the channel closes). An
+	// empty ID means some may have been missed: look at every task.
+	Watch(ctx context.Context) (<-chan string, error)
 
 	// Claim gives worker the oldest runnable task and a lease on it until
 	// now+lease: an ACTIVE task with no live lease, whose user runs fewer

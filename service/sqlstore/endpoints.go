@@ -71,13 +71,24 @@ func (db *DB) Endpoints(ctx context.Context, userID int64, text string, mineOnly
 
 func (db *DB) UpdateEndpoint(ctx context.Context, e domain.Endpoint) (err error) {
 	defer wrap(&err, "update endpoint")
-	n, err := db.conn().exec(ctx, `UPDATE endpoints SET name = ?, description = ?, servers = ?, auth = ?,
-		default_dir = ?, public = ?, max_concurrent = ? WHERE id = ?`,
-		e.Name, e.Description, jsonArg(e.Servers), e.Auth, e.DefaultDir, e.Public, e.MaxConcurrent, e.ID)
-	if db.d.unique(err) {
-		return domain.Errorf(domain.EConflict, "endpoint name %s is taken", e.Name)
-	}
-	return changed(n, err, "endpoint %s", e.ID)
+	return db.signaled(ctx, func(c conn) error {
+		n, err := c.exec(ctx, `UPDATE endpoints SET name = ?, description = ?, servers = ?, auth = ?,
+			default_dir = ?, public = ?, max_concurrent = ? WHERE id = ?`,
+			e.Name, e.Description, jsonArg(e.Servers), e.Auth, e.DefaultDir, e.Public, e.MaxConcurrent, e.ID)
+		if db.d.unique(err) {
+			return domain.Errorf(domain.EConflict, "endpoint name %s is taken", e.Name)
+		}
+		if err = changed(n, err, "endpoint %s", e.ID); err != nil {
+			return err
+		}
+		// Running tasks look again: at its servers, at who may use it.
+		ids, err := all(ctx, c, scanString, `SELECT id FROM tasks WHERE status = 'ACTIVE' AND worker IS NOT NULL
+			AND (src_endpoint = ? OR dst_endpoint = ?)`, e.ID, e.ID)
+		if err != nil {
+			return err
+		}
+		return signal(ctx, c, ids...)
+	})
 }
 
 // DeleteEndpoint deletes an endpoint; its activations go with it (ON

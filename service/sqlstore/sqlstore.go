@@ -37,8 +37,10 @@ import (
 
 // DB is a Store on one SQLite file or PostgreSQL database.
 type DB struct {
-	db *sql.DB
-	d  *dialect
+	db     *sql.DB
+	d      *dialect
+	hub    hub           // signals (signals.go)
+	closed chan struct{} // closed by Close
 }
 
 var _ domain.Store = (*DB)(nil)
@@ -69,7 +71,7 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 	// Keep connections for the many workers and API requests of one
 	// process instead of reopening them (PostgreSQL sessions are costly).
 	sdb.SetMaxIdleConns(maxIdle)
-	db := &DB{db: sdb, d: d}
+	db := &DB{db: sdb, d: d, closed: make(chan struct{})}
 	// Processes opening a new SQLite file at once race to switch it to
 	// WAL, which SQLite answers with SQLITE_BUSY at once, without waiting
 	// for busy_timeout: try again, a few times.
@@ -95,7 +97,14 @@ func busy(err error) bool {
 const maxIdle = 64
 
 // Close closes the database.
-func (db *DB) Close() error { return db.db.Close() }
+func (db *DB) Close() error {
+	select {
+	case <-db.closed:
+	default:
+		close(db.closed)
+	}
+	return db.db.Close()
+}
 
 // dialect is what differs between the databases.
 type dialect struct {
@@ -110,6 +119,8 @@ type dialect struct {
 	lock string
 	// unique reports a unique-constraint violation.
 	unique func(error) bool
+	// notify: the database delivers notifications (LISTEN/NOTIFY).
+	notify bool
 }
 
 // Keys of dialect.lock.
@@ -143,6 +154,7 @@ var postgresDialect = dialect{
 		"{{collate}}", ` COLLATE "C"`,
 	),
 	dollar: true,
+	notify: true,
 	lock:   "SELECT pg_advisory_xact_lock(?)",
 	unique: func(err error) bool {
 		var e *pgconn.PgError

@@ -130,9 +130,14 @@ func (db *DB) Tasks(ctx context.Context, userID int64, f domain.TaskFilter, page
 
 func (db *DB) UpdateTask(ctx context.Context, userID int64, id, label string, deadline time.Time) (err error) {
 	defer wrap(&err, "update task")
-	n, err := db.conn().exec(ctx, `UPDATE tasks SET label = ?, deadline = ? WHERE id = ? AND user_id = ?`,
-		label, us(deadline), id, userID)
-	return changed(n, err, "task %s", id)
+	return db.signaled(ctx, func(c conn) error {
+		n, err := c.exec(ctx, `UPDATE tasks SET label = ?, deadline = ? WHERE id = ? AND user_id = ?`,
+			label, us(deadline), id, userID)
+		if err = changed(n, err, "task %s", id); err != nil {
+			return err
+		}
+		return signal(ctx, c, id)
+	})
 }
 
 // notRunning selects ACTIVE tasks that no worker holds: queued, or whose
@@ -144,7 +149,7 @@ var canceledByUser = domain.FatalError{Code: "CANCELED", Description: "canceled 
 
 func (db *DB) RequestCancel(ctx context.Context, userID int64, id string, now time.Time) (t domain.Task, err error) {
 	defer wrap(&err, "cancel task")
-	err = db.inTx(ctx, func(c conn) error {
+	err = db.signaled(ctx, func(c conn) error {
 		n, err := c.exec(ctx, `UPDATE tasks SET status = 'FAILED', nice_status = '', fatal_error = ?,
 			completion_time = ?, cancel_requested = TRUE, worker = NULL, lease_expires = NULL
 			WHERE id = ? AND user_id = ? AND (status = 'INACTIVE' OR `+notRunning+`)`,
@@ -156,8 +161,10 @@ func (db *DB) RequestCancel(ctx context.Context, userID int64, id string, now ti
 			err = addEvents(ctx, c, now, domain.Event{TaskID: id, Code: domain.EventCanceled,
 				Description: canceledByUser.Description})
 		} else {
-			_, err = c.exec(ctx, `UPDATE tasks SET cancel_requested = TRUE WHERE id = ? AND user_id = ? AND status = 'ACTIVE'`,
-				id, userID)
+			if n, err = c.exec(ctx, `UPDATE tasks SET cancel_requested = TRUE WHERE id = ? AND user_id = ? AND status = 'ACTIVE'`,
+				id, userID); err == nil && n == 1 {
+				err = signal(ctx, c, id)
+			}
 		}
 		if err != nil {
 			return err
@@ -172,7 +179,7 @@ func (db *DB) RequestCancel(ctx context.Context, userID int64, id string, now ti
 // task is done.
 func (db *DB) CancelFile(ctx context.Context, userID int64, id, src string) (err error) {
 	defer wrap(&err, "cancel file")
-	return db.inTx(ctx, func(c conn) error {
+	return db.signaled(ctx, func(c conn) error {
 		t, err := taskWhere(ctx, c, `id = ? AND user_id = ?`, id, userID)
 		if err != nil {
 			return err
@@ -180,8 +187,10 @@ func (db *DB) CancelFile(ctx context.Context, userID int64, id, src string) (err
 		if domain.Done(t.Status) {
 			return domain.Errorf(domain.EConflict, "task %s is already %s", id, t.Status)
 		}
-		_, err = c.exec(ctx, `INSERT INTO canceled_files (task_id, src) VALUES (?, ?) ON CONFLICT DO NOTHING`, id, src)
-		return err
+		if _, err = c.exec(ctx, `INSERT INTO canceled_files (task_id, src) VALUES (?, ?) ON CONFLICT DO NOTHING`, id, src); err != nil {
+			return err
+		}
+		return signal(ctx, c, id)
 	})
 }
 

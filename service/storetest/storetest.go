@@ -43,9 +43,75 @@ func Run(t *testing.T, open Open) {
 }
 
 // RunShared runs the claim race on two handles a and b of one empty
-// database, with half of the workers on each.
+// database, with half of the workers on each, then checks that what one
+// handle asks of running work reaches the other's watchers.
 func RunShared(t *testing.T, a, b domain.Store) {
 	claimRace(t, a, b)
+	watchAcross(t, a, b)
+}
+
+// watchAcross has b cancel, change and cancel a file of running tasks,
+// and change an endpoint a running task uses, while a watches: each
+// task's ID must reach a's watcher within two seconds, and nothing else.
+func watchAcross(t *testing.T, a, b domain.Store) {
+	f := newFixture(t, b)
+	ctx, cancel := context.WithCancel(f.ctx)
+	defer cancel()
+	ids, err := a.Watch(ctx)
+	f.ok(err)
+	u := f.user("watched")
+	ep := f.endpoint(u, "watched", false, 0)
+	running := func() domain.Task {
+		task := f.task(u, ep, ep, t0.Add(-time.Hour)) // before whatever the claim race left
+		got, err := b.Claim(f.ctx, "w-watch", t0, lease, 0)
+		f.ok(err)
+		if got.ID != task.ID {
+			t.Fatalf("claimed %s, want %s", got.ID, task.ID)
+		}
+		return task
+	}
+	expect := func(what, id string) {
+		t.Helper()
+		for {
+			select {
+			case got := <-ids:
+				if got == "" {
+					continue // a catch-all: look again
+				}
+				if got != id {
+					t.Fatalf("%s: signal for task %s, want %s", what, got, id)
+				}
+				return
+			case <-time.After(2 * time.Second):
+				t.Fatalf("%s: no signal for task %s", what, id)
+			}
+		}
+	}
+	task := running()
+	_, err = b.RequestCancel(f.ctx, u.ID, task.ID, t0)
+	f.ok(err)
+	expect("cancel", task.ID)
+	f.ok(b.SetStatus(f.ctx, task.ID, "w-watch", domain.StatusFailed, "", nil, t0, nil))
+
+	task = running()
+	f.ok(b.CancelFile(f.ctx, u.ID, task.ID, "/src/a"))
+	expect("cancel a file", task.ID)
+	f.ok(b.UpdateTask(f.ctx, u.ID, task.ID, "new label", t0.Add(time.Hour)))
+	expect("update", task.ID)
+	ep.Servers = []string{"ftp://elsewhere.example:2811"}
+	f.ok(b.UpdateEndpoint(f.ctx, ep))
+	expect("endpoint changed", task.ID)
+	f.ok(b.Progress(f.ctx, task.ID, "w-watch", domain.Counters{Files: 1}, nil, nil))
+	select {
+	case got := <-ids:
+		if got != "" {
+			t.Errorf("progress signaled task %s", got)
+		}
+	case <-time.After(300 * time.Millisecond):
+	}
+	cancel()
+	for range ids { // closed once ctx ends
+	}
 }
 
 // t0 is the suite's clock: times are in UTC, to the second.

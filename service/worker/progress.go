@@ -71,15 +71,20 @@ func (p *progress) event(e domain.Event) {
 }
 
 // leaveOut adds source paths to leave out: recorded ones, or ones the user
-// canceled that are recorded when met.
-func (p *progress) leaveOut(paths []string, recorded bool) {
+// canceled that are recorded when met. It returns those it did not know.
+func (p *progress) leaveOut(paths []string, recorded bool) (fresh []string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, s := range paths {
-		if _, ok := p.leave[s]; !ok || recorded {
+		_, ok := p.leave[s]
+		if !ok || recorded {
 			p.leave[s] = recorded
 		}
+		if !ok {
+			fresh = append(fresh, s)
+		}
 	}
+	return fresh
 }
 
 // begin starts counting an engine run: the files it finds replace those
@@ -175,6 +180,11 @@ func (p *progress) Done(r engine.FileResult) {
 	case engine.Skipped:
 		f.State = domain.FileSkipped
 		p.add(domain.Counters{Files: 1, FilesSkipped: 1}, &f, nil)
+	case engine.Canceled:
+		// Its bytes came back through Progress; it is no longer expected.
+		f.State = domain.FileCanceled
+		p.add(domain.Counters{BytesTotal: -r.Size}, &f, &domain.Event{Code: domain.EventFileCanceled,
+			Description: r.Src + ": canceled by the user"})
 	default:
 		p.fileFailed(f, r.Err, domain.Counters{}, r.Attempts)
 	}

@@ -80,16 +80,21 @@ type run struct {
 	resumed bool        // an earlier claim ran the task: the destination may hold partial files
 	copies  int         // engine runs so far
 
+	pokes chan struct{} // look at the task now (poke)
+
 	mu       sync.Mutex
 	deadline time.Time               // the task's, as heartbeats return it
 	restart  context.CancelCauseFunc // stops the current attempt
 	expiry   *time.Timer             // when the first credential expires
+	cancels  engine.Cancels          // files the user canceled, for the engine runs
 }
 
 // runTask runs a task claimed at now.
 func (w *Worker) runTask(ctx context.Context, t domain.Task, now time.Time) {
 	r := &run{w: w, task: t, deadline: t.Deadline, p: newProgress(w, t), log: w.log().With("task", t.ID, "worker", w.ID),
-		resumed: t.StartTime.Before(now.Add(-time.Millisecond))} // the store keeps microseconds
+		resumed: t.StartTime.Before(now.Add(-time.Millisecond)), // the store keeps microseconds
+		pokes:   make(chan struct{}, 1)}
+	w.started(r)
 	rctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	r.stop = stop
@@ -301,17 +306,30 @@ func (r *run) loadRecords(ctx context.Context) error {
 	return r.loadCanceled(ctx)
 }
 
-// loadCanceled reads the files the user canceled.
+// loadCanceled reads the files the user canceled; those canceled since
+// the last look go to the running engine, which stops them at once.
 func (r *run) loadCanceled(ctx context.Context) error {
 	names, err := r.w.Store.CanceledFiles(ctx, r.task.ID)
-	if err == nil {
-		r.p.leaveOut(names, false)
+	if err != nil {
+		return err
 	}
-	return err
+	for _, n := range r.p.leaveOut(names, false) {
+		r.cancels.Cancel(n)
+	}
+	return nil
 }
 
-// heartbeats keep the lease and watch the task: a requested cancel, a new
-// deadline, canceled files and the activations.
+// poke makes the heartbeats look at the task now.
+func (r *run) poke() {
+	select {
+	case r.pokes <- struct{}{}:
+	default:
+	}
+}
+
+// heartbeats keep the lease and watch the task, every HeartbeatEvery and
+// whenever the store signals it: a requested cancel, a new deadline,
+// canceled files and the activations.
 func (r *run) heartbeats(ctx context.Context) {
 	t := time.NewTicker(r.w.heartbeatEvery())
 	defer t.Stop()
@@ -320,34 +338,44 @@ func (r *run) heartbeats(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-r.pokes:
 		}
-		task, err := r.w.Store.Heartbeat(ctx, r.task.ID, r.w.ID, r.w.now(), r.w.lease())
-		switch {
-		case domain.IsNotFound(err):
-			r.stop(errLeaseLost)
-			return
-		case err != nil:
-			if ctx.Err() == nil {
-				r.log.Warn("heartbeat", "err", err)
-			}
-			continue
-		case task.CancelRequested:
-			r.stop(errCanceled)
+		if !r.beat(ctx) {
 			return
 		}
-		r.mu.Lock()
-		if !task.Deadline.Equal(r.deadline) {
-			r.deadline = task.Deadline
-			if r.restart != nil {
-				r.restart(errRestart)
-			}
-		}
-		r.mu.Unlock()
-		if err := r.loadCanceled(ctx); err != nil && ctx.Err() == nil {
-			r.log.Warn("load canceled files", "err", err)
-		}
-		r.checkLogins(ctx)
 	}
+}
+
+// beat renews the lease and acts on what changed; false when the run
+// must stop.
+func (r *run) beat(ctx context.Context) bool {
+	task, err := r.w.Store.Heartbeat(ctx, r.task.ID, r.w.ID, r.w.now(), r.w.lease())
+	switch {
+	case domain.IsNotFound(err):
+		r.stop(errLeaseLost)
+		return false
+	case err != nil:
+		if ctx.Err() == nil {
+			r.log.Warn("heartbeat", "err", err)
+		}
+		return true
+	case task.CancelRequested:
+		r.stop(errCanceled)
+		return false
+	}
+	r.mu.Lock()
+	if !task.Deadline.Equal(r.deadline) {
+		r.deadline = task.Deadline
+		if r.restart != nil {
+			r.restart(errRestart)
+		}
+	}
+	r.mu.Unlock()
+	if err := r.loadCanceled(ctx); err != nil && ctx.Err() == nil {
+		r.log.Warn("load canceled files", "err", err)
+	}
+	r.checkLogins(ctx)
+	return true
 }
 
 // attempts runs work until it succeeds, retrying runs that failed as a
@@ -452,6 +480,7 @@ func (r *run) options(deadline time.Time, unsure bool) engine.Options {
 		Backoff:       r.w.backoff(),
 		Skip:          r.p.skip,
 		DeleteExtra:   o.DeleteDestinationExtra,
+		Cancels:       &r.cancels,
 	}
 	for _, f := range o.FilterRules {
 		eo.Filters = append(eo.Filters, engine.Filter{Exclude: f.Method == "exclude", Name: f.Name, Type: f.Type})
@@ -551,6 +580,13 @@ func (r *run) finish(parent context.Context, e ending) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), time.Minute)
 	defer cancel()
+	if e.status == domain.StatusSucceeded {
+		// A cancel asked for while the last files finished wins: the user
+		// was told the task is being canceled.
+		if t, err := r.w.Store.TaskByID(ctx, r.task.ID); err == nil && t.CancelRequested {
+			e = canceled
+		}
+	}
 	if err := r.p.flush(ctx); domain.IsNotFound(err) {
 		r.log.Info("lease lost")
 		return

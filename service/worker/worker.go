@@ -58,11 +58,11 @@ type Worker struct {
 	once    sync.Once
 	wake    chan struct{}
 	mu      sync.Mutex
-	running map[string]bool // task IDs
+	running map[string]*run // by task ID; nil while the run starts
 }
 
 func (w *Worker) init() {
-	w.once.Do(func() { w.wake, w.running = make(chan struct{}, 1), map[string]bool{} })
+	w.once.Do(func() { w.wake, w.running = make(chan struct{}, 1), map[string]*run{} })
 }
 
 // Wake makes an idle Serve look for work now, e.g. after a submission.
@@ -84,6 +84,15 @@ func (w *Worker) Serve(ctx context.Context) error {
 	slots := make(chan struct{}, orInt(w.Tasks, 16))
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	if signals, err := w.Store.Watch(ctx); err != nil {
+		w.log().Warn("watch the store: running tasks see cancels at their next heartbeat", "err", err)
+	} else {
+		wg.Go(func() {
+			for id := range signals {
+				w.poke(id)
+			}
+		})
+	}
 	idle := time.NewTimer(0)
 	defer idle.Stop()
 	for {
@@ -125,11 +134,30 @@ func (w *Worker) Serve(ctx context.Context) error {
 func (w *Worker) start(id string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.running[id] {
+	if _, ok := w.running[id]; ok {
 		return false
 	}
-	w.running[id] = true
+	w.running[id] = nil
 	return true
+}
+
+// started makes r the run of its task, for poke.
+func (w *Worker) started(r *run) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.running[r.task.ID] = r
+}
+
+// poke makes the run of task id (every run, for "") look at its task at
+// once, as a heartbeat does: a signal from the store.
+func (w *Worker) poke(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for tid, r := range w.running {
+		if r != nil && (id == "" || id == tid) {
+			r.poke()
+		}
+	}
 }
 
 func (w *Worker) end(id string) {

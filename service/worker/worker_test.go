@@ -30,12 +30,15 @@ import (
 // users is a server.Authenticator with fixed passwords.
 
 // counting is a storage driver that counts the opens of each file (one
-// per transfer: the tests do not verify) and makes each wait a little.
+// per transfer: the tests do not verify) and makes each wait a little; it
+// can read at a bounded rate, and it counts the bytes written.
 type counting struct {
 	storage.Driver
-	delay atomic.Int64 // nanoseconds
-	mu    sync.Mutex
-	opens map[string]int
+	delay   atomic.Int64 // nanoseconds
+	rate    atomic.Int64 // bytes read per second; 0: no bound
+	written atomic.Int64
+	mu      sync.Mutex
+	opens   map[string]int
 }
 
 func (c *counting) Open(ctx context.Context, name string) (storage.File, error) {
@@ -43,7 +46,38 @@ func (c *counting) Open(ctx context.Context, name string) (storage.File, error) 
 	c.opens[name]++
 	c.mu.Unlock()
 	time.Sleep(time.Duration(c.delay.Load()))
-	return c.Driver.Open(ctx, name)
+	f, err := c.Driver.Open(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return &countedFile{File: f, c: c}, nil
+}
+
+func (c *counting) Create(ctx context.Context, name string, flag storage.OpenFlag) (storage.File, error) {
+	f, err := c.Driver.Create(ctx, name, flag)
+	if err != nil {
+		return nil, err
+	}
+	return &countedFile{File: f, c: c}, nil
+}
+
+// countedFile reads at its driver's rate and counts what is written.
+type countedFile struct {
+	storage.File
+	c *counting
+}
+
+func (f *countedFile) ReadAt(p []byte, off int64) (int, error) {
+	if r := f.c.rate.Load(); r > 0 {
+		time.Sleep(time.Duration(int64(len(p)) * int64(time.Second) / r))
+	}
+	return f.File.ReadAt(p, off)
+}
+
+func (f *countedFile) WriteAt(p []byte, off int64) (int, error) {
+	n, err := f.File.WriteAt(p, off)
+	f.c.written.Add(int64(n))
+	return n, err
 }
 
 func (c *counting) count(name string) int {
@@ -73,7 +107,7 @@ func startEndpoint(t *testing.T) *endpoint {
 // src and dst, and a sealing box.
 type fixture struct {
 	t        *testing.T
-	dbPath   string
+	dsn      string // the store: a SQLite file or a PostgreSQL URL
 	store    *sqlstore.DB
 	box      *secret.Box
 	user     domain.User
@@ -85,7 +119,13 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	f := &fixture{t: t, dbPath: filepath.Join(t.TempDir(), "ferry.db"), notes: &notes{}}
+	return newFixtureOn(t, filepath.Join(t.TempDir(), "ferry.db"))
+}
+
+// newFixtureOn is newFixture on the store named by dsn.
+func newFixtureOn(t *testing.T, dsn string) *fixture {
+	t.Helper()
+	f := &fixture{t: t, dsn: dsn, notes: &notes{}}
 	f.store = f.open()
 	key := make([]byte, secret.KeySize)
 	rand.Read(key)
@@ -115,7 +155,7 @@ func newFixture(t *testing.T) *fixture {
 // open opens another handle on the fixture's database, as another
 // process would.
 func (f *fixture) open() *sqlstore.DB {
-	s, err := sqlstore.Open(context.Background(), f.dbPath)
+	s, err := sqlstore.Open(context.Background(), f.dsn)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -174,7 +214,8 @@ func (f *fixture) submit(opts domain.Options, items ...domain.Item) domain.Task 
 type spy struct {
 	mu           sync.Mutex
 	errs         []error
-	active, most int // runs at once, now and at most
+	active, most int    // runs at once, now and at most
+	after        func() // called after each run, before it returns
 }
 
 func (s *spy) copy(ctx context.Context, src, dst engine.Endpoint, items []engine.Item, o engine.Options, rep engine.Reporter) (engine.Result, error) {
@@ -184,6 +225,9 @@ func (s *spy) copy(ctx context.Context, src, dst engine.Endpoint, items []engine
 	s.mu.Unlock()
 	o.Concurrency, o.Pipelining = 2, 2
 	res, err := engine.Copy(ctx, src, dst, items, o, rep)
+	if s.after != nil {
+		s.after()
+	}
 	s.mu.Lock()
 	s.active--
 	s.errs = append(s.errs, err)
