@@ -113,7 +113,7 @@ func (c *copier) plan(ctx context.Context, items []Item) ([]*file, error) {
 	s, d := pair.Src, pair.Dst
 	// The client may sit beside either end: the far one sets the plan.
 	c.set.RTT = max(s.RTT(), d.RTT())
-	if c.opts.Verify || c.opts.SyncLevel == SyncChecksum {
+	if c.opts.Verify || c.opts.SyncLevel == SyncChecksum || c.opts.Resume {
 		if c.set.Algorithm, err = chooseAlgorithm(c.opts.Algorithm, s.Checksums(), d.Checksums()); err != nil {
 			return nil, err
 		}
@@ -127,16 +127,20 @@ func (c *copier) plan(ctx context.Context, items []Item) ([]*file, error) {
 	}
 	var bytes int64
 	for _, f := range p.files {
-		bytes += f.size
+		bytes += f.size - f.restart.Total()
 	}
-	c.rep.Planned(len(p.files), bytes)
+	c.rep.Planned(len(p.files)+len(p.resumed), bytes)
 	c.res.Directories = p.dirs
 	if w, ok := c.rep.(Walker); ok {
 		w.Walked(p.dirs)
 	}
-	c.res.Files = len(p.files) + len(p.skipped) + len(p.failed)
+	c.res.Files = len(p.files) + len(p.skipped) + len(p.failed) + len(p.resumed)
 	for _, r := range p.skipped {
 		c.res.Skipped++
+		c.rep.Done(r)
+	}
+	for _, r := range p.resumed {
+		c.res.Transferred++
 		c.rep.Done(r)
 	}
 	for _, r := range p.failed {
@@ -164,17 +168,29 @@ func (c *copier) schedule(files []*file) {
 	for _, f := range canceled {
 		c.final(f, Canceled, nil)
 	}
+	var again int64 // bytes an earlier run moved that go again
 	for _, f := range files {
 		if f.ended {
 			continue
 		}
 		if c.set.ChunkSize > 0 && f.size > 2*c.set.ChunkSize {
 			for off := int64(0); off < f.size; off += c.set.ChunkSize {
+				n := min(c.set.ChunkSize, f.size-off)
+				if f.restart.Contains(off, off+n) {
+					f.chunks.Add(off, off+n) // an earlier run moved it
+					continue
+				}
 				f.units++
-				c.q.push(&unit{f: f, off: off, n: min(c.set.ChunkSize, f.size-off)})
+				c.q.push(&unit{f: f, off: off, n: n})
 			}
-		} else {
+			if f.units > 0 {
+				again += f.restart.Total() - f.chunks.Total() // parts of chunks go whole
+				f.restart = f.chunks
+			}
+		}
+		if f.units == 0 { // unchunked, or every chunk moved before
 			f.units = 1
+			f.have = f.restart
 			c.q.push(&unit{f: f, n: -1})
 		}
 		if c.needsFinishing(f) {
@@ -184,6 +200,9 @@ func (c *copier) schedule(files []*file) {
 			}
 			c.ahead.Add(int64(jobs))
 		}
+	}
+	if again > 0 {
+		c.rep.Planned(0, again)
 	}
 }
 
@@ -384,8 +403,26 @@ func (c *copier) markers(u *unit) client.Markers {
 				c.mu.Lock()
 				u.f.have.AddAll(rs)
 				c.mu.Unlock()
+				c.partial(u.f)
 			}
 		},
+	}
+}
+
+// partial tells a Partials reporter what of f is at the destination.
+func (c *copier) partial(f *file) {
+	pr, ok := c.rep.(Partials)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	p := Partial{Size: f.size, Modify: f.mtime}
+	p.Have.AddAll(f.have)
+	p.Have.AddAll(f.chunks)
+	ended := f.ended
+	c.mu.Unlock()
+	if !ended {
+		pr.Partial(f.src, p)
 	}
 }
 
@@ -396,7 +433,9 @@ func (c *copier) progress(f *file, d int64) {
 		c.mu.Unlock()
 		return // a canceled file's late markers
 	}
-	c.res.Bytes += d
+	if d > 0 {
+		c.res.Bytes += d // what moved, re-sends too
+	}
 	f.moved += d
 	c.mu.Unlock()
 	c.rep.Progress(d)
@@ -424,7 +463,13 @@ func (c *copier) unitDone(ctx context.Context, u *unit, p *client.Pair) {
 	c.mu.Lock()
 	u.f.units--
 	last := u.f.units == 0 && !u.f.ended
+	if u.n >= 0 {
+		u.f.chunks.Add(u.off, u.off+u.n)
+	}
 	c.mu.Unlock()
+	if u.n >= 0 && !last {
+		c.partial(u.f)
+	}
 	if !last {
 		return
 	}
@@ -640,7 +685,9 @@ func (c *copier) failFile(u *unit, err error) {
 	c.mu.Lock()
 	u.f.units = 1
 	u.f.have = gridftp.Ranges{}
+	back := u.f.moved
 	c.mu.Unlock()
+	c.progress(u.f, -back) // all of it goes again
 	c.fail(u, err)
 }
 
@@ -650,11 +697,22 @@ func (c *copier) fail(u *unit, err error) {
 	if c.moot(u) {
 		return
 	}
+	// What this attempt reported moved goes again, but for the ranges its
+	// markers said arrived.
 	c.mu.Lock()
+	back := u.reported
+	if u.n < 0 {
+		back -= u.f.have.Total() - u.part.Have.Total()
+	}
+	u.reported = 0
 	if errors.Is(err, errMismatch) && u.n < 0 {
+		back = u.f.moved
 		u.f.have = gridftp.Ranges{}
 	}
 	c.mu.Unlock()
+	if back > 0 {
+		c.progress(u.f, -back)
+	}
 	delay, give := c.retryDelay(u, err)
 	if give {
 		c.final(u.f, Failed, err)
@@ -723,7 +781,6 @@ func (c *copier) final(f *file, o Outcome, err error) {
 	case Canceled:
 		c.res.Canceled++
 		back, f.moved = f.moved, 0
-		c.res.Bytes -= back
 	default:
 		c.res.Transferred++
 	}

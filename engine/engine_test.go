@@ -416,6 +416,9 @@ func TestCorruptChunkRepaired(t *testing.T) {
 	if res.Bytes > int64(len(data))+1<<20 {
 		t.Errorf("moved %d bytes for a %d-byte file: more than the bad chunk was sent again", res.Bytes, len(data))
 	}
+	if got := rep.progress.Load(); got != int64(len(data)) {
+		t.Errorf("progress %d bytes, want %d (moved %d)", got, len(data), res.Bytes)
+	}
 }
 
 // changing modifies a source file (a new mtime) when it is first opened.
@@ -552,6 +555,11 @@ func TestDestinationKilledMidTransfer(t *testing.T) {
 	// Only chunks in flight at the kill are sent again, never the whole file.
 	if limit := int64(len(data)) + int64(o.Concurrency*o.Concurrency)*o.ChunkSize; res.Bytes > limit {
 		t.Fatalf("moved %d bytes for %d: more than the chunks in flight were re-sent", res.Bytes, len(data))
+	}
+	// The progress counts the file once: what failed attempts moved is
+	// taken back.
+	if got := rep.progress.Load(); got != int64(len(data)) {
+		t.Errorf("progress %d bytes, want %d (moved %d)", got, len(data), res.Bytes)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"ferry/gridftp"
 	"ferry/gridftp/client"
 )
 
@@ -102,6 +103,31 @@ type Options struct {
 	// Cancels, when set, are files the caller cancels before or while the
 	// copy runs (cancel.go).
 	Cancels *Cancels
+
+	// Resume says that the destination may hold files of an interrupted
+	// run of this copy. A file there of the source's size is compared by
+	// checksum and, when equal, reported Transferred without being sent
+	// again; Restart, when set, gives what an earlier run reported of a
+	// file (a Partials reporter), and a transfer of a source unchanged
+	// since then sends only what is missing.
+	Resume  bool
+	Restart func(src string) (Partial, bool)
+}
+
+// Partial is what an interrupted transfer of one file left at the
+// destination: the ranges that arrived, of the source as it was then.
+type Partial struct {
+	Size   int64
+	Modify time.Time
+	Have   gridftp.Ranges
+}
+
+// Partials is an optional interface of a Reporter: Partial is called as
+// the ranges of a file known to be at the destination grow (restart
+// markers, finished chunks), so that a later run can resume it
+// (Options.Restart).
+type Partials interface {
+	Partial(src string, p Partial)
 }
 
 func (o Options) maxAttempts() int {

@@ -22,8 +22,10 @@ type file struct {
 	units    int            // units not yet done
 	have     gridftp.Ranges // restart ranges of an unchunked transfer
 	attempts int
-	ended    bool  // its outcome is reported: failed, canceled or done
-	moved    int64 // bytes reported moved
+	ended    bool           // its outcome is reported: failed, canceled or done
+	moved    int64          // bytes reported moved
+	restart  gridftp.Ranges // at the destination from an earlier run (Options.Restart)
+	chunks   gridftp.Ranges // chunks done
 	sum      string
 }
 
@@ -39,6 +41,7 @@ type planner struct {
 	files    []*file
 	skipped  []FileResult
 	failed   []FileResult // directories that could not be listed, destinations refused
+	resumed  []FileResult // whole at the destination after an interrupted run (Options.Resume)
 	dirs     int          // directories walked
 	sources  sources
 }
@@ -378,8 +381,40 @@ func (p *planner) decide(ctx context.Context, src, dst string, e gridftp.Entry, 
 		p.skipped = append(p.skipped, FileResult{Src: src, Dst: dst, Size: e.Size, Outcome: Skipped})
 		return nil
 	}
-	p.files = append(p.files, &file{src: src, dst: dst, size: e.Size, mtime: e.Modify})
+	f := &file{src: src, dst: dst, size: e.Size, mtime: e.Modify}
+	if p.opts.Resume && have != nil && !have.IsDir() {
+		done, err := p.resume(ctx, f, *have)
+		if err != nil || done {
+			return err
+		}
+	}
+	p.files = append(p.files, f)
 	return nil
+}
+
+// resume looks at what an interrupted run may have left of f at the
+// destination (have): a whole copy, equal by checksum, is done and
+// reported transferred; ranges an earlier run reported of the source as
+// it still is are not sent again.
+func (p *planner) resume(ctx context.Context, f *file, have gridftp.Entry) (done bool, err error) {
+	if have.Size == f.size {
+		a, b, err := checksums(ctx, p.src, p.dst, p.alg, f.src, f.dst, 0, -1)
+		if err != nil {
+			return false, err
+		}
+		if a == b {
+			p.resumed = append(p.resumed, FileResult{Src: f.src, Dst: f.dst, Size: f.size, Outcome: Transferred,
+				Checksum: p.alg + ":" + a, Attempts: 1})
+			return true, nil
+		}
+	}
+	if p.opts.Restart == nil {
+		return false, nil
+	}
+	if r, ok := p.opts.Restart(f.src); ok && r.Size == f.size && r.Modify.Equal(f.mtime) && have.Size >= r.Have.End() {
+		f.restart = r.Have
+	}
+	return false, nil
 }
 
 // mkdir creates d at the destination; made is false when it existed.

@@ -94,6 +94,14 @@ func (s Ranges) Total() int64 {
 	return n
 }
 
+// End is where the last range ends; 0 for an empty set.
+func (s Ranges) End() int64 {
+	if len(s.rs) == 0 {
+		return 0
+	}
+	return s.rs[len(s.rs)-1].End
+}
+
 // Contains reports whether [start, end) is covered entirely.
 func (s Ranges) Contains(start, end int64) bool {
 	i := sort.Search(len(s.rs), func(i int) bool { return s.rs[i].End > start })

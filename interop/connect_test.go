@@ -283,7 +283,7 @@ func TestConnect(t *testing.T) {
 		th := startThrottle(t, plain, time.Millisecond, 40*time.Millisecond)
 		id := c.transfer("laptopA:/tree", "dtn:/tree", "-r")
 		c.waitFor(id, "files recorded done", 30*time.Second, func(t api.Task) bool { return t.FilesTransferred > 0 })
-		d := snapshotDone(t, c, id, plain)
+		d := snapshotDone(t, c, id, nil, plain, "")
 		a.kill9()
 		d.logEnd = len(a.log.Bytes())
 		th.release()

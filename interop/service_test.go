@@ -9,9 +9,11 @@ package interop
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"mime"
 	"mime/quotedprintable"
 	"net"
@@ -45,11 +47,12 @@ const serviceLease = 2 * time.Second
 
 // serviceConfig says how to start a ferry server.
 type serviceConfig struct {
-	Data     string   // --data; "" means a new temp dir
-	DB       string   // --db; "" means SQLite under Data
-	KeyFile  string   // --key-file; "" means the server's default, Data/secret.key
-	WorkerID string   // --worker-id; "" means the server's default
-	Args     []string // more flags, e.g. --smtp HOST:PORT
+	Data     string        // --data; "" means a new temp dir
+	DB       string        // --db; "" means SQLite under Data
+	KeyFile  string        // --key-file; "" means the server's default, Data/secret.key
+	WorkerID string        // --worker-id; "" means the server's default
+	Lease    time.Duration // --lease; 0 means serviceLease
+	Args     []string      // more flags, e.g. --smtp HOST:PORT
 }
 
 // ferryService is a `ferry server` child process.
@@ -69,7 +72,7 @@ func startService(t *testing.T, cfg serviceConfig) *ferryService {
 		cfg.Data = t.TempDir()
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
-	args := append([]string{"server", "--listen", addr, "--lease", serviceLease.String()}, storeArgs(cfg)...)
+	args := append([]string{"server", "--listen", addr, "--lease", cmp.Or(cfg.Lease, serviceLease).String()}, storeArgs(cfg)...)
 	if cfg.KeyFile != "" {
 		args = append(args, "--key-file", cfg.KeyFile)
 	}
@@ -144,6 +147,12 @@ func (s *ferryService) claimedBy(id string, from int) bool {
 		}
 	}
 	return false
+}
+
+// tookBack reports whether the server's log since offset from says it
+// took task id back after a restart.
+func (s *ferryService) tookBack(id string, from int) bool {
+	return strings.Contains(string(s.log.Bytes()[from:]), `msg="task taken back after a restart" task=`+id)
 }
 
 // serviceCLI runs the CLI as one user: its own XDG_CONFIG_HOME holds the
@@ -405,15 +414,19 @@ func fileIDs(t *testing.T, root string, rels []string) map[string]fileID {
 
 // doneBefore is what a test knows of a task at the moment its run was
 // stopped (server killed, credential expired): the files recorded done,
-// their destination copies, and how far the source's log went.
+// those whole at the destination without a record yet, their destination
+// copies, and how far the source's log went.
 type doneBefore struct {
 	paths  []string          // source paths, which are also the destination paths
-	ids    map[string]fileID // of the destination copies
+	whole  []string          // not recorded, but their copies are complete
+	ids    map[string]fileID // of the destination copies of both
 	logEnd int               // length of the source server's log
 }
 
-// snapshotDone records what the task has recorded done so far.
-func snapshotDone(t *testing.T, c *serviceCLI, id string, dst *ferryServer) doneBefore {
+// snapshotDone records what the task has recorded done so far and, when
+// tree names the source directory of the transfer, which files of it are
+// whole at the destination without a record.
+func snapshotDone(t *testing.T, c *serviceCLI, id string, src, dst *ferryServer, tree string) doneBefore {
 	t.Helper()
 	rec := c.recorded(id)
 	d := doneBefore{paths: sortedKeys(rec)}
@@ -422,7 +435,25 @@ func snapshotDone(t *testing.T, c *serviceCLI, id string, dst *ferryServer) done
 			t.Fatalf("recorded %s -> %s; the test expects the same path at both ends", p, f.DestinationPath)
 		}
 	}
-	d.ids = fileIDs(t, dst.Root(), d.paths)
+	if tree != "" {
+		filepath.WalkDir(src.Path(tree), func(p string, de fs.DirEntry, err error) error {
+			if err != nil || de.IsDir() {
+				return err
+			}
+			rel, _ := filepath.Rel(src.Root(), p)
+			rel = "/" + filepath.ToSlash(rel)
+			if _, ok := rec[rel]; ok {
+				return nil
+			}
+			a, _ := os.ReadFile(p)
+			b, err := os.ReadFile(dst.Path(rel))
+			if err == nil && bytes.Equal(a, b) {
+				d.whole = append(d.whole, rel)
+			}
+			return nil
+		})
+	}
+	d.ids = fileIDs(t, dst.Root(), append(slices.Clone(d.paths), d.whole...))
 	return d
 }
 
@@ -431,26 +462,32 @@ func snapshotDone(t *testing.T, c *serviceCLI, id string, dst *ferryServer) done
 func checkNotResent(t *testing.T, d doneBefore, src, dst *ferryServer) {
 	t.Helper()
 	again := retrieved(t, src.log.Bytes()[d.logEnd:])
-	after := fileIDs(t, dst.Root(), d.paths)
+	after := fileIDs(t, dst.Root(), append(slices.Clone(d.paths), d.whole...))
 	bad := 0
-	for _, p := range d.paths {
-		if n := again[p]; n > 0 {
-			t.Errorf("%s was recorded done, then retrieved %d more times", p, n)
-			bad++
-		}
-		if after[p] != d.ids[p] {
-			t.Errorf("%s was recorded done, then its copy was written again: %+v, was %+v", p, after[p], d.ids[p])
-			bad++
-		}
-		if bad > 10 {
-			t.Fatal("more files were sent again; giving up the list")
+	for _, set := range []struct {
+		what  string
+		paths []string
+	}{{"was recorded done", d.paths}, {"was whole at the destination", d.whole}} {
+		for _, p := range set.paths {
+			if n := again[p]; n > 0 {
+				t.Errorf("%s %s, then retrieved %d more times", p, set.what, n)
+				bad++
+			}
+			if after[p] != d.ids[p] {
+				t.Errorf("%s %s, then its copy was written again: %+v, was %+v", p, set.what, after[p], d.ids[p])
+				bad++
+			}
+			if bad > 10 {
+				t.Fatal("more files were sent again; giving up the list")
+			}
 		}
 	}
 	sent := 0
 	for _, n := range again {
 		sent += n
 	}
-	t.Logf("%d files recorded done before the stop, none sent again; %d RETR/ERET after it", len(d.paths), sent)
+	t.Logf("%d files recorded done and %d more whole before the stop, none sent again; %d RETR/ERET after it",
+		len(d.paths), len(d.whole), sent)
 }
 
 // makeServiceTree fills dir with n files of 64 to 256 KiB and big files of
@@ -536,7 +573,7 @@ func TestServiceKill9PostgreSQL(t *testing.T) {
 	}
 	// Only now the second process: the task is A's for sure.
 	b := startService(t, serviceConfig{DB: dsn, KeyFile: key, WorkerID: "server-b"})
-	d := snapshotDone(t, c, id, f.dst)
+	d := snapshotDone(t, c, id, f.src, f.dst, "tree")
 	a.kill9()
 	d.logEnd = len(f.src.log.Bytes())
 	f.th.release()
@@ -548,25 +585,31 @@ func TestServiceKill9PostgreSQL(t *testing.T) {
 }
 
 // TestServiceKill9SQLite: one ferry server on SQLite, killed with SIGKILL
-// mid-transfer and started again on the same data: it claims the task once
-// the dead process's lease lapses and finishes it.
+// mid-transfer and started again on the same data: with a lease of a
+// minute, it takes the task back at once (its own lease) and finishes it
+// without sending again what was done or whole at the destination.
 func TestServiceKill9SQLite(t *testing.T) {
 	needFerry(t)
 	f := newKillFixture(t)
-	s := startService(t, serviceConfig{})
+	s := startService(t, serviceConfig{Lease: time.Minute})
 	c := newServiceUser(t, s, "")
 	id := f.submit(t, c)
 	f.midway(t, c, id)
-	d := snapshotDone(t, c, id, f.dst)
+	d := snapshotDone(t, c, id, f.src, f.dst, "tree")
 	s.kill9()
 	d.logEnd = len(f.src.log.Bytes())
 	restarted := len(s.log.Bytes())
 	f.th.release()
 	s.restart()
-	f.finish(t, c, id, d)
-	if !s.claimedBy(id, restarted) {
-		t.Errorf("the restarted server did not log claiming task %s", id)
+	back := time.Now()
+	for !s.claimedBy(id, restarted) && !s.tookBack(id, restarted) {
+		if time.Since(back) > 2*time.Second {
+			t.Fatalf("the restarted server did not take task %s back within 2 s", id)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
+	t.Logf("task taken back %v after the server answered again", time.Since(back).Round(time.Millisecond))
+	f.finish(t, c, id, d)
 }
 
 // TestServiceGCT: transfers through the service between ferry gridftp and
@@ -658,7 +701,7 @@ func TestServiceActivation(t *testing.T) {
 		t.Errorf("no event says the credential expired:\n%s", ev)
 	}
 	// The paused run persisted everything before the task turned INACTIVE.
-	d := snapshotDone(t, c, id, dst)
+	d := snapshotDone(t, c, id, nil, dst, "")
 	d.logEnd = len(src.log.Bytes())
 	if int64(len(d.paths)) != task.FilesTransferred {
 		t.Errorf("%d successful transfers recorded, the task counts %d", len(d.paths), task.FilesTransferred)

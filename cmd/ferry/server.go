@@ -59,7 +59,7 @@ tasks go back to the queue and continue in another process or at restart.`,
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:8080", "HTTP address of the API and web app")
 	fl.StringVar(&f.keyFile, "key-file", "", "key sealing endpoint credentials (default DIR/secret.key; created if missing)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
-	fl.StringVar(&f.workerID, "worker-id", "", "this process's worker name (default host:pid)")
+	fl.StringVar(&f.workerID, "worker-id", "", "this process's worker name, unique among the processes of one database; a process restarted under it takes back its running tasks at once (default HOST/LISTEN-ADDRESS)")
 	fl.StringVar(&f.publicURL, "public-url", "", "the service's URL as users reach it, for links in notifications")
 	fl.StringVar(&f.smtpAddr, "smtp", "", "SMTP server HOST:PORT for email notifications")
 	fl.StringVar(&f.smtpFrom, "smtp-from", "ferry@localhost", "sender of email notifications")
@@ -90,10 +90,6 @@ func runServer(ctx context.Context, cmd *cobra.Command, f serverFlags) error {
 	if err != nil {
 		return err
 	}
-	if f.workerID == "" {
-		host, _ := os.Hostname()
-		f.workerID = fmt.Sprintf("%s:%d", host, os.Getpid())
-	}
 	ops := &gridops.Ops{}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -101,6 +97,12 @@ func runServer(ctx context.Context, cmd *cobra.Command, f serverFlags) error {
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		return err
+	}
+	if f.workerID == "" {
+		// One process at a time listens on an address of a host: a process
+		// restarted there takes back its tasks at once (worker.Reclaim).
+		host, _ := os.Hostname()
+		f.workerID = host + "/" + ln.Addr().String()
 	}
 	base := f.publicURL
 	if base == "" {

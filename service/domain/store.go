@@ -95,15 +95,23 @@ type Store interface {
 	// ENotFound when there is none. Safe across processes: two workers
 	// never hold the same task, and the limits hold.
 	Claim(ctx context.Context, worker string, now time.Time, lease time.Duration, perUser int) (Task, error)
+	// Reclaim gives worker back, with a new lease until now+lease, the
+	// ACTIVE tasks whose lease it holds, live or lapsed: a process that
+	// restarts under the same worker name takes its work back at once
+	// instead of waiting for the leases to lapse.
+	Reclaim(ctx context.Context, worker string, now time.Time, lease time.Duration) ([]Task, error)
 	// Heartbeat extends worker's lease; ENotFound if the lease was lost
 	// (expired and taken by another worker, or the task is no longer
 	// ACTIVE). It returns the task's current state so the worker sees a
 	// requested cancel, label or deadline change.
 	Heartbeat(ctx context.Context, taskID, worker string, now time.Time, lease time.Duration) (Task, error)
-	// Progress persists a batch in one transaction: counter deltas, file
-	// records and events. It fails with ENotFound if worker no longer
-	// holds the lease, and then stores nothing.
-	Progress(ctx context.Context, taskID, worker string, delta Counters, files []File, events []Event) error
+	// Progress persists a batch in one transaction. It fails with
+	// ENotFound if worker no longer holds the lease, and then stores
+	// nothing.
+	Progress(ctx context.Context, taskID, worker string, b Batch) error
+	// Partials lists what the task's workers knew of files they did not
+	// finish.
+	Partials(ctx context.Context, taskID string) ([]Partial, error)
 	// SetStatus ends or pauses the lease: it sets status, nice status and
 	// fatal error (and completion time when done), releases the lease and
 	// appends events, in one transaction; ENotFound if worker no longer
@@ -133,6 +141,22 @@ type Store interface {
 	AddEvents(ctx context.Context, events []Event) error
 
 	Close() error
+}
+
+// Batch is what a worker persists of a task at once: counter deltas, file
+// records, events, and partials to put (or, with an empty State, delete).
+type Batch struct {
+	Delta    Counters
+	Files    []File
+	Events   []Event
+	Partials []Partial
+}
+
+// Partial is what a worker knows of a file of a task that it has not
+// finished, in the worker's own encoding (opaque to the store), so that a
+// later run sends only the rest.
+type Partial struct {
+	Src, State string
 }
 
 // Page is offset paging; Limit 0 means the store's default (100), and

@@ -209,7 +209,7 @@ func TestTaskProgressAndCancel(t *testing.T) {
 	}
 	files = append(files, domain.File{TaskID: running, Src: "/in/bad", Dst: "/out/bad", State: domain.FileFailed, Error: "550", Time: now})
 	delta := domain.Counters{Files: 8, FilesTransferred: 5, FilesFailed: 1, BytesTransferred: 500, BytesTotal: 900}
-	if err := e.db.Progress(t.Context(), running, "w1", delta, files, []domain.Event{{TaskID: running, Code: domain.EventStarted, Details: "concurrency=2", Time: now}}); err != nil {
+	if err := e.db.Progress(t.Context(), running, "w1", domain.Batch{Delta: delta, Files: files, Events: []domain.Event{{TaskID: running, Code: domain.EventStarted, Details: "concurrency=2", Time: now}}}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -93,11 +93,15 @@ func (db *DB) Watch(ctx context.Context) (<-chan string, error) {
 		h.subs, h.nudge = map[chan string]bool{}, make(chan struct{}, 1)
 	}
 	h.subs[ch] = true
+	var ready chan struct{}
 	if !h.running {
-		h.running = true
-		go db.readSignals(last)
+		h.running, ready = true, make(chan struct{})
+		go db.readSignals(last, ready)
 	}
 	h.mu.Unlock()
+	if ready != nil {
+		<-ready // PostgreSQL listens: no notification is lost from now on
+	}
 	context.AfterFunc(ctx, func() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
@@ -110,23 +114,27 @@ func (db *DB) Watch(ctx context.Context) (<-chan string, error) {
 }
 
 // readSignals is the reader: it runs while anybody watches and the DB is
-// open.
-func (db *DB) readSignals(last int64) {
+// open. It closes ready once it listens (PostgreSQL) or at once.
+func (db *DB) readSignals(last int64, ready chan struct{}) {
 	h := &db.hub
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	if db.d.notify {
-		go db.listen(ctx)
+		go db.listen(ctx, ready)
+	} else {
+		close(ready)
 	}
 	t := time.NewTicker(db.d.pollEvery())
 	defer t.Stop()
 	pruned := time.Now()
-	for {
-		select {
-		case <-h.nudge:
-		case <-t.C:
-		case <-db.closed:
-			return
+	for first := true; ; first = false {
+		if !first { // the first read covers what came before the listening
+			select {
+			case <-h.nudge:
+			case <-t.C:
+			case <-db.closed:
+				return
+			}
 		}
 		h.mu.Lock()
 		if len(h.subs) == 0 {
@@ -195,14 +203,16 @@ func (h *hub) deliver(ids []string) {
 }
 
 // listen wakes the reader whenever PostgreSQL delivers a notification on
-// the signal channel, on a connection of its own, until ctx ends.
-func (db *DB) listen(ctx context.Context) {
+// the signal channel, on a connection of its own, until ctx ends. It
+// closes ready once it listens for the first time (or failed to).
+func (db *DB) listen(ctx context.Context, ready chan struct{}) {
 	for ctx.Err() == nil {
-		err := db.listenOnce(ctx)
+		db.listenOnce(ctx, ready)
+		ready = nil
 		if ctx.Err() != nil {
 			return
 		}
-		_ = err // the poll covers the gap; try again shortly
+		// The poll covers the gap; try again shortly.
 		select {
 		case <-time.After(time.Second):
 		case <-ctx.Done():
@@ -211,7 +221,12 @@ func (db *DB) listen(ctx context.Context) {
 	}
 }
 
-func (db *DB) listenOnce(ctx context.Context) error {
+func (db *DB) listenOnce(ctx context.Context, ready chan struct{}) error {
+	defer func() {
+		if ready != nil { // failed before listening
+			close(ready)
+		}
+	}()
 	c, err := db.db.Conn(ctx)
 	if err != nil {
 		return err
@@ -219,6 +234,10 @@ func (db *DB) listenOnce(ctx context.Context) error {
 	defer c.Close()
 	if _, err := c.ExecContext(ctx, `LISTEN `+signalChannel); err != nil {
 		return err
+	}
+	if ready != nil {
+		close(ready)
+		ready = nil
 	}
 	return c.Raw(func(dc any) error {
 		pc := dc.(*stdlib.Conn).Conn()

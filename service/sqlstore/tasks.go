@@ -248,6 +248,12 @@ func (db *DB) Claim(ctx context.Context, worker string, now time.Time, lease tim
 	return t, err
 }
 
+func (db *DB) Reclaim(ctx context.Context, worker string, now time.Time, lease time.Duration) (_ []domain.Task, err error) {
+	defer wrap(&err, "reclaim")
+	return all(ctx, db.conn(), scanTask, `UPDATE tasks SET lease_expires = ?, nice_status = ?
+		WHERE worker = ? AND status = 'ACTIVE' RETURNING `+taskCols, us(now.Add(lease)), domain.NiceOK, worker)
+}
+
 func (db *DB) Heartbeat(ctx context.Context, taskID, worker string, now time.Time, lease time.Duration) (_ domain.Task, err error) {
 	defer wrap(&err, "heartbeat")
 	t, err := scanTask(db.conn().row(ctx, `UPDATE tasks SET lease_expires = ? WHERE `+held+` RETURNING `+taskCols,
@@ -267,8 +273,9 @@ func lost(taskID string) error {
 	return domain.Errorf(domain.ENotFound, "lease of task %s not found", taskID)
 }
 
-func (db *DB) Progress(ctx context.Context, taskID, worker string, d domain.Counters, files []domain.File, events []domain.Event) (err error) {
+func (db *DB) Progress(ctx context.Context, taskID, worker string, b domain.Batch) (err error) {
 	defer wrap(&err, "progress")
+	d := b.Delta
 	return db.inTx(ctx, func(c conn) error {
 		n, err := c.exec(ctx, `UPDATE tasks SET files = files + ?, directories = directories + ?,
 			files_transferred = files_transferred + ?, files_skipped = files_skipped + ?, files_failed = files_failed + ?,
@@ -284,15 +291,35 @@ func (db *DB) Progress(ctx context.Context, taskID, worker string, d domain.Coun
 			return lost(taskID)
 		}
 		now := time.Now()
-		for _, f := range files {
+		for _, f := range b.Files {
 			if _, err := c.exec(ctx, `INSERT INTO files (task_id, src, dst, size, state, algorithm, checksum, error, time)
 				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 				taskID, f.Src, f.Dst, f.Size, f.State, f.Algorithm, f.Checksum, f.Error, us(cmp.Or(f.Time, now))); err != nil {
 				return err
 			}
 		}
-		return addEvents(ctx, c, now, forTask(taskID, events)...)
+		for _, p := range b.Partials {
+			q := `INSERT INTO partials (task_id, src, state) VALUES (?, ?, ?)
+				ON CONFLICT (task_id, src) DO UPDATE SET state = excluded.state`
+			args := []any{taskID, p.Src, p.State}
+			if p.State == "" {
+				q, args = `DELETE FROM partials WHERE task_id = ? AND src = ?`, args[:2]
+			}
+			if _, err := c.exec(ctx, q, args...); err != nil {
+				return err
+			}
+		}
+		return addEvents(ctx, c, now, forTask(taskID, b.Events)...)
 	})
+}
+
+func (db *DB) Partials(ctx context.Context, taskID string) (_ []domain.Partial, err error) {
+	defer wrap(&err, "partials")
+	return all(ctx, db.conn(), func(r scanner) (domain.Partial, error) {
+		var p domain.Partial
+		err := r.Scan(&p.Src, &p.State)
+		return p, err
+	}, `SELECT src, state FROM partials WHERE task_id = ? ORDER BY src`, taskID)
 }
 
 // forTask is events with their TaskID set to taskID.

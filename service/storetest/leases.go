@@ -12,6 +12,7 @@ var leaseTests = []test{
 	{"Claim", testClaim},
 	{"ClaimRace", func(t *testing.T, open Open) { claimRace(t, open(t)) }},
 	{"Heartbeat", testHeartbeat},
+	{"Reclaim", testReclaim},
 	{"LeaseLost", testLeaseLost},
 	{"Progress", testProgress},
 	{"SetStatus", testSetStatus},
@@ -123,6 +124,33 @@ func testHeartbeat(t *testing.T, open Open) {
 
 // testLeaseLost checks that a worker that lost its lease can neither
 // heartbeat, nor record progress, nor set the status, and changes nothing.
+func testReclaim(t *testing.T, open Open) {
+	f := newFixture(t, open(t))
+	alice := f.user("alice")
+	ep := f.endpoint(alice, "ep", false, 0)
+	live := f.claim(f.task(alice, ep, ep, t0), "w1", t0, 0)
+	lapsed := f.claim(f.task(alice, ep, ep, t0.Add(time.Second)), "w1", t0, 0)
+	others := f.claim(f.task(alice, ep, ep, t0.Add(2*time.Second)), "w2", t0, 0)
+	queued := f.task(alice, ep, ep, t0.Add(3*time.Second))
+	now := t0.Add(lease / 2)
+	got, err := f.s.Reclaim(f.ctx, "w1", now.Add(lease), lease)
+	f.ok(err)
+	var ids []string
+	for _, task := range got {
+		ids = append(ids, task.ID)
+		equal(t, "reclaimed lease", task.LeaseExpires, now.Add(2*lease))
+	}
+	slices.Sort(ids)
+	want := []string{live.ID, lapsed.ID}
+	slices.Sort(want)
+	equal(t, "reclaimed", ids, want)
+	equal(t, "another worker's task", f.get(others.ID).Worker, "w2")
+	equal(t, "queued task", f.get(queued.ID).Worker, "")
+	none, err := f.s.Reclaim(f.ctx, "w3", now, lease)
+	f.ok(err)
+	equal(t, "a worker with no leases", len(none), 0)
+}
+
 func testLeaseLost(t *testing.T, open Open) {
 	for _, c := range []struct {
 		name  string
@@ -158,8 +186,8 @@ func testLeaseLost(t *testing.T, open Open) {
 				err  error
 			}{
 				{"Heartbeat", func() error { _, err := f.s.Heartbeat(f.ctx, task.ID, loser, now, lease); return err }()},
-				{"Progress", f.s.Progress(f.ctx, task.ID, loser, domain.Counters{Files: 1, BytesTransferred: 10},
-					[]domain.File{{Src: "/x", State: domain.FileSucceeded}}, ev)},
+				{"Progress", f.s.Progress(f.ctx, task.ID, loser, domain.Batch{Delta: domain.Counters{Files: 1, BytesTransferred: 10},
+					Files: []domain.File{{Src: "/x", State: domain.FileSucceeded}}, Events: ev, Partials: []domain.Partial{{Src: "/y", State: "0-5"}}})},
 				{"SetStatus", f.s.SetStatus(f.ctx, task.ID, loser, domain.StatusFailed, "", nil, now, ev)},
 			} {
 				if !domain.IsNotFound(call.err) {
@@ -183,11 +211,11 @@ func testProgress(t *testing.T, open Open) {
 	d1 := domain.Counters{Files: 10, Directories: 2, FilesTransferred: 3, FilesSkipped: 1, FilesFailed: 1,
 		BytesTransferred: 1 << 40, BytesTotal: 1 << 41, BytesChecksummed: 1 << 30, Faults: 2}
 	d2 := domain.Counters{Files: 1, FilesTransferred: 4, BytesTransferred: 5, BytesTotal: -3}
-	f.ok(f.s.Progress(f.ctx, task.ID, "w", d1, nil, []domain.Event{
+	f.ok(f.s.Progress(f.ctx, task.ID, "w", domain.Batch{Delta: d1, Events: []domain.Event{
 		{Code: domain.EventStarted, Details: "concurrency=4", Time: t0},
 		{Code: domain.EventFault, Description: "reset", IsError: true, Time: t0.Add(time.Second)},
-	}))
-	f.ok(f.s.Progress(f.ctx, task.ID, "w", d2, []domain.File{{Src: "/a", Dst: "/b", Size: 5, State: domain.FileSucceeded, Time: t0}}, nil))
+	}}))
+	f.ok(f.s.Progress(f.ctx, task.ID, "w", domain.Batch{Delta: d2, Files: []domain.File{{Src: "/a", Dst: "/b", Size: 5, State: domain.FileSucceeded, Time: t0}}}))
 
 	want := d1
 	want.Add(d2)
@@ -200,6 +228,15 @@ func testProgress(t *testing.T, open Open) {
 	files, _, err := f.s.Files(f.ctx, task.ID, "", 0, 0)
 	f.ok(err)
 	equal(t, "files", files, []domain.File{{TaskID: task.ID, Src: "/a", Dst: "/b", Size: 5, State: domain.FileSucceeded, Time: t0}})
+
+	// Partials: put, replaced, deleted; per task.
+	other := f.claim(f.task(alice, ep, ep, t0.Add(time.Second)), "w", t0, 0)
+	f.ok(f.s.Progress(f.ctx, task.ID, "w", domain.Batch{Partials: []domain.Partial{{Src: "/c", State: "0-10"}, {Src: "/d", State: "0-1"}}}))
+	f.ok(f.s.Progress(f.ctx, other.ID, "w", domain.Batch{Partials: []domain.Partial{{Src: "/c", State: "other"}}}))
+	f.ok(f.s.Progress(f.ctx, task.ID, "w", domain.Batch{Partials: []domain.Partial{{Src: "/c", State: "0-20"}, {Src: "/d"}, {Src: "/never"}}}))
+	ps, err := f.s.Partials(f.ctx, task.ID)
+	f.ok(err)
+	equal(t, "partials", ps, []domain.Partial{{Src: "/c", State: "0-20"}})
 }
 
 func testSetStatus(t *testing.T, open Open) {

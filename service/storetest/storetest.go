@@ -101,7 +101,7 @@ func watchAcross(t *testing.T, a, b domain.Store) {
 	ep.Servers = []string{"ftp://elsewhere.example:2811"}
 	f.ok(b.UpdateEndpoint(f.ctx, ep))
 	expect("endpoint changed", task.ID)
-	f.ok(b.Progress(f.ctx, task.ID, "w-watch", domain.Counters{Files: 1}, nil, nil))
+	f.ok(b.Progress(f.ctx, task.ID, "w-watch", domain.Batch{Delta: domain.Counters{Files: 1}}))
 	select {
 	case got := <-ids:
 		if got != "" {

@@ -254,9 +254,9 @@ func testFiles(t *testing.T, open Open) {
 		files = append(files, domain.File{TaskID: task.ID, Src: fmt.Sprintf("/s/%d", i), Dst: fmt.Sprintf("/d/%d", i),
 			Size: int64(i * 100), State: states[i%len(states)], Algorithm: "MD5", Checksum: fmt.Sprint(i), Time: t0.Add(time.Duration(i) * time.Second)})
 	}
-	f.ok(f.s.Progress(f.ctx, task.ID, "w", domain.Counters{}, files[:4], nil))
-	f.ok(f.s.Progress(f.ctx, other.ID, "w", domain.Counters{}, []domain.File{{Src: "/other", State: domain.FileSucceeded}}, nil))
-	f.ok(f.s.Progress(f.ctx, task.ID, "w", domain.Counters{}, files[4:], nil))
+	f.ok(f.s.Progress(f.ctx, task.ID, "w", domain.Batch{Files: files[:4]}))
+	f.ok(f.s.Progress(f.ctx, other.ID, "w", domain.Batch{Files: []domain.File{{Src: "/other", State: domain.FileSucceeded}}}))
+	f.ok(f.s.Progress(f.ctx, task.ID, "w", domain.Batch{Files: files[4:]}))
 
 	// Pages of 3, then one page of each state.
 	var pages [][]domain.File

@@ -3,12 +3,15 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"ferry/engine"
+	"ferry/gridftp"
 	"ferry/service/domain"
 )
 
@@ -34,11 +37,69 @@ type progress struct {
 
 	lastEvent time.Time // of the last PROGRESS event
 	lastBytes int64     // total.BytesTransferred then
+
+	// Partials: what earlier runs knew of files they did not finish
+	// (restart), which files have a stored record (stored), and the
+	// records to put or delete at the next flush (partials).
+	restart  map[string]engine.Partial
+	stored   map[string]bool
+	partials map[string]string
 }
 
 func newProgress(w *Worker, t domain.Task) *progress {
 	return &progress{w: w, taskID: t.ID, kick: make(chan struct{}, 1), total: t.Counters,
-		leave: map[string]bool{}, lastEvent: w.now(), lastBytes: t.BytesTransferred}
+		leave: map[string]bool{}, lastEvent: w.now(), lastBytes: t.BytesTransferred,
+		restart: map[string]engine.Partial{}, stored: map[string]bool{}, partials: map[string]string{}}
+}
+
+// loadPartials takes in the partial records of earlier runs.
+func (p *progress) loadPartials(ps []domain.Partial) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, r := range ps {
+		p.stored[r.Src] = true
+		if pt, err := decodePartial(r.State); err == nil {
+			p.restart[r.Src] = pt
+		}
+	}
+}
+
+// restartOf is the engine's Options.Restart.
+func (p *progress) restartOf(src string) (engine.Partial, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pt, ok := p.restart[src]
+	return pt, ok
+}
+
+// Partial keeps what the engine knows of a file it has not finished, for
+// the next flush.
+func (p *progress) Partial(src string, pt engine.Partial) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.partials[src] = encodePartial(pt)
+	p.stored[src] = true
+}
+
+// encodePartial is a partial record's State: "SIZE MTIME RANGES", the
+// time in Unix nanoseconds.
+func encodePartial(pt engine.Partial) string {
+	return fmt.Sprintf("%d %d %s", pt.Size, pt.Modify.UnixNano(), pt.Have)
+}
+
+func decodePartial(s string) (engine.Partial, error) {
+	var pt engine.Partial
+	f := strings.Fields(s)
+	if len(f) != 3 {
+		return pt, fmt.Errorf("partial record %q: want SIZE MTIME RANGES", s)
+	}
+	size, err1 := strconv.ParseInt(f[0], 10, 64)
+	ns, err2 := strconv.ParseInt(f[1], 10, 64)
+	have, err3 := gridftp.ParseRanges(f[2])
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return pt, fmt.Errorf("partial record %q: %w", s, err)
+	}
+	return engine.Partial{Size: size, Modify: time.Unix(0, ns).UTC(), Have: have}, nil
 }
 
 // add records a counter delta, a file record and an event (each optional),
@@ -50,6 +111,10 @@ func (p *progress) add(d domain.Counters, f *domain.File, e *domain.Event) {
 		f.TaskID, f.Time = p.taskID, p.w.now()
 		p.files = append(p.files, *f)
 		p.leave[f.Src] = true
+		if p.stored[f.Src] { // the file is final: its partial goes
+			p.partials[f.Src] = ""
+			delete(p.stored, f.Src)
+		}
 		if len(p.files) >= orInt(p.w.FlushFiles, 100) {
 			select {
 			case p.kick <- struct{}{}:
@@ -229,8 +294,9 @@ func (p *progress) Started(s engine.Settings) {
 }
 
 var (
-	_ engine.Starter = (*progress)(nil)
-	_ engine.Walker  = (*progress)(nil)
+	_ engine.Starter  = (*progress)(nil)
+	_ engine.Walker   = (*progress)(nil)
+	_ engine.Partials = (*progress)(nil)
 )
 
 // counters is the task's counters as this run knows them.
@@ -259,17 +325,26 @@ func (p *progress) flush(ctx context.Context) error {
 			Details:     details(map[string]any{"bytes_transferred": p.total.BytesTransferred, "bytes_per_second": int64(rate)})})
 		p.lastEvent, p.lastBytes = now, p.total.BytesTransferred
 	}
-	d, files, events := p.delta, p.files, p.events
-	p.delta, p.files, p.events = domain.Counters{}, nil, nil
+	b := domain.Batch{Delta: p.delta, Files: p.files, Events: p.events}
+	for src, state := range p.partials {
+		b.Partials = append(b.Partials, domain.Partial{Src: src, State: state})
+	}
+	sent := p.partials
+	p.delta, p.files, p.events, p.partials = domain.Counters{}, nil, nil, map[string]string{}
 	p.mu.Unlock()
-	if d == (domain.Counters{}) && len(files) == 0 && len(events) == 0 {
+	if b.Delta == (domain.Counters{}) && len(b.Files) == 0 && len(b.Events) == 0 && len(b.Partials) == 0 {
 		return nil
 	}
-	err := p.w.Store.Progress(ctx, p.taskID, p.w.ID, d, files, events)
+	err := p.w.Store.Progress(ctx, p.taskID, p.w.ID, b)
 	if err != nil && !domain.IsNotFound(err) {
 		p.mu.Lock()
-		d.Add(p.delta)
-		p.delta, p.files, p.events = d, append(files, p.files...), append(events, p.events...)
+		b.Delta.Add(p.delta)
+		p.delta, p.files, p.events = b.Delta, append(b.Files, p.files...), append(b.Events, p.events...)
+		for src, state := range sent {
+			if _, newer := p.partials[src]; !newer {
+				p.partials[src] = state
+			}
+		}
 		p.mu.Unlock()
 	}
 	return err

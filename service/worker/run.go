@@ -303,6 +303,11 @@ func (r *run) loadRecords(ctx context.Context) error {
 		}
 	}
 	r.p.leaveOut(done, true)
+	partials, err := r.w.Store.Partials(ctx, id)
+	if err != nil {
+		return err
+	}
+	r.p.loadPartials(partials)
 	return r.loadCanceled(ctx)
 }
 
@@ -462,9 +467,11 @@ func (r *run) transfer(ctx context.Context, try int, deadline time.Time, logins 
 }
 
 // options are the engine's options for the task. When unsure, the
-// destination may hold partial files of an interrupted run, which look
-// complete to the sync levels exists, size and mtime: existing files are
-// compared by checksum instead.
+// destination may hold files of an interrupted run: whole ones, not
+// recorded done before it stopped, are compared by checksum and not sent
+// again; partial ones, which look complete to the sync levels exists,
+// size and mtime, are compared by checksum too, and resume from what the
+// earlier run recorded of them.
 func (r *run) options(deadline time.Time, unsure bool) engine.Options {
 	o := r.task.Options
 	level := syncLevel(o.SyncLevel)
@@ -472,6 +479,8 @@ func (r *run) options(deadline time.Time, unsure bool) engine.Options {
 		level = engine.SyncChecksum
 	}
 	eo := engine.Options{
+		Resume:        unsure,
+		Restart:       r.p.restartOf,
 		SyncLevel:     level,
 		Verify:        o.VerifyChecksum,
 		Algorithm:     o.ChecksumAlgorithm,

@@ -93,6 +93,24 @@ func (w *Worker) Serve(ctx context.Context) error {
 			}
 		})
 	}
+	// Tasks this worker held when its process died: at once, not after
+	// their leases lapse.
+	now := w.now()
+	mine, err := w.Store.Reclaim(ctx, w.ID, now, w.lease())
+	if err != nil && ctx.Err() == nil {
+		w.log().Error("reclaim", "err", err)
+	}
+	for _, t := range mine {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil
+		}
+		w.log().Info("task taken back after a restart", "task", t.ID)
+		if !w.launch(ctx, &wg, slots, t, now) {
+			<-slots
+		}
+	}
 	idle := time.NewTimer(0)
 	defer idle.Stop()
 	for {
@@ -103,15 +121,7 @@ func (w *Worker) Serve(ctx context.Context) error {
 		}
 		now := w.now()
 		t, err := w.Store.Claim(ctx, w.ID, now, w.lease(), w.PerUser)
-		if err == nil && w.start(t.ID) {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer w.Wake() // a queued task may claim the slot at once
-				defer func() { <-slots }()
-				defer w.end(t.ID)
-				w.runTask(ctx, t, now)
-			}()
+		if err == nil && w.launch(ctx, &wg, slots, t, now) {
 			continue
 		}
 		<-slots
@@ -126,6 +136,21 @@ func (w *Worker) Serve(ctx context.Context) error {
 		case <-idle.C:
 		}
 	}
+}
+
+// launch runs the claimed task t in the slot taken from slots, unless it
+// already runs here.
+func (w *Worker) launch(ctx context.Context, wg *sync.WaitGroup, slots chan struct{}, t domain.Task, now time.Time) bool {
+	if !w.start(t.ID) {
+		return false
+	}
+	wg.Go(func() {
+		defer w.Wake() // a queued task may claim the slot at once
+		defer func() { <-slots }()
+		defer w.end(t.ID)
+		w.runTask(ctx, t, now)
+	})
+	return true
 }
 
 // start marks a claimed task running; false if it already runs here: its

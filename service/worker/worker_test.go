@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,9 +37,11 @@ type counting struct {
 	storage.Driver
 	delay   atomic.Int64 // nanoseconds
 	rate    atomic.Int64 // bytes read per second; 0: no bound
+	read    atomic.Int64
 	written atomic.Int64
 	mu      sync.Mutex
 	opens   map[string]int
+	creates map[string]int
 }
 
 func (c *counting) Open(ctx context.Context, name string) (storage.File, error) {
@@ -54,6 +57,9 @@ func (c *counting) Open(ctx context.Context, name string) (storage.File, error) 
 }
 
 func (c *counting) Create(ctx context.Context, name string, flag storage.OpenFlag) (storage.File, error) {
+	c.mu.Lock()
+	c.creates[name]++
+	c.mu.Unlock()
 	f, err := c.Driver.Create(ctx, name, flag)
 	if err != nil {
 		return nil, err
@@ -71,7 +77,9 @@ func (f *countedFile) ReadAt(p []byte, off int64) (int, error) {
 	if r := f.c.rate.Load(); r > 0 {
 		time.Sleep(time.Duration(int64(len(p)) * int64(time.Second) / r))
 	}
-	return f.File.ReadAt(p, off)
+	n, err := f.File.ReadAt(p, off)
+	f.c.read.Add(int64(n))
+	return n, err
 }
 
 func (f *countedFile) WriteAt(p []byte, off int64) (int, error) {
@@ -86,6 +94,13 @@ func (c *counting) count(name string) int {
 	return c.opens[name]
 }
 
+// created counts the opens of name for writing.
+func (c *counting) created(name string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.creates[name]
+}
+
 // endpoint is a ferry GridFTP server over a temp directory that accepts
 // alice's password and anonymous logins.
 type endpoint struct {
@@ -97,7 +112,7 @@ type endpoint struct {
 func startEndpoint(t *testing.T) *endpoint {
 	t.Helper()
 	root, p := servertest.Root(t)
-	c := &counting{Driver: p, opens: map[string]int{}}
+	c := &counting{Driver: p, opens: map[string]int{}, creates: map[string]int{}}
 	addr := servertest.Serve(t, &server.Server{FS: c, Anonymous: true, Auth: servertest.Users{"alice": "pw"}, DataTimeout: 5 * time.Second,
 		MarkerInterval: 50 * time.Millisecond})
 	return &endpoint{root: root, url: "ftp://" + addr, fs: c}
@@ -624,6 +639,21 @@ func TestResume(t *testing.T) {
 			if len(done) == 150 {
 				t.Fatal("the transfer ended before the worker was stopped")
 			}
+			// Copies complete at the destination but not yet recorded.
+			var whole []string
+			for i := range 150 {
+				p := fmt.Sprintf("/tree/f%03d", i)
+				a, _ := os.ReadFile(filepath.Join(f.src.root, p))
+				b, err := os.ReadFile(filepath.Join(f.dst.root, p))
+				if err == nil && bytes.Equal(a, b) && !slices.Contains(done, p) {
+					whole = append(whole, p)
+				}
+			}
+			created := map[string]int{}
+			for _, p := range whole {
+				created[p] = f.dst.fs.created(p)
+			}
+			t.Logf("%d files recorded done, %d more whole at the destination", len(done), len(whole))
 			if !kill {
 				got := f.wait(task.ID, time.Second, func(domain.Task) bool { return true })
 				if got.Status != domain.StatusActive || got.NiceStatus != domain.NiceQueued || got.Worker != "" {
@@ -640,6 +670,11 @@ func TestResume(t *testing.T) {
 			for _, p := range done {
 				if n := f.src.fs.count(p); n != 1 {
 					t.Errorf("%s was recorded done and then sent %d times", p, n)
+				}
+			}
+			for _, p := range whole {
+				if n := f.dst.fs.created(p); n != created[p] {
+					t.Errorf("%s was whole at the destination, and written again", p)
 				}
 			}
 			sameTree(t, filepath.Join(f.src.root, "tree"), filepath.Join(f.dst.root, "tree"))

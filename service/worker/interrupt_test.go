@@ -1,8 +1,12 @@
 package worker_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -57,15 +61,8 @@ func TestCancelStopsTheData(t *testing.T) {
 					}
 					before := f.dst.fs.written.Load()
 					// Wait until the writes stop, then measure what came after the cancel.
-					for last := int64(-1); ; time.Sleep(300 * time.Millisecond) {
-						n := f.dst.fs.written.Load()
-						if n == last {
-							break
-						}
-						last = n
-						if time.Since(asked) > 10*time.Second {
-							t.Fatalf("data still moving %v after the cancel", time.Since(asked))
-						}
+					if !quiet(&f.dst.fs.written) {
+						t.Fatalf("data still moving %v after the cancel", time.Since(asked))
 					}
 					after := f.dst.fs.written.Load() - before
 					t.Logf("%.1f MiB written after the cancel", float64(after)/(1<<20))
@@ -115,5 +112,100 @@ func TestCancelAsTheLastFileEnds(t *testing.T) {
 	got := f.wait(task.ID, 5*time.Second, finished)
 	if got.Status != domain.StatusFailed || got.FatalError == nil || got.FatalError.Code != "CANCELED" {
 		t.Fatalf("task %s %+v, want FAILED CANCELED", got.Status, got.FatalError)
+	}
+}
+
+// TestResumeFromMarkers: a worker dies while a large file moves; the next
+// run sends only what the restart markers the first recorded do not
+// cover.
+func TestResumeFromMarkers(t *testing.T) {
+	f := newFixture(t)
+	data := random(32 << 20)
+	write(t, filepath.Join(f.src.root, "big"), data)
+	f.src.fs.rate.Store(8 << 20)
+	task := f.submit(domain.Options{SyncLevel: domain.SyncNone}, domain.Item{Src: "/big", Dst: "/big"})
+	first := f.open()
+	w1 := f.worker("w1", first, &spy{})
+	w1.Lease = time.Second
+	stop1 := serve(t, w1)
+	var recorded int64
+	f.wait(task.ID, 20*time.Second, func(domain.Task) bool {
+		ps, err := f.store.Partials(context.Background(), task.ID)
+		if err != nil || len(ps) != 1 {
+			return false
+		}
+		var size, ns int64
+		var ranges string
+		fmt.Sscan(ps[0].State, &size, &ns, &ranges)
+		var a, b int64
+		fmt.Sscanf(ranges, "%d-%d", &a, &b)
+		recorded = b - a
+		return recorded >= 8<<20
+	})
+	first.Close() // killed: nothing more reaches the store
+	stop1()
+	quiet(&f.src.fs.read)
+	f.src.fs.rate.Store(0)
+	before := f.src.fs.read.Load()
+	serve(t, f.worker("w2", f.store, &spy{}))
+	got := f.wait(task.ID, 20*time.Second, finished)
+	if got.Status != domain.StatusSucceeded {
+		t.Fatalf("task %s %+v", got.Status, got.FatalError)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.dst.root, "big")); !bytes.Equal(b, data) {
+		t.Fatal("the resumed copy differs")
+	}
+	again := f.src.fs.read.Load() - before
+	t.Logf("%d MiB recorded at the destination before the kill; %d MiB read after it", recorded>>20, again>>20)
+	if again > int64(len(data))-recorded {
+		t.Errorf("read %d bytes after the restart; the markers had %d of %d", again, recorded, len(data))
+	}
+	if got.BytesTransferred != int64(len(data)) || got.BytesTotal != int64(len(data)) {
+		t.Errorf("counters %+v, want %d bytes transferred and in total", got.Counters, len(data))
+	}
+	if ps, _ := f.store.Partials(context.Background(), task.ID); len(ps) != 0 {
+		t.Errorf("partials left after the file was done: %+v", ps)
+	}
+}
+
+// quiet waits until n stops changing for 300 ms; false if it still
+// changes after ten seconds.
+func quiet(n *atomic.Int64) bool {
+	start := time.Now()
+	for last := int64(-1); time.Since(start) < 10*time.Second; time.Sleep(300 * time.Millisecond) {
+		v := n.Load()
+		if v == last {
+			return true
+		}
+		last = v
+	}
+	return false
+}
+
+// TestRestartTakesBackItsTasks: a worker killed with a minute left on its
+// lease, started again under its name, goes on at once.
+func TestRestartTakesBackItsTasks(t *testing.T) {
+	f := newFixture(t)
+	f.files("tree", 60, 2000)
+	f.src.fs.delay.Store(int64(20 * time.Millisecond))
+	task := f.submit(domain.Options{SyncLevel: domain.SyncNone}, domain.Item{Src: "/tree", Dst: "/tree", Recursive: true})
+	first := f.open()
+	w1 := f.worker("host/127.0.0.1:8080", first, &spy{})
+	w1.Lease = time.Minute
+	stop1 := serve(t, w1)
+	f.wait(task.ID, 10*time.Second, func(domain.Task) bool { return len(f.done(task.ID)) >= 5 })
+	first.Close() // killed: its lease stays
+	stop1()
+	f.src.fs.delay.Store(0)
+	back := time.Now()
+	w2 := f.worker("host/127.0.0.1:8080", f.store, &spy{})
+	w2.Lease = time.Minute
+	serve(t, w2)
+	got := f.wait(task.ID, 10*time.Second, finished)
+	if took := time.Since(back); got.Status != domain.StatusSucceeded || took > 5*time.Second {
+		t.Fatalf("task %s %v after the restart; want SUCCEEDED well before the lease lapses", got.Status, took)
+	}
+	if _, ok := f.event(task.ID, domain.EventLeaseTaken); ok {
+		t.Error("the restarted worker waited for its own lease to lapse")
 	}
 }
