@@ -10,7 +10,8 @@ type Relay struct {
 }
 
 // SetupKey is a new one-time setup key of a connect endpoint (DATA_TYPE
-// setup_key), from POST /endpoint/{id}/setup_key. ferry connect
+// setup_key), from POST /endpoint/{id}/setup_key or, the first, with the
+// endpoint from POST /endpoint. ferry connect
 // --setup-key trades it for the agent's certificate; issuing one revokes
 // the certificates of the endpoint's earlier agents.
 type SetupKey struct {

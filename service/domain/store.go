@@ -39,6 +39,12 @@ type Store interface {
 
 	// Connect endpoints' pairing (connect.go).
 	//
+	// CreateConnectEndpoint stores e, a connect endpoint, together with its
+	// first one-time setup key (as NewSetupKey), in one transaction: when
+	// either fails, neither is stored. It sets ID and (if zero) Created;
+	// EConflict on a taken owner#name, EInvalid when e is not a connect
+	// endpoint.
+	CreateConnectEndpoint(ctx context.Context, e *Endpoint, hash string, expires time.Time) error
 	// NewSetupKey gives connect endpoint id a new one-time setup key,
 	// stored as the hash of its secret, usable until expires, and revokes
 	// the certificates issued so far: it starts a new generation, which it

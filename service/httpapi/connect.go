@@ -3,10 +3,44 @@ package httpapi
 import (
 	"crypto/rand"
 	"net/http"
+	"time"
 
 	"ferry/service/api"
 	"ferry/service/domain"
 )
+
+// newKey makes the secret of a new setup key, and says until when it is
+// valid; EUnavailable without a relay, where no agent could use it.
+func (s *Server) newKey() (secret string, expires time.Time, err error) {
+	if s.CAPin == "" {
+		return "", time.Time{}, domain.Errorf(domain.EUnavailable, "this service runs no relay for connect endpoints")
+	}
+	return rand.Text(), s.Now().Add(domain.SetupKeyLifetime), nil
+}
+
+// keyDoc is the document of a setup key with secret.
+func (s *Server) keyDoc(endpointID, secret string, expires time.Time) *api.SetupKey {
+	return &api.SetupKey{DataType: "setup_key", EndpointID: endpointID,
+		SetupKey: domain.JoinSetupKey(secret, s.CAPin), Expires: expires}
+}
+
+// createConnectEndpoint stores a new connect endpoint with its first
+// setup key, both or neither, and answers with both.
+func (s *Server) createConnectEndpoint(w http.ResponseWriter, r *http.Request, c *call, ep domain.Endpoint) error {
+	secret, expires, err := s.newKey()
+	if err != nil {
+		return err
+	}
+	if err := s.Store.CreateConnectEndpoint(r.Context(), &ep, domain.SetupKeyHash(secret), expires); err != nil {
+		return err
+	}
+	d, err := s.endpointDoc(r, c, ep)
+	if err != nil {
+		return err
+	}
+	d.SetupKey = s.keyDoc(ep.ID, secret, expires)
+	return reply(w, http.StatusCreated, d)
+}
 
 // setupKey gives one of the caller's connect endpoints a new one-time
 // setup key, which revokes the certificates of its earlier agents. Only
@@ -19,16 +53,15 @@ func (s *Server) setupKey(w http.ResponseWriter, r *http.Request, c *call) error
 	if ep.Auth != domain.AuthConnect {
 		return domain.Errorf(domain.EInvalid, "endpoint %s is not a connect endpoint", ep.DisplayName())
 	}
-	if s.CAPin == "" {
-		return domain.Errorf(domain.EUnavailable, "this service runs no relay for connect endpoints (ferry server --relay-listen)")
+	secret, expires, err := s.newKey()
+	if err != nil {
+		return err
 	}
-	secret, expires := rand.Text(), s.Now().Add(domain.SetupKeyLifetime)
 	if _, err := s.Store.NewSetupKey(r.Context(), ep.ID, domain.SetupKeyHash(secret), expires); err != nil {
 		return err
 	}
 	s.revoked(ep)
-	return reply(w, http.StatusCreated, api.SetupKey{DataType: "setup_key", EndpointID: ep.ID,
-		SetupKey: domain.JoinSetupKey(secret, s.CAPin), Expires: expires})
+	return reply(w, http.StatusCreated, s.keyDoc(ep.ID, secret, expires))
 }
 
 // revoked tells the relay that ep's agent certificates are revoked.

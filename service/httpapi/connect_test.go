@@ -36,6 +36,15 @@ func TestConnectEndpoints(t *testing.T) {
 	if ep.AuthMethod != "connect" || len(ep.Servers) != 0 || ep.ExpiresIn != -1 || !ep.Activated || ep.Connected {
 		t.Fatalf("connect endpoint %+v: want no servers, no activation needed, not connected", ep)
 	}
+	// Its first setup key comes with it.
+	if k := ep.SetupKey; k == nil || k.EndpointID != ep.ID || !strings.HasSuffix(k.SetupKey, ".PIN") {
+		t.Fatalf("new connect endpoint's setup key %+v", k)
+	} else if secret, _, _ := domain.SplitSetupKey(k.SetupKey); !usable(t, e, secret, ep.ID) {
+		t.Fatal("the new connect endpoint's setup key does not pair")
+	}
+	if ep, _ := alice.Endpoint(ctx, "laptop"); ep.SetupKey != nil {
+		t.Fatal("the setup key is shown again")
+	}
 	online[ep.ID] = true
 	if ep, _ = alice.Endpoint(ctx, "laptop"); !ep.Connected {
 		t.Fatal("endpoint not shown connected while its agent is")
@@ -53,10 +62,10 @@ func TestConnectEndpoints(t *testing.T) {
 		t.Fatalf("setup key lasts %v, want %v", d, domain.SetupKeyLifetime)
 	}
 	// Only its hash is stored, and a new key replaces it.
-	id, gen, err := e.db.UseSetupKey(ctx, domain.SetupKeyHash(secret), e.clock.Now())
-	if err != nil || id != ep.ID {
-		t.Fatalf("stored key: %s, %v", id, err)
+	if !usable(t, e, secret, ep.ID) {
+		t.Fatal("the setup key does not pair")
 	}
+	gen, _ := e.db.CertGeneration(ctx, ep.ID)
 	if _, err := alice.SetupKey(ctx, ep.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -114,15 +123,25 @@ func TestConnectEndpoints(t *testing.T) {
 	}
 }
 
+// usable reports whether the setup key with secret pairs endpointID; it
+// uses the key up.
+func usable(t *testing.T, e *env, secret, endpointID string) bool {
+	t.Helper()
+	id, _, err := e.db.UseSetupKey(t.Context(), domain.SetupKeyHash(secret), e.clock.Now())
+	return err == nil && id == endpointID
+}
+
+// Without a relay no connect endpoint is made: not even half of one, an
+// endpoint without a setup key.
 func TestConnectWithoutRelay(t *testing.T) {
 	e := newEnv(t)
 	alice, _ := e.user("alice")
-	if _, err := alice.CreateEndpoint(t.Context(), api.EndpointSpec{Name: new("laptop"), AuthMethod: new("connect")}); err != nil {
-		t.Fatal(err)
-	}
-	_, err := alice.SetupKey(t.Context(), "laptop")
+	_, err := alice.CreateEndpoint(t.Context(), api.EndpointSpec{Name: new("laptop"), AuthMethod: new("connect")})
 	if ae := wantAPIError(t, err, 502, "Unavailable"); !strings.Contains(ae.Message, "relay") {
 		t.Fatalf("message %q does not name the relay", ae.Message)
+	}
+	if l, err := alice.EndpointSearch(t.Context(), api.EndpointQuery{Scope: api.ScopeMine}); err != nil || len(l.Data) != 0 {
+		t.Fatalf("endpoints after a failed creation: %+v, %v", l.Data, err)
 	}
 	_, err = e.client("").Relay(t.Context())
 	wantAPIError(t, err, 404, "NotFound")

@@ -258,6 +258,9 @@ func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request, c *call)
 	if err := applySpec(&ep, spec); err != nil {
 		return err
 	}
+	if connect {
+		return s.createConnectEndpoint(w, r, c, ep)
+	}
 	if err := s.Store.CreateEndpoint(r.Context(), &ep); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 
 var connectTests = []test{
 	{"SetupKeys", testSetupKeys},
+	{"CreateConnectEndpoint", testCreateConnectEndpoint},
 	{"ResumeEndpoint", testResumeEndpoint},
 }
 
@@ -77,6 +78,45 @@ func testSetupKeys(t *testing.T, open Open) {
 	f.ok(f.s.DeleteEndpoint(f.ctx, ep.ID))
 	_, err = f.s.CertGeneration(f.ctx, ep.ID)
 	wantCode(t, err, domain.ENotFound)
+}
+
+// A connect endpoint and its first setup key are made together or not at
+// all: a failure of either leaves neither.
+func testCreateConnectEndpoint(t *testing.T, open Open) {
+	f := newFixture(t, open(t))
+	alice := f.user("alice")
+	ep := domain.Endpoint{OwnerID: alice.ID, Name: "laptop", Auth: domain.AuthConnect, DefaultDir: "/"}
+	f.ok(f.s.CreateConnectEndpoint(f.ctx, &ep, "h1", t0.Add(time.Hour)))
+	wantUUID(t, ep.ID)
+	got, err := f.s.Endpoint(f.ctx, ep.ID)
+	f.ok(err)
+	equal(t, "stored endpoint", got.Name+" "+got.Auth+" "+got.Owner, "laptop connect alice")
+	id, gen, err := f.s.UseSetupKey(f.ctx, "h1", t0)
+	f.ok(err)
+	equal(t, "paired endpoint and generation", []any{id, gen}, []any{ep.ID, int64(1)})
+
+	// The key of another endpoint: the key fails after the endpoint was
+	// inserted, which must not stay.
+	f.ok(f.s.CreateConnectEndpoint(f.ctx, &domain.Endpoint{OwnerID: alice.ID, Name: "desk", Auth: domain.AuthConnect}, "h2", t0.Add(time.Hour)))
+	if err := f.s.CreateConnectEndpoint(f.ctx, &domain.Endpoint{OwnerID: alice.ID, Name: "half", Auth: domain.AuthConnect}, "h2", t0.Add(time.Hour)); err == nil {
+		t.Fatal("two endpoints made with one setup key")
+	}
+	_, err = f.s.EndpointByName(f.ctx, "alice", "half")
+	wantCode(t, err, domain.ENotFound)
+
+	runErrCases(t, []errCase{
+		{"taken name", func() error {
+			return f.s.CreateConnectEndpoint(f.ctx, &domain.Endpoint{OwnerID: alice.ID, Name: "laptop", Auth: domain.AuthConnect}, "h3", t0.Add(time.Hour))
+		}, domain.EConflict},
+		{"not a connect endpoint", func() error {
+			return f.s.CreateConnectEndpoint(f.ctx, &domain.Endpoint{OwnerID: alice.ID, Name: "dtn", Auth: domain.AuthAnonymous}, "h4", t0.Add(time.Hour))
+		}, domain.EInvalid},
+	})
+	// Neither failure left a key behind.
+	for _, h := range []string{"h3", "h4"} {
+		_, _, err := f.s.UseSetupKey(f.ctx, h, t0)
+		wantCode(t, err, domain.ENotFound)
+	}
 }
 
 func testResumeEndpoint(t *testing.T, open Open) {
