@@ -2,11 +2,15 @@ package httpapi
 
 import (
 	"crypto/rand"
+	"io"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"ferry/service/api"
 	"ferry/service/domain"
+	"ferry/tunnel"
 )
 
 // newKey makes the secret of a new setup key, and says until when it is
@@ -71,10 +75,46 @@ func (s *Server) revoked(ep domain.Endpoint) {
 	}
 }
 
-// relay tells agents where the relay listens.
-func (s *Server) relay(w http.ResponseWriter, _ *http.Request, _ *call) error {
-	if s.RelayAddr == "" {
+// relay hands a connection that asks for an upgrade to the relay, and
+// else tells agents where the service's relays are: this process's first.
+func (s *Server) relay(w http.ResponseWriter, r *http.Request, _ *call) error {
+	if s.RelayURL == "" {
 		return domain.Errorf(domain.ENotFound, "this service runs no relay for connect endpoints")
 	}
-	return reply(w, http.StatusOK, api.Relay{DataType: "relay", Address: s.RelayAddr})
+	if strings.EqualFold(r.Header.Get("Upgrade"), tunnel.Upgrade) {
+		return s.upgrade(w)
+	}
+	ps, err := s.Store.Processes(r.Context(), s.Now())
+	if err != nil {
+		return err
+	}
+	urls := []string{s.RelayURL}
+	for _, p := range ps {
+		if !slices.Contains(urls, p.RelayURL) {
+			urls = append(urls, p.RelayURL)
+		}
+	}
+	return reply(w, http.StatusOK, api.Relay{DataType: "relay", Relays: urls})
+}
+
+// upgrade takes the connection from the HTTP server and hands it to the
+// relay.
+func (s *Server) upgrade(w http.ResponseWriter) error {
+	if s.RelayConn == nil {
+		return domain.Errorf(domain.ENotFound, "this process's relay is not on the API's port")
+	}
+	c, rw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return err
+	}
+	if _, err := io.WriteString(c, tunnel.UpgradeReply); err != nil {
+		c.Close()
+		return nil
+	}
+	if n := rw.Reader.Buffered(); n > 0 { // sent before the answer
+		head, _ := rw.Reader.Peek(n)
+		c = tunnel.Prefixed(c, slices.Clone(head))
+	}
+	go s.RelayConn(c)
+	return nil
 }

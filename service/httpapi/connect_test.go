@@ -2,13 +2,17 @@ package httpapi_test
 
 import (
 	"context"
+	"io"
 	"net"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"ferry/service/api"
 	"ferry/service/domain"
 	"ferry/service/httpapi"
+	"ferry/tunnel"
 )
 
 // agents is a relay where the agents of the listed endpoints are online.
@@ -16,13 +20,13 @@ type agents map[string]bool
 
 func (a agents) Dial(context.Context, string) (net.Conn, error) { return nil, nil }
 
-func (a agents) Online(id string) (<-chan struct{}, bool) { return nil, a[id] }
+func (a agents) Online(_ context.Context, id string) (<-chan struct{}, bool) { return nil, a[id] }
 
 func TestConnectEndpoints(t *testing.T) {
 	online := agents{}
 	var revoked []string
 	e := newEnv(t, func(s *httpapi.Server) {
-		s.Agents, s.RelayAddr, s.CAPin = online, "203.0.113.7:8443", "PIN"
+		s.Agents, s.RelayURL, s.CAPin = online, "tcp://203.0.113.7:8443", "PIN"
 		s.Revoked = func(id string) { revoked = append(revoked, id) }
 	})
 	alice, _ := e.user("alice")
@@ -114,9 +118,21 @@ func TestConnectEndpoints(t *testing.T) {
 		})
 	}
 
+	// The relays: this process's first, then the other processes', while
+	// their records hold.
+	for _, p := range []domain.Process{
+		{ID: "b", RelayURL: "http://b.example/api/v0.10/relay", Expires: e.clock.Now().Add(time.Minute)},
+		{ID: "a", RelayURL: "tcp://a.example:8443", Expires: e.clock.Now().Add(time.Minute)},
+		{ID: "gone", RelayURL: "tcp://gone.example:8443", Expires: e.clock.Now()},
+		{ID: "self", RelayURL: "tcp://203.0.113.7:8443", Expires: e.clock.Now().Add(time.Minute)},
+	} {
+		if err := e.db.PutProcess(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
 	r, err := e.client("").Relay(ctx)
-	if err != nil || r.Address != "203.0.113.7:8443" {
-		t.Fatalf("relay %+v, %v", r, err)
+	if want := []string{"tcp://203.0.113.7:8443", "tcp://a.example:8443", "http://b.example/api/v0.10/relay"}; err != nil || !slices.Equal(r.Relays, want) {
+		t.Fatalf("relay %+v, %v; want relays %q", r, err, want)
 	}
 	if _, err := alice.DeleteEndpoint(ctx, "laptop"); err != nil || len(revoked) != 3 {
 		t.Fatalf("delete: %v; relay told of revocations %v", err, revoked)
@@ -145,4 +161,37 @@ func TestConnectWithoutRelay(t *testing.T) {
 	}
 	_, err = e.client("").Relay(t.Context())
 	wantAPIError(t, err, 404, "NotFound")
+	if _, err := (tunnel.Dialer{}).Dial(t.Context(), e.srv.URL+api.Prefix+"/relay"); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("upgrade to no relay: %v", err)
+	}
+}
+
+// The relay route hands connections that ask for an upgrade to the relay.
+func TestRelayUpgrade(t *testing.T) {
+	relayed := make(chan net.Conn, 1)
+	e := newEnv(t, func(s *httpapi.Server) {
+		s.Agents, s.CAPin, s.RelayConn = agents{}, "PIN", func(c net.Conn) { relayed <- c }
+		s.RelayURL = "http://service.example" + api.Prefix + "/relay"
+	})
+	c, err := tunnel.Dialer{}.Dial(t.Context(), e.srv.URL+api.Prefix+"/relay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "hello, relay")
+	var got net.Conn
+	select {
+	case got = <-relayed:
+		defer got.Close()
+	case <-time.After(5 * time.Second):
+		t.Fatal("the relay got no connection")
+	}
+	buf := make([]byte, len("hello, relay"))
+	if _, err := io.ReadFull(got, buf); err != nil || string(buf) != "hello, relay" {
+		t.Fatalf("the relay read %q, %v", buf, err)
+	}
+	// Without an upgrade the route describes the relays.
+	if r, err := e.client("").Relay(t.Context()); err != nil || len(r.Relays) == 0 {
+		t.Fatalf("relay document %+v, %v", r, err)
+	}
 }

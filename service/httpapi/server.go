@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -64,12 +65,16 @@ type Server struct {
 	// until then failing files are retried. Zero: none (the worker's retry
 	// budget decides).
 	DefaultDeadline time.Duration
-	// Agents reaches connect endpoints' agents through the relay;
-	// RelayAddr is where agents reach the relay, and CAPin the pin of its
-	// CA that setup keys carry. Without them connect endpoints cannot be
-	// paired.
-	Agents           domain.Agents
-	RelayAddr, CAPin string
+	// Agents reaches connect endpoints' agents through the relays;
+	// RelayURL is where agents reach this process's relay (a relay URL,
+	// see api.Relay), and CAPin the pin of its CA that setup keys carry.
+	// Without them connect endpoints cannot be made or paired.
+	Agents          domain.Agents
+	RelayURL, CAPin string
+	// RelayConn, when set, takes the connections upgraded at GET /relay
+	// (see tunnel.Upgrade), and serves each until it ends: the relay on
+	// the API's listener.
+	RelayConn func(net.Conn)
 	// Revoked is called when a connect endpoint's agent certificates are
 	// revoked (a new setup key, the endpoint deleted), so that the relay
 	// drops its agent at once; nil: the relay finds out by itself, later.
