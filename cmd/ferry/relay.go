@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	neturl "net/url"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -63,6 +64,11 @@ func (f relayFlags) start(st domain.Store, c *ca.CA, process string, apiLn net.L
 	if !r.Public.Is4() || r.Public.IsUnspecified() {
 		log.Warn("the relay has no IPv4 address to announce: agents get no passive listeners for senders that cannot listen for them (--relay-address)")
 		r.Public = netip.Addr{}
+	}
+	if u, err := neturl.Parse(url); err == nil {
+		if ip, err := netip.ParseAddr(u.Hostname()); err == nil && ip.IsUnspecified() {
+			log.Warn("agents and the other processes cannot reach this process's relay at an unspecified address: give --public-url (or --relay-address)", "url", url)
+		}
 	}
 	if own != nil {
 		go r.Serve(own)

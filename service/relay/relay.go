@@ -518,8 +518,9 @@ func (r *Relay) resume(id string) {
 
 // watch checks the agent's certificate against the store now and then:
 // a revoked one ends the tunnel, an old one is renewed. It records that
-// the agent is here if that failed before, and tells the agent of a
-// change in the service's relays since relays.
+// the agent is here if that failed before, resumes the tasks that were
+// paused for want of it meanwhile (a process that lost sight of it), and
+// tells the agent of a change in the service's relays since relays.
 func (r *Relay) watch(a *peer, leaf *x509.Certificate, gen int64, relays []string) {
 	every := r.CheckEvery
 	if every <= 0 {
@@ -550,6 +551,7 @@ func (r *Relay) watch(a *peer, leaf *x509.Certificate, gen int64, relays []strin
 			return
 		}
 		r.reroute(a)
+		r.resume(a.id)
 		if now := r.relays(); now != nil && !slices.Equal(now, relays) {
 			if err := r.tell(a, now); err != nil {
 				r.log().Warn("relay: tell the agent of the relays", "endpoint", a.id, "err", err)

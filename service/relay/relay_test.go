@@ -300,6 +300,35 @@ func TestResumeOnConnect(t *testing.T) {
 	}
 }
 
+// A task paused for an agent that is connected all along (another process
+// lost sight of it for a while) is resumed by the relay that holds it.
+func TestResumeWhileConnected(t *testing.T) {
+	e := newEnv(t, 50*time.Millisecond)
+	ep, secret := e.endpoint("laptop", time.Now().Add(time.Hour))
+	e.agent(ep, secret)
+	e.waitOnline(ep.ID, true)
+	task := domain.Task{UserID: e.user.ID, Type: domain.TypeTransfer, SrcEndpoint: ep.ID, DstEndpoint: ep.ID}
+	if err := e.store.CreateTask(e.ctx, &task); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if _, err := e.store.Claim(e.ctx, "w", now, time.Minute, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.store.SetStatus(e.ctx, task.ID, "w", domain.StatusInactive, domain.NiceEndpointOffline, nil, now, nil); err != nil {
+		t.Fatal(err)
+	}
+	for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+		got, err := e.store.TaskByID(e.ctx, task.ID)
+		if err == nil && got.Status == domain.StatusActive {
+			return
+		}
+		if time.Since(start) > 5*time.Second {
+			t.Fatalf("task %s/%s (%v) while its agent is connected; want ACTIVE", got.Status, got.NiceStatus, err)
+		}
+	}
+}
+
 // Transfers between agents and an ordinary server, both ways, and between
 // two agents. Data goes through the relay only where an agent must listen:
 // to a destination agent from a source that cannot listen as a sender (here
