@@ -294,14 +294,15 @@ func (a *Agent) Run(ctx context.Context) error {
 		if _, ok := errors.AsType[*RevokedError](err); ok {
 			return err
 		}
-		next = (slices.Index(a.relays(), relay) + 1) % len(a.relays())
+		relays = a.relays() // as the relay may have told
+		next = (slices.Index(relays, relay) + 1) % len(relays)
 		if up && time.Since(start) > time.Minute {
 			delay, failed = time.Second, 0 // it was up a while: this is a new outage
 		} else {
 			failed++
 		}
-		if failed < len(a.relays()) {
-			a.log().Warn("tunnel down; trying the next relay", "relay", relay, "err", err, "next", a.relays()[next])
+		if failed < len(relays) {
+			a.log().Warn("tunnel down; trying the next relay", "relay", relay, "err", err, "next", relays[next])
 			continue
 		}
 		a.log().Warn("tunnel down; reconnecting", "relay", relay, "err", err, "in", delay)

@@ -26,8 +26,9 @@ func (e Endpoint) NeedsActivation() bool { return e.Auth == AuthPassword }
 
 // Process is a running service process as the others find it in the
 // store. Each runs a relay: RelayURL is where agents and the other
-// processes reach it (see tunnel.Dial). Its record holds until Expires
-// unless the process renews it.
+// processes reach it, tcp://HOST:PORT or the http(s) URL of the process's
+// /relay route. Its record holds until Expires unless the process renews
+// it.
 type Process struct {
 	ID       string
 	RelayURL string
