@@ -360,46 +360,84 @@ func waitLog(t *testing.T, c *child, from int, want string, within time.Duration
 }
 
 // TestConnectProcesses: two ferry server processes on one PostgreSQL, each
-// with its own --data (one connect CA, kept in the database). The agent is
-// connected to A, which runs no tasks: B lists its files and drives its
-// transfer through A. A is killed mid-transfer: the agent connects to B
+// with its own --data (one connect CA, kept in the database); an agent is
+// connected to A, and A is killed mid-transfer: the agent connects to B
 // (whose relay has a port of its own, --relay-listen) within seconds, and
-// the task goes on and succeeds, re-sending nothing recorded done.
+// the task goes on and succeeds, re-sending nothing recorded done. Either
+// B drives the task through A, which runs none (B also lists the agent's
+// files through A), or A runs it and B, started only then, claims it once
+// A's lease lapses (the agent learns of B's relay from A meanwhile).
 func TestConnectProcesses(t *testing.T) {
 	needNetns(t)
 	needFerry(t)
-	dsn := pgtest.DSN(t)
 	ns := newFirewalledNS(t, "ferryC3", 3)
-	host := ns.hostIP
-	key := filepath.Join(t.TempDir(), "secret.key")
-	a := startConnectService(t, host, serviceConfig{Data: t.TempDir(), DB: dsn, KeyFile: key, WorkerID: "server-a",
-		Args: []string{"--no-worker"}})
-	b := startConnectService(t, host, serviceConfig{Data: t.TempDir(), DB: dsn, KeyFile: key, WorkerID: "server-b",
-		Args: []string{"--relay-listen", net.JoinHostPort(host, freePortOn(t, host))}})
-	viaA := newServiceUser(t, a, "")
-	viaB := &serviceCLI{t: t, home: t.TempDir()}
-	viaB.login(b)
+	for _, c := range []struct {
+		name  string
+		aRuns bool
+	}{
+		{"driven through the agent's process", false},
+		{"run by the agent's process", true},
+	} {
+		t.Run(c.name, func(t *testing.T) { connectProcesses(t, ns, c.aRuns) })
+	}
+}
 
+func connectProcesses(t *testing.T, ns *firewalledNS, aRuns bool) {
+	host := ns.hostIP
+	dsn := pgtest.DSN(t)
+	key := filepath.Join(t.TempDir(), "secret.key")
+	var aArgs []string
+	if !aRuns {
+		aArgs = []string{"--no-worker"}
+	}
+	a := startConnectService(t, host, serviceConfig{Data: t.TempDir(), DB: dsn, KeyFile: key, WorkerID: "server-a", Args: aArgs})
+	bRelay := net.JoinHostPort(host, freePortOn(t, host))
+	var b *ferryService
+	var viaB *serviceCLI
+	startB := func() {
+		b = startConnectService(t, host, serviceConfig{Data: t.TempDir(), DB: dsn, KeyFile: key, WorkerID: "server-b",
+			Args: []string{"--relay-listen", bRelay}})
+		viaB = &serviceCLI{t: t, home: t.TempDir()}
+		viaB.login(b)
+	}
+	viaA := newServiceUser(t, a, "")
+	if !aRuns {
+		startB()
+	}
 	plainRoot := t.TempDir()
 	plain := &ferryServer{child: child{t: t, name: "ferry gridftp", log: &logBuffer{}}, root: plainRoot, addr: net.JoinHostPort(host, freePortOn(t, host))}
 	plain.args = []string{"gridftp", "--root", plainRoot, "--listen", plain.addr, "--anonymous"}
 	t.Cleanup(plain.stop)
 	plain.start()
-	viaB.addEndpoint("dtn", plain)
+	viaA.addEndpoint("dtn", plain)
 
-	// Made through A, paired with A's relay: the only one it is told of.
+	// Made through A, paired with A's relay, the first it is told of.
 	laptop := newConnectAgent(t, ns, a.URL(), "laptop")
 	laptop.start(addConnectEndpoint(viaA, "laptop"))
-	laptop.waitConnected(viaB, true) // B sees it connected
+	laptop.waitConnected(viaA, true)
 	waitLog(t, &a.child, 0, `msg="relay: agent connected"`, 5*time.Second)
 	files := makeServiceTree(t, filepath.Join(laptop.root, "tree"), 300, 1)
-	if out := viaB.ok("", "ls", "laptop:/tree"); !strings.Contains(out, "f-0000.dat") {
-		t.Fatalf("ls through B:\n%s", out)
+	driver := viaA
+	if !aRuns {
+		driver = viaB
+		laptop.waitConnected(viaB, true) // B sees it connected to A
+		if out := viaB.ok("", "ls", "laptop:/tree"); !strings.Contains(out, "f-0000.dat") {
+			t.Fatalf("ls through B:\n%s", out)
+		}
 	}
 
 	th := startThrottle(t, plain, time.Millisecond, 40*time.Millisecond)
-	id := viaB.transfer("laptop:/tree", "dtn:/tree", "-r")
-	viaB.waitFor(id, "files recorded done", 30*time.Second, func(t api.Task) bool { return t.FilesTransferred > 0 })
+	id := driver.transfer("laptop:/tree", "dtn:/tree", "-r")
+	driver.waitFor(id, "files recorded done", 30*time.Second, func(t api.Task) bool { return t.FilesTransferred > 0 })
+	th.freeze() // nothing moves until A is killed
+	if aRuns {
+		if !a.claimedBy(id, 0) {
+			t.Fatalf("A did not claim task %s", id)
+		}
+		startB()
+		took := waitLog(t, &laptop.child, 0, "tcp://"+bRelay, 15*time.Second)
+		t.Logf("the agent learned of B's relay %v after B started", took.Round(time.Millisecond))
+	}
 	d := snapshotDone(t, viaB, id, plain)
 	from := len(b.log.Bytes())
 	a.kill9()
@@ -418,7 +456,7 @@ func TestConnectProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkNotResent(t, d, &ferryServer{child: child{log: laptop.log}, root: laptop.root}, plain)
-	if a.claimedBy(id, 0) || !b.claimedBy(id, 0) {
-		t.Errorf("task claimed by A: %v, by B: %v; want B only", a.claimedBy(id, 0), b.claimedBy(id, 0))
+	if a.claimedBy(id, 0) != aRuns || !b.claimedBy(id, 0) {
+		t.Errorf("task claimed by A: %v, by B: %v; want by A %v, and by B", a.claimedBy(id, 0), b.claimedBy(id, 0), aRuns)
 	}
 }

@@ -16,8 +16,8 @@
 //
 // The store records which process each agent is connected to, so that the
 // other processes reach it through this one; the agent learns the URLs of
-// every process's relay (in its Hello, and again when they change) and
-// connects to another when it loses this one.
+// every process's relay (in its Hello, and again when they change, within
+// RelaysEvery) and connects to another when it loses this one.
 //
 // Each agent is confined to its endpoint: its certificate names the
 // endpoint and nothing else, the relay checks it against the store when
@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/netip"
 	"slices"
@@ -79,9 +80,15 @@ type Relay struct {
 	// CheckEvery is how often a connected agent's certificate is looked
 	// up again (revocation, renewal); 0: 30 s.
 	CheckEvery time.Duration
+	// RelaysEvery is how often the relay looks for a change in the
+	// service's relays (processes starting and going), which it then
+	// tells its agents; 0: 5 s.
+	RelaysEvery time.Duration
 
-	once   sync.Once
-	mu     sync.Mutex
+	once     sync.Once
+	announce sync.Once
+	done     chan struct{} // closed by Close
+	mu       sync.Mutex
 	agents map[string]*peer
 	joins  map[string]*join
 	lns    map[net.Listener]bool
@@ -148,7 +155,7 @@ type join struct {
 func (r *Relay) init() {
 	r.once.Do(func() {
 		r.agents, r.joins, r.lns = map[string]*peer{}, map[string]*join{}, map[net.Listener]bool{}
-		r.bind = r.Bind
+		r.bind, r.done = r.Bind, make(chan struct{})
 	})
 }
 
@@ -161,6 +168,7 @@ func (r *Relay) ready() error {
 		return errors.New("relay: Public must be an IPv4 address")
 	}
 	r.init()
+	r.announce.Do(func() { go r.announcer() })
 	return nil
 }
 
@@ -220,6 +228,9 @@ func (r *Relay) Serve(ln net.Listener) error {
 func (r *Relay) Close() error {
 	r.init()
 	r.mu.Lock()
+	if !r.closed {
+		close(r.done)
+	}
 	r.closed = true
 	for ln := range r.lns {
 		ln.Close()
@@ -381,9 +392,8 @@ func (r *Relay) tunnel(tc *tls.Conn) {
 		tc.Close()
 		return
 	}
-	relays := r.relays()
 	tc.SetDeadline(time.Now().Add(handshakeTimeout))
-	if err := tunnel.WriteLine(tc, tunnel.Hello{Endpoint: id, Relays: relays}); err != nil {
+	if err := tunnel.WriteLine(tc, tunnel.Hello{Endpoint: id, Relays: r.relays()}); err != nil {
 		tc.Close()
 		return
 	}
@@ -395,7 +405,7 @@ func (r *Relay) tunnel(tc *tls.Conn) {
 	}
 	r.log().Info("relay: agent connected", "endpoint", id, "remote", tc.RemoteAddr().String())
 	r.resume(id)
-	go r.watch(a, leaf, gen, relays)
+	go r.watch(a, leaf, gen)
 	for {
 		st, err := a.sess.Accept()
 		if err != nil {
@@ -518,10 +528,9 @@ func (r *Relay) resume(id string) {
 
 // watch checks the agent's certificate against the store now and then:
 // a revoked one ends the tunnel, an old one is renewed. It records that
-// the agent is here if that failed before, resumes the tasks that were
-// paused for want of it meanwhile (a process that lost sight of it), and
-// tells the agent of a change in the service's relays since relays.
-func (r *Relay) watch(a *peer, leaf *x509.Certificate, gen int64, relays []string) {
+// the agent is here if that failed before, and resumes the tasks that
+// were paused for want of it meanwhile (a process that lost sight of it).
+func (r *Relay) watch(a *peer, leaf *x509.Certificate, gen int64) {
 	every := r.CheckEvery
 	if every <= 0 {
 		every = 30 * time.Second
@@ -552,11 +561,36 @@ func (r *Relay) watch(a *peer, leaf *x509.Certificate, gen int64, relays []strin
 		}
 		r.reroute(a)
 		r.resume(a.id)
-		if now := r.relays(); now != nil && !slices.Equal(now, relays) {
-			if err := r.tell(a, now); err != nil {
+	}
+}
+
+// announcer tells the agents connected here of each change in the
+// service's relays, until Close.
+func (r *Relay) announcer() {
+	every := r.RelaysEvery
+	if every <= 0 {
+		every = 5 * time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	var last []string
+	for {
+		select {
+		case <-r.done:
+			return
+		case <-t.C:
+		}
+		urls := r.relays()
+		if urls == nil || slices.Equal(urls, last) {
+			continue
+		}
+		last = urls
+		r.mu.Lock()
+		agents := slices.Collect(maps.Values(r.agents))
+		r.mu.Unlock()
+		for _, a := range agents {
+			if err := r.tell(a, urls); err != nil {
 				r.log().Warn("relay: tell the agent of the relays", "endpoint", a.id, "err", err)
-			} else {
-				relays = now
 			}
 		}
 	}

@@ -78,7 +78,7 @@ func (e *env) newRelay(process string, check time.Duration) (*Relay, string) {
 		e.t.Fatal(err)
 	}
 	url := "tcp://" + ln.Addr().String()
-	r := &Relay{Store: e.store, CA: e.ca, Process: process, Public: netip.MustParseAddr("127.0.0.1"), CheckEvery: check,
+	r := &Relay{Store: e.store, CA: e.ca, Process: process, Public: netip.MustParseAddr("127.0.0.1"), CheckEvery: check, RelaysEvery: 50 * time.Millisecond,
 		Resumed: func() { e.resumed.Add(1) }, Now: func() time.Time { return time.Now().Add(time.Duration(e.later.Load())) }}
 	go r.Serve(ln)
 	e.t.Cleanup(func() { r.Close() })
@@ -436,7 +436,7 @@ func TestRoutes(t *testing.T) {
 // An agent learns the service's relays, also those that start after it
 // connected, and when its relay goes it connects to another at once.
 func TestFailover(t *testing.T) {
-	e := newEnv(t, 50*time.Millisecond)
+	e := newEnv(t, time.Hour)
 	ep, secret := e.endpoint("laptop", time.Now().Add(time.Hour))
 	e.agent(ep, secret) // given only p1's URL
 	e.waitOnline(ep.ID, true)
