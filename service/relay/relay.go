@@ -89,11 +89,11 @@ type Relay struct {
 	announce sync.Once
 	done     chan struct{} // closed by Close
 	mu       sync.Mutex
-	agents map[string]*peer
-	joins  map[string]*join
-	lns    map[net.Listener]bool
-	bind   netip.Addr // Bind, or the first listener's IP
-	closed bool
+	agents   map[string]*peer
+	joins    map[string]*join
+	lns      map[net.Listener]bool
+	bind     netip.Addr // Bind, or the first listener's IP
+	closed   bool
 	// routeMu orders the store's records of where agents are connected
 	// as the agents come and go.
 	routeMu sync.Mutex
