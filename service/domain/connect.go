@@ -35,7 +35,8 @@ type Process struct {
 	Expires  time.Time
 }
 
-// Agents reaches the agents of connect endpoints through the relay.
+// Agents reaches the agents of connect endpoints, through the relay of
+// whichever service process each is connected to.
 type Agents interface {
 	// Dial opens a control connection to the GridFTP server of the agent
 	// of endpointID; an *Error with EUnavailable when it is not connected.

@@ -7,6 +7,10 @@
 // /api/v0.10/auth/login. Unsafe requests that rely on the cookie must also
 // carry the session's CSRF token (see CSRFToken) in X-CSRF-Token.
 //
+// GET /api/v0.10/relay with Upgrade: ferry-relay/1 hands the connection to
+// the process's relay for ferry connect (RelayConn), so that agents need
+// no port but the API's.
+//
 // Every failure is one JSON document {code, message, request_id, resource}
 // whose HTTP status comes from the domain error code through one table;
 // other users' private endpoints and tasks are answered exactly like
