@@ -2,11 +2,16 @@
 // that accepts no connections. It pairs once with its endpoint (Pair: a
 // one-time setup key buys a certificate from the service's CA, for a key
 // that never leaves the machine) and then keeps one outbound, mutually
-// authenticated TLS tunnel to the service's relay (Agent.Run). The service
-// drives the agent's GridFTP server through the tunnel; every data
-// connection the server takes part in is one it opens: to the other
+// authenticated TLS tunnel to one of the service's relays (Agent.Run).
+// The service drives the agent's GridFTP server through the tunnel; every
+// data connection the server takes part in is one it opens: to the other
 // server's passive address when it sends, and to the relay, which
 // listens in its place, when it receives.
+//
+// Relays are named by relay URLs (tunnel.Dialer). The relay tells the
+// agent the URLs of all the service's relays; when the agent loses its
+// tunnel it connects to the next, so that any process of the service can
+// carry it.
 //
 // Besides its credentials (Files, in its directory) the agent keeps no
 // state: stopped and started again, it picks up where the service's task
@@ -29,6 +34,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -48,10 +54,10 @@ const (
 const dialTimeout = 30 * time.Second
 
 // Pair trades a setup key — its secret and the pin of the service's CA —
-// for a certificate from the relay at relayAddr, and keeps it in dir with
+// for a certificate from the relay at relayURL, and keeps it in dir with
 // a new key; it returns the endpoint the certificate is for. The relay is
 // trusted only if its chain holds the pinned CA.
-func Pair(ctx context.Context, relayAddr, secret, pin, dir string) (string, error) {
+func Pair(ctx context.Context, relayURL, secret, pin, dir string) (string, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return "", err
@@ -85,7 +91,7 @@ func Pair(ctx context.Context, relayAddr, secret, pin, dir string) (string, erro
 			return verifyRelay(chain[0], pool(pinned))
 		},
 	}
-	conn, err := dialTLS(ctx, relayAddr, conf)
+	conn, err := dialTLS(ctx, relayURL, conf)
 	if err != nil {
 		return "", err
 	}
@@ -165,30 +171,51 @@ func writeFile(path string, data []byte, mode os.FileMode) error {
 	return os.Rename(tmp, path)
 }
 
-func dialTLS(ctx context.Context, addr string, conf *tls.Config) (*tls.Conn, error) {
+// dialRelay opens a connection to the relay at relayURL, within
+// dialTimeout.
+func dialRelay(ctx context.Context, relayURL string) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
-	d := tls.Dialer{Config: conf}
-	c, err := d.DialContext(ctx, "tcp", addr)
+	c, err := tunnel.Dialer{}.Dial(ctx, relayURL)
 	if err != nil {
-		return nil, fmt.Errorf("connect to the relay %s: %w", addr, err)
+		return nil, fmt.Errorf("connect to the relay %s: %w", relayURL, err)
 	}
-	return c.(*tls.Conn), nil
+	return c, nil
 }
 
-// Agent serves FS through the relay with the credentials in Dir.
+func dialTLS(ctx context.Context, relayURL string, conf *tls.Config) (*tls.Conn, error) {
+	c, err := dialRelay(ctx, relayURL)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	defer cancel()
+	tc := tls.Client(c, conf)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("connect to the relay %s: %w", relayURL, err)
+	}
+	return tc, nil
+}
+
+// Agent serves FS through the service's relays with the credentials in
+// Dir.
 type Agent struct {
-	Relay  string // the relay's host:port
+	// Relays are the URLs of the relays to connect to, in turn, until a
+	// relay tells the agent the service's own list.
+	Relays []string
 	Dir    string // the credentials Pair saved
 	FS     storage.Driver
 	Logger *slog.Logger
 	// Connected, when set, is called each time the tunnel is up.
-	Connected func(endpointID string)
+	Connected func(endpointID, relayURL string)
 
-	mu   sync.Mutex
-	sess *tunnel.Session // the current tunnel; nil between two
-	cert tls.Certificate
-	ca   *x509.Certificate
+	mu      sync.Mutex
+	sess    *tunnel.Session // the current tunnel; nil between two
+	relay   string          // the current tunnel's relay
+	learned []string        // the relays the service named last
+	cert    tls.Certificate
+	ca      *x509.Certificate
 }
 
 // RevokedError is the relay's refusal of the agent's certificate, which
@@ -239,10 +266,15 @@ func (a *Agent) load() error {
 	return nil
 }
 
-// Run keeps the tunnel up, reconnecting with backoff, and serves the
-// GridFTP sessions the service opens through it, until ctx ends. It
-// returns a *RevokedError when the relay refuses the certificate.
+// Run keeps a tunnel up, to the relays in turn, and serves the GridFTP
+// sessions the service opens through it, until ctx ends. When a tunnel
+// ends it connects to the next relay at once, and waits, with backoff,
+// only after every relay failed. It returns a *RevokedError when a relay
+// refuses the certificate.
 func (a *Agent) Run(ctx context.Context) error {
+	if len(a.Relays) == 0 {
+		return errors.New("agent: no relay to connect to")
+	}
 	if err := a.load(); err != nil {
 		return err
 	}
@@ -250,31 +282,67 @@ func (a *Agent) Run(ctx context.Context) error {
 	ln := newStreamListener()
 	go srv.Serve(ln)
 	defer srv.Close()
-	delay := time.Second
+	delay, failed, next := time.Second, 0, 0
 	for {
+		relays := a.relays()
+		relay := relays[next%len(relays)]
 		start := time.Now()
-		err := a.serve(ctx, ln)
+		up, err := a.serve(ctx, ln, relay)
 		if ctx.Err() != nil {
 			return nil
 		}
 		if _, ok := errors.AsType[*RevokedError](err); ok {
 			return err
 		}
-		if time.Since(start) > time.Minute {
-			delay = time.Second // it was up a while: this is a new outage
+		relays = a.relays() // as the relay may have told
+		next = (slices.Index(relays, relay) + 1) % len(relays)
+		if up && time.Since(start) > time.Minute {
+			delay, failed = time.Second, 0 // it was up a while: this is a new outage
+		} else {
+			failed++
 		}
-		a.log().Warn("tunnel down; reconnecting", "err", err, "in", delay)
+		if failed < len(relays) {
+			a.log().Warn("tunnel down; trying the next relay", "relay", relay, "err", err, "next", relays[next])
+			continue
+		}
+		a.log().Warn("tunnel down; reconnecting", "relay", relay, "err", err, "in", delay)
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-time.After(delay):
 		}
-		delay = min(2*delay, 30*time.Second)
+		failed, delay = 0, min(2*delay, 30*time.Second)
 	}
 }
 
-// serve runs one tunnel until it ends.
-func (a *Agent) serve(ctx context.Context, ln *streamListener) error {
+// relays is the list the agent tries: those the service named last, then
+// those it was given that the service did not name.
+func (a *Agent) relays() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := slices.Clone(a.learned)
+	for _, r := range a.Relays {
+		if !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// learn keeps the URLs of the service's relays.
+func (a *Agent) learn(urls []string) {
+	if len(urls) == 0 {
+		return
+	}
+	a.mu.Lock()
+	a.learned = slices.Clone(urls)
+	a.mu.Unlock()
+	a.log().Debug("the service's relays", "urls", urls)
+}
+
+// serve runs one tunnel to relay until it ends; up says whether it came
+// up.
+func (a *Agent) serve(ctx context.Context, ln *streamListener, relay string) (up bool, err error) {
 	a.mu.Lock()
 	conf := &tls.Config{
 		MinVersion:   tls.VersionTLS13,
@@ -284,29 +352,30 @@ func (a *Agent) serve(ctx context.Context, ln *streamListener) error {
 		ServerName:   ca.RelayName,
 	}
 	a.mu.Unlock()
-	conn, err := dialTLS(ctx, a.Relay, conf)
+	conn, err := dialTLS(ctx, relay, conf)
 	if err != nil {
-		return err
+		return false, err
 	}
 	conn.SetDeadline(time.Now().Add(dialTimeout))
 	var hello tunnel.Hello
 	if err := tunnel.ReadLine(conn, &hello); err != nil {
 		conn.Close()
-		return fmt.Errorf("relay hello: %w", err)
+		return false, fmt.Errorf("relay hello: %w", err)
 	}
 	if hello.Error != "" {
 		conn.Close()
 		if hello.Revoked {
-			return &RevokedError{hello.Error}
+			return false, &RevokedError{hello.Error}
 		}
-		return errors.New(hello.Error)
+		return false, errors.New(hello.Error)
 	}
 	conn.SetDeadline(time.Time{})
+	a.learn(hello.Relays)
 	sess := tunnel.Client(conn)
 	stop := context.AfterFunc(ctx, func() { sess.Close() })
 	defer stop()
 	a.mu.Lock()
-	a.sess = sess
+	a.sess, a.relay = sess, relay
 	a.mu.Unlock()
 	defer func() {
 		a.mu.Lock()
@@ -314,14 +383,14 @@ func (a *Agent) serve(ctx context.Context, ln *streamListener) error {
 		a.mu.Unlock()
 		sess.Close()
 	}()
-	a.log().Info("tunnel up", "relay", a.Relay, "endpoint", hello.Endpoint)
+	a.log().Info("tunnel up", "relay", relay, "endpoint", hello.Endpoint)
 	if a.Connected != nil {
-		a.Connected(hello.Endpoint)
+		a.Connected(hello.Endpoint, relay)
 	}
 	for {
 		st, err := sess.Accept()
 		if err != nil {
-			return err
+			return true, err
 		}
 		switch st.Kind() {
 		case tunnel.KindGridFTP:
@@ -330,10 +399,24 @@ func (a *Agent) serve(ctx context.Context, ln *streamListener) error {
 			}
 		case tunnel.KindCert:
 			go a.renew(st)
+		case tunnel.KindRelays:
+			go a.relaysFrom(st)
 		default:
 			st.Close()
 		}
 	}
+}
+
+// relaysFrom takes the URLs of the service's relays from the relay.
+func (a *Agent) relaysFrom(st *tunnel.Stream) {
+	defer st.Close()
+	st.SetReadDeadline(time.Now().Add(dialTimeout))
+	var r tunnel.Relays
+	if err := tunnel.ReadLine(st, &r); err != nil {
+		a.log().Warn("the service's relays", "err", err)
+		return
+	}
+	a.learn(r.URLs)
 }
 
 // renew takes a renewed certificate from the relay and keeps it.
@@ -371,7 +454,7 @@ func (a *Agent) keep(der []byte) error {
 // listen is the GridFTP server's passive listener: one on the relay.
 func (a *Agent) listen() (net.Listener, error) {
 	a.mu.Lock()
-	sess := a.sess
+	sess, relay := a.sess, a.relay
 	a.mu.Unlock()
 	if sess == nil {
 		return nil, errors.New("no tunnel to the relay")
@@ -396,7 +479,7 @@ func (a *Agent) listen() (net.Listener, error) {
 		return nil, err
 	}
 	st.SetReadDeadline(time.Time{})
-	return &relayListener{st: st, dec: dec, addr: net.TCPAddrFromAddrPort(ap), relay: a.Relay, log: a.log()}, nil
+	return &relayListener{st: st, dec: dec, addr: net.TCPAddrFromAddrPort(ap), relay: relay, log: a.log()}, nil
 }
 
 // relayListener accepts the data connections that senders make to the
@@ -406,7 +489,7 @@ type relayListener struct {
 	st    *tunnel.Stream
 	dec   *json.Decoder
 	addr  *net.TCPAddr
-	relay string
+	relay string // the URL of the relay that listens
 	log   *slog.Logger
 }
 
@@ -416,7 +499,7 @@ func (l *relayListener) Accept() (net.Conn, error) {
 		if err := l.dec.Decode(&p); err != nil {
 			return nil, net.ErrClosed
 		}
-		c, err := net.DialTimeout("tcp", l.relay, dialTimeout)
+		c, err := dialRelay(context.Background(), l.relay)
 		if err == nil {
 			c.SetWriteDeadline(time.Now().Add(dialTimeout))
 			_, err = io.WriteString(c, tunnel.JoinMagic+p.Join)

@@ -1,9 +1,10 @@
 package interop
 
-// ferry connect end to end: the real `ferry server` with its relay, the
-// real `ferry connect` agents, each in a network namespace whose nftables
-// firewall drops every inbound connection attempt, a real `ferry gridftp`
-// as the ordinary endpoint, and the real CLI. Needs root, ip and nft.
+// ferry connect end to end: the real `ferry server` with its relay (one
+// process, or two on one PostgreSQL), the real `ferry connect` agents,
+// each in a network namespace whose nftables firewall drops every inbound
+// connection attempt, a real `ferry gridftp` as the ordinary endpoint, and
+// the real CLI. Needs root, ip and nft.
 
 import (
 	"errors"
@@ -18,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"ferry/internal/pgtest"
 	"ferry/service/api"
 	"ferry/service/domain"
 )
@@ -179,6 +181,24 @@ func freePortOn(t *testing.T, ip string) string {
 	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 }
 
+// startConnectService starts ferry server on host, which the namespaces
+// reach, with the given flags.
+func startConnectService(t *testing.T, host string, cfg serviceConfig) *ferryService {
+	t.Helper()
+	svc := &ferryService{child: child{t: t, name: "ferry server", log: &logBuffer{}}, cfg: cfg, addr: net.JoinHostPort(host, freePortOn(t, host))}
+	svc.args = append(append([]string{"server", "--listen", svc.addr, "--lease", serviceLease.String()}, storeArgs(cfg)...), cfg.Args...)
+	if cfg.KeyFile != "" {
+		svc.args = append(svc.args, "--key-file", cfg.KeyFile)
+	}
+	if cfg.WorkerID != "" {
+		svc.name += " " + cfg.WorkerID
+		svc.args = append(svc.args, "--worker-id", cfg.WorkerID)
+	}
+	t.Cleanup(svc.stop)
+	svc.start()
+	return svc
+}
+
 // TestConnect: agents behind firewalls that drop every inbound connection
 // attempt take part in transfers with an ordinary endpoint, both ways (the
 // agent connects out to ferry gridftp either way; GCT connects to the
@@ -191,11 +211,8 @@ func TestConnect(t *testing.T) {
 	nsA, nsB := newFirewalledNS(t, "ferryC1", 1), newFirewalledNS(t, "ferryC2", 2)
 	host := nsA.hostIP // the service's host, as both namespaces reach it
 
-	svc := &ferryService{child: child{t: t, name: "ferry server", log: &logBuffer{}}, cfg: serviceConfig{Data: t.TempDir()}, addr: net.JoinHostPort(host, freePortOn(t, host))}
-	svc.args = append([]string{"server", "--listen", svc.addr, "--lease", serviceLease.String(),
-		"--relay-listen", net.JoinHostPort(host, freePortOn(t, host))}, storeArgs(svc.cfg)...)
-	t.Cleanup(svc.stop)
-	svc.start()
+	// The relay runs on the API's port: the agents need only its URL.
+	svc := startConnectService(t, host, serviceConfig{Data: t.TempDir()})
 	c := newServiceUser(t, svc, "")
 
 	plainRoot := t.TempDir()
@@ -326,4 +343,120 @@ func TestConnect(t *testing.T) {
 		id := c.transfer("laptopB:/o2a", "dtn:/again", "-r")
 		c.succeeded(id, time.Minute)
 	})
+}
+
+// waitLog waits until the child's log since offset from holds want, and
+// says how long that took.
+func waitLog(t *testing.T, c *child, from int, want string, within time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !strings.Contains(string(c.log.Bytes()[from:]), want) {
+		if time.Since(start) > within {
+			t.Fatalf("%s did not log %q within %v\n%s", c.name, want, within, c.log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// TestConnectProcesses: two ferry server processes on one PostgreSQL, each
+// with its own --data (one connect CA, kept in the database); an agent is
+// connected to A, and A is killed mid-transfer: the agent connects to B
+// (whose relay has a port of its own, --relay-listen) within seconds, and
+// the task goes on and succeeds, re-sending nothing recorded done. Either
+// B drives the task through A, which runs none (B also lists the agent's
+// files through A), or A runs it and B, started only then, claims it once
+// A's lease lapses (the agent learns of B's relay from A meanwhile).
+func TestConnectProcesses(t *testing.T) {
+	needNetns(t)
+	needFerry(t)
+	ns := newFirewalledNS(t, "ferryC3", 3)
+	for _, c := range []struct {
+		name  string
+		aRuns bool
+	}{
+		{"driven through the agent's process", false},
+		{"run by the agent's process", true},
+	} {
+		t.Run(c.name, func(t *testing.T) { connectProcesses(t, ns, c.aRuns) })
+	}
+}
+
+func connectProcesses(t *testing.T, ns *firewalledNS, aRuns bool) {
+	host := ns.hostIP
+	dsn := pgtest.DSN(t)
+	key := filepath.Join(t.TempDir(), "secret.key")
+	var aArgs []string
+	if !aRuns {
+		aArgs = []string{"--no-worker"}
+	}
+	a := startConnectService(t, host, serviceConfig{Data: t.TempDir(), DB: dsn, KeyFile: key, WorkerID: "server-a", Args: aArgs})
+	bRelay := net.JoinHostPort(host, freePortOn(t, host))
+	var b *ferryService
+	var viaB *serviceCLI
+	startB := func() {
+		b = startConnectService(t, host, serviceConfig{Data: t.TempDir(), DB: dsn, KeyFile: key, WorkerID: "server-b",
+			Args: []string{"--relay-listen", bRelay}})
+		viaB = &serviceCLI{t: t, home: t.TempDir()}
+		viaB.login(b)
+	}
+	viaA := newServiceUser(t, a, "")
+	if !aRuns {
+		startB()
+	}
+	plainRoot := t.TempDir()
+	plain := &ferryServer{child: child{t: t, name: "ferry gridftp", log: &logBuffer{}}, root: plainRoot, addr: net.JoinHostPort(host, freePortOn(t, host))}
+	plain.args = []string{"gridftp", "--root", plainRoot, "--listen", plain.addr, "--anonymous"}
+	t.Cleanup(plain.stop)
+	plain.start()
+	viaA.addEndpoint("dtn", plain)
+
+	// Made through A, paired with A's relay, the first it is told of.
+	laptop := newConnectAgent(t, ns, a.URL(), "laptop")
+	laptop.start(addConnectEndpoint(viaA, "laptop"))
+	laptop.waitConnected(viaA, true)
+	waitLog(t, &a.child, 0, `msg="relay: agent connected"`, 5*time.Second)
+	files := makeServiceTree(t, filepath.Join(laptop.root, "tree"), 300, 1)
+	driver := viaA
+	if !aRuns {
+		driver = viaB
+		laptop.waitConnected(viaB, true) // B sees it connected to A
+		if out := viaB.ok("", "ls", "laptop:/tree"); !strings.Contains(out, "f-0000.dat") {
+			t.Fatalf("ls through B:\n%s", out)
+		}
+	}
+
+	th := startThrottle(t, plain, time.Millisecond, 40*time.Millisecond)
+	id := driver.transfer("laptop:/tree", "dtn:/tree", "-r")
+	driver.waitFor(id, "files recorded done", 30*time.Second, func(t api.Task) bool { return t.FilesTransferred > 0 })
+	th.freeze() // nothing moves until A is killed
+	if aRuns {
+		if !a.claimedBy(id, 0) {
+			t.Fatalf("A did not claim task %s", id)
+		}
+		startB()
+		took := waitLog(t, &laptop.child, 0, "tcp://"+bRelay, 15*time.Second)
+		t.Logf("the agent learned of B's relay %v after B started", took.Round(time.Millisecond))
+	}
+	d := snapshotDone(t, viaB, id, nil, plain, "")
+	from := len(b.log.Bytes())
+	a.kill9()
+	d.logEnd = len(laptop.log.Bytes())
+	th.release()
+	took := waitLog(t, &b.child, from, `msg="relay: agent connected"`, 15*time.Second)
+	t.Logf("the agent connected to B %v after A was killed; %d of %d files were recorded done", took.Round(time.Millisecond), len(d.paths), files)
+	if took > 5*time.Second {
+		t.Errorf("the agent took %v to connect to B", took)
+	}
+	task := viaB.succeeded(id, time.Minute)
+	if task.Files != int64(files) {
+		t.Errorf("task counts %d files, want %d", task.Files, files)
+	}
+	if err := compareTrees(filepath.Join(laptop.root, "tree"), filepath.Join(plainRoot, "tree")); err != nil {
+		t.Fatal(err)
+	}
+	checkNotResent(t, d, &ferryServer{child: child{log: laptop.log}, root: laptop.root}, plain)
+	if a.claimedBy(id, 0) != aRuns || !b.claimedBy(id, 0) {
+		t.Errorf("task claimed by A: %v, by B: %v; want by A %v, and by B", a.claimedBy(id, 0), b.claimedBy(id, 0), aRuns)
+	}
 }

@@ -12,8 +12,15 @@
 // Window unread bytes on a stream, and a session has at most MaxStreams,
 // so a tunnel buffers at most MaxStreams × Window bytes per side.
 //
-// The relay's TLS listener serves two protocols, told apart by ALPN:
+// The relay's TLS listener serves three protocols, told apart by ALPN:
 // ProtoPair trades a one-time setup key for a certificate (PairRequest,
 // PairReply); ProtoTunnel, with that certificate as the client's, starts
-// with one Hello line from the relay and then carries a Session.
+// with one Hello line from the relay and then carries a Session;
+// ProtoPeer, with a service process's certificate as the client's, lets
+// another process of the service reach an agent connected to this relay
+// (PeerRequest, PeerReply).
+//
+// A relay listens on a port of its own, or is reached through the
+// service's HTTP listener by an upgrade (Upgrade); relay URLs name either,
+// and Dialer.Dial opens a connection to one.
 package tunnel

@@ -13,6 +13,7 @@ import (
 const (
 	ProtoPair   = "ferry-pair/1"
 	ProtoTunnel = "ferry-tunnel/1"
+	ProtoPeer   = "ferry-peer/1"
 )
 
 // Stream kinds.
@@ -20,6 +21,7 @@ const (
 	KindGridFTP = "gridftp" // relay → agent: a GridFTP control connection
 	KindPassive = "passive" // agent → relay: a passive data listener on the relay
 	KindCert    = "cert"    // relay → agent: a renewed certificate (DER), then EOF
+	KindRelays  = "relays"  // relay → agent: one Relays line, then EOF
 )
 
 // JoinMagic starts a data connection an agent opens to the relay; a token
@@ -54,12 +56,41 @@ type PairReply struct {
 }
 
 // Hello is the relay's first line on a ProtoTunnel connection: the
-// endpoint the agent serves, or why the relay refuses it; Revoked says that
-// trying again will not help.
+// endpoint the agent serves and the URLs of the service's relays, or why
+// the relay refuses it; Revoked says that trying again will not help.
 type Hello struct {
-	Endpoint string `json:"endpoint,omitempty"`
-	Error    string `json:"error,omitempty"`
-	Revoked  bool   `json:"revoked,omitempty"`
+	Endpoint string   `json:"endpoint,omitempty"`
+	Relays   []string `json:"relays,omitempty"`
+	Error    string   `json:"error,omitempty"`
+	Revoked  bool     `json:"revoked,omitempty"`
+}
+
+// Relays is what a KindRelays stream carries: the URLs of the service's
+// relays now, any of which the agent may connect to when it loses its
+// tunnel.
+type Relays struct {
+	URLs []string `json:"urls"`
+}
+
+// Operations of a PeerRequest.
+const (
+	PeerDial = "dial" // a GridFTP control connection to the agent
+	PeerDrop = "drop" // end the agent's tunnel: its certificate is revoked
+)
+
+// PeerRequest is the first line a service process sends on a ProtoPeer
+// connection to another's relay, with its process certificate as the
+// client's: an operation on the agent of Endpoint, which is connected
+// there. The relay answers with one PeerReply line; after a PeerDial that
+// succeeded, the connection is the agent's GridFTP control connection.
+type PeerRequest struct {
+	Op       string `json:"op"`
+	Endpoint string `json:"endpoint"`
+}
+
+// PeerReply answers a PeerRequest: empty, or why not.
+type PeerReply struct {
+	Error string `json:"error,omitempty"`
 }
 
 // Passive is what the relay sends on a KindPassive stream: first the

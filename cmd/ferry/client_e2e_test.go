@@ -375,6 +375,19 @@ func TestCLITasks(t *testing.T) {
 
 // TestCLIUsage checks that bad input gets one line and exit status 2,
 // before anything is sent.
+// TestCLIConnectHalfMade: ferry endpoint add --connect that fails makes
+// nothing, not an endpoint without a setup key (here the service has no
+// relay, so it can give none).
+func TestCLIConnectHalfMade(t *testing.T) {
+	t.Parallel()
+	s := startService(t, false)
+	s.login()
+	s.fails(exitFailure, "relay", "endpoint", "add", "laptop", "--connect")
+	if out := s.ok("", "endpoint", "list"); strings.Contains(out, "laptop") {
+		t.Fatalf("a failed endpoint add --connect left an endpoint:\n%s", out)
+	}
+}
+
 func TestCLIUsage(t *testing.T) {
 	t.Parallel()
 	s := &service{t: t, home: t.TempDir()}

@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"ferry/service/api"
-	"ferry/service/apiclient"
 	"ferry/service/domain"
 )
 
@@ -150,8 +149,11 @@ ferry connect command that pairs the machine with it.`,
 			if err != nil {
 				return err
 			}
+			if connect && ep.SetupKey == nil {
+				return fmt.Errorf("the service made endpoint %s but gave no setup key", ep.DisplayName)
+			}
 			if connect {
-				return c.newSetupKey(cmd, cl, ep.DisplayName)
+				return c.showSetupKey(cmd, ep.DisplayName, *ep.SetupKey)
 			}
 			return c.showEndpoint(cmd, ep)
 		},
@@ -299,7 +301,11 @@ for it. An anonymous endpoint needs no activation.`
 		if err != nil {
 			return err
 		}
-		return c.newSetupKey(cmd, cl, ep)
+		k, err := cl.SetupKey(cmd.Context(), ep)
+		if err != nil {
+			return err
+		}
+		return c.showSetupKey(cmd, ep, k)
 	})
 	setupKeyCmd.Long = `Give a connect endpoint a new one-time setup key, to pair a machine with it
 (again) with ferry connect --setup-key. The certificates of the agents paired
@@ -309,13 +315,9 @@ before are revoked: their ferry connect stops.`
 		addCmd, listCmd, showCmd, updateCmd, activateCmd, deactivateCmd, removeCmd, setupKeyCmd)
 }
 
-// newSetupKey asks for a new setup key of a connect endpoint and shows it,
-// with the ferry connect command that uses it.
-func (c *cli) newSetupKey(cmd *cobra.Command, cl *apiclient.Client, ep string) error {
-	k, err := cl.SetupKey(cmd.Context(), ep)
-	if err != nil {
-		return err
-	}
+// showSetupKey shows a new setup key of connect endpoint ep, with the
+// ferry connect command that uses it.
+func (c *cli) showSetupKey(cmd *cobra.Command, ep string, k api.SetupKey) error {
 	base, _, _, err := c.service(false)
 	if err != nil {
 		return err

@@ -14,8 +14,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
+	"ferry/service/domain"
 	"ferry/service/gridops"
 	"ferry/service/httpapi"
+	"ferry/service/mesh"
 	"ferry/service/notify"
 	"ferry/service/secret"
 	"ferry/service/worker"
@@ -45,10 +47,12 @@ when --db gives a DSN; several ferry server processes on one PostgreSQL share
 all work (give them the same --key-file). Add users with "ferry user add".
 
 The service never carries data: its workers drive third-party transfers
-between the endpoints' GridFTP servers. With --relay-listen it also runs the
-relay for connect endpoints (ferry connect): their agents accept no
-connections, so it carries the data they receive from senders that cannot
-listen for them, and between agents. Stop with SIGTERM or Ctrl-C; running
+between the endpoints' GridFTP servers. Each process also runs a relay for
+connect endpoints (ferry connect), on the API's port (or on --relay-listen):
+their agents accept no connections, so it carries the data they receive
+from senders that cannot listen for them, and between agents. Any process
+drives any agent, through the process it is connected to; an agent whose
+process stops connects to another. Stop with SIGTERM or Ctrl-C; running
 tasks go back to the queue and continue in another process or at restart.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runServer(cmd.Context(), cmd, f) },
@@ -59,8 +63,8 @@ tasks go back to the queue and continue in another process or at restart.`,
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:8080", "HTTP address of the API and web app")
 	fl.StringVar(&f.keyFile, "key-file", "", "key sealing endpoint credentials (default DIR/secret.key; created if missing)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
-	fl.StringVar(&f.workerID, "worker-id", "", "this process's worker name, unique among the processes of one database; a process restarted under it takes back its running tasks at once (default HOST/LISTEN-ADDRESS)")
-	fl.StringVar(&f.publicURL, "public-url", "", "the service's URL as users reach it, for links in notifications")
+	fl.StringVar(&f.workerID, "worker-id", "", "this process's name, unique among the processes of one database, for the leases of its tasks and the agents connected to it; a process restarted under it takes back its running tasks at once (default HOST/LISTEN-ADDRESS)")
+	fl.StringVar(&f.publicURL, "public-url", "", "this process's URL as users, agents and the other processes reach it: links in notifications, its relay (default: http://--listen)")
 	fl.StringVar(&f.smtpAddr, "smtp", "", "SMTP server HOST:PORT for email notifications")
 	fl.StringVar(&f.smtpFrom, "smtp-from", "ferry@localhost", "sender of email notifications")
 	fl.StringVar(&f.webhook, "webhook", "", "URL that receives a JSON POST when a task ends or goes INACTIVE")
@@ -68,7 +72,7 @@ tasks go back to the queue and continue in another process or at restart.`,
 	fl.IntVar(&f.tasks, "tasks", 16, "tasks this process runs at once")
 	fl.IntVar(&f.perUser, "per-user", 8, "active tasks per user across all processes; more wait queued (0: no limit)")
 	fl.BoolVar(&f.noWorker, "no-worker", false, "serve the API only; run no tasks")
-	fl.DurationVar(&f.lease, "lease", time.Minute, "how long a task stays claimed by a process that stops heartbeating")
+	fl.DurationVar(&f.lease, "lease", time.Minute, "how long a task stays claimed, and agents connected, by a process that stops heartbeating")
 	fl.DurationVar(&f.defaultDeadline, "default-deadline", 24*time.Hour, "deadline of tasks submitted without one")
 	return cmd
 }
@@ -120,16 +124,25 @@ func runServer(ctx context.Context, cmd *cobra.Command, f serverFlags) error {
 	if !f.noWorker {
 		api.Queued = w.Wake
 	}
-	rl, err := f.relay.start(st, f.store.data, log, w.Wake)
+	// ferry connect: this process's relay, and the mesh through which it
+	// reaches the agents connected to the service's other processes.
+	c, err := serviceCA(ctx, st, box, f.store.data, log)
 	if err != nil {
 		return err
 	}
-	if rl != nil {
-		defer rl.Close()
-		ops.Agents, w.Agents = rl, rl
-		api.Agents, api.RelayAddr, api.CAPin, api.Revoked = rl, rl.Public.String(), rl.CA.Pin(), rl.Drop
-		fmt.Fprintf(cmd.ErrOrStderr(), "ferry server: relay for ferry connect agents on %s\n", rl.Public)
+	rl, relayURL, err := f.relay.start(st, c, f.workerID, ln, base, log.With("component", "relay"), w.Wake)
+	if err != nil {
+		return err
 	}
+	defer rl.Close()
+	m := &mesh.Mesh{Store: st, CA: c, Local: rl, Self: domain.Process{ID: f.workerID, RelayURL: relayURL},
+		Lease: f.lease, Logger: log.With("component", "mesh")}
+	if err := m.Join(ctx); err != nil {
+		return err
+	}
+	ops.Agents, w.Agents = m, m
+	api.Agents, api.RelayURL, api.CAPin, api.Revoked, api.RelayConn = m, relayURL, c.Pin(), m.Drop, rl.ServeConn
+	fmt.Fprintf(cmd.ErrOrStderr(), "ferry server: relay for ferry connect agents at %s\n", relayURL)
 	// The web app at "/", beside the API and the operator's endpoints.
 	mux := http.NewServeMux()
 	mux.Handle("/", web.Handler())
@@ -147,6 +160,8 @@ func runServer(ctx context.Context, cmd *cobra.Command, f serverFlags) error {
 	} else {
 		go func() { werr <- w.Serve(ctx) }()
 	}
+	merr := make(chan error, 1)
+	go func() { merr <- m.Serve(ctx) }()
 	herr := make(chan error, 1)
 	go func() { herr <- hs.Serve(ln) }()
 	log.Info("serving", "url", base, "worker", !f.noWorker, "store", storeName(f.store))
@@ -163,6 +178,9 @@ func runServer(ctx context.Context, cmd *cobra.Command, f serverFlags) error {
 	cancel()
 	if werr := <-werr; werr != nil && err == nil {
 		err = werr
+	}
+	if merr := <-merr; merr != nil && err == nil {
+		err = merr
 	}
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil

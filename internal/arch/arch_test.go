@@ -87,7 +87,7 @@ var allowed = map[string][]string{
 
 	// The REST API: its documents, server and client.
 	"ferry/service/api":       {"ferry/service/domain"},
-	"ferry/service/httpapi":   {"ferry/service/domain", "ferry/service/secret", "ferry/service/api", "ferry/passwd", "ferry/checksum"},
+	"ferry/service/httpapi":   {"ferry/service/domain", "ferry/service/secret", "ferry/service/api", "ferry/passwd", "ferry/checksum", "ferry/tunnel"},
 	"ferry/service/apiclient": {"ferry/service/api"},
 
 	// The store: one adapter over database/sql, and its conformance suite.
@@ -99,11 +99,13 @@ var allowed = map[string][]string{
 	"ferry/service/worker":  {"ferry/service/domain", "ferry/service/secret", "ferry/service/gridops", "ferry/engine", "ferry/gridftp"},
 	"ferry/service/notify":  {"ferry/service/domain"},
 
-	// ferry connect: the tunnel protocol, the agent, the service's CA and relay.
+	// ferry connect: the tunnel protocol, the agent, the service's CA and
+	// relay, and the mesh that reaches agents connected to other processes.
 	"ferry/tunnel":        {},
 	"ferry/agent":         {"ferry/tunnel", "ferry/gridftp/server", "ferry/storage", "ferry/service/ca"},
 	"ferry/service/ca":    {},
 	"ferry/service/relay": {"ferry/service/domain", "ferry/service/ca", "ferry/tunnel"},
+	"ferry/service/mesh":  {"ferry/service/domain", "ferry/service/ca", "ferry/tunnel"},
 
 	// The web app: embedded assets that reach the service only through
 	// the REST API, from the browser.

@@ -356,6 +356,9 @@ type Endpoint struct {
 	ExpiresIn        int64     `json:"expires_in"`
 	Connected        bool      `json:"connected"` // a connect endpoint's agent is connected to the relay
 	Created          time.Time `json:"created"`
+	// SetupKey is a new connect endpoint's first setup key: only in the
+	// answer to the POST that created it.
+	SetupKey *SetupKey `json:"setup_key,omitempty"`
 }
 
 // EndpointSpec is the body of POST /endpoint and PUT /endpoint/{id}. In a

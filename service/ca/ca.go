@@ -1,11 +1,14 @@
 // Package ca is the service's private certificate authority for ferry
-// connect: an ECDSA P-256 root, created on first start, that issues
-// short-lived client certificates to agents and the relay's server
-// certificate. An agent's certificate names nothing but its endpoint's ID
-// (the subject's common name) and the generation of the endpoint's setup
-// keys it was paired with (the subject's serial number attribute), so the
-// relay can refuse the certificates of an endpoint whose key was issued
-// again.
+// connect: an ECDSA P-256 root, made once (Generate) and kept by the
+// service in its PEM form (PEM, Parse), that issues short-lived client
+// certificates to agents and to the service's processes, and the relay's
+// server certificate. An agent's certificate names nothing but its
+// endpoint's ID (the subject's common name) and the generation of the
+// endpoint's setup keys it was paired with (the subject's serial number
+// attribute), so the relay can refuse the certificates of an endpoint
+// whose key was issued again. A process's certificate names the process
+// (common name) under the organizational unit ProcessUnit; processes show
+// it to each other's relays to reach the agents connected there.
 package ca
 
 import (
@@ -40,7 +43,11 @@ const (
 	skew         = 5 * time.Minute // NotBefore lies this far back
 )
 
-// Files of a CA directory.
+// ProcessUnit is the organizational unit of a process's certificate.
+const ProcessUnit = "ferry-process"
+
+// Files of a CA directory, where the CA was kept before it moved into the
+// service's database.
 const (
 	CertFile = "ca.pem"
 	KeyFile  = "ca.key"
@@ -55,33 +62,8 @@ type CA struct {
 	Now func() time.Time
 }
 
-// LoadOrCreate reads the CA of dir, creating it (key file mode 0600) when
-// it does not exist.
-func LoadOrCreate(dir string) (*CA, error) {
-	certPath, keyPath := filepath.Join(dir, CertFile), filepath.Join(dir, KeyFile)
-	certPEM, err := os.ReadFile(certPath)
-	if errors.Is(err, os.ErrNotExist) {
-		return create(certPath, keyPath)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("ca: %w", err)
-	}
-	keyPEM, err := os.ReadFile(keyPath)
-	if err != nil {
-		return nil, fmt.Errorf("ca: %w", err)
-	}
-	cert, err := ParseCertPEM(certPEM)
-	if err != nil {
-		return nil, fmt.Errorf("ca: %s: %w", certPath, err)
-	}
-	key, err := ParseKeyPEM(keyPEM)
-	if err != nil {
-		return nil, fmt.Errorf("ca: %s: %w", keyPath, err)
-	}
-	return newCA(cert, key)
-}
-
-func create(certPath, keyPath string) (*CA, error) {
+// Generate makes a new CA.
+func Generate() (*CA, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, err
@@ -101,33 +83,54 @@ func create(certPath, keyPath string) (*CA, error) {
 	if err != nil {
 		return nil, err
 	}
-	keyPEM, err := KeyPEM(key)
+	cert, err := x509.ParseCertificate(der)
 	if err != nil {
 		return nil, err
 	}
-	// The key first: a CA certificate without its key is unusable, and its
-	// absence is what makes the next start create the CA again.
-	if err := writeNew(keyPath, keyPEM, 0o600); err != nil {
-		return nil, fmt.Errorf("ca: %w", err)
-	}
-	if err := writeNew(certPath, CertPEM(der), 0o644); err != nil {
-		return nil, fmt.Errorf("ca: %w", err)
-	}
-	cert, _ := x509.ParseCertificate(der)
 	return newCA(cert, key)
 }
 
-// writeNew writes a file that must not exist yet.
-func writeNew(path string, data []byte, mode os.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+// PEM is the CA's certificate and then its private key, in PEM; it is
+// secret.
+func (c *CA) PEM() []byte {
+	key, err := KeyPEM(c.key)
 	if err != nil {
-		return err
+		panic(err) // a P-256 key always marshals
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
+	return append(CertPEM(c.cert.Raw), key...)
+}
+
+// Parse reads a CA written by PEM.
+func Parse(b []byte) (*CA, error) {
+	cert, err := ParseCertPEM(b)
+	if err != nil {
+		return nil, fmt.Errorf("ca: %w", err)
 	}
-	return f.Close()
+	_, rest := pem.Decode(b)
+	key, err := ParseKeyPEM(rest)
+	if err != nil {
+		return nil, fmt.Errorf("ca: %w", err)
+	}
+	return newCA(cert, key)
+}
+
+// LoadDir reads the CA kept in dir (CertFile and KeyFile); an error that
+// is fs.ErrNotExist when dir holds none.
+func LoadDir(dir string) (*CA, error) {
+	certPath, keyPath := filepath.Join(dir, CertFile), filepath.Join(dir, KeyFile)
+	certPEM, err := os.ReadFile(certPath)
+	if err != nil {
+		return nil, fmt.Errorf("ca: %w", err)
+	}
+	keyPEM, err := os.ReadFile(keyPath)
+	if err != nil {
+		return nil, fmt.Errorf("ca: %s without its key: %w", certPath, err)
+	}
+	c, err := Parse(append(certPEM, keyPEM...))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	return c, nil
 }
 
 func newCA(cert *x509.Certificate, key *ecdsa.PrivateKey) (*CA, error) {
@@ -189,6 +192,26 @@ func Agent(cert *x509.Certificate) (endpointID string, generation int64, err err
 		return "", 0, errors.New("ca: not an agent's certificate")
 	}
 	return cert.Subject.CommonName, generation, nil
+}
+
+// IssueProcess certifies pub as the service process processID.
+func (c *CA) IssueProcess(pub crypto.PublicKey, processID string) (*x509.Certificate, error) {
+	if processID == "" {
+		return nil, errors.New("ca: no process")
+	}
+	return c.issue(pub, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: processID, OrganizationalUnit: []string{ProcessUnit}},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
+}
+
+// Process reads which process a certificate issued by IssueProcess names.
+func Process(cert *x509.Certificate) (string, error) {
+	ou := cert.Subject.OrganizationalUnit
+	if len(ou) != 1 || ou[0] != ProcessUnit || cert.Subject.CommonName == "" || cert.Subject.SerialNumber != "" {
+		return "", errors.New("ca: not a process's certificate")
+	}
+	return cert.Subject.CommonName, nil
 }
 
 // Relay makes the relay's server certificate, with a new key; its chain

@@ -5,41 +5,60 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 )
 
-func TestLoadOrCreate(t *testing.T) {
-	dir := t.TempDir()
-	a, err := LoadOrCreate(dir)
+// A CA survives its PEM form; an old CA directory (before the CA moved
+// into the store) reads as it was written.
+func TestPEM(t *testing.T) {
+	a, err := Generate()
 	if err != nil {
 		t.Fatal(err)
-	}
-	st, err := os.Stat(filepath.Join(dir, KeyFile))
-	if err != nil || st.Mode().Perm() != 0o600 {
-		t.Fatalf("key file: %v, mode %v; want 0600", err, st.Mode())
-	}
-	b, err := LoadOrCreate(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a.Pin() != b.Pin() {
-		t.Fatal("a second start made another CA")
 	}
 	if pub := a.Certificate().PublicKey.(*ecdsa.PublicKey); pub.Curve != elliptic.P256() {
 		t.Fatalf("curve %v, want P-256", pub.Curve.Params().Name)
 	}
-	// A broken key file is refused, not replaced.
+	b, err := Parse(a.PEM())
+	if err != nil || b.Pin() != a.Pin() {
+		t.Fatalf("parsed CA: %v; pin the same: %v", err, err == nil && b.Pin() == a.Pin())
+	}
+	other, _ := Generate()
+	for _, c := range []struct {
+		name string
+		pem  []byte
+	}{
+		{"junk", []byte("junk")},
+		{"no key", CertPEM(a.Certificate().Raw)},
+		{"another's key", append(CertPEM(a.Certificate().Raw), other.PEM()[len(CertPEM(other.Certificate().Raw)):]...)},
+	} {
+		if _, err := Parse(c.pem); err == nil {
+			t.Errorf("%s: parsed", c.name)
+		}
+	}
+
+	dir := t.TempDir()
+	if _, err := LoadDir(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("empty directory: %v, want fs.ErrNotExist", err)
+	}
+	keyPEM, _ := KeyPEM(a.key)
+	os.WriteFile(filepath.Join(dir, CertFile), CertPEM(a.Certificate().Raw), 0o644)
+	os.WriteFile(filepath.Join(dir, KeyFile), keyPEM, 0o600)
+	if c, err := LoadDir(dir); err != nil || c.Pin() != a.Pin() {
+		t.Fatalf("LoadDir: %v", err)
+	}
 	os.WriteFile(filepath.Join(dir, KeyFile), []byte("junk"), 0o600)
-	if _, err := LoadOrCreate(dir); err == nil {
-		t.Fatal("a broken key file was accepted")
+	if _, err := LoadDir(dir); err == nil || errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a broken key file: %v; want an error, not fs.ErrNotExist", err)
 	}
 }
 
 func TestIssue(t *testing.T) {
-	c, err := LoadOrCreate(t.TempDir())
+	c, err := Generate()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,5 +100,25 @@ func TestIssue(t *testing.T) {
 	ca, _ := x509.ParseCertificate(relay.Certificate[1])
 	if Pin(ca) != c.Pin() {
 		t.Fatal("the relay's chain lacks the CA")
+	}
+
+	// A process's certificate names the process, and is no agent's.
+	proc, err := c.IssueProcess(&key.PublicKey, "host:42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := proc.Verify(x509.VerifyOptions{Roots: c.Pool(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		t.Fatalf("process certificate does not verify as a client's: %v", err)
+	}
+	if id, err := Process(proc); err != nil || id != "host:42" {
+		t.Fatalf("Process = %q, %v", id, err)
+	}
+	if _, _, err := Agent(proc); err == nil {
+		t.Fatal("a process's certificate reads as an agent's")
+	}
+	for _, other := range []*x509.Certificate{cert, relay.Leaf} {
+		if _, err := Process(other); err == nil {
+			t.Fatalf("certificate of %s reads as a process's", other.Subject.CommonName)
+		}
 	}
 }

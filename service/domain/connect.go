@@ -24,14 +24,27 @@ const SetupKeyLifetime = 24 * time.Hour
 // agent the relay authenticates.
 func (e Endpoint) NeedsActivation() bool { return e.Auth == AuthPassword }
 
-// Agents reaches the agents of connect endpoints through the relay.
+// Process is a running service process as the others find it in the
+// store. Each runs a relay: RelayURL is where agents and the other
+// processes reach it, tcp://HOST:PORT or the http(s) URL of the process's
+// /relay route. Its record holds until Expires unless the process renews
+// it.
+type Process struct {
+	ID       string
+	RelayURL string
+	Expires  time.Time
+}
+
+// Agents reaches the agents of connect endpoints, through the relay of
+// whichever service process each is connected to.
 type Agents interface {
 	// Dial opens a control connection to the GridFTP server of the agent
 	// of endpointID; an *Error with EUnavailable when it is not connected.
 	Dial(ctx context.Context, endpointID string) (net.Conn, error)
 	// Online reports whether the agent of endpointID is connected, and
-	// gives a channel that is closed when it goes away.
-	Online(endpointID string) (gone <-chan struct{}, ok bool)
+	// gives a channel that is closed when it goes away (or may be, once
+	// ctx ends: watch it no longer than ctx lasts).
+	Online(ctx context.Context, endpointID string) (gone <-chan struct{}, ok bool)
 }
 
 // JoinSetupKey makes the setup key a user hands to ferry connect: the

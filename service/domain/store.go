@@ -39,6 +39,12 @@ type Store interface {
 
 	// Connect endpoints' pairing (connect.go).
 	//
+	// CreateConnectEndpoint stores e, a connect endpoint, together with its
+	// first one-time setup key (as NewSetupKey), in one transaction: when
+	// either fails, neither is stored. It sets ID and (if zero) Created;
+	// EConflict on a taken owner#name, EInvalid when e is not a connect
+	// endpoint.
+	CreateConnectEndpoint(ctx context.Context, e *Endpoint, hash string, expires time.Time) error
 	// NewSetupKey gives connect endpoint id a new one-time setup key,
 	// stored as the hash of its secret, usable until expires, and revokes
 	// the certificates issued so far: it starts a new generation, which it
@@ -53,6 +59,30 @@ type Store interface {
 	// CertGeneration is the generation of the valid certificates of
 	// connect endpoint id; ENotFound once the endpoint is deleted.
 	CertGeneration(ctx context.Context, endpointID string) (int64, error)
+
+	// Service processes and the agents connected to them (connect.go).
+	//
+	// InitCA stores sealed as the service's connect CA unless one is
+	// stored already, and returns the one stored: processes that start
+	// at once all get the first one's.
+	InitCA(ctx context.Context, sealed []byte) ([]byte, error)
+	// PutProcess records p, or renews its record, and forgets the records
+	// that lapsed a day or more before p.Expires.
+	PutProcess(ctx context.Context, p Process) error
+	// DeleteProcess forgets process id; ENotFound when it has no record.
+	DeleteProcess(ctx context.Context, id string) error
+	// Processes lists the processes whose records hold at now, by ID.
+	Processes(ctx context.Context, now time.Time) ([]Process, error)
+	// PutAgentRoute records that the agent of endpointID is connected to
+	// process processID, wherever it was before; ENotFound for a missing
+	// endpoint.
+	PutAgentRoute(ctx context.Context, endpointID, processID string) error
+	// DeleteAgentRoute forgets that the agent of endpointID is connected
+	// to processID; a route to another process stays.
+	DeleteAgentRoute(ctx context.Context, endpointID, processID string) error
+	// AgentRoutes gives, for each of endpointIDs whose agent is connected
+	// to a process whose record holds at now, that process.
+	AgentRoutes(ctx context.Context, endpointIDs []string, now time.Time) (map[string]Process, error)
 
 	// Activations: one per (user, endpoint).
 	PutActivation(ctx context.Context, a Activation) error // insert or replace

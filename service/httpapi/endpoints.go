@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -103,7 +104,9 @@ func (s *Server) endpointDoc(r *http.Request, c *call, ep domain.Endpoint) (api.
 		Created: ep.Created, Servers: make([]api.Server, len(ep.Servers)),
 	}
 	if ep.Auth == domain.AuthConnect && s.Agents != nil {
-		_, d.Connected = s.Agents.Online(ep.ID)
+		ctx, cancel := context.WithCancel(r.Context())
+		_, d.Connected = s.Agents.Online(ctx, ep.ID)
+		cancel() // only whether it is connected now
 	}
 	for i, u := range ep.Servers {
 		d.Servers[i] = serverDoc(u)
@@ -257,6 +260,9 @@ func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request, c *call)
 	}
 	if err := applySpec(&ep, spec); err != nil {
 		return err
+	}
+	if connect {
+		return s.createConnectEndpoint(w, r, c, ep)
 	}
 	if err := s.Store.CreateEndpoint(r.Context(), &ep); err != nil {
 		return err

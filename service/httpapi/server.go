@@ -7,6 +7,10 @@
 // /api/v0.10/auth/login. Unsafe requests that rely on the cookie must also
 // carry the session's CSRF token (see CSRFToken) in X-CSRF-Token.
 //
+// GET /api/v0.10/relay with Upgrade: ferry-relay/1 hands the connection to
+// the process's relay for ferry connect (RelayConn), so that agents need
+// no port but the API's.
+//
 // Every failure is one JSON document {code, message, request_id, resource}
 // whose HTTP status comes from the domain error code through one table;
 // other users' private endpoints and tasks are answered exactly like
@@ -21,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -68,12 +73,16 @@ type Server struct {
 	// answer whether its paths can be copied (see checkTransfer); 0: 2 s,
 	// < 0: no check.
 	CheckWithin time.Duration
-	// Agents reaches connect endpoints' agents through the relay;
-	// RelayAddr is where agents reach the relay, and CAPin the pin of its
-	// CA that setup keys carry. Without them connect endpoints cannot be
-	// paired.
-	Agents           domain.Agents
-	RelayAddr, CAPin string
+	// Agents reaches connect endpoints' agents through the relays;
+	// RelayURL is where agents reach this process's relay (a relay URL,
+	// see api.Relay), and CAPin the pin of its CA that setup keys carry.
+	// Without them connect endpoints cannot be made or paired.
+	Agents          domain.Agents
+	RelayURL, CAPin string
+	// RelayConn, when set, takes the connections upgraded at GET /relay
+	// (see tunnel.Upgrade), and serves each until it ends: the relay on
+	// the API's listener.
+	RelayConn func(net.Conn)
 	// Revoked is called when a connect endpoint's agent certificates are
 	// revoked (a new setup key, the endpoint deleted), so that the relay
 	// drops its agent at once; nil: the relay finds out by itself, later.

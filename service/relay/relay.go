@@ -1,15 +1,23 @@
-// Package relay is the service's end of ferry connect. It listens for
-// agents on one TCP port. TLS connections either pair an agent (a
-// one-time setup key buys a certificate from the service's CA) or carry
-// its tunnel (tunnel.Session), authenticated by that certificate; plain
-// connections that start with tunnel.JoinMagic are data connections agents
-// open to join a sender's.
+// Package relay is the service's end of ferry connect. It serves agents'
+// connections on a listener of its own (Serve) or one at a time, as the
+// service's HTTP listener hands them over (ServeConn). TLS connections
+// either pair an agent (a one-time setup key buys a certificate from the
+// service's CA), carry its tunnel (tunnel.Session), authenticated by that
+// certificate, or come from another process of the service, authenticated
+// by its process certificate, to reach an agent connected here; plain
+// connections that start with tunnel.JoinMagic are data connections
+// agents open to join a sender's.
 //
 // Through a tunnel the service reaches the agent's GridFTP server (Dial),
 // and the agent's server listens for data on the relay: for each passive
 // listener the agent asks for, the relay listens on its own host and, for
 // each connection a sender makes there, asks the agent to connect out and
 // splices the two. So an agent never accepts a connection.
+//
+// The store records which process each agent is connected to, so that the
+// other processes reach it through this one; the agent learns the URLs of
+// every process's relay (in its Hello, and again when they change, within
+// RelaysEvery) and connects to another when it loses this one.
 //
 // Each agent is confined to its endpoint: its certificate names the
 // endpoint and nothing else, the relay checks it against the store when
@@ -26,8 +34,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,13 +56,22 @@ const (
 	maxConns = 512
 )
 
-// Relay serves agents. Store, CA and Public are required.
+// Relay serves agents. Store, CA and Process are required.
 type Relay struct {
 	Store domain.Store
 	CA    *ca.CA
-	// Public is the relay's address as agents and GridFTP servers reach
-	// it; passive listeners announce its IP, which must be IPv4.
-	Public netip.AddrPort
+	// Process is this service process's ID (domain.Process): the store
+	// records that the agents connected here are reached through it.
+	Process string
+	// Public is the relay's IPv4 address as GridFTP servers reach it,
+	// which passive listeners announce. Without it agents get no passive
+	// listeners: they still send, and receive from ferry senders that
+	// listen for them (PASVSEND).
+	Public netip.Addr
+	// Bind is the local address passive listeners bind to; when not
+	// valid, that of the first listener Serve was given, or else every
+	// address.
+	Bind   netip.Addr
 	Logger *slog.Logger
 	Now    func() time.Time // the clock; time.Now when nil
 	// Resumed is called when an agent's return made tasks runnable
@@ -61,14 +80,23 @@ type Relay struct {
 	// CheckEvery is how often a connected agent's certificate is looked
 	// up again (revocation, renewal); 0: 30 s.
 	CheckEvery time.Duration
+	// RelaysEvery is how often the relay looks for a change in the
+	// service's relays (processes starting and going), which it then
+	// tells its agents; 0: 5 s.
+	RelaysEvery time.Duration
 
-	once   sync.Once
-	mu     sync.Mutex
-	agents map[string]*peer
-	joins  map[string]*join
-	lns    map[net.Listener]bool
-	bind   netip.Addr // where passive listeners bind: the listener's IP
-	closed bool
+	once     sync.Once
+	announce sync.Once
+	done     chan struct{} // closed by Close
+	mu       sync.Mutex
+	agents   map[string]*peer
+	joins    map[string]*join
+	lns      map[net.Listener]bool
+	bind     netip.Addr // Bind, or the first listener's IP
+	closed   bool
+	// routeMu orders the store's records of where agents are connected
+	// as the agents come and go.
+	routeMu sync.Mutex
 
 	certMu  sync.Mutex
 	cert    *tls.Certificate
@@ -79,9 +107,10 @@ var _ domain.Agents = (*Relay)(nil)
 
 // peer is one connected agent.
 type peer struct {
-	id   string
-	sess *tunnel.Session
-	gone chan struct{}
+	id     string
+	sess   *tunnel.Session
+	gone   chan struct{}
+	routed atomic.Bool // the store records that it is reached here
 
 	mu    sync.Mutex
 	conns map[io.Closer]bool // passive listeners and data connections
@@ -126,7 +155,21 @@ type join struct {
 func (r *Relay) init() {
 	r.once.Do(func() {
 		r.agents, r.joins, r.lns = map[string]*peer{}, map[string]*join{}, map[net.Listener]bool{}
+		r.bind, r.done = r.Bind, make(chan struct{})
 	})
+}
+
+// ready checks the configuration.
+func (r *Relay) ready() error {
+	if r.Store == nil || r.CA == nil || r.Process == "" {
+		return errors.New("relay: Store, CA and Process are required")
+	}
+	if r.Public.IsValid() && !r.Public.Unmap().Is4() {
+		return errors.New("relay: Public must be an IPv4 address")
+	}
+	r.init()
+	r.announce.Do(func() { go r.announcer() })
+	return nil
 }
 
 func (r *Relay) now() time.Time {
@@ -148,10 +191,9 @@ var ErrClosed = errors.New("relay closed")
 
 // Serve accepts agents' connections on ln until Close.
 func (r *Relay) Serve(ln net.Listener) error {
-	if r.Store == nil || r.CA == nil || !r.Public.Addr().Unmap().Is4() {
-		return errors.New("relay: Store, CA and an IPv4 Public address are required")
+	if err := r.ready(); err != nil {
+		return err
 	}
-	r.init()
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -178,7 +220,7 @@ func (r *Relay) Serve(ln net.Listener) error {
 			}
 			return err
 		}
-		go r.handle(c)
+		go r.ServeConn(c)
 	}
 }
 
@@ -186,6 +228,9 @@ func (r *Relay) Serve(ln net.Listener) error {
 func (r *Relay) Close() error {
 	r.init()
 	r.mu.Lock()
+	if !r.closed {
+		close(r.done)
+	}
 	r.closed = true
 	for ln := range r.lns {
 		ln.Close()
@@ -201,9 +246,15 @@ func (r *Relay) Close() error {
 	return nil
 }
 
-// handle tells a TLS connection (pairing or tunnel) from a data join by
-// its first byte.
-func (r *Relay) handle(c net.Conn) {
+// ServeConn serves one connection to the relay, until it ends: it tells
+// a TLS connection (pairing, tunnel or another process) from a data join
+// by its first byte.
+func (r *Relay) ServeConn(c net.Conn) {
+	if err := r.ready(); err != nil {
+		r.log().Error("relay", "err", err)
+		c.Close()
+		return
+	}
 	c.SetDeadline(time.Now().Add(handshakeTimeout))
 	var first [1]byte
 	if _, err := io.ReadFull(c, first[:]); err != nil {
@@ -214,7 +265,7 @@ func (r *Relay) handle(c net.Conn) {
 		r.join(c)
 		return
 	}
-	tc := tls.Server(&prefixed{Conn: c, first: first[:]}, r.tlsConfig())
+	tc := tls.Server(tunnel.Prefixed(c, first[:]), r.tlsConfig())
 	if err := tc.Handshake(); err != nil {
 		r.log().Debug("relay: TLS handshake", "remote", c.RemoteAddr().String(), "err", err)
 		c.Close()
@@ -226,24 +277,11 @@ func (r *Relay) handle(c net.Conn) {
 		r.pair(tc)
 	case tunnel.ProtoTunnel:
 		r.tunnel(tc)
+	case tunnel.ProtoPeer:
+		r.peer(tc)
 	default:
 		tc.Close()
 	}
-}
-
-// prefixed is a connection whose first bytes were read already.
-type prefixed struct {
-	net.Conn
-	first []byte
-}
-
-func (p *prefixed) Read(b []byte) (int, error) {
-	if len(p.first) > 0 {
-		n := copy(b, p.first)
-		p.first = p.first[n:]
-		return n, nil
-	}
-	return p.Conn.Read(b)
 }
 
 func (r *Relay) tlsConfig() *tls.Config {
@@ -252,7 +290,7 @@ func (r *Relay) tlsConfig() *tls.Config {
 		GetCertificate: r.serverCert,
 		ClientAuth:     tls.VerifyClientCertIfGiven,
 		ClientCAs:      r.CA.Pool(),
-		NextProtos:     []string{tunnel.ProtoTunnel, tunnel.ProtoPair},
+		NextProtos:     []string{tunnel.ProtoTunnel, tunnel.ProtoPair, tunnel.ProtoPeer},
 		Time:           r.now,
 	}
 }
@@ -355,7 +393,7 @@ func (r *Relay) tunnel(tc *tls.Conn) {
 		return
 	}
 	tc.SetDeadline(time.Now().Add(handshakeTimeout))
-	if err := tunnel.WriteLine(tc, tunnel.Hello{Endpoint: id}); err != nil {
+	if err := tunnel.WriteLine(tc, tunnel.Hello{Endpoint: id, Relays: r.relays()}); err != nil {
 		tc.Close()
 		return
 	}
@@ -383,8 +421,11 @@ func (r *Relay) tunnel(tc *tls.Conn) {
 	r.log().Info("relay: agent disconnected", "endpoint", id, "err", a.sess.Err())
 }
 
-// register makes a the agent of its endpoint, replacing an earlier one.
+// register makes a the agent of its endpoint, replacing an earlier one,
+// and records in the store that it is reached through this process.
 func (r *Relay) register(a *peer) bool {
+	r.routeMu.Lock()
+	defer r.routeMu.Unlock()
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -396,18 +437,77 @@ func (r *Relay) register(a *peer) bool {
 	if old != nil {
 		old.sess.Close()
 	}
+	r.route(a)
 	return true
 }
 
-func (r *Relay) unregister(a *peer) {
+// route records that a is reached through this process; a.routed says
+// whether the store took it.
+func (r *Relay) route(a *peer) {
+	ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
+	defer cancel()
+	err := r.Store.PutAgentRoute(ctx, a.id, r.Process)
+	if err != nil {
+		r.log().Warn("relay: record where the agent is", "endpoint", a.id, "err", err)
+	}
+	a.routed.Store(err == nil)
+}
+
+// reroute tries again to record that a is reached through this process,
+// if the store did not take it before and a is still the agent of its
+// endpoint here.
+func (r *Relay) reroute(a *peer) {
+	if a.routed.Load() {
+		return
+	}
+	r.routeMu.Lock()
+	defer r.routeMu.Unlock()
 	r.mu.Lock()
-	if r.agents[a.id] == a {
+	current := r.agents[a.id] == a
+	r.mu.Unlock()
+	if current {
+		r.route(a)
+	}
+}
+
+// unregister forgets a, and the store's record of it unless another
+// agent of its endpoint replaced it here.
+func (r *Relay) unregister(a *peer) {
+	r.routeMu.Lock()
+	r.mu.Lock()
+	current := r.agents[a.id] == a
+	if current {
 		delete(r.agents, a.id)
 	}
 	r.mu.Unlock()
+	if current {
+		ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
+		if err := r.Store.DeleteAgentRoute(ctx, a.id, r.Process); err != nil {
+			r.log().Warn("relay: forget where the agent was", "endpoint", a.id, "err", err)
+		}
+		cancel()
+	}
+	r.routeMu.Unlock()
 	close(a.gone)
 	a.sess.Close()
 	a.end()
+}
+
+// relays lists the URLs of the service's relays, for agents; nil when
+// the store cannot tell.
+func (r *Relay) relays() []string {
+	ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
+	defer cancel()
+	ps, err := r.Store.Processes(ctx, r.now())
+	if err != nil {
+		r.log().Warn("relay: list the service's relays", "err", err)
+		return nil
+	}
+	urls := make([]string, len(ps))
+	for i, p := range ps {
+		urls[i] = p.RelayURL
+	}
+	return urls
 }
 
 // resume makes the tasks that waited for the agent runnable again.
@@ -427,7 +527,9 @@ func (r *Relay) resume(id string) {
 }
 
 // watch checks the agent's certificate against the store now and then:
-// a revoked one ends the tunnel, an old one is renewed.
+// a revoked one ends the tunnel, an old one is renewed. It records that
+// the agent is here if that failed before, and resumes the tasks that
+// were paused for want of it meanwhile (a process that lost sight of it).
 func (r *Relay) watch(a *peer, leaf *x509.Certificate, gen int64) {
 	every := r.CheckEvery
 	if every <= 0 {
@@ -457,7 +559,51 @@ func (r *Relay) watch(a *peer, leaf *x509.Certificate, gen int64) {
 			a.sess.Close()
 			return
 		}
+		r.reroute(a)
+		r.resume(a.id)
 	}
+}
+
+// announcer tells the agents connected here of each change in the
+// service's relays, until Close.
+func (r *Relay) announcer() {
+	every := r.RelaysEvery
+	if every <= 0 {
+		every = 5 * time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	var last []string
+	for {
+		select {
+		case <-r.done:
+			return
+		case <-t.C:
+		}
+		urls := r.relays()
+		if urls == nil || slices.Equal(urls, last) {
+			continue
+		}
+		last = urls
+		r.mu.Lock()
+		agents := slices.Collect(maps.Values(r.agents))
+		r.mu.Unlock()
+		for _, a := range agents {
+			if err := r.tell(a, urls); err != nil {
+				r.log().Warn("relay: tell the agent of the relays", "endpoint", a.id, "err", err)
+			}
+		}
+	}
+}
+
+// tell sends the agent the URLs of the service's relays.
+func (r *Relay) tell(a *peer, urls []string) error {
+	st, err := a.sess.Open(tunnel.KindRelays)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return tunnel.WriteLine(st, tunnel.Relays{URLs: urls})
 }
 
 // renew sends the agent a new certificate for its key.
@@ -481,7 +627,8 @@ func (r *Relay) renew(a *peer, leaf *x509.Certificate, gen int64) (*x509.Certifi
 // Spliced is how many data connections the relay spliced so far.
 func (r *Relay) Spliced() int64 { return r.spliced.Load() }
 
-// Dial opens a GridFTP control connection to the agent of endpointID.
+// Dial opens a GridFTP control connection to the agent of endpointID,
+// if it is connected here.
 func (r *Relay) Dial(_ context.Context, endpointID string) (net.Conn, error) {
 	r.init()
 	r.mu.Lock()
@@ -505,8 +652,8 @@ func (r *Relay) Drop(endpointID string) {
 	}
 }
 
-// Online reports whether the agent of endpointID is connected.
-func (r *Relay) Online(endpointID string) (<-chan struct{}, bool) {
+// Online reports whether the agent of endpointID is connected here.
+func (r *Relay) Online(_ context.Context, endpointID string) (<-chan struct{}, bool) {
 	r.init()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -521,7 +668,14 @@ func (r *Relay) Online(endpointID string) (<-chan struct{}, bool) {
 // connects, until the agent closes the stream.
 func (r *Relay) passive(a *peer, st *tunnel.Stream) {
 	defer st.Close()
-	ln, err := net.Listen("tcp", netip.AddrPortFrom(r.bind, 0).String())
+	if !r.Public.IsValid() {
+		tunnel.WriteLine(st, tunnel.Passive{Error: "the relay has no public address for passive listeners (ferry server --relay-address)"})
+		return
+	}
+	r.mu.Lock()
+	bind := r.bind
+	r.mu.Unlock()
+	ln, err := net.Listen("tcp", bindAddr(bind))
 	if err == nil && !a.track(ln) {
 		ln.Close()
 		err = errors.New("too many data connections")
@@ -533,7 +687,7 @@ func (r *Relay) passive(a *peer, st *tunnel.Stream) {
 	defer a.untrack(ln)
 	defer ln.Close()
 	port := uint16(ln.Addr().(*net.TCPAddr).Port)
-	if err := tunnel.WriteLine(st, tunnel.Passive{Addr: netip.AddrPortFrom(r.Public.Addr().Unmap(), port).String()}); err != nil {
+	if err := tunnel.WriteLine(st, tunnel.Passive{Addr: netip.AddrPortFrom(r.Public.Unmap(), port).String()}); err != nil {
 		return
 	}
 	go func() {
@@ -555,6 +709,60 @@ func (r *Relay) passive(a *peer, st *tunnel.Stream) {
 			return
 		}
 	}
+}
+
+// bindAddr is where a passive listener binds: a new port of ip, or of
+// every address when ip is not valid.
+func bindAddr(ip netip.Addr) string {
+	if !ip.IsValid() {
+		return ":0"
+	}
+	return netip.AddrPortFrom(ip, 0).String()
+}
+
+// peer serves another process of the service that reaches an agent
+// connected here: it must show a process certificate of the service's CA.
+func (r *Relay) peer(tc *tls.Conn) {
+	certs := tc.ConnectionState().PeerCertificates
+	var err error
+	if len(certs) == 0 {
+		err = errors.New("no client certificate")
+	} else {
+		_, err = ca.Process(certs[0])
+	}
+	if err != nil {
+		r.log().Warn("relay: peer refused", "remote", tc.RemoteAddr().String(), "err", err)
+		tc.Close()
+		return
+	}
+	tc.SetDeadline(time.Now().Add(handshakeTimeout))
+	var req tunnel.PeerRequest
+	if err := tunnel.ReadLine(tc, &req); err != nil {
+		tc.Close()
+		return
+	}
+	var st net.Conn
+	switch req.Op {
+	case tunnel.PeerDial:
+		st, err = r.Dial(context.Background(), req.Endpoint)
+	case tunnel.PeerDrop:
+		r.Drop(req.Endpoint)
+	default:
+		err = fmt.Errorf("unknown operation %q", req.Op)
+	}
+	var reply tunnel.PeerReply
+	if err != nil {
+		reply.Error = domain.ErrorMessage(err)
+	}
+	if werr := tunnel.WriteLine(tc, reply); werr != nil || st == nil {
+		tc.Close()
+		if st != nil {
+			st.Close()
+		}
+		return
+	}
+	tc.SetDeadline(time.Time{})
+	splice(tc, st)
 }
 
 // expect holds a sender's connection until the agent joins it.

@@ -3,11 +3,16 @@ package relay
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
 	"errors"
+	"io"
 	"net"
+	"net/http/httptest"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -22,8 +27,10 @@ import (
 	"ferry/gridftp/server/servertest"
 	"ferry/service/ca"
 	"ferry/service/domain"
+	"ferry/service/httpapi"
 	"ferry/service/sqlstore"
 	"ferry/storage/posix"
+	"ferry/tunnel"
 )
 
 // env is a relay on loopback over a fresh store, with one user.
@@ -33,7 +40,7 @@ type env struct {
 	store   *sqlstore.DB
 	ca      *ca.CA
 	relay   *Relay
-	addr    string
+	url     string // the relay's URL
 	user    domain.User
 	resumed atomic.Int32
 	later   atomic.Int64 // the relay's clock runs this far ahead
@@ -48,24 +55,37 @@ func newEnv(t *testing.T, check time.Duration) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	c, err := ca.LoadOrCreate(t.TempDir())
+	c, err := ca.Generate()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, ctx: ctx, store: st, ca: c, addr: ln.Addr().String()}
-	e.relay = &Relay{Store: st, CA: c, Public: netip.MustParseAddrPort(e.addr), CheckEvery: check,
-		Resumed: func() { e.resumed.Add(1) }, Now: func() time.Time { return time.Now().Add(time.Duration(e.later.Load())) }}
-	go e.relay.Serve(ln)
-	t.Cleanup(func() { e.relay.Close() })
+	e := &env{t: t, ctx: ctx, store: st, ca: c}
+	e.relay, e.url = e.newRelay("p1", check)
 	e.user = domain.User{Name: "alice", PasswordHash: "x"}
 	if err := st.CreateUser(ctx, &e.user); err != nil {
 		t.Fatal(err)
 	}
 	return e
+}
+
+// newRelay starts the relay of another process on e's store, on its own
+// loopback port, and records the process; it returns the relay and its
+// URL.
+func (e *env) newRelay(process string, check time.Duration) (*Relay, string) {
+	e.t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	url := "tcp://" + ln.Addr().String()
+	r := &Relay{Store: e.store, CA: e.ca, Process: process, Public: netip.MustParseAddr("127.0.0.1"), CheckEvery: check, RelaysEvery: 50 * time.Millisecond,
+		Resumed: func() { e.resumed.Add(1) }, Now: func() time.Time { return time.Now().Add(time.Duration(e.later.Load())) }}
+	go r.Serve(ln)
+	e.t.Cleanup(func() { r.Close() })
+	if err := e.store.PutProcess(e.ctx, domain.Process{ID: process, RelayURL: url, Expires: time.Now().Add(time.Hour)}); err != nil {
+		e.t.Fatal(err)
+	}
+	return r, url
 }
 
 // endpoint creates a connect endpoint and a setup key for it; it returns
@@ -96,7 +116,7 @@ func (e *env) newKey(ep domain.Endpoint, expires time.Time) string {
 func (e *env) agent(ep domain.Endpoint, secret string) (root string, done <-chan error) {
 	e.t.Helper()
 	dir := e.t.TempDir()
-	id, err := agent.Pair(e.ctx, e.addr, secret, e.ca.Pin(), dir)
+	id, err := agent.Pair(e.ctx, e.url, secret, e.ca.Pin(), dir)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -106,8 +126,9 @@ func (e *env) agent(ep domain.Endpoint, secret string) (root string, done <-chan
 	return e.run(dir)
 }
 
-// run runs the agent whose credentials are in dir.
-func (e *env) run(dir string) (root string, done <-chan error) {
+// run runs the agent whose credentials are in dir, with e's relay, or
+// else the relays given.
+func (e *env) run(dir string, relays ...string) (root string, done <-chan error) {
 	e.t.Helper()
 	root = e.t.TempDir()
 	fs, err := posix.New(root)
@@ -116,7 +137,10 @@ func (e *env) run(dir string) (root string, done <-chan error) {
 	}
 	ctx, cancel := context.WithCancel(e.ctx)
 	errc, finished := make(chan error, 1), make(chan struct{})
-	a := &agent.Agent{Relay: e.addr, Dir: dir, FS: fs}
+	if len(relays) == 0 {
+		relays = []string{e.url}
+	}
+	a := &agent.Agent{Relays: relays, Dir: dir, FS: fs}
 	go func() {
 		errc <- a.Run(ctx)
 		close(finished)
@@ -127,12 +151,18 @@ func (e *env) run(dir string) (root string, done <-chan error) {
 
 func (e *env) waitOnline(id string, want bool) {
 	e.t.Helper()
+	waitOnline(e.t, e.relay, id, want)
+}
+
+// waitOnline waits until the agent of id is online at r, or not.
+func waitOnline(t *testing.T, r *Relay, id string, want bool) {
+	t.Helper()
 	for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
-		if _, ok := e.relay.Online(id); ok == want {
+		if _, ok := r.Online(t.Context(), id); ok == want {
 			return
 		}
 		if time.Since(start) > 5*time.Second {
-			e.t.Fatalf("agent of %s online: want %v", id, want)
+			t.Fatalf("agent of %s online: want %v", id, want)
 		}
 	}
 }
@@ -150,11 +180,11 @@ func TestPairing(t *testing.T) {
 	ep, secret := e.endpoint("laptop", time.Now().Add(time.Hour))
 
 	// The agent trusts only the CA the setup key pins.
-	if _, err := agent.Pair(e.ctx, e.addr, secret, strings.Repeat("A", 43), t.TempDir()); err == nil {
+	if _, err := agent.Pair(e.ctx, e.url, secret, strings.Repeat("A", 43), t.TempDir()); err == nil {
 		t.Fatal("paired with a relay whose CA is not the pinned one")
 	}
 	dir := t.TempDir()
-	if _, err := agent.Pair(e.ctx, e.addr, secret, e.ca.Pin(), dir); err != nil {
+	if _, err := agent.Pair(e.ctx, e.url, secret, e.ca.Pin(), dir); err != nil {
 		t.Fatal(err)
 	}
 	st, err := os.Stat(filepath.Join(dir, agent.KeyFile))
@@ -162,12 +192,12 @@ func TestPairing(t *testing.T) {
 		t.Fatalf("key file: %v %v", err, st.Mode())
 	}
 	// Once only.
-	if _, err := agent.Pair(e.ctx, e.addr, secret, e.ca.Pin(), t.TempDir()); err == nil || !strings.Contains(err.Error(), "not valid") {
+	if _, err := agent.Pair(e.ctx, e.url, secret, e.ca.Pin(), t.TempDir()); err == nil || !strings.Contains(err.Error(), "not valid") {
 		t.Fatalf("second use of a setup key: %v", err)
 	}
 	// Expired.
 	old := e.newKey(ep, time.Now().Add(-time.Second))
-	if _, err := agent.Pair(e.ctx, e.addr, old, e.ca.Pin(), t.TempDir()); err == nil {
+	if _, err := agent.Pair(e.ctx, e.url, old, e.ca.Pin(), t.TempDir()); err == nil {
 		t.Fatal("an expired setup key paired")
 	}
 	// A certificate without a pairing of its generation is refused: the
@@ -222,7 +252,7 @@ func TestRenewal(t *testing.T) {
 	e := newEnv(t, 50*time.Millisecond)
 	ep, secret := e.endpoint("laptop", time.Now().Add(time.Hour))
 	dir := t.TempDir()
-	if _, err := agent.Pair(e.ctx, e.addr, secret, e.ca.Pin(), dir); err != nil {
+	if _, err := agent.Pair(e.ctx, e.url, secret, e.ca.Pin(), dir); err != nil {
 		t.Fatal(err)
 	}
 	certOf := func() *x509.Certificate {
@@ -267,6 +297,35 @@ func TestResumeOnConnect(t *testing.T) {
 	got, err := e.store.TaskByID(e.ctx, task.ID)
 	if err != nil || got.Status != domain.StatusActive || e.resumed.Load() != 1 {
 		t.Fatalf("task %s/%s (%v), %d wake-ups; want ACTIVE and one", got.Status, got.NiceStatus, err, e.resumed.Load())
+	}
+}
+
+// A task paused for an agent that is connected all along (another process
+// lost sight of it for a while) is resumed by the relay that holds it.
+func TestResumeWhileConnected(t *testing.T) {
+	e := newEnv(t, 50*time.Millisecond)
+	ep, secret := e.endpoint("laptop", time.Now().Add(time.Hour))
+	e.agent(ep, secret)
+	e.waitOnline(ep.ID, true)
+	task := domain.Task{UserID: e.user.ID, Type: domain.TypeTransfer, SrcEndpoint: ep.ID, DstEndpoint: ep.ID}
+	if err := e.store.CreateTask(e.ctx, &task); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if _, err := e.store.Claim(e.ctx, "w", now, time.Minute, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.store.SetStatus(e.ctx, task.ID, "w", domain.StatusInactive, domain.NiceEndpointOffline, nil, now, nil); err != nil {
+		t.Fatal(err)
+	}
+	for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+		got, err := e.store.TaskByID(e.ctx, task.ID)
+		if err == nil && got.Status == domain.StatusActive {
+			return
+		}
+		if time.Since(start) > 5*time.Second {
+			t.Fatalf("task %s/%s (%v) while its agent is connected; want ACTIVE", got.Status, got.NiceStatus, err)
+		}
 	}
 }
 
@@ -326,5 +385,180 @@ func TestTransfers(t *testing.T) {
 				t.Fatalf("%d data connections through the relay; want them: %v", n, c.relayed)
 			}
 		})
+	}
+}
+
+// routeOf is the process the store says the agent of id is connected to;
+// "" for none.
+func (e *env) routeOf(id string) string {
+	e.t.Helper()
+	routes, err := e.store.AgentRoutes(e.ctx, []string{id}, time.Now())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return routes[id].ID
+}
+
+// waitRoute waits until the store says the agent of id is connected to
+// process ("": to none).
+func (e *env) waitRoute(id, process string) {
+	e.t.Helper()
+	for start := time.Now(); e.routeOf(id) != process; time.Sleep(10 * time.Millisecond) {
+		if time.Since(start) > 5*time.Second {
+			e.t.Fatalf("agent of %s recorded at %q, want %q", id, e.routeOf(id), process)
+		}
+	}
+}
+
+// The store records where an agent is connected while it is.
+func TestRoutes(t *testing.T) {
+	e := newEnv(t, time.Hour)
+	ep, secret := e.endpoint("laptop", time.Now().Add(time.Hour))
+	if got := e.routeOf(ep.ID); got != "" {
+		t.Fatalf("agent recorded at %q before it connected", got)
+	}
+	dir := t.TempDir()
+	if _, err := agent.Pair(e.ctx, e.url, secret, e.ca.Pin(), dir); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(e.ctx)
+	fs, _ := posix.New(t.TempDir())
+	done := make(chan error, 1)
+	go func() { done <- (&agent.Agent{Relays: []string{e.url}, Dir: dir, FS: fs}).Run(ctx) }()
+	e.waitOnline(ep.ID, true)
+	e.waitRoute(ep.ID, "p1")
+	cancel()
+	<-done
+	e.waitOnline(ep.ID, false)
+	e.waitRoute(ep.ID, "")
+}
+
+// An agent learns the service's relays, also those that start after it
+// connected, and when its relay goes it connects to another at once.
+func TestFailover(t *testing.T) {
+	e := newEnv(t, time.Hour)
+	ep, secret := e.endpoint("laptop", time.Now().Add(time.Hour))
+	e.agent(ep, secret) // given only p1's URL
+	e.waitOnline(ep.ID, true)
+	e.waitRoute(ep.ID, "p1")
+	second, _ := e.newRelay("p2", time.Hour)
+	time.Sleep(300 * time.Millisecond) // p1 tells the agent of p2
+	start := time.Now()
+	e.relay.Close()
+	waitOnline(t, second, ep.ID, true)
+	e.waitRoute(ep.ID, "p2")
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("the agent took %v to connect to another relay", d)
+	}
+}
+
+// Other processes reach agents through the relay only with a process
+// certificate of the service's CA.
+func TestPeers(t *testing.T) {
+	e := newEnv(t, time.Hour)
+	ep, secret := e.endpoint("laptop", time.Now().Add(time.Hour))
+	dir := t.TempDir()
+	if _, err := agent.Pair(e.ctx, e.url, secret, e.ca.Pin(), dir); err != nil {
+		t.Fatal(err)
+	}
+	agentCert, err := tls.LoadX509KeyPair(filepath.Join(dir, agent.CertFile), filepath.Join(dir, agent.KeyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.run(dir)
+	e.waitOnline(ep.ID, true)
+	processCert := func(c *ca.CA) []tls.Certificate {
+		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		leaf, err := c.IssueProcess(&key.PublicKey, "p2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []tls.Certificate{{Certificate: [][]byte{leaf.Raw}, PrivateKey: key}}
+	}
+	other, _ := ca.Generate()
+	for _, c := range []struct {
+		name     string
+		certs    []tls.Certificate
+		endpoint string
+		want     string // the banner's start or the relay's error; "": refused
+	}{
+		{"process", processCert(e.ca), ep.ID, "220"},
+		{"process, agent not here", processCert(e.ca), "nope", "not connected"},
+		{"no certificate", nil, ep.ID, ""},
+		{"an agent's certificate", []tls.Certificate{agentCert}, ep.ID, ""},
+		{"another service's process", processCert(other), ep.ID, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			raw, err := net.Dial("tcp", strings.TrimPrefix(e.url, "tcp://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc := tls.Client(raw, &tls.Config{NextProtos: []string{tunnel.ProtoPeer}, RootCAs: e.ca.Pool(),
+				ServerName: ca.RelayName, Certificates: c.certs})
+			defer tc.Close()
+			tc.SetDeadline(time.Now().Add(5 * time.Second))
+			var reply tunnel.PeerReply
+			err = tc.Handshake()
+			if err == nil {
+				err = tunnel.WriteLine(tc, tunnel.PeerRequest{Op: tunnel.PeerDial, Endpoint: c.endpoint})
+			}
+			if err == nil {
+				err = tunnel.ReadLine(tc, &reply)
+			}
+			if c.want == "" {
+				if err == nil {
+					t.Fatalf("the relay answered %+v", reply)
+				}
+				return
+			}
+			got := reply.Error
+			if err == nil && got == "" {
+				banner := make([]byte, 3)
+				_, err = io.ReadFull(tc, banner)
+				got = string(banner)
+			}
+			if err != nil || !strings.Contains(got, c.want) {
+				t.Fatalf("got %q, %v; want %q", got, err, c.want)
+			}
+		})
+	}
+}
+
+// The relay on the API's port: agents pair, connect and join data
+// connections through HTTP upgrades of the API's /relay route.
+func TestOverHTTP(t *testing.T) {
+	e := newEnv(t, time.Hour)
+	api := &httpapi.Server{Store: e.store, RelayConn: e.relay.ServeConn, CAPin: e.ca.Pin()}
+	srv := httptest.NewServer(api.Handler())
+	defer srv.Close()
+	url := srv.URL + "/api/v0.10/relay"
+	api.RelayURL = url
+
+	ep, secret := e.endpoint("laptop", time.Now().Add(time.Hour))
+	dir := t.TempDir()
+	if _, err := agent.Pair(e.ctx, url, secret, e.ca.Pin(), dir); err != nil {
+		t.Fatal(err)
+	}
+	root, _ := e.run(dir, url)
+	e.waitOnline(ep.ID, true)
+
+	plainRoot, fs := servertest.Root(t)
+	data := make([]byte, 1<<20)
+	rand.Read(data)
+	os.WriteFile(filepath.Join(plainRoot, "f"), data, 0o644)
+	plain := engine.Endpoint{Addr: servertest.Serve(t, &server.Server{FS: fs, Anonymous: true})}
+	ctx, cancel := context.WithTimeout(e.ctx, 30*time.Second)
+	defer cancel()
+	// The engine is not told that the agent cannot listen: the relay
+	// listens for it, and the agent joins each data connection there.
+	res, err := engine.Copy(ctx, plain, e.via(ep, false), []engine.Item{{Src: "/f", Dst: "/f"}}, engine.Options{Parallelism: 2, Verify: true}, nil)
+	if err != nil || res.Failed > 0 || res.Transferred != 1 {
+		t.Fatalf("copy: %v, %+v", err, res)
+	}
+	if got, err := os.ReadFile(filepath.Join(root, "f")); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("received %d bytes, %v", len(got), err)
+	}
+	if e.relay.Spliced() == 0 {
+		t.Fatal("no data connection went through the relay")
 	}
 }

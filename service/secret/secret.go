@@ -1,5 +1,6 @@
-// Package secret seals endpoint credentials for storage at rest with
-// AES-256-GCM under a key kept outside the database.
+// Package secret seals what the service keeps secret in its database —
+// endpoint credentials, the connect CA's key — with AES-256-GCM under a
+// key kept outside the database.
 package secret
 
 import (
@@ -71,6 +72,22 @@ func (b *Box) Seal(l domain.Login, context string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return b.SealBytes(plain, context)
+}
+
+// Open decrypts what Seal made with the same context.
+func (b *Box) Open(sealed []byte, context string) (domain.Login, error) {
+	var l domain.Login
+	plain, err := b.OpenBytes(sealed, context)
+	if err != nil {
+		return l, err
+	}
+	err = json.Unmarshal(plain, &l)
+	return l, err
+}
+
+// SealBytes encrypts plain, binding it to context.
+func (b *Box) SealBytes(plain []byte, context string) ([]byte, error) {
 	nonce := make([]byte, b.aead.NonceSize(), b.aead.NonceSize()+len(plain)+b.aead.Overhead())
 	if _, err := rand.Read(nonce); err != nil {
 		return nil, err
@@ -78,19 +95,17 @@ func (b *Box) Seal(l domain.Login, context string) ([]byte, error) {
 	return b.aead.Seal(nonce, nonce, plain, []byte(context)), nil
 }
 
-// Open decrypts what Seal made with the same context.
-func (b *Box) Open(sealed []byte, context string) (domain.Login, error) {
-	var l domain.Login
+// OpenBytes decrypts what SealBytes made with the same context.
+func (b *Box) OpenBytes(sealed []byte, context string) ([]byte, error) {
 	n := b.aead.NonceSize()
 	if len(sealed) < n+b.aead.Overhead() {
-		return l, errors.New("secret: sealed value too short")
+		return nil, errors.New("secret: sealed value too short")
 	}
 	plain, err := b.aead.Open(nil, sealed[:n], sealed[n:], []byte(context))
 	if err != nil {
-		return l, errors.New("secret: cannot open sealed value (wrong key or context)")
+		return nil, errors.New("secret: cannot open sealed value (wrong key or context)")
 	}
-	err = json.Unmarshal(plain, &l)
-	return l, err
+	return plain, nil
 }
 
 // Context is the context string binding an activation to its row.

@@ -60,3 +60,17 @@ func TestSealOpen(t *testing.T) {
 		t.Fatal("New accepted a short key")
 	}
 }
+
+func TestSealBytes(t *testing.T) {
+	b, _ := New(make([]byte, KeySize))
+	sealed, err := b.SealBytes([]byte("the CA"), "ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.OpenBytes(sealed, "ca"); err != nil || string(got) != "the CA" {
+		t.Fatalf("OpenBytes = %q, %v", got, err)
+	}
+	if _, err := b.OpenBytes(sealed, "activation:1:ep"); err == nil {
+		t.Fatal("opened with another context")
+	}
+}

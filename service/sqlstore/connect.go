@@ -7,6 +7,27 @@ import (
 	"ferry/service/domain"
 )
 
+// CreateConnectEndpoint stores e and its first setup key in one
+// transaction.
+func (db *DB) CreateConnectEndpoint(ctx context.Context, e *domain.Endpoint, hash string, expires time.Time) (err error) {
+	defer wrap(&err, "create connect endpoint")
+	if e.Auth != domain.AuthConnect {
+		return domain.Errorf(domain.EInvalid, "endpoint %s is not a connect endpoint", e.Name)
+	}
+	ne := *e
+	err = db.inTx(ctx, func(c conn) error {
+		if err := insertEndpoint(ctx, c, &ne); err != nil {
+			return err
+		}
+		_, err := putSetupKey(ctx, c, ne.ID, hash, expires)
+		return err
+	})
+	if err == nil {
+		*e = ne
+	}
+	return err
+}
+
 func (db *DB) NewSetupKey(ctx context.Context, endpointID, hash string, expires time.Time) (gen int64, err error) {
 	defer wrap(&err, "new setup key")
 	err = db.inTx(ctx, func(c conn) error {
@@ -17,10 +38,18 @@ func (db *DB) NewSetupKey(ctx context.Context, endpointID, hash string, expires 
 		if auth != domain.AuthConnect {
 			return domain.Errorf(domain.EInvalid, "endpoint %s is not a connect endpoint", endpointID)
 		}
-		return c.row(ctx, `INSERT INTO pairings (endpoint_id, key_hash, key_expires, generation) VALUES (?, ?, ?, 1)
-			ON CONFLICT (endpoint_id) DO UPDATE SET key_hash = excluded.key_hash, key_expires = excluded.key_expires,
-			generation = pairings.generation + 1 RETURNING generation`, endpointID, hash, us(expires)).Scan(&gen)
+		gen, err = putSetupKey(ctx, c, endpointID, hash, expires)
+		return err
 	})
+	return gen, err
+}
+
+// putSetupKey gives endpointID a new setup key, starting a new generation,
+// which it returns.
+func putSetupKey(ctx context.Context, c conn, endpointID, hash string, expires time.Time) (gen int64, err error) {
+	err = c.row(ctx, `INSERT INTO pairings (endpoint_id, key_hash, key_expires, generation) VALUES (?, ?, ?, 1)
+		ON CONFLICT (endpoint_id) DO UPDATE SET key_hash = excluded.key_hash, key_expires = excluded.key_expires,
+		generation = pairings.generation + 1 RETURNING generation`, endpointID, hash, us(expires)).Scan(&gen)
 	return gen, err
 }
 

@@ -9,14 +9,19 @@ import (
 // CreateEndpoint stores e and sets its ID and (if zero) Created.
 func (db *DB) CreateEndpoint(ctx context.Context, e *domain.Endpoint) (err error) {
 	defer wrap(&err, "create endpoint")
+	return insertEndpoint(ctx, db.conn(), e)
+}
+
+// insertEndpoint stores e through c and sets its ID and (if zero) Created.
+func insertEndpoint(ctx context.Context, c conn, e *domain.Endpoint) error {
 	ne := *e
 	ne.ID, ne.Created = newID(), orNow(ne.Created)
-	_, err = db.conn().exec(ctx, `INSERT INTO endpoints
+	_, err := c.exec(ctx, `INSERT INTO endpoints
 		(id, owner_id, name, description, servers, auth, default_dir, public, max_concurrent, created)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		ne.ID, ne.OwnerID, ne.Name, ne.Description, jsonArg(ne.Servers), ne.Auth, ne.DefaultDir, ne.Public,
 		ne.MaxConcurrent, us(ne.Created))
-	if db.d.unique(err) {
+	if c.d.unique(err) {
 		return domain.Errorf(domain.EConflict, "endpoint name %s is taken", ne.Name)
 	}
 	if err != nil {

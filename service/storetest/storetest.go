@@ -2,7 +2,7 @@
 // implementation passes it. Run checks each method and its documented
 // edge cases on fresh stores; RunShared checks that two handles on one
 // database, as two service processes have, never give one task to two
-// workers and keep the claim limits.
+// workers, keep the claim limits and make one connect CA.
 package storetest
 
 import (
@@ -43,10 +43,12 @@ func Run(t *testing.T, open Open) {
 }
 
 // RunShared runs the claim race on two handles a and b of one empty
-// database, with half of the workers on each, then checks that what one
-// handle asks of running work reaches the other's watchers.
+// database, with half of the workers on each, makes the connect CA from
+// both at once, and checks that what one handle asks of running work
+// reaches the other's watchers.
 func RunShared(t *testing.T, a, b domain.Store) {
 	claimRace(t, a, b)
+	initCARace(t, a, b)
 	watchAcross(t, a, b)
 }
 

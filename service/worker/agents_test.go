@@ -35,7 +35,7 @@ func (r *fakeRelay) Dial(ctx context.Context, _ string) (net.Conn, error) {
 	return c, err
 }
 
-func (r *fakeRelay) Online(string) (<-chan struct{}, bool) {
+func (r *fakeRelay) Online(context.Context, string) (<-chan struct{}, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.gone, r.online

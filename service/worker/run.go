@@ -228,7 +228,7 @@ func (r *run) watchAgents(ctx context.Context) *pause {
 		}
 		away := &pause{nice: domain.NiceEndpointOffline, endpoint: ep.ID,
 			why: fmt.Sprintf("endpoint %s's agent is not connected; the task resumes when it is", ep.DisplayName())}
-		gone, ok := r.agentOnline(ep)
+		gone, ok := r.agentOnline(ctx, ep)
 		if !ok {
 			return away
 		}
@@ -243,12 +243,13 @@ func (r *run) watchAgents(ctx context.Context) *pause {
 	return nil
 }
 
-// agentOnline asks the relay whether ep's agent is connected.
-func (r *run) agentOnline(ep domain.Endpoint) (gone <-chan struct{}, ok bool) {
+// agentOnline asks the relay whether ep's agent is connected, watching
+// it until ctx ends.
+func (r *run) agentOnline(ctx context.Context, ep domain.Endpoint) (gone <-chan struct{}, ok bool) {
 	if r.w.Agents == nil {
 		return nil, false
 	}
-	return r.w.Agents.Online(ep.ID)
+	return r.w.Agents.Online(ctx, ep.ID)
 }
 
 // arm sets the expiry timer to at (zero: none). When it fires the
@@ -627,7 +628,10 @@ func (r *run) recheck(ctx context.Context, nice, endpointID string) {
 	ep := r.eps[i]
 	var err error
 	if nice == domain.NiceEndpointOffline {
-		if _, ok := r.agentOnline(ep); ok {
+		now, cancel := context.WithCancel(ctx) // whether it is connected now
+		_, ok := r.agentOnline(now, ep)
+		cancel()
+		if ok {
 			_, err = r.w.Store.ResumeEndpoint(ctx, ep.ID, nice, r.w.now())
 		}
 	} else if _, _, lerr := r.login(ctx, ep); lerr == nil {
