@@ -96,7 +96,10 @@ type Store interface {
 	// seen before returns that task and an *Error with EDuplicate, and
 	// stores nothing; an empty submission ID is never a duplicate.
 	CreateTask(ctx context.Context, t *Task) error
+	// Task, TaskByID, Tasks and the lease methods return tasks without
+	// their Items, which may be many; TaskItems reads them.
 	Task(ctx context.Context, userID int64, id string) (Task, error)
+	TaskItems(ctx context.Context, id string) ([]Item, error)
 	TaskByID(ctx context.Context, id string) (Task, error) // for workers: not scoped to a user
 	Tasks(ctx context.Context, userID int64, f TaskFilter, page Page) ([]Task, int, error)
 	// UpdateTask changes the label and deadline of a task of userID.

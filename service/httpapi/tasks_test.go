@@ -145,6 +145,9 @@ func TestTransfer(t *testing.T) {
 		t.Fatalf("task %+v\nwant %+v", task, want)
 	}
 	stored, err := e.db.TaskByID(t.Context(), res.TaskID)
+	if err == nil {
+		stored.Items, err = e.db.TaskItems(t.Context(), res.TaskID)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,6 +378,9 @@ func TestDelete(t *testing.T) {
 		t.Fatalf("delete: %+v, %v", r, err)
 	}
 	stored, err := e.db.TaskByID(t.Context(), r.TaskID)
+	if err == nil {
+		stored.Items, err = e.db.TaskItems(t.Context(), r.TaskID)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

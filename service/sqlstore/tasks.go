@@ -48,6 +48,7 @@ func (db *DB) CreateTask(ctx context.Context, t *domain.Task) (err error) {
 			if err != nil {
 				return err
 			}
+			old.Items = nil // as every read leaves them
 			*t = old
 			return domain.Errorf(domain.EDuplicate, "submission ID %s was used before, by task %s", nt.SubmissionID, old.ID)
 		}
@@ -63,15 +64,17 @@ func (db *DB) CreateTask(ctx context.Context, t *domain.Task) (err error) {
 	})
 }
 
+// taskCols are a task's columns but its items, which may be many: a task
+// is read on every heartbeat and listed with others (TaskItems reads them).
 const taskCols = `id, user_id, COALESCE(submission_id, ''), type, label, status, nice_status, fatal_error,
-	src_endpoint, dst_endpoint, items, options, deadline, request_time, start_time, completion_time,
+	src_endpoint, dst_endpoint, options, deadline, request_time, start_time, completion_time,
 	files, directories, files_transferred, files_skipped, files_failed, bytes_transferred, bytes_total,
 	bytes_checksummed, faults, cancel_requested, COALESCE(worker, ''), lease_expires`
 
 func scanTask(r scanner) (domain.Task, error) {
 	var t domain.Task
 	err := r.Scan(&t.ID, &t.UserID, &t.SubmissionID, &t.Type, &t.Label, &t.Status, &t.NiceStatus,
-		jsonCol{&t.FatalError}, &t.SrcEndpoint, &t.DstEndpoint, jsonCol{&t.Items}, jsonCol{&t.Options},
+		jsonCol{&t.FatalError}, &t.SrcEndpoint, &t.DstEndpoint, jsonCol{&t.Options},
 		timeCol{&t.Deadline}, timeCol{&t.RequestTime}, timeCol{&t.StartTime}, timeCol{&t.CompletionTime},
 		&t.Files, &t.Directories, &t.FilesTransferred, &t.FilesSkipped, &t.FilesFailed, &t.BytesTransferred,
 		&t.BytesTotal, &t.BytesChecksummed, &t.Faults, &t.CancelRequested, &t.Worker, timeCol{&t.LeaseExpires})
@@ -82,6 +85,13 @@ func scanTask(r scanner) (domain.Task, error) {
 func taskWhere(ctx context.Context, c conn, where string, args ...any) (domain.Task, error) {
 	t, err := scanTask(c.row(ctx, `SELECT `+taskCols+` FROM tasks WHERE `+where, args...))
 	return t, missing(err, "task")
+}
+
+func (db *DB) TaskItems(ctx context.Context, id string) (_ []domain.Item, err error) {
+	defer wrap(&err, "task items")
+	var items []domain.Item
+	err = db.conn().row(ctx, `SELECT items FROM tasks WHERE id = ?`, id).Scan(jsonCol{&items})
+	return items, missing(err, "task")
 }
 
 func (db *DB) Task(ctx context.Context, userID int64, id string) (_ domain.Task, err error) {

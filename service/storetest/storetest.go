@@ -163,6 +163,7 @@ func (f *fixture) task(u domain.User, src, dst domain.Endpoint, at time.Time) do
 	t := domain.Task{UserID: u.ID, Type: domain.TypeTransfer, SrcEndpoint: src.ID, DstEndpoint: dst.ID,
 		RequestTime: at, Items: []domain.Item{{Src: "/src/", Dst: "/dst/", Recursive: true}}}
 	f.ok(f.s.CreateTask(f.ctx, &t))
+	t.Items = nil // as reads give it
 	return t
 }
 

@@ -40,7 +40,14 @@ func testCreateTask(t *testing.T, open Open) {
 		Status: domain.StatusActive, NiceStatus: domain.NiceQueued, SrcEndpoint: in.SrcEndpoint, DstEndpoint: in.DstEndpoint,
 		Items: in.Items, Options: in.Options, Deadline: in.Deadline, RequestTime: in.RequestTime}
 	equal(t, "created task", task, want)
+	// Reads leave the items out; TaskItems has them.
+	want.Items = nil
 	equal(t, "stored task", f.get(task.ID), want)
+	items, err := f.s.TaskItems(f.ctx, task.ID)
+	f.ok(err)
+	equal(t, "stored items", items, in.Items)
+	_, err = f.s.TaskItems(f.ctx, "no-such-task")
+	wantCode(t, err, domain.ENotFound)
 	evs := f.events(task.ID)
 	if len(evs) != 1 || evs[0].Code != domain.EventQueued || evs[0].Seq != 1 || evs[0].TaskID != task.ID {
 		t.Fatalf("events of a new task: %+v, want one QUEUED with Seq 1", evs)
@@ -49,7 +56,7 @@ func testCreateTask(t *testing.T, open Open) {
 	// The same submission ID again: the first task, EDuplicate, nothing stored.
 	again := in
 	again.Label = "second"
-	err := f.s.CreateTask(f.ctx, &again)
+	err = f.s.CreateTask(f.ctx, &again)
 	wantCode(t, err, domain.EDuplicate)
 	equal(t, "task of a duplicate submission", again, want)
 	if tasks, n, err := f.s.Tasks(f.ctx, alice.ID, domain.TaskFilter{}, domain.Page{}); err != nil || n != 1 || len(tasks) != 1 {

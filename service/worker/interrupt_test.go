@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -207,5 +208,54 @@ func TestRestartTakesBackItsTasks(t *testing.T) {
 	}
 	if _, ok := f.event(task.ID, domain.EventLeaseTaken); ok {
 		t.Error("the restarted worker waited for its own lease to lapse")
+	}
+}
+
+// batches is a store that records the file records of each Progress call.
+type batches struct {
+	domain.Store
+	mu    sync.Mutex
+	sizes []int
+}
+
+func (b *batches) Progress(ctx context.Context, taskID, worker string, batch domain.Batch) error {
+	b.mu.Lock()
+	b.sizes = append(b.sizes, len(batch.Files))
+	b.mu.Unlock()
+	return b.Store.Progress(ctx, taskID, worker, batch)
+}
+
+// TestLargeRunsWriteInSmallBatches: a sync that finds thousands of files
+// already there records them in many short transactions, not one long
+// one that would hold SQLite's write lock from every other request.
+func TestLargeRunsWriteInSmallBatches(t *testing.T) {
+	f := newFixture(t)
+	const n = 3000
+	for i := range n {
+		p := fmt.Sprintf("tree/d%02d/f%04d", i%30, i)
+		write(t, filepath.Join(f.src.root, p), []byte("x"))
+		write(t, filepath.Join(f.dst.root, p), []byte("x"))
+	}
+	task := f.submit(domain.Options{SyncLevel: domain.SyncSize}, domain.Item{Src: "/tree", Dst: "/tree", Recursive: true})
+	rec := &batches{Store: f.store}
+	w := f.worker("w1", rec, &spy{})
+	w.FlushFiles = 100000 // nothing but the batch bound splits them
+	w.FlushEvery = time.Hour
+	serve(t, w)
+	got := f.wait(task.ID, 30*time.Second, finished)
+	if got.Status != domain.StatusSucceeded || got.FilesSkipped != n {
+		t.Fatalf("task %s %+v", got.Status, got.Counters)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	total := 0
+	for _, s := range rec.sizes {
+		total += s
+		if s > 500 {
+			t.Errorf("one transaction wrote %d file records", s)
+		}
+	}
+	if total != n {
+		t.Errorf("%d file records written, want %d", total, n)
 	}
 }

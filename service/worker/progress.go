@@ -325,30 +325,47 @@ func (p *progress) flush(ctx context.Context) error {
 			Details:     details(map[string]any{"bytes_transferred": p.total.BytesTransferred, "bytes_per_second": int64(rate)})})
 		p.lastEvent, p.lastBytes = now, p.total.BytesTransferred
 	}
-	b := domain.Batch{Delta: p.delta, Files: p.files, Events: p.events}
-	for src, state := range p.partials {
-		b.Partials = append(b.Partials, domain.Partial{Src: src, State: state})
-	}
-	sent := p.partials
-	p.delta, p.files, p.events, p.partials = domain.Counters{}, nil, nil, map[string]string{}
 	p.mu.Unlock()
-	if b.Delta == (domain.Counters{}) && len(b.Files) == 0 && len(b.Events) == 0 && len(b.Partials) == 0 {
-		return nil
-	}
-	err := p.w.Store.Progress(ctx, p.taskID, p.w.ID, b)
-	if err != nil && !domain.IsNotFound(err) {
+	for {
 		p.mu.Lock()
-		b.Delta.Add(p.delta)
-		p.delta, p.files, p.events = b.Delta, append(b.Files, p.files...), append(b.Events, p.events...)
-		for src, state := range sent {
-			if _, newer := p.partials[src]; !newer {
-				p.partials[src] = state
-			}
+		n := min(len(p.files), maxBatchFiles)
+		b := domain.Batch{Delta: p.delta, Files: p.files[:n:n], Events: p.events}
+		for src, state := range p.partials {
+			b.Partials = append(b.Partials, domain.Partial{Src: src, State: state})
 		}
+		sent := p.partials
+		p.delta, p.files, p.events, p.partials = domain.Counters{}, p.files[n:], nil, map[string]string{}
+		more := len(p.files) > 0
 		p.mu.Unlock()
+		if b.Delta == (domain.Counters{}) && len(b.Files) == 0 && len(b.Events) == 0 && len(b.Partials) == 0 {
+			return nil
+		}
+		err := p.w.Store.Progress(ctx, p.taskID, p.w.ID, b)
+		if err != nil {
+			if !domain.IsNotFound(err) {
+				p.mu.Lock()
+				b.Delta.Add(p.delta)
+				p.delta, p.files, p.events = b.Delta, append(b.Files, p.files...), append(b.Events, p.events...)
+				for src, state := range sent {
+					if _, newer := p.partials[src]; !newer {
+						p.partials[src] = state
+					}
+				}
+				p.mu.Unlock()
+			}
+			return err
+		}
+		if !more {
+			return nil
+		}
 	}
-	return err
 }
+
+// maxBatchFiles bounds the file records of one Store.Progress call: a
+// transaction holds SQLite's one write lock, and a run that records many
+// files at once (a sync that skips a large tree) must not keep every
+// other request of the service waiting.
+const maxBatchFiles = 500
 
 // flusher flushes every FlushEvery and whenever FlushFiles records wait,
 // until ctx ends; a lost lease stops the run.

@@ -145,6 +145,9 @@ func (r *run) execute(ctx context.Context) ending {
 	if pz := r.watchAgents(ctx); pz != nil {
 		return paused(pz)
 	}
+	if r.task.Items, err = r.w.Store.TaskItems(ctx, t.ID); err != nil {
+		return r.trouble(ctx, "load items", err)
+	}
 	if err := r.loadRecords(ctx); err != nil {
 		return r.trouble(ctx, "load file records", err)
 	}
