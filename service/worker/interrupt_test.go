@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -258,4 +259,38 @@ func TestLargeRunsWriteInSmallBatches(t *testing.T) {
 	if total != n {
 		t.Errorf("%d file records written, want %d", total, n)
 	}
+}
+
+// TestEndpointMovedMidTask: a task retries a source whose server is gone;
+// the user points the endpoint at the new server, through another
+// process, and the task goes on there at once, not at its next try of
+// the old address.
+func TestEndpointMovedMidTask(t *testing.T) {
+	f := newFixture(t)
+	f.files("tree", 10, 1000)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := "ftp://" + ln.Addr().String()
+	ln.Close()
+	live := f.srcEP.Servers
+	f.srcEP.Servers = []string{gone}
+	if err := f.store.UpdateEndpoint(context.Background(), f.srcEP); err != nil {
+		t.Fatal(err)
+	}
+	task := f.submit(domain.Options{SyncLevel: domain.SyncNone}, domain.Item{Src: "/tree", Dst: "/tree", Recursive: true})
+	w := f.worker("w1", f.store, &spy{})
+	w.HeartbeatEvery, w.Backoff = time.Minute, 30*time.Second
+	serve(t, w)
+	f.wait(task.ID, 10*time.Second, func(t domain.Task) bool { return t.Faults > 0 })
+	f.srcEP.Servers = live
+	if err := f.open().UpdateEndpoint(context.Background(), f.srcEP); err != nil {
+		t.Fatal(err)
+	}
+	got := f.wait(task.ID, 5*time.Second, finished)
+	if got.Status != domain.StatusSucceeded {
+		t.Fatalf("task %s %+v", got.Status, got.FatalError)
+	}
+	sameTree(t, filepath.Join(f.src.root, "tree"), filepath.Join(f.dst.root, "tree"))
 }

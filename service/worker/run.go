@@ -81,10 +81,12 @@ type run struct {
 	copies  int         // engine runs so far
 
 	pokes chan struct{} // look at the task now (poke)
+	again chan struct{} // an endpoint changed: try again now, not after the backoff
 
 	mu       sync.Mutex
 	deadline time.Time               // the task's, as heartbeats return it
 	restart  context.CancelCauseFunc // stops the current attempt
+	moved    bool                    // an endpoint changed: read them again before the next attempt
 	expiry   *time.Timer             // when the first credential expires
 	cancels  engine.Cancels          // files the user canceled, for the engine runs
 }
@@ -93,7 +95,7 @@ type run struct {
 func (w *Worker) runTask(ctx context.Context, t domain.Task, now time.Time) {
 	r := &run{w: w, task: t, deadline: t.Deadline, p: newProgress(w, t), log: w.log().With("task", t.ID, "worker", w.ID),
 		resumed: t.StartTime.Before(now.Add(-time.Millisecond)), // the store keeps microseconds
-		pokes:   make(chan struct{}, 1)}
+		pokes:   make(chan struct{}, 1), again: make(chan struct{}, 1)}
 	w.started(r)
 	rctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
@@ -120,19 +122,8 @@ func (r *run) execute(ctx context.Context) ending {
 	if r.user, err = r.w.Store.UserByID(ctx, t.UserID); err != nil {
 		return r.trouble(ctx, "load user", err)
 	}
-	ids := []string{t.SrcEndpoint}
-	if t.Type == domain.TypeTransfer {
-		ids = append(ids, t.DstEndpoint)
-	}
-	for _, id := range ids {
-		ep, err := r.w.Store.Endpoint(ctx, id)
-		if domain.IsNotFound(err) {
-			return failed("ENDPOINT_NOT_FOUND", fmt.Sprintf("endpoint %s no longer exists", id))
-		}
-		if err != nil {
-			return r.trouble(ctx, "load endpoint", err)
-		}
-		r.eps = append(r.eps, ep)
+	if e, ok := r.loadEndpoints(ctx); !ok {
+		return e
 	}
 	logins, err := r.logins(ctx)
 	var pz *pause
@@ -160,6 +151,49 @@ func (r *run) execute(ctx context.Context) ending {
 		return r.attempts(ctx, func(ctx context.Context, _ int, _ time.Time) error { return r.delete(ctx, logins[0]) })
 	}
 	return failed("FAILED", fmt.Sprintf("unknown task type %q", t.Type))
+}
+
+// loadEndpoints reads the run's endpoints: the source (or the delete
+// task's endpoint), then the destination. false: the run ends so.
+func (r *run) loadEndpoints(ctx context.Context) (ending, bool) {
+	t := r.task
+	ids := []string{t.SrcEndpoint}
+	if t.Type == domain.TypeTransfer {
+		ids = append(ids, t.DstEndpoint)
+	}
+	var eps []domain.Endpoint
+	for _, id := range ids {
+		ep, err := r.w.Store.Endpoint(ctx, id)
+		if domain.IsNotFound(err) {
+			return failed("ENDPOINT_NOT_FOUND", fmt.Sprintf("endpoint %s no longer exists", id)), false
+		}
+		if err != nil {
+			return r.trouble(ctx, "load endpoint", err), false
+		}
+		eps = append(eps, ep)
+	}
+	r.mu.Lock()
+	r.eps = eps
+	r.mu.Unlock()
+	return ending{}, true
+}
+
+// endpointsChanged reports whether an endpoint of the run now has other
+// servers or another way to log in, or is gone.
+func (r *run) endpointsChanged(ctx context.Context) bool {
+	r.mu.Lock()
+	eps := slices.Clone(r.eps)
+	r.mu.Unlock()
+	for _, ep := range eps {
+		now, err := r.w.Store.Endpoint(ctx, ep.ID)
+		if domain.IsNotFound(err) {
+			return true
+		}
+		if err == nil && (!slices.Equal(now.Servers, ep.Servers) || now.Auth != ep.Auth) {
+			return true
+		}
+	}
+	return false
 }
 
 // trouble ends a run that the store failed: the lease lapses, and the task
@@ -372,14 +406,22 @@ func (r *run) beat(ctx context.Context) bool {
 		r.stop(errCanceled)
 		return false
 	}
+	moved := r.endpointsChanged(ctx)
 	r.mu.Lock()
-	if !task.Deadline.Equal(r.deadline) {
+	if !task.Deadline.Equal(r.deadline) || moved {
 		r.deadline = task.Deadline
+		r.moved = r.moved || moved
 		if r.restart != nil {
 			r.restart(errRestart)
 		}
 	}
 	r.mu.Unlock()
+	if moved {
+		select {
+		case r.again <- struct{}{}:
+		default:
+		}
+	}
 	if err := r.loadCanceled(ctx); err != nil && ctx.Err() == nil {
 		r.log.Warn("load canceled files", "err", err)
 	}
@@ -394,10 +436,17 @@ func (r *run) attempts(ctx context.Context, work func(ctx context.Context, try i
 	delay := r.w.backoff()
 	for try := 0; ; try++ {
 		r.mu.Lock()
-		deadline := r.deadline
+		deadline, moved := r.deadline, r.moved
+		r.moved = false
 		actx, restart := context.WithCancelCause(ctx)
 		r.restart = restart
 		r.mu.Unlock()
+		if moved {
+			if e, ok := r.loadEndpoints(ctx); !ok {
+				restart(nil)
+				return e
+			}
+		}
 		var cancel context.CancelFunc = func() {}
 		if !deadline.IsZero() {
 			actx, cancel = context.WithDeadline(actx, deadline)
@@ -435,6 +484,7 @@ func (r *run) attempts(ctx context.Context, work func(ctx context.Context, try i
 			e, _ := r.stopped(ctx)
 			return e
 		case <-time.After(delay):
+		case <-r.again:
 		}
 		delay = min(2*delay, time.Minute)
 	}
