@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"ferry/gridftp/server"
+	"ferry/gridftp/server/servertest"
 	"ferry/internal/pgtest"
 	"ferry/service/domain"
 )
@@ -291,6 +293,58 @@ func TestEndpointMovedMidTask(t *testing.T) {
 	got := f.wait(task.ID, 5*time.Second, finished)
 	if got.Status != domain.StatusSucceeded {
 		t.Fatalf("task %s %+v", got.Status, got.FatalError)
+	}
+	sameTree(t, filepath.Join(f.src.root, "tree"), filepath.Join(f.dst.root, "tree"))
+}
+
+// TestOutageIsOneFault: the destination's server goes away for a moment
+// while 150 files wait for it. Each file that failed is a fault, but the
+// task's history tells the cause once, with a count.
+func TestOutageIsOneFault(t *testing.T) {
+	f := newFixture(t)
+	f.files("tree", 150, 20000)
+	f.src.fs.delay.Store(int64(2 * time.Millisecond))
+	// The destination on an address of its own, so that it can come back there.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	serveOn := func(ln net.Listener) *server.Server {
+		srv := &server.Server{FS: f.dst.fs, Auth: servertest.Users{"alice": "pw"}, DataTimeout: 5 * time.Second}
+		go srv.Serve(ln)
+		return srv
+	}
+	dst := serveOn(ln)
+	f.dstEP.Servers = []string{"ftp://" + addr}
+	if err := f.store.UpdateEndpoint(context.Background(), f.dstEP); err != nil {
+		t.Fatal(err)
+	}
+	task := f.submit(domain.Options{SyncLevel: domain.SyncNone}, domain.Item{Src: "/tree", Dst: "/tree", Recursive: true})
+	w := f.worker("w1", f.store, &spy{})
+	w.Backoff = 500 * time.Millisecond
+	serve(t, w)
+	f.wait(task.ID, 10*time.Second, func(domain.Task) bool { return len(f.done(task.ID)) >= 10 })
+	dst.Close()
+	time.Sleep(2 * time.Second)
+	for ln, err = net.Listen("tcp", addr); err != nil; ln, err = net.Listen("tcp", addr) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	dst = serveOn(ln)
+	t.Cleanup(func() { dst.Close() })
+	got := f.wait(task.ID, 30*time.Second, finished)
+	if got.Status != domain.StatusSucceeded || got.Faults == 0 {
+		t.Fatalf("task %s, %d faults", got.Status, got.Faults)
+	}
+	var faults []string
+	for _, e := range f.events(task.ID) {
+		if e.Code == domain.EventFault || e.Code == domain.EventConnectFailed {
+			faults = append(faults, e.Description)
+		}
+	}
+	t.Logf("%d faults, told in %d events: %q", got.Faults, len(faults), faults)
+	if len(faults) > 3 {
+		t.Errorf("%d fault events for one outage", len(faults))
 	}
 	sameTree(t, filepath.Join(f.src.root, "tree"), filepath.Join(f.dst.root, "tree"))
 }

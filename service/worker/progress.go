@@ -44,12 +44,15 @@ type progress struct {
 	restart  map[string]engine.Partial
 	stored   map[string]bool
 	partials map[string]string
+
+	faults map[string]*faultGroup // by code and cause
 }
 
 func newProgress(w *Worker, t domain.Task) *progress {
 	return &progress{w: w, taskID: t.ID, kick: make(chan struct{}, 1), total: t.Counters,
 		leave: map[string]bool{}, lastEvent: w.now(), lastBytes: t.BytesTransferred,
-		restart: map[string]engine.Partial{}, stored: map[string]bool{}, partials: map[string]string{}}
+		restart: map[string]engine.Partial{}, stored: map[string]bool{}, partials: map[string]string{},
+		faults: map[string]*faultGroup{}}
 }
 
 // loadPartials takes in the partial records of earlier runs.
@@ -217,16 +220,75 @@ func (p *progress) Progress(n int64) {
 
 // Fault counts a failure of one file that the engine retries.
 func (p *progress) Fault(path string, err error, retryIn time.Duration) {
-	p.fault(domain.EventFault, fmt.Sprintf("%s: %v", path, err), retryIn)
+	p.fault(domain.EventFault, path, err.Error(), retryIn)
 }
 
-// fault counts a failure that is retried after retryIn.
-func (p *progress) fault(code, what string, retryIn time.Duration) {
+// fault counts a failure of path ("" for the run as a whole) that is
+// retried after retryIn. Faults of one cause make one event: a server
+// that is down fails every file queued for it, and the task's history
+// says so once, with a count (see faultGroup).
+func (p *progress) fault(code, path, what string, retryIn time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.add(domain.Counters{Faults: 1}, nil, &domain.Event{Code: code, IsError: true,
-		Description: fmt.Sprintf("%s; retrying in %s", what, retryIn.Round(time.Millisecond)),
-		Details:     details(map[string]any{"retry_in_ms": retryIn.Milliseconds()})})
+	p.add(domain.Counters{Faults: 1}, nil, nil)
+	cause := what
+	if path != "" {
+		base, _, _ := strings.Cut(path, " [") // a chunk's name: "path [off+n]"
+		cause = strings.ReplaceAll(strings.ReplaceAll(what, path, "…"), base, "…")
+	}
+	key := code + "\x00" + cause
+	g := p.faults[key]
+	now := p.w.now()
+	if g == nil {
+		g = &faultGroup{code: code, what: what, path: path, first: now}
+		p.faults[key] = g
+	}
+	g.n++
+	g.last, g.retryIn = now, retryIn
+}
+
+// faultGroup is the faults of one cause (the error, without the file it
+// hit) not yet told. It becomes an event once the cause has been quiet for
+// faultQuiet, after faultWindow at most, or when the run ends.
+type faultGroup struct {
+	code, what, path string // the first fault's
+	first, last      time.Time
+	n                int
+	retryIn          time.Duration
+}
+
+const (
+	faultQuiet  = 2 * time.Second
+	faultWindow = 30 * time.Second
+)
+
+// tellFaults turns the fault groups due at now (all, with all) into
+// events. Called with p.mu held.
+func (p *progress) tellFaults(now time.Time, all bool) {
+	for key, g := range p.faults {
+		if !all && now.Sub(g.last) < faultQuiet && now.Sub(g.first) < faultWindow {
+			continue
+		}
+		delete(p.faults, key)
+		what := g.what
+		if g.path != "" {
+			what = g.path + ": " + g.what
+		}
+		d := map[string]any{"retry_in_ms": g.retryIn.Milliseconds(), "count": g.n}
+		if g.n > 1 {
+			what = fmt.Sprintf("%s (and %d more like it over %s)", what, g.n-1, g.last.Sub(g.first).Round(time.Millisecond))
+			d["first_time"], d["last_time"] = g.first, g.last
+		}
+		p.events = append(p.events, domain.Event{Code: g.code, IsError: true, Time: g.first, Details: details(d),
+			Description: fmt.Sprintf("%s; retrying in %s", what, g.retryIn.Round(time.Millisecond))})
+	}
+}
+
+// endFaults tells every fault not yet told, as the run ends.
+func (p *progress) endFaults() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.tellFaults(p.w.now(), true)
 }
 
 // Done records a file's outcome.
@@ -318,6 +380,7 @@ func (p *progress) firstFailure() (string, failure) {
 func (p *progress) flush(ctx context.Context) error {
 	p.mu.Lock()
 	now := p.w.now()
+	p.tellFaults(now, false)
 	if moved := p.total.BytesTransferred - p.lastBytes; moved > 0 && now.Sub(p.lastEvent) >= orDuration(p.w.ProgressEvery, 5*time.Second) {
 		rate := float64(moved) / now.Sub(p.lastEvent).Seconds()
 		p.add(domain.Counters{}, nil, &domain.Event{Code: domain.EventProgress,

@@ -478,7 +478,7 @@ func (r *run) attempts(ctx context.Context, work func(ctx context.Context, try i
 		if !f.transient || last {
 			return failed(f.code, err.Error())
 		}
-		r.p.fault(domain.EventConnectFailed, err.Error(), delay)
+		r.p.fault(domain.EventConnectFailed, "", err.Error(), delay)
 		select {
 		case <-ctx.Done():
 			e, _ := r.stopped(ctx)
@@ -641,6 +641,7 @@ func (r *run) finish(parent context.Context, e ending) {
 		r.log.Info("task left to its lease")
 		return
 	}
+	r.p.endFaults()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), time.Minute)
 	defer cancel()
 	if e.status == domain.StatusSucceeded {
