@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -795,46 +794,15 @@ func (c *copier) final(f *file, o Outcome, err error) {
 	c.rep.Done(r)
 }
 
-// fatalMarkers are words in a reply, ferry's or GCT's, that say the path
-// itself is the problem.
-var fatalMarkers = []string{
-	"PATH_NOT_FOUND", "No such file or directory",
-	"PERMISSION_DENIED", "Permission denied", "Operation not permitted",
-	"IS_A_DIRECTORY", "Is a directory", "Not a directory", "INVALID_PATH",
-}
-
-// transientMarkers say the failure was on the way, not in the path.
-var transientMarkers = []string{
-	"INCORRECT_CHECKSUM", "NO_SPACE", "DATA_CHANNEL", "INTERNAL_ERROR",
-	"Connection reset", "Broken pipe", "timed out", "Timed out",
-}
-
 // Fatal reports errors that no retry can mend: the path does not exist or
-// is not allowed, the login is refused, the command is not understood.
-// GCT answers 500 both for a missing file and for a reset connection, so
-// the reply's words decide before its code does.
+// is not allowed, the login is refused, the command is not understood
+// (gridftp.Classify reads the reply).
 func Fatal(err error) bool {
-	var ge *gridftp.Error
-	if !errors.As(err, &ge) {
+	switch gridftp.Classify(err) {
+	case gridftp.FaultTransient, gridftp.FaultChecksum, gridftp.FaultRefused, gridftp.FaultNoSpace:
 		return false
 	}
-	text := ge.Reply.Text()
-	for _, m := range fatalMarkers {
-		if strings.Contains(text, m) {
-			return true
-		}
-	}
-	for _, m := range transientMarkers {
-		if strings.Contains(text, m) {
-			return false
-		}
-	}
-	switch ge.Reply.Code {
-	case gridftp.CodeNotLoggedIn, gridftp.CodeFileUnavailable, gridftp.CodeNameNotAllowed,
-		gridftp.CodeBadArguments, gridftp.CodeNotImplemented, gridftp.CodeParamNotSupported:
-		return true
-	}
-	return false
+	return true
 }
 
 type nopReporter struct{}

@@ -68,11 +68,7 @@ type tree struct {
 }
 
 // isNotFound reports a reply saying the path does not exist.
-func isNotFound(err error) bool {
-	var ge *gridftp.Error
-	return errors.As(err, &ge) && ge.Reply.Code == gridftp.CodeFileUnavailable &&
-		!strings.Contains(ge.Reply.Text(), "PERMISSION_DENIED")
-}
+func isNotFound(err error) bool { return gridftp.Classify(err) == gridftp.FaultNotFound }
 
 // ItemError says why an item cannot be copied at all: its source is
 // missing, a directory without recursion, or its destination is a file

@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/url"
 	"path"
-	"strings"
 	"time"
 
 	"ferry/engine"
@@ -259,31 +258,21 @@ func (o *Ops) Delete(ctx context.Context, ep domain.Endpoint, l domain.Login, p 
 	})
 }
 
-// replies maps GridFTP replies to domain errors; the first row whose code
-// (0: any; 4 or 5: any of that class) and words (in GCT's or ferry's reply
-// text; "": any) match decides. The words come first because servers answer
-// 550 both for a missing path and for a refused one.
-var replies = []struct {
-	code   int
-	words  []string
-	kind   string
-	reason string
-}{
-	{gridftp.CodeNotLoggedIn, nil, domain.EUnauthorized, "login refused"},
-	{0, []string{"PERMISSION_DENIED", "Permission denied", "Operation not permitted"}, domain.EForbidden, "permission denied"},
-	{0, []string{"Not a directory"}, domain.EInvalid, "not a directory"},
-	{0, []string{"IS_A_DIRECTORY", "Is a directory"}, domain.EInvalid, "is a directory (delete it recursively)"},
-	{0, []string{"PATH_NOT_FOUND", "No such file"}, domain.ENotFound, "no such file or directory"},
-	{0, []string{"PATH_EXISTS", "File exists"}, domain.EConflict, "already exists"},
-	{0, []string{"Directory not empty"}, domain.EConflict, "directory not empty"},
-	{0, []string{"NO_SPACE", "QUOTA_EXCEEDED", "No space left"}, domain.ELimit, "no space left on the endpoint"},
-	{0, []string{"INVALID_PATH", "File name too long", "symbolic links"}, domain.EInvalid, "invalid path"},
-	{gridftp.CodeFileUnavailable, nil, domain.ENotFound, "not found"},
-	{gridftp.CodeNameNotAllowed, nil, domain.EInvalid, "name not allowed"},
-	{gridftp.CodeNotImplemented, nil, domain.EInvalid, "not supported by the endpoint"},
-	{gridftp.CodeParamNotSupported, nil, domain.EInvalid, "not supported by the endpoint"},
-	{5, nil, domain.EInvalid, "refused by the endpoint"},
-	{4, nil, domain.EUnavailable, "temporary failure at the endpoint"},
+// faults maps what a server's refusal means (gridftp.Classify) to the
+// domain's error kinds, with the reason users read.
+var faults = map[gridftp.Fault]struct{ kind, reason string }{
+	gridftp.FaultLogin:      {domain.EUnauthorized, "login refused"},
+	gridftp.FaultPermission: {domain.EForbidden, "permission denied"},
+	gridftp.FaultNotDir:     {domain.EInvalid, "not a directory"},
+	gridftp.FaultIsDir:      {domain.EInvalid, "is a directory (delete it recursively)"},
+	gridftp.FaultNotFound:   {domain.ENotFound, "no such file or directory"},
+	gridftp.FaultExists:     {domain.EConflict, "already exists"},
+	gridftp.FaultNotEmpty:   {domain.EConflict, "directory not empty"},
+	gridftp.FaultNoSpace:    {domain.ELimit, "no space left on the endpoint"},
+	gridftp.FaultInvalid:    {domain.EInvalid, "invalid path or command"},
+	gridftp.FaultRefused:    {domain.EInvalid, "refused by the endpoint"},
+	gridftp.FaultChecksum:   {domain.EUnavailable, "the data arrived damaged"},
+	gridftp.FaultTransient:  {domain.EUnavailable, "temporary failure at the endpoint"},
 }
 
 // Err maps err, from doing op on p over a GridFTP session, to a
@@ -302,23 +291,6 @@ func Err(op, p string, err error) error {
 	if !errors.As(err, &ge) {
 		return domain.Errorf(domain.EUnavailable, "%s %s: endpoint unreachable: %v", op, p, err)
 	}
-	text, code := ge.Reply.Text(), ge.Reply.Code
-	for _, r := range replies {
-		if r.code != 0 && r.code != code && r.code != code/100 {
-			continue
-		}
-		if len(r.words) == 0 || containsAny(text, r.words) {
-			return domain.Errorf(r.kind, "%s %s: %s", op, p, r.reason)
-		}
-	}
-	return domain.Errorf(domain.EUnavailable, "%s %s: unexpected reply %d", op, p, code)
-}
-
-func containsAny(s string, words []string) bool {
-	for _, w := range words {
-		if strings.Contains(s, w) {
-			return true
-		}
-	}
-	return false
+	f := faults[gridftp.Classify(err)]
+	return domain.Errorf(f.kind, "%s %s: %s", op, p, f.reason)
 }

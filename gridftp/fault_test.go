@@ -1,0 +1,42 @@
+package gridftp
+
+import (
+	"errors"
+	"io"
+	"testing"
+)
+
+func TestClassify(t *testing.T) {
+	reply := func(code int, lines ...string) error { return &Error{Reply: Reply{Code: code, Lines: lines}} }
+	ferry := func(code int, class, text string) error {
+		return reply(code, "GlobusError: v=1 c="+class, "GridFTP-Errno: 2", "GridFTP-Reason: System error in open", "GridFTP-Error-String: "+text, "End.")
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want Fault
+	}{
+		{"ferry: missing", ferry(550, "PATH_NOT_FOUND", "No such file or directory"), FaultNotFound},
+		{"ferry: refused", ferry(550, "PERMISSION_DENIED", "Permission denied"), FaultPermission},
+		{"ferry: full", ferry(452, "NO_SPACE_LEFT", "No space left on device"), FaultNoSpace},
+		{"ferry: quota", ferry(452, "QUOTA_EXCEEDED", "Disk quota exceeded"), FaultNoSpace},
+		{"ferry: exists", ferry(553, "PATH_EXISTS", "File exists"), FaultExists},
+		{"ferry: not a directory", ferry(550, "PATH_NOT_FOUND", "Not a directory"), FaultNotDir},
+		{"ferry: data channel", ferry(426, "DATA_CHANNEL", "Data connection failed"), FaultTransient},
+		{"ferry: bad checksum", ferry(550, "INCORRECT_CHECKSUM", "Checksum mismatch"), FaultChecksum},
+		{"GCT: missing, as 500", reply(500, "Command failed. : globus_gridftp_server_file.c:globus_l_gfs_file_open:", "System error in open: No such file or directory", "End."), FaultNotFound},
+		{"GCT: reset, as 500", reply(500, "Command failed. : an end-of-file was reached", "Connection reset by peer", "End."), FaultTransient},
+		{"GCT: full, as 451", reply(451, "Command failed. : System error in write: No space left on device", "End."), FaultNoSpace},
+		{"login", reply(530, "Login incorrect."), FaultLogin},
+		{"unknown verb", reply(500, "Command not supported."), FaultRefused},
+		{"not implemented", reply(502, "Not implemented."), FaultInvalid},
+		{"busy", reply(421, "Too many sessions"), FaultTransient},
+		{"bare 550", reply(550, "Nope."), FaultNotFound},
+		{"not a reply", io.ErrUnexpectedEOF, FaultTransient},
+		{"wrapped", errors.Join(errors.New("source"), reply(550, "GlobusError: v=1 c=PERMISSION_DENIED")), FaultPermission},
+	} {
+		if got := Classify(tc.err); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
