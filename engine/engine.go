@@ -49,6 +49,8 @@ type copier struct {
 	ahead    atomic.Int64  // finishers yet to start that dial at once
 
 	done     <-chan struct{} // the run is stopping: failures are no faults
+	stop     context.CancelFunc
+	noSpace  error // the destination is full (nospace.go)
 	mu       sync.Mutex
 	listing  *client.Pair // the planning sessions, until a worker takes them
 	pending  int          // files not yet final
@@ -71,7 +73,10 @@ func Copy(ctx context.Context, src, dst Endpoint, items []Item, opts Options, re
 		ctx, cancel = context.WithDeadline(ctx, opts.Deadline)
 		defer cancel()
 	}
-	c := &copier{src: src, dst: dst, opts: opts, rep: rep, done: ctx.Done()}
+	outer := ctx
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	c := &copier{src: src, dst: dst, opts: opts, rep: rep, done: ctx.Done(), stop: stop}
 	defer c.closeListing()
 	if opts.Cancels != nil {
 		c.canceled = opts.Cancels.attach(c.cancel)
@@ -91,6 +96,10 @@ func Copy(ctx context.Context, src, dst Endpoint, items []Item, opts Options, re
 		c.run(ctx)
 	}
 	c.res.Elapsed = time.Since(start)
+	if full := c.full(); full != nil {
+		c.removePartials(outer)
+		return c.res, full
+	}
 	if err := ctx.Err(); err != nil && c.pending > 0 {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return c.res, fmt.Errorf("deadline reached with %d of %d files not done: %w", c.pending, c.res.Files, err)
@@ -285,6 +294,7 @@ func (c *copier) worker(ctx context.Context) {
 				continue
 			}
 			c.fly(u, life.abort)
+			c.touch(u.f)
 			inflight = append(inflight, u)
 		}
 		if len(inflight) == 0 {
@@ -585,6 +595,10 @@ func (c *copier) retryFinish(ctx context.Context, u *unit, err error, j job) {
 	if c.moot(u) {
 		return
 	}
+	if gridftp.Classify(err) == gridftp.FaultNoSpace {
+		c.filled(err)
+		return
+	}
 	delay, give := c.retryDelay(u, err)
 	if give {
 		c.final(u.f, Failed, err)
@@ -694,6 +708,10 @@ func (c *copier) failFile(u *unit, err error) {
 // its file when the error is fatal or tries or time are used up.
 func (c *copier) fail(u *unit, err error) {
 	if c.moot(u) {
+		return
+	}
+	if gridftp.Classify(err) == gridftp.FaultNoSpace {
+		c.filled(err)
 		return
 	}
 	// What this attempt reported moved goes again, but for the ranges its

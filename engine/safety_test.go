@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -299,5 +301,73 @@ func TestPartialsReported(t *testing.T) {
 	}
 	if p := rep.last["/big"]; p.Size != 8<<20 || p.Have.Total() != 7<<20 {
 		t.Errorf("last partial %+v (%d bytes); want 7 of the 8 chunks", p, p.Have.Total())
+	}
+}
+
+// quota is a destination driver that holds at most limit bytes: writes
+// beyond it fail as a full disk does.
+type quota struct {
+	storage.Driver
+	limit, used atomic.Int64
+}
+
+func (q *quota) Create(ctx context.Context, name string, flag storage.OpenFlag) (storage.File, error) {
+	f, err := q.Driver.Create(ctx, name, flag)
+	if err != nil {
+		return nil, err
+	}
+	return &quotaFile{File: f, q: q}, nil
+}
+
+type quotaFile struct {
+	storage.File
+	q *quota
+}
+
+func (f *quotaFile) WriteAt(p []byte, off int64) (int, error) {
+	if f.q.used.Add(int64(len(p))) > f.q.limit.Load() {
+		f.q.used.Add(-int64(len(p)))
+		return 0, syscall.ENOSPC
+	}
+	return f.File.WriteAt(p, off)
+}
+
+// TestDestinationFull: a copy into a destination that fills up stops at
+// once with ErrNoSpace, instead of retrying every file, and leaves no
+// partial file behind: each file there is whole.
+func TestDestinationFull(t *testing.T) {
+	src := startEndpoint(t, "", nil)
+	q := &quota{}
+	q.limit.Store(5 << 20)
+	dst := startEndpoint(t, "", func(d storage.Driver) storage.Driver { q.Driver = d; return q })
+	for i := range 20 {
+		writeFile(t, filepath.Join(src.root, fmt.Sprintf("d/f%02d", i)), random(1<<20))
+	}
+	o := fastOptions()
+	o.Concurrency, o.Deadline = 2, time.Now().Add(time.Minute) // retries until the deadline, were it a fault
+	rep := &recorder{}
+	start := time.Now()
+	res, err := engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/d", Dst: "/d", Recursive: true}}, o, rep)
+	if !errors.Is(err, engine.ErrNoSpace) || !strings.Contains(err.Error(), "No space left") {
+		t.Fatalf("copy: %v (%+v), want ErrNoSpace", err, res)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("the copy went on %v into a full destination", took)
+	}
+	if len(rep.faults) > 0 {
+		t.Errorf("faults %v: a full destination is not one to retry", rep.faults)
+	}
+	entries, _ := os.ReadDir(filepath.Join(dst.root, "d"))
+	whole := 0
+	for _, e := range entries {
+		got, _ := os.ReadFile(filepath.Join(dst.root, "d", e.Name()))
+		want, _ := os.ReadFile(filepath.Join(src.root, "d", e.Name()))
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s is partial at the destination (%d of %d bytes)", e.Name(), len(got), len(want))
+		}
+		whole++
+	}
+	if whole == 0 || whole >= 20 {
+		t.Errorf("%d whole files at the destination; want some, not all", whole)
 	}
 }

@@ -335,6 +335,7 @@ func TestCLITasks(t *testing.T) {
 	if task.Label != "renamed" || time.Until(task.Deadline) < 2*time.Hour || task.Status != "ACTIVE" {
 		t.Fatalf("after modify: %+v", task)
 	}
+	s.fails(exitFailure, "not INACTIVE", "task", "resume", id)
 	s.fails(exitTimeout, "still ACTIVE", "task", "wait", id, "--timeout", "0.2")
 	s.fails(7, "still ACTIVE", "wait", id, "--timeout", "100ms", "--timeout-exit-code", "7")
 	if out := s.ok("", "task", "list", "--filter-status", "ACTIVE"); !strings.Contains(out, id) {

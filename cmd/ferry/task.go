@@ -382,6 +382,23 @@ func newTaskCancelCmd(c *cli, use string) *cobra.Command {
 	return cmd
 }
 
+// newTaskResumeCmd is ferry task resume.
+func newTaskResumeCmd(c *cli, use string) *cobra.Command {
+	return &cobra.Command{
+		Use:   use + " TASK_ID",
+		Short: "Run an INACTIVE task again once what it waited for is mended (space freed at a full destination)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := c.client()
+			if err != nil {
+				return err
+			}
+			res, err := cl.ResumeTask(cmd.Context(), args[0])
+			return c.printResult(cmd, res, err)
+		},
+	}
+}
+
 // newTaskUpdateCmd is ferry task update, also known as ferry modify.
 func newTaskUpdateCmd(c *cli, use string) *cobra.Command {
 	var label, deadline string
@@ -448,7 +465,7 @@ status is 0 when it SUCCEEDED, %d when it FAILED, --timeout-exit-code (%d) when
 func newTaskCmd(c *cli) *cobra.Command {
 	return c.group("task", "List, show, follow, change and cancel tasks",
 		newTaskListCmd(c, "list"), newTaskShowCmd(c, "show"), newTaskEventsCmd(c, "events"),
-		newTaskCancelCmd(c, "cancel"), newTaskUpdateCmd(c, "update"), newTaskWaitCmd(c, "wait"))
+		newTaskCancelCmd(c, "cancel"), newTaskResumeCmd(c, "resume"), newTaskUpdateCmd(c, "update"), newTaskWaitCmd(c, "wait"))
 }
 
 // taskAliases are the hosted CLI's top-level names for the task commands.

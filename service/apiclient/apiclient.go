@@ -202,6 +202,13 @@ func (c *Client) CancelTask(ctx context.Context, id string) (api.Result, error) 
 	return r, err
 }
 
+// ResumeTask queues an INACTIVE task again: Code Resumed.
+func (c *Client) ResumeTask(ctx context.Context, id string) (api.Result, error) {
+	var r api.Result
+	err := c.do(ctx, "POST", "task/"+esc(id)+"/resume", nil, nil, &r)
+	return r, err
+}
+
 // CancelFile cancels one file of a running task, named by its source
 // path: Code FileCanceled.
 func (c *Client) CancelFile(ctx context.Context, id, path string) (api.Result, error) {

@@ -122,6 +122,7 @@ const (
 	NiceFileNotFound      = "FILE_NOT_FOUND"
 	NiceChecksumMismatch  = "CHECKSUM_MISMATCH"
 	NiceEndpointOffline   = "ENDPOINT_OFFLINE" // a connect agent is away
+	NiceNoSpace           = "NO_SPACE"         // the destination is full or over quota
 )
 
 // Done reports whether the status is final.

@@ -150,6 +150,11 @@ type Store interface {
 	// appends events, in one transaction; ENotFound if worker no longer
 	// holds the lease.
 	SetStatus(ctx context.Context, taskID, worker, status, nice string, fatal *FatalError, now time.Time, events []Event) error
+	// ResumeTask turns userID's INACTIVE task id back to ACTIVE (queued)
+	// with a RESUMED event, whatever it waited for: the user says it is
+	// ready (space freed at a full destination). EConflict if the task is
+	// not INACTIVE.
+	ResumeTask(ctx context.Context, userID int64, id string, now time.Time) error
 	// Reactivate turns userID's INACTIVE tasks that use endpointID back to
 	// ACTIVE (claimable) with a RESUMED event; it returns how many.
 	Reactivate(ctx context.Context, userID int64, endpointID string, now time.Time) (int, error)

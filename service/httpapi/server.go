@@ -131,6 +131,7 @@ func (s *Server) routes() []route {
 		{method: "GET", path: "task/{id}", h: s.task},
 		{method: "PUT", path: "task/{id}", h: s.updateTask},
 		{method: "POST", path: "task/{id}/cancel", h: s.cancelTask},
+		{method: "POST", path: "task/{id}/resume", h: s.resumeTask},
 		{method: "GET", path: "task/{id}/event_list", h: s.eventList},
 		{method: "GET", path: "task/{id}/successful_transfers", h: s.successfulTransfers},
 		{method: "GET", path: "task/{id}/failed_transfers", h: s.failedTransfers},

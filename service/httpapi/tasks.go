@@ -447,6 +447,16 @@ func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request, c *call) err
 	return result(w, r, "result", "Canceled", msg)
 }
 
+// resumeTask runs an INACTIVE task again, once the user has mended what
+// it waited for (space at a full destination).
+func (s *Server) resumeTask(w http.ResponseWriter, r *http.Request, c *call) error {
+	if err := s.Store.ResumeTask(r.Context(), c.user.ID, r.PathValue("id"), s.Now()); err != nil {
+		return err
+	}
+	s.queued()
+	return result(w, r, "result", "Resumed", "the task is queued again")
+}
+
 func (s *Server) eventList(w http.ResponseWriter, r *http.Request, c *call) error {
 	q, err := api.ParsePage(r.URL.Query())
 	if err != nil {

@@ -385,6 +385,24 @@ func (db *DB) setStatusOf(ctx context.Context, endpointID, where, status, nice s
 	return len(ids), err
 }
 
+func (db *DB) ResumeTask(ctx context.Context, userID int64, id string, now time.Time) (err error) {
+	defer wrap(&err, "resume task")
+	return db.inTx(ctx, func(c conn) error {
+		t, err := taskWhere(ctx, c, `id = ? AND user_id = ?`, id, userID)
+		if err != nil {
+			return err
+		}
+		if t.Status != domain.StatusInactive {
+			return domain.Errorf(domain.EConflict, "task %s is %s, not INACTIVE: there is nothing to resume", id, t.Status)
+		}
+		if _, err := c.exec(ctx, `UPDATE tasks SET status = 'ACTIVE', nice_status = ? WHERE id = ?`, domain.NiceQueued, id); err != nil {
+			return err
+		}
+		return addEvents(ctx, c, now, domain.Event{TaskID: id, Code: domain.EventResumed,
+			Description: "resumed by the user (it waited: " + t.NiceStatus + ")"})
+	})
+}
+
 func (db *DB) Reactivate(ctx context.Context, userID int64, endpointID string, now time.Time) (_ int, err error) {
 	defer wrap(&err, "reactivate")
 	return db.setStatusOf(ctx, endpointID, `user_id = ? AND status = 'INACTIVE'`, domain.StatusActive, domain.NiceQueued, now,

@@ -13,6 +13,7 @@ var leaseTests = []test{
 	{"ClaimRace", func(t *testing.T, open Open) { claimRace(t, open(t)) }},
 	{"Heartbeat", testHeartbeat},
 	{"Reclaim", testReclaim},
+	{"ResumeTask", testResumeTask},
 	{"LeaseLost", testLeaseLost},
 	{"Progress", testProgress},
 	{"SetStatus", testSetStatus},
@@ -149,6 +150,25 @@ func testReclaim(t *testing.T, open Open) {
 	none, err := f.s.Reclaim(f.ctx, "w3", now, lease)
 	f.ok(err)
 	equal(t, "a worker with no leases", len(none), 0)
+}
+
+func testResumeTask(t *testing.T, open Open) {
+	f := newFixture(t, open(t))
+	alice, bob := f.user("alice"), f.user("bob")
+	ep := f.endpoint(alice, "ep", false, 0)
+	task := f.claim(f.task(alice, ep, ep, t0), "w", t0, 0)
+	wantCode(t, f.s.ResumeTask(f.ctx, alice.ID, task.ID, t0), domain.EConflict) // ACTIVE
+	f.ok(f.s.SetStatus(f.ctx, task.ID, "w", domain.StatusInactive, domain.NiceNoSpace, nil, t0, nil))
+	wantCode(t, f.s.ResumeTask(f.ctx, bob.ID, task.ID, t0), domain.ENotFound)
+	f.ok(f.s.ResumeTask(f.ctx, alice.ID, task.ID, t0.Add(time.Second)))
+	got := f.get(task.ID)
+	if got.Status != domain.StatusActive || got.NiceStatus != domain.NiceQueued || got.Worker != "" {
+		t.Fatalf("resumed task %s %s %q", got.Status, got.NiceStatus, got.Worker)
+	}
+	if evs := f.events(task.ID); evs[len(evs)-1].Code != domain.EventResumed {
+		t.Errorf("events %v", codes(evs))
+	}
+	f.claim(task, "w2", t0.Add(time.Second), 0)
 }
 
 func testLeaseLost(t *testing.T, open Open) {

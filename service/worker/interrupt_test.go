@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -347,4 +348,55 @@ func TestOutageIsOneFault(t *testing.T) {
 		t.Errorf("%d fault events for one outage", len(faults))
 	}
 	sameTree(t, filepath.Join(f.src.root, "tree"), filepath.Join(f.dst.root, "tree"))
+}
+
+// TestDestinationFull: the destination fills up. The task does not retry
+// until its deadline saying OK: it goes INACTIVE (NO_SPACE) at once, tells
+// the user why, leaves no partial file, and once space is freed and the
+// user resumes it, it finishes.
+func TestDestinationFull(t *testing.T) {
+	f := newFixture(t)
+	f.files("tree", 20, 1<<20)
+	f.dst.fs.quota.Store(5 << 20)
+	task := f.submit(domain.Options{SyncLevel: domain.SyncNone, NotifyOnInactive: true, NotifyOnSucceeded: true},
+		domain.Item{Src: "/tree", Dst: "/tree", Recursive: true})
+	if err := f.store.UpdateTask(context.Background(), f.user.ID, task.ID, "", time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	serve(t, f.worker("w1", f.store, &spy{}))
+	got := f.wait(task.ID, 10*time.Second, func(t domain.Task) bool { return t.Status != domain.StatusActive })
+	if got.Status != domain.StatusInactive || got.NiceStatus != domain.NiceNoSpace {
+		t.Fatalf("task %s %s, want INACTIVE NO_SPACE", got.Status, got.NiceStatus)
+	}
+	e, _ := f.event(task.ID, domain.EventInactive)
+	if !strings.Contains(e.Description, "is full") || !strings.Contains(e.Description, "ferry task resume "+task.ID) {
+		t.Errorf("INACTIVE event %q: want why and what to do", e.Description)
+	}
+	for _, ev := range f.events(task.ID) {
+		if ev.Code == domain.EventFault {
+			t.Errorf("fault event %q: a full disk is not retried", ev.Description)
+		}
+	}
+	done := f.done(task.ID)
+	entries, _ := os.ReadDir(filepath.Join(f.dst.root, "tree"))
+	for _, de := range entries {
+		p := "/tree/" + de.Name()
+		a, _ := os.ReadFile(filepath.Join(f.src.root, p))
+		b, _ := os.ReadFile(filepath.Join(f.dst.root, p))
+		if !bytes.Equal(a, b) {
+			t.Errorf("%s is partial at the destination", p)
+		}
+	}
+	t.Logf("%d files done, %d at the destination when it was full", len(done), len(entries))
+
+	f.dst.fs.quota.Store(0) // space freed
+	if err := f.open().ResumeTask(context.Background(), f.user.ID, task.ID, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	got = f.wait(task.ID, 10*time.Second, finished)
+	if got.Status != domain.StatusSucceeded {
+		t.Fatalf("resumed task %s %+v", got.Status, got.FatalError)
+	}
+	sameTree(t, filepath.Join(f.src.root, "tree"), filepath.Join(f.dst.root, "tree"))
+	f.notes.expect(t, "[alice INACTIVE alice SUCCEEDED]")
 }

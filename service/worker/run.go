@@ -470,6 +470,10 @@ func (r *run) attempts(ctx context.Context, work func(ctx context.Context, try i
 			return deadlinePassed("")
 		}
 		f := classify(err)
+		if f.code == domain.NiceNoSpace {
+			return paused(&pause{nice: f.code, why: fmt.Sprintf("the destination %s is full (%v); free space there, "+
+				"then resume the task (ferry task resume %s)", r.eps[len(r.eps)-1].DisplayName(), err, r.task.ID)})
+		}
 		if f.code == domain.NiceCredentialExpired {
 			return paused(&pause{nice: f.code,
 				why: fmt.Sprintf("an endpoint refused the credential (%v); activate it again to resume", err)})
@@ -622,6 +626,8 @@ func classify(err error) failure {
 	var ge *gridftp.Error
 	var ne net.Error
 	switch {
+	case errors.Is(err, engine.ErrNoSpace) || gridftp.Classify(err) == gridftp.FaultNoSpace:
+		return failure{domain.NiceNoSpace, false}
 	case engine.Mismatch(err):
 		return failure{domain.NiceChecksumMismatch, false}
 	case errors.As(err, &ge):

@@ -39,6 +39,7 @@ type counting struct {
 	rate    atomic.Int64 // bytes read per second; 0: no bound
 	read    atomic.Int64
 	written atomic.Int64
+	quota   atomic.Int64 // bytes that may be written; 0: no bound
 	mu      sync.Mutex
 	opens   map[string]int
 	creates map[string]int
@@ -83,6 +84,9 @@ func (f *countedFile) ReadAt(p []byte, off int64) (int, error) {
 }
 
 func (f *countedFile) WriteAt(p []byte, off int64) (int, error) {
+	if q := f.c.quota.Load(); q > 0 && f.c.written.Load()+int64(len(p)) > q {
+		return 0, syscall.ENOSPC
+	}
 	n, err := f.File.WriteAt(p, off)
 	f.c.written.Add(int64(n))
 	return n, err

@@ -1,0 +1,65 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrNoSpace is the error (errors.Is) of a copy that stopped because the
+// destination is full or over its quota: nothing more can move until
+// someone frees space, so the copy stops at once, removes the partial files
+// it left, and says so instead of retrying every file.
+var ErrNoSpace = errors.New("the destination has no space left")
+
+// filled stops the copy for err, a destination's NO_SPACE reply.
+func (c *copier) filled(err error) {
+	c.mu.Lock()
+	if c.noSpace == nil {
+		c.noSpace = fmt.Errorf("%w: %v", ErrNoSpace, err)
+	}
+	c.mu.Unlock()
+	c.stop()
+}
+
+// full is the error of a copy stopped by a full destination, or nil.
+func (c *copier) full() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.noSpace
+}
+
+// touch marks f as started at the destination.
+func (c *copier) touch(f *file) {
+	c.mu.Lock()
+	f.touched = true
+	c.mu.Unlock()
+}
+
+// removePartials deletes, on a session of its own, the files whose
+// transfers started and did not end: they are partial, and they take the
+// space the user must free. ctx is the caller's: the copy's own has ended.
+func (c *copier) removePartials(ctx context.Context) {
+	c.mu.Lock()
+	var partial []*file
+	for _, f := range c.files {
+		if f.touched && !f.ended {
+			partial = append(partial, f)
+		}
+	}
+	c.mu.Unlock()
+	if len(partial) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	conn, err := c.dst.dial(ctx)
+	if err != nil {
+		return // the files stay partial: the next run checks them by checksum
+	}
+	defer conn.Close()
+	for _, f := range partial {
+		conn.Do(ctx, "DELE %s", f.dst)
+	}
+}
