@@ -39,7 +39,8 @@ func (c *copier) touch(f *file) {
 
 // removePartials deletes, on a session of its own, the files whose
 // transfers started and did not end: they are partial, and they take the
-// space the user must free. ctx is the caller's: the copy's own has ended.
+// space the user must free. Their bytes are taken back from the progress:
+// they go again. ctx is the caller's: the copy's own has ended.
 func (c *copier) removePartials(ctx context.Context) {
 	c.mu.Lock()
 	var partial []*file
@@ -49,6 +50,12 @@ func (c *copier) removePartials(ctx context.Context) {
 		}
 	}
 	c.mu.Unlock()
+	for _, f := range partial {
+		c.mu.Lock()
+		back := f.moved
+		c.mu.Unlock()
+		c.progress(f, -back)
+	}
 	if len(partial) == 0 {
 		return
 	}

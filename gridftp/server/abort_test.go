@@ -3,6 +3,8 @@ package server_test
 import (
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
@@ -279,5 +281,31 @@ func TestABOROnlyOneOfPipelined(t *testing.T) {
 	}
 	if got := env.content("b"); string(got) != "bee" {
 		t.Fatalf("b = %q", got)
+	}
+}
+
+// TestQueuedCommandsDropWithTheClient: a client that vanishes with
+// commands queued behind a transfer leaves nothing behind: they were for
+// a client that is gone, and nobody reads their replies.
+func TestQueuedCommandsDropWithTheClient(t *testing.T) {
+	env := startServer(t)
+	c := env.login()
+	c.expect("MODE E", 200)
+	dc := dialData(t, c.pasv())
+	defer dc.Close()
+	c.write("STOR f1\r\nSTOR f2\r\nMKD made\r\n")
+	if r := c.read(); r.Code != 150 {
+		t.Fatalf("begin: %q", r.String())
+	}
+	send(t, dc, block(0, pattern(1000)))
+	time.Sleep(20 * time.Millisecond)
+	// Half a close, so that no reply fails to reach it: its end of file
+	// alone says the client is gone.
+	c.c.(*net.TCPConn).CloseWrite()
+	env.waitSessions(0)
+	for _, name := range []string{"f2", "made"} {
+		if _, err := os.Stat(filepath.Join(env.root, name)); err == nil {
+			t.Errorf("%s was made after its client had gone", name)
+		}
 	}
 }

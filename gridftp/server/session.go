@@ -126,6 +126,9 @@ func (ss *session) serve() {
 	q := make(chan queued, maxQueued)
 	go ss.readCommands(q)
 	for item := range q {
+		if ss.ctx.Err() != nil {
+			return // killed, or the client vanished
+		}
 		if item.err != nil {
 			if errors.Is(item.err, gridftp.ErrLineTooLong) {
 				ss.reply(gridftp.CodeSyntaxError, "Command line too long.")
@@ -147,7 +150,14 @@ func (ss *session) serve() {
 // queue so that its reply comes in order.
 func (ss *session) readCommands(q chan<- queued) {
 	defer close(q)
-	defer ss.abortTransfer() // a client that vanishes aborts its transfer
+	quit := false // the session ends in order: queued commands run
+	defer func() {
+		if !quit {
+			// A client that vanishes aborts its transfer, and the commands
+			// it queued behind it are dropped: nobody reads their replies.
+			ss.cancel()
+		}
+	}()
 	lr := gridftp.LineReader{R: bufio.NewReaderSize(ss.conn, 1024)}
 	for {
 		ss.conn.SetReadDeadline(time.Now().Add(ss.srv.idleTimeout()))
@@ -160,6 +170,7 @@ func (ss *session) readCommands(q chan<- queued) {
 				ss.reply(gridftp.CodeNotAvailable, "Idle timeout: closing control connection.")
 			}
 			if errors.Is(err, gridftp.ErrLineTooLong) {
+				quit = true // the session ends once it says why
 				q <- queued{err: err}
 			}
 			return
@@ -178,6 +189,7 @@ func (ss *session) readCommands(q chan<- queued) {
 			return
 		}
 		if cmd.Verb == "QUIT" {
+			quit = true
 			return
 		}
 	}

@@ -337,6 +337,10 @@ func TestOutageIsOneFault(t *testing.T) {
 	if got.Status != domain.StatusSucceeded || got.Faults == 0 {
 		t.Fatalf("task %s, %d faults", got.Status, got.Faults)
 	}
+	// What failed attempts moved is not counted: the bytes are the tree's.
+	if got.BytesTransferred != 150*20000 || got.BytesTotal != 150*20000 {
+		t.Errorf("%d bytes transferred of %d, want %d", got.BytesTransferred, got.BytesTotal, 150*20000)
+	}
 	var faults []string
 	for _, e := range f.events(task.ID) {
 		if e.Code == domain.EventFault || e.Code == domain.EventConnectFailed {
@@ -396,6 +400,9 @@ func TestDestinationFull(t *testing.T) {
 	got = f.wait(task.ID, 10*time.Second, finished)
 	if got.Status != domain.StatusSucceeded {
 		t.Fatalf("resumed task %s %+v", got.Status, got.FatalError)
+	}
+	if got.BytesTransferred != 20<<20 || got.BytesTotal != 20<<20 {
+		t.Errorf("%d bytes transferred of %d, want %d", got.BytesTransferred, got.BytesTotal, 20<<20)
 	}
 	sameTree(t, filepath.Join(f.src.root, "tree"), filepath.Join(f.dst.root, "tree"))
 	f.notes.expect(t, "[alice INACTIVE alice SUCCEEDED]")
