@@ -344,7 +344,7 @@ func TestDestinationFull(t *testing.T) {
 		writeFile(t, filepath.Join(src.root, fmt.Sprintf("d/f%02d", i)), random(1<<20))
 	}
 	o := fastOptions()
-	o.Concurrency, o.Deadline = 2, time.Now().Add(time.Minute) // retries until the deadline, were it a fault
+	o.Concurrency, o.Pipelining, o.Deadline = 1, 1, time.Now().Add(time.Minute) // one file at a time; retries until the deadline, were it a fault
 	rep := &recorder{}
 	start := time.Now()
 	res, err := engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/d", Dst: "/d", Recursive: true}}, o, rep)
