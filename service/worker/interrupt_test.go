@@ -407,3 +407,40 @@ func TestDestinationFull(t *testing.T) {
 	sameTree(t, filepath.Join(f.src.root, "tree"), filepath.Join(f.dst.root, "tree"))
 	f.notes.expect(t, "[alice INACTIVE alice SUCCEEDED]")
 }
+
+// committedThenCanceled is a store whose Progress writes the batch and then,
+// when the caller's context ended meanwhile, reports that instead, as a
+// database driver may when a commit races a cancel.
+type committedThenCanceled struct{ domain.Store }
+
+func (s committedThenCanceled) Progress(ctx context.Context, taskID, worker string, b domain.Batch) error {
+	select {
+	case <-ctx.Done():
+	case <-time.After(30 * time.Millisecond):
+	}
+	if err := s.Store.Progress(context.WithoutCancel(ctx), taskID, worker, b); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// TestFlushesCountOnce: the run ends while a flush commits; its batch
+// counts once.
+func TestFlushesCountOnce(t *testing.T) {
+	for range 5 {
+		f := newFixture(t)
+		f.files("tree", 200, 100)
+		task := f.submit(domain.Options{SyncLevel: domain.SyncNone}, domain.Item{Src: "/tree", Dst: "/tree", Recursive: true})
+		w := f.worker("w1", committedThenCanceled{f.store}, &spy{})
+		w.FlushEvery, w.FlushFiles = 10*time.Millisecond, 1
+		stop := serve(t, w)
+		got := f.wait(task.ID, 10*time.Second, finished)
+		stop()
+		if got.FilesTransferred != 200 || got.Files != 200 {
+			t.Fatalf("task %s counts %+v, want 200 files transferred", got.Status, got.Counters)
+		}
+		if files, _, _ := f.store.Files(context.Background(), task.ID, "", 0, 1000); len(files) != 200 {
+			t.Fatalf("%d file records, want 200", len(files))
+		}
+	}
+}

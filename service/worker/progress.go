@@ -431,7 +431,10 @@ func (p *progress) flush(ctx context.Context) error {
 const maxBatchFiles = 500
 
 // flusher flushes every FlushEvery and whenever FlushFiles records wait,
-// until ctx ends; a lost lease stops the run.
+// until ctx ends; a lost lease stops the run. A flush under way when ctx
+// ends goes on to its end: a write cut off while it commits may have
+// committed, and the batch, put back for the run's last flush, would count
+// twice.
 func (p *progress) flusher(ctx context.Context, stop context.CancelCauseFunc) {
 	t := time.NewTicker(orDuration(p.w.FlushEvery, time.Second))
 	defer t.Stop()
@@ -442,7 +445,9 @@ func (p *progress) flusher(ctx context.Context, stop context.CancelCauseFunc) {
 		case <-t.C:
 		case <-p.kick:
 		}
-		err := p.flush(ctx)
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		err := p.flush(fctx)
+		cancel()
 		switch {
 		case domain.IsNotFound(err):
 			stop(errLeaseLost)
