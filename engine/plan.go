@@ -66,6 +66,10 @@ type tree struct {
 	entries []gridftp.Entry
 	subs    map[string]*tree
 	names   map[string]bool
+	// The destination directory's listing, when it was listed with this
+	// one (listItem).
+	dst       []gridftp.Entry
+	dstListed bool
 }
 
 // isNotFound reports a reply saying the path does not exist.
@@ -126,7 +130,7 @@ func (p *planner) plan(ctx context.Context, items []Item) error {
 			return err
 		}
 		if l.tree != nil {
-			if l.tree, err = p.list(ctx, it.Src, it.Dst); err != nil {
+			if err := p.listItem(ctx, l); err != nil {
 				return err
 			}
 		}
@@ -150,10 +154,35 @@ func (p *planner) plan(ctx context.Context, items []Item) error {
 		if err := p.mkdirs(ctx, l.exist, l.it.Dst); err != nil {
 			return err
 		}
-		if err := p.place(ctx, l.tree, l.it.Dst, l.exist == l.it.Dst); err != nil {
+		if err := p.place(ctx, l.tree, l.it.Dst, l.exists()); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// exists reports whether a directory item's destination exists already.
+func (l *look) exists() bool { return l.exist == path.Clean(l.it.Dst) }
+
+// listItem lists a directory item's source tree and, when its destination
+// exists, that directory at the same time: a copy into an existing
+// directory pays no round trip more for it.
+func (p *planner) listItem(ctx context.Context, l *look) error {
+	if !l.exists() {
+		var err error
+		l.tree, err = p.list(ctx, l.it.Src, l.it.Dst)
+		return err
+	}
+	var err, derr error
+	var des []gridftp.Entry
+	both(func() { l.tree, err = p.list(ctx, l.it.Src, l.it.Dst) }, func() { des, derr = p.dst.List(ctx, l.it.Dst) })
+	if err != nil || l.tree == nil {
+		return err
+	}
+	if derr != nil && !isNotFound(derr) {
+		return fmt.Errorf("list destination %s: %w", l.it.Dst, derr)
+	}
+	l.tree.dst, l.tree.dstListed = des, true
 	return nil
 }
 
@@ -296,9 +325,12 @@ func (p *planner) list(ctx context.Context, src, dst string) (*tree, error) {
 func (p *planner) place(ctx context.Context, t *tree, dst string, existed bool) error {
 	existing := map[string]gridftp.Entry{}
 	if existed {
-		des, err := p.dst.List(ctx, dst)
-		if err != nil && !isNotFound(err) {
-			return fmt.Errorf("list destination %s: %w", dst, err)
+		des := t.dst
+		if !t.dstListed {
+			var err error
+			if des, err = p.dst.List(ctx, dst); err != nil && !isNotFound(err) {
+				return fmt.Errorf("list destination %s: %w", dst, err)
+			}
 		}
 		for _, de := range des {
 			if client.ListedName(de.Name) {

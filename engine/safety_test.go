@@ -38,6 +38,7 @@ func TestSourceNeverDestroyed(t *testing.T) {
 		"loop/a.txt":       []byte("a"),
 		"loop/sub/b.txt":   []byte("b"),
 		"proj/hardlink.in": []byte("linked"),
+		"proj/b/linked":    []byte("linked into the destination"),
 	}
 	reset := func(t *testing.T) {
 		t.Helper()
@@ -50,6 +51,10 @@ func TestSourceNeverDestroyed(t *testing.T) {
 			writeFile(t, filepath.Join(root, rel), data)
 		}
 		if err := os.Link(filepath.Join(root, "proj/hardlink.in"), filepath.Join(root, "proj/hardlink.out")); err != nil {
+			t.Fatal(err)
+		}
+		// A source file of /proj/b with another name where /proj/b's copy lands.
+		if err := os.Link(filepath.Join(root, "proj/b/linked"), filepath.Join(root, "proj/linked")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -86,7 +91,9 @@ func TestSourceNeverDestroyed(t *testing.T) {
 		{"same tree, size sync", a, inner, engine.Item{Src: "/proj/data", Dst: "/data", Recursive: true}, engine.SyncSize,
 			nil, 0, "destination /data: is the source /proj/data itself"},
 		{"destination above the source", a, a, engine.Item{Src: "/proj/b", Dst: "/proj", Recursive: true}, engine.SyncNone,
-			[]string{"/proj/b/b/f.txt"}, 1, ""},
+			[]string{"/proj/b/b/f.txt", "/proj/b/linked"}, 1, ""},
+		{"destination above the source, with a slash", a, a, engine.Item{Src: "/proj/b", Dst: "/proj/", Recursive: true}, engine.SyncNone,
+			[]string{"/proj/b/b/f.txt", "/proj/b/linked"}, 1, ""},
 		{"destination inside the source", a, a, engine.Item{Src: "/loop", Dst: "/loop/inner", Recursive: true}, engine.SyncNone,
 			nil, 0, "destination /loop/inner: is inside the source /loop"},
 		{"destination inside the source, on another server", a, inner, engine.Item{Src: "/proj/data", Dst: "/data/new", Recursive: true}, engine.SyncNone,
