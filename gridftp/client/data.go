@@ -85,36 +85,46 @@ func (c *Conn) closeData() {
 	c.data.rstreams, c.data.sstreams, c.data.pasv = nil, nil, netip.AddrPort{}
 }
 
-// receiveSetup makes sure the server will connect to us: a listener on the
-// control connection's local address, announced with PORT, and the
-// parallelism announced with OPTS RETR.
-func (c *Conn) receiveSetup(ctx context.Context) error {
-	if err := c.ModeE(ctx); err != nil {
-		return err
+// receiveSetup makes sure the server will connect to us (MODE E, the
+// parallelism, a listener of ours and PORT) and sends the transfer command
+// cmd, all in one write: a listing or a retrieval on a fresh session costs
+// one round trip, not one per command. It reads the setup commands'
+// replies; the caller reads cmd's. A refused setup leaves cmd's reply
+// unread: the session is closed, and the error says why.
+func (c *Conn) receiveSetup(ctx context.Context, cmd string) error {
+	var lines []string
+	if !c.data.modeE {
+		lines = append(lines, "MODE E")
 	}
 	want := max(c.options().Parallel, 1)
 	if c.data.parallel != want {
-		if _, err := c.Do(ctx, "OPTS RETR Parallelism=%d,%d,%d;", want, want, want); err != nil {
+		lines = append(lines, fmt.Sprintf("OPTS RETR Parallelism=%d,%d,%d;", want, want, want))
+	}
+	if c.data.ln == nil {
+		c.closeData()
+		local, err := netip.ParseAddrPort(c.c.LocalAddr().String())
+		if err != nil {
 			return err
 		}
-		c.data.parallel = want
+		ln, err := net.Listen("tcp", netip.AddrPortFrom(local.Addr().Unmap(), 0).String())
+		if err != nil {
+			return err
+		}
+		c.data.ln, c.data.accepted = ln, make(chan net.Conn, gridftp.MaxStreams)
+		go gridftp.Accept(ln, c.data.accepted, nil) // closeData drains it
+		ap, _ := netip.ParseAddrPort(ln.Addr().String())
+		lines = append(lines, portCommand(ap))
 	}
-	if c.data.ln != nil {
-		return nil
-	}
-	c.closeData()
-	local, err := netip.ParseAddrPort(c.c.LocalAddr().String())
-	if err != nil {
+	n := len(lines)
+	if err := c.write(append(lines, cmd)...); err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", netip.AddrPortFrom(local.Addr().Unmap(), 0).String())
-	if err != nil {
+	if _, err := c.finals(ctx, n); err != nil {
+		c.Close()
 		return err
 	}
-	c.data.ln, c.data.accepted = ln, make(chan net.Conn, gridftp.MaxStreams)
-	go gridftp.Accept(ln, c.data.accepted, nil) // closeData drains it
-	ap, _ := netip.ParseAddrPort(ln.Addr().String())
-	return c.Port(ctx, ap)
+	c.data.modeE, c.data.parallel = true, want
+	return nil
 }
 
 // transferResult reads the replies of a running transfer command (150/125,
@@ -139,16 +149,11 @@ func (c *Conn) transferResult(ctx context.Context, move func(context.Context) er
 // Get retrieves path into dst in MODE E: the whole file when length < 0,
 // else the section [off, off+length) (ERET), written at its own offsets.
 func (c *Conn) Get(ctx context.Context, path string, dst io.WriterAt, off, length int64) (int64, error) {
-	if err := c.receiveSetup(ctx); err != nil {
-		return 0, err
+	cmd := "RETR " + path
+	if length >= 0 {
+		cmd = fmt.Sprintf("ERET P %d %d %s", off, length, path)
 	}
-	var err error
-	if length < 0 {
-		err = c.Send("RETR %s", path)
-	} else {
-		err = c.Send("ERET P %d %d %s", off, length, path)
-	}
-	if err != nil {
+	if err := c.receiveSetup(ctx, cmd); err != nil {
 		return 0, err
 	}
 	base := int64(0)
@@ -156,7 +161,7 @@ func (c *Conn) Get(ctx context.Context, path string, dst io.WriterAt, off, lengt
 		base = off
 	}
 	rcv := &gridftp.Receiver{Dst: dst, Base: base, Pool: c.options().Pool, Timeout: c.timeout()}
-	err = c.transferResult(ctx, func(ctx context.Context) error {
+	err := c.transferResult(ctx, func(ctx context.Context) error {
 		streams, err := rcv.Run(ctx, c.data.rstreams, c.data.accepted, nil)
 		c.data.rstreams = streams
 		return err
@@ -228,10 +233,7 @@ func (c *Conn) Put(ctx context.Context, path string, src io.ReaderAt, off, size 
 
 // List returns the entries of a directory (MLSD), without "." and "..".
 func (c *Conn) List(ctx context.Context, path string) ([]gridftp.Entry, error) {
-	if err := c.receiveSetup(ctx); err != nil {
-		return nil, err
-	}
-	if err := c.Send("MLSD %s", path); err != nil {
+	if err := c.receiveSetup(ctx, "MLSD "+path); err != nil {
 		return nil, err
 	}
 	var buf memFile
