@@ -48,7 +48,8 @@ type copier struct {
 	retire   chan struct{} // the optimizer takes a session pair away
 	ahead    atomic.Int64  // finishers yet to start that dial at once
 
-	done     <-chan struct{} // the run is stopping: failures are no faults
+	cred     *gridftp.DataCredential // for the data channels, when both ends are ferry's (datasec.go)
+	done     <-chan struct{}         // the run is stopping: failures are no faults
 	stop     context.CancelFunc
 	noSpace  error // the destination is full (nospace.go)
 	mu       sync.Mutex
@@ -121,6 +122,9 @@ func (c *copier) plan(ctx context.Context, items []Item) ([]*file, error) {
 	s, d := pair.Src, pair.Dst
 	// The client may sit beside either end: the far one sets the plan.
 	c.set.RTT = max(s.RTT(), d.RTT())
+	if err := c.secure(s, d); err != nil {
+		return nil, err
+	}
 	if c.opts.Verify || c.opts.SyncLevel == SyncChecksum || c.opts.Resume {
 		if c.set.Algorithm, err = chooseAlgorithm(c.opts.Algorithm, s.Checksums(), d.Checksums()); err != nil {
 			return nil, err
@@ -335,6 +339,10 @@ func (c *copier) connect(ctx context.Context) (*client.Pair, error) {
 	}
 	_, listens := p.Src.Feature("PASVSEND")
 	p.Reverse = c.dst.Outbound && !c.src.Outbound && listens
+	p.Cred, p.Private = c.cred, c.opts.Encrypt
+	if c.cred == nil {
+		p.From = senderAddrs(p)
+	}
 	if err := p.Setup(ctx, c.set.Parallelism); err != nil {
 		p.Close()
 		return nil, err

@@ -82,6 +82,7 @@ type Options struct {
 	Recursive     bool
 	SyncLevel     SyncLevel
 	Verify        bool   // compare checksums of every file (or chunk) at both ends
+	Encrypt       bool   // encrypt the data channels (PROT P): both ends must offer FEAT DATATLS
 	Algorithm     string // checksum algorithm; "": the fastest both ends offer
 	PreserveMtime bool
 
@@ -212,5 +213,6 @@ type Settings struct {
 	ChunkSize                            int64
 	Algorithm                            string
 	Live                                 bool          // both ends hash data as it moves
+	Authenticated, Encrypted             bool          // the data channels prove a one-time credential (DATATLS), and are encrypted
 	RTT                                  time.Duration // the longer of the two control channels' round trips
 }

@@ -109,6 +109,9 @@ func Check(ctx context.Context, src, dst Endpoint, items []Item, opts Options) e
 		return err
 	}
 	defer pair.Close()
+	if err := c.secure(pair.Src, pair.Dst); err != nil {
+		return err
+	}
 	p := &planner{src: pair.Src, dst: pair.Dst, opts: opts}
 	for _, it := range items {
 		if _, err := p.look(ctx, it); err != nil {

@@ -71,6 +71,7 @@ with backoff; the exit status is 0 only when every file arrived intact.`,
 	f.StringVar(&chunk, "chunk-size", "", "split files larger than twice this across sessions, e.g. 256M (0: never; default: chosen)")
 	f.StringVar(&until, "deadline", "", "retry until then: a duration (2h) or an RFC 3339 time")
 	f.BoolVar(&o.PreserveMtime, "preserve-mtime", false, "give copies the source's modification time")
+	f.BoolVar(&o.Encrypt, "encrypt", false, "encrypt the data channels (globus-url-copy's -dcpriv); both ends must be ferry servers, whose data channels are always authenticated")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress bar")
 	return cmd
 }
@@ -93,6 +94,8 @@ func globusStyle(args []string) []string {
 			}
 		case a == "-cc" || strings.HasPrefix(a, "-cc=") || strings.HasPrefix(a, "-pp="):
 			out = append(out, "-"+a)
+		case a == "-dcpriv":
+			out = append(out, "--encrypt")
 		default:
 			out = append(out, a)
 		}
@@ -308,8 +311,19 @@ func (p *progress) summary(r engine.Result) {
 		r.Files, r.Transferred, r.Skipped, r.Failed, humanBytes(r.Bytes), r.Elapsed.Round(time.Millisecond),
 		humanBytes(int64(float64(r.Bytes)/secs)), float64(r.Transferred)/secs, r.Faults)
 	s := r.Settings
-	fmt.Fprintf(p.out, "settings: -cc %d -p %d -pp %d, chunks %s, rtt %v%s\n", s.Concurrency, s.Parallelism, s.Pipelining,
-		humanBytes(s.ChunkSize), s.RTT.Round(time.Microsecond), checksumNote(s))
+	fmt.Fprintf(p.out, "settings: -cc %d -p %d -pp %d, chunks %s, rtt %v%s%s\n", s.Concurrency, s.Parallelism, s.Pipelining,
+		humanBytes(s.ChunkSize), s.RTT.Round(time.Microsecond), checksumNote(s), dataNote(s))
+}
+
+// dataNote says how the data channels are protected, for the settings line.
+func dataNote(s engine.Settings) string {
+	switch {
+	case s.Encrypted:
+		return ", data channels authenticated and encrypted"
+	case s.Authenticated:
+		return ", data channels authenticated"
+	}
+	return ""
 }
 
 // checksumNote says how files are verified, for the settings line.

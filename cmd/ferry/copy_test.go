@@ -46,8 +46,8 @@ func TestParseDeadline(t *testing.T) {
 }
 
 func TestGlobusStyle(t *testing.T) {
-	got := strings.Join(globusStyle([]string{"copy", "-cc", "4", "-pp", "-p", "2", "-r", "-cc=3", "a", "--", "-pp", "b"}), " ")
-	if want := "copy --cc 4 -p 2 -r --cc=3 a -- -pp b"; got != want {
+	got := strings.Join(globusStyle([]string{"copy", "-cc", "4", "-pp", "-p", "2", "-dcpriv", "-r", "-cc=3", "a", "--", "-pp", "b"}), " ")
+	if want := "copy --cc 4 -p 2 --encrypt -r --cc=3 a -- -pp b"; got != want {
 		t.Fatalf("globusStyle = %q, want %q", got, want)
 	}
 }

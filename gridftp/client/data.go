@@ -35,6 +35,71 @@ type data struct {
 	// sending (STOR): streams to the server's PASV address.
 	pasv     netip.AddrPort
 	sstreams []*gridftp.Stream
+
+	// The data channels' credential (DCSC P, DCAU A) and PROT P; nil
+	// for DCAU N.
+	cred    *gridftp.DataCredential
+	private bool
+}
+
+// securityCommands are the commands that give the server cred for its
+// data channels (DCAU A, and PROT P when private), or take it back (nil);
+// none when the session has them already.
+func (c *Conn) securityCommands(cred *gridftp.DataCredential, private bool) ([]string, error) {
+	switch {
+	case cred == c.data.cred && private == c.data.private:
+		return nil, nil
+	case cred == nil:
+		return []string{"DCSC D"}, nil
+	}
+	blob, err := cred.DCSC()
+	if err != nil {
+		return nil, err
+	}
+	prot := "PROT C"
+	if private {
+		prot = "PROT P"
+	}
+	return []string{"DCSC P " + blob, "DCAU A", prot}, nil
+}
+
+// secured records what securityCommands asked for, once the server took
+// it; the server dropped the data channel.
+func (c *Conn) secured(cred *gridftp.DataCredential, private bool) {
+	if cred != c.data.cred || private != c.data.private {
+		c.dropData()
+		c.data.cred, c.data.private = cred, private
+	}
+}
+
+// SecureData authenticates the session's data channels with cred from now
+// on (the server must offer FEAT DATATLS), and encrypts them when private;
+// a nil cred goes back to DCAU N.
+func (c *Conn) SecureData(ctx context.Context, cred *gridftp.DataCredential, private bool) error {
+	cmds, err := c.securityCommands(cred, private)
+	if err != nil || len(cmds) == 0 {
+		return err
+	}
+	if err := c.write(cmds...); err != nil {
+		return err
+	}
+	if _, err := c.finals(ctx, len(cmds)); err != nil {
+		return err
+	}
+	c.secured(cred, private)
+	return nil
+}
+
+// admit is the accept step of this client's data listener: the TLS
+// handshake when the data channels are authenticated.
+func (c *Conn) admit() func(net.Conn) (net.Conn, error) {
+	cred, private, timeout := c.data.cred, c.data.private, c.timeout()
+	if cred == nil {
+		return nil
+	}
+	return func(conn net.Conn) (net.Conn, error) {
+		return gridftp.SecureData(context.Background(), conn, cred, false, private, timeout)
+	}
 }
 
 // SetOptions sets the transfer options.
@@ -111,7 +176,7 @@ func (c *Conn) receiveSetup(ctx context.Context, cmd string) error {
 			return err
 		}
 		c.data.ln, c.data.accepted = ln, make(chan net.Conn, gridftp.MaxStreams)
-		go gridftp.Accept(ln, c.data.accepted, nil) // closeData drains it
+		go gridftp.Accept(ln, c.data.accepted, nil, c.admit()) // closeData drains it
 		ap, _ := netip.ParseAddrPort(ln.Addr().String())
 		lines = append(lines, portCommand(ap))
 	}
@@ -216,9 +281,18 @@ func (c *Conn) Put(ctx context.Context, path string, src io.ReaderAt, off, size 
 	err = c.transferResult(ctx, func(ctx context.Context) error {
 		for len(c.data.sstreams) < want {
 			var d net.Dialer
+			var conn net.Conn
 			conn, err := d.DialContext(ctx, "tcp", c.data.pasv.String())
 			if err != nil {
 				return fmt.Errorf("%w: connect %v: %v", gridftp.ErrDataStream, c.data.pasv, err)
+			}
+			if c.data.cred != nil {
+				if conn, err = gridftp.SecureData(ctx, conn, c.data.cred, true, c.data.private, c.timeout()); err != nil {
+					return err
+				}
+			}
+			if conn, err = gridftp.Begin(conn, true); err != nil {
+				return err
 			}
 			c.data.sstreams = append(c.data.sstreams, gridftp.NewStream(conn))
 		}

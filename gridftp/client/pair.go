@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,7 +26,16 @@ type Pair struct {
 	// the source (which must offer FEAT PASVSEND), PORT to the
 	// destination. In MODE E the sender normally connects; a destination
 	// that accepts no connections (ferry connect) needs this.
-	Reverse  bool
+	Reverse bool
+	// Cred, when set, authenticates the data channel: both servers get it
+	// (DCSC P, DCAU A; both must offer FEAT DATATLS), and Private
+	// encrypts it (PROT P).
+	Cred    *gridftp.DataCredential
+	Private bool
+	// From names the addresses the passive side admits besides this
+	// client (OPTS PASV From, a ferry server's): the other server's, for
+	// an unauthenticated data channel.
+	From     []netip.Addr
 	parallel int
 	ready    bool
 }
@@ -53,7 +64,14 @@ func (p *Pair) Setup(ctx context.Context, parallel int) error {
 	}
 	p.Src.dropData()
 	p.Dst.dropData()
-	var src, dst []string
+	src, err := p.Src.securityCommands(p.Cred, p.Private)
+	if err != nil {
+		return err
+	}
+	dst, err := p.Dst.securityCommands(p.Cred, p.Private)
+	if err != nil {
+		return err
+	}
 	if !p.Src.data.modeE {
 		src = append(src, "MODE E")
 	}
@@ -67,10 +85,18 @@ func (p *Pair) Setup(ctx context.Context, parallel int) error {
 		live := fmt.Sprintf("OPTS CKSM Live=%s;", p.Live)
 		src, dst = append(src, live), append(dst, live)
 	}
-	passive, pcmds, active, acmds := p.Dst, append(dst, "PASV"), p.Src, src
+	passive, pcmds, active, acmds := p.Dst, dst, p.Src, src
 	if p.Reverse {
-		passive, pcmds, active, acmds = p.Src, append(src, "PASV"), p.Dst, append(dst, opts)
+		passive, pcmds, active, acmds = p.Src, src, p.Dst, append(dst, opts)
 	}
+	if len(p.From) > 0 && p.Cred == nil {
+		from := make([]string, len(p.From))
+		for i, a := range p.From {
+			from[i] = a.String()
+		}
+		pcmds = append(pcmds, "OPTS PASV From="+strings.Join(from, ",")+";")
+	}
+	pcmds = append(pcmds, "PASV")
 	if err := active.write(acmds...); err != nil {
 		return err
 	}
@@ -91,6 +117,10 @@ func (p *Pair) Setup(ctx context.Context, parallel int) error {
 	if _, err := active.finals(ctx, len(acmds)+1); err != nil {
 		return err
 	}
+	// Secured first: that drops the data channel, which PASV and PORT
+	// have just set up anew at the servers; this client holds none.
+	p.Src.secured(p.Cred, p.Private)
+	p.Dst.secured(p.Cred, p.Private)
 	p.Src.data.modeE, p.Dst.data.modeE = true, true
 	p.parallel, p.ready = parallel, true
 	return nil

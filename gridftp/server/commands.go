@@ -80,6 +80,7 @@ func init() {
 		"DCAU": {fn: (*session).handleDCAU, arg: argRequired},
 		"PBSZ": {fn: (*session).handlePBSZ, arg: argRequired},
 		"PROT": {fn: (*session).handlePROT, arg: argRequired},
+		"DCSC": {fn: (*session).handleDCSC, arg: argRequired},
 		"TREV": {fn: (*session).handleTREV, arg: argRequired},
 		"ABOR": {fn: (*session).handleABOR, open: true, arg: argNone},
 		"STAT": {fn: (*session).handleSTAT},
@@ -134,6 +135,8 @@ func (ss *session) handleQUIT(string) bool {
 // features are the FEAT lines after the checksum line.
 var features = []string{
 	" DCAU",
+	" DCSC P,D",
+	" DATATLS", // DCAU A with a DCSC credential, as ferry does it (datasec.go)
 	" MFMT",
 	" WHOAMI",
 	" UTF8",
@@ -499,6 +502,11 @@ func (ss *session) handleOPTS(arg string) bool {
 			ss.replyf(gridftp.CodeBadArguments, "OPTS CKSM: %v.", err)
 			return true
 		}
+	case "PASV":
+		if err := ss.optsPASV(rest); err != nil {
+			ss.replyf(gridftp.CodeBadArguments, "OPTS PASV: %v.", err)
+			return true
+		}
 	case "UTF8", "MLST", "MLSD":
 	default:
 		ss.reply(gridftp.CodeSyntaxError, "OPTS failed.")
@@ -529,15 +537,6 @@ func (ss *session) optsCKSM(arg string) error {
 	return nil
 }
 
-func (ss *session) handleDCAU(arg string) bool {
-	if strings.EqualFold(strings.TrimSpace(arg), "N") {
-		ss.reply(gridftp.CodeOK, "DCAU N.")
-	} else {
-		ss.replyf(gridftp.CodeParamNotSupported, "DCAU %s needs a GSI login; only DCAU N is available.", arg)
-	}
-	return true
-}
-
 func (ss *session) handlePBSZ(arg string) bool {
 	n, err := strconv.ParseUint(strings.TrimSpace(arg), 10, 32)
 	if err != nil {
@@ -545,15 +544,6 @@ func (ss *session) handlePBSZ(arg string) bool {
 		return true
 	}
 	ss.replyf(gridftp.CodeOK, "PBSZ=%d", n)
-	return true
-}
-
-func (ss *session) handlePROT(arg string) bool {
-	if strings.EqualFold(strings.TrimSpace(arg), "C") {
-		ss.reply(gridftp.CodeOK, "Protection level set to C.")
-	} else {
-		ss.replyf(gridftp.CodeProtNotSupported, "Protection level %s needs a GSI login.", arg)
-	}
 	return true
 }
 

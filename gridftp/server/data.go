@@ -137,10 +137,11 @@ func (ss *session) listen() (netip.AddrPort, error) {
 	}
 	d := &ss.data
 	d.ln, d.accepted, d.stop = ln, make(chan net.Conn, maxPendingConns), make(chan struct{})
+	admit := ss.admitter()
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
-		gridftp.Accept(ln, d.accepted, d.stop)
+		gridftp.Accept(ln, d.accepted, d.stop, admit)
 	}()
 	return ap, nil
 }
@@ -219,9 +220,7 @@ func (ss *session) handlePORT(arg string) bool {
 		ss.reply(gridftp.CodeBadArguments, "Bad PORT address.")
 		return true
 	}
-	ss.setActive([]netip.AddrPort{ap})
-	ss.reply(gridftp.CodeOK, "PORT Command successful.")
-	return true
+	return ss.active("PORT", []netip.AddrPort{ap})
 }
 
 func (ss *session) handleEPRT(arg string) bool {
@@ -230,9 +229,7 @@ func (ss *session) handleEPRT(arg string) bool {
 		ss.reply(gridftp.CodeBadArguments, "Bad EPRT address.")
 		return true
 	}
-	ss.setActive([]netip.AddrPort{ap})
-	ss.reply(gridftp.CodeOK, "EPRT Command successful.")
-	return true
+	return ss.active("EPRT", []netip.AddrPort{ap})
 }
 
 func (ss *session) handleSPOR(arg string) bool {
@@ -241,8 +238,21 @@ func (ss *session) handleSPOR(arg string) bool {
 		ss.reply(gridftp.CodeBadArguments, "Bad SPOR address list.")
 		return true
 	}
+	return ss.active("SPOR", aps)
+}
+
+// active takes the addresses of PORT, EPRT or SPOR, if the session may
+// send data there (checkTarget).
+func (ss *session) active(verb string, aps []netip.AddrPort) bool {
+	for _, ap := range aps {
+		if err := ss.checkTarget(ap); err != nil {
+			ss.log.Warn("data target refused", "verb", verb, "target", ap.String(), "why", err)
+			ss.replyf(gridftp.CodeBadArguments, "%s to %v refused: %v.", verb, ap, err)
+			return true
+		}
+	}
 	ss.setActive(aps)
-	ss.reply(gridftp.CodeOK, "SPOR Command successful.")
+	ss.replyf(gridftp.CodeOK, "%s Command successful.", verb)
 	return true
 }
 
@@ -274,8 +284,8 @@ func (ss *session) dial(ctx context.Context, i int) (net.Conn, error) {
 		return nil, errNoDataSetup
 	}
 	ap := ss.data.active[i%len(ss.data.active)]
-	if !ss.allowedPeer(ap.Addr()) {
-		return nil, fmt.Errorf("refusing data connection to %v: %w", ap, errDataConn)
+	if err := ss.checkTarget(ap); err != nil {
+		return nil, fmt.Errorf("refusing data connection to %v: %v: %w", ap, err, errDataConn)
 	}
 	d := net.Dialer{Timeout: ss.srv.dataTimeout()}
 	c, err := d.DialContext(ctx, "tcp", ap.String())
@@ -285,13 +295,7 @@ func (ss *session) dial(ctx context.Context, i int) (net.Conn, error) {
 		}
 		return nil, fmt.Errorf("connect %v: %w", ap, errDataConn)
 	}
-	return c, nil
-}
-
-// allowedPeer refuses data connections to addresses no client can mean:
-// unspecified, multicast and broadcast.
-func (ss *session) allowedPeer(ip netip.Addr) bool {
-	return ip.IsValid() && !ip.IsUnspecified() && !ip.IsMulticast() && ip != netip.AddrFrom4([4]byte{255, 255, 255, 255})
+	return ss.secureActive(c)
 }
 
 // tune applies SITE STORBUFSIZE / RETRBUFSIZE to a data connection.

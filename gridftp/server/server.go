@@ -54,6 +54,16 @@ type Server struct {
 	// *net.TCPAddr): ferry connect listens on the service's relay.
 	Listen func() (net.Listener, error)
 
+	// TargetPolicy decides where unauthenticated active data connections
+	// (PORT, EPRT, SPOR with DCAU N) may go besides the client (datasec.go).
+	TargetPolicy TargetPolicy
+	// PassiveFromAnywhere lets passive ports admit unauthenticated data
+	// connections from any address, as GCT does, instead of only the
+	// client's and those it names (OPTS PASV From): for third-party
+	// transfers driven by clients that cannot name the sender. It lets a
+	// stranger who finds the port first take or inject the data.
+	PassiveFromAnywhere bool
+
 	MaxSessions    int           // concurrent sessions; 0 means unlimited
 	IdleTimeout    time.Duration // control channel idle limit; default 30 min
 	DataTimeout    time.Duration // wait for a data connection; default 60 s

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -63,6 +64,11 @@ type session struct {
 	storBuf    int    // SITE STORBUFSIZE
 	retrBuf    int    // SITE RETRBUFSIZE
 	data       dataChannel
+	// Data channel security (datasec.go).
+	dataCred *gridftp.DataCredential // DCSC P
+	dcauA    bool                    // DCAU A: data connections prove dataCred
+	protP    bool                    // PROT P: the payload over TLS
+	pasvFrom []netip.Addr            // OPTS PASV From: more addresses passive ports admit
 }
 
 type expectedSum struct{ alg, sum string }

@@ -1,0 +1,69 @@
+package engine
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"time"
+
+	"ferry/gridftp"
+	"ferry/gridftp/client"
+)
+
+// Data channels. Between two ferry servers (FEAT DATATLS) every copy makes
+// a credential of its own and hands it to both (DCSC P): each data
+// connection then proves it (DCAU A), so nobody else can take data from a
+// passive port, put data into one, or be sent data by a PORT; with
+// Options.Encrypt the payload is encrypted too (PROT P). With any other
+// server the data channel is unauthenticated (DCAU N), and a ferry server
+// at the passive end is told which address the sender comes from (OPTS
+// PASV From): it admits no other.
+
+// ErrNoEncryption refuses Options.Encrypt between servers that cannot
+// encrypt their data channels with ferry's credential.
+var ErrNoEncryption = errors.New("encrypted data channels need both endpoints to be ferry servers (FEAT DATATLS)")
+
+// credLifetime is how long a copy's credential is valid: longer than any
+// run, which makes a new one.
+const credLifetime = 7 * 24 * time.Hour
+
+// secure makes the copy's data credential when both ends speak DATATLS.
+func (c *copier) secure(s, d *client.Conn) error {
+	_, sok := s.Feature("DATATLS")
+	_, dok := d.Feature("DATATLS")
+	if !sok || !dok {
+		if c.opts.Encrypt {
+			return ErrNoEncryption
+		}
+		return nil
+	}
+	cred, err := gridftp.NewDataCredential(credLifetime)
+	if err != nil {
+		return err
+	}
+	c.cred, c.set.Authenticated, c.set.Encrypted = cred, true, c.opts.Encrypt
+	return nil
+}
+
+// senderAddrs are the addresses a passive ferry server of an
+// unauthenticated pair should admit: the host of the sending side's
+// control connection, as this client reaches it. None when the passive
+// side is not ferry's, or the address is not a TCP one (a connect agent).
+func senderAddrs(p *client.Pair) []netip.Addr {
+	passive, active := p.Dst, p.Src
+	if p.Reverse {
+		passive, active = p.Src, p.Dst
+	}
+	if _, ok := passive.Feature("DATATLS"); !ok {
+		return nil
+	}
+	ta, ok := active.RemoteAddr().(*net.TCPAddr)
+	if !ok {
+		return nil
+	}
+	ip, ok := netip.AddrFromSlice(ta.IP)
+	if !ok {
+		return nil
+	}
+	return []netip.Addr{ip.Unmap()}
+}

@@ -1,0 +1,220 @@
+package gridftp
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"sync"
+	"time"
+)
+
+// Data channel security between ferry's ends (FEAT DATATLS), in the spirit
+// of GCT's DCSC: a client hands both servers of a third-party transfer one
+// credential of its own making (DCSC P), and with DCAU A every data
+// connection proves it holds it. The connecting side is the TLS client and
+// the accepting side the TLS server; each presents the credential's
+// certificate and accepts only a peer that presents the same one. So a
+// stranger that connects to a passive port gets nothing and injects
+// nothing, and a PORT aimed at a service that is not the other end moves no
+// payload. After the handshake the acceptor sends one byte over TLS and the
+// connector reads it, so that neither has read ahead into the payload;
+// with PROT P the payload goes over TLS, with PROT C over the bare
+// connection, as GCT does after DCAU.
+
+// DataCredential is the certificate and key a session's data connections
+// present, and the certificate they expect from the other end.
+type DataCredential struct {
+	cert tls.Certificate
+
+	once sync.Once
+	dcsc string
+	err  error
+}
+
+// NewDataCredential makes a one-time credential: an ECDSA P-256 key and a
+// self-signed certificate valid for lifetime.
+func NewDataCredential(lifetime time.Duration) (*DataCredential, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128))
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: "ferry data channel"},
+		NotBefore:    now.Add(-time.Minute),
+		NotAfter:     now.Add(lifetime),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth, x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, err
+	}
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, err
+	}
+	return &DataCredential{cert: tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}}, nil
+}
+
+// ErrBadCredential reports a DCSC blob that holds no usable credential.
+var ErrBadCredential = errors.New("gridftp: bad data channel credential")
+
+// DCSC is the argument of "DCSC P": the certificate and the key in PEM,
+// base64-encoded on one line.
+func (dc *DataCredential) DCSC() (string, error) {
+	dc.once.Do(func() {
+		var key []byte
+		if key, dc.err = x509.MarshalPKCS8PrivateKey(dc.cert.PrivateKey); dc.err != nil {
+			return
+		}
+		var b bytes.Buffer
+		pem.Encode(&b, &pem.Block{Type: "CERTIFICATE", Bytes: dc.cert.Certificate[0]})
+		pem.Encode(&b, &pem.Block{Type: "PRIVATE KEY", Bytes: key})
+		dc.dcsc = base64.StdEncoding.EncodeToString(b.Bytes())
+	})
+	return dc.dcsc, dc.err
+}
+
+// maxDCSC bounds a DCSC blob: a certificate chain and a key.
+const maxDCSC = 64 << 10
+
+// ParseDCSC reads the argument of "DCSC P": base64 of PEM blocks, the
+// first certificate and a private key of it (PKCS#8, PKCS#1 or SEC 1); a
+// credential that has expired or is not yet valid is refused.
+func ParseDCSC(arg string, now time.Time) (*DataCredential, error) {
+	if len(arg) > maxDCSC {
+		return nil, fmt.Errorf("%w: longer than %d bytes", ErrBadCredential, maxDCSC)
+	}
+	raw, err := base64.StdEncoding.DecodeString(arg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadCredential, err)
+	}
+	var certPEM, keyPEM []byte
+	for rest := raw; ; {
+		var blk *pem.Block
+		blk, rest = pem.Decode(rest)
+		if blk == nil {
+			break
+		}
+		switch {
+		case blk.Type == "CERTIFICATE" && certPEM == nil:
+			certPEM = pem.EncodeToMemory(blk)
+		case (blk.Type == "PRIVATE KEY" || blk.Type == "RSA PRIVATE KEY" || blk.Type == "EC PRIVATE KEY") && keyPEM == nil:
+			keyPEM = pem.EncodeToMemory(blk)
+		}
+	}
+	if certPEM == nil || keyPEM == nil {
+		return nil, fmt.Errorf("%w: want a certificate and its key in PEM", ErrBadCredential)
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadCredential, err)
+	}
+	if cert.Leaf == nil {
+		if cert.Leaf, err = x509.ParseCertificate(cert.Certificate[0]); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrBadCredential, err)
+		}
+	}
+	if now.Before(cert.Leaf.NotBefore) || now.After(cert.Leaf.NotAfter) {
+		return nil, fmt.Errorf("%w: the certificate is valid from %s to %s", ErrBadCredential,
+			cert.Leaf.NotBefore.UTC().Format(time.RFC3339), cert.Leaf.NotAfter.UTC().Format(time.RFC3339))
+	}
+	return &DataCredential{cert: cert}, nil
+}
+
+// ErrDataAuth reports a data connection whose other end did not prove the
+// session's credential.
+var ErrDataAuth = errors.New("gridftp: data connection not authenticated")
+
+// SecureConn is a data connection whose TLS handshake is done: the other
+// end holds the credential. Its payload may not move before Begin, which
+// needs to know which way it will flow.
+type SecureConn struct {
+	net.Conn // the bare connection
+	tls      *tls.Conn
+	private  bool
+	begun    bool
+}
+
+// SecureData does the TLS handshake of a fresh data connection with the
+// credential; connector is the side that opened the TCP connection, and
+// private asks for the payload over TLS (PROT P). On failure c is closed.
+func SecureData(ctx context.Context, c net.Conn, dc *DataCredential, connector, private bool, timeout time.Duration) (*SecureConn, error) {
+	cfg := &tls.Config{
+		Certificates:           []tls.Certificate{dc.cert},
+		MinVersion:             tls.VersionTLS13,
+		SessionTicketsDisabled: true,
+		InsecureSkipVerify:     true, // the peer is checked against the credential instead
+		ClientAuth:             tls.RequireAnyClientCert,
+		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
+			if len(raw) == 0 || !bytes.Equal(raw[0], dc.cert.Certificate[0]) {
+				return ErrDataAuth
+			}
+			return nil
+		},
+	}
+	tc := tls.Server(c, cfg)
+	if connector {
+		tc = tls.Client(c, cfg)
+	}
+	c.SetDeadline(time.Now().Add(timeout))
+	defer c.SetDeadline(time.Time{})
+	if err := tc.HandshakeContext(ctx); err != nil {
+		c.Close()
+		if errors.Is(err, ErrDataAuth) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: %v", ErrDataAuth, err)
+	}
+	return &SecureConn{Conn: c, tls: tc, private: private}, nil
+}
+
+// Begin readies c for its payload, once: a *SecureConn syncs its two ends
+// (see the comment at the top of this file: the receiver sends one byte
+// over TLS, the sender reads it, so that neither TLS layer has read ahead
+// into a bare payload) and gives the TLS connection (PROT P) or the bare
+// one; any other connection is returned as it is.
+func Begin(c net.Conn, sending bool) (net.Conn, error) {
+	sc, ok := c.(*SecureConn)
+	if !ok {
+		return c, nil
+	}
+	if !sc.begun {
+		var b [1]byte
+		var err error
+		sc.Conn.SetDeadline(time.Now().Add(time.Minute))
+		if sending {
+			_, err = io.ReadFull(sc.tls, b[:])
+		} else {
+			_, err = sc.tls.Write(b[:])
+		}
+		sc.Conn.SetDeadline(time.Time{})
+		if err != nil {
+			sc.Conn.Close()
+			return nil, fmt.Errorf("%w: %v", ErrDataStream, err)
+		}
+		sc.begun = true
+	}
+	if sc.private {
+		return sc.tls, nil
+	}
+	return sc.Conn, nil
+}

@@ -1,0 +1,250 @@
+package server
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"time"
+
+	"ferry/gridftp"
+)
+
+// Who a session's data connections may be with.
+//
+// Authenticated (DCAU A, with the credential a client handed over by DCSC
+// P, FEAT DATATLS): every data connection proves the credential in a TLS
+// handshake (gridftp.SecureData), so passive ports admit any address and
+// active ones may go anywhere: a stranger gets nothing and injects nothing,
+// and a PORT aimed at another service moves no payload to it.
+//
+// Unauthenticated (DCAU N, the default, what GCT without GSI and plain FTP
+// clients speak): a passive port admits only the control connection's
+// peer and the addresses the client named with OPTS PASV From=IP,...; (the
+// sender of a third-party transfer), unless the operator lets it admit any
+// (Server.PassiveFromAnywhere, as GCT does). PORT, EPRT and SPOR may name
+// the control connection's peer, and else only addresses the TargetPolicy
+// allows: by default neither loopback (unless the control connection came
+// in on loopback), link-local nor a cloud metadata address, and no port
+// below 1024; an FTP bounce needs one of those.
+
+// TargetPolicy decides where unauthenticated active data connections may
+// go besides the control connection's peer.
+type TargetPolicy struct {
+	// Allow, when set, lists the networks a target may be in, in place of
+	// the default rule; ports below 1024 stay refused.
+	Allow []netip.Prefix
+}
+
+// metadata are the cloud providers' instance metadata addresses.
+var metadata = []netip.Addr{
+	netip.MustParseAddr("169.254.169.254"), // AWS, GCP, Azure, OpenStack
+	netip.MustParseAddr("fd00:ec2::254"),   // AWS over IPv6
+}
+
+// allows reports whether an unauthenticated data connection may go to
+// target; peer is the control connection's remote address and local its
+// local one.
+func (p TargetPolicy) allows(target netip.AddrPort, peer, local netip.Addr) error {
+	ip := target.Addr().Unmap()
+	switch {
+	case !ip.IsValid() || ip.IsUnspecified() || ip.IsMulticast() || ip == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+		return fmt.Errorf("%v is no host", ip)
+	case ip == peer.Unmap():
+		return nil
+	case target.Port() < 1024:
+		return fmt.Errorf("port %d is a system port of another host than the client", target.Port())
+	}
+	if len(p.Allow) > 0 {
+		for _, n := range p.Allow {
+			if n.Contains(ip) {
+				return nil
+			}
+		}
+		return fmt.Errorf("%v is outside the networks this server sends data to", ip)
+	}
+	switch {
+	case ip.IsLoopback() && !local.Unmap().IsLoopback():
+		return fmt.Errorf("%v is a loopback address of this host", ip)
+	case ip.IsLinkLocalUnicast():
+		return fmt.Errorf("%v is a link-local address", ip)
+	}
+	for _, m := range metadata {
+		if ip == m {
+			return fmt.Errorf("%v is a cloud metadata address", ip)
+		}
+	}
+	return nil
+}
+
+// addrOf is the IP of a connection's address.
+func addrOf(a net.Addr) netip.Addr {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		ip, _ := netip.AddrFromSlice(ta.IP)
+		return ip.Unmap()
+	}
+	ap, _ := netip.ParseAddrPort(a.String())
+	return ap.Addr().Unmap()
+}
+
+// checkTarget refuses an unauthenticated data target the policy does not
+// allow; authenticated sessions may name any.
+func (ss *session) checkTarget(ap netip.AddrPort) error {
+	if ss.dcauA {
+		return nil
+	}
+	return ss.srv.TargetPolicy.allows(ap, addrOf(ss.conn.RemoteAddr()), addrOf(ss.conn.LocalAddr()))
+}
+
+// admitter is how the passive listener opened now admits connections: the
+// TLS handshake of an authenticated session, else the address rule.
+func (ss *session) admitter() func(net.Conn) (net.Conn, error) {
+	if ss.dcauA {
+		cred, private, timeout := ss.dataCred, ss.protP, ss.srv.dataTimeout()
+		return func(c net.Conn) (net.Conn, error) {
+			sc, err := gridftp.SecureData(ss.ctx, c, cred, false, private, timeout)
+			if err != nil {
+				ss.log.Warn("data connection refused", "remote", c.RemoteAddr().String(), "err", err)
+				return nil, err
+			}
+			return sc, nil
+		}
+	}
+	if ss.srv.PassiveFromAnywhere || ss.srv.Listen != nil {
+		// A connect agent's passive ports are the relay's: it checks who
+		// joins them.
+		return nil
+	}
+	ok := map[netip.Addr]bool{addrOf(ss.conn.RemoteAddr()): true}
+	for _, a := range ss.pasvFrom {
+		ok[a] = true
+	}
+	return func(c net.Conn) (net.Conn, error) {
+		if ip := addrOf(c.RemoteAddr()); !ok[ip] {
+			ss.log.Warn("data connection refused: not the client's address", "remote", c.RemoteAddr().String())
+			return c, fmt.Errorf("data connection from %v: not the client", ip)
+		}
+		return c, nil
+	}
+}
+
+// secureActive authenticates an active data connection the session
+// opened, when DCAU A.
+func (ss *session) secureActive(c net.Conn) (net.Conn, error) {
+	if !ss.dcauA {
+		return c, nil
+	}
+	sc, err := gridftp.SecureData(ss.ctx, c, ss.dataCred, true, ss.protP, ss.srv.dataTimeout())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errDataConn, err)
+	}
+	return sc, nil
+}
+
+// dcscLifetime bounds how far ahead a handed-over credential may be valid
+// for ferry's own: a session's credential lives with the session anyway.
+const dcscLifetime = 7 * 24 * time.Hour
+
+// handleDCSC takes a credential for the data channels: "DCSC P <base64 of
+// PEM>", or "DCSC D" to drop it. Either ends the data channel.
+func (ss *session) handleDCSC(arg string) bool {
+	kind, blob, _ := strings.Cut(strings.TrimSpace(arg), " ")
+	switch strings.ToUpper(kind) {
+	case "D":
+		ss.data.close()
+		ss.dataCred, ss.dcauA, ss.protP = nil, false, false
+		ss.reply(gridftp.CodeFileActionOK, "OK.")
+	case "P":
+		cred, err := gridftp.ParseDCSC(strings.TrimSpace(blob), time.Now())
+		if err != nil {
+			ss.replyf(gridftp.CodeBadArguments, "DCSC: %v.", err)
+			return true
+		}
+		ss.data.close()
+		ss.dataCred = cred
+		ss.reply(gridftp.CodeFileActionOK, "OK.")
+	default:
+		ss.reply(gridftp.CodeParamNotSupported, "DCSC: expected P <credential> or D.")
+	}
+	return true
+}
+
+func (ss *session) handleDCAU(arg string) bool {
+	mode, _, _ := strings.Cut(strings.TrimSpace(arg), " ")
+	switch strings.ToUpper(mode) {
+	case "N":
+		if ss.dcauA {
+			ss.data.close()
+		}
+		ss.dcauA, ss.protP = false, false
+		ss.reply(gridftp.CodeOK, "DCAU N.")
+	case "A":
+		if ss.dataCred == nil {
+			ss.reply(gridftp.CodeParamNotSupported, "DCAU A needs a credential for the data channels: send DCSC P first.")
+			return true
+		}
+		if !ss.dcauA {
+			ss.data.close()
+		}
+		ss.dcauA = true
+		ss.reply(gridftp.CodeOK, "DCAU A.")
+	case "S":
+		ss.reply(gridftp.CodeParamNotSupported, "DCAU S needs a GSI login; DCAU N and A are available.")
+	default:
+		ss.reply(gridftp.CodeParamNotSupported, "Bad DCAU mode.")
+	}
+	return true
+}
+
+func (ss *session) handlePROT(arg string) bool {
+	level := strings.ToUpper(strings.TrimSpace(arg))
+	switch level {
+	case "C":
+		if ss.protP {
+			ss.data.close()
+		}
+		ss.protP = false
+	case "P", "S": // TLS gives integrity and privacy together
+		if !ss.dcauA {
+			ss.replyf(gridftp.CodeProtNotSupported, "Protection level %s needs DCAU A.", level)
+			return true
+		}
+		if !ss.protP {
+			ss.data.close()
+		}
+		ss.protP = true
+	default:
+		ss.replyf(gridftp.CodeProtNotSupported, "Protection level %s is not supported.", arg)
+		return true
+	}
+	ss.replyf(gridftp.CodeOK, "Protection level set to %s.", level)
+	return true
+}
+
+// optsPASV reads "OPTS PASV From=IP,IP;": the addresses, besides the
+// client's, that an unauthenticated passive port admits (a third-party
+// transfer's sender). Other items, such as GCT's AllowDelayed, are refused.
+func (ss *session) optsPASV(arg string) error {
+	var from []netip.Addr
+	for _, item := range strings.Split(arg, ";") {
+		k, v, _ := strings.Cut(strings.TrimSpace(item), "=")
+		switch {
+		case k == "":
+		case strings.EqualFold(k, "From"):
+			for _, s := range strings.Split(v, ",") {
+				ip, err := netip.ParseAddr(strings.TrimSpace(s))
+				if err != nil {
+					return fmt.Errorf("From: %q is no IP address", s)
+				}
+				from = append(from, ip.Unmap())
+			}
+		default:
+			return fmt.Errorf("%s is not supported", k)
+		}
+	}
+	if len(from) > 16 {
+		return fmt.Errorf("From: at most 16 addresses")
+	}
+	ss.pasvFrom = from
+	return nil
+}
