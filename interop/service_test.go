@@ -627,6 +627,13 @@ func TestServiceGCT(t *testing.T) {
 	c.addEndpoint("gct", gct)
 	c.addEndpoint("ferry-dst", dst)
 
+	// GCT's data channels cannot take ferry's credential: encryption is
+	// refused when the transfer is submitted.
+	if r := c.run("", "transfer", "ferry-src:/tree", "gct:"+epPath(gct, "enc"), "-r", "--encrypt-data"); r.code != 1 ||
+		!strings.Contains(r.stderr, "encrypt_data") {
+		t.Errorf("an encrypted transfer to GCT: %s", r)
+	}
+
 	for _, leg := range []struct{ from, to string }{
 		{"ferry-src:/tree", "gct:" + epPath(gct, "tree")},
 		{"gct:" + epPath(gct, "tree"), "ferry-dst:/tree"},

@@ -278,6 +278,13 @@ func TestCLITransfer(t *testing.T) {
 	wantFile(t, filepath.Join(dstRoot, "batch/b copy.txt"), "bravo")
 	wantFile(t, filepath.Join(dstRoot, "batch/tree/b.txt"), "bravo")
 
+	id = strings.TrimSpace(s.ok("", "transfer", "src:/data/a.txt", "dst:/secret/a.txt", "--encrypt-data"))
+	s.ok("", "wait", id)
+	wantFile(t, filepath.Join(dstRoot, "secret/a.txt"), "alpha")
+	var enc api.Task
+	if s.okJSON(&enc, "task", "show", id); !enc.EncryptData {
+		t.Fatalf("task show of an encrypted transfer: %+v", enc)
+	}
 	if out := s.ok("", "scp", "src:/data/a.txt", "dst:/copies/"); !strings.Contains(out, "SUCCEEDED") {
 		t.Fatalf("scp: %s", out)
 	}

@@ -22,8 +22,9 @@ import (
 func newGridFTPCmd() *cobra.Command {
 	var (
 		root, listen, pwFile, dataIf, portRange, logLevel string
-		anonymous                                         bool
+		anonymous, pasvAny                                bool
 		maxSessions                                       int
+		portAllow                                         []string
 	)
 	cmd := &cobra.Command{
 		Use:   "gridftp --root DIR [--listen HOST:PORT]",
@@ -48,7 +49,14 @@ created with "ferry passwd". Stop with SIGTERM or Ctrl-C.`,
 			if err != nil {
 				return err
 			}
-			srv := &server.Server{FS: fs, Anonymous: anonymous, MaxSessions: maxSessions, Logger: log}
+			srv := &server.Server{FS: fs, Anonymous: anonymous, MaxSessions: maxSessions, Logger: log, PassiveFromAnywhere: pasvAny}
+			for _, n := range portAllow {
+				p, err := netip.ParsePrefix(strings.TrimSpace(n))
+				if err != nil {
+					return fmt.Errorf("--port-allow: %w", err)
+				}
+				srv.TargetPolicy.Allow = append(srv.TargetPolicy.Allow, p)
+			}
 			if pwFile != "" {
 				pw, err := passwd.Load(pwFile)
 				if err != nil {
@@ -78,6 +86,8 @@ created with "ferry passwd". Stop with SIGTERM or Ctrl-C.`,
 		},
 	}
 	f := cmd.Flags()
+	f.StringSliceVar(&portAllow, "port-allow", nil, "networks (CIDR,...) that unauthenticated PORT/EPRT may name besides the client (default: any but loopback (unless listening there), link-local and cloud metadata addresses; never ports below 1024)")
+	f.BoolVar(&pasvAny, "pasv-any", false, "let passive data ports admit unauthenticated connections from any address, as GCT does (for globus-url-copy third-party transfers without GSI; a stranger who finds the port first could take or inject data)")
 	f.StringVar(&root, "root", "", "directory to serve as /")
 	f.StringVar(&listen, "listen", "127.0.0.1:2811", "control channel address")
 	f.BoolVar(&anonymous, "anonymous", false, "allow anonymous logins")

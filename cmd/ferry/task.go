@@ -278,6 +278,7 @@ func taskFields(t api.Task) [][2]string {
 		f = append(f, [][2]string{
 			{"Sync Level", syncName(t.SyncLevel)},
 			{"Verify Checksum", fmt.Sprint(t.VerifyChecksum)},
+			{"Encrypt Data", fmt.Sprint(t.EncryptData)},
 			{"Checksum Algorithm", t.ChecksumAlgorithm},
 			{"Preserve Timestamp", fmt.Sprint(t.PreserveTimestamp)},
 			{"Delete Destination Extra", fmt.Sprint(t.DeleteDestinationExtra)},

@@ -59,7 +59,7 @@ func (f filterFlag) Set(glob string) error {
 
 // transferOpts are the flags of ferry transfer.
 type transferOpts struct {
-	recursive, verify, noVerify, preserve, deleteExtra, dryRun bool
+	recursive, verify, noVerify, preserve, deleteExtra, dryRun, encrypt bool
 
 	syncLevel, batch, label, deadline, algorithm, submissionID, notify string
 	filters                                                            []api.FilterRule
@@ -79,7 +79,7 @@ func (o *transferOpts) request(src, dst string, batch io.Reader, now time.Time) 
 	t := api.Transfer{
 		DataType: "transfer", SubmissionID: o.submissionID, Label: o.label,
 		SourceEndpoint: s.ep, DestinationEndpoint: d.ep,
-		VerifyChecksum: o.verify && !o.noVerify, ChecksumAlgorithm: o.algorithm, PreserveTimestamp: o.preserve,
+		VerifyChecksum: o.verify && !o.noVerify, ChecksumAlgorithm: o.algorithm, PreserveTimestamp: o.preserve, EncryptData: o.encrypt,
 		DeleteDestinationExtra: o.deleteExtra, FilterRules: o.filters,
 	}
 	if t.SyncLevel, err = parseSyncLevel(o.syncLevel); err != nil {
@@ -233,6 +233,7 @@ func (c *cli) printDryRun(cmd *cobra.Command, t api.Transfer) error {
 		add(t.Label != "", "label %q", t.Label)
 		add(t.SyncLevel != nil, "sync level %s", syncName(t.SyncLevel))
 		add(t.VerifyChecksum, "verify checksums")
+		add(t.EncryptData, "encrypt data")
 		add(t.ChecksumAlgorithm != "", "checksum algorithm %s", t.ChecksumAlgorithm)
 		add(t.PreserveTimestamp, "preserve timestamps")
 		add(t.DeleteDestinationExtra, "delete destination extras")
@@ -301,6 +302,7 @@ command line may then be left out, and relative batch paths are under them.`,
 	f.StringVar(&o.deadline, "deadline", "", "give up then: a duration from now (2h) or an RFC 3339 time (default: the service's)")
 	f.BoolVar(&o.verify, "verify-checksum", true, "compare checksums at both ends")
 	f.BoolVar(&o.noVerify, "no-verify-checksum", false, "do not compare checksums")
+	f.BoolVar(&o.encrypt, "encrypt-data", false, "encrypt the data channels (both endpoints must be ferry servers; theirs are always authenticated)")
 	f.StringVar(&o.algorithm, "checksum-algorithm", "", "MD5, ADLER32, SHA1, SHA256, SHA512, CRC32C or XXH128 (default: the fastest both ends have)")
 	f.BoolVar(&o.preserve, "preserve-timestamp", false, "give copies the source's modification time")
 	f.BoolVar(&o.deleteExtra, "delete-destination-extra", false, "delete destination files the source does not have (with -r)")

@@ -117,7 +117,7 @@ type Transfer struct {
 	VerifyChecksum         bool         `json:"verify_checksum,omitempty"`
 	ChecksumAlgorithm      string       `json:"checksum_algorithm,omitempty"` // MD5, ADLER32, SHA1, ...; "" lets the endpoints choose
 	PreserveTimestamp      bool         `json:"preserve_timestamp,omitempty"`
-	EncryptData            bool         `json:"encrypt_data,omitempty"` // not supported: true is refused
+	EncryptData            bool         `json:"encrypt_data,omitempty"` // both endpoints must be ferry servers
 	DeleteDestinationExtra bool         `json:"delete_destination_extra,omitempty"`
 	Deadline               time.Time    `json:"deadline,omitzero"`
 	FilterRules            []FilterRule `json:"filter_rules,omitempty"`
@@ -229,6 +229,7 @@ type Task struct {
 	SyncLevel              *int         `json:"sync_level,omitempty"`
 	VerifyChecksum         bool         `json:"verify_checksum"`
 	ChecksumAlgorithm      string       `json:"checksum_algorithm,omitempty"`
+	EncryptData            bool         `json:"encrypt_data"`
 	PreserveTimestamp      bool         `json:"preserve_timestamp"`
 	DeleteDestinationExtra bool         `json:"delete_destination_extra"`
 	FilterRules            []FilterRule `json:"filter_rules,omitempty"`

@@ -156,6 +156,7 @@ type Options struct {
 	SyncLevel              int          `json:"sync_level"`
 	VerifyChecksum         bool         `json:"verify_checksum"`
 	ChecksumAlgorithm      string       `json:"checksum_algorithm,omitempty"`
+	EncryptData            bool         `json:"encrypt_data,omitempty"`
 	PreserveTimestamp      bool         `json:"preserve_timestamp"`
 	DeleteDestinationExtra bool         `json:"delete_destination_extra"`
 	FilterRules            []FilterRule `json:"filter_rules,omitempty"`
@@ -345,5 +346,6 @@ type FileOps interface {
 	// (a missing source, a directory without recursion, a destination
 	// that is the source or inside it, a file where a directory is
 	// needed), with a message naming the endpoint.
-	CheckTransfer(ctx context.Context, src, dst Endpoint, srcLogin, dstLogin Login, items []Item) error
+	// With EncryptData in o, both endpoints must be able to encrypt.
+	CheckTransfer(ctx context.Context, src, dst Endpoint, srcLogin, dstLogin Login, items []Item, o Options) error
 }

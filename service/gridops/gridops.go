@@ -86,10 +86,11 @@ func Engine(ep domain.Endpoint, sv Server, l domain.Login) engine.Endpoint {
 // CheckTransfer looks up the items of a transfer from src to dst at both
 // ends, on their first servers, as the engine does before it writes
 // anything (engine.Check). An item that cannot be copied is EInvalid, or
-// ENotFound for a missing source, with a message naming the endpoint;
+// ENotFound for a missing source, with a message naming the endpoint (and
+// EInvalid for encryption that the endpoints cannot do);
 // EUnauthorized for a refused login, EUnavailable when an end does not
 // answer.
-func (o *Ops) CheckTransfer(ctx context.Context, src, dst domain.Endpoint, sl, dl domain.Login, items []domain.Item) error {
+func (o *Ops) CheckTransfer(ctx context.Context, src, dst domain.Endpoint, sl, dl domain.Login, items []domain.Item, opts domain.Options) error {
 	var ends [2]engine.Endpoint
 	for i, ep := range []domain.Endpoint{src, dst} {
 		servers, err := Servers(ep, o.Agents)
@@ -102,9 +103,13 @@ func (o *Ops) CheckTransfer(ctx context.Context, src, dst domain.Endpoint, sl, d
 	for i, it := range items {
 		eitems[i] = engine.Item{Src: it.Src, Dst: it.Dst, Recursive: it.Recursive}
 	}
-	err := engine.Check(ctx, ends[0], ends[1], eitems, engine.Options{})
+	err := engine.Check(ctx, ends[0], ends[1], eitems, engine.Options{Encrypt: opts.EncryptData})
 	if ie, ok := errors.AsType[*engine.ItemError](err); ok {
 		return ItemErr(ie, src, dst)
+	}
+	if errors.Is(err, engine.ErrNoEncryption) {
+		return domain.Errorf(domain.EInvalid, "encrypt_data: %s and %s cannot encrypt their data channels: %v",
+			src.DisplayName(), dst.DisplayName(), err)
 	}
 	return Err("check", "the transfer's paths", err)
 }

@@ -291,7 +291,7 @@ func (f *fakeOps) Delete(ctx context.Context, ep domain.Endpoint, l domain.Login
 	return f.do(ep, l, "delete "+p)
 }
 
-func (f *fakeOps) CheckTransfer(ctx context.Context, src, dst domain.Endpoint, sl, dl domain.Login, items []domain.Item) error {
+func (f *fakeOps) CheckTransfer(ctx context.Context, src, dst domain.Endpoint, sl, dl domain.Login, items []domain.Item, o domain.Options) error {
 	if err := f.do(src, sl, "check transfer"); err != nil {
 		return err
 	}

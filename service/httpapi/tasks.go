@@ -111,15 +111,13 @@ func (s *Server) transfer(w http.ResponseWriter, r *http.Request, c *call) error
 		}
 		o.SyncLevel = *req.SyncLevel
 	}
-	if req.EncryptData {
-		return domain.Errorf(domain.EInvalid, "encrypt_data: data channel encryption is not supported yet")
-	}
 	if req.ChecksumAlgorithm != "" {
 		if o.ChecksumAlgorithm, err = checksum.Canonical(req.ChecksumAlgorithm); err != nil {
 			return domain.Errorf(domain.EInvalid, "checksum_algorithm %q: want one of %s", req.ChecksumAlgorithm, strings.Join(checksum.Names(), ", "))
 		}
 	}
 	o.VerifyChecksum = req.VerifyChecksum
+	o.EncryptData = req.EncryptData
 	o.PreserveTimestamp = req.PreserveTimestamp
 	o.DeleteDestinationExtra = req.DeleteDestinationExtra
 	for i, f := range req.FilterRules {
@@ -151,7 +149,7 @@ func (s *Server) transfer(w http.ResponseWriter, r *http.Request, c *call) error
 		return err
 	}
 	t.SrcEndpoint, t.DstEndpoint = src.ID, dst.ID
-	if err := s.checkTransfer(r, c, src, dst, t.Items); err != nil {
+	if err := s.checkTransfer(r, c, src, dst, t.Items, t.Options); err != nil {
 		return err
 	}
 	return s.submit(w, r, c, &t)
@@ -168,7 +166,7 @@ const checkItems = 100
 // within CheckWithin. An endpoint that does not answer in time, or that
 // is not activated, leaves the question to the task's first listing,
 // which fails it with the same message.
-func (s *Server) checkTransfer(r *http.Request, c *call, src, dst domain.Endpoint, items []domain.Item) error {
+func (s *Server) checkTransfer(r *http.Request, c *call, src, dst domain.Endpoint, items []domain.Item, o domain.Options) error {
 	if sameStorage(src, dst) {
 		for _, it := range items {
 			if err := overlap(it, dst); err != nil {
@@ -193,7 +191,7 @@ func (s *Server) checkTransfer(r *http.Request, c *call, src, dst domain.Endpoin
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), within)
 	defer cancel()
-	err := s.Ops.CheckTransfer(ctx, src, dst, logins[0], logins[1], items[:min(len(items), checkItems)])
+	err := s.Ops.CheckTransfer(ctx, src, dst, logins[0], logins[1], items[:min(len(items), checkItems)], o)
 	switch domain.ErrorCode(err) {
 	case domain.EInvalid, domain.ENotFound:
 		return err
@@ -348,7 +346,7 @@ func (s *Server) taskDoc(t domain.Task, names func(string) string) api.Task {
 		SubtasksTotal: t.Files, SubtasksSucceeded: t.FilesTransferred + t.FilesSkipped,
 		SubtasksFailed: t.FilesFailed,
 
-		VerifyChecksum: o.VerifyChecksum, ChecksumAlgorithm: o.ChecksumAlgorithm,
+		VerifyChecksum: o.VerifyChecksum, ChecksumAlgorithm: o.ChecksumAlgorithm, EncryptData: o.EncryptData,
 		PreserveTimestamp: o.PreserveTimestamp, DeleteDestinationExtra: o.DeleteDestinationExtra,
 		NotifyOnSucceeded: o.NotifyOnSucceeded, NotifyOnFailed: o.NotifyOnFailed,
 		NotifyOnInactive: o.NotifyOnInactive, IgnoreMissing: o.IgnoreMissing,

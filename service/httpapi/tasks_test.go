@@ -54,7 +54,6 @@ func TestTransferRefused(t *testing.T) {
 		{"sync level 4", body(`"sync_level":4`), 400, "sync_level"},
 		{"sync level -1", body(`"sync_level":-1`), 400, "sync_level"},
 		{"sync level as a word", body(`"sync_level":"checksum"`), 400, "malformed JSON"},
-		{"encrypt_data", body(`"encrypt_data":true`), 400, "encrypt_data"},
 		{"checksum algorithm", body(`"checksum_algorithm":"CRC64"`), 400, "checksum_algorithm"},
 		{"filter method", body(`"filter_rules":[{"method":"drop","name":"*.tmp"}]`), 400, "method"},
 		{"filter glob", body(`"filter_rules":[{"method":"exclude","name":"[a"}]`), 400, "glob"},

@@ -541,6 +541,7 @@ func (r *run) options(deadline time.Time, unsure bool) engine.Options {
 		Restart:       r.p.restartOf,
 		SyncLevel:     level,
 		Verify:        o.VerifyChecksum,
+		Encrypt:       o.EncryptData,
 		Algorithm:     o.ChecksumAlgorithm,
 		PreserveMtime: o.PreserveTimestamp,
 		Deadline:      deadline,
