@@ -674,7 +674,7 @@ func (r *run) finish(parent context.Context, e ending) {
 	if e.recheck != "" {
 		r.recheck(ctx, e.nice, e.recheck)
 	}
-	r.notify(ctx, e.status)
+	r.notify(ctx, e.status, e.nice)
 }
 
 // recheck turns a task paused with the nice status ACTIVE again when what
@@ -704,7 +704,7 @@ func (r *run) recheck(ctx context.Context, nice, endpointID string) {
 }
 
 // notify tells the user, when the task asks for it.
-func (r *run) notify(ctx context.Context, status string) {
+func (r *run) notify(ctx context.Context, status, nice string) {
 	o := r.task.Options
 	want := status == domain.StatusSucceeded && o.NotifyOnSucceeded ||
 		status == domain.StatusFailed && o.NotifyOnFailed ||
@@ -713,6 +713,9 @@ func (r *run) notify(ctx context.Context, status string) {
 		return
 	}
 	t, err := r.w.Store.TaskByID(ctx, r.task.ID)
+	// The notice is of this ending, whatever the task is by now (a user
+	// may have resumed it already).
+	t.Status, t.NiceStatus = status, nice
 	if err == nil {
 		err = r.w.Notify.Notify(ctx, r.user, t)
 	}
