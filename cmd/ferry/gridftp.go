@@ -22,16 +22,20 @@ import (
 func newGridFTPCmd() *cobra.Command {
 	var (
 		root, listen, pwFile, dataIf, portRange, logLevel string
-		anonymous                                         bool
-		maxSessions                                       int
+		anonymous, anonymousWrite                         bool
+		maxSessions, perAddress                           int
+		loginTimeout, idleTimeout                         time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "gridftp --root DIR [--listen HOST:PORT]",
 		Short: "Serve a directory tree to GridFTP and FTP clients",
 		Long: `Serve DIR as "/" to GridFTP clients (globus-url-copy, gfal2, FTS3, ferry copy) and
 plain FTP clients (lftp, curl). Sessions can never reach outside DIR.
-Logins: --anonymous accepts USER anonymous; --password-file accepts the users
-created with "ferry passwd". Stop with SIGTERM or Ctrl-C.`,
+Logins: --anonymous accepts USER anonymous, read-only unless --anonymous-write;
+--password-file accepts the users created with "ferry passwd". An account
+that fails 10 password logins in a row, or a client address that fails 30,
+waits 1 s before its next try, twice as long after each further failure, up
+to 5 min (421). Stop with SIGTERM or Ctrl-C.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if root == "" {
@@ -39,6 +43,12 @@ created with "ferry passwd". Stop with SIGTERM or Ctrl-C.`,
 			}
 			if !anonymous && pwFile == "" {
 				return errors.New("no login allowed: give --anonymous and/or --password-file")
+			}
+			if anonymousWrite && !anonymous {
+				return errors.New("--anonymous-write needs --anonymous")
+			}
+			if loginTimeout <= 0 || idleTimeout <= 0 || maxSessions < 0 || perAddress < 0 {
+				return errors.New("--login-timeout and --idle-timeout must be positive, session limits not negative")
 			}
 			log, err := newLogger(logLevel)
 			if err != nil {
@@ -48,7 +58,12 @@ created with "ferry passwd". Stop with SIGTERM or Ctrl-C.`,
 			if err != nil {
 				return err
 			}
-			srv := &server.Server{FS: fs, Anonymous: anonymous, MaxSessions: maxSessions, Logger: log}
+			if perAddress == 0 {
+				perAddress = -1 // the flag's 0 is the field's "no limit"
+			}
+			srv := &server.Server{FS: fs, Anonymous: anonymous, AnonymousWrite: anonymousWrite,
+				MaxSessions: maxSessions, MaxSessionsPerAddress: perAddress,
+				LoginTimeout: loginTimeout, IdleTimeout: idleTimeout, Logger: log}
 			if pwFile != "" {
 				pw, err := passwd.Load(pwFile)
 				if err != nil {
@@ -80,11 +95,15 @@ created with "ferry passwd". Stop with SIGTERM or Ctrl-C.`,
 	f := cmd.Flags()
 	f.StringVar(&root, "root", "", "directory to serve as /")
 	f.StringVar(&listen, "listen", "127.0.0.1:2811", "control channel address")
-	f.BoolVar(&anonymous, "anonymous", false, "allow anonymous logins")
+	f.BoolVar(&anonymous, "anonymous", false, "allow anonymous logins (read-only)")
+	f.BoolVar(&anonymousWrite, "anonymous-write", false, "let anonymous sessions write, delete and rename")
 	f.StringVar(&pwFile, "password-file", "", "password file made with 'ferry passwd'")
 	f.StringVar(&dataIf, "data-interface", "", "IP address for data connections (default: the control connection's)")
 	f.StringVar(&portRange, "port-range", "", "passive data ports LO-HI")
 	f.IntVar(&maxSessions, "max-sessions", 0, "concurrent sessions (0: unlimited)")
+	f.IntVar(&perAddress, "max-sessions-per-address", 64, "concurrent sessions from one client address, an IPv6 /64 (0: unlimited)")
+	f.DurationVar(&loginTimeout, "login-timeout", 30*time.Second, "time a connection has to log in")
+	f.DurationVar(&idleTimeout, "idle-timeout", 30*time.Minute, "a session with no command for this long is closed (transfers keep it open)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
 }

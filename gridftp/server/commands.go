@@ -25,9 +25,10 @@ const (
 // handler is one row of the command table; fn returns false to end the
 // session.
 type handler struct {
-	fn   func(ss *session, arg string) bool
-	open bool    // allowed before login
-	arg  argRule // argument checked before fn runs
+	fn    func(ss *session, arg string) bool
+	open  bool    // allowed before login
+	arg   argRule // argument checked before fn runs
+	write bool    // changes the tree: refused to read-only sessions
 }
 
 // commands is the table of verbs; each row names a handleXXX method.
@@ -45,7 +46,7 @@ func init() {
 		"TYPE": {fn: (*session).handleTYPE, arg: argRequired},
 		"STRU": {fn: (*session).handleSTRU, arg: argRequired},
 		"MODE": {fn: (*session).handleMODE, arg: argRequired},
-		"ALLO": {fn: (*session).handleALLO},
+		"ALLO": {fn: (*session).handleALLO, write: true},
 		"PASV": {fn: (*session).handlePASV},
 		"EPSV": {fn: (*session).handleEPSV},
 		"SPAS": {fn: (*session).handleSPAS},
@@ -55,21 +56,21 @@ func init() {
 		"REST": {fn: (*session).handleREST, arg: argRequired},
 		"RETR": {fn: (*session).handleRETR, arg: argRequired},
 		"ERET": {fn: (*session).handleERET, arg: argRequired},
-		"STOR": {fn: (*session).handleSTOR, arg: argRequired},
-		"ESTO": {fn: (*session).handleESTO, arg: argRequired},
-		"APPE": {fn: (*session).handleAPPE, arg: argRequired},
+		"STOR": {fn: (*session).handleSTOR, arg: argRequired, write: true},
+		"ESTO": {fn: (*session).handleESTO, arg: argRequired, write: true},
+		"APPE": {fn: (*session).handleAPPE, arg: argRequired, write: true},
 		"LIST": {fn: (*session).handleLIST},
 		"NLST": {fn: (*session).handleNLST},
 		"MLSD": {fn: (*session).handleMLSD},
 		"MLST": {fn: (*session).handleMLST},
 		"SIZE": {fn: (*session).handleSIZE, arg: argRequired},
 		"MDTM": {fn: (*session).handleMDTM, arg: argRequired},
-		"MFMT": {fn: (*session).handleMFMT, arg: argRequired},
-		"DELE": {fn: (*session).handleDELE, arg: argRequired},
-		"MKD":  {fn: (*session).handleMKD, arg: argRequired},
-		"RMD":  {fn: (*session).handleRMD, arg: argRequired},
-		"RNFR": {fn: (*session).handleRNFR, arg: argRequired},
-		"RNTO": {fn: (*session).handleRNTO, arg: argRequired},
+		"MFMT": {fn: (*session).handleMFMT, arg: argRequired, write: true},
+		"DELE": {fn: (*session).handleDELE, arg: argRequired, write: true},
+		"MKD":  {fn: (*session).handleMKD, arg: argRequired, write: true},
+		"RMD":  {fn: (*session).handleRMD, arg: argRequired, write: true},
+		"RNFR": {fn: (*session).handleRNFR, arg: argRequired, write: true},
+		"RNTO": {fn: (*session).handleRNTO, arg: argRequired, write: true},
 		"CWD":  {fn: (*session).handleCWD, arg: argRequired},
 		"CDUP": {fn: (*session).handleCDUP, arg: argNone},
 		"PWD":  {fn: (*session).handlePWD, arg: argNone},
@@ -111,9 +112,21 @@ func (ss *session) handlePASS(arg string) bool {
 		return true
 	case ss.srv.Anonymous && isAnonymous(ss.user):
 		ss.user = "anonymous"
-		ss.loggedIn = true
-	case ss.srv.Auth != nil && ss.srv.Auth.Check(ss.user, arg):
-		ss.loggedIn = true
+		ss.loggedIn, ss.readOnly = true, !ss.srv.AnonymousWrite
+	default:
+		if wait := ss.loginWait(); wait > 0 {
+			// The password is not even checked: a guess made now tells
+			// nothing, whatever it is.
+			ss.log.Warn("login refused: too many failures", "user", ss.user, "wait", wait)
+			ss.replyf(gridftp.CodeNotAvailable, "Too many failed logins; try again in %v.", (wait + time.Second - 1).Truncate(time.Second))
+			return false
+		}
+		ss.loggedIn, ss.readOnly = ss.srv.Auth != nil && ss.srv.Auth.Check(ss.user, arg), false
+		if ss.loggedIn {
+			ss.srv.loginThrottle().Clear(accountKey(ss.user))
+		} else {
+			ss.srv.loginThrottle().Fail(accountKey(ss.user), addressThrottleKey(ss.addr))
+		}
 	}
 	if !ss.loggedIn {
 		ss.failures++
@@ -121,9 +134,22 @@ func (ss *session) handlePASS(arg string) bool {
 		ss.reply(gridftp.CodeNotLoggedIn, "Login incorrect.")
 		return ss.failures < maxLoginFailures
 	}
+	ss.loggedInOnce.Store(true)
 	ss.log.Info("login", "user", ss.user)
 	ss.replyf(gridftp.CodeLoggedIn, "User %s logged in.", ss.user)
 	return true
+}
+
+// Keys of the login throttle: accounts and client addresses apart.
+func accountKey(user string) string         { return "user " + user }
+func addressThrottleKey(addr string) string { return "addr " + addr }
+
+// loginWait is how long a password login of the session's user, from its
+// address, must still wait. An address may fail three times as often as an
+// account: many users may share it.
+func (ss *session) loginWait() time.Duration {
+	th, free := ss.srv.loginThrottle(), ss.srv.loginFailures()
+	return max(th.Wait(accountKey(ss.user), free), th.Wait(addressThrottleKey(ss.addr), 3*free))
 }
 
 func (ss *session) handleQUIT(string) bool {

@@ -36,8 +36,8 @@ type testEnv struct {
 	outside string
 }
 
-// startServer starts a server with anonymous logins on a fresh tree;
-// configure adjusts it before it serves.
+// startServer starts a server with anonymous logins that may write on a
+// fresh tree; configure adjusts it before it serves.
 func startServer(t testing.TB, configure ...func(*server.Server)) *testEnv {
 	t.Helper()
 	parent := t.TempDir()
@@ -52,10 +52,11 @@ func startServer(t testing.TB, configure ...func(*server.Server)) *testEnv {
 		t.Fatal(err)
 	}
 	env.srv = &server.Server{
-		FS:          fsys,
-		Anonymous:   true,
-		DataTimeout: 3 * time.Second,
-		IdleTimeout: time.Minute,
+		FS:             fsys,
+		Anonymous:      true,
+		AnonymousWrite: true,
+		DataTimeout:    3 * time.Second,
+		IdleTimeout:    time.Minute,
 	}
 	for _, f := range configure {
 		f(env.srv)
@@ -146,7 +147,19 @@ func (e *testEnv) dial() *ctl {
 // dialRaw connects without reading anything.
 func (e *testEnv) dialRaw() *ctl {
 	e.t.Helper()
-	c, err := net.DialTimeout("tcp", e.addr, replyTimeout)
+	return e.dialFrom("")
+}
+
+// dialFrom connects from a local address of the loopback network
+// ("127.0.0.2"; "" for any), without reading anything: each is a client
+// address of its own to the server.
+func (e *testEnv) dialFrom(ip string) *ctl {
+	e.t.Helper()
+	d := net.Dialer{Timeout: replyTimeout}
+	if ip != "" {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(ip)}
+	}
+	c, err := d.Dial("tcp", e.addr)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -26,6 +26,7 @@ import (
 
 	"ferry/gridftp"
 	"ferry/storage"
+	"ferry/throttle"
 )
 
 // Version is reported in the banner and by SITE VERSION.
@@ -43,6 +44,24 @@ type Server struct {
 	FS        storage.Driver // the tree every session sees as "/"
 	Auth      Authenticator  // password logins; nil allows none
 	Anonymous bool           // accept USER anonymous / ftp with any password
+	// AnonymousWrite lets anonymous sessions change the tree; without it
+	// they only read, and every verb that writes is refused (writeVerbs).
+	AnonymousWrite bool
+
+	// Logins slows down password guessing: an account that failed
+	// LoginFailures times in a row (default 10), or a client address that
+	// failed three times as often (many users may share one), waits 1 s,
+	// then twice as long after each further failure, up to 5 min; a PASS
+	// while it waits gets 421 and the session ends. nil: a Throttle of
+	// the defaults. Anonymous logins are never throttled.
+	Logins        *throttle.Throttle
+	LoginFailures int
+	// LoginTimeout is how long a connection may take to log in; default
+	// 30 s.
+	LoginTimeout time.Duration
+	// MaxSessionsPerAddress bounds the sessions of one client address (an
+	// IPv6 /64); 0 means 64, negative means no limit.
+	MaxSessionsPerAddress int
 
 	// DataInterface is the address data listeners bind to and PASV
 	// announces; invalid means the control connection's local address.
@@ -69,7 +88,9 @@ type Server struct {
 	wg       sync.WaitGroup
 	poolOnce sync.Once
 	pool     *gridftp.BufferPool
-	sums     sumCache // live checksums (livesum.go)
+	perAddr  map[string]int    // open sessions by addressKey
+	logins   throttle.Throttle // when Logins is nil
+	sums     sumCache          // live checksums (livesum.go)
 }
 
 // ErrServerClosed is returned by Serve after Close.
@@ -82,8 +103,9 @@ func (s *Server) logger() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-func (s *Server) idleTimeout() time.Duration { return durationOr(s.IdleTimeout, 30*time.Minute) }
-func (s *Server) dataTimeout() time.Duration { return durationOr(s.DataTimeout, 60*time.Second) }
+func (s *Server) idleTimeout() time.Duration  { return durationOr(s.IdleTimeout, 30*time.Minute) }
+func (s *Server) loginTimeout() time.Duration { return durationOr(s.LoginTimeout, 30*time.Second) }
+func (s *Server) dataTimeout() time.Duration  { return durationOr(s.DataTimeout, 60*time.Second) }
 func (s *Server) markerInterval() time.Duration {
 	return durationOr(s.MarkerInterval, 5*time.Second)
 }
@@ -93,6 +115,30 @@ func (s *Server) blockSize() int {
 		return s.BlockSize
 	}
 	return 1 << 20
+}
+
+// loginThrottle is Logins, or the server's own default.
+func (s *Server) loginThrottle() *throttle.Throttle {
+	if s.Logins != nil {
+		return s.Logins
+	}
+	return &s.logins
+}
+
+// loginFailures is how many failed logins in a row an account may make
+// before it waits.
+func (s *Server) loginFailures() int { return intOr(s.LoginFailures, 10) }
+
+// perAddressLimit is MaxSessionsPerAddress with its default; 0: no limit.
+func (s *Server) perAddressLimit() int {
+	return max(intOr(s.MaxSessionsPerAddress, 64), 0)
+}
+
+func intOr(n, def int) int {
+	if n != 0 {
+		return n
+	}
+	return def
 }
 
 func durationOr(d, def time.Duration) time.Duration {
@@ -124,6 +170,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	if s.lns == nil {
 		s.lns = map[net.Listener]struct{}{}
 		s.sessions = map[*session]struct{}{}
+		s.perAddr = map[string]int{}
 	}
 	s.lns[ln] = struct{}{}
 	s.mu.Unlock()
@@ -151,21 +198,19 @@ func (s *Server) Serve(ln net.Listener) error {
 }
 
 func (s *Server) startSession(c net.Conn) {
-	n := s.active.Add(1)
-	if s.MaxSessions > 0 && n > int64(s.MaxSessions) {
-		s.active.Add(-1)
+	addr := addressKey(c.RemoteAddr())
+	if why := s.admit(addr); why != "" {
 		c.SetWriteDeadline(time.Now().Add(5 * time.Second))
-		gridftp.Reply{Code: gridftp.CodeNotAvailable, Lines: []string{
-			fmt.Sprintf("Too many sessions (limit %d); try again later.", s.MaxSessions)}}.WriteTo(c)
+		gridftp.Reply{Code: gridftp.CodeNotAvailable, Lines: []string{why}}.WriteTo(c)
 		c.Close()
-		s.logger().Warn("session refused: limit reached", "remote", c.RemoteAddr().String(), "limit", s.MaxSessions)
+		s.logger().Warn("session refused", "remote", c.RemoteAddr().String(), "why", why)
 		return
 	}
-	ss := newSession(s, c)
+	ss := newSession(s, c, addr)
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		s.active.Add(-1)
+		s.leave(addr)
 		c.Close()
 		return
 	}
@@ -178,8 +223,49 @@ func (s *Server) startSession(c net.Conn) {
 		s.mu.Lock()
 		delete(s.sessions, ss)
 		s.mu.Unlock()
-		s.active.Add(-1)
+		s.leave(addr)
 	}()
+}
+
+// admit counts a new session from addr in, or says why it is refused:
+// the server's or the address's limit is reached.
+func (s *Server) admit(addr string) (refusal string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.MaxSessions > 0 && s.active.Load() >= int64(s.MaxSessions) {
+		return fmt.Sprintf("Too many sessions (limit %d); try again later.", s.MaxSessions)
+	}
+	if limit := s.perAddressLimit(); limit > 0 && s.perAddr[addr] >= limit {
+		return fmt.Sprintf("Too many sessions from your address (limit %d); try again later.", limit)
+	}
+	s.active.Add(1)
+	s.perAddr[addr]++
+	return ""
+}
+
+// leave counts a session from addr out.
+func (s *Server) leave(addr string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.active.Add(-1)
+	if s.perAddr[addr]--; s.perAddr[addr] <= 0 {
+		delete(s.perAddr, addr)
+	}
+}
+
+// addressKey names the client address of a session for its limits: the IP
+// address, or for IPv6 its /64, which one host or site commonly holds.
+func addressKey(a net.Addr) string {
+	ap, err := netip.ParseAddrPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	ip := ap.Addr().Unmap()
+	if ip.Is6() {
+		p, _ := ip.Prefix(64)
+		return p.String()
+	}
+	return ip.String()
 }
 
 // Close stops the listeners and ends every session at once.
