@@ -123,7 +123,8 @@ func (c *ftpClient) transferIn(line string) ([]byte, int, string) {
 	return data, code, msg
 }
 
-// transferOut runs a command that takes data from us (STOR, APPE).
+// transferOut runs a command that takes data from us (STOR, APPE) and
+// returns its final reply, past any markers.
 func (c *ftpClient) transferOut(line string, data []byte) (int, string) {
 	c.t.Helper()
 	dc := c.pasv()
@@ -134,7 +135,9 @@ func (c *ftpClient) transferOut(line string, data []byte) (int, string) {
 	}
 	dc.Write(data)
 	dc.Close()
-	return c.read()
+	for code, msg = c.read(); code < 200; code, msg = c.read() {
+	}
+	return code, msg
 }
 
 // TestGCTRawClient checks the raw client itself against GCT: login, TYPE,

@@ -22,8 +22,9 @@ import (
 func newGridFTPCmd() *cobra.Command {
 	var (
 		root, listen, pwFile, dataIf, portRange, logLevel string
+		maxFileSize, checksumHoles                        string
 		anonymous, anonymousWrite                         bool
-		maxSessions, perAddress                           int
+		maxSessions, perAddress, maxStreams               int
 		loginTimeout, idleTimeout                         time.Duration
 	)
 	cmd := &cobra.Command{
@@ -47,8 +48,16 @@ to 5 min (421). Stop with SIGTERM or Ctrl-C.`,
 			if anonymousWrite && !anonymous {
 				return errors.New("--anonymous-write needs --anonymous")
 			}
-			if loginTimeout <= 0 || idleTimeout <= 0 || maxSessions < 0 || perAddress < 0 {
-				return errors.New("--login-timeout and --idle-timeout must be positive, session limits not negative")
+			if loginTimeout <= 0 || idleTimeout <= 0 || maxSessions < 0 || perAddress < 0 || maxStreams < 1 {
+				return errors.New("--login-timeout, --idle-timeout and --max-streams must be positive, session limits not negative")
+			}
+			sizeLimit, err := sizeFlag("--max-file-size", maxFileSize)
+			if err != nil {
+				return err
+			}
+			holes, err := sizeFlag("--max-checksum-holes", checksumHoles)
+			if err != nil {
+				return err
 			}
 			log, err := newLogger(logLevel)
 			if err != nil {
@@ -58,12 +67,10 @@ to 5 min (421). Stop with SIGTERM or Ctrl-C.`,
 			if err != nil {
 				return err
 			}
-			if perAddress == 0 {
-				perAddress = -1 // the flag's 0 is the field's "no limit"
-			}
 			srv := &server.Server{FS: fs, Anonymous: anonymous, AnonymousWrite: anonymousWrite,
-				MaxSessions: maxSessions, MaxSessionsPerAddress: perAddress,
-				LoginTimeout: loginTimeout, IdleTimeout: idleTimeout, Logger: log}
+				MaxSessions: maxSessions, MaxSessionsPerAddress: noLimit(perAddress),
+				LoginTimeout: loginTimeout, IdleTimeout: idleTimeout,
+				MaxFileSize: sizeLimit, ChecksumHoles: holes, MaxStreams: maxStreams, Logger: log}
 			if pwFile != "" {
 				pw, err := passwd.Load(pwFile)
 				if err != nil {
@@ -104,6 +111,9 @@ to 5 min (421). Stop with SIGTERM or Ctrl-C.`,
 	f.IntVar(&perAddress, "max-sessions-per-address", 64, "concurrent sessions from one client address, an IPv6 /64 (0: unlimited)")
 	f.DurationVar(&loginTimeout, "login-timeout", 30*time.Second, "time a connection has to log in")
 	f.DurationVar(&idleTimeout, "idle-timeout", 30*time.Minute, "a session with no command for this long is closed (transfers keep it open)")
+	f.StringVar(&maxFileSize, "max-file-size", "16T", "largest file, size or offset a client may write, e.g. 500G (0: no limit)")
+	f.StringVar(&checksumHoles, "max-checksum-holes", "4G", "most bytes of holes (of a sparse file) one checksum hashes (0: no limit)")
+	f.IntVar(&maxStreams, "max-streams", 64, "parallel data streams of one transfer")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
 }
@@ -120,6 +130,24 @@ func serveUntilDone(ctx context.Context, srv *server.Server, ln net.Listener) er
 	defer cancel()
 	srv.Shutdown(shut)
 	return nil
+}
+
+// sizeFlag reads a size flag that, like noLimit's, takes 0 for no limit.
+func sizeFlag(name, value string) (int64, error) {
+	n, err := parseSize(value)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", name, err)
+	}
+	return noLimit(n), nil
+}
+
+// noLimit turns a limit flag's 0, "no limit", into the server field's -1
+// (a field's 0 is its default).
+func noLimit[T int | int64](n T) T {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 func parsePortRange(s string) (lo, hi int, err error) {

@@ -258,7 +258,20 @@ func (ss *session) handleMODE(arg string) bool {
 	return true
 }
 
-func (ss *session) handleALLO(string) bool {
+// handleALLO takes "ALLO SIZE [R RECORD]" (RFC 959): nothing is reserved,
+// but a size past the largest file is refused at once.
+func (ss *session) handleALLO(arg string) bool {
+	if f := strings.Fields(arg); len(f) > 0 {
+		n, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil || n < 0 {
+			ss.reply(gridftp.CodeBadArguments, "ALLO: expected SIZE [R RECORD-SIZE].")
+			return true
+		}
+		if err := ss.checkSize(n); err != nil {
+			ss.errorReply("allocate", err)
+			return true
+		}
+	}
 	ss.reply(gridftp.CodeOK, "ALLO command successful.")
 	return true
 }
@@ -271,11 +284,19 @@ func (ss *session) handleREST(arg string) bool {
 			ss.reply(gridftp.CodeBadArguments, "Bad restart range list.")
 			return true
 		}
+		if err := ss.checkSize(rs.End()); err != nil {
+			ss.errorReply("restart", err)
+			return true
+		}
 		ss.restRanges, ss.restOffset = rs, 0
 	} else {
 		n, err := strconv.ParseInt(arg, 10, 64)
 		if err != nil || n < 0 {
 			ss.reply(gridftp.CodeBadArguments, "Bad restart offset.")
+			return true
+		}
+		if err := ss.checkSize(n); err != nil {
+			ss.errorReply("restart", err)
 			return true
 		}
 		ss.restOffset, ss.restRanges = n, gridftp.Ranges{}
@@ -463,31 +484,28 @@ func (ss *session) handleCKSM(arg string) bool {
 	return true
 }
 
-// checksum computes alg over a range of the file at p. ABOR interrupts it.
+// checksum computes alg over a range of the file at p; a length of -1
+// runs to the end the file has now, however it grows meanwhile. ABOR
+// interrupts it.
 func (ss *session) checksum(alg, p string, off, length int64) (string, error) {
 	if _, err := checksum.New(alg); err != nil {
 		return "", err
 	}
 	ctx, done := ss.transferContext()
 	defer done()
-	if length != 0 {
-		canon, _ := checksum.Canonical(alg)
-		n := length
-		if n < 0 {
-			if info, err := ss.srv.FS.Stat(ctx, p); err == nil {
-				n = info.Size - off
-			}
-		}
-		if sum, ok := ss.srv.sums.get(sumKey{path: p, off: off, n: n, alg: canon}); ok {
-			return sum, nil // hashed while the data moved
-		}
-	}
-	f, err := ss.srv.FS.Open(ctx, p)
+	info, err := ss.srv.FS.Stat(ctx, p)
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
-	return checksum.Sum(ctx, f, off, length, alg)
+	n := length
+	if n < 0 {
+		n = max(info.Size-off, 0)
+	}
+	canon, _ := checksum.Canonical(alg)
+	if sum, ok := ss.srv.sums.get(sumKey{path: p, off: off, n: n, alg: canon}); ok && n != 0 {
+		return sum, nil // hashed while the data moved
+	}
+	return ss.sum(ctx, alg, p, off, n)
 }
 
 func (ss *session) handleSCKS(arg string) bool {
@@ -515,7 +533,7 @@ func (ss *session) handleOPTS(arg string) bool {
 			return true
 		}
 		if o.Parallelism > 0 {
-			ss.parallel = o.Parallelism
+			ss.parallel = min(o.Parallelism, ss.srv.maxStreams())
 		}
 		if o.Markers > 0 {
 			ss.retrMarks = time.Duration(o.Markers) * time.Second

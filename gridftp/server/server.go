@@ -73,6 +73,24 @@ type Server struct {
 	// *net.TCPAddr): ferry connect listens on the service's relay.
 	Listen func() (net.Listener, error)
 
+	// MaxFileSize is the largest file a client may make: every size or
+	// offset it names (ALLO, REST, ESTO, SITE TRNC) or sends (MODE E
+	// blocks, data past it) beyond this is refused with 501
+	// FILE_TOO_LARGE. 0 means 16 TiB, negative means no limit.
+	MaxFileSize int64
+	// ChecksumHoles is the most bytes of holes (unwritten, sparse parts of
+	// a file) one checksum hashes, where the storage can tell; a CKSM, or
+	// the SCKS check of a STOR, over more is refused with 504. 0 means
+	// 4 GiB, negative means no limit.
+	ChecksumHoles int64
+	// MaxStreams bounds the data streams of one transfer: OPTS RETR
+	// Parallelism is lowered to it, and a receive that gets more fails.
+	// 0 means 64.
+	MaxStreams int
+	// SessionBuffers bounds the data buffers (BlockSize each) one
+	// session's transfer holds at once, whatever its streams; 0 means 32.
+	SessionBuffers int
+
 	MaxSessions    int           // concurrent sessions; 0 means unlimited
 	IdleTimeout    time.Duration // control channel idle limit; default 30 min
 	DataTimeout    time.Duration // wait for a data connection; default 60 s
@@ -133,6 +151,32 @@ func (s *Server) loginFailures() int { return intOr(s.LoginFailures, 10) }
 func (s *Server) perAddressLimit() int {
 	return max(intOr(s.MaxSessionsPerAddress, 64), 0)
 }
+
+// fileSizeLimit is MaxFileSize with its default; ok is false for no limit.
+func (s *Server) fileSizeLimit() (limit int64, ok bool) {
+	switch {
+	case s.MaxFileSize < 0:
+		return 0, false
+	case s.MaxFileSize == 0:
+		return 16 << 40, true
+	}
+	return s.MaxFileSize, true
+}
+
+// checksumHoles is ChecksumHoles with its default; ok is false for no
+// limit.
+func (s *Server) checksumHoles() (limit int64, ok bool) {
+	switch {
+	case s.ChecksumHoles < 0:
+		return 0, false
+	case s.ChecksumHoles == 0:
+		return 4 << 30, true
+	}
+	return s.ChecksumHoles, true
+}
+
+func (s *Server) maxStreams() int     { return max(intOr(s.MaxStreams, 64), 1) }
+func (s *Server) sessionBuffers() int { return max(intOr(s.SessionBuffers, 32), 1) }
 
 func intOr(n, def int) int {
 	if n != 0 {

@@ -69,6 +69,7 @@ type session struct {
 	storBuf    int    // SITE STORBUFSIZE
 	retrBuf    int    // SITE RETRBUFSIZE
 	data       dataChannel
+	buffers    *gridftp.BufferPool // the server's, Server.SessionBuffers at a time
 }
 
 type expectedSum struct{ alg, sum string }
@@ -85,6 +86,7 @@ func newSession(s *Server, c net.Conn, addr string) *session {
 		w:        bufio.NewWriterSize(c, 2048),
 		cwd:      "/",
 		parallel: 1,
+		buffers:  s.buffers().Limit(s.sessionBuffers()),
 	}
 }
 

@@ -98,6 +98,10 @@ func (ss *session) siteTRNC(arg string) {
 		ss.reply(gridftp.CodeBadArguments, "SITE TRNC: expected LENGTH PATH.")
 		return
 	}
+	if err := ss.checkSize(size); err != nil {
+		ss.errorReply("truncate", err)
+		return
+	}
 	ss.srv.sums.forget(ss.path(p), size, -1)
 	if err := ss.srv.FS.Truncate(ss.ctx, ss.path(p), size); err != nil {
 		ss.errorReply("truncate", err)
