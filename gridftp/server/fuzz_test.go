@@ -53,7 +53,7 @@ func FuzzModeEStream(f *testing.F) {
 		f.Add(s.a, s.b)
 	}
 	env := startServer(f, func(s *server.Server) {
-		s.DataTimeout = 100 * time.Millisecond
+		s.DataTimeout = 25 * time.Millisecond // an input that waits for a stream waits this long
 		s.BlockSize = 32 << 10
 	})
 	f.Fuzz(func(t *testing.T, a, b []byte) {
@@ -136,7 +136,7 @@ func FuzzControl(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	env := startServer(f, func(s *server.Server) {
-		s.DataTimeout = 50 * time.Millisecond
+		s.DataTimeout = 10 * time.Millisecond // PASV then RETR, with nobody connecting
 		s.MarkerInterval = time.Hour
 	})
 	env.file("f", []byte("0123456789abcdef"))

@@ -100,6 +100,10 @@ func (e *testEnv) content(name string) []byte {
 	return b
 }
 
+// pollInterval is how often waitSessions and settle look: short, since a
+// fuzz input waits for both (a millisecond each halved the rate).
+const pollInterval = 50 * time.Microsecond
+
 // waitSessions waits until the server holds n sessions.
 func (e *testEnv) waitSessions(n int) {
 	e.t.Helper()
@@ -108,7 +112,7 @@ func (e *testEnv) waitSessions(n int) {
 		if time.Now().After(deadline) {
 			e.t.Fatalf("server holds %d sessions, want %d", e.srv.Sessions(), n)
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(pollInterval)
 	}
 }
 
@@ -123,7 +127,7 @@ func settle(t testing.TB, base int) {
 			buf = buf[:runtime.Stack(buf, true)]
 			t.Fatalf("%d goroutines still running, want at most %d:\n%s", runtime.NumGoroutine(), base, buf)
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(pollInterval)
 	}
 }
 
