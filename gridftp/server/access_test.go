@@ -7,11 +7,10 @@ package server_test
 // others.
 
 import (
-	"crypto/sha256"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -20,36 +19,6 @@ import (
 	"ferry/gridftp/server"
 	"ferry/throttle"
 )
-
-// treeState describes every path below dir: type, mode, size, mtime and
-// content, one line each.
-func treeState(t testing.TB, dir string) string {
-	t.Helper()
-	var b strings.Builder
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		info, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(&b, "%s %v %d %v", p, info.Mode(), info.Size(), info.ModTime().UnixNano())
-		if info.Mode().IsRegular() {
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(&b, " %x", sha256.Sum256(data))
-		}
-		b.WriteString("\n")
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b.String()
-}
 
 // writeLines are commands that change the tree, each with a target that
 // exists or a name that does not.
@@ -71,7 +40,7 @@ func TestAnonymousReadOnly(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(env.root, "d", "empty"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	before := treeState(t, env.root)
+	before := snapshot(t, env.root)
 
 	c := env.login()
 	for _, mode := range []string{"S", "E"} {
@@ -86,8 +55,8 @@ func TestAnonymousReadOnly(t *testing.T) {
 			}
 		}
 	}
-	if after := treeState(t, env.root); after != before {
-		t.Fatalf("a read-only session changed the tree:\nbefore:\n%s\nafter:\n%s", before, after)
+	if after := snapshot(t, env.root); !reflect.DeepEqual(after, before) {
+		t.Fatalf("a read-only session changed the tree:\nbefore %v\nafter  %v", before, after)
 	}
 
 	// Reading still works.
@@ -165,15 +134,7 @@ func TestLoginBackoff(t *testing.T) {
 		s.Logins = &throttle.Throttle{Base: time.Second, Max: time.Minute, Now: clk.Now}
 		s.LoginFailures = 2 // an address: 6
 	})
-	want := func(r gridftp.Reply, code int, text string) {
-		t.Helper()
-		if r.Code != code || !strings.Contains(r.String(), text) {
-			t.Fatalf("got %q, want %d ...%s...", r.String(), code, text)
-		}
-	}
-
-	// Three wrong passwords for alice end one connection; the next
-	// connection finds the account waiting, even with her right password.
+	// Three wrong passwords for alice end one connection.
 	c := env.dialFrom("127.0.0.2")
 	c.read()
 	for i := range 3 {
@@ -181,51 +142,47 @@ func TestLoginBackoff(t *testing.T) {
 		c.expectText(fmt.Sprintf("PASS guess%d", i), "530 Login incorrect.")
 	}
 	c.expectClosed()
-	r, closed := loginAs(env, "127.0.0.2", "alice", "secret")
-	want(r, 421, "421 Too many failed logins; try again in 1s.")
-	if !closed {
-		t.Fatal("the session stayed open after the 421")
+	type step struct {
+		why            string
+		advance        time.Duration
+		ip, user, pass string
+		want           string // the PASS reply
 	}
-	// From elsewhere too: it is the account that waits.
-	r, _ = loginAs(env, "127.0.0.3", "alice", "secret")
-	want(r, 421, "try again in 1s")
-	// Other accounts log in, from that address too (it failed 3 of 6).
-	r, _ = loginAs(env, "127.0.0.3", "bob", "pw")
-	want(r, 230, "User bob logged in.")
-	r, _ = loginAs(env, "127.0.0.2", "bob", "pw")
-	want(r, 230, "User bob logged in.")
-	// So does anonymous, which has no password to guess.
-	r, _ = loginAs(env, "127.0.0.2", "anonymous", "x")
-	want(r, 230, "User anonymous logged in.")
-
-	// Each further failure doubles the wait.
-	for _, wait := range []string{"2s", "4s", "8s"} {
-		clk.advance(time.Minute)
-		r, _ = loginAs(env, "127.0.0.4", "alice", "wrong")
-		want(r, 530, "Login incorrect.")
-		r, _ = loginAs(env, "127.0.0.5", "alice", "secret")
-		want(r, 421, "try again in "+wait+".")
+	steps := []step{
+		{"the next connection finds the account waiting, even for her password", 0, "127.0.0.2", "alice", "secret",
+			"421 Too many failed logins; try again in 1s."},
+		{"from elsewhere too: the account waits", 0, "127.0.0.3", "alice", "secret", "421 Too many failed logins; try again in 1s."},
+		{"other accounts log in", 0, "127.0.0.3", "bob", "pw", "230 User bob logged in."},
+		{"from that address too (it failed 3 of 6)", 0, "127.0.0.2", "bob", "pw", "230 User bob logged in."},
+		{"anonymous has no password to guess", 0, "127.0.0.2", "anonymous", "x", "230 User anonymous logged in."},
+		{"each further failure doubles the wait", time.Minute, "127.0.0.4", "alice", "wrong", "530 Login incorrect."},
+		{"", 0, "127.0.0.5", "alice", "secret", "421 Too many failed logins; try again in 2s."},
+		{"", time.Minute, "127.0.0.4", "alice", "wrong", "530 Login incorrect."},
+		{"", 0, "127.0.0.5", "alice", "secret", "421 Too many failed logins; try again in 4s."},
+		{"", time.Minute, "127.0.0.4", "alice", "wrong", "530 Login incorrect."},
+		{"", 0, "127.0.0.5", "alice", "secret", "421 Too many failed logins; try again in 8s."},
+		{"once the wait is over the right password logs in", 8 * time.Second, "127.0.0.5", "alice", "secret", "230 User alice logged in."},
+		{"and clears the account", 0, "127.0.0.5", "alice", "wrong", "530 Login incorrect."},
+		{"", 0, "127.0.0.5", "alice", "secret", "230 User alice logged in."},
 	}
-	// Once the wait is over, the right password logs in and clears the
-	// account.
-	clk.advance(8 * time.Second)
-	r, _ = loginAs(env, "127.0.0.5", "alice", "secret")
-	want(r, 230, "User alice logged in.")
-	r, _ = loginAs(env, "127.0.0.5", "alice", "wrong")
-	want(r, 530, "Login incorrect.")
-	r, _ = loginAs(env, "127.0.0.5", "alice", "secret")
-	want(r, 230, "User alice logged in.")
-
 	// One guess at each of many accounts from one address: the address
 	// waits, for every account.
 	for i := range 7 {
-		r, _ = loginAs(env, "127.0.0.6", fmt.Sprint("user", i), "password")
-		want(r, 530, "Login incorrect.")
+		steps = append(steps, step{"a spray of accounts", 0, "127.0.0.6", fmt.Sprint("user", i), "password", "530 Login incorrect."})
 	}
-	r, _ = loginAs(env, "127.0.0.6", "bob", "pw")
-	want(r, 421, "try again in 1s.")
-	r, _ = loginAs(env, "127.0.0.7", "bob", "pw")
-	want(r, 230, "User bob logged in.")
+	steps = append(steps,
+		step{"the spraying address waits", 0, "127.0.0.6", "bob", "pw", "421 Too many failed logins; try again in 1s."},
+		step{"bob elsewhere does not", 0, "127.0.0.7", "bob", "pw", "230 User bob logged in."})
+	for _, st := range steps {
+		clk.advance(st.advance)
+		r, closed := loginAs(env, st.ip, st.user, st.pass)
+		if r.String() != st.want {
+			t.Fatalf("%s: %s from %s: %q, want %q", st.why, st.user, st.ip, r.String(), st.want)
+		}
+		if closed != strings.HasPrefix(st.want, "421") {
+			t.Fatalf("%s: the session closed: %v", st.why, closed)
+		}
+	}
 }
 
 // TestLoginTimeout: a connection that trickles a byte at a time but never

@@ -7,9 +7,11 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
 	"syscall"
 
 	"ferry/checksum"
+	"ferry/gridftp"
 	"ferry/storage"
 )
 
@@ -25,6 +27,21 @@ func (ss *session) checkSize(n int64) error {
 		return fmt.Errorf("%d bytes, more than %d: %w", n, limit, errTooLarge)
 	}
 	return nil
+}
+
+// sizeArg reads a size or offset argument of a command: a bad number gets
+// usage (501), one past the largest file the reply for op.
+func (ss *session) sizeArg(arg, op, usage string) (n int64, ok bool) {
+	n, err := strconv.ParseInt(arg, 10, 64)
+	if err != nil || n < 0 {
+		ss.reply(gridftp.CodeBadArguments, usage)
+		return 0, false
+	}
+	if err := ss.checkSize(n); err != nil {
+		ss.errorReply(op, err)
+		return 0, false
+	}
+	return n, true
 }
 
 // sizeCapped is a file that refuses writes past limit.

@@ -262,13 +262,7 @@ func (ss *session) handleMODE(arg string) bool {
 // but a size past the largest file is refused at once.
 func (ss *session) handleALLO(arg string) bool {
 	if f := strings.Fields(arg); len(f) > 0 {
-		n, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil || n < 0 {
-			ss.reply(gridftp.CodeBadArguments, "ALLO: expected SIZE [R RECORD-SIZE].")
-			return true
-		}
-		if err := ss.checkSize(n); err != nil {
-			ss.errorReply("allocate", err)
+		if _, ok := ss.sizeArg(f[0], "allocate", "ALLO: expected SIZE [R RECORD-SIZE]."); !ok {
 			return true
 		}
 	}
@@ -290,13 +284,8 @@ func (ss *session) handleREST(arg string) bool {
 		}
 		ss.restRanges, ss.restOffset = rs, 0
 	} else {
-		n, err := strconv.ParseInt(arg, 10, 64)
-		if err != nil || n < 0 {
-			ss.reply(gridftp.CodeBadArguments, "Bad restart offset.")
-			return true
-		}
-		if err := ss.checkSize(n); err != nil {
-			ss.errorReply("restart", err)
+		n, ok := ss.sizeArg(arg, "restart", "Bad restart offset.")
+		if !ok {
 			return true
 		}
 		ss.restOffset, ss.restRanges = n, gridftp.Ranges{}

@@ -147,32 +147,20 @@ func (s *Server) loginThrottle() *throttle.Throttle {
 // before it waits.
 func (s *Server) loginFailures() int { return intOr(s.LoginFailures, 10) }
 
-// perAddressLimit is MaxSessionsPerAddress with its default; 0: no limit.
-func (s *Server) perAddressLimit() int {
-	return max(intOr(s.MaxSessionsPerAddress, 64), 0)
-}
+// Limits with their defaults; ok is false for no limit.
+func (s *Server) perAddressLimit() (int, bool) { return limitOr(s.MaxSessionsPerAddress, 64) }
+func (s *Server) fileSizeLimit() (int64, bool) { return limitOr(s.MaxFileSize, 16<<40) }
+func (s *Server) checksumHoles() (int64, bool) { return limitOr(s.ChecksumHoles, 4<<30) }
 
-// fileSizeLimit is MaxFileSize with its default; ok is false for no limit.
-func (s *Server) fileSizeLimit() (limit int64, ok bool) {
+// limitOr reads a limit field: 0 means def, negative means no limit.
+func limitOr[T int | int64](n, def T) (limit T, ok bool) {
 	switch {
-	case s.MaxFileSize < 0:
+	case n < 0:
 		return 0, false
-	case s.MaxFileSize == 0:
-		return 16 << 40, true
+	case n == 0:
+		return def, true
 	}
-	return s.MaxFileSize, true
-}
-
-// checksumHoles is ChecksumHoles with its default; ok is false for no
-// limit.
-func (s *Server) checksumHoles() (limit int64, ok bool) {
-	switch {
-	case s.ChecksumHoles < 0:
-		return 0, false
-	case s.ChecksumHoles == 0:
-		return 4 << 30, true
-	}
-	return s.ChecksumHoles, true
+	return n, true
 }
 
 func (s *Server) maxStreams() int     { return max(intOr(s.MaxStreams, 64), 1) }
@@ -279,7 +267,7 @@ func (s *Server) admit(addr string) (refusal string) {
 	if s.MaxSessions > 0 && s.active.Load() >= int64(s.MaxSessions) {
 		return fmt.Sprintf("Too many sessions (limit %d); try again later.", s.MaxSessions)
 	}
-	if limit := s.perAddressLimit(); limit > 0 && s.perAddr[addr] >= limit {
+	if limit, ok := s.perAddressLimit(); ok && s.perAddr[addr] >= limit {
 		return fmt.Sprintf("Too many sessions from your address (limit %d); try again later.", limit)
 	}
 	s.active.Add(1)

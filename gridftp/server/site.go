@@ -92,14 +92,14 @@ func (ss *session) siteUTIME(arg string) {
 }
 
 func (ss *session) siteTRNC(arg string) {
+	const usage = "SITE TRNC: expected LENGTH PATH."
 	n, p, ok := strings.Cut(arg, " ")
-	size, err := strconv.ParseInt(n, 10, 64)
-	if !ok || p == "" || err != nil || size < 0 {
-		ss.reply(gridftp.CodeBadArguments, "SITE TRNC: expected LENGTH PATH.")
+	if !ok || p == "" {
+		ss.reply(gridftp.CodeBadArguments, usage)
 		return
 	}
-	if err := ss.checkSize(size); err != nil {
-		ss.errorReply("truncate", err)
+	size, ok := ss.sizeArg(n, "truncate", usage)
+	if !ok {
 		return
 	}
 	ss.srv.sums.forget(ss.path(p), size, -1)

@@ -307,13 +307,8 @@ func (ss *session) handleESTO(arg string) bool {
 		ss.reply(gridftp.CodeBadArguments, "ESTO: expected A OFFSET PATH.")
 		return true
 	}
-	off, err := strconv.ParseInt(f[1], 10, 64)
-	if err != nil || off < 0 {
-		ss.reply(gridftp.CodeBadArguments, "ESTO: bad offset.")
-		return true
-	}
-	if err := ss.checkSize(off); err != nil {
-		ss.errorReply("write", err)
+	off, ok := ss.sizeArg(f[1], "write", "ESTO: bad offset.")
+	if !ok {
 		return true
 	}
 	ss.store(ss.path(f[2]), storage.Keep, off, false)
