@@ -45,7 +45,8 @@ type Server struct {
 	Auth      Authenticator  // password logins; nil allows none
 	Anonymous bool           // accept USER anonymous / ftp with any password
 	// AnonymousWrite lets anonymous sessions change the tree; without it
-	// they only read, and every verb that writes is refused (writeVerbs).
+	// they only read: every verb that writes (the rows marked write in the
+	// command and SITE tables) gets GCT's 550 PERMISSION_DENIED.
 	AnonymousWrite bool
 
 	// Logins slows down password guessing: an account that failed
