@@ -3,7 +3,7 @@
 
 GO ?= go
 
-.PHONY: build test demo bench
+.PHONY: build test demo bench fuzz
 
 build:
 	$(GO) build -o bin/ferry ./cmd/ferry
@@ -14,6 +14,11 @@ test:
 
 demo: build
 	bash scripts/demo.sh
+
+# Every fuzz target for FUZZTIME each (default 5m), nightly style; see
+# scripts/fuzz.sh for FUZZMINIMIZE, FUZZPARALLEL and FUZZ.
+fuzz:
+	bash scripts/fuzz.sh
 
 bench: build
 	@if [ -f bench/gridftp.sh ]; then \

@@ -278,7 +278,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := a.load(); err != nil {
 		return err
 	}
-	srv := &server.Server{FS: a.FS, Anonymous: true, Listen: a.listen, Logger: a.Logger}
+	// Only the service reaches this server, through the relay: its
+	// sessions are anonymous, write, and all come from the relay's address.
+	srv := &server.Server{FS: a.FS, Anonymous: true, AnonymousWrite: true, MaxSessionsPerAddress: -1,
+		Listen: a.listen, Logger: a.Logger}
 	ln := newStreamListener()
 	go srv.Serve(ln)
 	defer srv.Close()

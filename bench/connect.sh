@@ -116,7 +116,7 @@ export XDG_CONFIG_HOME=$TMP/config FERRY_URL=http://$API
 mkdir -p "$WORK/data" "$WORK/dtn" "$WORK/a" "$WORK/b"
 echo benchpw | "$FERRY" user add alice --data "$WORK/data" >/dev/null
 start server "$FERRY" server --data "$WORK/data" --listen "$API" --relay-listen "$RELAY"
-start dtn "$FERRY" gridftp --root "$WORK/dtn" --listen "$DTN" --anonymous
+start dtn "$FERRY" gridftp --root "$WORK/dtn" --listen "$DTN" --anonymous --anonymous-write
 for i in $(seq 50); do curl -fs "http://$API/healthz" >/dev/null 2>&1 && break; sleep 0.1; done
 echo benchpw | "$FERRY" login --username alice >/dev/null
 "$FERRY" endpoint add dtn --server "ftp://$DTN" >/dev/null
@@ -127,7 +127,7 @@ for n in 1 2; do
 	start "agent$AB" ip netns exec "ferryC$n" "$FERRY" connect --service "http://$API" --setup-key "$key" \
 		--root "$WORK/$ab" --config "$TMP/agent$AB"
 	start "s$n" ip netns exec "ferryC$n" "$FERRY" gridftp --root "$WORK/$ab" --listen "10.201.$n.2:2811" \
-		--anonymous --port-range 30000-30099
+		--anonymous --anonymous-write --port-range 30000-30099
 	"$FERRY" endpoint add "s$n" --server "ftp://10.201.$n.2:2811" >/dev/null
 done
 for AB in A B; do

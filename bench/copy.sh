@@ -206,7 +206,7 @@ start_gct() { # name ns ip port home
 	eval "PID_$1=$pid"
 }
 start_ferry() { # name ns ip port root
-	local cmd=("$FERRY" gridftp --root "$5" --listen "$3:$4" --anonymous --log-level warn)
+	local cmd=("$FERRY" gridftp --root "$5" --listen "$3:$4" --anonymous --anonymous-write --log-level warn)
 	show "$(nsexec "$2")${cmd[*]}"
 	if [[ -n $2 ]]; then
 		setsid ip netns exec "$2" "${cmd[@]}" >"$LOG/$PHASE-$1.log" 2>&1 </dev/null &

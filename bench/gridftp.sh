@@ -182,7 +182,7 @@ start_gct() { # name port home
 }
 
 start_ferry() { # name port root
-	local cmd=("$FERRY" gridftp --root "$3" --listen "127.0.0.1:$2" --anonymous --log-level warn)
+	local cmd=("$FERRY" gridftp --root "$3" --listen "127.0.0.1:$2" --anonymous --anonymous-write --max-sessions-per-address 0 --log-level warn)
 	show "${cmd[*]}"
 	setsid "${cmd[@]}" >"$LOG/$1.log" 2>&1 </dev/null &
 	local pid=$!

@@ -197,8 +197,8 @@ setup_service() { # the user, the login and the two endpoints of the store now i
 }
 
 say "== servers"
-start src "$P_SRC" "$FERRY" gridftp --root "$WORK/src" --listen "127.0.0.1:$P_SRC" --anonymous --log-level warn
-start dst "$P_DST" "$FERRY" gridftp --root "$WORK/dst" --listen "127.0.0.1:$P_DST" --anonymous --log-level warn
+start src "$P_SRC" "$FERRY" gridftp --root "$WORK/src" --listen "127.0.0.1:$P_SRC" --anonymous --anonymous-write --log-level warn
+start dst "$P_DST" "$FERRY" gridftp --root "$WORK/dst" --listen "127.0.0.1:$P_DST" --anonymous --anonymous-write --log-level warn
 setup_service 16 8 # the defaults, said out loud
 
 # --- measuring ---------------------------------------------------------------

@@ -101,7 +101,7 @@ func (e *endpoint) start(t *testing.T, addr string) {
 		t.Fatal(err)
 	}
 	e.Addr = ln.Addr().String()
-	e.srv = &server.Server{FS: e.fs, Anonymous: true, DataTimeout: 5 * time.Second, MarkerInterval: 50 * time.Millisecond,
+	e.srv = &server.Server{FS: e.fs, Anonymous: true, AnonymousWrite: true, DataTimeout: 5 * time.Second, MarkerInterval: 50 * time.Millisecond,
 		Logger: slog.New(&e.cmds)}
 	go e.srv.Serve(ln)
 	srv := e.srv

@@ -2,6 +2,7 @@ package gridftp
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,22 +21,38 @@ import (
 // silent for longer than allowed.
 var ErrDataStream = errors.New("gridftp: data stream failed")
 
+// ErrTooManyStreams reports a sender that opened more streams than the
+// receiver takes (Receiver.MaxStreams).
+var ErrTooManyStreams = errors.New("gridftp: too many data streams")
+
 // BufferPool hands out block buffers with room for a MODE E header in
 // front, so that header and payload go out in one write and no block
-// allocates.
+// allocates. Send and Receiver hold a buffer only while a block moves
+// through it, so that a pool made with Limit bounds the memory of a
+// transfer whatever its streams.
 type BufferPool struct {
 	block int
-	pool  sync.Pool
+	pool  *sync.Pool
+	slots chan struct{} // one per buffer out, for a Limit pool; nil: no limit
 }
 
 // NewBufferPool makes a pool of buffers for blocks of size bytes.
-func NewBufferPool(size int) *BufferPool { return &BufferPool{block: size} }
+func NewBufferPool(size int) *BufferPool { return &BufferPool{block: size, pool: &sync.Pool{}} }
+
+// Limit returns a pool that takes its buffers from p but has at most n
+// out at once: Get waits until one is put back.
+func (p *BufferPool) Limit(n int) *BufferPool {
+	return &BufferPool{block: p.block, pool: p.pool, slots: make(chan struct{}, max(n, 1))}
+}
 
 // BlockSize is the payload size of the pool's buffers.
 func (p *BufferPool) BlockSize() int { return p.block }
 
 // Get returns a buffer of HeaderLen+BlockSize bytes.
 func (p *BufferPool) Get() *[]byte {
+	if p.slots != nil {
+		p.slots <- struct{}{}
+	}
 	if b, ok := p.pool.Get().(*[]byte); ok {
 		return b
 	}
@@ -44,7 +61,12 @@ func (p *BufferPool) Get() *[]byte {
 }
 
 // Put gives a buffer back.
-func (p *BufferPool) Put(b *[]byte) { p.pool.Put(b) }
+func (p *BufferPool) Put(b *[]byte) {
+	p.pool.Put(b)
+	if p.slots != nil {
+		<-p.slots
+	}
+}
 
 // Stream is one MODE E data connection; its reader keeps read-ahead bytes
 // between transfers when the stream is cached.
@@ -165,25 +187,13 @@ func Send(ctx context.Context, streams []*Stream, plan *Plan, src io.ReaderAt, b
 		wg.Add(1)
 		go func(c net.Conn) {
 			defer wg.Done()
-			bp := pool.Get()
-			defer pool.Put(bp)
-			buf := *bp
 			for {
 				off, n, ok := plan.Next()
 				if !ok {
 					break
 				}
-				payload := buf[HeaderLen : HeaderLen+int(n)]
-				if m, err := src.ReadAt(payload, off); err != nil && !(err == io.EOF && m == int(n)) {
-					if err == io.EOF {
-						err = fmt.Errorf("source shorter than announced: %w", io.ErrUnexpectedEOF)
-					}
+				if err := sendBlock(c, pool, src, off, n, base); err != nil {
 					fail(err)
-					return
-				}
-				Header{Count: uint64(n), Offset: uint64(off - base)}.Put(buf)
-				if _, err := c.Write(buf[:HeaderLen+int(n)]); err != nil {
-					fail(fmt.Errorf("%w: %v", ErrDataStream, err))
 					return
 				}
 				if sent != nil {
@@ -215,6 +225,26 @@ func Send(ctx context.Context, streams []*Stream, plan *Plan, src io.ReaderAt, b
 	return nil
 }
 
+// sendBlock reads the block [off, off+n) of src into a buffer of pool and
+// writes it to c, its offset relative to base.
+func sendBlock(c net.Conn, pool *BufferPool, src io.ReaderAt, off, n, base int64) error {
+	bp := pool.Get()
+	defer pool.Put(bp)
+	buf := *bp
+	payload := buf[HeaderLen : HeaderLen+int(n)]
+	if m, err := src.ReadAt(payload, off); err != nil && !(err == io.EOF && m == int(n)) {
+		if err == io.EOF {
+			err = fmt.Errorf("source shorter than announced: %w", io.ErrUnexpectedEOF)
+		}
+		return err
+	}
+	Header{Count: uint64(n), Offset: uint64(off - base)}.Put(buf)
+	if _, err := c.Write(buf[:HeaderLen+int(n)]); err != nil {
+		return fmt.Errorf("%w: %v", ErrDataStream, err)
+	}
+	return nil
+}
+
 // Close ends a stream the way a sender shrinking its set does: a header
 // with the will-close bit, then the connection closes.
 func (s *Stream) Close() error {
@@ -232,6 +262,9 @@ type Receiver struct {
 	Base    int64
 	Pool    *BufferPool
 	Timeout time.Duration // no data for this long fails the transfer; 0: 60 s
+	// MaxStreams bounds the streams of the transfer, cached and accepted;
+	// one more fails it with ErrTooManyStreams. 0: MaxStreams.
+	MaxStreams int
 
 	// Hash, when set, is fed the data while it arrives, in file order from
 	// Base on; see Sum. Data that continues the hashed prefix is hashed from
@@ -456,6 +489,12 @@ func (r *Receiver) Run(ctx context.Context, streams []*Stream, accept <-chan net
 				c.Close()
 				continue
 			}
+			if limit := cmp.Or(r.MaxStreams, MaxStreams); len(streams) >= limit {
+				c.Close()
+				failure = fmt.Errorf("%w: more than %d", ErrTooManyStreams, limit)
+				wake()
+				continue
+			}
 			c, err := Begin(c, false)
 			if err != nil {
 				continue // an authenticated stream that failed to start: it never carried data
@@ -515,12 +554,6 @@ func (r *Receiver) Run(ctx context.Context, streams []*Stream, accept <-chan net
 func (r *Receiver) readStream(s *Stream, events chan<- streamEvent, finished *atomic.Bool) {
 	ev := streamEvent{s: s, done: true}
 	defer func() { events <- ev }()
-	var bp *[]byte
-	defer func() {
-		if bp != nil {
-			r.Pool.Put(bp)
-		}
-	}()
 	carried := false
 	for {
 		if _, err := s.R.Peek(1); err != nil {
@@ -551,10 +584,10 @@ func (r *Receiver) readStream(s *Stream, events chan<- streamEvent, finished *at
 			}
 			events <- streamEvent{s: s, eofCount: int(h.Offset)}
 		} else if h.Count > 0 {
-			if bp == nil {
-				bp = r.Pool.Get()
-			}
-			if err := r.readBlock(s.R, h, *bp); err != nil {
+			bp := r.Pool.Get()
+			err := r.readBlock(s.R, h, *bp)
+			r.Pool.Put(bp)
+			if err != nil {
 				ev.err = err
 				return
 			}

@@ -217,7 +217,7 @@ func TestConnect(t *testing.T) {
 
 	plainRoot := t.TempDir()
 	plain := &ferryServer{child: child{t: t, name: "ferry gridftp", log: &logBuffer{}}, root: plainRoot, addr: net.JoinHostPort(host, freePortOn(t, host))}
-	plain.args = []string{"gridftp", "--root", plainRoot, "--listen", plain.addr, "--anonymous"}
+	plain.args = []string{"gridftp", "--root", plainRoot, "--listen", plain.addr, "--anonymous", "--anonymous-write"}
 	t.Cleanup(plain.stop)
 	plain.start()
 	c.addEndpoint("dtn", plain)
@@ -406,7 +406,7 @@ func connectProcesses(t *testing.T, ns *firewalledNS, aRuns bool) {
 	}
 	plainRoot := t.TempDir()
 	plain := &ferryServer{child: child{t: t, name: "ferry gridftp", log: &logBuffer{}}, root: plainRoot, addr: net.JoinHostPort(host, freePortOn(t, host))}
-	plain.args = []string{"gridftp", "--root", plainRoot, "--listen", plain.addr, "--anonymous"}
+	plain.args = []string{"gridftp", "--root", plainRoot, "--listen", plain.addr, "--anonymous", "--anonymous-write"}
 	t.Cleanup(plain.stop)
 	plain.start()
 	viaA.addEndpoint("dtn", plain)

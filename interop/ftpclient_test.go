@@ -25,16 +25,28 @@ type ftpClient struct {
 // dialFTP connects to addr and reads the 220 banner.
 func dialFTP(t testing.TB, addr string) *ftpClient {
 	t.Helper()
-	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	c := dialFTPFrom(t, "", addr)
+	if code, msg := c.read(); code != 220 {
+		t.Fatalf("banner: %d %s", code, msg)
+	}
+	return c
+}
+
+// dialFTPFrom connects to addr from the local address ip ("127.0.0.2": a
+// client address of its own on loopback; "" for any) and reads nothing.
+func dialFTPFrom(t testing.TB, ip, addr string) *ftpClient {
+	t.Helper()
+	d := net.Dialer{Timeout: 5 * time.Second}
+	if ip != "" {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(ip)}
+	}
+	conn, err := d.Dial("tcp", addr)
 	if err != nil {
 		t.Fatalf("dial %s: %v", addr, err)
 	}
 	conn.SetDeadline(time.Now().Add(2 * time.Minute))
 	c := &ftpClient{t: t, conn: conn, tp: textproto.NewConn(conn)}
 	t.Cleanup(func() { c.tp.Close() })
-	if code, msg := c.read(); code != 220 {
-		t.Fatalf("banner: %d %s", code, msg)
-	}
 	return c
 }
 
@@ -111,7 +123,8 @@ func (c *ftpClient) transferIn(line string) ([]byte, int, string) {
 	return data, code, msg
 }
 
-// transferOut runs a command that takes data from us (STOR, APPE).
+// transferOut runs a command that takes data from us (STOR, APPE) and
+// returns its final reply, past any markers.
 func (c *ftpClient) transferOut(line string, data []byte) (int, string) {
 	c.t.Helper()
 	dc := c.pasv()
@@ -122,7 +135,9 @@ func (c *ftpClient) transferOut(line string, data []byte) (int, string) {
 	}
 	dc.Write(data)
 	dc.Close()
-	return c.read()
+	for code, msg = c.read(); code < 200; code, msg = c.read() {
+	}
+	return code, msg
 }
 
 // TestGCTRawClient checks the raw client itself against GCT: login, TYPE,

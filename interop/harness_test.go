@@ -262,7 +262,7 @@ func waitBanner(p *proc, addr string, within time.Duration) error {
 // ferryConfig says how to start a ferry gridftp server.
 type ferryConfig struct {
 	Root      string   // served tree; "" means a new temp dir
-	Anonymous bool     // pass --anonymous
+	Anonymous bool     // pass --anonymous --anonymous-write: the tests store files
 	Args      []string // extra flags, e.g. --password-file FILE
 }
 
@@ -292,7 +292,7 @@ func startFerryConfig(t *testing.T, cfg ferryConfig) *ferryServer {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
 	args := []string{"gridftp", "--root", root, "--listen", addr}
 	if cfg.Anonymous {
-		args = append(args, "--anonymous")
+		args = append(args, "--anonymous", "--anonymous-write")
 	}
 	args = append(args, cfg.Args...)
 	s := &ferryServer{child: child{t: t, name: "ferry gridftp", args: args, log: &logBuffer{}}, root: root, addr: addr}

@@ -116,7 +116,7 @@ func (f *confinementFixture) leaks(data []byte) bool {
 }
 
 // outsideMarker is a name found only outside the root: a listing holding it
-// listed outside. (Symlink targets shown in listings may name secret.txt.)
+// listed outside. (Listings show no target of a link that leads out.)
 const outsideMarker = "zz-outside-marker.dat"
 
 // finalLinks are escapingPaths whose last element is a symlink inside the
@@ -149,7 +149,7 @@ func (f *confinementFixture) escapingPaths() []string {
 }
 
 func TestFerryConfinement(t *testing.T) {
-	needTools(t, "curl")
+	needTools(t, "curl", "lftp")
 	f := newConfinementFixture(t)
 	before := snapshot(t, f.outside)
 	t.Cleanup(func() {
@@ -202,6 +202,33 @@ func TestFerryConfinement(t *testing.T) {
 					t.Errorf("%s%s: listed outside the root (%d %s):\n%s", verb, p, code, msg, data)
 				}
 			}
+		}
+	})
+	t.Run("link targets", func(t *testing.T) {
+		// Listings name the links but never where they lead out of the
+		// root, nor where the root is.
+		reveals := func(text string) bool {
+			return strings.Contains(text, "outside") || strings.Contains(text, "/etc") || strings.Contains(text, f.base)
+		}
+		for _, line := range []string{"MLSD /", "LIST", "LIST -la", "MLSD sub", "LIST sub", "NLST"} {
+			data, code, msg := c.transferIn(line)
+			if code != 226 || reveals(string(data)) || !bytes.Contains(data, []byte("link-dir")) && !bytes.Contains(data, []byte("link-up")) {
+				t.Errorf("%s: %d %s:\n%s", line, code, msg, data)
+			}
+		}
+		for _, link := range []string{"link-dir", "link-abs", "link-etc", "link-abs-dir", "sub/link-up", "sub/link-secret"} {
+			for _, verb := range []string{"MLST ", "STAT "} {
+				if code, msg := c.cmd(verb + link); reveals(msg) {
+					t.Errorf("%s%s: %d %s", verb, link, code, msg)
+				}
+			}
+		}
+		out, err := runTool(t.Context(), cmdTimeout, "", "curl", "-sS", "--max-time", "30", "ftp://"+f.srv.Addr()+"/")
+		if err != nil || reveals(out) || !strings.Contains(out, "link-dir") {
+			t.Errorf("curl LIST: %v\n%s", err, out)
+		}
+		if out := lftpScript(t, f.srv, "cls -l /"); reveals(out) || !strings.Contains(out, "link-dir") {
+			t.Errorf("lftp cls -l:\n%s", out)
 		}
 	})
 	t.Run("cwd", func(t *testing.T) {

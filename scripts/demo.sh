@@ -22,8 +22,8 @@ wait_port() { # wait_port PORT
 }
 
 # Two endpoints: plain directories served by ferry's GridFTP server.
-pa=$(free_port); "$ferry" gridftp --root "$work/alpha" --listen "127.0.0.1:$pa" --anonymous --log-level warn & pids+=($!)
-pb=$(free_port); "$ferry" gridftp --root "$work/beta" --listen "127.0.0.1:$pb" --anonymous --log-level warn & pids+=($!)
+pa=$(free_port); "$ferry" gridftp --root "$work/alpha" --listen "127.0.0.1:$pa" --anonymous --anonymous-write --log-level warn & pids+=($!)
+pb=$(free_port); "$ferry" gridftp --root "$work/beta" --listen "127.0.0.1:$pb" --anonymous --anonymous-write --log-level warn & pids+=($!)
 
 # The service, on SQLite under --data, with one user.
 password=$(head -c 12 /dev/urandom | base64 | tr -d '/+=')

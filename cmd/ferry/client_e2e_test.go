@@ -497,7 +497,7 @@ func TestCLISubmissionRefusals(t *testing.T) {
 	if ln, err = net.Listen("tcp", downAddr); err != nil {
 		t.Fatal(err)
 	}
-	srv := &server.Server{FS: fs, Anonymous: true}
+	srv := &server.Server{FS: fs, Anonymous: true, AnonymousWrite: true}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	r := s.ferry("", "task", "wait", id, "--timeout", "30")

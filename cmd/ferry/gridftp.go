@@ -22,8 +22,10 @@ import (
 func newGridFTPCmd() *cobra.Command {
 	var (
 		root, listen, pwFile, dataIf, portRange, logLevel string
-		anonymous, pasvAny                                bool
-		maxSessions                                       int
+		maxFileSize, checksumHoles                        string
+		anonymous, anonymousWrite, pasvAny                bool
+		maxSessions, perAddress, maxStreams               int
+		loginTimeout, idleTimeout                         time.Duration
 		portAllow                                         []string
 	)
 	cmd := &cobra.Command{
@@ -31,8 +33,11 @@ func newGridFTPCmd() *cobra.Command {
 		Short: "Serve a directory tree to GridFTP and FTP clients",
 		Long: `Serve DIR as "/" to GridFTP clients (globus-url-copy, gfal2, FTS3, ferry copy) and
 plain FTP clients (lftp, curl). Sessions can never reach outside DIR.
-Logins: --anonymous accepts USER anonymous; --password-file accepts the users
-created with "ferry passwd". Stop with SIGTERM or Ctrl-C.`,
+Logins: --anonymous accepts USER anonymous, read-only unless --anonymous-write;
+--password-file accepts the users created with "ferry passwd". An account
+that fails 10 password logins in a row, or a client address that fails 30,
+waits 1 s before its next try, twice as long after each further failure, up
+to 5 min (421). Stop with SIGTERM or Ctrl-C.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if root == "" {
@@ -40,6 +45,20 @@ created with "ferry passwd". Stop with SIGTERM or Ctrl-C.`,
 			}
 			if !anonymous && pwFile == "" {
 				return errors.New("no login allowed: give --anonymous and/or --password-file")
+			}
+			if anonymousWrite && !anonymous {
+				return errors.New("--anonymous-write needs --anonymous")
+			}
+			if loginTimeout <= 0 || idleTimeout <= 0 || maxSessions < 0 || perAddress < 0 || maxStreams < 1 {
+				return errors.New("--login-timeout, --idle-timeout and --max-streams must be positive, session limits not negative")
+			}
+			sizeLimit, err := sizeFlag("--max-file-size", maxFileSize)
+			if err != nil {
+				return err
+			}
+			holes, err := sizeFlag("--max-checksum-holes", checksumHoles)
+			if err != nil {
+				return err
 			}
 			log, err := newLogger(logLevel)
 			if err != nil {
@@ -49,7 +68,11 @@ created with "ferry passwd". Stop with SIGTERM or Ctrl-C.`,
 			if err != nil {
 				return err
 			}
-			srv := &server.Server{FS: fs, Anonymous: anonymous, MaxSessions: maxSessions, Logger: log, PassiveFromAnywhere: pasvAny}
+			srv := &server.Server{FS: fs, Anonymous: anonymous, AnonymousWrite: anonymousWrite,
+				MaxSessions: maxSessions, MaxSessionsPerAddress: noLimit(perAddress),
+				LoginTimeout: loginTimeout, IdleTimeout: idleTimeout,
+				MaxFileSize: sizeLimit, ChecksumHoles: holes, MaxStreams: maxStreams, Logger: log}
+			srv.PassiveFromAnywhere = pasvAny
 			for _, n := range portAllow {
 				p, err := netip.ParsePrefix(strings.TrimSpace(n))
 				if err != nil {
@@ -90,11 +113,18 @@ created with "ferry passwd". Stop with SIGTERM or Ctrl-C.`,
 	f.BoolVar(&pasvAny, "pasv-any", false, "let passive data ports admit unauthenticated connections from any address, as GCT does (for globus-url-copy third-party transfers without GSI; a stranger who finds the port first could take or inject data)")
 	f.StringVar(&root, "root", "", "directory to serve as /")
 	f.StringVar(&listen, "listen", "127.0.0.1:2811", "control channel address")
-	f.BoolVar(&anonymous, "anonymous", false, "allow anonymous logins")
+	f.BoolVar(&anonymous, "anonymous", false, "allow anonymous logins (read-only)")
+	f.BoolVar(&anonymousWrite, "anonymous-write", false, "let anonymous sessions write, delete and rename")
 	f.StringVar(&pwFile, "password-file", "", "password file made with 'ferry passwd'")
 	f.StringVar(&dataIf, "data-interface", "", "IP address for data connections (default: the control connection's)")
 	f.StringVar(&portRange, "port-range", "", "passive data ports LO-HI")
 	f.IntVar(&maxSessions, "max-sessions", 0, "concurrent sessions (0: unlimited)")
+	f.IntVar(&perAddress, "max-sessions-per-address", 64, "concurrent sessions from one client address, an IPv6 /64 (0: unlimited)")
+	f.DurationVar(&loginTimeout, "login-timeout", 30*time.Second, "time a connection has to log in")
+	f.DurationVar(&idleTimeout, "idle-timeout", 30*time.Minute, "a session with no command for this long is closed (transfers keep it open)")
+	f.StringVar(&maxFileSize, "max-file-size", "16T", "largest file, size or offset a client may write, e.g. 500G (0: no limit)")
+	f.StringVar(&checksumHoles, "max-checksum-holes", "4G", "most bytes of holes (of a sparse file) one checksum hashes (0: no limit)")
+	f.IntVar(&maxStreams, "max-streams", 64, "parallel data streams of one transfer")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
 }
@@ -111,6 +141,24 @@ func serveUntilDone(ctx context.Context, srv *server.Server, ln net.Listener) er
 	defer cancel()
 	srv.Shutdown(shut)
 	return nil
+}
+
+// sizeFlag reads a size flag that, like noLimit's, takes 0 for no limit.
+func sizeFlag(name, value string) (int64, error) {
+	n, err := parseSize(value)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", name, err)
+	}
+	return noLimit(n), nil
+}
+
+// noLimit turns a limit flag's 0, "no limit", into the server field's -1
+// (a field's 0 is its default).
+func noLimit[T int | int64](n T) T {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 func parsePortRange(s string) (lo, hi int, err error) {

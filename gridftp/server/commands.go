@@ -25,9 +25,10 @@ const (
 // handler is one row of the command table; fn returns false to end the
 // session.
 type handler struct {
-	fn   func(ss *session, arg string) bool
-	open bool    // allowed before login
-	arg  argRule // argument checked before fn runs
+	fn    func(ss *session, arg string) bool
+	open  bool    // allowed before login
+	arg   argRule // argument checked before fn runs
+	write bool    // changes the tree: refused to read-only sessions
 }
 
 // commands is the table of verbs; each row names a handleXXX method.
@@ -45,7 +46,7 @@ func init() {
 		"TYPE": {fn: (*session).handleTYPE, arg: argRequired},
 		"STRU": {fn: (*session).handleSTRU, arg: argRequired},
 		"MODE": {fn: (*session).handleMODE, arg: argRequired},
-		"ALLO": {fn: (*session).handleALLO},
+		"ALLO": {fn: (*session).handleALLO, write: true},
 		"PASV": {fn: (*session).handlePASV},
 		"EPSV": {fn: (*session).handleEPSV},
 		"SPAS": {fn: (*session).handleSPAS},
@@ -55,21 +56,21 @@ func init() {
 		"REST": {fn: (*session).handleREST, arg: argRequired},
 		"RETR": {fn: (*session).handleRETR, arg: argRequired},
 		"ERET": {fn: (*session).handleERET, arg: argRequired},
-		"STOR": {fn: (*session).handleSTOR, arg: argRequired},
-		"ESTO": {fn: (*session).handleESTO, arg: argRequired},
-		"APPE": {fn: (*session).handleAPPE, arg: argRequired},
+		"STOR": {fn: (*session).handleSTOR, arg: argRequired, write: true},
+		"ESTO": {fn: (*session).handleESTO, arg: argRequired, write: true},
+		"APPE": {fn: (*session).handleAPPE, arg: argRequired, write: true},
 		"LIST": {fn: (*session).handleLIST},
 		"NLST": {fn: (*session).handleNLST},
 		"MLSD": {fn: (*session).handleMLSD},
 		"MLST": {fn: (*session).handleMLST},
 		"SIZE": {fn: (*session).handleSIZE, arg: argRequired},
 		"MDTM": {fn: (*session).handleMDTM, arg: argRequired},
-		"MFMT": {fn: (*session).handleMFMT, arg: argRequired},
-		"DELE": {fn: (*session).handleDELE, arg: argRequired},
-		"MKD":  {fn: (*session).handleMKD, arg: argRequired},
-		"RMD":  {fn: (*session).handleRMD, arg: argRequired},
-		"RNFR": {fn: (*session).handleRNFR, arg: argRequired},
-		"RNTO": {fn: (*session).handleRNTO, arg: argRequired},
+		"MFMT": {fn: (*session).handleMFMT, arg: argRequired, write: true},
+		"DELE": {fn: (*session).handleDELE, arg: argRequired, write: true},
+		"MKD":  {fn: (*session).handleMKD, arg: argRequired, write: true},
+		"RMD":  {fn: (*session).handleRMD, arg: argRequired, write: true},
+		"RNFR": {fn: (*session).handleRNFR, arg: argRequired, write: true},
+		"RNTO": {fn: (*session).handleRNTO, arg: argRequired, write: true},
 		"CWD":  {fn: (*session).handleCWD, arg: argRequired},
 		"CDUP": {fn: (*session).handleCDUP, arg: argNone},
 		"PWD":  {fn: (*session).handlePWD, arg: argNone},
@@ -112,9 +113,21 @@ func (ss *session) handlePASS(arg string) bool {
 		return true
 	case ss.srv.Anonymous && isAnonymous(ss.user):
 		ss.user = "anonymous"
-		ss.loggedIn = true
-	case ss.srv.Auth != nil && ss.srv.Auth.Check(ss.user, arg):
-		ss.loggedIn = true
+		ss.loggedIn, ss.readOnly = true, !ss.srv.AnonymousWrite
+	default:
+		if wait := ss.loginWait(); wait > 0 {
+			// The password is not even checked: a guess made now tells
+			// nothing, whatever it is.
+			ss.log.Warn("login refused: too many failures", "user", ss.user, "wait", wait)
+			ss.replyf(gridftp.CodeNotAvailable, "Too many failed logins; try again in %v.", (wait + time.Second - 1).Truncate(time.Second))
+			return false
+		}
+		ss.loggedIn, ss.readOnly = ss.srv.Auth != nil && ss.srv.Auth.Check(ss.user, arg), false
+		if ss.loggedIn {
+			ss.srv.loginThrottle().Clear(accountKey(ss.user))
+		} else {
+			ss.srv.loginThrottle().Fail(accountKey(ss.user), addressThrottleKey(ss.addr))
+		}
 	}
 	if !ss.loggedIn {
 		ss.failures++
@@ -122,9 +135,22 @@ func (ss *session) handlePASS(arg string) bool {
 		ss.reply(gridftp.CodeNotLoggedIn, "Login incorrect.")
 		return ss.failures < maxLoginFailures
 	}
+	ss.loggedInOnce.Store(true)
 	ss.log.Info("login", "user", ss.user)
 	ss.replyf(gridftp.CodeLoggedIn, "User %s logged in.", ss.user)
 	return true
+}
+
+// Keys of the login throttle: accounts and client addresses apart.
+func accountKey(user string) string         { return "user " + user }
+func addressThrottleKey(addr string) string { return "addr " + addr }
+
+// loginWait is how long a password login of the session's user, from its
+// address, must still wait. An address may fail three times as often as an
+// account: many users may share it.
+func (ss *session) loginWait() time.Duration {
+	th, free := ss.srv.loginThrottle(), ss.srv.loginFailures()
+	return max(th.Wait(accountKey(ss.user), free), th.Wait(addressThrottleKey(ss.addr), 3*free))
 }
 
 func (ss *session) handleQUIT(string) bool {
@@ -235,7 +261,14 @@ func (ss *session) handleMODE(arg string) bool {
 	return true
 }
 
-func (ss *session) handleALLO(string) bool {
+// handleALLO takes "ALLO SIZE [R RECORD]" (RFC 959): nothing is reserved,
+// but a size past the largest file is refused at once.
+func (ss *session) handleALLO(arg string) bool {
+	if f := strings.Fields(arg); len(f) > 0 {
+		if _, ok := ss.sizeArg(f[0], "allocate", "ALLO: expected SIZE [R RECORD-SIZE]."); !ok {
+			return true
+		}
+	}
 	ss.reply(gridftp.CodeOK, "ALLO command successful.")
 	return true
 }
@@ -248,11 +281,14 @@ func (ss *session) handleREST(arg string) bool {
 			ss.reply(gridftp.CodeBadArguments, "Bad restart range list.")
 			return true
 		}
+		if err := ss.checkSize(rs.End()); err != nil {
+			ss.errorReply("restart", err)
+			return true
+		}
 		ss.restRanges, ss.restOffset = rs, 0
 	} else {
-		n, err := strconv.ParseInt(arg, 10, 64)
-		if err != nil || n < 0 {
-			ss.reply(gridftp.CodeBadArguments, "Bad restart offset.")
+		n, ok := ss.sizeArg(arg, "restart", "Bad restart offset.")
+		if !ok {
 			return true
 		}
 		ss.restOffset, ss.restRanges = n, gridftp.Ranges{}
@@ -440,31 +476,28 @@ func (ss *session) handleCKSM(arg string) bool {
 	return true
 }
 
-// checksum computes alg over a range of the file at p. ABOR interrupts it.
+// checksum computes alg over a range of the file at p; a length of -1
+// runs to the end the file has now, however it grows meanwhile. ABOR
+// interrupts it.
 func (ss *session) checksum(alg, p string, off, length int64) (string, error) {
 	if _, err := checksum.New(alg); err != nil {
 		return "", err
 	}
 	ctx, done := ss.transferContext()
 	defer done()
-	if length != 0 {
-		canon, _ := checksum.Canonical(alg)
-		n := length
-		if n < 0 {
-			if info, err := ss.srv.FS.Stat(ctx, p); err == nil {
-				n = info.Size - off
-			}
-		}
-		if sum, ok := ss.srv.sums.get(sumKey{path: p, off: off, n: n, alg: canon}); ok {
-			return sum, nil // hashed while the data moved
-		}
-	}
-	f, err := ss.srv.FS.Open(ctx, p)
+	info, err := ss.srv.FS.Stat(ctx, p)
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
-	return checksum.Sum(ctx, f, off, length, alg)
+	n := length
+	if n < 0 {
+		n = max(info.Size-off, 0)
+	}
+	canon, _ := checksum.Canonical(alg)
+	if sum, ok := ss.srv.sums.get(sumKey{path: p, off: off, n: n, alg: canon}); ok && n != 0 {
+		return sum, nil // hashed while the data moved
+	}
+	return ss.sum(ctx, alg, p, off, n)
 }
 
 func (ss *session) handleSCKS(arg string) bool {
@@ -492,7 +525,7 @@ func (ss *session) handleOPTS(arg string) bool {
 			return true
 		}
 		if o.Parallelism > 0 {
-			ss.parallel = o.Parallelism
+			ss.parallel = min(o.Parallelism, ss.srv.maxStreams())
 		}
 		if o.Markers > 0 {
 			ss.retrMarks = time.Duration(o.Markers) * time.Second

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -98,6 +99,7 @@ func TestPathConfinement(t *testing.T) {
 		"absescape":  env.outside,
 		"sub/up":     "../../outside/secret",
 		"dangling":   "../outside/nothing",
+		"inlink":     "sub/g",
 	} {
 		if err := os.Symlink(target, filepath.Join(env.root, link)); err != nil {
 			t.Fatal(err)
@@ -166,6 +168,31 @@ func TestPathConfinement(t *testing.T) {
 			if final.Code != gridftp.CodeFileUnavailable || len(data) != 0 {
 				t.Errorf("%s: %q with %q", line, final.String(), data)
 			}
+		}
+		// Listings of the links themselves name them, but not where they
+		// lead out of the root (nor the root's own place on the host).
+		reveals := func(text string) bool {
+			return strings.Contains(text, "outside") || strings.Contains(text, "/etc") || strings.Contains(text, parent)
+		}
+		for _, line := range []string{"MLSD", "MLSD /", "LIST", "LIST -la /", "MLSD sub", "LIST sub"} {
+			_, final, data := tryRetr(t, c, line)
+			if final.Code != 226 || reveals(string(data)) || !strings.Contains(string(data), "secretlink") && !strings.Contains(string(data), "up") {
+				t.Errorf("%s: %q with\n%s", line, final.String(), data)
+			}
+		}
+		for _, link := range []string{"secretlink", "abslink", "passwd", "escape", "absescape", "sub/up", "dangling"} {
+			for _, verb := range []string{"MLST ", "STAT "} {
+				c.send(verb + link)
+				if r := c.read(); reveals(r.String()) || !strings.Contains(r.String(), path.Base(link)) {
+					t.Errorf("%s%s: %q", verb, link, r.String())
+				}
+			}
+		}
+		// A link that stays inside keeps its target: a client removing a
+		// tree must not enter a linked directory.
+		_, _, data := tryRetr(t, c, "MLSD")
+		if !strings.Contains(string(data), "UNIX.slink=sub/g; inlink") {
+			t.Errorf("MLSD lost the target of a link inside the root:\n%s", data)
 		}
 	})
 

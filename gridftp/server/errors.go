@@ -37,6 +37,9 @@ var errorTable = []errorKind{
 	{syscall.ENAMETOOLONG, gridftp.CodeNameNotAllowed, "INVALID_PATH", 36, "File name too long"},
 	{syscall.ELOOP, gridftp.CodeFileUnavailable, "INVALID_PATH", 40, "Too many levels of symbolic links"},
 	{checksum.ErrUnknown, gridftp.CodeParamNotSupported, "UNSUPPORTED", 95, "Unsupported checksum algorithm"},
+	{errTooSparse, gridftp.CodeParamNotSupported, "UNSUPPORTED", 95, "Checksum of a sparse file: more holes than the server hashes"},
+	{errTooLarge, gridftp.CodeBadArguments, "FILE_TOO_LARGE", 27, "Larger than the server's maximum file size"},
+	{gridftp.ErrTooManyStreams, gridftp.CodeBadArguments, "TOO_MANY_STREAMS", 24, "More parallel data streams than the server takes"},
 	{errChecksumMismatch, gridftp.CodeFileUnavailable, "INCORRECT_CHECKSUM", 5, "Checksum mismatch"},
 	{errAborted, gridftp.CodeTransferAborted, "ABORTED", 125, "Transfer aborted"},
 	{errDataConn, gridftp.CodeTransferAborted, "DATA_CHANNEL", 104, "Data connection failed"},
@@ -46,6 +49,12 @@ var errorTable = []errorKind{
 }
 
 var errChecksumMismatch = errors.New("checksum mismatch")
+
+// errTooLarge is a size or offset past Server.MaxFileSize.
+var errTooLarge = errors.New("larger than the maximum file size")
+
+// errTooSparse is a checksum over more holes than Server.ChecksumHoles.
+var errTooSparse = errors.New("checksum over too many holes")
 var errDataConn = errors.New("data connection failed")
 
 var internalKind = errorKind{code: gridftp.CodeLocalError, class: "INTERNAL_ERROR", errno: 5, text: "Input/output error"}

@@ -53,7 +53,7 @@ func FuzzModeEStream(f *testing.F) {
 		f.Add(s.a, s.b)
 	}
 	env := startServer(f, func(s *server.Server) {
-		s.DataTimeout = 100 * time.Millisecond
+		s.DataTimeout = 25 * time.Millisecond // an input that waits for a stream waits this long
 		s.BlockSize = 32 << 10
 	})
 	f.Fuzz(func(t *testing.T, a, b []byte) {
@@ -105,8 +105,9 @@ func FuzzModeEStream(f *testing.F) {
 
 // FuzzControl writes fuzzed control lines after login, then NOOP. Every
 // line gets exactly one final reply, in order, unless the session ends
-// (QUIT, an over-long line, a third failed login); the session closes
-// cleanly and leaves nothing behind.
+// (QUIT, an over-long line, a third failed login, a login while earlier
+// inputs' failures make the address wait); the session closes cleanly and
+// leaves nothing behind.
 func FuzzControl(f *testing.F) {
 	for _, s := range []string{
 		"NOOP",
@@ -131,11 +132,13 @@ func FuzzControl(f *testing.F) {
 		"DCAU A\r\nPROT P\r\nPBSZ 0\r\nTREV RESTART 5\r\nSTAT\r\nSTAT f\r\nALLO 5\r\nSYST",
 		"SPOR 127,0,0,1,0,1 127,0,0,1,0,2\r\nSPAS\r\nEPRT |2|::1|1|",
 		"MFMT 20200101000000 f\r\nHELP\r\nPWD\r\nXPWD\r\nSTRU F",
+		"ALLO 1125899906842624\r\nREST 1125899906842624\r\nREST 0-1125899906842624\r\nESTO A 1125899906842624 f\r\nSITE TRNC 4611686018427387904 f",
+		"OPTS RETR Parallelism=100000;\r\nALLO 5 R 10\r\nALLO x\r\nCKSM MD5 5 -1 f\r\nCKSM MD5 99 -1 f",
 	} {
 		f.Add([]byte(s))
 	}
 	env := startServer(f, func(s *server.Server) {
-		s.DataTimeout = 50 * time.Millisecond
+		s.DataTimeout = 10 * time.Millisecond // PASV then RETR, with nobody connecting
 		s.MarkerInterval = time.Hour
 	})
 	env.file("f", []byte("0123456789abcdef"))
@@ -162,6 +165,7 @@ func FuzzControl(f *testing.F) {
 				case last.String() == "221 Goodbye.":
 				case last.String() == "500 Command line too long.":
 				case last.String() == "530 Login incorrect.":
+				case strings.HasPrefix(last.String(), "421 Too many failed logins"): // earlier inputs failed
 				default:
 					t.Fatalf("session ended (%v) after %d of %d replies; last %q", err, len(finals), lines, last.String())
 				}

@@ -36,8 +36,8 @@ type testEnv struct {
 	outside string
 }
 
-// startServer starts a server with anonymous logins on a fresh tree;
-// configure adjusts it before it serves.
+// startServer starts a server with anonymous logins that may write on a
+// fresh tree; configure adjusts it before it serves.
 func startServer(t testing.TB, configure ...func(*server.Server)) *testEnv {
 	t.Helper()
 	parent := t.TempDir()
@@ -52,10 +52,11 @@ func startServer(t testing.TB, configure ...func(*server.Server)) *testEnv {
 		t.Fatal(err)
 	}
 	env.srv = &server.Server{
-		FS:          fsys,
-		Anonymous:   true,
-		DataTimeout: 3 * time.Second,
-		IdleTimeout: time.Minute,
+		FS:             fsys,
+		Anonymous:      true,
+		AnonymousWrite: true,
+		DataTimeout:    3 * time.Second,
+		IdleTimeout:    time.Minute,
 	}
 	for _, f := range configure {
 		f(env.srv)
@@ -99,6 +100,10 @@ func (e *testEnv) content(name string) []byte {
 	return b
 }
 
+// pollInterval is how often waitSessions and settle look: short, since a
+// fuzz input waits for both (a millisecond each halved the rate).
+const pollInterval = 50 * time.Microsecond
+
 // waitSessions waits until the server holds n sessions.
 func (e *testEnv) waitSessions(n int) {
 	e.t.Helper()
@@ -107,7 +112,7 @@ func (e *testEnv) waitSessions(n int) {
 		if time.Now().After(deadline) {
 			e.t.Fatalf("server holds %d sessions, want %d", e.srv.Sessions(), n)
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(pollInterval)
 	}
 }
 
@@ -122,7 +127,7 @@ func settle(t testing.TB, base int) {
 			buf = buf[:runtime.Stack(buf, true)]
 			t.Fatalf("%d goroutines still running, want at most %d:\n%s", runtime.NumGoroutine(), base, buf)
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(pollInterval)
 	}
 }
 
@@ -146,7 +151,19 @@ func (e *testEnv) dial() *ctl {
 // dialRaw connects without reading anything.
 func (e *testEnv) dialRaw() *ctl {
 	e.t.Helper()
-	c, err := net.DialTimeout("tcp", e.addr, replyTimeout)
+	return e.dialFrom("")
+}
+
+// dialFrom connects from a local address of the loopback network
+// ("127.0.0.2"; "" for any), without reading anything: each is a client
+// address of its own to the server.
+func (e *testEnv) dialFrom(ip string) *ctl {
+	e.t.Helper()
+	d := net.Dialer{Timeout: replyTimeout}
+	if ip != "" {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(ip)}
+	}
+	c, err := d.Dial("tcp", e.addr)
 	if err != nil {
 		e.t.Fatal(err)
 	}

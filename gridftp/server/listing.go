@@ -104,11 +104,22 @@ func (ss *session) handleMLST(arg string) bool {
 	return true
 }
 
+// shownTarget is the symlink target a listing shows: that of a link the
+// storage followed inside the root (a client removing a tree must know
+// not to enter it), never where a link leads out of the root, dangles or
+// loops: such a link is listed as a link with no target.
+func shownTarget(info storage.Info) string {
+	if info.Mode&fs.ModeSymlink != 0 {
+		return ""
+	}
+	return info.Target
+}
+
 // writeFacts writes one MLSx line (RFC 3659): facts, a space, the name.
 // kind overrides the Type fact ("cdir", "pdir").
 func writeFacts(b *bytes.Buffer, info storage.Info, kind string) {
 	e := gridftp.Entry{Name: info.Name, Type: "file", Size: info.Size, Modify: info.ModTime,
-		Perm: "r", Mode: uint32(info.Mode.Perm()), Target: info.Target, Unique: info.ID}
+		Perm: "r", Mode: uint32(info.Mode.Perm()), Target: shownTarget(info), Unique: info.ID}
 	writable := info.Mode.Perm()&0o200 != 0
 	if writable {
 		e.Perm = "adfrw"
@@ -146,9 +157,7 @@ func listLineAt(info storage.Info, now time.Time) string {
 	if t.Before(now.AddDate(0, -6, 0)) || t.After(now.Add(time.Hour)) {
 		stamp = t.Format("Jan _2  2006")
 	}
-	name := info.Name
-	if info.Target != "" && kind == "l" {
-		name += " -> " + info.Target
-	}
-	return fmt.Sprintf("%s%s   1 ferry    ferry    %12d %s %s", kind, mode, info.Size, stamp, name)
+	// A link is shown as "l" only when it does not lead inside the root,
+	// and then without its target (shownTarget).
+	return fmt.Sprintf("%s%s   1 ferry    ferry    %12d %s %s", kind, mode, info.Size, stamp, info.Name)
 }

@@ -26,6 +26,7 @@ import (
 
 	"ferry/gridftp"
 	"ferry/storage"
+	"ferry/throttle"
 )
 
 // Version is reported in the banner and by SITE VERSION.
@@ -43,6 +44,25 @@ type Server struct {
 	FS        storage.Driver // the tree every session sees as "/"
 	Auth      Authenticator  // password logins; nil allows none
 	Anonymous bool           // accept USER anonymous / ftp with any password
+	// AnonymousWrite lets anonymous sessions change the tree; without it
+	// they only read: every verb that writes (the rows marked write in the
+	// command and SITE tables) gets GCT's 550 PERMISSION_DENIED.
+	AnonymousWrite bool
+
+	// Logins slows down password guessing: an account that failed
+	// LoginFailures times in a row (default 10), or a client address that
+	// failed three times as often (many users may share one), waits 1 s,
+	// then twice as long after each further failure, up to 5 min; a PASS
+	// while it waits gets 421 and the session ends. nil: a Throttle of
+	// the defaults. Anonymous logins are never throttled.
+	Logins        *throttle.Throttle
+	LoginFailures int
+	// LoginTimeout is how long a connection may take to log in; default
+	// 30 s.
+	LoginTimeout time.Duration
+	// MaxSessionsPerAddress bounds the sessions of one client address (an
+	// IPv6 /64); 0 means 64, negative means no limit.
+	MaxSessionsPerAddress int
 
 	// DataInterface is the address data listeners bind to and PASV
 	// announces; invalid means the control connection's local address.
@@ -63,6 +83,23 @@ type Server struct {
 	// transfers driven by clients that cannot name the sender. It lets a
 	// stranger who finds the port first take or inject the data.
 	PassiveFromAnywhere bool
+	// MaxFileSize is the largest file a client may make: every size or
+	// offset it names (ALLO, REST, ESTO, SITE TRNC) or sends (MODE E
+	// blocks, data past it) beyond this is refused with 501
+	// FILE_TOO_LARGE. 0 means 16 TiB, negative means no limit.
+	MaxFileSize int64
+	// ChecksumHoles is the most bytes of holes (unwritten, sparse parts of
+	// a file) one checksum hashes, where the storage can tell; a CKSM, or
+	// the SCKS check of a STOR, over more is refused with 504. 0 means
+	// 4 GiB, negative means no limit.
+	ChecksumHoles int64
+	// MaxStreams bounds the data streams of one transfer: OPTS RETR
+	// Parallelism is lowered to it, and a receive that gets more fails.
+	// 0 means 64.
+	MaxStreams int
+	// SessionBuffers bounds the data buffers (BlockSize each) one
+	// session's transfer holds at once, whatever its streams; 0 means 32.
+	SessionBuffers int
 
 	MaxSessions    int           // concurrent sessions; 0 means unlimited
 	IdleTimeout    time.Duration // control channel idle limit; default 30 min
@@ -79,7 +116,9 @@ type Server struct {
 	wg       sync.WaitGroup
 	poolOnce sync.Once
 	pool     *gridftp.BufferPool
-	sums     sumCache // live checksums (livesum.go)
+	perAddr  map[string]int    // open sessions by addressKey
+	logins   throttle.Throttle // when Logins is nil
+	sums     sumCache          // live checksums (livesum.go)
 }
 
 // ErrServerClosed is returned by Serve after Close.
@@ -92,8 +131,9 @@ func (s *Server) logger() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-func (s *Server) idleTimeout() time.Duration { return durationOr(s.IdleTimeout, 30*time.Minute) }
-func (s *Server) dataTimeout() time.Duration { return durationOr(s.DataTimeout, 60*time.Second) }
+func (s *Server) idleTimeout() time.Duration  { return durationOr(s.IdleTimeout, 30*time.Minute) }
+func (s *Server) loginTimeout() time.Duration { return durationOr(s.LoginTimeout, 30*time.Second) }
+func (s *Server) dataTimeout() time.Duration  { return durationOr(s.DataTimeout, 60*time.Second) }
 func (s *Server) markerInterval() time.Duration {
 	return durationOr(s.MarkerInterval, 5*time.Second)
 }
@@ -103,6 +143,44 @@ func (s *Server) blockSize() int {
 		return s.BlockSize
 	}
 	return 1 << 20
+}
+
+// loginThrottle is Logins, or the server's own default.
+func (s *Server) loginThrottle() *throttle.Throttle {
+	if s.Logins != nil {
+		return s.Logins
+	}
+	return &s.logins
+}
+
+// loginFailures is how many failed logins in a row an account may make
+// before it waits.
+func (s *Server) loginFailures() int { return intOr(s.LoginFailures, 10) }
+
+// Limits with their defaults; ok is false for no limit.
+func (s *Server) perAddressLimit() (int, bool) { return limitOr(s.MaxSessionsPerAddress, 64) }
+func (s *Server) fileSizeLimit() (int64, bool) { return limitOr(s.MaxFileSize, 16<<40) }
+func (s *Server) checksumHoles() (int64, bool) { return limitOr(s.ChecksumHoles, 4<<30) }
+
+// limitOr reads a limit field: 0 means def, negative means no limit.
+func limitOr[T int | int64](n, def T) (limit T, ok bool) {
+	switch {
+	case n < 0:
+		return 0, false
+	case n == 0:
+		return def, true
+	}
+	return n, true
+}
+
+func (s *Server) maxStreams() int     { return max(intOr(s.MaxStreams, 64), 1) }
+func (s *Server) sessionBuffers() int { return max(intOr(s.SessionBuffers, 32), 1) }
+
+func intOr(n, def int) int {
+	if n != 0 {
+		return n
+	}
+	return def
 }
 
 func durationOr(d, def time.Duration) time.Duration {
@@ -134,6 +212,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	if s.lns == nil {
 		s.lns = map[net.Listener]struct{}{}
 		s.sessions = map[*session]struct{}{}
+		s.perAddr = map[string]int{}
 	}
 	s.lns[ln] = struct{}{}
 	s.mu.Unlock()
@@ -161,21 +240,19 @@ func (s *Server) Serve(ln net.Listener) error {
 }
 
 func (s *Server) startSession(c net.Conn) {
-	n := s.active.Add(1)
-	if s.MaxSessions > 0 && n > int64(s.MaxSessions) {
-		s.active.Add(-1)
+	addr := addressKey(c.RemoteAddr())
+	if why := s.admit(addr); why != "" {
 		c.SetWriteDeadline(time.Now().Add(5 * time.Second))
-		gridftp.Reply{Code: gridftp.CodeNotAvailable, Lines: []string{
-			fmt.Sprintf("Too many sessions (limit %d); try again later.", s.MaxSessions)}}.WriteTo(c)
+		gridftp.Reply{Code: gridftp.CodeNotAvailable, Lines: []string{why}}.WriteTo(c)
 		c.Close()
-		s.logger().Warn("session refused: limit reached", "remote", c.RemoteAddr().String(), "limit", s.MaxSessions)
+		s.logger().Warn("session refused", "remote", c.RemoteAddr().String(), "why", why)
 		return
 	}
-	ss := newSession(s, c)
+	ss := newSession(s, c, addr)
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		s.active.Add(-1)
+		s.leave(addr)
 		c.Close()
 		return
 	}
@@ -188,8 +265,49 @@ func (s *Server) startSession(c net.Conn) {
 		s.mu.Lock()
 		delete(s.sessions, ss)
 		s.mu.Unlock()
-		s.active.Add(-1)
+		s.leave(addr)
 	}()
+}
+
+// admit counts a new session from addr in, or says why it is refused:
+// the server's or the address's limit is reached.
+func (s *Server) admit(addr string) (refusal string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.MaxSessions > 0 && s.active.Load() >= int64(s.MaxSessions) {
+		return fmt.Sprintf("Too many sessions (limit %d); try again later.", s.MaxSessions)
+	}
+	if limit, ok := s.perAddressLimit(); ok && s.perAddr[addr] >= limit {
+		return fmt.Sprintf("Too many sessions from your address (limit %d); try again later.", limit)
+	}
+	s.active.Add(1)
+	s.perAddr[addr]++
+	return ""
+}
+
+// leave counts a session from addr out.
+func (s *Server) leave(addr string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.active.Add(-1)
+	if s.perAddr[addr]--; s.perAddr[addr] <= 0 {
+		delete(s.perAddr, addr)
+	}
+}
+
+// addressKey names the client address of a session for its limits: the IP
+// address, or for IPv6 its /64, which one host or site commonly holds.
+func addressKey(a net.Addr) string {
+	ap, err := netip.ParseAddrPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	ip := ap.Addr().Unmap()
+	if ip.Is6() {
+		p, _ := ip.Prefix(64)
+		return p.String()
+	}
+	return ip.String()
 }
 
 // Close stops the listeners and ends every session at once.

@@ -29,7 +29,12 @@ const maxLoginFailures = 3
 type session struct {
 	srv  *Server
 	conn net.Conn
+	addr string // addressKey of the client
 	log  *slog.Logger
+
+	// loggedInOnce is set at the first login: the login deadline no longer
+	// applies (read by the command reader).
+	loggedInOnce atomic.Bool
 
 	ctx    context.Context // ends with the session
 	cancel context.CancelFunc
@@ -50,6 +55,7 @@ type session struct {
 	// State below is touched only by the command goroutine.
 	user       string
 	loggedIn   bool
+	readOnly   bool // an anonymous session without Server.AnonymousWrite
 	failures   int
 	cwd        string
 	modeE      bool
@@ -64,6 +70,7 @@ type session struct {
 	storBuf    int    // SITE STORBUFSIZE
 	retrBuf    int    // SITE RETRBUFSIZE
 	data       dataChannel
+	buffers    *gridftp.BufferPool // the server's, Server.SessionBuffers at a time
 	// Data channel security (datasec.go).
 	dataCred *gridftp.DataCredential // DCSC P
 	dcauA    bool                    // DCAU A: data connections prove dataCred
@@ -73,17 +80,19 @@ type session struct {
 
 type expectedSum struct{ alg, sum string }
 
-func newSession(s *Server, c net.Conn) *session {
+func newSession(s *Server, c net.Conn, addr string) *session {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &session{
 		srv:      s,
 		conn:     c,
+		addr:     addr,
 		log:      s.logger().With("remote", c.RemoteAddr().String()),
 		ctx:      ctx,
 		cancel:   cancel,
 		w:        bufio.NewWriterSize(c, 2048),
 		cwd:      "/",
 		parallel: 1,
+		buffers:  s.buffers().Limit(s.sessionBuffers()),
 	}
 }
 
@@ -165,15 +174,27 @@ func (ss *session) readCommands(q chan<- queued) {
 		}
 	}()
 	lr := gridftp.LineReader{R: bufio.NewReaderSize(ss.conn, 1024)}
+	// A connection that does not log in in time is closed, however it
+	// trickles bytes: the deadline runs from the connection's start.
+	loginBy := time.Now().Add(ss.srv.loginTimeout())
 	for {
-		ss.conn.SetReadDeadline(time.Now().Add(ss.srv.idleTimeout()))
+		deadline := time.Now().Add(ss.srv.idleTimeout())
+		login := !ss.loggedInOnce.Load() && loginBy.Before(deadline)
+		if login {
+			deadline = loginBy
+		}
+		ss.conn.SetReadDeadline(deadline)
 		line, err := lr.ReadLine()
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
-				if ss.busy() || len(q) > 0 {
-					continue // a long transfer keeps the session alive
+				switch {
+				case login && !ss.loggedInOnce.Load():
+					ss.reply(gridftp.CodeNotAvailable, "Login timeout: closing control connection.")
+				case login || ss.busy() || len(q) > 0:
+					continue // logged in meanwhile; or a long transfer keeps the session alive
+				default:
+					ss.reply(gridftp.CodeNotAvailable, "Idle timeout: closing control connection.")
 				}
-				ss.reply(gridftp.CodeNotAvailable, "Idle timeout: closing control connection.")
 			}
 			if errors.Is(err, gridftp.ErrLineTooLong) {
 				quit = true // the session ends once it says why
@@ -256,6 +277,9 @@ func (ss *session) dispatch(cmd gridftp.Command) bool {
 		ss.replyf(gridftp.CodeBadArguments, "%s takes no argument.", cmd.Verb)
 		return true
 	}
+	if h.write && ss.refuseWrite(cmd.Verb) {
+		return true
+	}
 	if cmd.Verb != "RNFR" && cmd.Verb != "RNTO" {
 		ss.rnfr = "" // RNTO must follow RNFR at once
 	}
@@ -267,6 +291,16 @@ func (ss *session) dispatch(cmd gridftp.Command) bool {
 		ss.log.Debug("command", "verb", cmd.Verb, "arg", arg)
 	}
 	return h.fn(ss, cmd.Arg)
+}
+
+// refuseWrite refuses a verb that changes the tree in a read-only session,
+// as GCT refuses a path the user may not write; it reports whether it did.
+func (ss *session) refuseWrite(verb string) bool {
+	if !ss.readOnly {
+		return false
+	}
+	ss.errorReply(strings.ToLower(verb), fmt.Errorf("%s: anonymous sessions only read: %w", verb, storage.ErrPermission))
+	return true
 }
 
 func (ss *session) clearRest() {

@@ -12,33 +12,42 @@ import (
 	"ferry/storage"
 )
 
+// siteCommand is one row of the SITE table.
+type siteCommand struct {
+	fn    func(ss *session, arg string)
+	write bool // changes the tree: refused to read-only sessions
+}
+
 // siteCommands is the table of SITE subcommands.
-var siteCommands map[string]func(ss *session, arg string)
+var siteCommands map[string]siteCommand
 
 func init() {
-	siteCommands = map[string]func(*session, string){
-		"CHMOD":       (*session).siteCHMOD,
-		"UTIME":       (*session).siteUTIME,
-		"RDEL":        (*session).siteRDEL,
-		"TRNC":        (*session).siteTRNC,
-		"VERSION":     (*session).siteVERSION,
-		"WHOAMI":      (*session).siteWHOAMI,
-		"CLIENTINFO":  (*session).siteOK,
-		"TASKID":      (*session).siteOK,
-		"STORBUFSIZE": func(ss *session, arg string) { ss.siteBufSize(arg, &ss.storBuf) },
-		"RETRBUFSIZE": func(ss *session, arg string) { ss.siteBufSize(arg, &ss.retrBuf) },
-		"HELP":        (*session).siteHELP,
+	siteCommands = map[string]siteCommand{
+		"CHMOD":       {fn: (*session).siteCHMOD, write: true},
+		"UTIME":       {fn: (*session).siteUTIME, write: true},
+		"RDEL":        {fn: (*session).siteRDEL, write: true},
+		"TRNC":        {fn: (*session).siteTRNC, write: true},
+		"VERSION":     {fn: (*session).siteVERSION},
+		"WHOAMI":      {fn: (*session).siteWHOAMI},
+		"CLIENTINFO":  {fn: (*session).siteOK},
+		"TASKID":      {fn: (*session).siteOK},
+		"STORBUFSIZE": {fn: func(ss *session, arg string) { ss.siteBufSize(arg, &ss.storBuf) }},
+		"RETRBUFSIZE": {fn: func(ss *session, arg string) { ss.siteBufSize(arg, &ss.retrBuf) }},
+		"HELP":        {fn: (*session).siteHELP},
 	}
 }
 
 func (ss *session) handleSITE(arg string) bool {
 	sub, rest, _ := strings.Cut(strings.TrimSpace(arg), " ")
-	fn, ok := siteCommands[strings.ToUpper(sub)]
-	if !ok {
+	sub = strings.ToUpper(sub)
+	c, ok := siteCommands[sub]
+	switch {
+	case !ok:
 		ss.reply(gridftp.CodeSyntaxError, "Invalid command.")
-		return true
+	case c.write && ss.refuseWrite("SITE "+sub):
+	default:
+		c.fn(ss, strings.TrimSpace(rest))
 	}
-	fn(ss, strings.TrimSpace(rest))
 	return true
 }
 
@@ -83,10 +92,14 @@ func (ss *session) siteUTIME(arg string) {
 }
 
 func (ss *session) siteTRNC(arg string) {
+	const usage = "SITE TRNC: expected LENGTH PATH."
 	n, p, ok := strings.Cut(arg, " ")
-	size, err := strconv.ParseInt(n, 10, 64)
-	if !ok || p == "" || err != nil || size < 0 {
-		ss.reply(gridftp.CodeBadArguments, "SITE TRNC: expected LENGTH PATH.")
+	if !ok || p == "" {
+		ss.reply(gridftp.CodeBadArguments, usage)
+		return
+	}
+	size, ok := ss.sizeArg(n, "truncate", usage)
+	if !ok {
 		return
 	}
 	ss.srv.sums.forget(ss.path(p), size, -1)

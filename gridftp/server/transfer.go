@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"ferry/checksum"
 	"ferry/gridftp"
 	"ferry/storage"
 )
@@ -172,7 +171,7 @@ func (ss *session) sendData(ctx context.Context, src io.ReaderAt, segs []gridftp
 		defer stop()
 	}
 	plan := gridftp.NewPlan(segs, ss.srv.blockSize())
-	err = gridftp.Send(ctx, streams, plan, src, base, ss.srv.buffers(), &sent)
+	err = gridftp.Send(ctx, streams, plan, src, base, ss.buffers, &sent)
 	return ss.dataErr(ctx, err)
 }
 
@@ -314,9 +313,8 @@ func (ss *session) handleESTO(arg string) bool {
 		ss.reply(gridftp.CodeBadArguments, "ESTO: expected A OFFSET PATH.")
 		return true
 	}
-	off, err := strconv.ParseInt(f[1], 10, 64)
-	if err != nil || off < 0 {
-		ss.reply(gridftp.CodeBadArguments, "ESTO: bad offset.")
+	off, ok := ss.sizeArg(f[1], "write", "ESTO: bad offset.")
+	if !ok {
 		return true
 	}
 	ss.store(ss.path(f[2]), storage.Keep, off, false)
@@ -356,12 +354,16 @@ func (ss *session) store(p string, flag storage.OpenFlag, base int64, appendMode
 	if !ss.modeE && ss.restSet {
 		base += ss.restOffset
 	}
+	if err := ss.checkSize(base); err != nil {
+		ss.finish(ctx, "write", err, false)
+		return
+	}
 	if flag == storage.Truncate {
 		ss.srv.sums.forget(p, 0, -1)
 	} else {
 		ss.srv.sums.forget(p, base, -1)
 	}
-	rcv, err := ss.receiveData(ctx, f, base)
+	rcv, err := ss.receiveData(ctx, ss.capWrites(f), base)
 	if rcv != nil {
 		for _, r := range rcv.Ranges().List() {
 			ss.srv.sums.forget(p, r.Start, r.Len())
@@ -382,12 +384,11 @@ func (ss *session) store(p string, flag storage.OpenFlag, base int64, appendMode
 
 // verify checks a stored file against the SCKS value that preceded it.
 func (ss *session) verify(ctx context.Context, p string, want *expectedSum) error {
-	f, err := ss.srv.FS.Open(ctx, p)
+	info, err := ss.srv.FS.Stat(ctx, p)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	got, err := checksum.Sum(ctx, f, 0, -1, want.alg)
+	got, err := ss.sum(ctx, want.alg, p, 0, info.Size)
 	if err != nil {
 		return err
 	}
@@ -410,13 +411,16 @@ func (ss *session) receiveData(ctx context.Context, f storage.File, base int64) 
 		stop := closeOnCancel(ctx, c)
 		defer stop()
 		var w io.Writer = io.NewOffsetWriter(f, base)
-		if of, ok := f.(*os.File); ok {
+		if of, ok := storageFile(f).(*os.File); ok {
 			if _, err := of.Seek(base, io.SeekStart); err != nil {
 				return nil, err
 			}
 			w = of // os.File.ReadFrom splices from the socket
 		}
-		_, err = io.Copy(w, c)
+		err = ss.copyCapped(w, c, base)
+		if errors.Is(err, errTooLarge) {
+			return nil, err
+		}
 		return nil, ss.dataErr(ctx, err)
 	}
 	if ss.data.ln == nil && len(ss.data.active) == 0 {
@@ -440,7 +444,7 @@ func (ss *session) receiveData(ctx context.Context, f storage.File, base int64) 
 		}
 	}
 	ss.beginReply(reused)
-	rcv := &gridftp.Receiver{Dst: f, Base: base, Pool: ss.srv.buffers(), Timeout: ss.srv.dataTimeout()}
+	rcv := &gridftp.Receiver{Dst: f, Base: base, Pool: ss.buffers, Timeout: ss.srv.dataTimeout(), MaxStreams: ss.srv.maxStreams()}
 	if h := ss.liveHash(); h != nil {
 		// Through a storage driver that may alter data (a wrapper, a
 		// layer that encodes), hash what the file holds, read back after
@@ -448,7 +452,7 @@ func (ss *session) receiveData(ctx context.Context, f storage.File, base int64) 
 		// is a copy of the buffer into the page cache, which a read-back
 		// would only copy out again: there the buffer is hashed (as GCT
 		// does), saving ~0.1-0.2 CPU-s/GiB (BenchmarkReceiveLive).
-		_, plain := f.(*os.File)
+		_, plain := storageFile(f).(*os.File)
 		rcv.Hash, rcv.ReadBack = h, !plain
 	}
 	stopMarkers := ss.markers(ss.srv.markerInterval(), rcv.Counter(), rcv)

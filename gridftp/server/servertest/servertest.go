@@ -29,9 +29,12 @@ func Root(t testing.TB) (string, *posix.FS) {
 }
 
 // Serve runs srv on 127.0.0.1 and a free port until the test ends and
-// returns its address.
+// returns its address. Its anonymous sessions may write
+// (Server.AnonymousWrite): the tests of other packages store files through
+// them.
 func Serve(t testing.TB, srv *server.Server) string {
 	t.Helper()
+	srv.AnonymousWrite = srv.AnonymousWrite || srv.Anonymous
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
