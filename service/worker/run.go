@@ -471,18 +471,18 @@ func (r *run) attempts(ctx context.Context, work func(ctx context.Context, try i
 		}
 		f := classify(err)
 		if f.code == domain.NiceNoSpace {
-			return paused(&pause{nice: f.code, why: fmt.Sprintf("the destination %s is full (%v); free space there, "+
-				"then resume the task (ferry task resume %s)", r.eps[len(r.eps)-1].DisplayName(), err, r.task.ID)})
+			return paused(&pause{nice: f.code, why: fmt.Sprintf("the destination %s is full (%s); free space there, "+
+				"then resume the task (ferry task resume %s)", r.eps[len(r.eps)-1].DisplayName(), gridops.Tell(err), r.task.ID)})
 		}
 		if f.code == domain.NiceCredentialExpired {
 			return paused(&pause{nice: f.code,
-				why: fmt.Sprintf("an endpoint refused the credential (%v); activate it again to resume", err)})
+				why: fmt.Sprintf("an endpoint refused the credential (%s); activate it again to resume", gridops.Tell(err))})
 		}
 		last := deadline.IsZero() && try+1 >= maxTries || !deadline.IsZero() && r.w.now().Add(delay).After(deadline)
 		if !f.transient || last {
-			return failed(f.code, err.Error())
+			return failed(f.code, gridops.Tell(err))
 		}
-		r.p.fault(domain.EventConnectFailed, "", err.Error(), delay)
+		r.p.fault(domain.EventConnectFailed, "", gridops.Tell(err), delay)
 		select {
 		case <-ctx.Done():
 			e, _ := r.stopped(ctx)
@@ -499,7 +499,7 @@ func (r *run) attempts(ctx context.Context, work func(ctx context.Context, try i
 func (r *run) transfer(ctx context.Context, try int, deadline time.Time, logins []domain.Login) error {
 	var ends [2]engine.Endpoint
 	for i, ep := range r.eps {
-		servers, err := gridops.Servers(ep, r.w.Agents)
+		servers, err := gridops.Servers(ep, r.w.Agents, r.w.Networks)
 		if err != nil {
 			return err
 		}
