@@ -43,7 +43,7 @@ func (s *Server) visibleEndpoint(r *http.Request, c *call, field, ref string) (d
 			ep, err = s.Store.EndpointByName(ctx, c.user.Name, ref)
 		}
 	}
-	if domain.IsNotFound(err) || err == nil && ep.OwnerID != c.user.ID && !ep.Public {
+	if domain.IsNotFound(err) || err == nil && !ep.UsableBy(c.user.ID) {
 		return domain.Endpoint{}, domain.Errorf(domain.ENotFound, "%s: no endpoint %q", field, ref)
 	}
 	return ep, err
