@@ -152,6 +152,27 @@ func serverURI(i int, sv api.Server) (string, error) {
 	return "ftp://" + net.JoinHostPort(host, strconv.Itoa(port)), nil
 }
 
+// resolveWithin bounds the name lookups of checkServers.
+const resolveWithin = 5 * time.Second
+
+// checkServers refuses a server (as serverURI writes it) whose address
+// the network policy refuses, or whose name resolves to one.
+func (s *Server) checkServers(ctx context.Context, servers []string) error {
+	for i, sv := range servers {
+		u, err := url.Parse(sv)
+		if err != nil {
+			return err
+		}
+		lctx, cancel := context.WithTimeout(ctx, resolveWithin)
+		err = s.Networks.CheckHost(lctx, u.Hostname())
+		cancel()
+		if err != nil {
+			return domain.Errorf(domain.EInvalid, "DATA[%d] %s: %v", i, sv, err)
+		}
+	}
+	return nil
+}
+
 // applySpec changes ep as spec says.
 func applySpec(ep *domain.Endpoint, spec api.EndpointSpec) error {
 	if err := dataType(spec.DataType, "endpoint"); err != nil {
@@ -264,6 +285,9 @@ func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request, c *call)
 	if connect {
 		return s.createConnectEndpoint(w, r, c, ep)
 	}
+	if err := s.checkServers(r.Context(), ep.Servers); err != nil {
+		return err
+	}
 	if err := s.Store.CreateEndpoint(r.Context(), &ep); err != nil {
 		return err
 	}
@@ -285,6 +309,11 @@ func (s *Server) updateEndpoint(w http.ResponseWriter, r *http.Request, c *call)
 	}
 	if err := applySpec(&ep, spec); err != nil {
 		return err
+	}
+	if spec.Servers != nil {
+		if err := s.checkServers(r.Context(), ep.Servers); err != nil {
+			return err
+		}
 	}
 	if err := s.Store.UpdateEndpoint(r.Context(), ep); err != nil {
 		return err

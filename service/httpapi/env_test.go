@@ -150,7 +150,8 @@ func (a answer) apiError(t *testing.T) api.Error {
 	return e
 }
 
-// raw sends a request with a bearer token (if any) and returns the answer.
+// raw sends a request with a bearer token (if any) and returns the
+// answer; a body is sent as JSON unless header says otherwise.
 func (e *env) raw(method, path, token string, body io.Reader, header ...string) answer {
 	e.t.Helper()
 	if !strings.HasPrefix(path, "/") {
@@ -162,6 +163,9 @@ func (e *env) raw(method, path, token string, body io.Reader, header ...string) 
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
