@@ -315,6 +315,9 @@ func Err(op, p string, err error) error {
 		return domain.Errorf(domain.EUnavailable, "%s %s: endpoint unreachable: %s", op, p, Tell(err))
 	}
 	f := faults[gridftp.Classify(err)]
+	if _, ok := errors.AsType[*client.HandshakeError](err); ok && f.kind != domain.EUnauthorized {
+		f.reason = Tell(err) // not a path's fault: the server refused the session
+	}
 	return domain.Errorf(f.kind, "%s %s: %s", op, p, f.reason)
 }
 
@@ -343,10 +346,8 @@ func handshake(he *client.HandshakeError) string {
 	switch err := he.Err; {
 	case errors.As(err, &de):
 		return de.Message
-	case errors.As(err, &ge) && he.Stage == client.StageLogin && ge.Reply.Code == gridftp.CodeNotLoggedIn:
-		return fmt.Sprintf("refused (%d)", ge.Reply.Code)
 	case errors.As(err, &ge):
-		return fmt.Sprintf("the server answered %d, which a GridFTP server would not", ge.Reply.Code)
+		return fmt.Sprintf("refused (reply %d)", ge.Reply.Code)
 	case errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return err.Error() // the connection's fate, which says nothing the peer sent
