@@ -8,7 +8,6 @@ package interop
 // its owner's alone.
 
 import (
-	"bufio"
 	"fmt"
 	"io/fs"
 	"net"
@@ -19,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"ferry/internal/peertest"
 	"ferry/service/api"
 	"ferry/service/domain"
 )
@@ -118,34 +118,6 @@ func hostAddr(t *testing.T, name, ip string) string {
 	return ip
 }
 
-// bannerServer is a server that is not a GridFTP server, on loopback: it
-// greets every connection with greet and answers each line with answer.
-func bannerServer(t *testing.T, greet, answer string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(time.Minute))
-				fmt.Fprint(c, greet)
-				for r := bufio.NewScanner(c); r.Scan() && answer != ""; {
-					fmt.Fprint(c, answer)
-				}
-			}()
-		}
-	}()
-	return ln.Addr().String()
-}
-
 // TestServiceEndpointNetworks: a service that listens on an address of
 // the host, not on loopback, refuses endpoints on loopback (given as an
 // address or as a name), on the cloud metadata address or on this host's
@@ -156,7 +128,7 @@ func TestServiceEndpointNetworks(t *testing.T) {
 	needFerry(t)
 	host := hostAddr(t, "ferrysec0", "10.202.11.1")
 	lo := startFerryConfig(t, ferryConfig{Anonymous: true}) // a loopback-only service of the host
-	ssh := bannerServer(t, "SSH-2.0-OpenSSH_9.6\r\n", "")
+	ssh := peertest.Serve(t, "SSH-2.0-OpenSSH_9.6\r\n", "")
 	dtnRoot := t.TempDir()
 	writeFile(t, filepath.Join(dtnRoot, "hello.txt"), []byte("hello\n"))
 	dtn := &ferryServer{child: child{t: t, name: "ferry gridftp", log: &logBuffer{}}, root: dtnRoot, addr: net.JoinHostPort(host, freePortOn(t, host))}
@@ -208,8 +180,8 @@ func TestServiceEndpointNetworks(t *testing.T) {
 func TestServicePeerWords(t *testing.T) {
 	needFerry(t)
 	const secret = "INTERNAL-SECRET-5e2b"
-	ssh := bannerServer(t, "SSH-2.0-OpenSSH_9.6 "+secret+"\r\n", "")
-	smtp := bannerServer(t, "220 mail."+secret+" ESMTP\r\n", "502 5.5.2 "+secret+"\r\n")
+	ssh := peertest.Serve(t, "SSH-2.0-OpenSSH_9.6 "+secret+"\r\n", "")
+	smtp := peertest.Serve(t, "220 mail."+secret+" ESMTP\r\n", "502 5.5.2 "+secret+"\r\n")
 	dst := startFerryConfig(t, ferryConfig{Anonymous: true})
 	s := startService(t, serviceConfig{})
 	c := newServiceUser(t, s, "")

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"ferry/internal/peertest"
 	"ferry/netpolicy"
 )
 
@@ -82,28 +83,8 @@ func TestNewRefusesMalformedLists(t *testing.T) {
 	}
 }
 
-// listen serves TCP on 127.0.0.1 and accepts (and closes) connections.
-func listen(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	return ln.Addr().String()
-}
-
 func TestDial(t *testing.T) {
-	addr := listen(t)
+	addr := peertest.Serve(t, "", "")
 	_, port, _ := net.SplitHostPort(addr)
 	local, _ := netpolicy.New("", true)
 	remote, _ := netpolicy.New("", false)

@@ -1,14 +1,13 @@
 package gridops_test
 
 import (
-	"bufio"
 	"context"
-	"net"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"ferry/internal/peertest"
 	"ferry/netpolicy"
 	"ferry/service/domain"
 	"ferry/service/gridops"
@@ -67,32 +66,9 @@ func TestNetworkPolicy(t *testing.T) {
 // secret is in everything the peers below say: no error may hold it.
 const secret = "INTERNAL-SECRET-7f3a"
 
-// peer is a server that is not a GridFTP server: it sends greet when a
-// client connects and answers every line with answer.
-func peer(t *testing.T, greet, answer string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				c.Write([]byte(greet))
-				r := bufio.NewScanner(c)
-				for r.Scan() && answer != "" {
-					c.Write([]byte(answer))
-				}
-			}()
-		}
-	}()
-	return "ftp://" + ln.Addr().String()
+// peerURL is the ftp URL of a server that is not a GridFTP server.
+func peerURL(t *testing.T, greet, answer string) string {
+	return "ftp://" + peertest.Serve(t, greet, answer)
 }
 
 // TestPeerWordsNotRepeated: an endpoint whose server is an SSH, SMTP or
@@ -101,10 +77,10 @@ func peer(t *testing.T, greet, answer string) string {
 func TestPeerWordsNotRepeated(t *testing.T) {
 	good, _ := startServer(t)
 	peers := map[string]string{
-		"ssh":                 peer(t, "SSH-2.0-OpenSSH_9.6 "+secret+"\r\n", ""),
-		"smtp":                peer(t, "220 mail."+secret+" ESMTP Postfix\r\n", "502 5.5.2 "+secret+": command not recognized\r\n"),
-		"http":                peer(t, "HTTP/1.1 400 Bad Request\r\nServer: "+secret+"\r\n\r\n", ""),
-		"ftp without a login": peer(t, "220 "+secret+" FTP\r\n", "421 "+secret+" is closing\r\n"),
+		"ssh":                 peerURL(t, "SSH-2.0-OpenSSH_9.6 "+secret+"\r\n", ""),
+		"smtp":                peerURL(t, "220 mail."+secret+" ESMTP Postfix\r\n", "502 5.5.2 "+secret+": command not recognized\r\n"),
+		"http":                peerURL(t, "HTTP/1.1 400 Bad Request\r\nServer: "+secret+"\r\n\r\n", ""),
+		"ftp without a login": peerURL(t, "220 "+secret+" FTP\r\n", "421 "+secret+" is closing\r\n"),
 	}
 	ops := &gridops.Ops{Timeout: 2 * time.Second}
 	ctx := context.Background()

@@ -1,14 +1,13 @@
 package worker_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"ferry/internal/peertest"
 	"ferry/netpolicy"
 	"ferry/service/domain"
 )
@@ -156,26 +155,9 @@ func TestPolicyRefusesTaskEndpoint(t *testing.T) {
 // fails, and neither its fatal error nor its events repeat the banner.
 func TestPeerWordsNotInTaskEvents(t *testing.T) {
 	const secret = "INTERNAL-SECRET-9c1d"
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				c.Write([]byte("SSH-2.0-OpenSSH_9.6 " + secret + "\r\n"))
-				bufio.NewReader(c).ReadString('\n')
-			}()
-		}
-	}()
+	ssh := peertest.Serve(t, "SSH-2.0-OpenSSH_9.6 "+secret+"\r\n", "")
 	f := newFixture(t)
-	f.srcEP.Servers = []string{"ftp://" + ln.Addr().String()}
+	f.srcEP.Servers = []string{"ftp://" + ssh}
 	if err := f.store.UpdateEndpoint(context.Background(), f.srcEP); err != nil {
 		t.Fatal(err)
 	}
