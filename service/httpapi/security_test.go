@@ -228,6 +228,19 @@ func TestSlowBody(t *testing.T) {
 	}
 }
 
+// TestSlowHandlerAfterItsBody: the body's deadline is over once the body
+// is read: an activation whose endpoint takes longer to answer than
+// BodyTimeout still succeeds.
+func TestSlowHandlerAfterItsBody(t *testing.T) {
+	e := newEnv(t, func(s *httpapi.Server) { s.BodyTimeout = 100 * time.Millisecond })
+	alice, _ := e.user("alice")
+	addEndpoint(t, alice, "data", "password", false)
+	e.ops.set(func(f *fakeOps) { f.delay = 500 * time.Millisecond })
+	if _, err := alice.Activate(t.Context(), "data", api.Activate{Username: "carol", Password: "secret"}); err != nil {
+		t.Fatalf("an activation that takes five times BodyTimeout: %v", err)
+	}
+}
+
 // TestListHugeOffset: an offset past any listing is refused, not a panic.
 func TestListHugeOffset(t *testing.T) {
 	e := newEnv(t)
