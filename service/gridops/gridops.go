@@ -18,6 +18,7 @@ import (
 	"net"
 	"net/url"
 	"path"
+	"strings"
 	"time"
 
 	"ferry/engine"
@@ -326,16 +327,21 @@ func Err(op, p string, err error) error {
 // accepted a login. Until then nothing shows that the peer speaks GridFTP
 // at all — an endpoint may name any address the network policy allows, and
 // an SSH, SMTP or HTTP server there answers too — so its words give way to
-// what kind of answer it was.
+// what kind of answer it was. What wrapped the failure ("source: ...")
+// is kept when it came before it.
 func Tell(err error) string {
 	he, ok := errors.AsType[*client.HandshakeError](err)
 	if !ok {
 		return err.Error()
 	}
+	told := fmt.Sprintf("%s: %s: %s", he.Addr, he.Stage, handshake(he))
 	if he.Stage == client.StageConnect {
-		return fmt.Sprintf("connect %s: %s", he.Addr, handshake(he))
+		told = fmt.Sprintf("connect %s: %s", he.Addr, handshake(he))
 	}
-	return fmt.Sprintf("%s: %s: %s", he.Addr, he.Stage, handshake(he))
+	if full, inner := err.Error(), he.Error(); strings.HasSuffix(full, inner) {
+		return strings.TrimSuffix(strings.TrimSuffix(full, inner), he.Addr+": ") + told
+	}
+	return told
 }
 
 // handshake words a handshake's failure without the peer's words.
