@@ -121,22 +121,22 @@ func TestFerryLoginBackoff(t *testing.T) {
 		}
 		return code, msg
 	}
-	for i := range 11 {
+	for i := range 10 {
 		if code, msg := pass("127.0.0.2", "alice", fmt.Sprint("guess", i)); code != 530 {
 			t.Fatalf("guess %d: %d %s, want 530", i, code, msg)
 		}
 	}
-	// Past the tenth failure the account waits, even for the right password.
+	// After the tenth failure the account waits, even for the right password.
 	if code, msg := pass("127.0.0.2", "alice", "alice-pw"); code != 421 || !strings.Contains(msg, "Too many failed logins") {
-		t.Fatalf("after 11 failures: %d %s, want 421", code, msg)
+		t.Fatalf("after 10 failures: %d %s, want 421", code, msg)
 	}
 	time.Sleep(1100 * time.Millisecond)
-	if code, msg := pass("127.0.0.2", "alice", "guess11"); code != 530 {
+	if code, msg := pass("127.0.0.2", "alice", "guess10"); code != 530 {
 		t.Fatalf("after the first wait: %d %s, want 530", code, msg)
 	}
 	start := time.Now()
 	if code, msg := pass("127.0.0.3", "alice", "alice-pw"); code != 421 || !strings.Contains(msg, "try again in 2s") {
-		t.Fatalf("after 12 failures, from elsewhere: %d %s, want 421 ... 2s", code, msg)
+		t.Fatalf("after 11 failures, from elsewhere: %d %s, want 421 ... 2s", code, msg)
 	}
 	// bob, from another address, logs in meanwhile.
 	local := filepath.Join(t.TempDir(), "bob.dat")

@@ -211,8 +211,11 @@ func TestConnect(t *testing.T) {
 	nsA, nsB := newFirewalledNS(t, "ferryC1", 1), newFirewalledNS(t, "ferryC2", 2)
 	host := nsA.hostIP // the service's host, as both namespaces reach it
 
-	// The relay runs on the API's port: the agents need only its URL.
-	svc := startConnectService(t, host, serviceConfig{Data: t.TempDir()})
+	// The relay runs on the API's port: the agents need only its URL. The
+	// GCT server below listens on loopback only, which endpoints of a
+	// service that is not local may use only when the operator opens it.
+	svc := startConnectService(t, host, serviceConfig{Data: t.TempDir(),
+		Args: []string{"--endpoint-networks", "0.0.0.0/0,::/0,127.0.0.0/8"}})
 	c := newServiceUser(t, svc, "")
 
 	plainRoot := t.TempDir()

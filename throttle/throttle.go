@@ -9,6 +9,8 @@
 package throttle
 
 import (
+	"net"
+	"net/netip"
 	"sync"
 	"time"
 )
@@ -55,16 +57,17 @@ func or(d, def time.Duration) time.Duration {
 	return def
 }
 
-// wait is how long r must still wait, when it may fail free times before
-// it waits at all.
+// wait is how long r must still wait, when it may fail free times in a
+// row before its next try waits: Base after the free-th failure, twice as
+// long after each further one.
 func (t *Throttle) wait(r *record, free int, now time.Time) time.Duration {
 	over := r.failures - free
-	if over <= 0 {
+	if over < 0 {
 		return 0
 	}
 	d := or(t.Max, DefaultMax)
-	if over <= 30 {
-		d = min(d, or(t.Base, DefaultBase)<<(over-1))
+	if over < 30 {
+		d = min(d, or(t.Base, DefaultBase)<<over)
 	}
 	return max(0, r.last.Add(d).Sub(now))
 }
@@ -92,24 +95,106 @@ func (t *Throttle) lookup(key string, now time.Time) *record {
 	return r
 }
 
+// Key is one thing a login is counted against, with the failures it may
+// have in a row before it waits.
+type Key struct {
+	Name string
+	Free int
+}
+
+// Try takes a login's try: when no key must wait, it counts the try as a
+// failure of each key at once (so that guesses made in parallel cannot
+// slip past) and returns 0; else it counts nothing and returns the longest
+// wait. Succeeded or Void then settle the try; a wrong password leaves it
+// counted.
+func (t *Throttle) Try(keys ...Key) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.now()
+	var wait time.Duration
+	for _, k := range keys {
+		if r := t.lookup(k.Name, now); r != nil {
+			wait = max(wait, t.wait(r, k.Free, now))
+		}
+	}
+	if wait > 0 {
+		return wait
+	}
+	for _, k := range keys {
+		t.fail(k.Name, now)
+	}
+	return 0
+}
+
+// Succeeded settles a try whose password was right: the first key (the
+// account) is cleared, and the try is taken back from the others (an
+// address: an attacker with an account of his own must not clear it
+// between guesses).
+func (t *Throttle) Succeeded(keys ...Key) {
+	if len(keys) > 0 {
+		t.Clear(keys[0].Name)
+		t.Void(keys[1:]...)
+	}
+}
+
+// Void takes a try back from each key: it was no answer to the password
+// (an error before it was checked).
+func (t *Throttle) Void(keys ...Key) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, k := range keys {
+		switch r := t.keys[k.Name]; {
+		case r == nil:
+		case r.failures <= 1:
+			delete(t.keys, k.Name)
+		default:
+			r.failures--
+		}
+	}
+}
+
+// AddressKey names a client address for counting: the IP, with an IPv6
+// address's /64 (one host's share of a network) as one; addr may carry a
+// port.
+func AddressKey(addr string) string {
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		addr = host
+	}
+	ip, err := netip.ParseAddr(addr)
+	if err != nil {
+		return addr
+	}
+	ip = ip.Unmap().WithZone("")
+	if ip.Is6() {
+		p, _ := ip.Prefix(64)
+		return p.String()
+	}
+	return ip.String()
+}
+
 // Fail records a failed try of each key.
 func (t *Throttle) Fail(keys ...string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now()
 	for _, k := range keys {
-		r := t.lookup(k, now)
-		if r == nil {
-			t.makeRoom(now)
-			r = &record{}
-			if t.keys == nil {
-				t.keys = map[string]*record{}
-			}
-			t.keys[k] = r
-		}
-		r.failures++
-		r.last = now
+		t.fail(k, now)
 	}
+}
+
+// fail counts a failure of key at now. Called with t.mu held.
+func (t *Throttle) fail(key string, now time.Time) {
+	r := t.lookup(key, now)
+	if r == nil {
+		t.makeRoom(now)
+		r = &record{}
+		if t.keys == nil {
+			t.keys = map[string]*record{}
+		}
+		t.keys[key] = r
+	}
+	r.failures++
+	r.last = now
 }
 
 // Clear forgets key's failures (an account that logged in).

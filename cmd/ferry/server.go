@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
+	"ferry/netpolicy"
 	"ferry/service/domain"
 	"ferry/service/gridops"
 	"ferry/service/httpapi"
@@ -29,6 +31,7 @@ type serverFlags struct {
 	store                     storeFlags
 	relay                     relayFlags
 	listen, keyFile, logLevel string
+	endpointNetworks          string
 	workerID, publicURL       string
 	smtpAddr, smtpFrom        string
 	webhook, webhookSecret    string
@@ -61,10 +64,11 @@ tasks go back to the queue and continue in another process or at restart.`,
 	f.relay.register(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:8080", "HTTP address of the API and web app")
+	fl.StringVar(&f.endpointNetworks, "endpoint-networks", "", "the networks endpoints' servers may be in: CIDR prefixes or addresses, comma-separated, ! before one to refuse it (default: any address but link-local, cloud metadata, unspecified, multicast and reserved ones, and loopback unless --listen is on loopback; those stay refused unless named)")
 	fl.StringVar(&f.keyFile, "key-file", "", "key sealing endpoint credentials (default DIR/secret.key; created if missing)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.StringVar(&f.workerID, "worker-id", "", "this process's name, unique among the processes of one database, for the leases of its tasks and the agents connected to it; a process restarted under it takes back its running tasks at once (default HOST/LISTEN-ADDRESS)")
-	fl.StringVar(&f.publicURL, "public-url", "", "this process's URL as users, agents and the other processes reach it: links in notifications, its relay (default: http://--listen)")
+	fl.StringVar(&f.publicURL, "public-url", "", "this process's URL as users, agents and the other processes reach it: links in notifications, its relay, the origin the web app logs in from behind a proxy (default: http://--listen)")
 	fl.StringVar(&f.smtpAddr, "smtp", "", "SMTP server HOST:PORT for email notifications")
 	fl.StringVar(&f.smtpFrom, "smtp-from", "ferry@localhost", "sender of email notifications")
 	fl.StringVar(&f.webhook, "webhook", "", "URL that receives a JSON POST when a task ends or goes INACTIVE")
@@ -94,7 +98,6 @@ func runServer(ctx context.Context, cmd *cobra.Command, f serverFlags) error {
 	if err != nil {
 		return err
 	}
-	ops := &gridops.Ops{}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
@@ -102,6 +105,19 @@ func runServer(ctx context.Context, cmd *cobra.Command, f serverFlags) error {
 	if err != nil {
 		return err
 	}
+	// Loopback endpoints are the embedded demo's, on one machine with the
+	// service; a service that others reach must not reach its own host's
+	// loopback services for them.
+	local := false
+	if ap, err := netip.ParseAddrPort(ln.Addr().String()); err == nil {
+		local = ap.Addr().IsLoopback()
+	}
+	nets, err := netpolicy.New(f.endpointNetworks, local)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("--endpoint-networks: %w", err)
+	}
+	ops := &gridops.Ops{Networks: nets}
 	if f.workerID == "" {
 		// One process at a time listens on an address of a host: a process
 		// restarted there takes back its tasks at once (worker.Reclaim).
@@ -114,12 +130,12 @@ func runServer(ctx context.Context, cmd *cobra.Command, f serverFlags) error {
 	}
 	w := &worker.Worker{
 		Store: st, Box: box, Ops: ops, ID: f.workerID, Logger: log.With("worker", f.workerID),
-		Tasks: f.tasks, PerUser: f.perUser, Lease: f.lease,
+		Tasks: f.tasks, PerUser: f.perUser, Lease: f.lease, Networks: nets,
 		Notify: notifier(f, base),
 	}
 	api := &httpapi.Server{
 		Store: st, Ops: ops, Box: box, Logger: log, Registry: reg,
-		DefaultDeadline: f.defaultDeadline,
+		DefaultDeadline: f.defaultDeadline, Networks: nets, PublicURL: f.publicURL,
 	}
 	if !f.noWorker {
 		api.Queued = w.Wake
@@ -150,7 +166,9 @@ func runServer(ctx context.Context, cmd *cobra.Command, f serverFlags) error {
 	for _, p := range []string{"/api/", "/healthz", "/metrics"} {
 		mux.Handle(p, apiHandler)
 	}
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// Bodies have the API's own deadline (httpapi.Server.BodyTimeout); a
+	// connection between requests is closed after IdleTimeout.
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

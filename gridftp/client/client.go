@@ -50,7 +50,7 @@ func DialWith(ctx context.Context, dial DialFunc, addr string) (*Conn, error) {
 	}
 	c, err := dial(ctx, "tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("connect %s: %w", addr, err)
+		return nil, &HandshakeError{Stage: StageConnect, Addr: addr, Err: err}
 	}
 	cc := &Conn{c: c, r: bufio.NewReaderSize(c, 4096), addr: addr}
 	rep, err := cc.Next(ctx)
@@ -59,10 +59,41 @@ func DialWith(ctx context.Context, dial DialFunc, addr string) (*Conn, error) {
 	}
 	if err != nil {
 		c.Close()
-		return nil, fmt.Errorf("%s: banner: %w", addr, err)
+		return nil, &HandshakeError{Stage: StageBanner, Addr: addr, Err: err}
 	}
 	return cc, nil
 }
+
+// Stages of a HandshakeError.
+const (
+	StageConnect = "connect" // the connection was not made
+	StageBanner  = "banner"  // the peer sent no 220 banner
+	StageLogin   = "login"   // USER and PASS were not accepted
+)
+
+// HandshakeError is a failure before a server accepted a login: while
+// connecting, reading its banner or logging in. Until a login is accepted
+// nothing shows that the peer speaks FTP at all (an address may lead to
+// an SSH, SMTP or HTTP server), so a caller that must not repeat what such
+// a peer sent tells these failures from later ones by this type, and
+// reads Err for what kind of failure it was.
+type HandshakeError struct {
+	Stage string // StageConnect, StageBanner or StageLogin
+	Addr  string // the server's address as dialled
+	Err   error
+}
+
+func (e *HandshakeError) Error() string {
+	switch e.Stage {
+	case StageConnect:
+		return fmt.Sprintf("connect %s: %v", e.Addr, e.Err)
+	case StageBanner:
+		return fmt.Sprintf("%s: banner: %v", e.Addr, e.Err)
+	}
+	return fmt.Sprintf("%s: %v", e.Stage, e.Err) // callers name the server
+}
+
+func (e *HandshakeError) Unwrap() error { return e.Err }
 
 // Addr is the server address the Conn was dialled with.
 func (c *Conn) Addr() string { return c.addr }
@@ -192,17 +223,17 @@ func (c *Conn) Login(ctx context.Context, user, password string) error {
 	start := time.Now()
 	// Binary type, always: GCT starts in ASCII and would rewrite line ends.
 	if err := c.write("USER "+user, "PASS "+password, "TYPE I", "FEAT"); err != nil {
-		return fmt.Errorf("login: %w", err)
+		return &HandshakeError{Stage: StageLogin, Addr: c.addr, Err: err}
 	}
 	rep, err := c.Final(ctx, nil)
 	c.rtt = time.Since(start)
 	if err != nil {
-		return fmt.Errorf("login: %w", err)
+		return &HandshakeError{Stage: StageLogin, Addr: c.addr, Err: err}
 	}
 	asked := rep.Code == gridftp.CodeNeedPassword
 	var ge *gridftp.Error
 	if _, err := c.Final(ctx, nil); err != nil && (asked || !errors.As(err, &ge)) {
-		return fmt.Errorf("login: %w", err)
+		return &HandshakeError{Stage: StageLogin, Addr: c.addr, Err: err}
 	}
 	if _, err := c.Final(ctx, nil); err != nil {
 		return fmt.Errorf("TYPE I: %w", err)

@@ -150,19 +150,23 @@ func dialScripted(t *testing.T, addr string) *client.Conn {
 
 func TestLoginPipelined(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		s    step
-		bad  string
+		name  string
+		s     step
+		bad   string
+		stage string // of the HandshakeError; "": the error is not one
 	}{
-		{"password asked", loginStep, ""},
+		{"password asked", loginStep, "", ""},
 		{"no password asked: PASS ignored", step{loginStep.commands,
-			"230 In.\r\n503 Already logged in.\r\n200 Type set to I.\r\n211-Features:\r\n PARALLEL\r\n211 End.\r\n"}, ""},
+			"230 In.\r\n503 Already logged in.\r\n200 Type set to I.\r\n211-Features:\r\n PARALLEL\r\n211 End.\r\n"}, "", ""},
 		{"FEAT refused", step{loginStep.commands,
-			"331 Password please.\r\n230 In.\r\n200 Type set to I.\r\n500 Unknown command.\r\n"}, ""},
+			"331 Password please.\r\n230 In.\r\n200 Type set to I.\r\n500 Unknown command.\r\n"}, "", ""},
 		{"user refused", step{loginStep.commands,
-			"530 Not you.\r\n503 Login with USER first.\r\n530 Log in first.\r\n211 End.\r\n"}, "login: 530 Not you."},
+			"530 Not you.\r\n503 Login with USER first.\r\n530 Log in first.\r\n211 End.\r\n"}, "login: 530 Not you.", client.StageLogin},
+		{"password refused", step{loginStep.commands,
+			"331 Password please.\r\n530 Not you.\r\n530 Log in first.\r\n211 End.\r\n"}, "login: 530 Not you.", client.StageLogin},
+		{"not FTP", step{loginStep.commands, "+OK POP3 ready\r\n"}, `login: gridftp: malformed reply: "+OK POP3 ready"`, client.StageLogin},
 		{"TYPE refused", step{loginStep.commands,
-			"331 Password please.\r\n230 In.\r\n504 No.\r\n211 End.\r\n"}, "TYPE I: 504 No."},
+			"331 Password please.\r\n230 In.\r\n504 No.\r\n211 End.\r\n"}, "TYPE I: 504 No.", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := dialScripted(t, scripted(t, tc.s))
@@ -170,6 +174,13 @@ func TestLoginPipelined(t *testing.T) {
 			if tc.bad != "" {
 				if err == nil || err.Error() != tc.bad {
 					t.Fatalf("login error %v, want %q", err, tc.bad)
+				}
+				stage := ""
+				if he, ok := errors.AsType[*client.HandshakeError](err); ok {
+					stage = he.Stage
+				}
+				if stage != tc.stage {
+					t.Fatalf("login error %v: handshake stage %q, want %q", err, stage, tc.stage)
 				}
 				return
 			}

@@ -132,7 +132,7 @@ func TestLoginBackoff(t *testing.T) {
 	env := startServer(t, func(s *server.Server) {
 		s.Auth = fakeAuth{"alice": "secret", "bob": "pw"}
 		s.Logins = &throttle.Throttle{Base: time.Second, Max: time.Minute, Now: clk.Now}
-		s.LoginFailures = 2 // an address: 6
+		s.LoginFailures = 3 // an address: 9
 	})
 	// Three wrong passwords for alice end one connection.
 	c := env.dialFrom("127.0.0.2")
@@ -153,7 +153,7 @@ func TestLoginBackoff(t *testing.T) {
 			"421 Too many failed logins; try again in 1s."},
 		{"from elsewhere too: the account waits", 0, "127.0.0.3", "alice", "secret", "421 Too many failed logins; try again in 1s."},
 		{"other accounts log in", 0, "127.0.0.3", "bob", "pw", "230 User bob logged in."},
-		{"from that address too (it failed 3 of 6)", 0, "127.0.0.2", "bob", "pw", "230 User bob logged in."},
+		{"from that address too (it failed 3 of 9)", 0, "127.0.0.2", "bob", "pw", "230 User bob logged in."},
 		{"anonymous has no password to guess", 0, "127.0.0.2", "anonymous", "x", "230 User anonymous logged in."},
 		{"each further failure doubles the wait", time.Minute, "127.0.0.4", "alice", "wrong", "530 Login incorrect."},
 		{"", 0, "127.0.0.5", "alice", "secret", "421 Too many failed logins; try again in 2s."},
@@ -167,7 +167,7 @@ func TestLoginBackoff(t *testing.T) {
 	}
 	// One guess at each of many accounts from one address: the address
 	// waits, for every account.
-	for i := range 7 {
+	for i := range 9 {
 		steps = append(steps, step{"a spray of accounts", 0, "127.0.0.6", fmt.Sprint("user", i), "password", "530 Login incorrect."})
 	}
 	steps = append(steps,

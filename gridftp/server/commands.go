@@ -12,6 +12,7 @@ import (
 	"ferry/checksum"
 	"ferry/gridftp"
 	"ferry/storage"
+	"ferry/throttle"
 )
 
 type argRule int
@@ -115,7 +116,8 @@ func (ss *session) handlePASS(arg string) bool {
 		ss.user = "anonymous"
 		ss.loggedIn, ss.readOnly = true, !ss.srv.AnonymousWrite
 	default:
-		if wait := ss.loginWait(); wait > 0 {
+		keys := ss.loginKeys()
+		if wait := ss.srv.loginThrottle().Try(keys...); wait > 0 {
 			// The password is not even checked: a guess made now tells
 			// nothing, whatever it is.
 			ss.log.Warn("login refused: too many failures", "user", ss.user, "wait", wait)
@@ -124,9 +126,7 @@ func (ss *session) handlePASS(arg string) bool {
 		}
 		ss.loggedIn, ss.readOnly = ss.srv.Auth != nil && ss.srv.Auth.Check(ss.user, arg), false
 		if ss.loggedIn {
-			ss.srv.loginThrottle().Clear(accountKey(ss.user))
-		} else {
-			ss.srv.loginThrottle().Fail(accountKey(ss.user), addressThrottleKey(ss.addr))
+			ss.srv.loginThrottle().Succeeded(keys...)
 		}
 	}
 	if !ss.loggedIn {
@@ -141,16 +141,12 @@ func (ss *session) handlePASS(arg string) bool {
 	return true
 }
 
-// Keys of the login throttle: accounts and client addresses apart.
-func accountKey(user string) string         { return "user " + user }
-func addressThrottleKey(addr string) string { return "addr " + addr }
-
-// loginWait is how long a password login of the session's user, from its
-// address, must still wait. An address may fail three times as often as an
-// account: many users may share it.
-func (ss *session) loginWait() time.Duration {
-	th, free := ss.srv.loginThrottle(), ss.srv.loginFailures()
-	return max(th.Wait(accountKey(ss.user), free), th.Wait(addressThrottleKey(ss.addr), 3*free))
+// loginKeys are what a password login of the session's user counts
+// against: the account, then the client address, which may fail three
+// times as often (many users may share it).
+func (ss *session) loginKeys() []throttle.Key {
+	free := ss.srv.loginFailures()
+	return []throttle.Key{{Name: "user " + ss.user, Free: free}, {Name: "addr " + ss.addr, Free: 3 * free}}
 }
 
 func (ss *session) handleQUIT(string) bool {

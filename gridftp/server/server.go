@@ -295,20 +295,9 @@ func (s *Server) leave(addr string) {
 	}
 }
 
-// addressKey names the client address of a session for its limits: the IP
-// address, or for IPv6 its /64, which one host or site commonly holds.
-func addressKey(a net.Addr) string {
-	ap, err := netip.ParseAddrPort(a.String())
-	if err != nil {
-		return a.String()
-	}
-	ip := ap.Addr().Unmap()
-	if ip.Is6() {
-		p, _ := ip.Prefix(64)
-		return p.String()
-	}
-	return ip.String()
-}
+// addressKey names the client address of a session for its limits
+// (throttle.AddressKey: an IPv6 /64 is one).
+func addressKey(a net.Addr) string { return throttle.AddressKey(a.String()) }
 
 // Close stops the listeners and ends every session at once.
 func (s *Server) Close() error {

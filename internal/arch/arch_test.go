@@ -81,6 +81,7 @@ var allowed = map[string][]string{
 	"ferry/checksum":                  {},
 	"ferry/passwd":                    {},
 	"ferry/throttle":                  {},
+	"ferry/netpolicy":                 {},
 	"ferry/gridftp/client":            {"ferry/gridftp"},
 	"ferry/engine":                    {"ferry/gridftp", "ferry/gridftp/client"},
 	"ferry/service/domain":            {},
@@ -88,7 +89,7 @@ var allowed = map[string][]string{
 
 	// The REST API: its documents, server and client.
 	"ferry/service/api":       {"ferry/service/domain"},
-	"ferry/service/httpapi":   {"ferry/service/domain", "ferry/service/secret", "ferry/service/api", "ferry/passwd", "ferry/checksum", "ferry/tunnel"},
+	"ferry/service/httpapi":   {"ferry/service/domain", "ferry/service/secret", "ferry/service/api", "ferry/passwd", "ferry/checksum", "ferry/tunnel", "ferry/netpolicy"},
 	"ferry/service/apiclient": {"ferry/service/api"},
 
 	// The store: one adapter over database/sql, and its conformance suite.
@@ -96,8 +97,8 @@ var allowed = map[string][]string{
 	"ferry/service/storetest": {"ferry/service/domain"},
 
 	// Running tasks: file operations on endpoints, workers, notifications.
-	"ferry/service/gridops": {"ferry/service/domain", "ferry/gridftp", "ferry/gridftp/client", "ferry/engine"},
-	"ferry/service/worker":  {"ferry/service/domain", "ferry/service/secret", "ferry/service/gridops", "ferry/engine", "ferry/gridftp"},
+	"ferry/service/gridops": {"ferry/service/domain", "ferry/gridftp", "ferry/gridftp/client", "ferry/engine", "ferry/netpolicy"},
+	"ferry/service/worker":  {"ferry/service/domain", "ferry/service/secret", "ferry/service/gridops", "ferry/engine", "ferry/gridftp", "ferry/netpolicy"},
 	"ferry/service/notify":  {"ferry/service/domain"},
 
 	// ferry connect: the tunnel protocol, the agent, the service's CA and

@@ -29,6 +29,10 @@ func (p Page) Values() url.Values {
 	return v
 }
 
+// MaxOffset is the largest offset of a page: far past any list, and
+// small enough that offset plus limit cannot overflow an int.
+const MaxOffset = 1_000_000_000
+
 // ParsePage reads limit and offset.
 func ParsePage(v url.Values) (Page, error) {
 	var p Page
@@ -37,6 +41,9 @@ func ParsePage(v url.Values) (Page, error) {
 		return p, err
 	}
 	p.Offset, err = nonNegative(v, "offset")
+	if err == nil && p.Offset > MaxOffset {
+		err = domain.Errorf(domain.EInvalid, "offset=%d: want at most %d", p.Offset, MaxOffset)
+	}
 	return p, err
 }
 

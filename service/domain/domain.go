@@ -72,6 +72,13 @@ type Endpoint struct {
 // DisplayName is owner#name.
 func (e Endpoint) DisplayName() string { return e.Owner + "#" + e.Name }
 
+// UsableBy reports whether user userID may use the endpoint — see it, list
+// and change its files, move data to and from it: its owner may, and
+// everyone while it is public. The API checks it for every request and the
+// workers at every start of a task's work, so an endpoint made private is
+// no longer used by the tasks of others, submitted before or not.
+func (e Endpoint) UsableBy(userID int64) bool { return e.OwnerID == userID || e.Public }
+
 // SplitName splits "owner#name"; a name without '#' belongs to defOwner.
 func SplitName(s, defOwner string) (owner, name string) {
 	if i := strings.IndexByte(s, '#'); i >= 0 {

@@ -8,16 +8,17 @@ import (
 // Error codes: one per kind of failure a user can act on. The HTTP layer
 // maps each to a status in one table.
 const (
-	EInvalid      = "BadRequest"    // malformed input
-	ENotFound     = "NotFound"      // missing, or not the caller's to see
-	EConflict     = "Conflict"      // already exists
-	EDuplicate    = "Duplicate"     // a submission_id seen before
-	EUnauthorized = "Unauthorized"  // no, bad, expired or revoked credentials
-	EForbidden    = "Forbidden"     // visible but not the caller's to change
-	ENotActivated = "NotActivated"  // the endpoint needs activation first
-	ELimit        = "LimitExceeded" // too large or too many
-	EUnavailable  = "Unavailable"   // an endpoint could not be reached
-	EInternal     = "Internal"      // anything else; details are logged, not shown
+	EInvalid      = "BadRequest"      // malformed input
+	ENotFound     = "NotFound"        // missing, or not the caller's to see
+	EConflict     = "Conflict"        // already exists
+	EDuplicate    = "Duplicate"       // a submission_id seen before
+	EUnauthorized = "Unauthorized"    // no, bad, expired or revoked credentials
+	EForbidden    = "Forbidden"       // visible but not the caller's to change
+	ENotActivated = "NotActivated"    // the endpoint needs activation first
+	ELimit        = "LimitExceeded"   // too large or too many
+	EThrottled    = "TooManyRequests" // too many tries: wait, then try again
+	EUnavailable  = "Unavailable"     // an endpoint could not be reached
+	EInternal     = "Internal"        // anything else; details are logged, not shown
 )
 
 // Error is the one error type whose message is safe to show users.

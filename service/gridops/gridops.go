@@ -3,20 +3,28 @@
 // (MLSD), creates, renames and deletes, and maps GridFTP replies to the
 // domain's errors in one table. Each operation opens its own control
 // session on the first of the endpoint's servers that answers.
+//
+// It is also where the service reaches endpoints at all (Servers): only
+// at the addresses the operator's network policy allows, checked as each
+// connection is made, and it words what users are told of a failure
+// (Tell) without repeating what a peer that never accepted a login said.
 package gridops
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"path"
+	"strings"
 	"time"
 
 	"ferry/engine"
 	"ferry/gridftp"
 	"ferry/gridftp/client"
+	"ferry/netpolicy"
 	"ferry/service/domain"
 )
 
@@ -27,6 +35,9 @@ type Ops struct {
 	Timeout time.Duration
 	// Agents reaches connect endpoints; nil: the service has no relay.
 	Agents domain.Agents
+	// Networks says which addresses endpoints' servers may have; nil:
+	// any.
+	Networks *netpolicy.Policy
 }
 
 var _ domain.FileOps = (*Ops)(nil)
@@ -39,9 +50,11 @@ type Server struct {
 }
 
 // Servers returns how to reach each of ep's servers, in order: for a
-// connect endpoint, its agent through agents. Only ftp:// URLs are
-// understood for now (gsiftp:// needs GSI).
-func Servers(ep domain.Endpoint, agents domain.Agents) ([]Server, error) {
+// connect endpoint, its agent through agents; for others, TCP to the
+// addresses that nets allows, checked as each connection is made (a name
+// that resolves to a refused address fails with EForbidden). Only ftp://
+// URLs are understood for now (gsiftp:// needs GSI).
+func Servers(ep domain.Endpoint, agents domain.Agents, nets *netpolicy.Policy) ([]Server, error) {
 	if ep.Auth == domain.AuthConnect {
 		if agents == nil {
 			return nil, domain.Errorf(domain.EUnavailable, "endpoint %s is a connect endpoint and this service runs no relay", ep.DisplayName())
@@ -65,12 +78,23 @@ func Servers(ep domain.Endpoint, agents domain.Agents) ([]Server, error) {
 		if port == "" {
 			port = "21" // as ftp:// URLs say, and as ferry copy reads them
 		}
-		out = append(out, Server{Addr: net.JoinHostPort(u.Hostname(), port)})
+		out = append(out, Server{Addr: net.JoinHostPort(u.Hostname(), port), Dial: dialer(ep, nets)})
 	}
 	if len(out) == 0 {
 		return nil, domain.Errorf(domain.EUnavailable, "endpoint %s has no servers", ep.DisplayName())
 	}
 	return out, nil
+}
+
+// dialer connects to ep's servers at the addresses nets allows.
+func dialer(ep domain.Endpoint, nets *netpolicy.Policy) client.DialFunc {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := nets.Dial(ctx, network, addr)
+		if de, ok := errors.AsType[*netpolicy.DeniedError](err); ok {
+			return nil, domain.Errorf(domain.EForbidden, "endpoint %s: server %s: %v", ep.DisplayName(), addr, de)
+		}
+		return c, err
+	}
 }
 
 // Engine is how the transfer engine reaches sv, a server of ep, with the
@@ -93,7 +117,7 @@ func Engine(ep domain.Endpoint, sv Server, l domain.Login) engine.Endpoint {
 func (o *Ops) CheckTransfer(ctx context.Context, src, dst domain.Endpoint, sl, dl domain.Login, items []domain.Item, opts domain.Options) error {
 	var ends [2]engine.Endpoint
 	for i, ep := range []domain.Endpoint{src, dst} {
-		servers, err := Servers(ep, o.Agents)
+		servers, err := Servers(ep, o.Agents, o.Networks)
 		if err != nil {
 			return err
 		}
@@ -140,7 +164,7 @@ func (o *Ops) timeout() time.Duration {
 // EUnauthorized at once (the servers of one endpoint share their users);
 // EUnavailable when no server answers.
 func (o *Ops) session(ctx context.Context, ep domain.Endpoint, l domain.Login) (*client.Conn, error) {
-	servers, err := Servers(ep, o.Agents)
+	servers, err := Servers(ep, o.Agents, o.Networks)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +186,7 @@ func (o *Ops) session(ctx context.Context, ep domain.Endpoint, l domain.Login) (
 		}
 		last = err
 	}
-	return nil, domain.Errorf(domain.EUnavailable, "endpoint %s: no server answers (%v)", ep.DisplayName(), last)
+	return nil, domain.Errorf(domain.EUnavailable, "endpoint %s: no server answers (%s)", ep.DisplayName(), Tell(last))
 }
 
 func (o *Ops) dial(ctx context.Context, sv Server, user, pass string) (*client.Conn, error) {
@@ -294,8 +318,50 @@ func Err(op, p string, err error) error {
 	}
 	var ge *gridftp.Error
 	if !errors.As(err, &ge) {
-		return domain.Errorf(domain.EUnavailable, "%s %s: endpoint unreachable: %v", op, p, err)
+		return domain.Errorf(domain.EUnavailable, "%s %s: endpoint unreachable: %s", op, p, Tell(err))
 	}
 	f := faults[gridftp.Classify(err)]
+	if _, ok := errors.AsType[*client.HandshakeError](err); ok && f.kind != domain.EUnauthorized {
+		f.reason = Tell(err) // not a path's fault: the server refused the session
+	}
 	return domain.Errorf(f.kind, "%s %s: %s", op, p, f.reason)
+}
+
+// Tell is what users are told of err, an error of a session with an
+// endpoint or of the engine: its text, except what a server sent before it
+// accepted a login. Until then nothing shows that the peer speaks GridFTP
+// at all — an endpoint may name any address the network policy allows, and
+// an SSH, SMTP or HTTP server there answers too — so its words give way to
+// what kind of answer it was. What wrapped the failure ("source: ...")
+// is kept when it came before it.
+func Tell(err error) string {
+	he, ok := errors.AsType[*client.HandshakeError](err)
+	if !ok {
+		return err.Error()
+	}
+	told := fmt.Sprintf("%s: %s: %s", he.Addr, he.Stage, handshake(he))
+	if he.Stage == client.StageConnect {
+		told = fmt.Sprintf("connect %s: %s", he.Addr, handshake(he))
+	}
+	if full, inner := err.Error(), he.Error(); strings.HasSuffix(full, inner) {
+		return strings.TrimSuffix(strings.TrimSuffix(full, inner), he.Addr+": ") + told
+	}
+	return told
+}
+
+// handshake words a handshake's failure without the peer's words.
+func handshake(he *client.HandshakeError) string {
+	var de *domain.Error
+	var ge *gridftp.Error
+	var ne net.Error
+	switch err := he.Err; {
+	case errors.As(err, &de):
+		return de.Message
+	case errors.As(err, &ge):
+		return fmt.Sprintf("refused (reply %d)", ge.Reply.Code)
+	case errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return err.Error() // the connection's fate, which says nothing the peer sent
+	}
+	return "the server answered, but not as a GridFTP server"
 }

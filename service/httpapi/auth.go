@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -121,8 +122,32 @@ func (s *Server) checkPassword(r *http.Request, name, password string) (domain.U
 	return u, nil
 }
 
+// sameOrigin refuses a browser's request from a page of another origin
+// than the service's: the Host it was sent to, or PublicURL's. Requests
+// without an Origin come from programs (the CLI), not from pages.
+func (s *Server) sameOrigin(r *http.Request) error {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return nil
+	}
+	if u, err := url.Parse(o); err == nil && u.Host != "" && (u.Scheme == "http" || u.Scheme == "https") {
+		if strings.EqualFold(u.Host, r.Host) {
+			return nil
+		}
+		if p, err := url.Parse(s.PublicURL); err == nil && s.PublicURL != "" && strings.EqualFold(u.Scheme+"://"+u.Host, p.Scheme+"://"+p.Host) {
+			return nil
+		}
+	}
+	return domain.Errorf(domain.EForbidden, "Origin %q: log in from the service's own pages", o)
+}
+
 // login checks a user's password and makes an API token or web session.
+// Guesses are throttled (LoginLimits), and a page of another site cannot
+// log its visitor in (sameOrigin, and a JSON body that forms cannot send).
 func (s *Server) login(w http.ResponseWriter, r *http.Request, c *call) error {
+	if err := s.sameOrigin(r); err != nil {
+		return err
+	}
 	var req api.Login
 	if err := decode(r, &req, false); err != nil {
 		return err
@@ -149,7 +174,19 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err := checkText("name", req.Name, 128); err != nil {
 		return err
 	}
+	keys := s.logins.keys(req.Username, r.RemoteAddr)
+	if wait := s.logins.t.Try(keys...); wait > 0 {
+		secs := int64((wait + time.Second - 1) / time.Second)
+		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+		return domain.Errorf(domain.EThrottled, "too many failed logins: try again in %d s", secs)
+	}
 	u, err := s.checkPassword(r, req.Username, req.Password)
+	switch {
+	case err == nil:
+		s.logins.t.Succeeded(keys...)
+	case domain.ErrorCode(err) != domain.EUnauthorized:
+		s.logins.t.Void(keys...) // no answer to the password
+	}
 	if err != nil {
 		return err
 	}

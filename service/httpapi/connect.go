@@ -107,6 +107,7 @@ func (s *Server) upgrade(w http.ResponseWriter) error {
 	if err != nil {
 		return err
 	}
+	c.SetDeadline(time.Time{}) // a body's deadline (serve) is not the relay's
 	if _, err := io.WriteString(c, tunnel.UpgradeReply); err != nil {
 		c.Close()
 		return nil

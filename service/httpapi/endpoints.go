@@ -43,7 +43,7 @@ func (s *Server) visibleEndpoint(r *http.Request, c *call, field, ref string) (d
 			ep, err = s.Store.EndpointByName(ctx, c.user.Name, ref)
 		}
 	}
-	if domain.IsNotFound(err) || err == nil && ep.OwnerID != c.user.ID && !ep.Public {
+	if domain.IsNotFound(err) || err == nil && !ep.UsableBy(c.user.ID) {
 		return domain.Endpoint{}, domain.Errorf(domain.ENotFound, "%s: no endpoint %q", field, ref)
 	}
 	return ep, err
@@ -150,6 +150,27 @@ func serverURI(i int, sv api.Server) (string, error) {
 		return "", domain.Errorf(domain.EInvalid, "DATA[%d]: port %d out of range", i, port)
 	}
 	return "ftp://" + net.JoinHostPort(host, strconv.Itoa(port)), nil
+}
+
+// resolveWithin bounds the name lookups of checkServers.
+const resolveWithin = 5 * time.Second
+
+// checkServers refuses a server (as serverURI writes it) whose address
+// the network policy refuses, or whose name resolves to one.
+func (s *Server) checkServers(ctx context.Context, servers []string) error {
+	for i, sv := range servers {
+		u, err := url.Parse(sv)
+		if err != nil {
+			return err
+		}
+		lctx, cancel := context.WithTimeout(ctx, resolveWithin)
+		err = s.Networks.CheckHost(lctx, u.Hostname())
+		cancel()
+		if err != nil {
+			return domain.Errorf(domain.EInvalid, "DATA[%d] %s: %v", i, sv, err)
+		}
+	}
+	return nil
 }
 
 // applySpec changes ep as spec says.
@@ -264,6 +285,9 @@ func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request, c *call)
 	if connect {
 		return s.createConnectEndpoint(w, r, c, ep)
 	}
+	if err := s.checkServers(r.Context(), ep.Servers); err != nil {
+		return err
+	}
 	if err := s.Store.CreateEndpoint(r.Context(), &ep); err != nil {
 		return err
 	}
@@ -285,6 +309,11 @@ func (s *Server) updateEndpoint(w http.ResponseWriter, r *http.Request, c *call)
 	}
 	if err := applySpec(&ep, spec); err != nil {
 		return err
+	}
+	if spec.Servers != nil {
+		if err := s.checkServers(r.Context(), ep.Servers); err != nil {
+			return err
+		}
 	}
 	if err := s.Store.UpdateEndpoint(r.Context(), ep); err != nil {
 		return err

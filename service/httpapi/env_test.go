@@ -150,7 +150,8 @@ func (a answer) apiError(t *testing.T) api.Error {
 	return e
 }
 
-// raw sends a request with a bearer token (if any) and returns the answer.
+// raw sends a request with a bearer token (if any) and returns the
+// answer; a body is sent as JSON unless header says otherwise.
 func (e *env) raw(method, path, token string, body io.Reader, header ...string) answer {
 	e.t.Helper()
 	if !strings.HasPrefix(path, "/") {
@@ -162,6 +163,9 @@ func (e *env) raw(method, path, token string, body io.Reader, header ...string) 
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
@@ -227,13 +231,22 @@ type fakeOps struct {
 	fail   error                        // returned by every operation when set
 	calls  []string                     // operations done, with the login user
 	refuse error                        // what CheckTransfer says of a submission's items
+	delay  time.Duration                // every operation takes this long, unless its context ends
 }
 
 func newFakeOps() *fakeOps {
 	return &fakeOps{logins: map[string]string{"carol": "secret"}, dirs: map[string][]domain.FileInfo{}}
 }
 
-func (f *fakeOps) do(ep domain.Endpoint, l domain.Login, call string) error {
+func (f *fakeOps) do(ctx context.Context, ep domain.Endpoint, l domain.Login, call string) error {
+	f.mu.Lock()
+	delay := f.delay
+	f.mu.Unlock()
+	select {
+	case <-time.After(delay):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.fail != nil {
@@ -263,11 +276,11 @@ func (f *fakeOps) lastCall() string {
 }
 
 func (f *fakeOps) Check(ctx context.Context, ep domain.Endpoint, l domain.Login) error {
-	return f.do(ep, l, "check")
+	return f.do(ctx, ep, l, "check")
 }
 
 func (f *fakeOps) List(ctx context.Context, ep domain.Endpoint, l domain.Login, p string) ([]domain.FileInfo, error) {
-	if err := f.do(ep, l, "list "+p); err != nil {
+	if err := f.do(ctx, ep, l, "list "+p); err != nil {
 		return nil, err
 	}
 	f.mu.Lock()
@@ -280,19 +293,19 @@ func (f *fakeOps) List(ctx context.Context, ep domain.Endpoint, l domain.Login, 
 }
 
 func (f *fakeOps) Mkdir(ctx context.Context, ep domain.Endpoint, l domain.Login, p string) error {
-	return f.do(ep, l, "mkdir "+p)
+	return f.do(ctx, ep, l, "mkdir "+p)
 }
 
 func (f *fakeOps) Rename(ctx context.Context, ep domain.Endpoint, l domain.Login, from, to string) error {
-	return f.do(ep, l, "rename "+from+" "+to)
+	return f.do(ctx, ep, l, "rename "+from+" "+to)
 }
 
 func (f *fakeOps) Delete(ctx context.Context, ep domain.Endpoint, l domain.Login, p string, recursive bool) error {
-	return f.do(ep, l, "delete "+p)
+	return f.do(ctx, ep, l, "delete "+p)
 }
 
 func (f *fakeOps) CheckTransfer(ctx context.Context, src, dst domain.Endpoint, sl, dl domain.Login, items []domain.Item, o domain.Options) error {
-	if err := f.do(src, sl, "check transfer"); err != nil {
+	if err := f.do(ctx, src, sl, "check transfer"); err != nil {
 		return err
 	}
 	f.mu.Lock()

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net"
 	"net/http"
 	"strconv"
@@ -35,6 +36,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"ferry/netpolicy"
 	"ferry/service/api"
 	"ferry/service/domain"
 	"ferry/service/secret"
@@ -87,7 +89,21 @@ type Server struct {
 	// revoked (a new setup key, the endpoint deleted), so that the relay
 	// drops its agent at once; nil: the relay finds out by itself, later.
 	Revoked func(endpointID string)
+	// Networks says which addresses endpoints' servers may have: a server
+	// refused by it is refused when an endpoint is created or changed (the
+	// file operations check it again as they connect, see gridops); nil:
+	// any.
+	Networks *netpolicy.Policy
+	// PublicURL is where users reach the service, if not at the address
+	// the requests name (a proxy in front): its origin may log in too.
+	PublicURL string
+	// LoginLimits slow down password guessing; zero fields: the defaults.
+	LoginLimits LoginLimits
+	// BodyTimeout bounds how long a request's body may take to arrive;
+	// 0: 1 minute.
+	BodyTimeout time.Duration
 
+	logins   *logins
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	exporter http.Handler // serves Registry
@@ -167,6 +183,10 @@ func (s *Server) Handler() http.Handler {
 	if s.MaxSubmitBody == 0 {
 		s.MaxSubmitBody = DefaultMaxSubmitBody
 	}
+	if s.BodyTimeout == 0 {
+		s.BodyTimeout = time.Minute
+	}
+	s.logins = newLogins(s.LoginLimits, s.Now)
 	if s.Registry == nil {
 		s.Registry = prometheus.NewRegistry()
 		s.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -268,6 +288,9 @@ func (s *Server) serve(rt route) http.HandlerFunc {
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		c := callOf(r)
+		if r.ContentLength != 0 { // a body that must arrive in time
+			http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.BodyTimeout))
+		}
 		if !rt.public {
 			if err := s.authenticate(r, c); err != nil {
 				s.fail(w, r, err)
@@ -291,6 +314,7 @@ var statuses = map[string]int{
 	domain.EForbidden:    http.StatusForbidden,
 	domain.ENotActivated: http.StatusConflict,
 	domain.ELimit:        http.StatusRequestEntityTooLarge,
+	domain.EThrottled:    http.StatusTooManyRequests,
 	domain.EUnavailable:  http.StatusBadGateway,
 	domain.EInternal:     http.StatusInternalServerError,
 }
@@ -340,8 +364,15 @@ func result(w http.ResponseWriter, r *http.Request, dataType, code, message stri
 }
 
 // decode reads the request's JSON document into v, refusing unknown
-// fields and trailing data. An empty body is an error unless optional.
+// fields and trailing data. An empty body is an error unless optional; a
+// body must be sent as application/json, which a cross-site HTML form
+// cannot send.
 func decode(r *http.Request, v any, optional bool) error {
+	if r.ContentLength != 0 {
+		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+			return domain.Errorf(domain.EInvalid, "Content-Type %q: send the document as application/json", r.Header.Get("Content-Type"))
+		}
+	}
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
@@ -354,9 +385,12 @@ func decode(r *http.Request, v any, optional bool) error {
 		}
 	}
 	var tooBig *http.MaxBytesError
+	var ne net.Error
 	switch {
 	case errors.As(err, &tooBig):
 		return domain.Errorf(domain.ELimit, "request body larger than %d bytes", tooBig.Limit)
+	case errors.As(err, &ne) && ne.Timeout():
+		return domain.Errorf(domain.EInvalid, "request body not received within the time allowed for it")
 	case err == io.EOF && optional:
 		return nil
 	case err == io.EOF:

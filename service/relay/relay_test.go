@@ -294,9 +294,15 @@ func TestResumeOnConnect(t *testing.T) {
 	}
 	e.agent(ep, secret)
 	e.waitOnline(ep.ID, true)
-	got, err := e.store.TaskByID(e.ctx, task.ID)
-	if err != nil || got.Status != domain.StatusActive || e.resumed.Load() != 1 {
-		t.Fatalf("task %s/%s (%v), %d wake-ups; want ACTIVE and one", got.Status, got.NiceStatus, err, e.resumed.Load())
+	// The relay resumes the tasks once the agent is registered online.
+	for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+		got, err := e.store.TaskByID(e.ctx, task.ID)
+		if err == nil && got.Status == domain.StatusActive && e.resumed.Load() == 1 {
+			break
+		}
+		if time.Since(start) > 5*time.Second {
+			t.Fatalf("task %s/%s (%v), %d wake-ups; want ACTIVE and one", got.Status, got.NiceStatus, err, e.resumed.Load())
+		}
 	}
 }
 

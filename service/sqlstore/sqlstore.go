@@ -55,7 +55,7 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 		d, src = &postgresDialect, dsn
 	} else {
 		dsn = filepath.Clean(dsn)
-		if err := os.MkdirAll(filepath.Dir(dsn), 0o700); err != nil {
+		if err := private(dsn); err != nil {
 			return nil, fmt.Errorf("sqlstore: %w", err)
 		}
 		// A file: URI, so that no character of the path is taken for
@@ -85,6 +85,39 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 		return nil, fmt.Errorf("sqlstore: migrate: %w", err)
 	}
 	return db, nil
+}
+
+// private makes the SQLite database p, which holds password hashes,
+// emails and sealed credentials, its owner's alone: the file (created
+// empty if missing, with its directory) and its WAL and shared-memory
+// files (SQLite gives them the database's mode) lose any group and other
+// permission, and so does the directory, where it can.
+func private(p string) error {
+	dir := filepath.Dir(p)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if st, err := os.Stat(dir); err == nil && st.Mode().Perm()&0o077 != 0 {
+		os.Chmod(dir, st.Mode().Perm()&^0o077) // not ours, maybe: the files are private anyway
+	}
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	for _, name := range []string{p, p + "-wal", p + "-shm"} {
+		st, err := os.Stat(name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err == nil && st.Mode().Perm()&0o077 != 0 {
+			err = os.Chmod(name, st.Mode().Perm()&^0o077)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // busy reports SQLite's "database is locked".

@@ -3,9 +3,12 @@ package sqlstore
 import (
 	"context"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"ferry/internal/pgtest"
@@ -124,6 +127,46 @@ func TestSQLitePath(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSQLiteFileModes: the database holds password hashes, emails and
+// sealed credentials: its file, WAL and shared-memory index are the
+// owner's alone (0600), and so is its directory (0700), whether Open
+// makes them, or finds them readable by others (an older version's, or
+// made under a lax umask) and tightens them.
+func TestSQLiteFileModes(t *testing.T) {
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+	check := func(t *testing.T, dir, p string) {
+		t.Helper()
+		db := open(t, p)
+		if err := db.CreateUser(context.Background(), &domain.User{Name: "u" + strconv.Itoa(rand.Int())}); err != nil {
+			t.Fatal(err)
+		}
+		for name, want := range map[string]fs.FileMode{dir: 0o700 | fs.ModeDir, p: 0o600, p + "-wal": 0o600, p + "-shm": 0o600} {
+			st, err := os.Stat(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Mode() != want {
+				t.Errorf("%s: mode %v, want %v", filepath.Base(name), st.Mode(), want)
+			}
+		}
+	}
+	t.Run("new", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "data")
+		check(t, dir, filepath.Join(dir, "ferry.db"))
+	})
+	t.Run("readable by others", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "data")
+		p := filepath.Join(dir, "ferry.db")
+		check(t, dir, p)
+		for _, name := range []string{p, p + "-wal", p + "-shm"} {
+			os.Chmod(name, 0o644)
+		}
+		os.Chmod(dir, 0o755)
+		check(t, dir, p)
+	})
 }
 
 func TestDialectSQL(t *testing.T) {

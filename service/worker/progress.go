@@ -13,6 +13,7 @@ import (
 	"ferry/engine"
 	"ferry/gridftp"
 	"ferry/service/domain"
+	"ferry/service/gridops"
 )
 
 // progress is the engine.Reporter of one run of a task. It keeps counter
@@ -220,7 +221,7 @@ func (p *progress) Progress(n int64) {
 
 // Fault counts a failure of one file that the engine retries.
 func (p *progress) Fault(path string, err error, retryIn time.Duration) {
-	p.fault(domain.EventFault, path, err.Error(), retryIn)
+	p.fault(domain.EventFault, path, gridops.Tell(err), retryIn)
 }
 
 // fault counts a failure of path ("" for the run as a whole) that is

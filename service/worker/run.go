@@ -154,7 +154,12 @@ func (r *run) execute(ctx context.Context) ending {
 }
 
 // loadEndpoints reads the run's endpoints: the source (or the delete
-// task's endpoint), then the destination. false: the run ends so.
+// task's endpoint), then the destination. false: the run ends so — FAILED
+// when one is gone or its owner made it private and it is not the task
+// user's (domain.Endpoint.UsableBy): it runs at the start of every claim
+// of the task and again whenever one of them changes, so a task does not
+// outlive its user's right to an endpoint, whether it waited (INACTIVE,
+// queued) or ran when the right went.
 func (r *run) loadEndpoints(ctx context.Context) (ending, bool) {
 	t := r.task
 	ids := []string{t.SrcEndpoint}
@@ -170,6 +175,10 @@ func (r *run) loadEndpoints(ctx context.Context) (ending, bool) {
 		if err != nil {
 			return r.trouble(ctx, "load endpoint", err), false
 		}
+		if !ep.UsableBy(t.UserID) {
+			return failed(domain.NicePermissionDenied, fmt.Sprintf("endpoint %s is no longer shared: only its owner may use it now, "+
+				"so the task stops", ep.DisplayName())), false
+		}
 		eps = append(eps, ep)
 	}
 	r.mu.Lock()
@@ -179,7 +188,8 @@ func (r *run) loadEndpoints(ctx context.Context) (ending, bool) {
 }
 
 // endpointsChanged reports whether an endpoint of the run now has other
-// servers or another way to log in, or is gone.
+// servers, another way to log in or another owner or visibility, or is
+// gone.
 func (r *run) endpointsChanged(ctx context.Context) bool {
 	r.mu.Lock()
 	eps := slices.Clone(r.eps)
@@ -189,7 +199,8 @@ func (r *run) endpointsChanged(ctx context.Context) bool {
 		if domain.IsNotFound(err) {
 			return true
 		}
-		if err == nil && (!slices.Equal(now.Servers, ep.Servers) || now.Auth != ep.Auth) {
+		if err == nil && (!slices.Equal(now.Servers, ep.Servers) || now.Auth != ep.Auth ||
+			now.OwnerID != ep.OwnerID || now.Public != ep.Public) {
 			return true
 		}
 	}
@@ -471,18 +482,18 @@ func (r *run) attempts(ctx context.Context, work func(ctx context.Context, try i
 		}
 		f := classify(err)
 		if f.code == domain.NiceNoSpace {
-			return paused(&pause{nice: f.code, why: fmt.Sprintf("the destination %s is full (%v); free space there, "+
-				"then resume the task (ferry task resume %s)", r.eps[len(r.eps)-1].DisplayName(), err, r.task.ID)})
+			return paused(&pause{nice: f.code, why: fmt.Sprintf("the destination %s is full (%s); free space there, "+
+				"then resume the task (ferry task resume %s)", r.eps[len(r.eps)-1].DisplayName(), gridops.Tell(err), r.task.ID)})
 		}
 		if f.code == domain.NiceCredentialExpired {
 			return paused(&pause{nice: f.code,
-				why: fmt.Sprintf("an endpoint refused the credential (%v); activate it again to resume", err)})
+				why: fmt.Sprintf("an endpoint refused the credential (%s); activate it again to resume", gridops.Tell(err))})
 		}
 		last := deadline.IsZero() && try+1 >= maxTries || !deadline.IsZero() && r.w.now().Add(delay).After(deadline)
 		if !f.transient || last {
-			return failed(f.code, err.Error())
+			return failed(f.code, gridops.Tell(err))
 		}
-		r.p.fault(domain.EventConnectFailed, "", err.Error(), delay)
+		r.p.fault(domain.EventConnectFailed, "", gridops.Tell(err), delay)
 		select {
 		case <-ctx.Done():
 			e, _ := r.stopped(ctx)
@@ -499,7 +510,7 @@ func (r *run) attempts(ctx context.Context, work func(ctx context.Context, try i
 func (r *run) transfer(ctx context.Context, try int, deadline time.Time, logins []domain.Login) error {
 	var ends [2]engine.Endpoint
 	for i, ep := range r.eps {
-		servers, err := gridops.Servers(ep, r.w.Agents)
+		servers, err := gridops.Servers(ep, r.w.Agents, r.w.Networks)
 		if err != nil {
 			return err
 		}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"ferry/engine"
+	"ferry/netpolicy"
 	"ferry/service/domain"
 	"ferry/service/secret"
 )
@@ -39,8 +40,11 @@ type Worker struct {
 	Box    *secret.Box    // opens the activations
 	Ops    domain.FileOps // delete tasks
 	Agents domain.Agents  // reaches connect endpoints' agents; nil: none
-	Notify Notifier       // nil: no notifications
-	ID     string         // unique among the workers sharing the store, e.g. host:pid
+	// Networks says which addresses endpoints' servers may have (see
+	// gridops.Servers); nil: any.
+	Networks *netpolicy.Policy
+	Notify   Notifier // nil: no notifications
+	ID       string   // unique among the workers sharing the store, e.g. host:pid
 
 	Lease          time.Duration // how long a claim lasts without heartbeat; 0: 1 min
 	HeartbeatEvery time.Duration // 0: Lease/3

@@ -1,0 +1,259 @@
+package interop
+
+// The managed service under attack, end to end: real `ferry server`
+// processes, real endpoint servers and the real CLI. An endpoint made
+// private stops the tasks of others; endpoints cannot lead the service to
+// its own loopback services or to cloud metadata; nothing a non-GridFTP
+// peer says reaches a user; wrong logins are throttled; the database is
+// its owner's alone.
+
+import (
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"ferry/internal/peertest"
+	"ferry/service/api"
+	"ferry/service/domain"
+)
+
+// newCLIUser adds user name to svc's database and logs the CLI in as it.
+func newCLIUser(t *testing.T, svc *ferryService, name string) *serviceCLI {
+	t.Helper()
+	svc.addUser(name, servicePassword, "")
+	c := &serviceCLI{t: t, home: t.TempDir(), url: svc.URL()}
+	c.ok(servicePassword+"\n", "login", "--username", name)
+	return c
+}
+
+// wantRevoked waits for task id to end and fails the test unless it ended
+// FAILED because an endpoint was made private.
+func wantRevoked(t *testing.T, c *serviceCLI, id string) api.Task {
+	t.Helper()
+	task := c.wait(id, time.Minute)
+	if task.Status != domain.StatusFailed || task.FatalError == nil || task.FatalError.Code != domain.NicePermissionDenied ||
+		!strings.Contains(task.FatalError.Description, "is no longer shared") {
+		t.Fatalf("task %s: %s (%s); want FAILED %s saying the endpoint is no longer shared; events:\n%s",
+			id, task.Status, fatalText(task), domain.NicePermissionDenied, c.events(id))
+	}
+	return task
+}
+
+// TestServiceEndpointMadePrivate: alice shares an endpoint, bob copies
+// from it, and alice makes it private again. Bob's task that waited
+// INACTIVE (his destination was full) fails when he resumes it, and his
+// running task stops at once, FAILED: neither goes on with alice's data.
+func TestServiceEndpointMadePrivate(t *testing.T) {
+	needFerry(t)
+	src := startFerryConfig(t, ferryConfig{Anonymous: true, Args: []string{"--log-level", "debug"}})
+	makeRandomFiles(t, src.Path("small"), "f-%d.dat", 3, 512<<10, 512<<10)
+	files := makeServiceTree(t, src.Path("tree"), 200, 0)
+	full := mountTiny(t, "1m")
+	tiny := startFerryConfig(t, ferryConfig{Root: full, Anonymous: true})
+	dst := startFerryConfig(t, ferryConfig{Anonymous: true})
+	s := startService(t, serviceConfig{})
+	alice := newServiceUser(t, s, "")
+	bob := newCLIUser(t, s, "bob")
+	alice.addEndpoint("shared", src, "--public")
+	alice.addEndpoint("shared2", src, "--public")
+	bob.addEndpoint("tiny", tiny)
+	bob.addEndpoint("mine", dst)
+
+	t.Run("inactive", func(t *testing.T) {
+		id := bob.transfer("alice#shared:/small", "tiny:/small", "-r")
+		bob.waitFor(id, "INACTIVE (NO_SPACE)", 30*time.Second, func(t api.Task) bool {
+			return t.Status == domain.StatusInactive && t.NiceStatus == domain.NiceNoSpace
+		})
+		alice.ok("", "endpoint", "update", "shared", "--public=false")
+		if out, err := exec.Command("mount", "-o", "remount,size=20m", full).CombinedOutput(); err != nil {
+			t.Fatalf("remount: %v: %s", err, out)
+		}
+		bob.ok("", "task", "resume", id)
+		wantRevoked(t, bob, id)
+		if n, _ := filepath.Glob(filepath.Join(full, "small", "*")); len(n) == 3 {
+			t.Errorf("the files of the private endpoint reached bob's destination: %v", n)
+		}
+	})
+
+	t.Run("running", func(t *testing.T) {
+		th := startThrottle(t, src, time.Millisecond, 40*time.Millisecond)
+		id := bob.transfer("alice#shared2:/tree", "mine:/tree", "-r")
+		bob.waitFor(id, "files recorded done", 30*time.Second, func(t api.Task) bool { return t.FilesTransferred > 0 })
+		alice.ok("", "endpoint", "update", "shared2", "--public=false")
+		th.release() // at full speed, the rest would be done in a moment
+		task := wantRevoked(t, bob, id)
+		if task.FilesTransferred >= int64(files) {
+			t.Fatalf("all %d files were transferred", files)
+		}
+		sent := len(retrieved(t, src.log.Bytes()))
+		time.Sleep(time.Second)
+		if again := len(retrieved(t, src.log.Bytes())); again != sent {
+			t.Errorf("files were still read from the private endpoint after the task failed: %d, then %d", sent, again)
+		}
+		t.Logf("stopped with %d of %d files transferred", task.FilesTransferred, files)
+		// Alice's own tasks on her private endpoint go on.
+		own := alice.transfer("shared2:/tree", "shared2:/copy", "-r")
+		alice.succeeded(own, time.Minute)
+	})
+}
+
+// hostAddr gives this machine an address of its own beside loopback (on
+// one end of a veth pair), removed at cleanup: a service listening there
+// is not a local one.
+func hostAddr(t *testing.T, name, ip string) string {
+	t.Helper()
+	needNetns(t)
+	exec.Command("ip", "link", "del", name).Run()
+	sh(t, "ip", "link", "add", name, "type", "veth", "peer", "name", name+"p")
+	t.Cleanup(func() { exec.Command("ip", "link", "del", name).Run() }) // both ends
+	sh(t, "ip", "addr", "add", ip+"/32", "dev", name)
+	sh(t, "ip", "link", "set", name, "up")
+	sh(t, "ip", "link", "set", name+"p", "up")
+	return ip
+}
+
+// TestServiceEndpointNetworks: a service that listens on an address of
+// the host, not on loopback, refuses endpoints on loopback (given as an
+// address or as a name), on the cloud metadata address or on this host's
+// unspecified address, and serves those elsewhere; started again with
+// --endpoint-networks that leaves an endpoint outside, it no longer
+// connects to it.
+func TestServiceEndpointNetworks(t *testing.T) {
+	needFerry(t)
+	host := hostAddr(t, "ferrysec0", "10.202.11.1")
+	lo := startFerryConfig(t, ferryConfig{Anonymous: true}) // a loopback-only service of the host
+	ssh := peertest.Serve(t, "SSH-2.0-OpenSSH_9.6\r\n", "")
+	dtnRoot := t.TempDir()
+	writeFile(t, filepath.Join(dtnRoot, "hello.txt"), []byte("hello\n"))
+	dtn := &ferryServer{child: child{t: t, name: "ferry gridftp", log: &logBuffer{}}, root: dtnRoot, addr: net.JoinHostPort(host, freePortOn(t, host))}
+	dtn.args = []string{"gridftp", "--root", dtnRoot, "--listen", dtn.addr, "--anonymous"}
+	t.Cleanup(dtn.stop)
+	dtn.start()
+
+	data := t.TempDir()
+	svc := startConnectService(t, host, serviceConfig{Data: data})
+	c := newServiceUser(t, svc, "")
+	_, loPort, _ := net.SplitHostPort(lo.Addr())
+	_, sshPort, _ := net.SplitHostPort(ssh)
+	for _, tc := range []struct{ server, why string }{
+		{"ftp://" + lo.Addr(), "loopback"},
+		{"ftp://localhost:" + loPort, "loopback"},
+		{"ftp://" + ssh, "loopback"},
+		{"ftp://[::1]:" + sshPort, "loopback"},
+		{"ftp://169.254.169.254:80", "link-local"},
+		{"ftp://0.0.0.0:" + loPort, "unspecified"},
+	} {
+		r := c.run("", "endpoint", "add", "x", "--server", tc.server)
+		if r.code == 0 || !strings.Contains(r.stderr, "not allowed") || !strings.Contains(r.stderr, tc.why) {
+			t.Errorf("endpoint on %s: want a refusal saying %q:\n%s", tc.server, tc.why, r)
+		}
+	}
+	c.addEndpoint("dtn", dtn)
+	if out := c.ok("", "ls", "dtn:/"); !strings.Contains(out, "hello.txt") {
+		t.Fatalf("ls dtn:/ = %q", out)
+	}
+
+	svc.stop()
+	strict := startConnectService(t, host, serviceConfig{Data: data, Args: []string{"--endpoint-networks", "192.0.2.0/24"}})
+	c.login(strict)
+	r := c.run("", "ls", "dtn:/")
+	if r.code == 0 || !strings.Contains(r.stderr, "outside the networks allowed here (192.0.2.0/24)") {
+		t.Fatalf("ls of an endpoint outside --endpoint-networks:\n%s", r)
+	}
+	r = runFerryCLI(t, 30*time.Second, nil, "", "server", "--data", t.TempDir(), "--listen", "127.0.0.1:0",
+		"--endpoint-networks", "10.0.0.0/33")
+	if r.code == 0 || !strings.Contains(r.stderr, "--endpoint-networks") {
+		t.Fatalf("a malformed --endpoint-networks:\n%s", r)
+	}
+}
+
+// TestServicePeerWords: endpoints whose servers are an SSH server and an
+// SMTP server on the service's host: listing, activating and transferring
+// fail, and nothing the CLI prints or the task's history holds repeats
+// what they said.
+func TestServicePeerWords(t *testing.T) {
+	needFerry(t)
+	const secret = "INTERNAL-SECRET-5e2b"
+	ssh := peertest.Serve(t, "SSH-2.0-OpenSSH_9.6 "+secret+"\r\n", "")
+	smtp := peertest.Serve(t, "220 mail."+secret+" ESMTP\r\n", "502 5.5.2 "+secret+"\r\n")
+	dst := startFerryConfig(t, ferryConfig{Anonymous: true})
+	s := startService(t, serviceConfig{})
+	c := newServiceUser(t, s, "")
+	c.addEndpoint("dst", dst)
+	var said strings.Builder
+	for name, addr := range map[string]string{"ssh": ssh, "smtp": smtp} {
+		c.ok("", "endpoint", "add", name, "--server", "ftp://"+addr)
+		c.ok("", "endpoint", "add", name+"-pw", "--server", "ftp://"+addr, "--auth", "password")
+		for _, args := range [][]string{
+			{"ls", name + ":/"},
+			{"mkdir", name + ":/d"},
+			{"endpoint", "activate", name + "-pw", "--username", "u"},
+		} {
+			r := c.run("pw\n", args...)
+			if r.code == 0 {
+				t.Errorf("%s: succeeded", strings.Join(args, " "))
+			}
+			said.WriteString(r.String())
+		}
+		r := c.run("", "transfer", name+":/a", "dst:/a")
+		said.WriteString(r.String())
+		if id := strings.TrimSpace(r.stdout); r.code == 0 {
+			task := c.wait(id, time.Minute)
+			said.WriteString(fatalText(task) + "\n" + c.events(id))
+		}
+	}
+	if strings.Contains(said.String(), secret) {
+		t.Fatalf("what the peers said reached the user:\n%s", said.String())
+	}
+	t.Logf("what users were told:\n%s", said.String())
+}
+
+// TestServiceLoginThrottle: `ferry login` with wrong passwords soon
+// answers that there were too many, and when to try again.
+func TestServiceLoginThrottle(t *testing.T) {
+	needFerry(t)
+	s := startService(t, serviceConfig{})
+	s.addUser("alice", servicePassword, "")
+	c := &serviceCLI{t: t, home: t.TempDir(), url: s.URL()}
+	var r cliRun
+	for i := range 6 {
+		r = c.run(fmt.Sprintf("guess%d\n", i), "login", "--username", "alice")
+		if r.code == 0 {
+			t.Fatalf("a wrong password logged in:\n%s", r)
+		}
+	}
+	if !strings.Contains(r.stderr, "too many failed logins: try again in") {
+		t.Fatalf("the 6th wrong login:\n%s", r)
+	}
+	if r = c.run(servicePassword+"\n", "login", "--username", "alice"); r.code == 0 {
+		t.Fatalf("the right password right after 6 wrong ones was looked at:\n%s", r)
+	}
+}
+
+// TestServiceDatabaseModes: the SQLite database of a running service, its
+// WAL and shared-memory files, and the data directory are the owner's
+// alone, even under the harness's umask of 0.
+func TestServiceDatabaseModes(t *testing.T) {
+	needFerry(t)
+	data := filepath.Join(t.TempDir(), "data")
+	if err := os.Mkdir(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := startService(t, serviceConfig{Data: data})
+	newServiceUser(t, s, "") // a write: the WAL exists
+	for name, want := range map[string]fs.FileMode{"": 0o700 | fs.ModeDir, "ferry.db": 0o600, "ferry.db-wal": 0o600, "ferry.db-shm": 0o600, "secret.key": 0o600} {
+		st, err := os.Stat(filepath.Join(data, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode() != want {
+			t.Errorf("%s: mode %v, want %v", filepath.Join(data, name), st.Mode(), want)
+		}
+	}
+}
