@@ -495,10 +495,6 @@ func (r *Receiver) Run(ctx context.Context, streams []*Stream, accept <-chan net
 				wake()
 				continue
 			}
-			c, err := Begin(c, false)
-			if err != nil {
-				continue // an authenticated stream that failed to start: it never carried data
-			}
 			if onAccept != nil {
 				onAccept(c)
 			}

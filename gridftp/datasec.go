@@ -13,7 +13,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
 	"math/big"
 	"net"
 	"sync"
@@ -28,10 +27,10 @@ import (
 // certificate and accepts only a peer that presents the same one. So a
 // stranger that connects to a passive port gets nothing and injects
 // nothing, and a PORT aimed at a service that is not the other end moves no
-// payload. After the handshake the acceptor sends one byte over TLS and the
-// connector reads it, so that neither has read ahead into the payload;
-// with PROT P the payload goes over TLS, with PROT C over the bare
-// connection, as GCT does after DCAU.
+// payload. With PROT P the payload goes over TLS, with PROT C over the bare
+// connection after the handshake, as GCT does after DCAU; the handshake
+// never reads past its own records, so bare payload that follows it at
+// once is not lost to TLS's buffer.
 
 // DataCredential is the certificate and key a session's data connections
 // present, and the certificate they expect from the other end.
@@ -144,24 +143,20 @@ func ParseDCSC(arg string, now time.Time) (*DataCredential, error) {
 // session's credential.
 var ErrDataAuth = errors.New("gridftp: data connection not authenticated")
 
-// SecureConn is a data connection whose TLS handshake is done: the other
-// end holds the credential. Its payload may not move before Begin, which
-// needs to know which way it will flow.
-type SecureConn struct {
-	net.Conn // the bare connection
-	tls      *tls.Conn
-	private  bool
-	begun    bool
-}
-
 // SecureData does the TLS handshake of a fresh data connection with the
-// credential; connector is the side that opened the TCP connection, and
-// private asks for the payload over TLS (PROT P). On failure c is closed.
-func SecureData(ctx context.Context, c net.Conn, dc *DataCredential, connector, private bool, timeout time.Duration) (*SecureConn, error) {
+// credential; connector is the side that opened the TCP connection. It
+// returns what carries the payload: the TLS connection when private (PROT
+// P), else c itself. On failure c is closed.
+//
+// The handshake reads c one TLS record at a time (recordReader), never
+// past its last record: the bare payload that the other end may send
+// right after it is left to the caller, whichever way the data flows, and
+// no round trip is spent making sure of it.
+func SecureData(ctx context.Context, c net.Conn, dc *DataCredential, connector, private bool, timeout time.Duration) (net.Conn, error) {
 	cfg := &tls.Config{
 		Certificates:           []tls.Certificate{dc.cert},
 		MinVersion:             tls.VersionTLS13,
-		SessionTicketsDisabled: true,
+		SessionTicketsDisabled: true, // no messages after the handshake
 		InsecureSkipVerify:     true, // the peer is checked against the credential instead
 		ClientAuth:             tls.RequireAnyClientCert,
 		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
@@ -171,9 +166,10 @@ func SecureData(ctx context.Context, c net.Conn, dc *DataCredential, connector, 
 			return nil
 		},
 	}
-	tc := tls.Server(c, cfg)
+	rc := &recordReader{Conn: c}
+	tc := tls.Server(rc, cfg)
 	if connector {
-		tc = tls.Client(c, cfg)
+		tc = tls.Client(rc, cfg)
 	}
 	c.SetDeadline(time.Now().Add(timeout))
 	defer c.SetDeadline(time.Time{})
@@ -184,37 +180,45 @@ func SecureData(ctx context.Context, c net.Conn, dc *DataCredential, connector, 
 		}
 		return nil, fmt.Errorf("%w: %v", ErrDataAuth, err)
 	}
-	return &SecureConn{Conn: c, tls: tc, private: private}, nil
+	if private {
+		return tc, nil
+	}
+	return c, nil
 }
 
-// Begin readies c for its payload, once: a *SecureConn syncs its two ends
-// (see the comment at the top of this file: the receiver sends one byte
-// over TLS, the sender reads it, so that neither TLS layer has read ahead
-// into a bare payload) and gives the TLS connection (PROT P) or the bare
-// one; any other connection is returned as it is.
-func Begin(c net.Conn, sending bool) (net.Conn, error) {
-	sc, ok := c.(*SecureConn)
-	if !ok {
-		return c, nil
+// tlsHeaderLen is the length of a TLS record's header: type, version,
+// length.
+const tlsHeaderLen = 5
+
+// recordReader reads a connection no further than the end of the TLS
+// record under way: a record's header, then exactly its body.
+type recordReader struct {
+	net.Conn
+	hdr  [tlsHeaderLen]byte
+	hdrN int // header bytes read of the current record
+	left int // body bytes of the current record not yet read
+}
+
+func (r *recordReader) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
 	}
-	if !sc.begun {
-		var b [1]byte
-		var err error
-		sc.Conn.SetDeadline(time.Now().Add(time.Minute))
-		if sending {
-			_, err = io.ReadFull(sc.tls, b[:])
-		} else {
-			_, err = sc.tls.Write(b[:])
+	if r.left == 0 && r.hdrN < tlsHeaderLen {
+		n, err := r.Conn.Read(p[:min(len(p), tlsHeaderLen-r.hdrN)])
+		copy(r.hdr[r.hdrN:], p[:n])
+		r.hdrN += n
+		if r.hdrN == tlsHeaderLen {
+			r.left = int(r.hdr[3])<<8 | int(r.hdr[4])
+			if r.left == 0 {
+				r.hdrN = 0
+			}
 		}
-		sc.Conn.SetDeadline(time.Time{})
-		if err != nil {
-			sc.Conn.Close()
-			return nil, fmt.Errorf("%w: %v", ErrDataStream, err)
-		}
-		sc.begun = true
+		return n, err
 	}
-	if sc.private {
-		return sc.tls, nil
+	n, err := r.Conn.Read(p[:min(len(p), r.left)])
+	r.left -= n
+	if r.left == 0 {
+		r.hdrN = 0
 	}
-	return sc.Conn, nil
+	return n, err
 }

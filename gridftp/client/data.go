@@ -291,9 +291,6 @@ func (c *Conn) Put(ctx context.Context, path string, src io.ReaderAt, off, size 
 					return err
 				}
 			}
-			if conn, err = gridftp.Begin(conn, true); err != nil {
-				return err
-			}
 			c.data.sstreams = append(c.data.sstreams, gridftp.NewStream(conn))
 		}
 		plan := gridftp.NewPlan([]gridftp.Range{{Start: 0, End: size}}, c.options().BlockSize)

@@ -140,7 +140,7 @@ func (ss *session) finish(ctx context.Context, op string, err error, receiving b
 // offsets are relative to base.
 func (ss *session) sendData(ctx context.Context, src io.ReaderAt, segs []gridftp.Range, base int64) error {
 	if !ss.modeE {
-		c, err := ss.streamConn(ctx, true)
+		c, err := ss.streamConn(ctx)
 		if err != nil {
 			return err
 		}
@@ -197,7 +197,7 @@ func (ss *session) dataErr(ctx context.Context, err error) error {
 
 // streamConn opens the data connection of one stream-mode transfer and
 // sends the preliminary reply. finish closes it.
-func (ss *session) streamConn(ctx context.Context, sending bool) (net.Conn, error) {
+func (ss *session) streamConn(ctx context.Context) (net.Conn, error) {
 	if ss.data.ln == nil && len(ss.data.active) == 0 {
 		return nil, errNoDataSetup
 	}
@@ -208,9 +208,6 @@ func (ss *session) streamConn(ctx context.Context, sending bool) (net.Conn, erro
 		c, err = ss.acceptOne(ctx)
 	} else {
 		c, err = ss.dial(ctx, 0)
-	}
-	if err == nil {
-		c, err = gridftp.Begin(c, sending)
 	}
 	ss.data.stream = c
 	return c, err
@@ -278,9 +275,6 @@ func (ss *session) senderStreams(ctx context.Context) (streams []*gridftp.Stream
 			c, err = ss.acceptOne(ctx)
 		} else {
 			c, err = ss.dial(ctx, len(ss.data.cache))
-		}
-		if err == nil {
-			c, err = gridftp.Begin(c, true)
 		}
 		if err != nil {
 			return nil, false, err
@@ -403,7 +397,7 @@ func (ss *session) verify(ctx context.Context, p string, want *expectedSum) erro
 // live checksums, their hash.
 func (ss *session) receiveData(ctx context.Context, f storage.File, base int64) (*gridftp.Receiver, error) {
 	if !ss.modeE {
-		c, err := ss.streamConn(ctx, false)
+		c, err := ss.streamConn(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -432,9 +426,6 @@ func (ss *session) receiveData(ctx context.Context, f storage.File, base int64) 
 		// send on: the parallelism, which the sender was given too.
 		for i := range max(ss.parallel, 1) {
 			c, err := ss.dial(ctx, i)
-			if err == nil {
-				c, err = gridftp.Begin(c, false)
-			}
 			if err != nil {
 				ss.data.dropCache()
 				return nil, err
