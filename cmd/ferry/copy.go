@@ -48,8 +48,8 @@ with backoff; the exit status is 0 only when every file arrived intact.`,
 				return err
 			}
 			if chunk != "" {
-				if o.ChunkSize, err = parseSize(chunk); err != nil {
-					return fmt.Errorf("--chunk-size: %w", err)
+				if o.ChunkSize, err = parseChunkSize(chunk); err != nil {
+					return err
 				}
 			}
 			if until != "" {
@@ -367,4 +367,17 @@ func parseDeadline(s string, now time.Time) (time.Time, error) {
 		return time.Time{}, errors.New("want a duration (90m, 2h) or an RFC 3339 time")
 	}
 	return t, nil
+}
+
+// parseChunkSize reads --chunk-size, where 0 means never: the engine's
+// "never" is negative, its 0 is "chosen".
+func parseChunkSize(s string) (int64, error) {
+	n, err := parseSize(s)
+	if err != nil {
+		return 0, fmt.Errorf("--chunk-size: %w", err)
+	}
+	if n == 0 {
+		return -1, nil
+	}
+	return n, nil
 }

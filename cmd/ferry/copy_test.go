@@ -30,6 +30,15 @@ func TestParseSize(t *testing.T) {
 	}
 }
 
+func TestParseChunkSize(t *testing.T) {
+	for in, want := range map[string]int64{"0": -1, "64M": 64 << 20, "x": 0} {
+		got, err := parseChunkSize(in)
+		if got != want || (err != nil) != (in == "x") {
+			t.Errorf("parseChunkSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+}
+
 func TestParseDeadline(t *testing.T) {
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	if got, err := parseDeadline("90m", now); err != nil || !got.Equal(now.Add(90*time.Minute)) {
