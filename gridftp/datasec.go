@@ -222,3 +222,21 @@ func (r *recordReader) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// NetConn is the connection the record reader reads.
+func (r *recordReader) NetConn() net.Conn { return r.Conn }
+
+// TCPConn finds the TCP connection under a data connection, through the
+// TLS of an authenticated one.
+func TCPConn(c net.Conn) (*net.TCPConn, bool) {
+	for {
+		switch x := c.(type) {
+		case *net.TCPConn:
+			return x, true
+		case interface{ NetConn() net.Conn }:
+			c = x.NetConn()
+		default:
+			return nil, false
+		}
+	}
+}

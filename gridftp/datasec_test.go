@@ -88,6 +88,9 @@ func TestSecureDataBarePayload(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if tc, ok := TCPConn(ca); !ok || tc != a {
+				t.Fatalf("TCPConn of the private=%v connection: %v, %v", private, tc, ok)
+			}
 			var recv net.Conn
 			if connectorSends {
 				go func() { ca.Write(payload); ca.Close() }()

@@ -279,19 +279,14 @@ func (c *Conn) Put(ctx context.Context, path string, src io.ReaderAt, off, size 
 	}
 	var sent atomic.Int64
 	err = c.transferResult(ctx, func(ctx context.Context) error {
-		for len(c.data.sstreams) < want {
-			var d net.Dialer
-			var conn net.Conn
-			conn, err := d.DialContext(ctx, "tcp", c.data.pasv.String())
+		if have := len(c.data.sstreams); have < want {
+			conns, err := gridftp.DialAll(ctx, want-have, c.dialData)
 			if err != nil {
-				return fmt.Errorf("%w: connect %v: %v", gridftp.ErrDataStream, c.data.pasv, err)
+				return err
 			}
-			if c.data.cred != nil {
-				if conn, err = gridftp.SecureData(ctx, conn, c.data.cred, true, c.data.private, c.timeout()); err != nil {
-					return err
-				}
+			for _, conn := range conns {
+				c.data.sstreams = append(c.data.sstreams, gridftp.NewStream(conn))
 			}
-			c.data.sstreams = append(c.data.sstreams, gridftp.NewStream(conn))
 		}
 		plan := gridftp.NewPlan([]gridftp.Range{{Start: 0, End: size}}, c.options().BlockSize)
 		return gridftp.Send(ctx, c.data.sstreams, plan, src, 0, c.options().Pool, &sent)
@@ -401,4 +396,18 @@ func (m *memFile) WriteAt(p []byte, off int64) (int, error) {
 	}
 	copy(m.b[off:], p)
 	return len(p), nil
+}
+
+// dialData opens a data connection to the server's passive address, and
+// authenticates it when the session's data channels are.
+func (c *Conn) dialData(ctx context.Context, _ int) (net.Conn, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", c.data.pasv.String())
+	if err != nil {
+		return nil, fmt.Errorf("%w: connect %v: %v", gridftp.ErrDataStream, c.data.pasv, err)
+	}
+	if c.data.cred == nil {
+		return conn, nil
+	}
+	return gridftp.SecureData(ctx, conn, c.data.cred, true, c.data.private, c.timeout())
 }

@@ -300,7 +300,7 @@ func (ss *session) dial(ctx context.Context, i int) (net.Conn, error) {
 
 // tune applies SITE STORBUFSIZE / RETRBUFSIZE to a data connection.
 func tune(c net.Conn, size int) {
-	if tc, ok := c.(*net.TCPConn); ok && size > 0 {
+	if tc, ok := gridftp.TCPConn(c); ok && size > 0 {
 		tc.SetReadBuffer(size)
 		tc.SetWriteBuffer(size)
 	}

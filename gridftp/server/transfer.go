@@ -268,14 +268,21 @@ func (ss *session) senderStreams(ctx context.Context) (streams []*gridftp.Stream
 		ss.data.cache[len(ss.data.cache)-1].Close()
 		ss.data.cache = ss.data.cache[:len(ss.data.cache)-1]
 	}
-	for len(ss.data.cache) < want {
-		var c net.Conn
-		var err error
-		if ss.data.ln != nil {
-			c, err = ss.acceptOne(ctx)
-		} else {
-			c, err = ss.dial(ctx, len(ss.data.cache))
+	if ss.data.ln == nil && len(ss.data.cache) < want {
+		have := len(ss.data.cache)
+		conns, err := gridftp.DialAll(ctx, want-have, func(ctx context.Context, i int) (net.Conn, error) {
+			return ss.dial(ctx, have+i)
+		})
+		if err != nil {
+			return nil, false, err
 		}
+		for _, c := range conns {
+			tune(c, ss.retrBuf)
+			ss.data.cache = append(ss.data.cache, gridftp.NewStream(c))
+		}
+	}
+	for len(ss.data.cache) < want {
+		c, err := ss.acceptOne(ctx)
 		if err != nil {
 			return nil, false, err
 		}
@@ -424,12 +431,11 @@ func (ss *session) receiveData(ctx context.Context, f storage.File, base int64) 
 	if !reused && ss.data.ln == nil {
 		// An active receiver connects as many streams as the sender will
 		// send on: the parallelism, which the sender was given too.
-		for i := range max(ss.parallel, 1) {
-			c, err := ss.dial(ctx, i)
-			if err != nil {
-				ss.data.dropCache()
-				return nil, err
-			}
+		conns, err := gridftp.DialAll(ctx, max(ss.parallel, 1), ss.dial)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range conns {
 			tune(c, ss.storBuf)
 			ss.data.cache = append(ss.data.cache, gridftp.NewStream(c))
 		}
