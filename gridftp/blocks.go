@@ -166,6 +166,57 @@ func (p *Plan) Next() (off, n int64, ok bool) {
 // the last one also carries EOF with the EOD count. sent counts payload
 // bytes as they go out.
 func Send(ctx context.Context, streams []*Stream, plan *Plan, src io.ReaderAt, base int64, pool *BufferPool, sent *atomic.Int64) error {
+	return send(ctx, streams, func(payload []byte) (int64, int, error) {
+		off, n, ok := plan.Next()
+		if !ok {
+			return 0, 0, io.EOF
+		}
+		if m, err := src.ReadAt(payload[:n], off); err != nil && !(err == io.EOF && m == int(n)) {
+			if err == io.EOF {
+				err = fmt.Errorf("source shorter than announced: %w", io.ErrUnexpectedEOF)
+			}
+			return 0, 0, err
+		}
+		return off - base, int(n), nil
+	}, pool, sent)
+}
+
+// SendStream sends src, read from start to end, over streams: each worker
+// takes the next block-sized piece in turn, so the blocks' offsets follow
+// the order of src. For a source that cannot seek or tell its size (a
+// program's output).
+func SendStream(ctx context.Context, streams []*Stream, src io.Reader, pool *BufferPool, sent *atomic.Int64) error {
+	var (
+		mu   sync.Mutex
+		pos  int64
+		done bool
+	)
+	return send(ctx, streams, func(payload []byte) (int64, int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if done {
+			return 0, 0, io.EOF
+		}
+		n, err := io.ReadFull(src, payload)
+		switch {
+		case err == io.EOF || err == io.ErrUnexpectedEOF:
+			done = true
+			if n == 0 {
+				return 0, 0, io.EOF
+			}
+		case err != nil:
+			return 0, 0, err
+		}
+		off := pos
+		pos += int64(n)
+		return off, n, nil
+	}, pool, sent)
+}
+
+// send runs one worker per stream. next fills payload (a block's worth)
+// with the next block and says at what offset it goes; io.EOF when there
+// are no more.
+func send(ctx context.Context, streams []*Stream, next func(payload []byte) (off int64, n int, err error), pool *BufferPool, sent *atomic.Int64) error {
 	var (
 		wg       sync.WaitGroup
 		errOnce  sync.Once
@@ -188,16 +239,16 @@ func Send(ctx context.Context, streams []*Stream, plan *Plan, src io.ReaderAt, b
 		go func(c net.Conn) {
 			defer wg.Done()
 			for {
-				off, n, ok := plan.Next()
-				if !ok {
+				n, err := sendBlock(c, pool, next)
+				if err == io.EOF {
 					break
 				}
-				if err := sendBlock(c, pool, src, off, n, base); err != nil {
+				if err != nil {
 					fail(err)
 					return
 				}
 				if sent != nil {
-					sent.Add(n)
+					sent.Add(int64(n))
 				}
 			}
 			h := Header{Desc: DescEOD}
@@ -225,24 +276,20 @@ func Send(ctx context.Context, streams []*Stream, plan *Plan, src io.ReaderAt, b
 	return nil
 }
 
-// sendBlock reads the block [off, off+n) of src into a buffer of pool and
-// writes it to c, its offset relative to base.
-func sendBlock(c net.Conn, pool *BufferPool, src io.ReaderAt, off, n, base int64) error {
+// sendBlock fills a buffer of pool with the next block and writes it to c.
+func sendBlock(c net.Conn, pool *BufferPool, next func([]byte) (int64, int, error)) (int, error) {
 	bp := pool.Get()
 	defer pool.Put(bp)
 	buf := *bp
-	payload := buf[HeaderLen : HeaderLen+int(n)]
-	if m, err := src.ReadAt(payload, off); err != nil && !(err == io.EOF && m == int(n)) {
-		if err == io.EOF {
-			err = fmt.Errorf("source shorter than announced: %w", io.ErrUnexpectedEOF)
-		}
-		return err
+	off, n, err := next(buf[HeaderLen : HeaderLen+pool.BlockSize()])
+	if err != nil {
+		return 0, err
 	}
-	Header{Count: uint64(n), Offset: uint64(off - base)}.Put(buf)
-	if _, err := c.Write(buf[:HeaderLen+int(n)]); err != nil {
-		return fmt.Errorf("%w: %v", ErrDataStream, err)
+	Header{Count: uint64(n), Offset: uint64(off)}.Put(buf)
+	if _, err := c.Write(buf[:HeaderLen+n]); err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrDataStream, err)
 	}
-	return nil
+	return n, nil
 }
 
 // Close ends a stream the way a sender shrinking its set does: a header
@@ -278,6 +325,10 @@ type Receiver struct {
 	// storage layer that alters data is caught. It costs one more copy of
 	// the data; see the caller for when that buys anything.
 	ReadBack bool
+	// OnFailure, when set, hears the transfer's failure once, before Run
+	// waits for its streams to stop: a Dst that holds writers back (an
+	// ordering layer) must let them go.
+	OnFailure func(error)
 
 	bytes   atomic.Int64
 	mu      sync.Mutex
@@ -464,6 +515,9 @@ func (r *Receiver) Run(ctx context.Context, streams []*Stream, accept <-chan net
 	wake := func() {
 		if failure != nil {
 			r.stop.Store(true) // no more reading back for a sum nobody will use
+			if r.OnFailure != nil {
+				r.OnFailure(failure)
+			}
 		}
 		finished.Store(true)
 		for s := range running {

@@ -184,6 +184,7 @@ func (ss *session) handleFEAT(string) bool {
 		fmt.Fprintf(&ck, "%s:%d;", n, 10+i)
 	}
 	lines := append([]string{"Extensions supported", ck.String()}, features...)
+	lines = append(lines, ss.srv.diskStackFeature())
 	ss.reply(gridftp.CodeFeatures, append(lines, "End.")...)
 	return true
 }

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"syscall"
 
 	"ferry/checksum"
 	"ferry/gridftp"
+	"ferry/stack"
 	"ferry/storage"
 )
 
@@ -46,6 +48,7 @@ var errorTable = []errorKind{
 	{gridftp.ErrDataStream, gridftp.CodeTransferAborted, "DATA_CHANNEL", 104, "Data connection failed"},
 	{gridftp.ErrBadHeader, gridftp.CodeTransferAborted, "PROTOCOL", 71, "Bad MODE E block header"},
 	{os.ErrDeadlineExceeded, gridftp.CodeTransferAborted, "TIMEOUT", 110, "Timed out"},
+	{stack.ErrNotSeekable, gridftp.CodeParamNotSupported, "UNSUPPORTED", 29, "The disk stack cannot seek: no restart, offset or append"},
 }
 
 var errChecksumMismatch = errors.New("checksum mismatch")
@@ -75,15 +78,31 @@ func replyFor(err error) errorKind {
 // errorReply builds GCT's multi-line error reply for op failing with err.
 // Like GCT's, the reply names the operation and the error class only: paths
 // and other details of the server's side go to its log.
+//
+// A layer's failure meant for the client (stack.ShownError, a program's
+// exit status and standard error) is shown after those lines.
 func errorReply(op string, err error) gridftp.Reply {
 	k := replyFor(err)
 	reason := fmt.Sprintf("System error in %s", op)
 	detail := k.text
-	return gridftp.Reply{Code: k.code, Lines: []string{
+	lines := []string{
 		fmt.Sprintf("GlobusError: v=1 c=%s", k.class),
 		fmt.Sprintf("%d-GridFTP-Errno: %d", k.code, k.errno),
 		fmt.Sprintf("%d-GridFTP-Reason: %s", k.code, reason),
 		fmt.Sprintf("%d-GridFTP-Error-String: %s", k.code, detail),
-		"End.",
-	}}
+	}
+	if se, ok := errors.AsType[*stack.ShownError](err); ok {
+		for _, l := range strings.Split(strings.TrimRight(se.Text, "\n"), "\n") {
+			lines = append(lines, fmt.Sprintf("%d-%s", k.code, strings.Map(printable, l)))
+		}
+	}
+	return gridftp.Reply{Code: k.code, Lines: append(lines, "End.")}
+}
+
+// printable keeps a shown line on one control-channel line.
+func printable(r rune) rune {
+	if r < ' ' || r == 0x7f {
+		return ' '
+	}
+	return r
 }

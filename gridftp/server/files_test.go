@@ -230,7 +230,9 @@ func TestSITE(t *testing.T) {
 		{"SITE RETRBUFSIZE 1048576", "200 Site Command Successful."},
 		{"SITE STORBUFSIZE x", "501 Bad buffer size."},
 		{"SITE BOGUS", "500 Invalid command."},
-		{"SITE SETDISKSTACK popen:argv=#cat#/etc/passwd", "500 Invalid command."},
+		{"SITE SETDISKSTACK popen:argv=#cat#/etc/passwd", "500-Setting filesystem driver stack failed.\r\nglobus_xio: Bad parameter, popen driver not whitelisted\r\n500 End."},
+		{"SITE SETDISKSTACK ordering", "250 OK."},
+		{"SITE SETDISKSTACK default", "250 OK."},
 		{"SITE BUFSIZE 1", "500 Invalid command."},
 	}
 	for _, s := range steps {

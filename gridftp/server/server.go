@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"ferry/gridftp"
+	"ferry/stack"
 	"ferry/storage"
 	"ferry/throttle"
 )
@@ -100,6 +101,10 @@ type Server struct {
 	// SessionBuffers bounds the data buffers (BlockSize each) one
 	// session's transfer holds at once, whatever its streams; 0 means 32.
 	SessionBuffers int
+
+	// Layers are the kinds of layer SITE SETDISKSTACK may stack (package
+	// stack); nil means stack.Kinds(), the file layer and ordering.
+	Layers stack.Registry
 
 	MaxSessions    int           // concurrent sessions; 0 means unlimited
 	IdleTimeout    time.Duration // control channel idle limit; default 30 min

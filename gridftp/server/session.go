@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"ferry/gridftp"
+	"ferry/stack"
 	"ferry/storage"
 )
 
@@ -76,6 +77,9 @@ type session struct {
 	dcauA    bool                    // DCAU A: data connections prove dataCred
 	protP    bool                    // PROT P: the payload over TLS
 	pasvFrom []netip.Addr            // OPTS PASV From: more addresses passive ports admit
+	// The storage side (layers.go).
+	disk    *stack.Stack // SITE SETDISKSTACK; nil: the file layer
+	members []string     // SITE MEMBERS, for the next transfer
 }
 
 type expectedSum struct{ alg, sum string }

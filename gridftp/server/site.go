@@ -23,17 +23,19 @@ var siteCommands map[string]siteCommand
 
 func init() {
 	siteCommands = map[string]siteCommand{
-		"CHMOD":       {fn: (*session).siteCHMOD, write: true},
-		"UTIME":       {fn: (*session).siteUTIME, write: true},
-		"RDEL":        {fn: (*session).siteRDEL, write: true},
-		"TRNC":        {fn: (*session).siteTRNC, write: true},
-		"VERSION":     {fn: (*session).siteVERSION},
-		"WHOAMI":      {fn: (*session).siteWHOAMI},
-		"CLIENTINFO":  {fn: (*session).siteOK},
-		"TASKID":      {fn: (*session).siteOK},
-		"STORBUFSIZE": {fn: func(ss *session, arg string) { ss.siteBufSize(arg, &ss.storBuf) }},
-		"RETRBUFSIZE": {fn: func(ss *session, arg string) { ss.siteBufSize(arg, &ss.retrBuf) }},
-		"HELP":        {fn: (*session).siteHELP},
+		"CHMOD":        {fn: (*session).siteCHMOD, write: true},
+		"UTIME":        {fn: (*session).siteUTIME, write: true},
+		"RDEL":         {fn: (*session).siteRDEL, write: true},
+		"TRNC":         {fn: (*session).siteTRNC, write: true},
+		"VERSION":      {fn: (*session).siteVERSION},
+		"WHOAMI":       {fn: (*session).siteWHOAMI},
+		"CLIENTINFO":   {fn: (*session).siteOK},
+		"TASKID":       {fn: (*session).siteOK},
+		"STORBUFSIZE":  {fn: func(ss *session, arg string) { ss.siteBufSize(arg, &ss.storBuf) }},
+		"RETRBUFSIZE":  {fn: func(ss *session, arg string) { ss.siteBufSize(arg, &ss.retrBuf) }},
+		"HELP":         {fn: (*session).siteHELP},
+		"SETDISKSTACK": {fn: (*session).siteSETDISKSTACK},
+		"MEMBERS":      {fn: (*session).siteMEMBERS},
 	}
 }
 

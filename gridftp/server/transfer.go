@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"ferry/gridftp"
+	"ferry/stack"
 	"ferry/storage"
 )
 
@@ -40,7 +41,10 @@ func (ss *session) handleERET(arg string) bool {
 	return true
 }
 
-// retrieve sends a file, or the section [off, off+n) of it when off >= 0.
+// retrieve sends a file, or the section [off, off+n) of it when off >= 0,
+// from the session's stack: the file layer's files are read in any order
+// and from any offset; a layer read from start to end (a program's output)
+// only whole.
 func (ss *session) retrieve(p string, off, n int64) {
 	defer ss.clearRest()
 	ctx, done := ss.transferContext()
@@ -48,24 +52,39 @@ func (ss *session) retrieve(p string, off, n int64) {
 	if !ss.readyToTransfer(ctx) {
 		return
 	}
-	info, err := ss.srv.FS.Stat(ctx, p)
-	if err == nil && info.IsDir() {
-		err = fmt.Errorf("retr %s: %w", p, storage.ErrIsDir)
-	}
-	var f storage.File
-	if err == nil {
-		f, err = ss.srv.FS.Open(ctx, p)
-	}
+	t, reported := ss.transferFor(p)
+	src, err := ss.sessionStack().Open(ctx, t)
 	if err != nil {
+		reported()
 		ss.errorReply("open", err)
 		return
 	}
-	defer f.Close()
-	base, end := int64(0), info.Size
+	ra, ranged := src.(io.ReaderAt)
+	sz, sized := src.(stack.Sizer)
+	if ranged && sized {
+		err = ss.sendRanges(ctx, p, src, ra, sz.Size(), off, n)
+	} else if off >= 0 || ss.restSet {
+		err = stack.ErrNotSeekable
+	} else {
+		err = ss.sendStream(ctx, src.(io.Reader))
+	}
+	err = stack.End(src, err)
+	reported()
+	ss.finish(ctx, "send", err, false)
+}
+
+// sendRanges sends the file src of size bytes, or its section [off,
+// off+n) when off >= 0, less what REST says the receiver has.
+func (ss *session) sendRanges(ctx context.Context, p string, src stack.Source, f io.ReaderAt, size, off, n int64) error {
+	fs, plain := src.(*stack.FileSource)
+	if plain {
+		f = fs.File // an *os.File goes out through sendfile
+	}
+	base, end := int64(0), size
 	if off >= 0 {
 		base, end = off, off
-		if off < info.Size {
-			end = off + min(n, info.Size-off) // n may be near MaxInt64
+		if off < size {
+			end = off + min(n, size-off) // n may be near MaxInt64
 		}
 	}
 	var segs []gridftp.Range
@@ -77,17 +96,43 @@ func (ss *session) retrieve(p string, off, n int64) {
 	default:
 		segs = []gridftp.Range{{Start: base, End: end}}
 	}
-	var src io.ReaderAt = f
 	var live *hashingReader
-	if h := ss.liveHash(); h != nil && ss.modeE && ss.parallel <= 1 && len(segs) == 1 {
+	if h := ss.liveHash(); h != nil && plain && ss.modeE && ss.parallel <= 1 && len(segs) == 1 {
 		live = &hashingReader{ReaderAt: f, h: h, next: segs[0].Start}
-		src = live // one stream reads the blocks in order
+		f = live // one stream reads the blocks in order
 	}
-	err = ss.sendData(ctx, src, segs, base)
+	err := ss.sendData(ctx, f, segs, base)
 	if err == nil && live != nil && !live.broken && live.next == segs[0].End {
 		ss.remember(p, segs[0].Start, segs[0].Len(), live.h)
 	}
-	ss.finish(ctx, "send", err, false)
+	return err
+}
+
+// sendStream sends src, read from start to end, as one whole transfer.
+func (ss *session) sendStream(ctx context.Context, src io.Reader) error {
+	if !ss.modeE {
+		c, err := ss.streamConn(ctx)
+		if err != nil {
+			return err
+		}
+		tune(c, ss.retrBuf)
+		stop := closeOnCancel(ctx, c)
+		defer stop()
+		_, err = io.Copy(c, src)
+		return ss.dataErr(ctx, err)
+	}
+	streams, reused, err := ss.senderStreams(ctx)
+	if err != nil {
+		return err
+	}
+	ss.beginReply(reused)
+	var sent atomic.Int64
+	if ss.retrMarks > 0 {
+		stop := ss.markers(ss.retrMarks, &sent, nil)
+		defer stop()
+	}
+	err = gridftp.SendStream(ctx, streams, src, ss.buffers, &sent)
+	return ss.dataErr(ctx, err)
 }
 
 // readyToTransfer checks, before any file is touched, that the data
@@ -323,7 +368,8 @@ func (ss *session) handleESTO(arg string) bool {
 }
 
 // store receives a file at p; block offsets are shifted by base (ESTO) or
-// by the current size (APPE).
+// by the current size (APPE). Through a layer that can only be written
+// from start to end, only a whole transfer.
 func (ss *session) store(p string, flag storage.OpenFlag, base int64, appendMode bool) {
 	defer ss.clearRest()
 	want := ss.scks
@@ -333,22 +379,38 @@ func (ss *session) store(p string, flag storage.OpenFlag, base int64, appendMode
 	if !ss.readyToTransfer(ctx) {
 		return // before the file is opened, so that nothing is truncated
 	}
-	f, err := ss.srv.FS.Create(ctx, p, flag)
+	t, reported := ss.transferFor(p)
+	t.Flag = flag
+	sink, err := ss.sessionStack().Create(ctx, t)
 	if err != nil {
+		reported()
 		ss.errorReply("open", err)
 		return
 	}
-	closed := false
-	defer func() {
-		if !closed {
-			f.Close()
-		}
-	}()
+	f, plain := sink.(storage.File)
+	_, seekable := sink.(io.WriterAt)
+	if ss.modeE {
+		sink = stack.InOrder(sink) // MODE E blocks come in any order
+	}
+	err = ss.receiveInto(ctx, p, sink, f, plain, seekable, flag, base, appendMode)
+	err = stack.End(sink, err)
+	reported()
+	if err == nil && want != nil && plain {
+		err = ss.verify(ctx, p, want)
+	}
+	ss.finish(ctx, "write", err, true)
+}
+
+// receiveInto receives one transfer into sink, which is the file f when
+// plain; one that is not seekable takes only whole transfers.
+func (ss *session) receiveInto(ctx context.Context, p string, sink stack.Sink, f storage.File, plain, seekable bool, flag storage.OpenFlag, base int64, appendMode bool) error {
+	if !seekable && (appendMode || base != 0 || ss.restSet) {
+		return stack.ErrNotSeekable
+	}
 	if appendMode {
 		info, err := ss.srv.FS.Stat(ctx, p)
 		if err != nil {
-			ss.errorReply("stat", err)
-			return
+			return fmt.Errorf("stat: %w", err)
 		}
 		base = info.Size
 	}
@@ -356,8 +418,11 @@ func (ss *session) store(p string, flag storage.OpenFlag, base int64, appendMode
 		base += ss.restOffset
 	}
 	if err := ss.checkSize(base); err != nil {
-		ss.finish(ctx, "write", err, false)
-		return
+		return err
+	}
+	if !plain {
+		_, err := ss.receiveData(ctx, sink, base)
+		return err
 	}
 	if flag == storage.Truncate {
 		ss.srv.sums.forget(p, 0, -1)
@@ -373,14 +438,7 @@ func (ss *session) store(p string, flag storage.OpenFlag, base int64, appendMode
 			ss.srv.sums.put(sumKey{path: p, off: base, n: n, alg: ss.liveAlg}, hex.EncodeToString(sum))
 		}
 	}
-	closed = true
-	if cerr := f.Close(); err == nil && cerr != nil {
-		err = cerr
-	}
-	if err == nil && want != nil {
-		err = ss.verify(ctx, p, want)
-	}
-	ss.finish(ctx, "write", err, true)
+	return err
 }
 
 // verify checks a stored file against the SCKS value that preceded it.
@@ -399,10 +457,12 @@ func (ss *session) verify(ctx context.Context, p string, want *expectedSum) erro
 	return nil
 }
 
-// receiveData reads one transfer from the data channel into f at base. In
-// MODE E it returns the receiver, which knows the ranges written and, with
-// live checksums, their hash.
-func (ss *session) receiveData(ctx context.Context, f storage.File, base int64) (*gridftp.Receiver, error) {
+// receiveData reads one transfer from the data channel into sink at base:
+// a file, or a layer written in order (in MODE E, behind stack.InOrder).
+// In MODE E it returns the receiver, which knows the ranges written
+// and, with live checksums on a file, their hash.
+func (ss *session) receiveData(ctx context.Context, sink stack.Sink, base int64) (*gridftp.Receiver, error) {
+	f, plain := sink.(storage.File)
 	if !ss.modeE {
 		c, err := ss.streamConn(ctx)
 		if err != nil {
@@ -411,12 +471,20 @@ func (ss *session) receiveData(ctx context.Context, f storage.File, base int64) 
 		tune(c, ss.storBuf)
 		stop := closeOnCancel(ctx, c)
 		defer stop()
-		var w io.Writer = io.NewOffsetWriter(f, base)
-		if of, ok := storageFile(f).(*os.File); ok {
-			if _, err := of.Seek(base, io.SeekStart); err != nil {
-				return nil, err
+		var w io.Writer
+		switch x := sink.(type) {
+		case io.WriterAt:
+			w = io.NewOffsetWriter(x, base)
+		default:
+			w = sink.(io.Writer)
+		}
+		if plain {
+			if of, ok := storageFile(f).(*os.File); ok {
+				if _, err := of.Seek(base, io.SeekStart); err != nil {
+					return nil, err
+				}
+				w = of // os.File.ReadFrom splices from the socket
 			}
-			w = of // os.File.ReadFrom splices from the socket
 		}
 		err = ss.copyCapped(w, c, base)
 		if errors.Is(err, errTooLarge) {
@@ -441,16 +509,19 @@ func (ss *session) receiveData(ctx context.Context, f storage.File, base int64) 
 		}
 	}
 	ss.beginReply(reused)
-	rcv := &gridftp.Receiver{Dst: f, Base: base, Pool: ss.buffers, Timeout: ss.srv.dataTimeout(), MaxStreams: ss.srv.maxStreams()}
-	if h := ss.liveHash(); h != nil {
+	rcv := &gridftp.Receiver{Dst: sink.(io.WriterAt), Base: base, Pool: ss.buffers, Timeout: ss.srv.dataTimeout(), MaxStreams: ss.srv.maxStreams()}
+	if a, ok := sink.(stack.Aborter); ok {
+		rcv.OnFailure = a.Abort
+	}
+	if h := ss.liveHash(); h != nil && plain {
 		// Through a storage driver that may alter data (a wrapper, a
 		// layer that encodes), hash what the file holds, read back after
 		// each write, not what the network brought. A plain file's write
 		// is a copy of the buffer into the page cache, which a read-back
 		// would only copy out again: there the buffer is hashed (as GCT
 		// does), saving ~0.1-0.2 CPU-s/GiB (BenchmarkReceiveLive).
-		_, plain := storageFile(f).(*os.File)
-		rcv.Hash, rcv.ReadBack = h, !plain
+		_, osFile := storageFile(f).(*os.File)
+		rcv.Hash, rcv.ReadBack = h, !osFile
 	}
 	stopMarkers := ss.markers(ss.srv.markerInterval(), rcv.Counter(), rcv)
 	streams, err := rcv.Run(ctx, ss.data.cache, ss.data.accepted, func(c net.Conn) { tune(c, ss.storBuf) })
