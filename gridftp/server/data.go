@@ -76,21 +76,19 @@ func (d *dataChannel) dropPending() {
 // drained before they close.
 const lingerTime = 2 * time.Second
 
-// linger drops the data connections after a failed transfer, whose state
-// is unknown. MODE E streams are drained for a moment first: closing one
-// with unread data resets it, and a GridFTP sender that sees the reset
-// reports that instead of the error reply that says why. A stream-mode
-// connection closes at once: its end is all a plain FTP sender watches
-// (globus-url-copy waits for it even after the reply).
+// linger drops the data connections after a failed receive, whose state
+// is unknown. They are drained for a moment first: closing one with unread
+// data resets it, and a sender that sees the reset (globus-url-copy, in
+// either mode) reports that instead of the error reply that says why.
 func (d *dataChannel) linger() {
+	conns := make([]net.Conn, 0, len(d.cache)+1)
 	if d.stream != nil {
-		d.stream.Close()
+		conns = append(conns, d.stream)
 		d.stream = nil
 		if d.ln != nil {
 			d.close() // a stream-mode passive listener serves one transfer
 		}
 	}
-	conns := make([]net.Conn, 0, len(d.cache))
 	for _, s := range d.cache {
 		conns = append(conns, s.Conn)
 	}

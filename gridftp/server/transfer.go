@@ -151,9 +151,9 @@ func (ss *session) readyToTransfer(ctx context.Context) bool {
 
 // finish sends a transfer's final reply. After a failure the data
 // connections are dropped, once the reply has told the peer why: their
-// state is unknown. A receiver drains its MODE E streams for a moment (see
-// linger) unless the transfer was aborted. A stream-mode connection closes
-// before a 226, since its end marks the end of the file.
+// state is unknown. A receiver drains them for a moment (see linger)
+// unless the transfer was aborted. A stream-mode connection closes before
+// a 226, since its end marks the end of the file.
 func (ss *session) finish(ctx context.Context, op string, err error, receiving bool) {
 	if err != nil {
 		// Connections that came during the failed transfer are its own; a
