@@ -82,8 +82,12 @@ type Filter interface {
 
 // Env is what a session gives the layers it builds.
 type Env struct {
-	FS       storage.Driver // the session's tree
-	ReadOnly bool           // the session may not change the tree
+	FS storage.Driver // the session's tree
+	// Dir is the local directory FS serves, for programs to run in; ""
+	// when the tree is not a local directory.
+	Dir      string
+	ReadOnly bool  // the session may not change the tree
+	MaxFile  int64 // the largest file a transfer may make; 0: no limit
 	Log      *slog.Logger
 }
 

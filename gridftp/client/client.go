@@ -32,6 +32,8 @@ type Conn struct {
 	data data
 	rtt  time.Duration // measured by Login
 
+	diskStack string // SITE SETDISKSTACK sent last; "" for the default
+
 	// Timeout bounds each reply wait; zero means 60 s.
 	Timeout time.Duration
 }

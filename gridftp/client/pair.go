@@ -42,11 +42,21 @@ type Pair struct {
 
 // Part names what one transfer moves: a whole file (Length < 0) or the
 // section [Offset, Offset+Length) of it, and the ranges the destination
-// already holds (a restart).
+// already holds (a restart). Members, for a source stack that moves many
+// files in one transfer (ferry's tar), names them, relative to SrcPath.
 type Part struct {
 	SrcPath, DstPath string
 	Offset, Length   int64
 	Have             gridftp.Ranges
+	Members          []string
+}
+
+// pre counts the commands Start sends each side ahead of the transfer.
+func (part Part) pre() (src, dst int) {
+	if !part.Have.Empty() {
+		src, dst = 1, 1
+	}
+	return src + len(membersCommands(part.Members)), dst
 }
 
 // Setup prepares both sessions: MODE E, parallelism and markers on the
@@ -139,6 +149,11 @@ func (p *Pair) Start(part Part) error {
 			return err
 		}
 	}
+	if len(part.Members) > 0 {
+		if err := p.Src.write(membersCommands(part.Members)...); err != nil {
+			return err
+		}
+	}
 	var err error
 	if part.Length >= 0 {
 		err = p.Dst.Send("ESTO A %d %s", part.Offset, part.DstPath)
@@ -155,10 +170,12 @@ func (p *Pair) Start(part Part) error {
 }
 
 // Markers receives what the destination reports while data moves: bytes
-// of this transfer so far (112) and ranges written (111).
+// of this transfer so far (112) and ranges written (111); and what either
+// side reports of the members of a many-file transfer (113).
 type Markers struct {
-	Bytes  func(total int64)
-	Ranges func(gridftp.Ranges)
+	Bytes   func(total int64)
+	Ranges  func(gridftp.Ranges)
+	Members func(fromSrc bool, ms []gridftp.Member)
 }
 
 // Finish reads the replies of the oldest started transfer from both sides,
@@ -177,11 +194,12 @@ func (p *Pair) Finish(ctx context.Context, part Part, m Markers) error {
 	timeout := p.Src.Timeout
 	p.Src.Timeout = 7 * 24 * time.Hour
 	defer func() { p.Src.Timeout = timeout }()
-	read := func(ctx context.Context, c *Conn, onPrelim func(gridftp.Reply), errp *error, done func()) {
+	srcPre, dstPre := part.pre()
+	read := func(ctx context.Context, c *Conn, pre int, onPrelim func(gridftp.Reply), errp *error, done func()) {
 		defer wg.Done()
-		if !part.Have.Empty() {
+		for range pre {
 			if _, err := c.Final(ctx, nil); err != nil {
-				*errp = err
+				*errp = err // the transfer's replies stay unread: close the pair
 				cancel()
 				return
 			}
@@ -193,6 +211,16 @@ func (p *Pair) Finish(ctx context.Context, part Part, m Markers) error {
 		}
 		done()
 	}
+	members := func(fromSrc bool, r gridftp.Reply) {
+		if ms, err := gridftp.ParseMembers(r); err == nil && m.Members != nil {
+			m.Members(fromSrc, ms)
+		}
+	}
+	onSrc := func(r gridftp.Reply) {
+		if r.Code == gridftp.CodeMembers {
+			members(true, r)
+		}
+	}
 	onDst := func(r gridftp.Reply) {
 		switch r.Code {
 		case gridftp.CodePerfMarker:
@@ -203,12 +231,14 @@ func (p *Pair) Finish(ctx context.Context, part Part, m Markers) error {
 			if rs, err := gridftp.ParseRangeMarker(r); err == nil && m.Ranges != nil {
 				m.Ranges(rs)
 			}
+		case gridftp.CodeMembers:
+			members(false, r)
 		}
 	}
 	wg.Add(2)
 	var grace *time.Timer
-	go read(srcCtx, p.Src, nil, &srcErr, func() {})
-	go read(ctx, p.Dst, onDst, &dstErr, func() { grace = time.AfterFunc(p.Dst.timeout(), srcStop) })
+	go read(srcCtx, p.Src, srcPre, onSrc, &srcErr, func() {})
+	go read(ctx, p.Dst, dstPre, onDst, &dstErr, func() { grace = time.AfterFunc(p.Dst.timeout(), srcStop) })
 	wg.Wait()
 	if grace != nil {
 		grace.Stop()

@@ -83,7 +83,14 @@ func (ss *session) siteSETDISKSTACK(arg string) {
 }
 
 func (ss *session) stackEnv() stack.Env {
-	return stack.Env{FS: ss.srv.FS, ReadOnly: ss.readOnly, Log: ss.log}
+	env := stack.Env{FS: ss.srv.FS, ReadOnly: ss.readOnly, Log: ss.log}
+	if d, ok := ss.srv.FS.(interface{ Dir() string }); ok {
+		env.Dir = d.Dir()
+	}
+	if limit, ok := ss.srv.fileSizeLimit(); ok {
+		env.MaxFile = limit
+	}
+	return env
 }
 
 // sessionStack is the stack transfers go through now.
