@@ -61,7 +61,7 @@ func (c *copier) cancel(p string) {
 	}
 	var aborts []context.CancelFunc
 	for u, abort := range c.flying {
-		if covers(p, u.f.src) {
+		if u.covers(p) {
 			aborts = append(aborts, abort)
 		}
 	}

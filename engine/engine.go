@@ -14,9 +14,11 @@ import (
 	"ferry/gridftp/client"
 )
 
-// unit is one transfer: a whole file, or one chunk of it.
+// unit is one transfer: a whole file, one chunk of it, or a batch of
+// small files in one tar stream (f is nil then).
 type unit struct {
 	f        *file
+	b        *batch
 	off, n   int64 // the chunk; n < 0 for the whole file
 	attempts int
 	part     client.Part // what the current attempt moves
@@ -88,11 +90,12 @@ func Copy(ctx context.Context, src, dst Endpoint, items []Item, opts Options, re
 		return c.res, err
 	}
 	c.set = tune(opts, files, c.set)
+	bs, rest := c.tarPlan(files)
 	c.res.Settings = c.set
 	if st, ok := rep.(Starter); ok {
 		st.Started(c.set)
 	}
-	c.schedule(files)
+	c.schedule(files, bs, rest)
 	if c.pending > 0 {
 		c.run(ctx)
 	}
@@ -163,10 +166,11 @@ func (c *copier) plan(ctx context.Context, items []Item) ([]*file, error) {
 	return p.files, nil
 }
 
-// schedule splits files into units and queues them. It counts the
-// finishers' jobs to come: up to that many finishers dial their sessions
-// while the workers start, not when the first file waits for them.
-func (c *copier) schedule(files []*file) {
+// schedule queues the batches bs of some of files first, then splits the
+// rest into units and queues them. It counts the finishers' jobs to come:
+// up to that many finishers dial their sessions while the workers start,
+// not when the first file waits for them.
+func (c *copier) schedule(files []*file, bs []*batch, rest []*file) {
 	c.mu.Lock()
 	c.files = files
 	c.pending = len(files)
@@ -180,8 +184,14 @@ func (c *copier) schedule(files []*file) {
 	for _, f := range canceled {
 		c.final(f, Canceled, nil)
 	}
+	for _, b := range bs {
+		for _, f := range b.files {
+			f.units = 1
+		}
+		c.q.push(&unit{b: b})
+	}
 	var again int64 // bytes an earlier run moved that go again
-	for _, f := range files {
+	for _, f := range rest {
 		if f.ended {
 			continue
 		}
@@ -289,6 +299,21 @@ func (c *copier) worker(ctx context.Context) {
 				pair = p
 				life.ctx, life.abort = context.WithCancel(ctx)
 			}
+			if u.b != nil && batchesIn(inflight) >= maxBatchesInFlight {
+				c.q.pushFront(u) // the other pairs take the next batches
+				break
+			}
+			if want := c.stackFor(u); want != pair.Src.DiskStack() {
+				if len(inflight) > 0 {
+					c.q.pushFront(u) // a stack changes between transfers only
+					break
+				}
+				if err := setStacks(ctx, pair, want); err != nil {
+					c.stackRefused(u, err)
+					drop()
+					continue
+				}
+			}
 			u.reported, u.part = 0, c.part(u)
 			if err := pair.Start(u.part); err != nil {
 				c.fail(u, err)
@@ -298,7 +323,9 @@ func (c *copier) worker(ctx context.Context) {
 				continue
 			}
 			c.fly(u, life.abort)
-			c.touch(u.f)
+			if u.f != nil {
+				c.touch(u.f) // a batch's members go to temporary names first
+			}
 			inflight = append(inflight, u)
 		}
 		if len(inflight) == 0 {
@@ -318,6 +345,10 @@ func (c *copier) worker(ctx context.Context) {
 			c.requeue(inflight)
 			inflight = nil
 			c.fail(u, err)
+			continue
+		}
+		if u.b != nil {
+			c.batchDone(u, nil)
 			continue
 		}
 		c.unitMoved(ctx, u)
@@ -397,6 +428,9 @@ func both(f, g func()) {
 }
 
 func (c *copier) part(u *unit) client.Part {
+	if u.b != nil {
+		return c.batchPart(u)
+	}
 	p := client.Part{SrcPath: u.f.src, DstPath: u.f.dst, Offset: u.off, Length: u.n}
 	if u.n < 0 {
 		c.mu.Lock()
@@ -408,6 +442,9 @@ func (c *copier) part(u *unit) client.Part {
 
 // markers turns the destination's markers into progress and restart ranges.
 func (c *copier) markers(u *unit) client.Markers {
+	if u.b != nil {
+		return c.batchMarkers(u)
+	}
 	return client.Markers{
 		Bytes: func(total int64) {
 			if d := total - u.reported; d > 0 {
@@ -715,6 +752,10 @@ func (c *copier) failFile(u *unit, err error) {
 // fail counts a fault and retries the unit after a backoff, or gives up on
 // its file when the error is fatal or tries or time are used up.
 func (c *copier) fail(u *unit, err error) {
+	if u.b != nil {
+		c.batchDone(u, err)
+		return
+	}
 	if c.moot(u) {
 		return
 	}
@@ -774,6 +815,14 @@ func (c *copier) requeue(us []*unit) {
 func (c *copier) abandoned(u *unit) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if u.b != nil {
+		for _, f := range u.b.files {
+			if !f.ended {
+				return false
+			}
+		}
+		return true
+	}
 	return u.f.ended
 }
 

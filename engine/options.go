@@ -85,6 +85,7 @@ type Options struct {
 	Encrypt       bool   // encrypt the data channels (PROT P): both ends must offer FEAT DATATLS
 	Algorithm     string // checksum algorithm; "": the fastest both ends offer
 	PreserveMtime bool
+	Tar           TarMode // when small files move as tar streams
 
 	Deadline    time.Time     // give up retrying then; zero: MaxAttempts decides
 	MaxAttempts int           // tries per file or chunk; 0: 5
@@ -215,4 +216,8 @@ type Settings struct {
 	Live                                 bool          // both ends hash data as it moves
 	Authenticated, Encrypted             bool          // the data channels prove a one-time credential (DATATLS), and are encrypted
 	RTT                                  time.Duration // the longer of the two control channels' round trips
+	// Batches is how many tar streams small files were packed into (0:
+	// none), and TarReason why or why not, when there is one to give.
+	Batches   int
+	TarReason string
 }

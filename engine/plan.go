@@ -28,6 +28,7 @@ type file struct {
 	restart  gridftp.Ranges // at the destination from an earlier run (Options.Restart)
 	chunks   gridftp.Ranges // chunks done
 	sum      string
+	root     *treeRoot // the listed tree it is in, by the same name below both roots; nil: none
 }
 
 // planner lists sources and destinations and decides what to move. It
@@ -45,6 +46,7 @@ type planner struct {
 	resumed  []FileResult // whole at the destination after an interrupted run (Options.Resume)
 	dirs     int          // directories walked
 	sources  sources
+	root     *treeRoot // the tree being placed
 }
 
 // look is one item looked up at both ends, before anything is written.
@@ -157,7 +159,10 @@ func (p *planner) plan(ctx context.Context, items []Item) error {
 		if err := p.mkdirs(ctx, l.exist, l.it.Dst); err != nil {
 			return err
 		}
-		if err := p.place(ctx, l.tree, l.it.Dst, l.exists()); err != nil {
+		p.root = &treeRoot{src: path.Clean(l.it.Src), dst: path.Clean(l.it.Dst)}
+		err := p.place(ctx, l.tree, l.it.Dst, l.exists())
+		p.root = nil
+		if err != nil {
 			return err
 		}
 	}
@@ -414,6 +419,9 @@ func (p *planner) decide(ctx context.Context, src, dst string, e gridftp.Entry, 
 		return nil
 	}
 	f := &file{src: src, dst: dst, size: e.Size, mtime: e.Modify}
+	if p.root != nil && p.root.under(src, dst) {
+		f.root = p.root
+	}
 	if p.opts.Resume && have != nil && !have.IsDir() {
 		done, err := p.resume(ctx, f, *have)
 		if err != nil || done {

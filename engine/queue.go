@@ -33,6 +33,19 @@ func (q *queue) push(u *unit) {
 	q.wake = make(chan struct{})
 }
 
+// pushFront puts u back at the head of the queue.
+func (q *queue) pushFront(u *unit) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.init()
+	if q.isShut {
+		return
+	}
+	q.items = append([]*unit{u}, q.items...)
+	close(q.wake)
+	q.wake = make(chan struct{})
+}
+
 // pop takes the next unit; with wait it blocks until one comes or the queue
 // closes (then nil).
 func (q *queue) pop(ctx context.Context, wait bool) *unit {

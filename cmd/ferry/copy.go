@@ -29,6 +29,7 @@ func newCopyCmd() *cobra.Command {
 	var (
 		o                       engine.Options
 		syncLevel, chunk, until string
+		tar                     string
 		quiet                   bool
 	)
 	cmd := &cobra.Command{
@@ -46,6 +47,9 @@ with backoff; the exit status is 0 only when every file arrived intact.`,
 			var err error
 			if o.SyncLevel, err = engine.ParseSyncLevel(syncLevel); err != nil {
 				return err
+			}
+			if o.Tar, err = engine.ParseTarMode(tar); err != nil {
+				return fmt.Errorf("--tar: %w", err)
 			}
 			if chunk != "" {
 				if o.ChunkSize, err = parseChunkSize(chunk); err != nil {
@@ -72,6 +76,7 @@ with backoff; the exit status is 0 only when every file arrived intact.`,
 	f.StringVar(&until, "deadline", "", "retry until then: a duration (2h) or an RFC 3339 time")
 	f.BoolVar(&o.PreserveMtime, "preserve-mtime", false, "give copies the source's modification time")
 	f.BoolVar(&o.Encrypt, "encrypt", false, "encrypt the data channels (globus-url-copy's -dcpriv); both ends must be ferry servers, whose data channels are always authenticated")
+	f.StringVar(&tar, "tar", "auto", "move trees of small files as tar streams: auto (when the file mix favours it), always or never")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress bar")
 	return cmd
 }
@@ -316,6 +321,13 @@ func (p *progress) summary(r engine.Result) {
 	s := r.Settings
 	fmt.Fprintf(p.out, "settings: -cc %d -p %d -pp %d, chunks %s, rtt %v%s%s\n", s.Concurrency, s.Parallelism, s.Pipelining,
 		humanBytes(s.ChunkSize), s.RTT.Round(time.Microsecond), checksumNote(s), dataNote(s))
+	if s.TarReason != "" {
+		fmt.Fprintf(p.out, "tar: %s", s.TarReason)
+		if s.Batches > 0 {
+			fmt.Fprintf(p.out, " (%d batches)", s.Batches)
+		}
+		fmt.Fprintln(p.out)
+	}
 }
 
 // dataNote says how the data channels are protected, for the settings line.

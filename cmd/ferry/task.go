@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -281,6 +282,7 @@ func taskFields(t api.Task) [][2]string {
 			{"Encrypt Data", fmt.Sprint(t.EncryptData)},
 			{"Checksum Algorithm", t.ChecksumAlgorithm},
 			{"Preserve Timestamp", fmt.Sprint(t.PreserveTimestamp)},
+			{"Tar", cmp.Or(t.Tar, "auto")},
 			{"Delete Destination Extra", fmt.Sprint(t.DeleteDestinationExtra)},
 		}...)
 		for _, r := range t.FilterRules {

@@ -118,6 +118,7 @@ type Transfer struct {
 	ChecksumAlgorithm      string       `json:"checksum_algorithm,omitempty"` // MD5, ADLER32, SHA1, ...; "" lets the endpoints choose
 	PreserveTimestamp      bool         `json:"preserve_timestamp,omitempty"`
 	EncryptData            bool         `json:"encrypt_data,omitempty"` // both endpoints must be ferry servers
+	Tar                    string       `json:"tar,omitempty"`          // auto (""), always or never: trees of small files as tar streams
 	DeleteDestinationExtra bool         `json:"delete_destination_extra,omitempty"`
 	Deadline               time.Time    `json:"deadline,omitzero"`
 	FilterRules            []FilterRule `json:"filter_rules,omitempty"`
@@ -231,6 +232,7 @@ type Task struct {
 	ChecksumAlgorithm      string       `json:"checksum_algorithm,omitempty"`
 	EncryptData            bool         `json:"encrypt_data"`
 	PreserveTimestamp      bool         `json:"preserve_timestamp"`
+	Tar                    string       `json:"tar,omitempty"`
 	DeleteDestinationExtra bool         `json:"delete_destination_extra"`
 	FilterRules            []FilterRule `json:"filter_rules,omitempty"`
 	NotifyOnSucceeded      bool         `json:"notify_on_succeeded"`

@@ -158,6 +158,10 @@ type Item struct {
 	Recursive bool   `json:"recursive"`
 }
 
+// TarModes are when a transfer may move trees of small files as tar
+// streams: when the file mix favours it, always, or never.
+var TarModes = []string{"auto", "always", "never"}
+
 // Options are a transfer task's choices, echoed back in the task document.
 type Options struct {
 	SyncLevel              int          `json:"sync_level"`
@@ -165,6 +169,7 @@ type Options struct {
 	ChecksumAlgorithm      string       `json:"checksum_algorithm,omitempty"`
 	EncryptData            bool         `json:"encrypt_data,omitempty"`
 	PreserveTimestamp      bool         `json:"preserve_timestamp"`
+	Tar                    string       `json:"tar,omitempty"` // TarModes; "": auto
 	DeleteDestinationExtra bool         `json:"delete_destination_extra"`
 	FilterRules            []FilterRule `json:"filter_rules,omitempty"`
 	NotifyOnSucceeded      bool         `json:"notify_on_succeeded"`

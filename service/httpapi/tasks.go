@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -119,6 +120,12 @@ func (s *Server) transfer(w http.ResponseWriter, r *http.Request, c *call) error
 	o.VerifyChecksum = req.VerifyChecksum
 	o.EncryptData = req.EncryptData
 	o.PreserveTimestamp = req.PreserveTimestamp
+	if req.Tar != "" {
+		o.Tar = strings.ToLower(req.Tar)
+		if !slices.Contains(domain.TarModes, o.Tar) {
+			return domain.Errorf(domain.EInvalid, "tar %q: want one of %s", req.Tar, strings.Join(domain.TarModes, ", "))
+		}
+	}
 	o.DeleteDestinationExtra = req.DeleteDestinationExtra
 	for i, f := range req.FilterRules {
 		if err := checkFilterRule(i, f); err != nil {
@@ -347,7 +354,7 @@ func (s *Server) taskDoc(t domain.Task, names func(string) string) api.Task {
 		SubtasksFailed: t.FilesFailed,
 
 		VerifyChecksum: o.VerifyChecksum, ChecksumAlgorithm: o.ChecksumAlgorithm, EncryptData: o.EncryptData,
-		PreserveTimestamp: o.PreserveTimestamp, DeleteDestinationExtra: o.DeleteDestinationExtra,
+		PreserveTimestamp: o.PreserveTimestamp, Tar: o.Tar, DeleteDestinationExtra: o.DeleteDestinationExtra,
 		NotifyOnSucceeded: o.NotifyOnSucceeded, NotifyOnFailed: o.NotifyOnFailed,
 		NotifyOnInactive: o.NotifyOnInactive, IgnoreMissing: o.IgnoreMissing,
 	}

@@ -349,11 +349,17 @@ func (p *progress) fileFailed(f domain.File, err error, d domain.Counters, attem
 
 // Started records the settings the engine chose.
 func (p *progress) Started(s engine.Settings) {
-	p.event(domain.Event{Code: domain.EventStarted,
-		Description: fmt.Sprintf("concurrency %d, parallelism %d, pipelining %d", s.Concurrency, s.Parallelism, s.Pipelining),
+	desc := fmt.Sprintf("concurrency %d, parallelism %d, pipelining %d", s.Concurrency, s.Parallelism, s.Pipelining)
+	if s.TarReason != "" {
+		desc += "; " + s.TarReason
+		if s.Batches > 0 {
+			desc += fmt.Sprintf(" (%d batches)", s.Batches)
+		}
+	}
+	p.event(domain.Event{Code: domain.EventStarted, Description: desc,
 		Details: details(map[string]any{"concurrency": s.Concurrency, "parallelism": s.Parallelism,
 			"pipelining": s.Pipelining, "chunk_size": s.ChunkSize, "checksum_algorithm": s.Algorithm,
-			"rtt_ms": float64(s.RTT.Microseconds()) / 1000})})
+			"rtt_ms": float64(s.RTT.Microseconds()) / 1000, "tar_batches": s.Batches, "tar_reason": s.TarReason})})
 }
 
 var (

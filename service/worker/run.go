@@ -547,7 +547,12 @@ func (r *run) options(deadline time.Time, unsure bool) engine.Options {
 	if unsure && level != engine.SyncNone {
 		level = engine.SyncChecksum
 	}
+	tar, err := engine.ParseTarMode(o.Tar)
+	if err != nil {
+		tar = engine.TarAuto // the API admits only valid modes
+	}
 	eo := engine.Options{
+		Tar:           tar,
 		Resume:        unsure,
 		Restart:       r.p.restartOf,
 		SyncLevel:     level,

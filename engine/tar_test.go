@@ -1,0 +1,104 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+func smallTree(n int, size int64) []*file {
+	root := &treeRoot{src: "/src", dst: "/dst"}
+	fs := make([]*file, n)
+	for i := range fs {
+		name := fmt.Sprintf("d%d/f%d", i%3, i)
+		fs[i] = &file{src: "/src/" + name, dst: "/dst/" + name, size: size, root: root}
+	}
+	return fs
+}
+
+func TestChooseTar(t *testing.T) {
+	loose := []*file{{src: "/a", dst: "/b", size: 10}} // a single-file item: no tree
+	for _, tc := range []struct {
+		name     string
+		mode     TarMode
+		files    []*file
+		src, dst bool
+		mtime    bool
+		use      bool
+		why      string
+	}{
+		{"many small files", TarAuto, smallTree(2000, 50<<10), true, true, false, true, "2000 of 2000 files are smaller than 1024 KiB"},
+		{"few small files", TarAuto, smallTree(tarMinFiles-1, 1<<10), true, true, false, false, ""},
+		{"few, asked for", TarAlways, smallTree(3, 1<<10), true, true, false, true, "asked for"},
+		{"large files", TarAuto, smallTree(100, 2<<20), true, true, false, false, ""},
+		{"never", TarNever, smallTree(2000, 1), true, true, false, false, ""},
+		{"source cannot", TarAuto, smallTree(2000, 1), false, true, false, false, ""},
+		{"destination cannot, asked for", TarAlways, smallTree(2000, 1), true, false, false, false, "the destination offers no tar layer"},
+		{"files of no tree", TarAlways, loose, true, true, false, false, ""},
+		{"mtimes kept", TarAuto, smallTree(2000, 1), true, true, true, false, ""},
+		{"mtimes kept, asked for", TarAlways, smallTree(2000, 1), true, true, true, false, "do not keep modification times"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := Options{Tar: tc.mode, PreserveMtime: tc.mtime}
+			use, why := chooseTar(o, tc.files, 30*time.Millisecond, tc.src, tc.dst)
+			if use != tc.use || !strings.Contains(why, tc.why) || (tc.why == "") != (why == "") {
+				t.Errorf("chooseTar = %v, %q; want %v, %q", use, why, tc.use, tc.why)
+			}
+		})
+	}
+}
+
+func TestBatches(t *testing.T) {
+	big := &file{src: "/src/big", dst: "/dst/big", size: 5 << 20, root: &treeRoot{"/src", "/dst"}}
+	for _, tc := range []struct {
+		name          string
+		files         []*file
+		want          int
+		batches, rest int
+		largest       int
+	}{
+		{"split for the pairs", smallTree(100, 1<<10), 8, 8, 0, 13},
+		{"fewer files than pairs", smallTree(3, 1<<10), 8, 3, 0, 1},
+		{"member cap", smallTree(20000, 10), 2, 5, 0, 4000},
+		{"byte cap", smallTree(1000, 1000<<10), 1, 16, 0, 63},
+		{"a large file goes alone", append(smallTree(40, 1), big), 1, 1, 1, 40},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bs, rest := batches(tc.files, tc.want)
+			if len(bs) != tc.batches || len(rest) != tc.rest {
+				t.Fatalf("%d batches, %d alone; want %d, %d", len(bs), len(rest), tc.batches, tc.rest)
+			}
+			largest, seen := 0, 0
+			for _, b := range bs {
+				largest = max(largest, len(b.files))
+				seen += len(b.files)
+				for _, f := range b.files {
+					if got := b.rel(f); b.src+"/"+got != f.src || b.dst+"/"+got != f.dst {
+						t.Errorf("%s in batch %s→%s as %q", f.src, b.src, b.dst, got)
+					}
+				}
+			}
+			if largest != tc.largest || seen+len(rest) != len(tc.files) {
+				t.Errorf("largest batch %d, %d files in all; want %d, %d", largest, seen+len(rest), tc.largest, len(tc.files))
+			}
+		})
+	}
+}
+
+func TestTreeRootUnder(t *testing.T) {
+	for _, tc := range []struct {
+		root     treeRoot
+		src, dst string
+		want     bool
+	}{
+		{treeRoot{"/a", "/b"}, "/a/x/y", "/b/x/y", true},
+		{treeRoot{"/", "/b"}, "/x", "/b/x", true},
+		{treeRoot{"/a", "/b"}, "/a/x", "/b/y", false},
+		{treeRoot{"/a", "/b"}, "/ab/x", "/b/x", false},
+	} {
+		if got := tc.root.under(tc.src, tc.dst); got != tc.want {
+			t.Errorf("%v.under(%s, %s) = %v", tc.root, tc.src, tc.dst, got)
+		}
+	}
+}
