@@ -50,6 +50,8 @@ type copier struct {
 	retire   chan struct{} // the optimizer takes a session pair away
 	ahead    atomic.Int64  // finishers yet to start that dial at once
 
+	tarSrc   tarEnd // how the ends pack and unpack tar streams (tar.go)
+	tarDst   tarEnd
 	cred     *gridftp.DataCredential // for the data channels, when both ends are ferry's (datasec.go)
 	done     <-chan struct{}         // the run is stopping: failures are no faults
 	stop     context.CancelFunc
@@ -90,7 +92,7 @@ func Copy(ctx context.Context, src, dst Endpoint, items []Item, opts Options, re
 		return c.res, err
 	}
 	c.set = tune(opts, files, c.set)
-	bs, rest := c.tarPlan(files)
+	bs, rest := c.tarPlan(ctx, files)
 	c.res.Settings = c.set
 	if st, ok := rep.(Starter); ok {
 		st.Started(c.set)
@@ -303,18 +305,20 @@ func (c *copier) worker(ctx context.Context) {
 				c.q.pushFront(u) // the other pairs take the next batches
 				break
 			}
-			if want := c.stackFor(u); want != pair.Src.DiskStack() {
+			u.reported, u.part = 0, c.part(u)
+			if src, dst := c.stacksFor(u); src != pair.Src.DiskStack() || dst != pair.Dst.DiskStack() {
 				if len(inflight) > 0 {
 					c.q.pushFront(u) // a stack changes between transfers only
 					break
 				}
-				if err := setStacks(ctx, pair, want); err != nil {
+				if err := setStacks(ctx, pair, src, dst); err != nil {
 					c.stackRefused(u, err)
-					drop()
+					if !errors.As(err, new(*gridftp.Error)) {
+						drop()
+					}
 					continue
 				}
 			}
-			u.reported, u.part = 0, c.part(u)
 			if err := pair.Start(u.part); err != nil {
 				c.fail(u, err)
 				drop()
@@ -348,7 +352,7 @@ func (c *copier) worker(ctx context.Context) {
 			continue
 		}
 		if u.b != nil {
-			c.batchDone(u, nil)
+			c.batchMoved(ctx, u)
 			continue
 		}
 		c.unitMoved(ctx, u)
@@ -753,7 +757,7 @@ func (c *copier) failFile(u *unit, err error) {
 // its file when the error is fatal or tries or time are used up.
 func (c *copier) fail(u *unit, err error) {
 	if u.b != nil {
-		c.batchDone(u, err)
+		c.batchFailed(u, err)
 		return
 	}
 	if c.moot(u) {

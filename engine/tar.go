@@ -16,14 +16,21 @@ import (
 // transfer, instead of one transfer per file. Each transfer costs the
 // servers a command, a reply and, for a small file, a data channel
 // turnaround that its few bytes cannot hide; packed into one stream, the
-// files cost what their bytes cost. Both ends must offer ferry's tar layer
-// (FEAT DISKSTACK): the source packs the members it is told of (SITE
-// MEMBERS) and reports each as it goes (113), the destination unpacks them
-// under its root, each into a temporary name renamed once whole, and
-// reports each with its size and, when verifying, the checksum of what it
-// wrote. A member is done when the destination reported it whole (and, when
-// verifying, with the source's checksum); one that failed at either end
-// goes again on its own, as any file would.
+// files cost what their bytes cost.
+//
+// Each end packs or unpacks in one of two ways. A ferry server offers its
+// tar layer (FEAT DISKSTACK): the source packs the members it is told of
+// (SITE MEMBERS) and reports each as it goes (113, with its checksum when
+// verifying); the destination unpacks them under its root, each into a
+// temporary name renamed once whole, and reports each with its size and
+// the checksum of what it wrote. A GCT server whose popen whitelist holds
+// tar runs it: `tar cf - -C DIR ./m…` at the source, `tar xf - -C DIR` with
+// ordering at the destination; it reports nothing, so once the stream
+// ended well its members are looked up (MLST) and, when verifying,
+// checksummed (CKSM), pipelined, on a finisher's sessions. A member is
+// done when the destination holds it whole (with the source's checksum,
+// when verifying); one that failed at either end goes again on its own,
+// as any file would.
 
 // TarMode says when the engine moves files as tar streams.
 type TarMode int
@@ -53,45 +60,80 @@ func (m TarMode) String() string {
 
 // Limits of tar mode: the largest file a tar stream takes (a larger one
 // fills its own transfer's data channel), the fewest small files for which
-// auto mode packs them, and the most members and bytes of one batch.
+// auto mode packs them, and the most members and bytes of one batch (the
+// members of a batch packed by popen travel in its command line).
 const (
-	tarSmall      = 1 << 20
-	tarMinFiles   = 32
-	tarMaxMembers = 4096
-	tarMaxBytes   = 64 << 20
+	tarSmall           = 1 << 20
+	tarMinFiles        = 32
+	tarMaxMembers      = 4096
+	popenMaxMembers    = 1024
+	tarMaxBytes        = 64 << 20
+	maxBatchesInFlight = 2 // per session pair: two keep its data channel busy, more starve the other pairs
 )
-
-// maxBatchesInFlight is how many batches one session pair pipelines: two
-// keep its data channel busy between them, and more would leave the other
-// pairs without.
-const maxBatchesInFlight = 2
-
-// batchesIn counts the batches among us.
-func batchesIn(us []*unit) int {
-	n := 0
-	for _, u := range us {
-		if u.b != nil {
-			n++
-		}
-	}
-	return n
-}
 
 // tarLayer is the name of ferry's tar layer in FEAT DISKSTACK.
 const tarLayer = "tar"
 
-// offersTar reports whether a session's server offers ferry's tar layer.
-func offersTar(c *client.Conn) bool {
+// tarEnd is how one end of a copy packs or unpacks batches.
+type tarEnd struct {
+	layer bool   // ferry's tar layer, which reports every member
+	popen string // else the tar that the server's popen runs; "": none
+}
+
+func (e tarEnd) can() bool { return e.layer || e.popen != "" }
+
+// popenTars are the names under which a GCT server's popen whitelist
+// may hold tar (an alias, or the program's path).
+var popenTars = []string{"tar", "/bin/tar", "/usr/bin/tar"}
+
+// probeTar finds how c's server can pack and unpack: ferry's tar layer,
+// which its features name; else, on a server that names no layers (GCT),
+// tar through popen, if it approves the program.
+func probeTar(ctx context.Context, c *client.Conn) tarEnd {
 	names, ok := c.Feature("DISKSTACK")
-	if !ok {
-		return false
+	if ok {
+		for _, n := range strings.Split(names, ",") {
+			if strings.TrimSpace(n) == tarLayer {
+				return tarEnd{layer: true}
+			}
+		}
+		return tarEnd{}
 	}
-	for _, n := range strings.Split(names, ",") {
-		if strings.TrimSpace(n) == tarLayer {
-			return true
+	for _, prog := range popenTars {
+		if c.SetDiskStack(ctx, "popen:argv=#"+prog) == nil {
+			if c.SetDiskStack(ctx, "") != nil {
+				return tarEnd{}
+			}
+			return tarEnd{popen: prog}
 		}
 	}
-	return false
+	return tarEnd{}
+}
+
+// popenSafe reports whether a name can travel in a popen stack: printable
+// ASCII without the characters the stack grammar gives a meaning to.
+func popenSafe(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c >= 0x7f || strings.IndexByte("#,;%=", c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// popenPack is the stack a GCT source packs names below dir with.
+func popenPack(prog, dir string, names []string) string {
+	var b strings.Builder
+	b.WriteString("popen:argv=#" + prog + "#cf#-#-C#" + dir)
+	for _, n := range names {
+		b.WriteString("#./" + n) // never an option, whatever its first character
+	}
+	return b.String()
+}
+
+// popenUnpack is the stack a GCT destination unpacks below dir with.
+func popenUnpack(prog, dir string) string {
+	return "popen:argv=#" + prog + "#xf#-#-C#" + dir + ",ordering"
 }
 
 // batch is small files of one tree that move as one tar stream: below src
@@ -99,27 +141,37 @@ func offersTar(c *client.Conn) bool {
 type batch struct {
 	src, dst string
 	files    []*file
-	// What each end reported of the current attempt, and the members it
-	// settled, by name; guarded by copier.mu.
+	// The current attempt: its members' names; what each end reported, and
+	// the members settled, by name. Guarded by copier.mu.
+	names            []string
 	fromSrc, fromDst map[string]gridftp.Member
 	settled          map[string]bool
 }
 
 // tarable reports whether f may go in a batch: a small file of a listed
-// tree, whole (no ranges from an earlier run to complete).
-func tarable(f *file) bool {
-	return f.root != nil && f.size < tarSmall && f.restart.Empty()
+// tree, whole (no ranges from an earlier run to complete), with a name
+// that both ends can take.
+func (c *copier) tarable(f *file) bool {
+	if f.root == nil || f.size >= tarSmall || !f.restart.Empty() {
+		return false
+	}
+	if c.tarSrc.popen != "" || c.tarDst.popen != "" {
+		return popenSafe(f.src) && popenSafe(f.dst)
+	}
+	return true
 }
 
 // chooseTar decides whether small files move as tar streams, and why.
-func chooseTar(o Options, files []*file, rtt time.Duration, srcTar, dstTar bool) (bool, string) {
+// Ends not yet probed count as able.
+func (c *copier) chooseTar(files []*file) (bool, string) {
+	o := c.opts
 	if o.Tar == TarNever {
 		return false, ""
 	}
 	n, small := len(files), 0
 	var bytes int64
 	for _, f := range files {
-		if tarable(f) {
+		if c.tarable(f) {
 			small++
 			bytes += f.size
 		}
@@ -132,20 +184,20 @@ func chooseTar(o Options, files []*file, rtt time.Duration, srcTar, dstTar bool)
 			return false, "tar streams asked for, but they do not keep modification times: one transfer per file"
 		}
 		return false, ""
-	case !srcTar || !dstTar:
+	case !c.tarSrc.can() || !c.tarDst.can():
 		if o.Tar == TarAlways {
 			side := "the source"
-			if srcTar {
+			if c.tarSrc.can() {
 				side = "the destination"
 			}
-			return false, fmt.Sprintf("tar streams asked for, but %s offers no tar layer: one transfer per file", side)
+			return false, fmt.Sprintf("tar streams asked for, but %s offers no tar (ferry's layer, or GCT's popen): one transfer per file", side)
 		}
 		return false, ""
 	case o.Tar == TarAuto && small < tarMinFiles:
 		return false, ""
 	}
 	why := fmt.Sprintf("%d of %d files are smaller than %d KiB (%d KiB on average, round trip %v)",
-		small, n, tarSmall>>10, bytes/int64(small)>>10, rtt.Round(time.Microsecond))
+		small, n, tarSmall>>10, bytes/int64(small)>>10, c.set.RTT.Round(time.Microsecond))
 	if o.Tar == TarAlways {
 		why = "asked for: " + why
 	}
@@ -154,44 +206,42 @@ func chooseTar(o Options, files []*file, rtt time.Duration, srcTar, dstTar bool)
 
 // tarPlan decides whether small files move as tar streams, records it in
 // the settings, and returns the batches and the files that go one by one.
-func (c *copier) tarPlan(files []*file) ([]*batch, []*file) {
-	srcTar, dstTar := false, false
-	if p := c.listing; p != nil {
-		srcTar, dstTar = offersTar(p.Src), offersTar(p.Dst)
+// The ends are asked what they can only when the files favour it.
+func (c *copier) tarPlan(ctx context.Context, files []*file) ([]*batch, []*file) {
+	c.tarSrc, c.tarDst = tarEnd{layer: true}, tarEnd{layer: true}
+	if use, _ := c.chooseTar(files); !use || c.listing == nil {
+		c.tarSrc, c.tarDst = tarEnd{}, tarEnd{}
+		c.set.TarReason = ""
+		return nil, files
 	}
-	use, why := chooseTar(c.opts, files, c.set.RTT, srcTar, dstTar)
+	p := c.listing
+	both(func() { c.tarSrc = probeTar(ctx, p.Src) }, func() { c.tarDst = probeTar(ctx, p.Dst) })
+	use, why := c.chooseTar(files)
 	c.set.TarReason = why
 	if !use {
 		return nil, files
 	}
-	bs, rest := batches(files, 2*c.set.Concurrency)
+	per := tarMaxMembers
+	if c.tarSrc.popen != "" {
+		per = popenMaxMembers
+	}
+	bs, rest := c.batches(files, 2*c.set.Concurrency, per)
 	c.set.Batches = len(bs)
 	return bs, rest
 }
 
-// stackRefused falls back, when an end refused a unit's stack, to one
-// transfer per file; any other unit fails as a transfer would.
-func (c *copier) stackRefused(u *unit, err error) {
-	if u.b == nil {
-		c.fail(u, err)
-		return
-	}
-	for _, f := range u.b.files {
-		c.q.push(&unit{f: f, n: -1})
-	}
-}
-
-// batches groups the tarable files into batches of one tree each, at
-// least want of them where there are files enough, so that every session
-// pair has one to move. The rest is returned as it was.
-func batches(files []*file, want int) (bs []*batch, rest []*file) {
+// batches groups the tarable files into batches of one tree each, of at
+// most per members, at least want of them where there are files enough,
+// so that every session pair has one to move. The rest is returned as it
+// was.
+func (c *copier) batches(files []*file, want, per int) (bs []*batch, rest []*file) {
 	type key struct{ src, dst string }
 	trees := map[key][]*file{}
 	var order []key
 	var count int
 	var bytes int64
 	for _, f := range files {
-		if !tarable(f) {
+		if !c.tarable(f) {
 			rest = append(rest, f)
 			continue
 		}
@@ -206,12 +256,12 @@ func batches(files []*file, want int) (bs []*batch, rest []*file) {
 	if count == 0 {
 		return nil, rest
 	}
-	n := max(want, (count+tarMaxMembers-1)/tarMaxMembers, int((bytes+tarMaxBytes-1)/tarMaxBytes))
-	per := max(1, (count+n-1)/n)
+	n := max(want, (count+per-1)/per, int((bytes+tarMaxBytes-1)/tarMaxBytes))
+	size := max(1, (count+n-1)/n)
 	for _, k := range order {
 		fs := trees[k]
 		for len(fs) > 0 {
-			m := min(per, len(fs))
+			m := min(size, len(fs))
 			bs = append(bs, &batch{src: k.src, dst: k.dst, files: fs[:m:m]})
 			fs = fs[m:]
 		}
@@ -219,124 +269,20 @@ func batches(files []*file, want int) (bs []*batch, rest []*file) {
 	return bs, rest
 }
 
+// batchesIn counts the batches among us.
+func batchesIn(us []*unit) int {
+	n := 0
+	for _, u := range us {
+		if u.b != nil {
+			n++
+		}
+	}
+	return n
+}
+
 // rel is f's name below its batch's roots.
 func (b *batch) rel(f *file) string {
 	return strings.TrimPrefix(f.src, strings.TrimSuffix(b.src, "/")+"/")
-}
-
-// tarStack is the stack both ends use for batches: the tar layer, which
-// hashes each member with the copy's algorithm when verifying.
-func (c *copier) tarStack() string {
-	if c.opts.Verify && c.set.Algorithm != "" {
-		return tarLayer + ":cksm=" + strings.ToLower(c.set.Algorithm)
-	}
-	return tarLayer
-}
-
-// stackFor is the stack a unit needs at both ends: "" for the default.
-func (c *copier) stackFor(u *unit) string {
-	if u.b != nil {
-		return c.tarStack()
-	}
-	return ""
-}
-
-// setStacks sets a stack at both ends of p.
-func setStacks(ctx context.Context, p *client.Pair, spec string) error {
-	var serr, derr error
-	both(func() { serr = p.Src.SetDiskStack(ctx, spec) }, func() { derr = p.Dst.SetDiskStack(ctx, spec) })
-	if serr != nil {
-		return fmt.Errorf("source: %w", serr)
-	}
-	if derr != nil {
-		return fmt.Errorf("destination: %w", derr)
-	}
-	return nil
-}
-
-// batchPart is the transfer of a batch's files that are not yet final.
-func (c *copier) batchPart(u *unit) client.Part {
-	b := u.b
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	live := b.files[:0]
-	for _, f := range b.files {
-		if !f.ended {
-			live = append(live, f)
-		}
-	}
-	b.files = live
-	names := make([]string, len(live))
-	for i, f := range live {
-		names[i] = b.rel(f)
-	}
-	b.fromSrc, b.fromDst, b.settled = map[string]gridftp.Member{}, map[string]gridftp.Member{}, map[string]bool{}
-	return client.Part{SrcPath: b.src, DstPath: b.dst, Length: -1, Members: names}
-}
-
-// batchMarkers takes the members each end reports while a batch moves.
-func (c *copier) batchMarkers(u *unit) client.Markers {
-	return client.Markers{Members: func(fromSrc bool, ms []gridftp.Member) {
-		for _, m := range ms {
-			c.member(u, fromSrc, m)
-		}
-	}}
-}
-
-// member takes one end's report of one member, and settles the member
-// once what is known says how it fared.
-func (c *copier) member(u *unit, fromSrc bool, m gridftp.Member) {
-	b := u.b
-	c.mu.Lock()
-	if fromSrc {
-		b.fromSrc[m.Name] = m
-	} else {
-		b.fromDst[m.Name] = m
-	}
-	s, sok := b.fromSrc[m.Name]
-	d, dok := b.fromDst[m.Name]
-	var err error
-	switch {
-	case b.settled[m.Name]:
-		c.mu.Unlock()
-		return
-	case sok && s.Fault != nil:
-		err = &gridftp.Error{Reply: *s.Fault}
-	case dok && d.Fault != nil:
-		err = &gridftp.Error{Reply: *d.Fault}
-	case !dok || c.opts.Verify && !sok:
-		c.mu.Unlock()
-		return // more to come
-	}
-	b.settled[m.Name] = true
-	c.mu.Unlock()
-	c.settle(u, m.Name, s, d, err)
-}
-
-// settle ends one member of a batch: done when it arrived whole (with the
-// source's checksum, when verifying), else it goes again on its own.
-func (c *copier) settle(u *unit, name string, s, d gridftp.Member, err error) {
-	f := u.b.find(name)
-	if f == nil {
-		return // not asked for: a server's mistake, ignored
-	}
-	if err == nil {
-		switch {
-		case d.Size != f.size || c.opts.Verify && s.Size != d.Size:
-			err = fmt.Errorf("%w: %d bytes arrived, %d listed", errSourceChanged, d.Size, f.size)
-		case c.opts.Verify && (s.Sum == "" || !strings.EqualFold(s.Sum, d.Sum)):
-			err = fmt.Errorf("%w: %s %s at source, %s at destination", errMismatch, c.set.Algorithm, s.Sum, d.Sum)
-		}
-	}
-	if err != nil {
-		c.fail(&unit{f: f, n: -1}, err)
-		return
-	}
-	c.progress(f, f.size)
-	if c.opts.Verify {
-		f.sum = c.set.Algorithm + ":" + strings.ToLower(d.Sum)
-	}
-	c.final(f, Transferred, nil)
 }
 
 // find is the batch's file of a member name.
@@ -349,11 +295,278 @@ func (b *batch) find(name string) *file {
 	return nil
 }
 
-// batchDone settles a batch's transfer that ended with err: members no end
-// reported go again, as a batch after a backoff when the transfer failed,
-// each on its own when it went well (a server that skipped them says no
-// more by being asked again).
-func (c *copier) batchDone(u *unit, err error) {
+// tarStack is ferry's tar layer, hashing each member with the copy's
+// algorithm when verifying.
+func (c *copier) tarStack() string {
+	if c.opts.Verify && c.set.Algorithm != "" {
+		return tarLayer + ":cksm=" + strings.ToLower(c.set.Algorithm)
+	}
+	return tarLayer
+}
+
+// stacksFor are the stacks u needs at the source and the destination
+// ("" for the default); a batch's part is made.
+func (c *copier) stacksFor(u *unit) (src, dst string) {
+	if u.b == nil {
+		return "", ""
+	}
+	src, dst = c.tarStack(), c.tarStack()
+	if c.tarSrc.popen != "" {
+		src = popenPack(c.tarSrc.popen, u.b.src, u.b.names)
+	}
+	if c.tarDst.popen != "" {
+		dst = popenUnpack(c.tarDst.popen, u.b.dst)
+	}
+	return src, dst
+}
+
+// setStacks sets the stacks of both ends of p.
+func setStacks(ctx context.Context, p *client.Pair, src, dst string) error {
+	var serr, derr error
+	both(func() { serr = p.Src.SetDiskStack(ctx, src) }, func() { derr = p.Dst.SetDiskStack(ctx, dst) })
+	if serr != nil {
+		return fmt.Errorf("source: %w", serr)
+	}
+	if derr != nil {
+		return fmt.Errorf("destination: %w", derr)
+	}
+	return nil
+}
+
+// stackRefused falls back, when an end refused a batch's stack, to one
+// transfer per file; any other unit fails as a transfer would.
+func (c *copier) stackRefused(u *unit, err error) {
+	if u.b == nil {
+		c.fail(u, err)
+		return
+	}
+	for _, f := range u.b.files {
+		c.q.push(&unit{f: f, n: -1})
+	}
+}
+
+// batchPart is the transfer of a batch's files that are not yet final;
+// the source's tar layer is told their names.
+func (c *copier) batchPart(u *unit) client.Part {
+	b := u.b
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	live := b.files[:0]
+	for _, f := range b.files {
+		if !f.ended {
+			live = append(live, f)
+		}
+	}
+	b.files = live
+	b.names = make([]string, len(live))
+	for i, f := range live {
+		b.names[i] = b.rel(f)
+	}
+	b.fromSrc, b.fromDst, b.settled = map[string]gridftp.Member{}, map[string]gridftp.Member{}, map[string]bool{}
+	part := client.Part{SrcPath: b.src, DstPath: b.dst, Length: -1}
+	if c.tarSrc.layer {
+		part.Members = b.names
+	}
+	return part
+}
+
+// batchMarkers takes the members each end reports while a batch moves.
+func (c *copier) batchMarkers(u *unit) client.Markers {
+	return client.Markers{Members: func(fromSrc bool, ms []gridftp.Member) {
+		for _, m := range ms {
+			c.member(u, fromSrc, m)
+		}
+	}}
+}
+
+// member takes one end's report of one member and settles the member once
+// the reports say how it fared: a failure at either end, or its arrival
+// at a destination that reports (with the source's checksum, when
+// verifying). The rest wait for the end of the stream (batchMoved).
+func (c *copier) member(u *unit, fromSrc bool, m gridftp.Member) {
+	b := u.b
+	c.mu.Lock()
+	if fromSrc {
+		b.fromSrc[m.Name] = m
+	} else {
+		b.fromDst[m.Name] = m
+	}
+	s, sok := b.fromSrc[m.Name]
+	d, dok := b.fromDst[m.Name]
+	if !sok {
+		s.Size = -1 // a source that does not report (popen)
+	}
+	var err error
+	switch {
+	case b.settled[m.Name]:
+		c.mu.Unlock()
+		return
+	case sok && s.Fault != nil:
+		err = &gridftp.Error{Reply: *s.Fault}
+	case dok && d.Fault != nil:
+		err = &gridftp.Error{Reply: *d.Fault}
+	case !dok || c.opts.Verify && !sok:
+		c.mu.Unlock()
+		return
+	}
+	f := b.find(m.Name)
+	if f == nil {
+		c.mu.Unlock()
+		return // not asked for: a server's mistake, ignored
+	}
+	b.settled[m.Name] = true
+	c.mu.Unlock()
+	if err == nil {
+		err = c.compare(f, s.Size, d.Size, s.Sum, d.Sum)
+	}
+	c.settle(f, d.Sum, err)
+}
+
+// compare checks what arrived of f against what the source sent: sizes
+// (-1: not known), and checksums when verifying.
+func (c *copier) compare(f *file, srcSize, dstSize int64, srcSum, dstSum string) error {
+	switch {
+	case dstSize != f.size || srcSize >= 0 && srcSize != dstSize:
+		return fmt.Errorf("%w: %d bytes arrived, %d listed", errSourceChanged, dstSize, f.size)
+	case c.opts.Verify && (srcSum == "" || !strings.EqualFold(srcSum, dstSum)):
+		return fmt.Errorf("%w: %s %s at source, %s at destination", errMismatch, c.set.Algorithm, srcSum, dstSum)
+	}
+	return nil
+}
+
+// settle ends one member of a batch: done, or (err) it goes again on its
+// own.
+func (c *copier) settle(f *file, sum string, err error) {
+	if err != nil {
+		c.fail(&unit{f: f, n: -1}, err)
+		return
+	}
+	c.progress(f, f.size)
+	if c.opts.Verify {
+		f.sum = c.set.Algorithm + ":" + strings.ToLower(sum)
+	}
+	c.final(f, Transferred, nil)
+}
+
+// batchMoved settles the members of a batch whose stream ended well that
+// the reports did not settle. A destination that reports names every
+// member it unpacked: one it did not name goes again on its own. Members
+// an end did not report (popen's tar) are looked up and, when verifying,
+// checksummed there, on a finisher.
+func (c *copier) batchMoved(ctx context.Context, u *unit) {
+	b := u.b
+	c.mu.Lock()
+	var left []*file
+	for _, f := range b.files {
+		if !b.settled[b.rel(f)] && !f.ended {
+			b.settled[b.rel(f)] = true
+			left = append(left, f)
+		}
+	}
+	c.mu.Unlock()
+	if len(left) == 0 {
+		return
+	}
+	if c.tarDst.layer && !c.opts.Verify || c.tarDst.layer && c.tarSrc.layer {
+		for _, f := range left {
+			c.fail(&unit{f: f, n: -1}, errors.New("the tar stream ended without it"))
+		}
+		return
+	}
+	c.finish(ctx, func(p *client.Pair) error { return c.checkMembers(ctx, p, b, left) })
+}
+
+// checkMembers looks up, on a finisher's pair p, what the ends did not
+// report of files and settles them. A broken session sends them again.
+func (c *copier) checkMembers(ctx context.Context, p *client.Pair, b *batch, files []*file) error {
+	if p == nil {
+		err := errors.New("no session to check the members of a tar stream")
+		for _, f := range files {
+			c.fail(&unit{f: f, n: -1}, err)
+		}
+		return err
+	}
+	src, dst := make([]string, len(files)), make([]string, len(files))
+	for i, f := range files {
+		src[i], dst[i] = f.src, f.dst
+	}
+	c.mu.Lock()
+	from := func(m map[string]gridftp.Member, f *file) (gridftp.Member, bool) {
+		r, ok := m[b.rel(f)]
+		return r, ok
+	}
+	srcRep, dstRep := make([]gridftp.Member, len(files)), make([]gridftp.Member, len(files))
+	srcHas, dstHas := make([]bool, len(files)), make([]bool, len(files))
+	for i, f := range files {
+		srcRep[i], srcHas[i] = from(b.fromSrc, f)
+		dstRep[i], dstHas[i] = from(b.fromDst, f)
+	}
+	c.mu.Unlock()
+	var sizes []gridftp.Entry
+	var sizeErrs, srcErrs, dstErrs []error
+	var srcSums, dstSums []string
+	var serr, derr error
+	both(func() {
+		if c.opts.Verify && !c.tarSrc.layer {
+			srcSums, srcErrs, serr = p.Src.ChecksumAll(ctx, c.set.Algorithm, src)
+		}
+	}, func() {
+		if !c.tarDst.layer {
+			if sizes, sizeErrs, derr = statAll(ctx, p.Dst, dst); derr == nil && c.opts.Verify {
+				dstSums, dstErrs, derr = p.Dst.ChecksumAll(ctx, c.set.Algorithm, dst)
+			}
+		}
+	})
+	if err := errors.Join(serr, derr); err != nil {
+		for _, f := range files {
+			c.fail(&unit{f: f, n: -1}, err)
+		}
+		return err
+	}
+	for i, f := range files {
+		s, d := srcRep[i], dstRep[i]
+		if !srcHas[i] {
+			s = gridftp.Member{Size: -1}
+		}
+		var err error
+		if srcSums != nil {
+			s.Sum, err = srcSums[i], srcErrs[i]
+		}
+		if sizes != nil && err == nil {
+			d.Size, err = sizes[i].Size, sizeErrs[i]
+			if dstSums != nil && err == nil {
+				d.Sum, err = dstSums[i], dstErrs[i]
+			}
+		} else if !dstHas[i] && err == nil {
+			err = errors.New("the tar stream ended without it")
+		}
+		if err == nil {
+			err = c.compare(f, s.Size, d.Size, s.Sum, d.Sum)
+		}
+		c.settle(f, d.Sum, err)
+	}
+	return nil
+}
+
+// statAll looks paths up, pipelined, a bounded number at a time.
+func statAll(ctx context.Context, conn *client.Conn, paths []string) ([]gridftp.Entry, []error, error) {
+	var es []gridftp.Entry
+	var errs []error
+	for start := 0; start < len(paths); start += client.PipelineDepth {
+		e, ee, err := conn.StatAll(ctx, paths[start:min(start+client.PipelineDepth, len(paths))])
+		if err != nil {
+			return nil, nil, err
+		}
+		es, errs = append(es, e...), append(errs, ee...)
+	}
+	return es, errs, nil
+}
+
+// batchFailed settles a batch's transfer that failed with err: the
+// members no end settled go again, as a batch after a backoff; each on
+// its own when the error is fatal or the tries are used up, so that each
+// says which of them is at fault.
+func (c *copier) batchFailed(u *unit, err error) {
 	b := u.b
 	c.mu.Lock()
 	var left []*file
@@ -369,12 +582,6 @@ func (c *copier) batchDone(u *unit, err error) {
 	}
 	c.mu.Unlock()
 	if len(left) == 0 {
-		return
-	}
-	if err == nil {
-		for _, f := range left {
-			c.fail(&unit{f: f, n: -1}, errors.New("the tar stream ended without it"))
-		}
 		return
 	}
 	select {
@@ -396,7 +603,6 @@ func (c *copier) batchDone(u *unit, err error) {
 	c.res.Faults++
 	c.mu.Unlock()
 	if Fatal(err) || next.attempts >= c.opts.maxAttempts() {
-		// Each file on its own says which of them is at fault.
 		for _, f := range left {
 			c.q.push(&unit{f: f, n: -1})
 		}

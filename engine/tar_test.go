@@ -34,14 +34,15 @@ func TestChooseTar(t *testing.T) {
 		{"large files", TarAuto, smallTree(100, 2<<20), true, true, false, false, ""},
 		{"never", TarNever, smallTree(2000, 1), true, true, false, false, ""},
 		{"source cannot", TarAuto, smallTree(2000, 1), false, true, false, false, ""},
-		{"destination cannot, asked for", TarAlways, smallTree(2000, 1), true, false, false, false, "the destination offers no tar layer"},
+		{"destination cannot, asked for", TarAlways, smallTree(2000, 1), true, false, false, false, "the destination offers no tar"},
 		{"files of no tree", TarAlways, loose, true, true, false, false, ""},
 		{"mtimes kept", TarAuto, smallTree(2000, 1), true, true, true, false, ""},
 		{"mtimes kept, asked for", TarAlways, smallTree(2000, 1), true, true, true, false, "do not keep modification times"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o := Options{Tar: tc.mode, PreserveMtime: tc.mtime}
-			use, why := chooseTar(o, tc.files, 30*time.Millisecond, tc.src, tc.dst)
+			c := &copier{opts: Options{Tar: tc.mode, PreserveMtime: tc.mtime}, set: Settings{RTT: 30 * time.Millisecond},
+				tarSrc: tarEnd{layer: tc.src}, tarDst: tarEnd{layer: tc.dst}}
+			use, why := c.chooseTar(tc.files)
 			if use != tc.use || !strings.Contains(why, tc.why) || (tc.why == "") != (why == "") {
 				t.Errorf("chooseTar = %v, %q; want %v, %q", use, why, tc.use, tc.why)
 			}
@@ -65,7 +66,7 @@ func TestBatches(t *testing.T) {
 		{"a large file goes alone", append(smallTree(40, 1), big), 1, 1, 1, 40},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			bs, rest := batches(tc.files, tc.want)
+			bs, rest := (&copier{}).batches(tc.files, tc.want, tarMaxMembers)
 			if len(bs) != tc.batches || len(rest) != tc.rest {
 				t.Fatalf("%d batches, %d alone; want %d, %d", len(bs), len(rest), tc.batches, tc.rest)
 			}
@@ -83,6 +84,28 @@ func TestBatches(t *testing.T) {
 				t.Errorf("largest batch %d, %d files in all; want %d, %d", largest, seen+len(rest), tc.largest, len(tc.files))
 			}
 		})
+	}
+}
+
+func TestPopenStacks(t *testing.T) {
+	if got, want := popenPack("tar", "/data/src", []string{"a", "-b/c"}), "popen:argv=#tar#cf#-#-C#/data/src#./a#./-b/c"; got != want {
+		t.Errorf("popenPack = %q, want %q", got, want)
+	}
+	if got, want := popenUnpack("/bin/tar", "/data/dst"), "popen:argv=#/bin/tar#xf#-#-C#/data/dst,ordering"; got != want {
+		t.Errorf("popenUnpack = %q, want %q", got, want)
+	}
+	for name, want := range map[string]bool{"/a/b-c_d.e": true, "/a b": false, "/a#b": false, "/a,b": false,
+		"/a;b": false, "/a%41": false, "/a=b": false, "/café": false, "/a\nb": false, "/a\x7f": false} {
+		if got := popenSafe(name); got != want {
+			t.Errorf("popenSafe(%q) = %v", name, got)
+		}
+	}
+	// With a popen end, names it cannot take go one by one.
+	c := &copier{tarSrc: tarEnd{popen: "tar"}, tarDst: tarEnd{layer: true}}
+	fs := smallTree(4, 10)
+	fs[1].src, fs[1].dst = "/src/a b", "/dst/a b"
+	if bs, rest := c.batches(fs, 1, popenMaxMembers); len(bs) != 1 || len(bs[0].files) != 3 || len(rest) != 1 || rest[0] != fs[1] {
+		t.Errorf("batches: %d batches, %d alone", len(bs), len(rest))
 	}
 }
 

@@ -342,3 +342,38 @@ func (c *Conn) Checksum(ctx context.Context, alg, path string, off, length int64
 	}
 	return strings.ToLower(strings.TrimSpace(rep.Text())), nil
 }
+
+// PipelineDepth bounds the commands ChecksumAll sends (and a caller of
+// StatAll should send) before reading their replies: enough to hide the round trips, few enough that replies
+// waiting to be read never stall the server.
+const PipelineDepth = 64
+
+// ChecksumAll runs CKSM alg over each whole file of paths, pipelined: the
+// round trips of a batch cost about one. errs holds each refusal; err is a
+// broken session.
+func (c *Conn) ChecksumAll(ctx context.Context, alg string, paths []string) (sums []string, errs []error, err error) {
+	sums, errs = make([]string, len(paths)), make([]error, len(paths))
+	for start := 0; start < len(paths); start += PipelineDepth {
+		batch := paths[start:min(start+PipelineDepth, len(paths))]
+		lines := make([]string, len(batch))
+		for i, p := range batch {
+			lines[i] = fmt.Sprintf("CKSM %s 0 -1 %s", alg, p)
+		}
+		if err := c.write(lines...); err != nil {
+			return nil, nil, err
+		}
+		for i := range batch {
+			rep, err := c.Final(ctx, nil)
+			var refused *gridftp.Error
+			switch {
+			case errors.As(err, &refused):
+				errs[start+i] = err
+			case err != nil:
+				return nil, nil, err
+			default:
+				sums[start+i] = strings.ToLower(strings.TrimSpace(rep.Text()))
+			}
+		}
+	}
+	return sums, errs, nil
+}
