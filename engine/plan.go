@@ -47,6 +47,9 @@ type planner struct {
 	dirs     int          // directories walked
 	sources  sources
 	root     *treeRoot // the tree being placed
+	// summed holds, by destination, whether the checksums of a directory's
+	// files (sameSums) matched at both ends, until decide takes it.
+	summed map[string]bool
 }
 
 // look is one item looked up at both ends, before anything is written.
@@ -351,6 +354,10 @@ func (p *planner) place(ctx context.Context, t *tree, dst string, existed bool) 
 			}
 		}
 	}
+	same, err := p.sameSums(ctx, t, dst, existing)
+	if err != nil {
+		return err
+	}
 	for _, e := range t.entries {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -361,6 +368,9 @@ func (p *planner) place(ctx context.Context, t *tree, dst string, existed bool) 
 			var have *gridftp.Entry
 			if ok {
 				have = &de
+				if eq, known := same[e.Name]; known {
+					p.summed[d] = eq
+				}
 			}
 			if err := p.decide(ctx, s, d, e, have); err != nil {
 				return err
@@ -386,6 +396,44 @@ func (p *planner) place(ctx context.Context, t *tree, dst string, existed bool) 
 	return nil
 }
 
+// sameSums compares, for the sync level checksum, the files of a listed
+// directory whose destination has the same size, by checksums computed at
+// both ends at once, pipelined: a directory costs about a round trip, not
+// one per file. A file either end cannot checksum is left out (decide
+// asks again, and reports the failure).
+func (p *planner) sameSums(ctx context.Context, t *tree, dst string, existing map[string]gridftp.Entry) (map[string]bool, error) {
+	if p.opts.SyncLevel != SyncChecksum {
+		return nil, nil
+	}
+	var names, srcs, dsts []string
+	for _, e := range t.entries {
+		if de, ok := existing[e.Name]; ok && !e.IsDir() && !de.IsDir() && de.Size == e.Size {
+			names = append(names, e.Name)
+			srcs, dsts = append(srcs, path.Join(t.src, e.Name)), append(dsts, path.Join(dst, e.Name))
+		}
+	}
+	if len(names) < 2 {
+		return nil, nil
+	}
+	var a, b []string
+	var aerrs, berrs []error
+	var aerr, berr error
+	both(func() { a, aerrs, aerr = p.src.ChecksumAll(ctx, p.alg, srcs) }, func() { b, berrs, berr = p.dst.ChecksumAll(ctx, p.alg, dsts) })
+	if err := errors.Join(aerr, berr); err != nil {
+		return nil, fmt.Errorf("checksums in %s: %w", t.src, err)
+	}
+	if p.summed == nil {
+		p.summed = map[string]bool{}
+	}
+	same := map[string]bool{}
+	for i, n := range names {
+		if aerrs[i] == nil && berrs[i] == nil {
+			same[n] = a[i] == b[i]
+		}
+	}
+	return same, nil
+}
+
 // decide skips or schedules one file by sync level.
 func (p *planner) decide(ctx context.Context, src, dst string, e gridftp.Entry, have *gridftp.Entry) error {
 	if have != nil {
@@ -405,7 +453,10 @@ func (p *planner) decide(ctx context.Context, src, dst string, e gridftp.Entry, 
 		case SyncMtime:
 			skip = !e.Modify.After(have.Modify)
 		case SyncChecksum:
-			if have.Size == e.Size {
+			if eq, known := p.summed[dst]; known {
+				skip = eq && have.Size == e.Size
+				delete(p.summed, dst)
+			} else if have.Size == e.Size {
 				a, b, err := checksums(ctx, p.src, p.dst, p.alg, src, dst, 0, -1)
 				if err != nil {
 					return err
