@@ -138,6 +138,7 @@ func (c *copier) plan(ctx context.Context, items []Item) ([]*file, error) {
 		_, liveD := d.Feature("CKSMLIVE")
 		c.set.Live = c.opts.Verify && liveS && liveD
 	}
+	c.planCompress(pair)
 	p := &planner{src: s, dst: d, opts: c.opts, alg: c.set.Algorithm}
 	if err := p.plan(ctx, items); err != nil {
 		return nil, err

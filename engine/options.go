@@ -86,6 +86,7 @@ type Options struct {
 	Algorithm     string // checksum algorithm; "": the fastest both ends offer
 	PreserveMtime bool
 	Tar           TarMode // when small files move as tar streams
+	Compress      bool    // compress data in flight, where both ends offer it (ferry servers)
 
 	Deadline    time.Time     // give up retrying then; zero: MaxAttempts decides
 	MaxAttempts int           // tries per file or chunk; 0: 5
@@ -220,4 +221,8 @@ type Settings struct {
 	// none), and TarReason why or why not, when there is one to give.
 	Batches   int
 	TarReason string
+	// Compressed says that data moves compressed (zstd) between the ends;
+	// CompressNote why not, when it was asked for.
+	Compressed   bool
+	CompressNote string
 }

@@ -90,14 +90,8 @@ var popenTars = []string{"tar", "/bin/tar", "/usr/bin/tar"}
 // which its features name; else, on a server that names no layers (GCT),
 // tar through popen, if it approves the program.
 func probeTar(ctx context.Context, c *client.Conn) tarEnd {
-	names, ok := c.Feature("DISKSTACK")
-	if ok {
-		for _, n := range strings.Split(names, ",") {
-			if strings.TrimSpace(n) == tarLayer {
-				return tarEnd{layer: true}
-			}
-		}
-		return tarEnd{}
+	if names, ok := c.Feature("DISKSTACK"); ok {
+		return tarEnd{layer: offers(names, tarLayer)}
 	}
 	for _, prog := range popenTars {
 		if c.SetDiskStack(ctx, "popen:argv=#"+prog) == nil {
@@ -108,6 +102,33 @@ func probeTar(ctx context.Context, c *client.Conn) tarEnd {
 		}
 	}
 	return tarEnd{}
+}
+
+// offers reports whether a FEAT DISKSTACK line names a layer.
+func offers(names, layer string) bool {
+	for _, n := range strings.Split(names, ",") {
+		if strings.TrimSpace(n) == layer {
+			return true
+		}
+	}
+	return false
+}
+
+// zstdLayer is the name of ferry's compression layer.
+const zstdLayer = "zstd"
+
+// planCompress decides whether data moves compressed: when asked and both
+// ends offer the layer.
+func (c *copier) planCompress(p *client.Pair) {
+	if !c.opts.Compress {
+		return
+	}
+	s, _ := p.Src.Feature("DISKSTACK")
+	d, _ := p.Dst.Feature("DISKSTACK")
+	c.set.Compressed = offers(s, zstdLayer) && offers(d, zstdLayer)
+	if !c.set.Compressed {
+		c.set.CompressNote = "compression asked for, but both ends must be ferry servers that offer it: data moves as it is"
+	}
 }
 
 // popenSafe reports whether a name can travel in a popen stack: printable
@@ -308,9 +329,15 @@ func (c *copier) tarStack() string {
 // ("" for the default); a batch's part is made.
 func (c *copier) stacksFor(u *unit) (src, dst string) {
 	if u.b == nil {
+		if c.set.Compressed && u.n < 0 && u.part.Have.Empty() {
+			return zstdLayer, zstdLayer // a whole file, read and written from start to end
+		}
 		return "", ""
 	}
 	src, dst = c.tarStack(), c.tarStack()
+	if c.set.Compressed && c.tarSrc.layer && c.tarDst.layer {
+		src, dst = src+","+zstdLayer, dst+","+zstdLayer
+	}
 	if c.tarSrc.popen != "" {
 		src = popenPack(c.tarSrc.popen, u.b.src, u.b.names)
 	}

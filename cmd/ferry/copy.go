@@ -76,6 +76,7 @@ with backoff; the exit status is 0 only when every file arrived intact.`,
 	f.StringVar(&until, "deadline", "", "retry until then: a duration (2h) or an RFC 3339 time")
 	f.BoolVar(&o.PreserveMtime, "preserve-mtime", false, "give copies the source's modification time")
 	f.BoolVar(&o.Encrypt, "encrypt", false, "encrypt the data channels (globus-url-copy's -dcpriv); both ends must be ferry servers, whose data channels are always authenticated")
+	f.BoolVar(&o.Compress, "compress", false, "compress data in flight (zstd) where both ends are ferry servers; worth it only when the link, not the CPU, is the limit")
 	f.StringVar(&tar, "tar", "auto", "move trees of small files as tar streams: auto (when the file mix favours it), always or never")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress bar")
 	return cmd
@@ -330,15 +331,23 @@ func (p *progress) summary(r engine.Result) {
 	}
 }
 
-// dataNote says how the data channels are protected, for the settings line.
+// dataNote says how the data channels are protected and whether data
+// moves compressed, for the settings line.
 func dataNote(s engine.Settings) string {
+	var note string
 	switch {
 	case s.Encrypted:
-		return ", data channels authenticated and encrypted"
+		note = ", data channels authenticated and encrypted"
 	case s.Authenticated:
-		return ", data channels authenticated"
+		note = ", data channels authenticated"
 	}
-	return ""
+	switch {
+	case s.Compressed:
+		note += ", compressed (zstd)"
+	case s.CompressNote != "":
+		note += ", " + s.CompressNote
+	}
+	return note
 }
 
 // checksumNote says how files are verified, for the settings line.

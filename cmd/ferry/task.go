@@ -283,6 +283,7 @@ func taskFields(t api.Task) [][2]string {
 			{"Checksum Algorithm", t.ChecksumAlgorithm},
 			{"Preserve Timestamp", fmt.Sprint(t.PreserveTimestamp)},
 			{"Tar", cmp.Or(t.Tar, "auto")},
+			{"Compress", fmt.Sprint(t.Compress)},
 			{"Delete Destination Extra", fmt.Sprint(t.DeleteDestinationExtra)},
 		}...)
 		for _, r := range t.FilterRules {

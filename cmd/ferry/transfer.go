@@ -59,7 +59,7 @@ func (f filterFlag) Set(glob string) error {
 
 // transferOpts are the flags of ferry transfer.
 type transferOpts struct {
-	recursive, verify, noVerify, preserve, deleteExtra, dryRun, encrypt bool
+	recursive, verify, noVerify, preserve, deleteExtra, dryRun, encrypt, compress bool
 
 	syncLevel, batch, label, deadline, algorithm, submissionID, notify, tar string
 	filters                                                                 []api.FilterRule
@@ -80,7 +80,7 @@ func (o *transferOpts) request(src, dst string, batch io.Reader, now time.Time) 
 		DataType: "transfer", SubmissionID: o.submissionID, Label: o.label,
 		SourceEndpoint: s.ep, DestinationEndpoint: d.ep,
 		VerifyChecksum: o.verify && !o.noVerify, ChecksumAlgorithm: o.algorithm, PreserveTimestamp: o.preserve, EncryptData: o.encrypt,
-		DeleteDestinationExtra: o.deleteExtra, FilterRules: o.filters, Tar: o.tar,
+		DeleteDestinationExtra: o.deleteExtra, FilterRules: o.filters, Tar: o.tar, Compress: o.compress,
 	}
 	if t.SyncLevel, err = parseSyncLevel(o.syncLevel); err != nil {
 		return t, err
@@ -237,6 +237,7 @@ func (c *cli) printDryRun(cmd *cobra.Command, t api.Transfer) error {
 		add(t.ChecksumAlgorithm != "", "checksum algorithm %s", t.ChecksumAlgorithm)
 		add(t.PreserveTimestamp, "preserve timestamps")
 		add(t.Tar != "", "tar %s", t.Tar)
+		add(t.Compress, "compress")
 		add(t.DeleteDestinationExtra, "delete destination extras")
 		add(!t.Deadline.IsZero(), "deadline %s", when(t.Deadline))
 		for _, f := range t.FilterRules {
@@ -306,6 +307,7 @@ command line may then be left out, and relative batch paths are under them.`,
 	f.BoolVar(&o.encrypt, "encrypt-data", false, "encrypt the data channels (both endpoints must be ferry servers; theirs are always authenticated)")
 	f.StringVar(&o.algorithm, "checksum-algorithm", "", "MD5, ADLER32, SHA1, SHA256, SHA512, CRC32C or XXH128 (default: the fastest both ends have)")
 	f.BoolVar(&o.preserve, "preserve-timestamp", false, "give copies the source's modification time")
+	f.BoolVar(&o.compress, "compress", false, "compress data in flight (zstd; both endpoints must be ferry servers); worth it only when the link, not the CPU, is the limit")
 	f.StringVar(&o.tar, "tar", "", "move trees of small files as tar streams: auto (default: when the file mix favours it), always or never")
 	f.BoolVar(&o.deleteExtra, "delete-destination-extra", false, "delete destination files the source does not have (with -r)")
 	f.Var(filterFlag{&o.filters, "include"}, "include", "with -r, transfer only names matching GLOB (repeatable; rules apply in order)")

@@ -119,6 +119,7 @@ type Transfer struct {
 	PreserveTimestamp      bool         `json:"preserve_timestamp,omitempty"`
 	EncryptData            bool         `json:"encrypt_data,omitempty"` // both endpoints must be ferry servers
 	Tar                    string       `json:"tar,omitempty"`          // auto (""), always or never: trees of small files as tar streams
+	Compress               bool         `json:"compress,omitempty"`     // zstd in flight, where both endpoints are ferry servers
 	DeleteDestinationExtra bool         `json:"delete_destination_extra,omitempty"`
 	Deadline               time.Time    `json:"deadline,omitzero"`
 	FilterRules            []FilterRule `json:"filter_rules,omitempty"`
@@ -233,6 +234,7 @@ type Task struct {
 	EncryptData            bool         `json:"encrypt_data"`
 	PreserveTimestamp      bool         `json:"preserve_timestamp"`
 	Tar                    string       `json:"tar,omitempty"`
+	Compress               bool         `json:"compress,omitempty"`
 	DeleteDestinationExtra bool         `json:"delete_destination_extra"`
 	FilterRules            []FilterRule `json:"filter_rules,omitempty"`
 	NotifyOnSucceeded      bool         `json:"notify_on_succeeded"`

@@ -170,6 +170,7 @@ type Options struct {
 	EncryptData            bool         `json:"encrypt_data,omitempty"`
 	PreserveTimestamp      bool         `json:"preserve_timestamp"`
 	Tar                    string       `json:"tar,omitempty"` // TarModes; "": auto
+	Compress               bool         `json:"compress,omitempty"`
 	DeleteDestinationExtra bool         `json:"delete_destination_extra"`
 	FilterRules            []FilterRule `json:"filter_rules,omitempty"`
 	NotifyOnSucceeded      bool         `json:"notify_on_succeeded"`

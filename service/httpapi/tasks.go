@@ -120,6 +120,7 @@ func (s *Server) transfer(w http.ResponseWriter, r *http.Request, c *call) error
 	o.VerifyChecksum = req.VerifyChecksum
 	o.EncryptData = req.EncryptData
 	o.PreserveTimestamp = req.PreserveTimestamp
+	o.Compress = req.Compress
 	if req.Tar != "" {
 		o.Tar = strings.ToLower(req.Tar)
 		if !slices.Contains(domain.TarModes, o.Tar) {
@@ -354,7 +355,7 @@ func (s *Server) taskDoc(t domain.Task, names func(string) string) api.Task {
 		SubtasksFailed: t.FilesFailed,
 
 		VerifyChecksum: o.VerifyChecksum, ChecksumAlgorithm: o.ChecksumAlgorithm, EncryptData: o.EncryptData,
-		PreserveTimestamp: o.PreserveTimestamp, Tar: o.Tar, DeleteDestinationExtra: o.DeleteDestinationExtra,
+		PreserveTimestamp: o.PreserveTimestamp, Tar: o.Tar, Compress: o.Compress, DeleteDestinationExtra: o.DeleteDestinationExtra,
 		NotifyOnSucceeded: o.NotifyOnSucceeded, NotifyOnFailed: o.NotifyOnFailed,
 		NotifyOnInactive: o.NotifyOnInactive, IgnoreMissing: o.IgnoreMissing,
 	}

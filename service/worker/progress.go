@@ -356,10 +356,16 @@ func (p *progress) Started(s engine.Settings) {
 			desc += fmt.Sprintf(" (%d batches)", s.Batches)
 		}
 	}
+	switch {
+	case s.Compressed:
+		desc += "; compressed in flight (zstd)"
+	case s.CompressNote != "":
+		desc += "; " + s.CompressNote
+	}
 	p.event(domain.Event{Code: domain.EventStarted, Description: desc,
 		Details: details(map[string]any{"concurrency": s.Concurrency, "parallelism": s.Parallelism,
 			"pipelining": s.Pipelining, "chunk_size": s.ChunkSize, "checksum_algorithm": s.Algorithm,
-			"rtt_ms": float64(s.RTT.Microseconds()) / 1000, "tar_batches": s.Batches, "tar_reason": s.TarReason})})
+			"rtt_ms": float64(s.RTT.Microseconds()) / 1000, "tar_batches": s.Batches, "tar_reason": s.TarReason, "compressed": s.Compressed})})
 }
 
 var (

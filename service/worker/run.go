@@ -553,6 +553,7 @@ func (r *run) options(deadline time.Time, unsure bool) engine.Options {
 	}
 	eo := engine.Options{
 		Tar:           tar,
+		Compress:      o.Compress,
 		Resume:        unsure,
 		Restart:       r.p.restartOf,
 		SyncLevel:     level,
