@@ -240,8 +240,8 @@ func (pr *proc) status() error {
 	return &stack.ShownError{Text: text, Err: &exec.ExitError{ProcessState: st}}
 }
 
-// broken is why a write to or read from the program failed: its exit
-// status, when it ends within exitGrace and failed, else err.
+// broken is why a write to the program failed: its exit status, when it
+// ends within exitGrace and failed, else err (a broken pipe).
 func (pr *proc) broken(err error) error {
 	select {
 	case <-pr.exited:
