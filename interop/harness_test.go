@@ -85,7 +85,7 @@ func needTools(t testing.TB, extra ...string) {
 	for _, name := range append([]string{"globus-url-copy", "globus-gridftp-server"}, extra...) {
 		if _, err := toolPath(name); err != nil {
 			msg := fmt.Sprintf("%v: interop tests need the GCT programs and gfal2/lftp/curl "+
-				"(Debian: globus-gridftp-server-progs globus-gass-copy-progs gfal2-util-scripts "+
+				"(Debian: globus-gridftp-server-progs globus-gass-copy-progs libglobus-xio-popen-driver gfal2-util-scripts "+
 				"python3-gfal2-util gfal2-plugin-gridftp lftp curl; `bash .ci/run` installs them)", err)
 			if interopRequired() {
 				t.Fatalf("FERRY_INTEROP=required: %s", msg)
@@ -346,7 +346,8 @@ func startGCT(t *testing.T) server {
 	return startGCTServer(t)
 }
 
-func startGCTServer(t *testing.T) *gctServer {
+// extra are more flags of globus-gridftp-server, e.g. -popen-whitelist.
+func startGCTServer(t *testing.T, extra ...string) *gctServer {
 	t.Helper()
 	bin, err := toolPath("globus-gridftp-server")
 	if err != nil {
@@ -376,6 +377,7 @@ func startGCTServer(t *testing.T) *gctServer {
 		// Required as root: anonymous sessions setuid to this user.
 		args = append(args, "-anonymous-user", "nobody")
 	}
+	args = append(args, extra...)
 	s := &gctServer{t: t, root: root, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
 		args: append([]string{bin}, args...), logFile: logFile, out: &logBuffer{}}
 	t.Cleanup(s.stop)

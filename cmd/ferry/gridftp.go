@@ -16,6 +16,8 @@ import (
 
 	"ferry/gridftp/server"
 	"ferry/passwd"
+	"ferry/stack"
+	"ferry/stack/popen"
 	"ferry/storage/posix"
 )
 
@@ -26,7 +28,8 @@ func newGridFTPCmd() *cobra.Command {
 		anonymous, anonymousWrite, pasvAny                bool
 		maxSessions, perAddress, maxStreams               int
 		loginTimeout, idleTimeout                         time.Duration
-		portAllow                                         []string
+		portAllow, popenEnv                               []string
+		popenWhitelist                                    string
 	)
 	cmd := &cobra.Command{
 		Use:   "gridftp --root DIR [--listen HOST:PORT]",
@@ -73,6 +76,21 @@ to 5 min (421). Stop with SIGTERM or Ctrl-C.`,
 				LoginTimeout: loginTimeout, IdleTimeout: idleTimeout,
 				MaxFileSize: sizeLimit, ChecksumHoles: holes, MaxStreams: maxStreams, Logger: log}
 			srv.PassiveFromAnywhere = pasvAny
+			if popenWhitelist != "" {
+				programs, err := popen.ParseWhitelist(popenWhitelist)
+				if err != nil {
+					return fmt.Errorf("--popen-whitelist: %w", err)
+				}
+				for _, kv := range popenEnv {
+					if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+						return fmt.Errorf("--popen-env %q: want KEY=VALUE", kv)
+					}
+				}
+				srv.Layers = stack.Kinds()
+				srv.Layers[popen.Name] = popen.Kind(programs, popenEnv)
+			} else if len(popenEnv) > 0 {
+				return errors.New("--popen-env needs --popen-whitelist")
+			}
 			for _, n := range portAllow {
 				p, err := netip.ParsePrefix(strings.TrimSpace(n))
 				if err != nil {
@@ -103,7 +121,7 @@ to 5 min (421). Stop with SIGTERM or Ctrl-C.`,
 			if err != nil {
 				return err
 			}
-			log.Info("serving", "root", root, "listen", ln.Addr().String(), "anonymous", anonymous)
+			log.Info("serving", "root", root, "listen", ln.Addr().String(), "anonymous", anonymous, "popen", popenWhitelist)
 			fmt.Fprintf(cmd.ErrOrStderr(), "ferry gridftp: serving %s on ftp://%s/\n", root, ln.Addr())
 			return serveUntilDone(cmd.Context(), srv, ln)
 		},
@@ -125,6 +143,8 @@ to 5 min (421). Stop with SIGTERM or Ctrl-C.`,
 	f.StringVar(&maxFileSize, "max-file-size", "16T", "largest file, size or offset a client may write, e.g. 500G (0: no limit)")
 	f.StringVar(&checksumHoles, "max-checksum-holes", "4G", "most bytes of holes (of a sparse file) one checksum hashes (0: no limit)")
 	f.IntVar(&maxStreams, "max-streams", 64, "parallel data streams of one transfer")
+	f.StringVar(&popenWhitelist, "popen-whitelist", "", "programs clients may run through the popen disk stack (globus-url-copy -src-pipe/-dst-pipe), [alias:]/full/path,... (default: none, no popen)")
+	f.StringArrayVar(&popenEnv, "popen-env", nil, "KEY=VALUE in the environment of popen programs, repeatable (default: an empty environment)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
 }

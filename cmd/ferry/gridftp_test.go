@@ -21,6 +21,9 @@ func TestGridFTPFlagErrors(t *testing.T) {
 		{[]string{"--root", root, "--anonymous", "--max-sessions-per-address", "-1"}, "not negative"},
 		{[]string{"--root", root, "--anonymous", "--max-file-size", "huge"}, "--max-file-size"},
 		{[]string{"--root", root, "--anonymous", "--max-checksum-holes", "-5"}, "--max-checksum-holes"},
+		{[]string{"--root", root, "--anonymous", "--popen-whitelist", "tar:bin/tar"}, "--popen-whitelist"},
+		{[]string{"--root", root, "--anonymous", "--popen-whitelist", "/bin/tar", "--popen-env", "PATH"}, "--popen-env"},
+		{[]string{"--root", root, "--anonymous", "--popen-env", "A=1"}, "--popen-env needs --popen-whitelist"},
 	}
 	for _, tt := range tests {
 		cmd := newGridFTPCmd()

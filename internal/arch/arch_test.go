@@ -79,6 +79,7 @@ var allowed = map[string][]string{
 	"ferry/storage":                   {},
 	// The storage side of a transfer as a stack of layers over a driver.
 	"ferry/stack":          {"ferry/storage"},
+	"ferry/stack/popen":    {"ferry/stack", "ferry/storage"},
 	"ferry/storage/posix":  {"ferry/storage"},
 	"ferry/checksum":       {},
 	"ferry/passwd":         {},
