@@ -27,6 +27,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"errors"
+	"ferry/stack"
 	"fmt"
 	"io"
 	"log/slog"
@@ -201,6 +202,9 @@ func dialTLS(ctx context.Context, relayURL string, conf *tls.Config) (*tls.Conn,
 // Agent serves FS through the service's relays with the credentials in
 // Dir.
 type Agent struct {
+	// Layers are the disk stack layers its server offers (nil: the file
+	// layer and ordering).
+	Layers stack.Registry
 	// Relays are the URLs of the relays to connect to, in turn, until a
 	// relay tells the agent the service's own list.
 	Relays []string
@@ -281,7 +285,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	// Only the service reaches this server, through the relay: its
 	// sessions are anonymous, write, and all come from the relay's address.
 	srv := &server.Server{FS: a.FS, Anonymous: true, AnonymousWrite: true, MaxSessionsPerAddress: -1,
-		Listen: a.listen, Logger: a.Logger}
+		Listen: a.listen, Logger: a.Logger, Layers: a.Layers}
 	ln := newStreamListener()
 	go srv.Serve(ln)
 	defer srv.Close()

@@ -72,7 +72,7 @@ Ctrl-C; tasks using the endpoint wait (INACTIVE) until it runs again.`,
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "ferry connect: paired with endpoint %s; credentials in %s\n", id, dir)
 			}
-			a := &agent.Agent{Relays: r.Relays, Dir: dir, FS: fs, Logger: log, Connected: func(id, relay string) {
+			a := &agent.Agent{Relays: r.Relays, Dir: dir, FS: fs, Layers: layers(), Logger: log, Connected: func(id, relay string) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "ferry connect: serving %s as endpoint %s through %s\n", root, id, relay)
 			}}
 			return a.Run(ctx)

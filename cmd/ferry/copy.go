@@ -187,7 +187,7 @@ func serveLocal(ctx context.Context, pl *place, peer string) (stop func(), err e
 	// Every session is the copy's own, from loopback, over the user's own
 	// files: no per-address limit, no limit on their size or holes.
 	srv := &server.Server{FS: fs, Auth: oneLogin{pl.ep.User, pl.ep.Password},
-		MaxSessionsPerAddress: -1, MaxFileSize: -1, ChecksumHoles: -1}
+		MaxSessionsPerAddress: -1, MaxFileSize: -1, ChecksumHoles: -1, Layers: layers()}
 	if ip := dataAddrFor(peer); ip.IsValid() {
 		srv.DataInterface = ip
 	}

@@ -16,7 +16,6 @@ import (
 
 	"ferry/gridftp/server"
 	"ferry/passwd"
-	"ferry/stack"
 	"ferry/stack/popen"
 	"ferry/storage/posix"
 )
@@ -76,6 +75,7 @@ to 5 min (421). Stop with SIGTERM or Ctrl-C.`,
 				LoginTimeout: loginTimeout, IdleTimeout: idleTimeout,
 				MaxFileSize: sizeLimit, ChecksumHoles: holes, MaxStreams: maxStreams, Logger: log}
 			srv.PassiveFromAnywhere = pasvAny
+			srv.Layers = layers()
 			if popenWhitelist != "" {
 				programs, err := popen.ParseWhitelist(popenWhitelist)
 				if err != nil {
@@ -86,7 +86,6 @@ to 5 min (421). Stop with SIGTERM or Ctrl-C.`,
 						return fmt.Errorf("--popen-env %q: want KEY=VALUE", kv)
 					}
 				}
-				srv.Layers = stack.Kinds()
 				srv.Layers[popen.Name] = popen.Kind(programs, popenEnv)
 			} else if len(popenEnv) > 0 {
 				return errors.New("--popen-env needs --popen-whitelist")

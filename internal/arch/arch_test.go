@@ -80,6 +80,7 @@ var allowed = map[string][]string{
 	// The storage side of a transfer as a stack of layers over a driver.
 	"ferry/stack":          {"ferry/storage"},
 	"ferry/stack/popen":    {"ferry/stack", "ferry/storage"},
+	"ferry/stack/compress": {"ferry/stack"},
 	"ferry/storage/posix":  {"ferry/storage"},
 	"ferry/checksum":       {},
 	"ferry/passwd":         {},
@@ -107,7 +108,7 @@ var allowed = map[string][]string{
 	// ferry connect: the tunnel protocol, the agent, the service's CA and
 	// relay, and the mesh that reaches agents connected to other processes.
 	"ferry/tunnel":        {},
-	"ferry/agent":         {"ferry/tunnel", "ferry/gridftp/server", "ferry/storage", "ferry/service/ca"},
+	"ferry/agent":         {"ferry/tunnel", "ferry/gridftp/server", "ferry/storage", "ferry/service/ca", "ferry/stack"},
 	"ferry/service/ca":    {},
 	"ferry/service/relay": {"ferry/service/domain", "ferry/service/ca", "ferry/tunnel"},
 	"ferry/service/mesh":  {"ferry/service/domain", "ferry/service/ca", "ferry/tunnel"},

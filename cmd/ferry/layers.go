@@ -1,0 +1,17 @@
+package main
+
+import (
+	"maps"
+
+	"ferry/stack"
+	"ferry/stack/compress"
+)
+
+// layers are the disk stack layers every ferry server offers: the file
+// layer, ordering, the tar and checksum-list layers of many-file
+// transfers, and zstd. popen comes only with a whitelist (ferry gridftp).
+func layers() stack.Registry {
+	reg := stack.Kinds()
+	maps.Copy(reg, compress.Kinds())
+	return reg
+}
