@@ -68,27 +68,14 @@ TMP=$(mktemp -d /tmp/ferry-copy.XXXXXX) # binary, logs
 LOG=$TMP/logs
 mkdir -p "$LOG"
 HZ=$(getconf CLK_TCK)
-PGIDS=() # process groups of the servers we started
-WAN_UP=0
 T_START=$(date +%s)
 
-
-stop_servers() {
-	local pg
-	for pg in "${PGIDS[@]}"; do kill -TERM -- "-$pg" 2>/dev/null || true; done
-	((${#PGIDS[@]})) && sleep 0.5
-	for pg in "${PGIDS[@]}"; do kill -KILL -- "-$pg" 2>/dev/null || true; done
-	PGIDS=()
-}
 
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
 	stop_servers
-	if [[ $WAN_UP == 1 && $WAN_KEEP != 1 ]]; then
-		show "$WANDIR/setup.sh down"
-		"$WANDIR/setup.sh" down >>"$LOG/wan-setup.log" 2>&1 || true
-	fi
+	wan_down
 	rm -rf "$WORK"
 	report_logs "$rc"
 	exit "$rc"
@@ -130,11 +117,6 @@ set_phase() {
 		BIG_BYTES=$((WAN_BIG_MIB << 20)) NSMALL=$WAN_SMALL_FILES NMED=$WAN_MED_FILES
 	fi
 }
-in_ns() { # NS CMD...: run in namespace NS ("" = here)
-	local ns=$1
-	shift
-	if [[ -n $ns ]]; then ip netns exec "$ns" "$@"; else "$@"; fi
-}
 
 # --- data --------------------------------------------------------------------
 # Made once per phase and row group in gct-src, hard-linked into ferry-src
@@ -175,62 +157,12 @@ drop_data() { # GROUP
 path_of() { case $1 in big | cksum) echo big.bin ;; small) echo small/ ;; medium) echo med/ ;; esac; }
 
 # --- servers -----------------------------------------------------------------
-wait_listen() { # ns port pid
-	for _ in $(seq 100); do
-		[[ -n $(in_ns "$1" ss -Hltn "sport = :$2") ]] && return 0
-		kill -0 "$3" 2>/dev/null || { say "server on port $2 exited" >&2; return 1; }
-		sleep 0.05
-	done
-	say "nothing listens on port $2" >&2
-	return 1
-}
-nsexec() { [[ -n $1 ]] && printf 'ip netns exec %s ' "$1"; return 0; }
-
-# GCT stays a foreground child without -S and forks one process per
-# connection; each server gets its own process group (setsid) so that
-# cleanup ends the forked sessions too. ip netns exec execs, so $! is the server.
-start_gct() { # name ns ip port home
-	local cmd=(globus-gridftp-server -aa -anonymous-user nobody -p "$4" -control-interface "$3"
-		-data-interface "$3" -home-dir "$5" -d ERROR -l "$LOG/$PHASE-$1.log")
-	[[ -n $2 ]] && cmd=(globus-gridftp-server -aa -anonymous-user nobody -p "$4" -hostname "$3"
-		-control-interface "$3" -data-interface "$3" -home-dir "$5" -d ERROR -l "$LOG/$PHASE-$1.log")
-	show "$(nsexec "$2")${cmd[*]}"
-	if [[ -n $2 ]]; then
-		setsid ip netns exec "$2" "${cmd[@]}" >"$LOG/$PHASE-$1.out" 2>&1 </dev/null &
-	else
-		setsid "${cmd[@]}" >"$LOG/$PHASE-$1.out" 2>&1 </dev/null &
-	fi
-	local pid=$!
-	PGIDS+=("$pid")
-	wait_listen "$2" "$4" "$pid"
-	eval "PID_$1=$pid"
-}
-start_ferry() { # name ns ip port root
-	local cmd=("$FERRY" gridftp --root "$5" --listen "$3:$4" --anonymous --anonymous-write --log-level warn)
-	show "$(nsexec "$2")${cmd[*]}"
-	if [[ -n $2 ]]; then
-		setsid ip netns exec "$2" "${cmd[@]}" >"$LOG/$PHASE-$1.log" 2>&1 </dev/null &
-	else
-		setsid "${cmd[@]}" >"$LOG/$PHASE-$1.log" 2>&1 </dev/null &
-	fi
-	local pid=$!
-	PGIDS+=("$pid")
-	wait_listen "$2" "$4" "$pid"
-	eval "PID_$1=$pid"
-}
 start_servers() {
-	for p in $P_GSRC $P_GDST $P_FSRC $P_FDST; do
-		for ns in "$NS_A" "$NS_B"; do
-			if [[ -n $(in_ns "$ns" ss -Htan exclude time-wait "sport = :$p") ]]; then
-				say "port $p is in use${ns:+ in $ns}; set PORT_BASE" >&2
-				return 1
-			fi
-		done
-	done
-	start_gct gsrc "$NS_A" "$IP_A" "$P_GSRC" "$WORK/gct-src"
-	start_gct gdst "$NS_B" "$IP_B" "$P_GDST" "$WORK/gct-dst"
-	start_ferry fsrc "$NS_A" "$IP_A" "$P_FSRC" "$WORK/ferry-src"
-	start_ferry fdst "$NS_B" "$IP_B" "$P_FDST" "$WORK/ferry-dst"
+	ports_free "$NS_A $NS_B" "$P_GSRC" "$P_GDST" "$P_FSRC" "$P_FDST"
+	gct_server gsrc "$NS_A" "$IP_A" "$P_GSRC" "$WORK/gct-src"
+	gct_server gdst "$NS_B" "$IP_B" "$P_GDST" "$WORK/gct-dst"
+	ferry_server fsrc "$NS_A" "$IP_A" "$P_FSRC" "$WORK/ferry-src"
+	ferry_server fdst "$NS_B" "$IP_B" "$P_FDST" "$WORK/ferry-dst"
 }
 
 # --- kinds -------------------------------------------------------------------
@@ -338,7 +270,6 @@ cmd_of() {
 
 # --- measuring ---------------------------------------------------------------
 cpu_ticks() { awk '{print $14 + $15 + $16 + $17}' "/proc/$1/stat"; }
-median() { sort -g | awk '{v[NR] = $1} END {if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 settle() { sleep 0.2; }
 
 prepare() { # ROW SERVERS: empty the destination
@@ -480,35 +411,16 @@ field() { printf '%s' "${RES[$1,$2,$3]:-}" | awk -v c="$4" 'NF {print $c}' | med
 nruns() { printf '%s' "${RES[$1,$2,$3]:-}" | awk 'NF' | wc -l; }
 
 # --- phases ------------------------------------------------------------------
-wan_ready() {
-	local waited=0
-	while [[ ! -f $WANDIR/README.md ]]; do
-		((waited == 0)) && say "waiting up to $WAN_WAIT s for $WANDIR/README.md (the emulator's owner is still using the namespaces)"
-		((waited >= WAN_WAIT)) && return 1
-		sleep 10
-		waited=$((waited + 10))
-	done
-	return 0
-}
-
 DONE_PHASES=""
 for phase in $PHASES; do
 	set_phase "$phase"
 	if [[ $phase == wan ]]; then
 		if ! wan_ready; then
-			say "== wan: $WANDIR/README.md did not appear within $WAN_WAIT s; WAN rows skipped"
+			say "== wan: $WANDIR/README.md is missing or the link busy after $WAN_WAIT s; WAN rows skipped"
 			continue
 		fi
 		say "== wan link"
-		wan_args=(-delay 30ms -rate 1gbit -loss 0.0001)
-		[[ -n $WAN_CC ]] && wan_args+=(-cc "$WAN_CC")
-		show "$WANDIR/setup.sh up ${wan_args[*]}"
-		WAN_UP=1
-		"$WANDIR/setup.sh" up "${wan_args[@]}" >"$LOG/wan-setup.log" 2>&1 ||
-			{ cat "$LOG/wan-setup.log" >&2; exit 1; }
-		say "  congestion control in ferryA: $(ip netns exec ferryA sysctl -n net.ipv4.tcp_congestion_control)"
-		show "ip netns exec ferryA ping -c 5 -i 0.2 10.77.0.2"
-		ip netns exec ferryA ping -c 5 -i 0.2 10.77.0.2 | tail -1 | sed 's/^/  /'
+		wan_up
 	fi
 	say "== $phase servers"
 	start_servers
@@ -525,11 +437,7 @@ for phase in $PHASES; do
 	done
 	[[ -n $prev ]] && drop_data "$prev"
 	stop_servers
-	if [[ $phase == wan && $WAN_KEEP != 1 ]]; then
-		show "$WANDIR/setup.sh down"
-		"$WANDIR/setup.sh" down >>"$LOG/wan-setup.log" 2>&1
-		WAN_UP=0
-	fi
+	[[ $phase == wan ]] && wan_down
 	DONE_PHASES+=" $phase"
 done
 
