@@ -78,16 +78,18 @@ var allowed = map[string][]string{
 	"ferry/gridftp/server/servertest": {"ferry/gridftp/server", "ferry/storage/posix"},
 	"ferry/storage":                   {},
 	// The storage side of a transfer as a stack of layers over a driver.
-	"ferry/stack":          {"ferry/storage"},
-	"ferry/storage/posix":  {"ferry/storage"},
-	"ferry/checksum":       {},
-	"ferry/passwd":         {},
-	"ferry/throttle":       {},
-	"ferry/netpolicy":      {},
-	"ferry/gridftp/client": {"ferry/gridftp"},
-	"ferry/engine":         {"ferry/gridftp", "ferry/gridftp/client"},
-	"ferry/service/domain": {},
-	"ferry/service/secret": {"ferry/service/domain"},
+	"ferry/stack": {"ferry/storage"},
+	// Many-file layers: tar streams and checksum lists.
+	"ferry/stack/tarstream": {"ferry/stack", "ferry/storage", "ferry/checksum"},
+	"ferry/storage/posix":   {"ferry/storage"},
+	"ferry/checksum":        {},
+	"ferry/passwd":          {},
+	"ferry/throttle":        {},
+	"ferry/netpolicy":       {},
+	"ferry/gridftp/client":  {"ferry/gridftp"},
+	"ferry/engine":          {"ferry/gridftp", "ferry/gridftp/client"},
+	"ferry/service/domain":  {},
+	"ferry/service/secret":  {"ferry/service/domain"},
 
 	// The REST API: its documents, server and client.
 	"ferry/service/api":       {"ferry/service/domain"},
