@@ -119,14 +119,6 @@ func (r *results) add(res stack.Result) {
 	r.got = append(r.got, res)
 }
 
-func (r *results) byName() map[string]stack.Result {
-	m := map[string]stack.Result{}
-	for _, res := range r.got {
-		m[res.Name] = res
-	}
-	return m
-}
-
 func terminal(t testing.TB, kind string, env stack.Env, opts ...stack.Option) stack.Terminal {
 	t.Helper()
 	term, err := Kinds()[kind].Terminal(stack.Entry{Name: kind, Opts: opts}, env)
