@@ -5,6 +5,7 @@ import (
 
 	"ferry/stack"
 	"ferry/stack/compress"
+	"ferry/stack/tarstream"
 )
 
 // layers are the disk stack layers every ferry server offers: the file
@@ -12,6 +13,7 @@ import (
 // transfers, and zstd. popen comes only with a whitelist (ferry gridftp).
 func layers() stack.Registry {
 	reg := stack.Kinds()
+	maps.Copy(reg, tarstream.Kinds())
 	maps.Copy(reg, compress.Kinds())
 	return reg
 }

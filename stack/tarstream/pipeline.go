@@ -1,0 +1,202 @@
+package tarstream
+
+import (
+	"context"
+	"path"
+	"sync"
+
+	"ferry/storage"
+)
+
+// A pipeline hands a reading layer the members of a transfer in order,
+// each prepared (opened and its start read, or hashed) by one of inFlight
+// workers ahead of the one the layer is at, so that the latency of one
+// file overlaps the work on others. Its goroutines live as long as the
+// transfer: a producer that lists the members (or walks the tree) and the
+// workers.
+
+// inFlight is how many members are prepared at once, and how many more
+// wait prepared for their turn.
+const inFlight = 4
+
+// item is one member on its way through a pipeline.
+type item struct {
+	name   string       // as reported: as named in Members, or relative to the path
+	rel    string       // cleaned, relative to the transfer's path
+	info   storage.Info // as listed by ReadDir, when stated
+	stated bool
+	ready  chan struct{} // closed once prepared
+
+	// What preparing it found.
+	err   error
+	f     storage.File // still open: the file is longer than buf
+	buf   *[]byte      // pooled: its first bytes
+	n     int          // bytes in buf
+	whole bool         // buf holds the whole file
+	size  int64
+	sum   string
+}
+
+// release closes and returns what a prepared item holds.
+func (it *item) release() {
+	if it.f != nil {
+		it.f.Close()
+		it.f = nil
+	}
+	if it.buf != nil {
+		bufPool.Put(it.buf)
+		it.buf = nil
+	}
+}
+
+type pipeline struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	fs     storage.Driver
+	root   string
+	dirs   bool // a walk hands directories on, as prepared items
+	queue  chan *item
+	jobs   chan *item
+	wg     sync.WaitGroup
+	late   []*item // taken from queue but not yet prepared when the pipeline stopped
+}
+
+// startPipeline starts preparing the members of a transfer of root with
+// prepare: members, or every file of the tree below root when there are
+// none (and every directory too, when dirs).
+func startPipeline(ctx context.Context, fsys storage.Driver, root string, members []string, dirs bool, prepare func(context.Context, *item)) *pipeline {
+	ctx, cancel := context.WithCancel(ctx)
+	p := &pipeline{ctx: ctx, cancel: cancel, fs: fsys, root: root, dirs: dirs,
+		queue: make(chan *item, inFlight), jobs: make(chan *item)}
+	p.wg.Add(1 + inFlight)
+	go func() {
+		defer p.wg.Done()
+		defer close(p.queue)
+		defer close(p.jobs)
+		if len(members) == 0 {
+			if infos, ok := p.list(""); ok {
+				p.walk("", infos)
+			}
+			return
+		}
+		for _, m := range members {
+			it := &item{name: m}
+			it.rel, it.err = memberName(m)
+			if !p.put(it) {
+				return
+			}
+		}
+	}()
+	for range inFlight {
+		go func() {
+			defer p.wg.Done()
+			for it := range p.jobs {
+				prepare(ctx, it)
+				close(it.ready)
+			}
+		}()
+	}
+	return p
+}
+
+// put queues it, and hands it to a worker unless there is nothing to
+// prepare; false once the pipeline stops.
+func (p *pipeline) put(it *item) bool {
+	it.ready = make(chan struct{})
+	select {
+	case p.queue <- it:
+	case <-p.ctx.Done():
+		return false
+	}
+	if it.err != nil || it.info.IsDir() {
+		close(it.ready)
+		return true
+	}
+	select {
+	case p.jobs <- it:
+		return true
+	case <-p.ctx.Done():
+		close(it.ready) // never prepared: it holds nothing
+		return false
+	}
+}
+
+// list lists the directory rel; on failure it queues it as a failed
+// member and says whether to go on.
+func (p *pipeline) list(rel string) (infos []storage.Info, ok bool) {
+	infos, err := p.fs.ReadDir(p.ctx, path.Join(p.root, rel))
+	if err != nil {
+		if rel == "" {
+			rel = "."
+		}
+		p.put(&item{name: rel, rel: rel, err: err})
+		return nil, false
+	}
+	return infos, true
+}
+
+// walk queues the tree below rel, whose entries are infos, depth first in
+// name order; false once the pipeline stops.
+func (p *pipeline) walk(rel string, infos []storage.Info) bool {
+	for _, in := range infos {
+		r := path.Join(rel, in.Name)
+		it := &item{name: r, rel: r, info: in, stated: true}
+		switch {
+		case isLink(in):
+			it.err = refused("a symbolic link")
+		case in.IsDir():
+			sub, ok := p.list(r)
+			if !ok {
+				if p.ctx.Err() != nil {
+					return false
+				}
+				continue
+			}
+			if p.dirs && !p.put(it) || !p.walk(r, sub) {
+				return false
+			}
+			continue
+		case !in.Mode.IsRegular():
+			it.err = refused("not a regular file")
+		}
+		if !p.put(it) {
+			return false
+		}
+	}
+	return true
+}
+
+// next returns the next member once it is prepared; nil after the last.
+func (p *pipeline) next() (*item, error) {
+	var it *item
+	select {
+	case i, ok := <-p.queue:
+		if !ok {
+			return nil, p.ctx.Err()
+		}
+		it = i
+	case <-p.ctx.Done():
+		return nil, p.ctx.Err()
+	}
+	select {
+	case <-it.ready:
+		return it, nil
+	case <-p.ctx.Done():
+		// The worker finishes it; stop releases it.
+		p.late = append(p.late, it)
+		return nil, p.ctx.Err()
+	}
+}
+
+// stop ends the pipeline and releases what its members hold.
+func (p *pipeline) stop() {
+	p.cancel()
+	p.wg.Wait()
+	for it := range p.queue {
+		it.release() // every queued member is prepared once the workers are gone
+	}
+	for _, it := range p.late {
+		it.release()
+	}
+	p.late = nil
+}
