@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
-	"math/rand/v2"
 	"path"
 	"strconv"
 	"syscall"
@@ -34,7 +33,6 @@ func (l *tarLayer) Create(ctx context.Context, t *stack.Transfer) (stack.Sink, e
 		maxFile: l.env.MaxFile,
 		alg:     l.alg,
 		report:  reporter(t),
-		nonce:   rand.Uint64(),
 		dirs:    map[string]bool{},
 		done:    make(chan struct{}),
 	}
@@ -74,7 +72,6 @@ type unpacker struct {
 	maxFile int64
 	alg     string
 	report  func(stack.Result)
-	nonce   uint64          // of this transfer's temporary names
 	dirs    map[string]bool // directories below root made or found real, relative
 
 	pw   *io.PipeWriter
@@ -209,8 +206,11 @@ func (u *unpacker) file(hdr *tar.Header, rel string, tr io.Reader, buf []byte) (
 			return fail(err)
 		}
 	}
+	// The temporary name is the member's own: a stream cut short (a
+	// killed server) leaves at most one per member, which the member's
+	// next transfer replaces and renames.
 	h := fnv.New64a()
-	fmt.Fprintf(h, "%x/%s", u.nonce, rel)
+	io.WriteString(h, rel)
 	tmp := path.Join(u.root, dir, fmt.Sprintf(".ferry-%016x.part", h.Sum64()))
 	f, err := u.fs.Create(u.ctx, tmp, storage.Truncate)
 	if err != nil {

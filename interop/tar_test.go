@@ -1,0 +1,210 @@
+package interop
+
+// The engine's tar mode: trees of small files packed and unpacked as tar
+// streams by ferry's tar layer, or by tar through GCT's popen, in every
+// combination; members that fail alone; servers killed mid-stream.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"ferry/engine"
+)
+
+// tarPairs are the combinations tar mode must handle: ferry's layer at
+// either end, GCT's popen tar at either end.
+var tarPairs = []struct {
+	name     string
+	src, dst starter
+}{
+	{"ferry-to-ferry", shmFerry, shmFerry},
+	{"gct-popen-to-ferry", func(t *testing.T) server { return startGCTPopen(t) }, shmFerry},
+	{"ferry-to-gct-popen", shmFerry, func(t *testing.T) server { return startGCTPopen(t) }},
+	{"gct-popen-to-gct-popen", func(t *testing.T) server { return startGCTPopen(t) }, func(t *testing.T) server { return startGCTPopen(t) }},
+}
+
+func TestEngineTar(t *testing.T) {
+	needTools(t)
+	for _, p := range tarPairs {
+		t.Run(p.name, func(t *testing.T) {
+			src, dst := p.src(t), p.dst(t)
+			for _, verify := range []bool{false, true} {
+				t.Run(fmt.Sprintf("verify=%v", verify), func(t *testing.T) {
+					name := fmt.Sprintf("tree-%v", verify)
+					n := makeEngineTree(t, src.Path(name), !involvesGCT(src, dst))
+					rec := newEngineRecorder()
+					o := engineOptions()
+					o.Recursive, o.Verify, o.Tar = true, verify, engine.TarAlways
+					res, err := runEngine(t, src, dst, []engine.Item{{Src: epPath(src, name), Dst: epPath(dst, "copied/"+name)}}, o, rec)
+					checkClean(t, res, err, rec, n)
+					if res.Settings.Batches == 0 || !strings.Contains(res.Settings.TarReason, "tar streams") {
+						t.Errorf("no tar streams: %d batches, reason %q", res.Settings.Batches, res.Settings.TarReason)
+					}
+					if err := compareTrees(src.Path(name), dst.Path("copied/"+name)); err != nil {
+						t.Fatal(err)
+					}
+					if verify {
+						for _, rel := range rec.outcomes(epPath(dst, "copied/"+name), engine.Transferred) {
+							if f, _ := rec.result(epPath(dst, "copied/"+name+"/"+rel)); !strings.HasPrefix(f.Checksum, res.Settings.Algorithm+":") {
+								t.Errorf("%s transferred with checksum %q", rel, f.Checksum)
+							}
+						}
+					}
+				})
+			}
+		})
+	}
+}
+
+// TestEngineTarAuto: with no option the engine packs a tree of many small
+// files between ferry servers and says why, and leaves a few files alone.
+func TestEngineTarAuto(t *testing.T) {
+	needTools(t)
+	src, dst := shmFerry(t), shmFerry(t)
+	makeManySmall(t, src.Path("many"), 100)
+	makeManySmall(t, src.Path("few"), 5)
+	for _, tc := range []struct {
+		dir     string
+		mode    engine.TarMode
+		batches bool
+	}{{"many", engine.TarAuto, true}, {"few", engine.TarAuto, false}, {"many", engine.TarNever, false}} {
+		rec := newEngineRecorder()
+		o := engineOptions()
+		o.Recursive, o.Tar = true, tc.mode
+		dstName := fmt.Sprintf("%s-%v", tc.dir, tc.mode)
+		res, err := runEngine(t, src, dst, []engine.Item{{Src: "/" + tc.dir, Dst: "/" + dstName}}, o, rec)
+		checkClean(t, res, err, rec, res.Files)
+		if (res.Settings.Batches > 0) != tc.batches || (res.Settings.TarReason != "") != tc.batches {
+			t.Errorf("%s, %v: %d batches, reason %q", tc.dir, tc.mode, res.Settings.Batches, res.Settings.TarReason)
+		}
+		if err := compareTrees(src.Path(tc.dir), dst.Path(dstName)); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestEngineTarMemberFails: a file that vanishes between the listing and
+// its tar stream fails alone, with the reason; the rest of its batch
+// arrives.
+func TestEngineTarMemberFails(t *testing.T) {
+	needTools(t)
+	src, dst := shmFerry(t), shmFerry(t)
+	makeManySmall(t, src.Path("t"), 64)
+	victim := src.Path("t/small-0007.dat")
+	var once sync.Once
+	rec := newEngineRecorder()
+	o := engineOptions()
+	o.Recursive, o.Tar = true, engine.TarAlways
+	o.Skip = func(s, _ string) bool {
+		if strings.HasSuffix(s, "small-0063.dat") { // listed after the victim
+			once.Do(func() { os.Remove(victim) })
+		}
+		return false
+	}
+	res, err := runEngine(t, src, dst, []engine.Item{{Src: "/t", Dst: "/t"}}, o, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Transferred != 63 || res.Failed != 1 || len(res.FailedFiles) != 1 {
+		t.Fatalf("transferred %d, failed %d; want 63, 1", res.Transferred, res.Failed)
+	}
+	if f := res.FailedFiles[0]; f.Src != "/t/small-0007.dat" || !strings.Contains(f.Err.Error(), "NOT_FOUND") {
+		t.Errorf("failed %s: %v", f.Src, f.Err)
+	}
+	if _, err := os.Stat(dst.Path("t/small-0007.dat")); err == nil {
+		t.Error("the vanished file exists at the destination")
+	}
+}
+
+// TestEngineTarKilled: kill -9 of either server in the middle of a tar
+// stream. The copy resumes when it is back, every file arrives intact, and
+// the files reported transferred before the kill are not sent again (they
+// keep the inode their rename gave them).
+func TestEngineTarKilled(t *testing.T) {
+	needTools(t)
+	for _, victim := range []string{"destination", "source"} {
+		t.Run(victim, func(t *testing.T) {
+			src := startFerryConfig(t, ferryConfig{Root: bigTempDir(t), Anonymous: true})
+			dst := startFerryConfig(t, ferryConfig{Root: bigTempDir(t), Anonymous: true})
+			const files, size = 3000, 40 << 10
+			makeRandomFiles(t, src.Path("t"), "f-%05d.dat", files, size, size)
+			o := engineOptions()
+			o.Recursive, o.Tar, o.Concurrency = true, engine.TarAlways, 2
+			o.Deadline = time.Now().Add(60 * time.Second)
+			rec := newEngineRecorder()
+			type result struct {
+				res engine.Result
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				res, err := engine.Copy(context.Background(), endpointOf(src), endpointOf(dst),
+					[]engine.Item{{Src: "/t", Dst: "/t"}}, o, rec)
+				done <- result{res, err}
+			}()
+			deadline := time.Now().Add(30 * time.Second)
+			for len(rec.outcomes("/t", engine.Transferred)) < files/4 {
+				select {
+				case r := <-done:
+					t.Fatalf("copy ended before a server could be killed: %+v, %v", r.res, r.err)
+				default:
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("a quarter of the files did not arrive within 30 s")
+				}
+				time.Sleep(time.Millisecond)
+			}
+			killed := map[*ferryServer]string{src: "source", dst: "destination"}
+			for s, name := range killed {
+				if name == victim {
+					s.kill9()
+					time.Sleep(200 * time.Millisecond)
+					s.restart()
+				}
+			}
+			before := map[string]uint64{}
+			for _, rel := range rec.outcomes("/t", engine.Transferred) {
+				before[rel] = inode(t, dst.Path("t/"+rel))
+			}
+			t.Logf("killed the %s with %d files reported transferred", victim, len(before))
+			var r result
+			select {
+			case r = <-done:
+			case <-time.After(60 * time.Second):
+				t.Fatal("copy did not end within 60 s of the restart")
+			}
+			if r.err != nil || r.res.Transferred != files || r.res.Failed != 0 {
+				t.Fatalf("transferred %d, failed %d, err %v\nfaults:\n%s", r.res.Transferred, r.res.Failed, r.err, rec.faultLog())
+			}
+			if r.res.Faults == 0 {
+				t.Error("no fault counted although a server was killed")
+			}
+			if err := compareTrees(src.Path("t"), dst.Path("t")); err != nil {
+				t.Fatal(err)
+			}
+			for rel, ino := range before {
+				if got := inode(t, dst.Path("t/"+rel)); got != ino {
+					t.Errorf("%s was sent again after it was reported transferred", rel)
+				}
+			}
+			leftovers, _ := filepath.Glob(dst.Path("t/.ferry-*"))
+			t.Logf("%d temporary files left by the killed stream", len(leftovers))
+		})
+	}
+}
+
+func inode(t *testing.T, p string) uint64 {
+	t.Helper()
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Sys().(*syscall.Stat_t).Ino
+}
