@@ -554,6 +554,11 @@ func (f *killFixture) finish(t *testing.T, c *serviceCLI, id string, d doneBefor
 		t.Fatal(err)
 	}
 	checkNotResent(t, d, f.src, f.dst)
+	// The tree's small files moved as tar streams: the resume above is
+	// that of members, reported one by one as they were unpacked.
+	if ev := c.events(id); !strings.Contains(ev, "they move as tar streams") {
+		t.Errorf("no tar streams in the task's events:\n%s", ev)
+	}
 }
 
 // TestServiceKill9PostgreSQL: two ferry server processes on one PostgreSQL;
