@@ -52,6 +52,8 @@ type copier struct {
 
 	tarSrc   tarEnd // how the ends pack and unpack tar streams (tar.go)
 	tarDst   tarEnd
+	srcSums  sumEnd // how the ends compute checksum lists (sums.go)
+	dstSums  sumEnd
 	cred     *gridftp.DataCredential // for the data channels, when both ends are ferry's (datasec.go)
 	done     <-chan struct{}         // the run is stopping: failures are no faults
 	stop     context.CancelFunc
@@ -139,7 +141,7 @@ func (c *copier) plan(ctx context.Context, items []Item) ([]*file, error) {
 		c.set.Live = c.opts.Verify && liveS && liveD
 	}
 	c.planCompress(pair)
-	p := &planner{src: s, dst: d, opts: c.opts, alg: c.set.Algorithm}
+	p := &planner{src: s, dst: d, opts: c.opts, alg: c.set.Algorithm, srcSums: &c.srcSums, dstSums: &c.dstSums}
 	if err := p.plan(ctx, items); err != nil {
 		return nil, err
 	}

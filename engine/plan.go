@@ -49,7 +49,8 @@ type planner struct {
 	root     *treeRoot // the tree being placed
 	// summed holds, by destination, whether the checksums of a directory's
 	// files (sameSums) matched at both ends, until decide takes it.
-	summed map[string]bool
+	summed           map[string]bool
+	srcSums, dstSums *sumEnd // how each end computes checksum lists
 }
 
 // look is one item looked up at both ends, before anything is written.
@@ -117,7 +118,7 @@ func Check(ctx context.Context, src, dst Endpoint, items []Item, opts Options) e
 	if err := c.secure(pair.Src, pair.Dst); err != nil {
 		return err
 	}
-	p := &planner{src: pair.Src, dst: pair.Dst, opts: opts}
+	p := &planner{src: pair.Src, dst: pair.Dst, opts: opts, srcSums: &sumEnd{}, dstSums: &sumEnd{}}
 	for _, it := range items {
 		if _, err := p.look(ctx, it); err != nil {
 			return err
@@ -397,19 +398,18 @@ func (p *planner) place(ctx context.Context, t *tree, dst string, existed bool) 
 }
 
 // sameSums compares, for the sync level checksum, the files of a listed
-// directory whose destination has the same size, by checksums computed at
-// both ends at once, pipelined: a directory costs about a round trip, not
-// one per file. A file either end cannot checksum is left out (decide
+// directory whose destination has the same size, by checksum lists
+// computed at both ends at once (sums.go): a directory costs about a
+// round trip, not one per file. A file either end cannot checksum is left out (decide
 // asks again, and reports the failure).
 func (p *planner) sameSums(ctx context.Context, t *tree, dst string, existing map[string]gridftp.Entry) (map[string]bool, error) {
 	if p.opts.SyncLevel != SyncChecksum {
 		return nil, nil
 	}
-	var names, srcs, dsts []string
+	var names []string
 	for _, e := range t.entries {
 		if de, ok := existing[e.Name]; ok && !e.IsDir() && !de.IsDir() && de.Size == e.Size {
 			names = append(names, e.Name)
-			srcs, dsts = append(srcs, path.Join(t.src, e.Name)), append(dsts, path.Join(dst, e.Name))
 		}
 	}
 	if len(names) < 2 {
@@ -418,7 +418,8 @@ func (p *planner) sameSums(ctx context.Context, t *tree, dst string, existing ma
 	var a, b []string
 	var aerrs, berrs []error
 	var aerr, berr error
-	both(func() { a, aerrs, aerr = p.src.ChecksumAll(ctx, p.alg, srcs) }, func() { b, berrs, berr = p.dst.ChecksumAll(ctx, p.alg, dsts) })
+	both(func() { a, aerrs, aerr = p.srcSums.sums(ctx, p.src, p.alg, t.src, names) },
+		func() { b, berrs, berr = p.dstSums.sums(ctx, p.dst, p.alg, dst, names) })
 	if err := errors.Join(aerr, berr); err != nil {
 		return nil, fmt.Errorf("checksums in %s: %w", t.src, err)
 	}

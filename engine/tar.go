@@ -513,9 +513,9 @@ func (c *copier) checkMembers(ctx context.Context, p *client.Pair, b *batch, fil
 		}
 		return err
 	}
-	src, dst := make([]string, len(files)), make([]string, len(files))
+	rels, dst := make([]string, len(files)), make([]string, len(files))
 	for i, f := range files {
-		src[i], dst[i] = f.src, f.dst
+		rels[i], dst[i] = b.rel(f), f.dst
 	}
 	c.mu.Lock()
 	from := func(m map[string]gridftp.Member, f *file) (gridftp.Member, bool) {
@@ -535,12 +535,12 @@ func (c *copier) checkMembers(ctx context.Context, p *client.Pair, b *batch, fil
 	var serr, derr error
 	both(func() {
 		if c.opts.Verify && !c.tarSrc.layer {
-			srcSums, srcErrs, serr = p.Src.ChecksumAll(ctx, c.set.Algorithm, src)
+			srcSums, srcErrs, serr = c.srcSums.sums(ctx, p.Src, c.set.Algorithm, b.src, rels)
 		}
 	}, func() {
 		if !c.tarDst.layer {
 			if sizes, sizeErrs, derr = statAll(ctx, p.Dst, dst); derr == nil && c.opts.Verify {
-				dstSums, dstErrs, derr = p.Dst.ChecksumAll(ctx, c.set.Algorithm, dst)
+				dstSums, dstErrs, derr = c.dstSums.sums(ctx, p.Dst, c.set.Algorithm, b.dst, rels)
 			}
 		}
 	})

@@ -269,8 +269,9 @@ type ferryConfig struct {
 // ferryServer is a `ferry gridftp` child process.
 type ferryServer struct {
 	child
-	root string
-	addr string
+	root  string
+	addr  string
+	debug bool // it logs every command (--log-level debug)
 }
 
 // startFerry starts an anonymous ferry server on a fresh temp root.

@@ -14,7 +14,7 @@ import (
 // the commands are written "#"-joined.
 
 // popenWhitelist is what the servers of these tests let clients run.
-const popenWhitelist = "tar:/bin/tar,/bin/false"
+const popenWhitelist = "tar:/bin/tar,/bin/false,md5sum:/usr/bin/md5sum"
 
 func startFerryPopen(t *testing.T) *ferryServer {
 	return startFerryConfig(t, ferryConfig{Anonymous: true, Args: []string{"--popen-whitelist", popenWhitelist}})

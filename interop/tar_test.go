@@ -208,3 +208,62 @@ func inode(t *testing.T, p string) uint64 {
 	}
 	return fi.Sys().(*syscall.Stat_t).Ino
 }
+
+// TestEngineChecksumLists: the sync level checksum over a copied tree in
+// which a few files changed at the destination (same sizes) sends only
+// those again, whichever way each end computes its list: ferry's cksum
+// layer, md5sum through GCT's popen, or CKSM pipelined (GCT without it).
+func TestEngineChecksumLists(t *testing.T) {
+	needTools(t)
+	gctPopen := func(t *testing.T) server { return startGCTPopen(t) }
+	for _, p := range []struct {
+		name     string
+		src, dst starter
+	}{
+		{"ferry-to-ferry", debugFerry, debugFerry},
+		{"ferry-to-gct-popen", shmFerry, gctPopen},
+		{"gct-popen-to-ferry", gctPopen, shmFerry},
+		{"gct-to-gct", startGCT, startGCT},
+	} {
+		t.Run(p.name, func(t *testing.T) {
+			src, dst := p.src(t), p.dst(t)
+			makeRandomFiles(t, src.Path("t/a"), "f-%03d.dat", 60, 1, 8<<10)
+			makeRandomFiles(t, src.Path("t/b"), "g-%03d.dat", 5, 1<<10, 1<<10)
+			items := []engine.Item{{Src: epPath(src, "t"), Dst: epPath(dst, "t")}}
+			o := engineOptions()
+			o.Recursive, o.Algorithm = true, "MD5"
+			res, err := runEngine(t, src, dst, items, o, newEngineRecorder())
+			if err != nil || res.Transferred != 65 {
+				t.Fatalf("first copy: %d transferred, %v", res.Transferred, err)
+			}
+			changed := []string{"t/a/f-007.dat", "t/a/f-059.dat", "t/b/g-002.dat"}
+			for _, c := range changed {
+				flipByte(t, dst.Path(c), 0)
+			}
+			o.SyncLevel = engine.SyncChecksum
+			rec := newEngineRecorder()
+			res, err = runEngine(t, src, dst, items, o, rec)
+			if err != nil || res.Transferred != len(changed) || res.Skipped != 65-len(changed) || res.Failed != 0 {
+				t.Fatalf("sync: %d transferred, %d skipped, %d failed, %v\n%s", res.Transferred, res.Skipped, res.Failed, err, rec.faultLog())
+			}
+			if err := compareTrees(src.Path("t"), dst.Path("t")); err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range []server{src, dst} {
+				if f, ok := s.(*ferryServer); ok && f.debug {
+					log := f.log.String()
+					if n, lists := strings.Count(log, "verb=CKSM"), strings.Count(log, `verb=SITE arg="SETDISKSTACK cksum`); n > 0 || lists != 2 {
+						t.Errorf("%s: %d CKSM commands and %d checksum lists; want none and one per directory", s.Addr(), n, lists)
+					}
+				}
+			}
+		})
+	}
+}
+
+// debugFerry starts a ferry server that logs every command.
+func debugFerry(t *testing.T) server {
+	s := startFerryConfig(t, ferryConfig{Anonymous: true, Args: []string{"--log-level", "debug"}})
+	s.debug = true
+	return s
+}

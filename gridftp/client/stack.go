@@ -40,3 +40,23 @@ func (c *Conn) DiskStack() string { return c.diskStack }
 func membersCommands(names []string) []string {
 	return gridftp.MembersCommands(names, membersLine)
 }
+
+// GetMembers retrieves, through the session's stack, a transfer of path
+// that names members (SITE MEMBERS), into memory (at most 256 MiB): the
+// checksum list of a directory's files, say.
+func (c *Conn) GetMembers(ctx context.Context, path string, names []string) ([]byte, error) {
+	if len(names) > 0 {
+		cmds := membersCommands(names)
+		if err := c.write(cmds...); err != nil {
+			return nil, err
+		}
+		if _, err := c.finals(ctx, len(cmds)); err != nil {
+			return nil, err
+		}
+	}
+	var m memFile
+	if _, err := c.Get(ctx, path, &m, 0, -1); err != nil {
+		return nil, err
+	}
+	return m.b, nil
+}
