@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -359,6 +360,16 @@ func (p *planner) place(ctx context.Context, t *tree, dst string, existed bool) 
 	if err != nil {
 		return err
 	}
+	var missing []string
+	for _, e := range t.entries {
+		if _, ok := existing[e.Name]; e.IsDir() && !ok {
+			missing = append(missing, path.Join(dst, e.Name))
+		}
+	}
+	made, err := p.mkdirAll(ctx, missing)
+	if err != nil {
+		return err
+	}
 	for _, e := range t.entries {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -383,14 +394,7 @@ func (p *planner) place(ctx context.Context, t *tree, dst string, existed bool) 
 				Err: &ItemError{Path: d, Dest: true, Why: "is a file; a directory is needed there"}})
 			continue
 		}
-		made := false
-		if !ok {
-			var err error
-			if made, err = p.mkdir(ctx, d); err != nil {
-				return err
-			}
-		}
-		if err := p.place(ctx, t.subs[e.Name], d, !made); err != nil {
+		if err := p.place(ctx, t.subs[e.Name], d, !made[d]); err != nil {
 			return err
 		}
 	}
@@ -511,17 +515,47 @@ func (p *planner) resume(ctx context.Context, f *file, have gridftp.Entry) (done
 
 // mkdir creates d at the destination; made is false when it existed.
 func (p *planner) mkdir(ctx context.Context, d string) (made bool, err error) {
-	_, err = p.dst.Do(ctx, "MKD %s", d)
-	var ge *gridftp.Error
-	if err != nil && errors.As(err, &ge) {
-		if e, serr := p.dst.Stat(ctx, d); serr == nil && e.IsDir() {
-			return false, nil // it exists
+	m, err := p.mkdirAll(ctx, []string{d})
+	return m[d], err
+}
+
+// mkdirAll creates the directories ds, pipelined: a directory's
+// subdirectories cost about a round trip. It says which it made; one that
+// the server refused to make but that exists (made meanwhile) is fine.
+func (p *planner) mkdirAll(ctx context.Context, ds []string) (made map[string]bool, err error) {
+	made = map[string]bool{}
+	if len(ds) == 0 {
+		return made, nil
+	}
+	cmds := make([]string, len(ds))
+	for i, d := range ds {
+		cmds[i] = "MKD " + d
+	}
+	_, errs, err := p.dst.DoAll(ctx, cmds)
+	if err != nil {
+		return nil, fmt.Errorf("create directory %s: %w", ds[0], err)
+	}
+	var refused []string
+	for i, d := range ds {
+		if errs[i] == nil {
+			made[d] = true
+		} else {
+			refused = append(refused, d)
 		}
 	}
-	if err != nil {
-		return false, fmt.Errorf("create directory %s: %w", d, err)
+	if len(refused) == 0 {
+		return made, nil
 	}
-	return true, nil
+	es, serrs, err := p.dst.StatAll(ctx, refused)
+	if err != nil {
+		return nil, err
+	}
+	for i, d := range refused {
+		if serrs[i] != nil || !es[i].IsDir() {
+			return nil, fmt.Errorf("create directory %s: %w", d, errs[slices.Index(ds, d)])
+		}
+	}
+	return made, nil
 }
 
 // mkdirs creates the directories from below exist (which exists) down to

@@ -539,7 +539,7 @@ func (c *copier) checkMembers(ctx context.Context, p *client.Pair, b *batch, fil
 		}
 	}, func() {
 		if !c.tarDst.layer {
-			if sizes, sizeErrs, derr = statAll(ctx, p.Dst, dst); derr == nil && c.opts.Verify {
+			if sizes, sizeErrs, derr = p.Dst.StatAll(ctx, dst); derr == nil && c.opts.Verify {
 				dstSums, dstErrs, derr = c.dstSums.sums(ctx, p.Dst, c.set.Algorithm, b.dst, rels)
 			}
 		}
@@ -573,20 +573,6 @@ func (c *copier) checkMembers(ctx context.Context, p *client.Pair, b *batch, fil
 		c.settle(f, d.Sum, err)
 	}
 	return nil
-}
-
-// statAll looks paths up, pipelined, a bounded number at a time.
-func statAll(ctx context.Context, conn *client.Conn, paths []string) ([]gridftp.Entry, []error, error) {
-	var es []gridftp.Entry
-	var errs []error
-	for start := 0; start < len(paths); start += client.PipelineDepth {
-		e, ee, err := conn.StatAll(ctx, paths[start:min(start+client.PipelineDepth, len(paths))])
-		if err != nil {
-			return nil, nil, err
-		}
-		es, errs = append(es, e...), append(errs, ee...)
-	}
-	return es, errs, nil
 }
 
 // batchFailed settles a batch's transfer that failed with err: the

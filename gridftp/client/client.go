@@ -343,23 +343,19 @@ func (c *Conn) Checksum(ctx context.Context, alg, path string, off, length int64
 	return strings.ToLower(strings.TrimSpace(rep.Text())), nil
 }
 
-// PipelineDepth bounds the commands ChecksumAll sends (and a caller of
-// StatAll should send) before reading their replies: enough to hide the round trips, few enough that replies
-// waiting to be read never stall the server.
+// PipelineDepth bounds the commands DoAll sends before it reads their
+// replies: enough to hide the round trips, few enough that replies waiting
+// to be read never stall the server.
 const PipelineDepth = 64
 
-// ChecksumAll runs CKSM alg over each whole file of paths, pipelined: the
-// round trips of a batch cost about one. errs holds each refusal; err is a
-// broken session.
-func (c *Conn) ChecksumAll(ctx context.Context, alg string, paths []string) (sums []string, errs []error, err error) {
-	sums, errs = make([]string, len(paths)), make([]error, len(paths))
-	for start := 0; start < len(paths); start += PipelineDepth {
-		batch := paths[start:min(start+PipelineDepth, len(paths))]
-		lines := make([]string, len(batch))
-		for i, p := range batch {
-			lines[i] = fmt.Sprintf("CKSM %s 0 -1 %s", alg, p)
-		}
-		if err := c.write(lines...); err != nil {
+// DoAll sends commands pipelined, PipelineDepth at a time, and returns
+// each one's reply, or its refusal in errs; err is a broken session. A
+// batch of commands costs about a round trip, not one each.
+func (c *Conn) DoAll(ctx context.Context, cmds []string) (reps []gridftp.Reply, errs []error, err error) {
+	reps, errs = make([]gridftp.Reply, len(cmds)), make([]error, len(cmds))
+	for start := 0; start < len(cmds); start += PipelineDepth {
+		batch := cmds[start:min(start+PipelineDepth, len(cmds))]
+		if err := c.write(batch...); err != nil {
 			return nil, nil, err
 		}
 		for i := range batch {
@@ -371,8 +367,28 @@ func (c *Conn) ChecksumAll(ctx context.Context, alg string, paths []string) (sum
 			case err != nil:
 				return nil, nil, err
 			default:
-				sums[start+i] = strings.ToLower(strings.TrimSpace(rep.Text()))
+				reps[start+i] = rep
 			}
+		}
+	}
+	return reps, errs, nil
+}
+
+// ChecksumAll runs CKSM alg over each whole file of paths, pipelined
+// (DoAll).
+func (c *Conn) ChecksumAll(ctx context.Context, alg string, paths []string) (sums []string, errs []error, err error) {
+	cmds := make([]string, len(paths))
+	for i, p := range paths {
+		cmds[i] = fmt.Sprintf("CKSM %s 0 -1 %s", alg, p)
+	}
+	reps, errs, err := c.DoAll(ctx, cmds)
+	if err != nil {
+		return nil, nil, err
+	}
+	sums = make([]string, len(paths))
+	for i, r := range reps {
+		if errs[i] == nil {
+			sums[i] = strings.ToLower(strings.TrimSpace(r.Text()))
 		}
 	}
 	return sums, errs, nil

@@ -340,29 +340,23 @@ func (c *Conn) Stat(ctx context.Context, path string) (gridftp.Entry, error) {
 	return mlstEntry(path, rep)
 }
 
-// StatAll looks up several paths in one round trip: the MLST commands go
-// out together and their replies are read in order. Each path gets its
+// StatAll looks up several paths in about one round trip: the MLST
+// commands go out pipelined (DoAll) and their replies are read in order. Each path gets its
 // entry or the server's refusal in errs; err is for the session as a
 // whole (after it, the session is in an unknown state: close it).
 func (c *Conn) StatAll(ctx context.Context, paths []string) (entries []gridftp.Entry, errs []error, err error) {
-	lines := make([]string, len(paths))
+	cmds := make([]string, len(paths))
 	for i, p := range paths {
-		lines[i] = "MLST " + p
+		cmds[i] = "MLST " + p
 	}
-	if err := c.write(lines...); err != nil {
+	reps, errs, err := c.DoAll(ctx, cmds)
+	if err != nil {
 		return nil, nil, err
 	}
-	entries, errs = make([]gridftp.Entry, len(paths)), make([]error, len(paths))
+	entries = make([]gridftp.Entry, len(paths))
 	for i, p := range paths {
-		rep, err := c.Final(ctx, nil)
-		var refused *gridftp.Error
-		switch {
-		case errors.As(err, &refused):
-			errs[i] = err
-		case err != nil:
-			return nil, nil, err
-		default:
-			entries[i], errs[i] = mlstEntry(p, rep)
+		if errs[i] == nil {
+			entries[i], errs[i] = mlstEntry(p, reps[i])
 		}
 	}
 	return entries, errs, nil
