@@ -104,7 +104,7 @@ for PHASE in $PHASES; do
 	fi
 	say "== phase $PHASE"
 	ports_free "$NS_A $NS_B" "$P_FSRC" "$P_FDST" "$P_GDST"
-	ferry_server fsrc "$NS_A" "$IP_A" "$P_FSRC" "$WORK/src"
+	ferry_server fsrc "$NS_A" "$IP_A" "$P_FSRC" "$WORK"
 	ferry_server fdst "$NS_B" "$IP_B" "$P_FDST" "$WORK/ferry-dst"
 	gct_server gdst "$NS_B" "$IP_B" "$P_GDST" "$WORK/gct-dst" \
 		-fs-whitelist popen,file,ordering -popen-whitelist md5sum:/usr/bin/md5sum
