@@ -131,6 +131,8 @@ export function task(main, _, id) {
     if (t.verify_checksum) o.push('verify checksums' + (t.checksum_algorithm ? ` (${t.checksum_algorithm})` : ''));
     if (t.preserve_timestamp) o.push('preserve times');
     if (t.delete_destination_extra) o.push('delete extra files');
+    if (t.tar) o.push('tar ' + t.tar);
+    if (t.compress) o.push('compress');
     if (t.ignore_missing) o.push('ignore missing');
     const item = (k, v) => [h('dt', { text: k }), h('dd', {}, v)];
     counters.replaceChildren(...[

@@ -323,6 +323,9 @@ function pane(id, title) {
         check('verify_checksum', 'Verify checksums', true),
         check('preserve_timestamp', 'Preserve modification times'),
         list.some(isDir) && check('delete_destination_extra', 'Delete destination files the source lacks'),
+        list.some(isDir) && field('Small files', h('select', { name: 'tar' }, [['', 'As tar streams when it pays (auto)'],
+          ['always', 'Always as tar streams'], ['never', 'One transfer per file']].map(([v, t]) => h('option', { value: v, text: t })))),
+        check('compress', 'Compress in flight (both endpoints ferry servers)'),
         field('Deadline', h('input', { name: 'deadline', type: 'datetime-local' }), 'optional: until then failing files are retried'),
       ],
       action: (f) => post('transfer', {
@@ -330,6 +333,7 @@ function pane(id, title) {
         sync_level: f.get('sync_level') === '' ? undefined : Number(f.get('sync_level')),
         verify_checksum: f.has('verify_checksum'), preserve_timestamp: f.has('preserve_timestamp'),
         delete_destination_extra: f.has('delete_destination_extra'),
+        tar: f.get('tar') || undefined, compress: f.has('compress') || undefined,
         deadline: f.get('deadline') ? new Date(f.get('deadline')).toISOString() : undefined,
         DATA: list.map((e) => {
           const slash = isDir(e) ? '/' : '';
