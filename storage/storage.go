@@ -100,10 +100,13 @@ type DirOpener interface {
 
 // Dir is an open directory of a tree. The names handed to its methods are
 // base names of entries in it ("f", never "a/f", "." nor ".."); anything
-// else is refused with ErrPermission. A Dir is not safe for concurrent use.
+// else is refused with ErrPermission. A Dir is safe for concurrent use
+// until it is closed.
 type Dir interface {
 	// Stat describes the entry name as Driver.Stat does.
 	Stat(ctx context.Context, name string) (Info, error)
+	// Open opens a regular file for reading.
+	Open(ctx context.Context, name string) (File, error)
 	// Create makes a new regular file and opens it for reading and
 	// writing; ErrExist if name exists, whatever it is.
 	Create(ctx context.Context, name string) (File, error)
@@ -166,6 +169,14 @@ func (p *pathDir) Stat(ctx context.Context, name string) (Info, error) {
 		return Info{}, err
 	}
 	return p.d.Stat(ctx, n)
+}
+
+func (p *pathDir) Open(ctx context.Context, name string) (File, error) {
+	n, err := p.join("open", name)
+	if err != nil {
+		return nil, err
+	}
+	return p.d.Open(ctx, n)
 }
 
 func (p *pathDir) Create(ctx context.Context, name string) (File, error) {

@@ -280,9 +280,14 @@ func (f *FS) open(ctx context.Context, op, name string, mode int) (*os.File, err
 	if isRoot(r) {
 		return nil, fmt.Errorf("%s %s: %w", op, name, storage.ErrIsDir)
 	}
+	return f.openIn(f.root, op, name, r, mode)
+}
+
+// openIn opens r, relative to root, for open; name is its driver name.
+func (f *FS) openIn(root *os.Root, op, name, r string, mode int) (*os.File, error) {
 	// O_NONBLOCK so that opening a FIFO does not wait for a peer; it is
 	// cleared again once the file is known to be a regular file.
-	file, err := f.root.OpenFile(r, mode|syscall.O_NONBLOCK, f.FileMode)
+	file, err := root.OpenFile(r, mode|syscall.O_NONBLOCK, f.FileMode)
 	if errors.Is(err, syscall.ENXIO) { // a FIFO without reader, a device without device
 		return nil, fmt.Errorf("%s %s: not a regular file: %w", op, name, storage.ErrPermission)
 	}
@@ -459,6 +464,18 @@ func (d *dir) Stat(ctx context.Context, name string) (storage.Info, error) {
 	}
 	info, err := stat(d.root, name)
 	return info, d.wrap("stat", name, err)
+}
+
+// Open opens a regular file for reading as FS.Open does.
+func (d *dir) Open(ctx context.Context, name string) (storage.File, error) {
+	if err := d.check(ctx, "open", name); err != nil {
+		return nil, err
+	}
+	file, err := d.fs.openIn(d.root, "open", path.Join(d.name, name), name, os.O_RDONLY)
+	if err != nil {
+		return nil, err
+	}
+	return file, nil
 }
 
 // Create makes a new regular file, which cannot be a FIFO, a device or a
