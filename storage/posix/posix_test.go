@@ -123,6 +123,9 @@ func TestFIFO(t *testing.T) {
 			if _, err := d.Create(ctx, "fifo"); !errors.Is(err, storage.ErrExist) {
 				t.Errorf("Dir.Create = %v, want ErrExist", err)
 			}
+			if _, err := d.Open(ctx, "fifo"); !errors.Is(err, storage.ErrPermission) {
+				t.Errorf("Dir.Open = %v, want ErrPermission", err)
+			}
 			d.Close()
 		}
 	}()
@@ -191,8 +194,21 @@ func TestOpenDir(t *testing.T) {
 	if err != nil || info.Size != 3 || !info.ModTime.Equal(mtime) || info.Mode.Perm() != 0o700 {
 		t.Fatalf("Stat = %+v, %v", info, err)
 	}
-	if b, _ := os.ReadFile(filepath.Join(dir, "a/old")); string(b) != "new" {
-		t.Fatalf("a/old holds %q", b)
+	f, err = d.Open(ctx, "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 8)
+	n, _ := f.ReadAt(b, 0)
+	f.Close()
+	if string(b[:n]) != "new" {
+		t.Fatalf("a/old holds %q", b[:n])
+	}
+	if _, err := d.Open(ctx, "b"); !errors.Is(err, storage.ErrIsDir) {
+		t.Errorf("Open(b) = %v, want ErrIsDir", err)
+	}
+	if _, err := d.Open(ctx, "out"); err == nil {
+		t.Error("Open(out) opened a file outside the root")
 	}
 	if info, err := d.Stat(ctx, "out"); err != nil || info.Mode&fs.ModeSymlink == 0 {
 		t.Fatalf("Stat(out) = %+v, %v; want the link itself", info, err)
