@@ -13,9 +13,11 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"path"
+	"strings"
 	"time"
 )
 
@@ -87,6 +89,147 @@ type Driver interface {
 	// Truncate sets the size of a file.
 	Truncate(ctx context.Context, name string, size int64) error
 }
+
+// DirOpener is a Driver that can open a directory, to work on the entries
+// in it without resolving the directory's path for each of them.
+type DirOpener interface {
+	// OpenDir opens the directory name, following a symlink only as Stat
+	// does; ErrNotDir if name is not a directory.
+	OpenDir(ctx context.Context, name string) (Dir, error)
+}
+
+// Dir is an open directory of a tree. The names handed to its methods are
+// base names of entries in it ("f", never "a/f", "." nor ".."); anything
+// else is refused with ErrPermission. A Dir is safe for concurrent use
+// until it is closed.
+type Dir interface {
+	// Stat describes the entry name as Driver.Stat does.
+	Stat(ctx context.Context, name string) (Info, error)
+	// Open opens a regular file for reading.
+	Open(ctx context.Context, name string) (File, error)
+	// Create makes a new regular file and opens it for reading and
+	// writing; ErrExist if name exists, whatever it is.
+	Create(ctx context.Context, name string) (File, error)
+	// Remove deletes a file or an empty directory.
+	Remove(ctx context.Context, name string) error
+	// Rename moves oldname to newname, replacing a file at newname.
+	Rename(ctx context.Context, oldname, newname string) error
+	// Chmod sets permission bits.
+	Chmod(ctx context.Context, name string, mode fs.FileMode) error
+	// Chtimes sets the modification time.
+	Chtimes(ctx context.Context, name string, mtime time.Time) error
+	// Close releases the directory.
+	Close() error
+}
+
+// OpenDir opens the directory name of d: with d's OpenDir if d is a
+// DirOpener, otherwise as a Dir that passes each call on to d with the
+// entry's whole name (its Create checks that the file does not exist
+// before creating it, which another client may race).
+func OpenDir(ctx context.Context, d Driver, name string) (Dir, error) {
+	if o, ok := d.(DirOpener); ok {
+		return o.OpenDir(ctx, name)
+	}
+	info, err := d.Stat(ctx, name)
+	if err == nil && !info.IsDir() {
+		err = fmt.Errorf("opendir %s: %w", name, ErrNotDir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &pathDir{d: d, name: name}, nil
+}
+
+// BaseName checks that name is the base name of an entry, as a Dir takes
+// it.
+func BaseName(op, name string) error {
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
+		return fmt.Errorf("%s %q: not the name of an entry: %w", op, name, ErrPermission)
+	}
+	return nil
+}
+
+// pathDir is the Dir of a driver that is not a DirOpener.
+type pathDir struct {
+	d    Driver
+	name string
+}
+
+// join checks name and returns the whole name of the entry.
+func (p *pathDir) join(op, name string) (string, error) {
+	if err := BaseName(op, name); err != nil {
+		return "", err
+	}
+	return path.Join(p.name, name), nil
+}
+
+func (p *pathDir) Stat(ctx context.Context, name string) (Info, error) {
+	n, err := p.join("stat", name)
+	if err != nil {
+		return Info{}, err
+	}
+	return p.d.Stat(ctx, n)
+}
+
+func (p *pathDir) Open(ctx context.Context, name string) (File, error) {
+	n, err := p.join("open", name)
+	if err != nil {
+		return nil, err
+	}
+	return p.d.Open(ctx, n)
+}
+
+func (p *pathDir) Create(ctx context.Context, name string) (File, error) {
+	n, err := p.join("create", name)
+	if err != nil {
+		return nil, err
+	}
+	switch _, err := p.d.Stat(ctx, n); {
+	case err == nil:
+		return nil, fmt.Errorf("create %s: %w", n, ErrExist)
+	case !errors.Is(err, ErrNotExist):
+		return nil, err
+	}
+	return p.d.Create(ctx, n, Truncate)
+}
+
+func (p *pathDir) Remove(ctx context.Context, name string) error {
+	n, err := p.join("remove", name)
+	if err != nil {
+		return err
+	}
+	return p.d.Remove(ctx, n)
+}
+
+func (p *pathDir) Rename(ctx context.Context, oldname, newname string) error {
+	o, err := p.join("rename", oldname)
+	if err != nil {
+		return err
+	}
+	n, err := p.join("rename", newname)
+	if err != nil {
+		return err
+	}
+	return p.d.Rename(ctx, o, n)
+}
+
+func (p *pathDir) Chmod(ctx context.Context, name string, mode fs.FileMode) error {
+	n, err := p.join("chmod", name)
+	if err != nil {
+		return err
+	}
+	return p.d.Chmod(ctx, n, mode)
+}
+
+func (p *pathDir) Chtimes(ctx context.Context, name string, mtime time.Time) error {
+	n, err := p.join("chtimes", name)
+	if err != nil {
+		return err
+	}
+	return p.d.Chtimes(ctx, n, mtime)
+}
+
+func (p *pathDir) Close() error { return nil }
 
 // Clean turns a client path into the form drivers take: absolute, slash
 // separated, no "." or ".." elements, never above "/". cwd is the directory

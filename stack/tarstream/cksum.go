@@ -58,17 +58,7 @@ type lister struct {
 // prepare, in a pipeline worker, hashes a member.
 func (c *lister) prepare(ctx context.Context, it *item) {
 	name := path.Join(c.root, it.rel)
-	if !it.stated {
-		in, err := c.fs.Stat(ctx, name)
-		if err == nil {
-			err = memberFile(in)
-		}
-		if err != nil {
-			it.err = err
-			return
-		}
-	}
-	f, err := c.fs.Open(ctx, name)
+	f, err := openMember(ctx, c.fs, c.root, it)
 	if err != nil {
 		it.err = err
 		return

@@ -41,7 +41,10 @@
 // the member's. Without storage.Truncate in Transfer.Flag (the flag of a
 // restart, which the server refuses for a layer that cannot seek) an
 // existing file is kept and the member refused with storage.ErrExist.
-// Nothing is synced to disk. A stream that is not a tar archive, or ends
+// Nothing is synced to disk. The directory of the member before stays open
+// (storage.OpenDir), so that members that come directory by directory, as
+// tar writes them, are each written without resolving its path again. A
+// stream that is not a tar archive, or ends
 // before its end-of-archive marker, fails the transfer; the files renamed
 // before that stay, and were reported.
 //

@@ -70,18 +70,7 @@ type packer struct {
 // prepare, in a pipeline worker, opens a member and reads its start.
 func (p *packer) prepare(ctx context.Context, it *item) {
 	name := path.Join(p.root, it.rel)
-	if !it.stated {
-		in, err := p.fs.Stat(ctx, name)
-		if err == nil {
-			err = memberFile(in)
-		}
-		if err != nil {
-			it.err = err
-			return
-		}
-		it.info = in
-	}
-	f, err := p.fs.Open(ctx, name)
+	f, err := openMember(ctx, p.fs, p.root, it)
 	if err != nil {
 		it.err = err
 		return

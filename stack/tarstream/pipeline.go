@@ -4,6 +4,7 @@ import (
 	"context"
 	"path"
 	"sync"
+	"sync/atomic"
 
 	"ferry/storage"
 )
@@ -25,6 +26,7 @@ type item struct {
 	rel    string       // cleaned, relative to the transfer's path
 	info   storage.Info // as listed by ReadDir, when stated
 	stated bool
+	dir    *dirRef       // the directory it is in, while it is prepared
 	ready  chan struct{} // closed once prepared
 
 	// What preparing it found.
@@ -59,6 +61,22 @@ type pipeline struct {
 	jobs   chan *item
 	wg     sync.WaitGroup
 	late   []*item // taken from queue but not yet prepared when the pipeline stopped
+	dir    *dirRef // of the member queued last, held by the producer
+}
+
+// A dirRef is an open directory shared by the members in it: the
+// producer opens it for the first, and whoever is last done with it,
+// producer or worker, closes it.
+type dirRef struct {
+	rel  string      // relative to the transfer's path
+	d    storage.Dir // nil if it could not be opened
+	refs atomic.Int32
+}
+
+func (r *dirRef) release() {
+	if r.refs.Add(-1) == 0 && r.d != nil {
+		r.d.Close()
+	}
 }
 
 // startPipeline starts preparing the members of a transfer of root with
@@ -73,6 +91,7 @@ func startPipeline(ctx context.Context, fsys storage.Driver, root string, member
 		defer p.wg.Done()
 		defer close(p.queue)
 		defer close(p.jobs)
+		defer p.leaveDir()
 		if len(members) == 0 {
 			if infos, ok := p.list(""); ok {
 				p.walk("", infos)
@@ -92,6 +111,8 @@ func startPipeline(ctx context.Context, fsys storage.Driver, root string, member
 			defer p.wg.Done()
 			for it := range p.jobs {
 				prepare(ctx, it)
+				it.dir.release()
+				it.dir = nil
 				close(it.ready)
 			}
 		}()
@@ -112,13 +133,68 @@ func (p *pipeline) put(it *item) bool {
 		close(it.ready)
 		return true
 	}
+	it.dir = p.enterDir(path.Dir(it.rel))
+	it.dir.refs.Add(1)
 	select {
 	case p.jobs <- it:
 		return true
 	case <-p.ctx.Done():
+		it.dir.release()
+		it.dir = nil
 		close(it.ready) // never prepared: it holds nothing
 		return false
 	}
+}
+
+// enterDir returns the directory rel, opened unless it is the one of the
+// member queued before: members come directory by directory.
+func (p *pipeline) enterDir(rel string) *dirRef {
+	if p.dir != nil && p.dir.rel == rel {
+		return p.dir
+	}
+	p.leaveDir()
+	p.dir = &dirRef{rel: rel}
+	p.dir.refs.Store(1)
+	if d, err := storage.OpenDir(p.ctx, p.fs, path.Join(p.root, rel)); err == nil {
+		p.dir.d = d
+	}
+	return p.dir
+}
+
+// leaveDir drops the producer's hold on the directory of the member
+// queued last.
+func (p *pipeline) leaveDir() {
+	if p.dir != nil {
+		p.dir.release()
+		p.dir = nil
+	}
+}
+
+// openMember opens the member it of the transfer of root for reading,
+// after describing it unless the walk did, for a worker's prepare: through
+// its directory if that is open, else by its whole name, which reports why
+// the directory could not be opened.
+func openMember(ctx context.Context, fsys storage.Driver, root string, it *item) (storage.File, error) {
+	type opener interface {
+		Stat(ctx context.Context, name string) (storage.Info, error)
+		Open(ctx context.Context, name string) (storage.File, error)
+	}
+	var o opener = fsys
+	name := path.Join(root, it.rel)
+	if it.dir.d != nil && it.rel != "." {
+		o, name = it.dir.d, path.Base(it.rel)
+	}
+	if !it.stated {
+		in, err := o.Stat(ctx, name)
+		if err == nil {
+			err = memberFile(in)
+		}
+		if err != nil {
+			return nil, err
+		}
+		it.info = in
+	}
+	return o.Open(ctx, name)
 }
 
 // list lists the directory rel; on failure it queues it as a failed

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -245,57 +246,82 @@ func TestUnpackHostile(t *testing.T) {
 		{name: "empty", raw: []byte{}, corrupt: "end-of-archive marker"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			tr := newTree(t)
-			os.MkdirAll(filepath.Join(tr.root, "dst"), 0o755)
-			os.MkdirAll(filepath.Join(tr.root, "other"), 0o755)
-			os.Symlink(tr.outside, filepath.Join(tr.root, "dst/evil"))
-			os.Symlink("../other", filepath.Join(tr.root, "dst/rel"))
-			data := tt.raw
-			if data == nil {
-				ents := append([]entry{reg("ok1", "first")}, tt.ents...)
-				data = archive(t, append(ents, reg("ok2", "second"))...)
-			}
-			env := tr.env()
-			env.MaxFile = 4096
-			res, err := store(t, terminal(t, TarLayer, env), "/dst", storage.Truncate, data)
-			tr.clean()
-			if entries, _ := os.ReadDir(filepath.Join(tr.root, "other")); len(entries) != 0 {
-				t.Fatalf("written through a link in the tree: %v", entries)
-			}
-			files := tr.files("dst")
-			if tt.corrupt != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.corrupt) {
-					t.Fatalf("stream error %v, want %q", err, tt.corrupt)
-				}
-				if strings.HasPrefix(tt.name, "truncated") && (files["ok1"] != "first" || len(res) != 1) {
-					t.Fatalf("the member before the cut: %q %+v", files["ok1"], res)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if files["ok1"] != "first" || files["ok2"] != "second" {
-				t.Fatalf("good members: %v", files)
-			}
-			delete(files, "ok1")
-			delete(files, "ok2")
-			want := map[string]string{"evil": "-> " + tr.outside, "rel": "-> ../other"}
-			for k, v := range tt.extra {
-				want[k] = v
-			}
-			if fmt.Sprint(files) != fmt.Sprint(want) {
-				t.Fatalf("unpacked %v, want %v", files, want)
-			}
-			var failed []string
-			for _, r := range res {
-				if r.Err != nil {
-					failed = append(failed, r.Name)
-				}
-			}
-			if tt.bad == "" && len(failed) > 0 || tt.bad != "" && !slices.Contains(failed, tt.bad) {
-				t.Fatalf("failed %q, want %q: %+v", failed, tt.bad, res)
+			for _, plain := range []bool{false, true} {
+				t.Run(fmt.Sprintf("plain=%v", plain), func(t *testing.T) {
+					tr := newTree(t)
+					os.MkdirAll(filepath.Join(tr.root, "dst"), 0o755)
+					os.MkdirAll(filepath.Join(tr.root, "other"), 0o755)
+					os.Symlink(tr.outside, filepath.Join(tr.root, "dst/evil"))
+					os.Symlink("../other", filepath.Join(tr.root, "dst/rel"))
+					data := tt.raw
+					if data == nil {
+						ents := append([]entry{reg("ok1", "first")}, tt.ents...)
+						data = archive(t, append(ents, reg("ok2", "second"))...)
+					}
+					env := tr.env()
+					env.MaxFile = 4096
+					if plain {
+						env.FS = plainFS{tr.fs}
+					}
+					res, err := store(t, terminal(t, TarLayer, env), "/dst", storage.Truncate, data)
+					tr.clean()
+					if entries, _ := os.ReadDir(filepath.Join(tr.root, "other")); len(entries) != 0 {
+						t.Fatalf("written through a link in the tree: %v", entries)
+					}
+					files := tr.files("dst")
+					if tt.corrupt != "" {
+						if err == nil || !strings.Contains(err.Error(), tt.corrupt) {
+							t.Fatalf("stream error %v, want %q", err, tt.corrupt)
+						}
+						if strings.HasPrefix(tt.name, "truncated") && (files["ok1"] != "first" || len(res) != 1) {
+							t.Fatalf("the member before the cut: %q %+v", files["ok1"], res)
+						}
+						return
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					if files["ok1"] != "first" || files["ok2"] != "second" {
+						t.Fatalf("good members: %v", files)
+					}
+					delete(files, "ok1")
+					delete(files, "ok2")
+					want := map[string]string{"evil": "-> " + tr.outside, "rel": "-> ../other"}
+					for k, v := range tt.extra {
+						want[k] = v
+					}
+					if fmt.Sprint(files) != fmt.Sprint(want) {
+						t.Fatalf("unpacked %v, want %v", files, want)
+					}
+					var failed []string
+					for _, r := range res {
+						if r.Err != nil {
+							failed = append(failed, r.Name)
+						}
+					}
+					if tt.bad == "" && len(failed) > 0 || tt.bad != "" && !slices.Contains(failed, tt.bad) {
+						t.Fatalf("failed %q, want %q: %+v", failed, tt.bad, res)
+					}
+				})
 			}
 		})
+	}
+}
+
+// plainFS hides the DirOpener of the driver it holds: the unpacker falls
+// back on path names.
+type plainFS struct{ storage.Driver }
+
+// TestLeftoverReplaced: a killed server leaves a member's temporary
+// file; the member's next transfer replaces it, and nothing of it is left.
+func TestLeftoverReplaced(t *testing.T) {
+	tr := newTree(t)
+	tr.write("d/"+tempName("d/b"), []byte("stale, from a server killed in the middle of b"))
+	full := archive(t, reg("a", "first"), reg("d/b", strings.Repeat("x", 100000)))
+	if res, err := store(t, terminal(t, TarLayer, tr.env()), "/", storage.Truncate, full); err != nil || len(res) != 2 || res[1].Err != nil {
+		t.Fatalf("store: %v, %+v", err, res)
+	}
+	if got := tr.files("d"); len(got) != 1 || got["b"] != strings.Repeat("x", 100000) {
+		t.Errorf("d after the stream: %v entries", slices.Sorted(maps.Keys(got)))
 	}
 }

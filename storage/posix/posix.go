@@ -15,7 +15,10 @@ import (
 	"ferry/storage"
 )
 
-var _ storage.Driver = (*FS)(nil)
+var (
+	_ storage.Driver    = (*FS)(nil)
+	_ storage.DirOpener = (*FS)(nil)
+)
 
 // FS serves the tree below one directory. It is safe for concurrent use;
 // set FileMode and DirMode, if at all, before sharing it.
@@ -145,7 +148,7 @@ func (f *FS) Stat(ctx context.Context, name string) (storage.Info, error) {
 	if err != nil {
 		return storage.Info{}, err
 	}
-	info, err := f.stat(r)
+	info, err := stat(f.root, r)
 	if err != nil {
 		return storage.Info{}, f.wrap("stat", name, err)
 	}
@@ -155,20 +158,21 @@ func (f *FS) Stat(ctx context.Context, name string) (storage.Info, error) {
 	return info, nil
 }
 
-// stat implements Stat on a relative name and returns unwrapped errors.
-func (f *FS) stat(r string) (storage.Info, error) {
-	lfi, err := f.root.Lstat(r)
+// stat implements Stat on a name relative to root and returns unwrapped
+// errors.
+func stat(root *os.Root, r string) (storage.Info, error) {
+	lfi, err := root.Lstat(r)
 	if err != nil {
 		return storage.Info{}, err
 	}
 	if lfi.Mode()&fs.ModeSymlink == 0 {
 		return info(lfi, ""), nil
 	}
-	target, err := f.root.Readlink(r)
+	target, err := root.Readlink(r)
 	if err != nil {
 		return storage.Info{}, err
 	}
-	fi, err := f.root.Stat(r)
+	fi, err := root.Stat(r)
 	if err != nil {
 		// Leads out, dangles or loops: describe the link itself.
 		return info(lfi, target), nil
@@ -237,7 +241,7 @@ func (f *FS) ReadDir(ctx context.Context, name string) ([]storage.Info, error) {
 		}
 		// Resolve links from the top root: a relative link may climb out
 		// of this directory and still stay inside the tree.
-		in, err := f.stat(path.Join(r, e.Name()))
+		in, err := stat(f.root, path.Join(r, e.Name()))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -276,9 +280,14 @@ func (f *FS) open(ctx context.Context, op, name string, mode int) (*os.File, err
 	if isRoot(r) {
 		return nil, fmt.Errorf("%s %s: %w", op, name, storage.ErrIsDir)
 	}
+	return f.openIn(f.root, op, name, r, mode)
+}
+
+// openIn opens r, relative to root, for open; name is its driver name.
+func (f *FS) openIn(root *os.Root, op, name, r string, mode int) (*os.File, error) {
 	// O_NONBLOCK so that opening a FIFO does not wait for a peer; it is
 	// cleared again once the file is known to be a regular file.
-	file, err := f.root.OpenFile(r, mode|syscall.O_NONBLOCK, f.FileMode)
+	file, err := root.OpenFile(r, mode|syscall.O_NONBLOCK, f.FileMode)
 	if errors.Is(err, syscall.ENXIO) { // a FIFO without reader, a device without device
 		return nil, fmt.Errorf("%s %s: not a regular file: %w", op, name, storage.ErrPermission)
 	}
@@ -407,3 +416,116 @@ func (f *FS) Truncate(ctx context.Context, name string, size int64) error {
 	}
 	return f.wrap("truncate", name, err)
 }
+
+// OpenDir opens the directory name. A symlink that stays inside the root is
+// followed; the Dir's entries are reached through the directory opened,
+// wherever it is moved, and never outside it.
+func (f *FS) OpenDir(ctx context.Context, name string) (storage.Dir, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r, err := f.rel("opendir", name)
+	if err != nil {
+		return nil, err
+	}
+	if !isRoot(r) {
+		r += "/." // a FIFO planted under name must fail, not block
+	}
+	root, err := f.root.OpenRoot(r)
+	if err != nil {
+		return nil, f.wrap("opendir", name, err)
+	}
+	return &dir{fs: f, name: name, root: root}, nil
+}
+
+// dir is an open directory of an FS.
+type dir struct {
+	fs   *FS
+	name string // as opened
+	root *os.Root
+}
+
+// check checks the context and name, an entry's base name.
+func (d *dir) check(ctx context.Context, op, name string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return storage.BaseName(op, name)
+}
+
+func (d *dir) wrap(op, name string, err error) error {
+	return d.fs.wrap(op, path.Join(d.name, name), err)
+}
+
+// Stat describes the entry name as FS.Stat does.
+func (d *dir) Stat(ctx context.Context, name string) (storage.Info, error) {
+	if err := d.check(ctx, "stat", name); err != nil {
+		return storage.Info{}, err
+	}
+	info, err := stat(d.root, name)
+	return info, d.wrap("stat", name, err)
+}
+
+// Open opens a regular file for reading as FS.Open does.
+func (d *dir) Open(ctx context.Context, name string) (storage.File, error) {
+	if err := d.check(ctx, "open", name); err != nil {
+		return nil, err
+	}
+	file, err := d.fs.openIn(d.root, "open", path.Join(d.name, name), name, os.O_RDONLY)
+	if err != nil {
+		return nil, err
+	}
+	return file, nil
+}
+
+// Create makes a new regular file, which cannot be a FIFO, a device or a
+// symlink planted under its name: O_EXCL fails on any entry. The File is an
+// *os.File.
+func (d *dir) Create(ctx context.Context, name string) (storage.File, error) {
+	if err := d.check(ctx, "create", name); err != nil {
+		return nil, err
+	}
+	file, err := d.root.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, d.fs.FileMode)
+	if err != nil {
+		return nil, d.wrap("create", name, err)
+	}
+	return file, nil
+}
+
+// Remove deletes a file, a symlink or an empty directory.
+func (d *dir) Remove(ctx context.Context, name string) error {
+	if err := d.check(ctx, "remove", name); err != nil {
+		return err
+	}
+	return d.wrap("remove", name, d.root.Remove(name))
+}
+
+// Rename moves oldname to newname as FS.Rename does.
+func (d *dir) Rename(ctx context.Context, oldname, newname string) error {
+	if err := d.check(ctx, "rename", oldname); err != nil {
+		return err
+	}
+	if err := d.check(ctx, "rename", newname); err != nil {
+		return err
+	}
+	return d.fs.wrap("rename", path.Join(d.name, oldname)+" to "+path.Join(d.name, newname), d.root.Rename(oldname, newname))
+}
+
+// Chmod sets the permission bits of name; other mode bits are ignored.
+func (d *dir) Chmod(ctx context.Context, name string, mode fs.FileMode) error {
+	if err := d.check(ctx, "chmod", name); err != nil {
+		return err
+	}
+	return d.wrap("chmod", name, d.root.Chmod(name, mode.Perm()))
+}
+
+// Chtimes sets the modification time of name, leaving the access time.
+func (d *dir) Chtimes(ctx context.Context, name string, mtime time.Time) error {
+	if err := d.check(ctx, "chtimes", name); err != nil {
+		return err
+	}
+	return d.wrap("chtimes", name, d.root.Chtimes(name, time.Time{}, mtime))
+}
+
+// Close releases the directory.
+func (d *dir) Close() error { return d.root.Close() }

@@ -114,11 +114,113 @@ func TestFIFO(t *testing.T) {
 		if _, err := fsys.ReadDir(ctx, "/fifo"); !errors.Is(err, storage.ErrNotDir) {
 			t.Errorf("ReadDir = %v, want ErrNotDir", err)
 		}
+		if _, err := fsys.OpenDir(ctx, "/fifo"); !errors.Is(err, storage.ErrNotDir) {
+			t.Errorf("OpenDir = %v, want ErrNotDir", err)
+		}
+		if d, err := fsys.OpenDir(ctx, "/"); err != nil {
+			t.Errorf("OpenDir(/) = %v", err)
+		} else {
+			if _, err := d.Create(ctx, "fifo"); !errors.Is(err, storage.ErrExist) {
+				t.Errorf("Dir.Create = %v, want ErrExist", err)
+			}
+			if _, err := d.Open(ctx, "fifo"); !errors.Is(err, storage.ErrPermission) {
+				t.Errorf("Dir.Open = %v, want ErrPermission", err)
+			}
+			d.Close()
+		}
 	}()
 	select {
 	case <-done:
 	case <-ctx.Done():
 		t.Fatal("blocked on a FIFO")
+	}
+}
+
+// TestOpenDir: a Dir works on the entries of its directory only, by their
+// base names; it follows a symlink inside the root, never one out of it;
+// Create makes new files only.
+func TestOpenDir(t *testing.T) {
+	fsys, dir := newFS(t)
+	ctx := t.Context()
+	outside := t.TempDir()
+	for _, d := range []string{"a", "a/b"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(dir, "a/old"), []byte("old"), 0o644)
+	os.WriteFile(filepath.Join(dir, "file"), nil, 0o644)
+	os.Symlink("a", filepath.Join(dir, "in"))
+	os.Symlink(outside, filepath.Join(dir, "out"))
+	os.Symlink(outside, filepath.Join(dir, "a/out"))
+
+	for name, want := range map[string]error{"/file": storage.ErrNotDir, "/nothing": storage.ErrNotExist, "/out": storage.ErrPermission} {
+		if _, err := fsys.OpenDir(ctx, name); !errors.Is(err, want) {
+			t.Errorf("OpenDir(%s) = %v, want %v", name, err, want)
+		}
+	}
+	d, err := fsys.OpenDir(ctx, "/in")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, name := range []string{"", ".", "..", "b/x", "../x", "x\x00"} {
+		if _, err := d.Create(ctx, name); !errors.Is(err, storage.ErrPermission) {
+			t.Errorf("Create(%q) = %v, want ErrPermission", name, err)
+		}
+	}
+	for _, name := range []string{"old", "b", "out"} {
+		if _, err := d.Create(ctx, name); !errors.Is(err, storage.ErrExist) {
+			t.Errorf("Create(%s) = %v, want ErrExist", name, err)
+		}
+	}
+	f, err := d.Create(ctx, "new")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte("new"), 0)
+	f.Close()
+	mtime := time.Unix(1e9, 0)
+	if err := d.Chtimes(ctx, "new", mtime); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Chmod(ctx, "new", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Rename(ctx, "new", "old"); err != nil {
+		t.Fatal(err)
+	}
+	info, err := d.Stat(ctx, "old")
+	if err != nil || info.Size != 3 || !info.ModTime.Equal(mtime) || info.Mode.Perm() != 0o700 {
+		t.Fatalf("Stat = %+v, %v", info, err)
+	}
+	f, err = d.Open(ctx, "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 8)
+	n, _ := f.ReadAt(b, 0)
+	f.Close()
+	if string(b[:n]) != "new" {
+		t.Fatalf("a/old holds %q", b[:n])
+	}
+	if _, err := d.Open(ctx, "b"); !errors.Is(err, storage.ErrIsDir) {
+		t.Errorf("Open(b) = %v, want ErrIsDir", err)
+	}
+	if _, err := d.Open(ctx, "out"); err == nil {
+		t.Error("Open(out) opened a file outside the root")
+	}
+	if info, err := d.Stat(ctx, "out"); err != nil || info.Mode&fs.ModeSymlink == 0 {
+		t.Fatalf("Stat(out) = %+v, %v; want the link itself", info, err)
+	}
+	if err := d.Remove(ctx, "old"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Stat(ctx, "old"); !errors.Is(err, storage.ErrNotExist) {
+		t.Fatalf("Stat after Remove = %v", err)
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Fatalf("written outside: %v", entries)
 	}
 }
 
