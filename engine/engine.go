@@ -59,8 +59,11 @@ type copier struct {
 	stop     context.CancelFunc
 	noSpace  error // the destination is full (nospace.go)
 	mu       sync.Mutex
-	listing  *client.Pair // the planning sessions, until a worker takes them
-	pending  int          // files not yet final
+	listing  *client.Pair      // the planning sessions, until a worker takes them
+	spare    chan *client.Pair // pairs dialed while planning (predial)
+	predials sync.WaitGroup
+	unspare  context.CancelFunc // stops the dials of predial
+	pending  int                // files not yet final
 	res      Result
 	files    []*file
 	canceled []string                     // paths canceled (cancel.go)
@@ -85,6 +88,7 @@ func Copy(ctx context.Context, src, dst Endpoint, items []Item, opts Options, re
 	defer stop()
 	c := &copier{src: src, dst: dst, opts: opts, rep: rep, done: ctx.Done(), stop: stop}
 	defer c.closeListing()
+	defer c.closeSpares()
 	if opts.Cancels != nil {
 		c.canceled = opts.Cancels.attach(c.cancel)
 		defer opts.Cancels.attach(nil)
@@ -131,6 +135,9 @@ func (c *copier) plan(ctx context.Context, items []Item) ([]*file, error) {
 	c.set.RTT = max(s.RTT(), d.RTT())
 	if err := c.secure(s, d); err != nil {
 		return nil, err
+	}
+	if c.set.RTT >= wideArea && (c.opts.Recursive || len(items) > 1 || len(items) == 1 && items[0].Recursive) {
+		c.predial(ctx, predialPairs)
 	}
 	if c.opts.Verify || c.opts.SyncLevel == SyncChecksum || c.opts.Resume {
 		if c.set.Algorithm, err = chooseAlgorithm(c.opts.Algorithm, s.Checksums(), d.Checksums()); err != nil {
@@ -367,6 +374,9 @@ func (c *copier) worker(ctx context.Context) {
 func (c *copier) connect(ctx context.Context) (*client.Pair, error) {
 	p := c.takeListing()
 	if p == nil {
+		p = c.takeSpare()
+	}
+	if p == nil {
 		var err error
 		if p, err = c.dialPair(ctx); err != nil {
 			return nil, err
@@ -414,6 +424,50 @@ func (c *copier) takeListing() *client.Pair {
 	p := c.listing
 	c.listing = nil
 	return p
+}
+
+// predialPairs is how many session pairs a copy of trees dials while it
+// plans over a wide-area link: as many as the tuning gives small files
+// there, less the planning pair.
+const predialPairs = 7
+
+// predial dials n session pairs in the background while the copy plans:
+// over a wide-area link a pair's logins cost round trips that the first
+// transfers would otherwise wait for once the plan is made. connect takes
+// them; those no worker takes are closed at the end.
+func (c *copier) predial(ctx context.Context, n int) {
+	ctx, c.unspare = context.WithCancel(ctx)
+	c.spare = make(chan *client.Pair, n)
+	for range n {
+		c.predials.Add(1)
+		go func() {
+			defer c.predials.Done()
+			if p, err := c.dialPair(ctx); err == nil {
+				c.spare <- p
+			}
+		}()
+	}
+}
+
+// takeSpare takes a pair predial made, if one is ready.
+func (c *copier) takeSpare() *client.Pair {
+	select {
+	case p := <-c.spare:
+		return p
+	default:
+		return nil
+	}
+}
+
+// closeSpares closes the pairs predial made that no worker took.
+func (c *copier) closeSpares() {
+	if c.unspare != nil {
+		c.unspare()
+	}
+	c.predials.Wait()
+	for p := c.takeSpare(); p != nil; p = c.takeSpare() {
+		p.Close()
+	}
 }
 
 // closeListing closes the planning sessions if no worker took them.

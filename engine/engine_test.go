@@ -580,3 +580,51 @@ func TestCancel(t *testing.T) {
 		t.Fatalf("cancel took %v", d)
 	}
 }
+
+// slowConn delays every write by its delay: a long round trip on loopback.
+type slowConn struct {
+	net.Conn
+	delay time.Duration
+}
+
+func (c slowConn) Write(p []byte) (int, error) {
+	time.Sleep(c.delay)
+	return c.Conn.Write(p)
+}
+
+// TestPredial: over a wide-area round trip a copy of a tree dials its
+// session pairs while it plans; the transfers use them, and every session
+// is closed when the copy ends, the pairs no transfer took included.
+func TestPredial(t *testing.T) {
+	src := startEndpoint(t, "", nil)
+	dst := startEndpoint(t, "", nil)
+	for i := range 3 {
+		writeFile(t, filepath.Join(src.root, "tree", fmt.Sprintf("f%d", i)), random(1000))
+	}
+	slow := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return slowConn{c, 6 * time.Millisecond}, nil // a round trip past wideArea: a WAN to the engine
+	}
+	s, d := src.Endpoint, dst.Endpoint
+	s.Dial, d.Dial = slow, slow
+	src.cmds.take()
+	res, err := engine.Copy(context.Background(), s, d, []engine.Item{{Src: "/tree", Dst: "/tree"}}, fastOptions(), nil)
+	if err != nil || res.Transferred != 3 || res.Settings.RTT < 5*time.Millisecond {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if logins := src.cmds.take()["PASS"]; logins != 1+7 {
+		t.Errorf("%d logins at the source; want the planning pair's and 7 more dialed while planning", logins)
+	}
+	compareTrees(t, filepath.Join(src.root, "tree"), filepath.Join(dst.root, "tree"))
+	deadline := time.Now().Add(5 * time.Second)
+	for src.srv.Sessions() > 0 || dst.srv.Sessions() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("sessions still open after the copy: %d at the source, %d at the destination", src.srv.Sessions(), dst.srv.Sessions())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
