@@ -165,6 +165,7 @@ type batch struct {
 	// The current attempt: its members' names; what each end reported, and
 	// the members settled, by name. Guarded by copier.mu.
 	names            []string
+	byName           map[string]*file
 	fromSrc, fromDst map[string]gridftp.Member
 	settled          map[string]bool
 }
@@ -306,16 +307,6 @@ func (b *batch) rel(f *file) string {
 	return strings.TrimPrefix(f.src, strings.TrimSuffix(b.src, "/")+"/")
 }
 
-// find is the batch's file of a member name.
-func (b *batch) find(name string) *file {
-	for _, f := range b.files {
-		if b.rel(f) == name {
-			return f
-		}
-	}
-	return nil
-}
-
 // tarStack is ferry's tar layer, hashing each member with the copy's
 // algorithm when verifying.
 func (c *copier) tarStack() string {
@@ -386,8 +377,10 @@ func (c *copier) batchPart(u *unit) client.Part {
 	}
 	b.files = live
 	b.names = make([]string, len(live))
+	b.byName = make(map[string]*file, len(live))
 	for i, f := range live {
 		b.names[i] = b.rel(f)
+		b.byName[b.names[i]] = f
 	}
 	b.fromSrc, b.fromDst, b.settled = map[string]gridftp.Member{}, map[string]gridftp.Member{}, map[string]bool{}
 	part := client.Part{SrcPath: b.src, DstPath: b.dst, Length: -1}
@@ -436,7 +429,7 @@ func (c *copier) member(u *unit, fromSrc bool, m gridftp.Member) {
 		c.mu.Unlock()
 		return
 	}
-	f := b.find(m.Name)
+	f := b.byName[m.Name]
 	if f == nil {
 		c.mu.Unlock()
 		return // not asked for: a server's mistake, ignored
