@@ -40,15 +40,6 @@ TMP=$(mktemp -d /tmp/ferry-cksumlist.XXXXXX)
 LOG=$TMP/logs
 mkdir -p "$LOG"
 
-cleanup() {
-	local rc=$?
-	trap - EXIT INT TERM
-	stop_servers
-	wan_down
-	rm -rf "$WORK"
-	report_logs "$rc"
-	exit "$rc"
-}
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 

@@ -71,15 +71,6 @@ HZ=$(getconf CLK_TCK)
 T_START=$(date +%s)
 
 
-cleanup() {
-	local rc=$?
-	trap - EXIT INT TERM
-	stop_servers
-	wan_down
-	rm -rf "$WORK"
-	report_logs "$rc"
-	exit "$rc"
-}
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 

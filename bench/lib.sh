@@ -83,6 +83,18 @@ wait_listen() {
 }
 
 # median: the median of the numbers on stdin, one a line.
+# cleanup: the EXIT trap of the scripts that start servers and the WAN
+# link: stop the servers, take the link down, remove $WORK, report the logs.
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	stop_servers
+	wan_down
+	rm -rf "$WORK"
+	report_logs "$rc"
+	exit "$rc"
+}
+
 median() { sort -g | awk '{v[NR] = $1} END {if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
 # --- servers (loopback or the bench/wan namespaces) --------------------------

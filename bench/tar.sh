@@ -99,15 +99,6 @@ mkdir -p "$LOG"
 T_START=$(date +%s)
 NFAIL=0
 
-cleanup() {
-	local rc=$?
-	trap - EXIT INT TERM
-	stop_servers
-	wan_down
-	rm -rf "$WORK"
-	report_logs "$rc"
-	exit "$rc"
-}
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 

@@ -110,29 +110,12 @@ func (ss *session) sendRanges(ctx context.Context, p string, src stack.Source, f
 
 // sendStream sends src, read from start to end, as one whole transfer.
 func (ss *session) sendStream(ctx context.Context, src io.Reader) error {
-	if !ss.modeE {
-		c, err := ss.streamConn(ctx)
-		if err != nil {
-			return err
-		}
-		tune(c, ss.retrBuf)
-		stop := closeOnCancel(ctx, c)
-		defer stop()
-		_, err = io.Copy(c, src)
-		return ss.dataErr(ctx, err)
-	}
-	streams, reused, err := ss.senderStreams(ctx)
-	if err != nil {
+	return ss.sendOut(ctx, func(c net.Conn) error {
+		_, err := io.Copy(c, src)
 		return err
-	}
-	ss.beginReply(reused)
-	var sent atomic.Int64
-	if ss.retrMarks > 0 {
-		stop := ss.markers(ss.retrMarks, &sent, nil)
-		defer stop()
-	}
-	err = gridftp.SendStream(ctx, streams, src, ss.buffers, &sent)
-	return ss.dataErr(ctx, err)
+	}, func(streams []*gridftp.Stream, sent *atomic.Int64) error {
+		return gridftp.SendStream(ctx, streams, src, ss.buffers, sent)
+	})
 }
 
 // readyToTransfer checks, before any file is touched, that the data
@@ -184,14 +167,7 @@ func (ss *session) finish(ctx context.Context, op string, err error, receiving b
 // sendData sends segs of src over the data channel. In MODE E, block
 // offsets are relative to base.
 func (ss *session) sendData(ctx context.Context, src io.ReaderAt, segs []gridftp.Range, base int64) error {
-	if !ss.modeE {
-		c, err := ss.streamConn(ctx)
-		if err != nil {
-			return err
-		}
-		tune(c, ss.retrBuf)
-		stop := closeOnCancel(ctx, c)
-		defer stop()
+	return ss.sendOut(ctx, func(c net.Conn) error {
 		var total int64
 		for _, s := range segs {
 			total += s.Len()
@@ -200,7 +176,25 @@ func (ss *session) sendData(ctx context.Context, src io.ReaderAt, segs []gridftp
 		if err == nil && n != total {
 			err = fmt.Errorf("sent %d of %d bytes: source changed", n, total)
 		}
-		return ss.dataErr(ctx, err)
+		return err
+	}, func(streams []*gridftp.Stream, sent *atomic.Int64) error {
+		return gridftp.Send(ctx, streams, gridftp.NewPlan(segs, ss.srv.blockSize()), src, base, ss.buffers, sent)
+	})
+}
+
+// sendOut runs one sending transfer: stream over the stream-mode
+// connection, or modeE over the MODE E streams, after the 150 (or 125)
+// reply and with the performance markers the client asked for.
+func (ss *session) sendOut(ctx context.Context, stream func(net.Conn) error, modeE func([]*gridftp.Stream, *atomic.Int64) error) error {
+	if !ss.modeE {
+		c, err := ss.streamConn(ctx)
+		if err != nil {
+			return err
+		}
+		tune(c, ss.retrBuf)
+		stop := closeOnCancel(ctx, c)
+		defer stop()
+		return ss.dataErr(ctx, stream(c))
 	}
 	if len(ss.data.active) == 0 && ss.data.ln == nil {
 		return errNoDataSetup
@@ -215,9 +209,7 @@ func (ss *session) sendData(ctx context.Context, src io.ReaderAt, segs []gridftp
 		stop := ss.markers(ss.retrMarks, &sent, nil)
 		defer stop()
 	}
-	plan := gridftp.NewPlan(segs, ss.srv.blockSize())
-	err = gridftp.Send(ctx, streams, plan, src, base, ss.buffers, &sent)
-	return ss.dataErr(ctx, err)
+	return ss.dataErr(ctx, modeE(streams, &sent))
 }
 
 // beginReply sends 150, or 125 when cached streams carry the transfer.
