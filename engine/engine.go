@@ -50,24 +50,25 @@ type copier struct {
 	retire   chan struct{} // the optimizer takes a session pair away
 	ahead    atomic.Int64  // finishers yet to start that dial at once
 
-	tarSrc   tarEnd // how the ends pack and unpack tar streams (tar.go)
-	tarDst   tarEnd
-	srcSums  sumEnd // how the ends compute checksum lists (sums.go)
-	dstSums  sumEnd
-	cred     *gridftp.DataCredential // for the data channels, when both ends are ferry's (datasec.go)
-	done     <-chan struct{}         // the run is stopping: failures are no faults
-	stop     context.CancelFunc
-	noSpace  error // the destination is full (nospace.go)
-	mu       sync.Mutex
-	listing  *client.Pair      // the planning sessions, until a worker takes them
-	spare    chan *client.Pair // pairs dialed while planning (predial)
-	predials sync.WaitGroup
-	unspare  context.CancelFunc // stops the dials of predial
-	pending  int                // files not yet final
-	res      Result
-	files    []*file
-	canceled []string                     // paths canceled (cancel.go)
-	flying   map[*unit]context.CancelFunc // units on pairs, and how to stop their pair
+	tarSrc    tarEnd // how the ends pack and unpack tar streams (tar.go)
+	tarDst    tarEnd
+	srcSums   sumEnd // how the ends compute checksum lists (sums.go)
+	dstSums   sumEnd
+	cred      *gridftp.DataCredential // for the data channels, when both ends are ferry's (datasec.go)
+	done      <-chan struct{}         // the run is stopping: failures are no faults
+	stop      context.CancelFunc
+	noSpace   error // the destination is full (nospace.go)
+	mu        sync.Mutex
+	listing   *client.Pair // the planning sessions, until a worker takes them
+	spare     chan spare   // pairs dialed while planning (predial)
+	predials  sync.WaitGroup
+	predialed chan struct{}      // closed when every predial dial ended
+	unspare   context.CancelFunc // stops the dials of predial
+	pending   int                // files not yet final
+	res       Result
+	files     []*file
+	canceled  []string                     // paths canceled (cancel.go)
+	flying    map[*unit]context.CancelFunc // units on pairs, and how to stop their pair
 }
 
 // Copy copies items from src to dst and reports as it goes. The error is
@@ -136,9 +137,6 @@ func (c *copier) plan(ctx context.Context, items []Item) ([]*file, error) {
 	if err := c.secure(s, d); err != nil {
 		return nil, err
 	}
-	if c.set.RTT >= wideArea && (c.opts.Recursive || len(items) > 1 || len(items) == 1 && items[0].Recursive) {
-		c.predial(ctx, predialPairs)
-	}
 	if c.opts.Verify || c.opts.SyncLevel == SyncChecksum || c.opts.Resume {
 		if c.set.Algorithm, err = chooseAlgorithm(c.opts.Algorithm, s.Checksums(), d.Checksums()); err != nil {
 			return nil, err
@@ -148,6 +146,9 @@ func (c *copier) plan(ctx context.Context, items []Item) ([]*file, error) {
 		c.set.Live = c.opts.Verify && liveS && liveD
 	}
 	c.planCompress(pair)
+	if c.set.RTT >= wideArea && (c.opts.Recursive || len(items) > 1 || len(items) == 1 && items[0].Recursive) {
+		c.predial(ctx, predialPairs)
+	}
 	p := &planner{src: s, dst: d, opts: c.opts, alg: c.set.Algorithm, srcSums: &c.srcSums, dstSums: &c.dstSums}
 	if err := p.plan(ctx, items); err != nil {
 		return nil, err
@@ -374,7 +375,7 @@ func (c *copier) worker(ctx context.Context) {
 func (c *copier) connect(ctx context.Context) (*client.Pair, error) {
 	p := c.takeListing()
 	if p == nil {
-		p = c.takeSpare()
+		p = c.takeSpare(ctx)
 	}
 	if p == nil {
 		var err error
@@ -382,6 +383,16 @@ func (c *copier) connect(ctx context.Context) (*client.Pair, error) {
 			return nil, err
 		}
 	}
+	c.configure(p)
+	if err := p.Setup(ctx, c.set.Parallelism); err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// configure gives a pair the copy's data channel settings, for Setup.
+func (c *copier) configure(p *client.Pair) {
 	if c.set.Live {
 		p.Live = c.set.Algorithm
 	}
@@ -391,11 +402,6 @@ func (c *copier) connect(ctx context.Context) (*client.Pair, error) {
 	if c.cred == nil {
 		p.From = senderAddrs(p)
 	}
-	if err := p.Setup(ctx, c.set.Parallelism); err != nil {
-		p.Close()
-		return nil, err
-	}
-	return p, nil
 }
 
 // dialPair opens and logs in a session at each end, both at once.
@@ -431,32 +437,71 @@ func (c *copier) takeListing() *client.Pair {
 // there, less the planning pair.
 const predialPairs = 7
 
-// predial dials n session pairs in the background while the copy plans:
-// over a wide-area link a pair's logins cost round trips that the first
-// transfers would otherwise wait for once the plan is made. connect takes
-// them; those no worker takes are closed at the end.
+// predial dials n session pairs in the background while the copy plans,
+// and sets their data channels up for one stream (what small files get
+// over a WAN): over a wide-area link a pair's logins, PASV and PORT cost
+// round trips that the first transfers would otherwise wait for once the
+// plan is made. connect takes them (setting them up again for another
+// parallelism, or after a long plan); those no worker takes are closed at
+// the end.
 func (c *copier) predial(ctx context.Context, n int) {
 	ctx, c.unspare = context.WithCancel(ctx)
-	c.spare = make(chan *client.Pair, n)
+	c.spare = make(chan spare, n)
 	for range n {
 		c.predials.Add(1)
 		go func() {
 			defer c.predials.Done()
-			if p, err := c.dialPair(ctx); err == nil {
-				c.spare <- p
+			p, err := c.dialPair(ctx)
+			if err != nil {
+				return
 			}
+			c.configure(p)
+			if err := p.Setup(ctx, 1); err != nil {
+				p.Close()
+				return
+			}
+			c.spare <- spare{p, time.Now()}
 		}()
 	}
+	c.predialed = make(chan struct{})
+	go func() {
+		c.predials.Wait()
+		close(c.predialed)
+	}()
 }
 
-// takeSpare takes a pair predial made, if one is ready.
-func (c *copier) takeSpare() *client.Pair {
-	select {
-	case p := <-c.spare:
-		return p
-	default:
+// spare is a pair predial made, and when it was set up.
+type spare struct {
+	p  *client.Pair
+	at time.Time
+}
+
+// spareSetupAge is how long a spare pair's data channel setup is trusted:
+// a passive side may stop listening after a while.
+const spareSetupAge = 30 * time.Second
+
+// takeSpare takes a pair predial made, waiting for one still being
+// dialed; nil when there is none.
+func (c *copier) takeSpare(ctx context.Context) *client.Pair {
+	if c.spare == nil {
 		return nil
 	}
+	var s spare
+	select {
+	case s = <-c.spare:
+	case <-c.predialed:
+		select {
+		case s = <-c.spare:
+		default:
+			return nil
+		}
+	case <-ctx.Done():
+		return nil
+	}
+	if time.Since(s.at) > spareSetupAge {
+		s.p.Reset()
+	}
+	return s.p
 }
 
 // closeSpares closes the pairs predial made that no worker took.
@@ -465,7 +510,7 @@ func (c *copier) closeSpares() {
 		c.unspare()
 	}
 	c.predials.Wait()
-	for p := c.takeSpare(); p != nil; p = c.takeSpare() {
+	for p := c.takeSpare(context.Background()); p != nil; p = c.takeSpare(context.Background()) {
 		p.Close()
 	}
 }

@@ -136,6 +136,11 @@ func (p *Pair) Setup(ctx context.Context, parallel int) error {
 	return nil
 }
 
+// Reset forgets the data channel setup: the next Setup sends PASV and
+// PORT again (after a long pause, a passive side may have stopped
+// listening).
+func (p *Pair) Reset() { p.ready = false }
+
 // Start sends the commands of one transfer to both sides without waiting.
 func (p *Pair) Start(part Part) error {
 	if !p.ready {
