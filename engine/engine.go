@@ -318,11 +318,14 @@ func (c *copier) worker(ctx context.Context) {
 			}
 			u.reported, u.part = 0, c.part(u)
 			if src, dst := c.stacksFor(u); src != pair.Src.DiskStack() || dst != pair.Dst.DiskStack() {
-				if len(inflight) > 0 {
-					c.q.pushFront(u) // a stack changes between transfers only
+				if !popenStack(src, dst, pair.Src.DiskStack(), pair.Dst.DiskStack()) {
+					// Layers the servers name in FEAT: the stacks go
+					// ahead of the transfer, pipelined, in order.
+					u.part.SrcStack, u.part.DstStack = stackChange(pair.Src, src), stackChange(pair.Dst, dst)
+				} else if len(inflight) > 0 {
+					c.q.pushFront(u) // a program's stack is set between transfers only
 					break
-				}
-				if err := setStacks(ctx, pair, src, dst); err != nil {
+				} else if err := setStacks(ctx, pair, src, dst); err != nil {
 					c.stackRefused(u, err)
 					if !errors.As(err, new(*gridftp.Error)) {
 						drop()
@@ -373,9 +376,11 @@ func (c *copier) worker(ctx context.Context) {
 // connect sets up a session pair for transfers: the planning sessions
 // when no worker has taken them yet, else new ones.
 func (c *copier) connect(ctx context.Context) (*client.Pair, error) {
-	p := c.takeListing()
+	// Pairs set up while planning first: the planning pair still needs
+	// its PASV and PORT.
+	p := c.takeSpare(ctx)
 	if p == nil {
-		p = c.takeSpare(ctx)
+		p = c.takeListing()
 	}
 	if p == nil {
 		var err error
@@ -434,8 +439,8 @@ func (c *copier) takeListing() *client.Pair {
 
 // predialPairs is how many session pairs a copy of trees dials while it
 // plans over a wide-area link: as many as the tuning gives small files
-// there, less the planning pair.
-const predialPairs = 7
+// there. The planning pair comes after them.
+const predialPairs = 8
 
 // predial dials n session pairs in the background while the copy plans,
 // and sets their data channels up for one stream (what small files get

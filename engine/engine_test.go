@@ -616,8 +616,8 @@ func TestPredial(t *testing.T) {
 	if err != nil || res.Transferred != 3 || res.Settings.RTT < 5*time.Millisecond {
 		t.Fatalf("%+v %v", res, err)
 	}
-	if logins := src.cmds.take()["PASS"]; logins != 1+7 {
-		t.Errorf("%d logins at the source; want the planning pair's and 7 more dialed while planning", logins)
+	if logins := src.cmds.take()["PASS"]; logins != 1+8 {
+		t.Errorf("%d logins at the source; want the planning pair's and 8 more dialed while planning", logins)
 	}
 	compareTrees(t, filepath.Join(src.root, "tree"), filepath.Join(dst.root, "tree"))
 	deadline := time.Now().Add(5 * time.Second)

@@ -338,6 +338,29 @@ func (c *copier) stacksFor(u *unit) (src, dst string) {
 	return src, dst
 }
 
+// popenStack reports whether any of stacks runs a program: GCT approves
+// or refuses those when they are set, so they are set alone (setStacks).
+func popenStack(stacks ...string) bool {
+	for _, s := range stacks {
+		if strings.HasPrefix(s, "popen:") {
+			return true
+		}
+	}
+	return false
+}
+
+// stackChange is the SITE SETDISKSTACK argument that makes c's stack
+// spec, or "" when it is that already.
+func stackChange(c *client.Conn, spec string) string {
+	switch {
+	case spec == c.DiskStack():
+		return ""
+	case spec == "":
+		return "default"
+	}
+	return spec
+}
+
 // setStacks sets the stacks of both ends of p.
 func setStacks(ctx context.Context, p *client.Pair, src, dst string) error {
 	var serr, derr error

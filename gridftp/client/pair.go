@@ -49,12 +49,23 @@ type Part struct {
 	Offset, Length   int64
 	Have             gridftp.Ranges
 	Members          []string
+	// SrcStack and DstStack, when set, are disk stacks (SITE SETDISKSTACK)
+	// sent ahead of the transfer, pipelined ("default" for the default):
+	// for layers the server names in FEAT, whose refusal is not expected
+	// (a refusal fails the transfer; close the pair then).
+	SrcStack, DstStack string
 }
 
 // pre counts the commands Start sends each side ahead of the transfer.
 func (part Part) pre() (src, dst int) {
 	if !part.Have.Empty() {
 		src, dst = 1, 1
+	}
+	if part.SrcStack != "" {
+		src++
+	}
+	if part.DstStack != "" {
+		dst++
 	}
 	return src + len(membersCommands(part.Members)), dst
 }
@@ -145,6 +156,16 @@ func (p *Pair) Reset() { p.ready = false }
 func (p *Pair) Start(part Part) error {
 	if !p.ready {
 		return errors.New("client: pair not set up")
+	}
+	for _, s := range []struct {
+		c    *Conn
+		spec string
+	}{{p.Src, part.SrcStack}, {p.Dst, part.DstStack}} {
+		if s.spec != "" {
+			if err := s.c.sendStack(s.spec); err != nil {
+				return err
+			}
+		}
 	}
 	if !part.Have.Empty() {
 		if err := p.Dst.Send("REST %s", part.Have.String()); err != nil {

@@ -32,6 +32,19 @@ func (c *Conn) SetDiskStack(ctx context.Context, spec string) error {
 	return nil
 }
 
+// sendStack sends SITE SETDISKSTACK without waiting for the reply, which
+// the caller reads, and takes the stack as set.
+func (c *Conn) sendStack(spec string) error {
+	if err := c.Send("SITE SETDISKSTACK %s", spec); err != nil {
+		return err
+	}
+	if strings.EqualFold(spec, "default") {
+		spec = ""
+	}
+	c.diskStack = spec
+	return nil
+}
+
 // DiskStack is the stack SetDiskStack set last; "" for the default.
 func (c *Conn) DiskStack() string { return c.diskStack }
 
