@@ -367,11 +367,7 @@ run_row() {
 		say "  (warm-up: one untimed copy of each kind)"
 	fi
 	for ((r = 1; r <= RUNS; r++)); do
-		order=()
-		for ((i = 0; i < n; i++)); do
-			if ((r % 2)); then order+=("$i"); else order=("$i" "${order[@]}"); fi
-		done
-		for i in "${order[@]}"; do
+		for i in $(run_order "$r" "$n"); do
 			line=${lines[i]}
 			[[ $line == *'|cap' && $r -gt 1 ]] && continue
 			res=$(one "$row" "$line")

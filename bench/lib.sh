@@ -95,6 +95,15 @@ cleanup() {
 	exit "$rc"
 }
 
+# run_order R N: the kinds 0..N-1 in the order of run R: as listed on odd
+# runs, reversed on even ones, so that no kind always runs first.
+run_order() {
+	local i
+	for ((i = 0; i < $2; i++)); do
+		if (($1 % 2)); then printf '%s\n' "$i"; else printf '%s\n' "$(($2 - 1 - i))"; fi
+	done
+}
+
 median() { sort -g | awk '{v[NR] = $1} END {if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
 # --- servers (loopback or the bench/wan namespaces) --------------------------

@@ -346,11 +346,7 @@ run_row() {
 		say "  (warm-up: one untimed copy of each kind)"
 	fi
 	for ((r = 1; r <= RUNS; r++)); do
-		order=()
-		for ((i = 0; i < n; i++)); do
-			if ((r % 2)); then order+=("$i"); else order=("$i" "${order[@]}"); fi
-		done
-		for i in "${order[@]}"; do
+		for i in $(run_order "$r" "$n"); do
 			t=${lines[i]##*|}
 			res=$(one "$row" "$t")
 			if [[ $res == FAIL* ]]; then

@@ -34,25 +34,11 @@ var popenModes = []struct {
 	{"modeE-p8", []string{"-fast", "-p", "8"}},
 }
 
-// sharedDir is a new world-writable directory: GCT runs programs as nobody.
-func sharedDir(t *testing.T) string {
-	t.Helper()
-	d, err := os.MkdirTemp(sharedTempBase(), "ferry-interop-popen-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(d) })
-	if err := os.Chmod(d, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
 // popenSource makes a directory holding "tree": makeTree's files and one
 // of 5 MB, for tar to pack.
 func popenSource(t *testing.T) string {
 	t.Helper()
-	src := sharedDir(t)
+	src := bigTempDir(t)
 	makeTree(t, filepath.Join(src, "tree"))
 	writeRandomFile(t, filepath.Join(src, "tree", "five.dat"), 5<<20)
 	return src
@@ -106,7 +92,7 @@ func TestPopenTwoParty(t *testing.T) {
 			mustRun(t, "tar", "xf", got, "-C", out)
 			sameTree(t, filepath.Join(src, "tree"), filepath.Join(out, "tree"))
 
-			dst := sharedDir(t)
+			dst := bigTempDir(t)
 			guc(t, append(m.args, "-dst-pipe", tarIn(dst), fileURL(got), srv.URL("x"))...)
 			sameTree(t, filepath.Join(src, "tree"), filepath.Join(dst, "tree"))
 		})
@@ -121,7 +107,7 @@ func TestPopenPipe(t *testing.T) {
 	src := popenSource(t)
 	got := filepath.Join(t.TempDir(), "got.tar")
 	guc(t, "-pipe", tarOut(src), srv.URL("x"), fileURL(got))
-	dst := sharedDir(t)
+	dst := bigTempDir(t)
 	guc(t, "-pipe", tarIn(dst), fileURL(got), srv.URL("x"))
 	sameTree(t, filepath.Join(src, "tree"), filepath.Join(dst, "tree"))
 }
@@ -143,7 +129,7 @@ func TestPopenThirdParty(t *testing.T) {
 	} {
 		for _, m := range popenModes {
 			t.Run(pair.name+"/"+m.name, func(t *testing.T) {
-				dst := sharedDir(t)
+				dst := bigTempDir(t)
 				guc(t, append(m.args, "-src-pipe", tarOut(src), "-dst-pipe", tarIn(dst), pair.from.URL("x"), pair.to.URL("x"))...)
 				sameTree(t, filepath.Join(src, "tree"), filepath.Join(dst, "tree"))
 			})
@@ -174,9 +160,9 @@ func TestPopenFailures(t *testing.T) {
 					[]string{"500-Setting filesystem driver stack failed.", "500-Approving popen arguments failed.", "500-program '/bin/ls' not whitelisted."}},
 				{"failing source", []string{"-src-pipe", "/bin/false#", srv.URL("x"), fileURL(local + ".out")},
 					[]string{"popened program exited with an error (exit code: 1)"}},
-				{"missing member", []string{"-dst-pipe", tarIn(sharedDir(t)) + "#tree/nonexistent-member", fileURL(local), srv.URL("x")},
+				{"missing member", []string{"-dst-pipe", tarIn(bigTempDir(t)) + "#tree/nonexistent-member", fileURL(local), srv.URL("x")},
 					[]string{"popened program exited with an error (exit code: 2):", "Not found in archive"}},
-				{"missing member, MODE E", []string{"-fast", "-p", "8", "-src-pipe", tarOut(src), "-dst-pipe", tarIn(sharedDir(t)) + "#tree/nonexistent-member", srv.URL("x"), srv.URL("y")},
+				{"missing member, MODE E", []string{"-fast", "-p", "8", "-src-pipe", tarOut(src), "-dst-pipe", tarIn(bigTempDir(t)) + "#tree/nonexistent-member", srv.URL("x"), srv.URL("y")},
 					[]string{"popened program exited with an error (exit code: 2):", "Not found in archive"}},
 			} {
 				out, err := gucErr(tt.args...)
