@@ -394,7 +394,9 @@ func TestWebApp(t *testing.T) {
 	p.shot("endpoints")
 
 	// A reload keeps the session, and the panes where they were.
-	p.do("reload", chromedp.Click(chromedp.CSS(`#nav a[href="#/files"]`)), chromedp.Reload())
+	p.do("files page", chromedp.Click(chromedp.CSS(`#nav a[href="#/files"]`)))
+	p.wait("the files page", `location.hash.startsWith('#/files')`, 5*time.Second) // before the reload, not after
+	p.do("reload", chromedp.Reload())
 	p.waitText(rightPane+` tbody`, "notes.txt")
 	t.Logf("file manager after a reload: %s", p.timing())
 
