@@ -108,15 +108,16 @@ func (e *sumEnd) sums(ctx context.Context, c *client.Conn, alg, dir string, rels
 
 // listSums retrieves a checksum list of dir through the stack spec
 // (members names, when the layer takes them) and picks the sum of each of
-// want, as the list names them. The session's stack is the default again
-// afterwards.
+// want, as the list names them. A ferry layer stays set (its session's
+// next transfer sets its own stack, and nothing else goes through it); a
+// program's stack is reset to the default, as GCT may read files for
+// other commands through it.
 func listSums(ctx context.Context, c *client.Conn, spec, dir string, members, want []string) ([]string, []error, error) {
-	if err := c.SetDiskStack(ctx, spec); err != nil {
-		return nil, nil, err
-	}
-	out, gerr := c.GetMembers(ctx, dir, members)
-	if err := c.SetDiskStack(ctx, ""); gerr == nil && err != nil {
-		return nil, nil, err
+	out, gerr := c.GetMembers(ctx, spec, dir, members)
+	if popenStack(spec) {
+		if err := c.SetDiskStack(ctx, ""); gerr == nil && err != nil {
+			return nil, nil, err
+		}
 	}
 	if gerr != nil {
 		return nil, nil, gerr

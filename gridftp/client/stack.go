@@ -1,7 +1,9 @@
 package client
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"strings"
 
 	"ferry/gridftp"
@@ -54,17 +56,39 @@ func membersCommands(names []string) []string {
 	return gridftp.MembersCommands(names, membersLine)
 }
 
-// GetMembers retrieves, through the session's stack, a transfer of path
-// that names members (SITE MEMBERS), into memory (at most 256 MiB): the
-// checksum list of a directory's files, say.
-func (c *Conn) GetMembers(ctx context.Context, path string, names []string) ([]byte, error) {
-	if len(names) > 0 {
-		cmds := membersCommands(names)
+// GetMembers retrieves path through the stack spec ("" for the default),
+// naming members (SITE MEMBERS), into memory (at most 256 MiB): the
+// checksum list of a directory's files, say. The stack, when it changes,
+// and the names go out in one write; the stack stays set.
+func (c *Conn) GetMembers(ctx context.Context, spec, path string, names []string) ([]byte, error) {
+	var cmds []string
+	if spec == "" {
+		spec = "default"
+	}
+	change := spec != c.diskStack && !(spec == "default" && c.diskStack == "")
+	if change {
+		cmds = append(cmds, "SITE SETDISKSTACK "+spec)
+	}
+	cmds = append(cmds, membersCommands(names)...)
+	if len(cmds) > 0 {
 		if err := c.write(cmds...); err != nil {
 			return nil, err
 		}
-		if _, err := c.finals(ctx, len(cmds)); err != nil {
-			return nil, err
+		// Every reply is read, a refusal's too, so that none is left for
+		// the next command.
+		var first error
+		for i := range cmds {
+			_, err := c.Final(ctx, nil)
+			if err != nil && !errors.As(err, new(*gridftp.Error)) {
+				return nil, err
+			}
+			if i == 0 && change && err == nil {
+				c.diskStack = strings.TrimPrefix(spec, "default")
+			}
+			first = cmp.Or(first, err)
+		}
+		if first != nil {
+			return nil, first
 		}
 	}
 	var m memFile
