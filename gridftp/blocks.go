@@ -213,6 +213,15 @@ func SendStream(ctx context.Context, streams []*Stream, src io.Reader, pool *Buf
 	}, pool, sent)
 }
 
+// SendFunc sends the blocks next hands out over streams, one worker per
+// stream, and ends them as Send does. next fills payload (up to a block of
+// pool) with the next block and says at what offset it goes; io.EOF when
+// there are no more. Workers call next concurrently. For a sender whose
+// blocks arrive from elsewhere (a forwarding layer).
+func SendFunc(ctx context.Context, streams []*Stream, next func(payload []byte) (off int64, n int, err error), pool *BufferPool, sent *atomic.Int64) error {
+	return send(ctx, streams, next, pool, sent)
+}
+
 // send runs one worker per stream. next fills payload (a block's worth)
 // with the next block and says at what offset it goes; io.EOF when there
 // are no more.

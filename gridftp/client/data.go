@@ -249,6 +249,25 @@ func (c *Conn) dropData() {
 // passive address, with block offsets shifted by off (ESTO A off) when
 // off > 0.
 func (c *Conn) Put(ctx context.Context, path string, src io.ReaderAt, off, size int64) (int64, error) {
+	plan := gridftp.NewPlan([]gridftp.Range{{Start: 0, End: size}}, c.options().BlockSize)
+	return c.put(ctx, path, off, size, func(ctx context.Context, streams []*gridftp.Stream, sent *atomic.Int64) error {
+		return gridftp.Send(ctx, streams, plan, src, 0, c.options().Pool, sent)
+	})
+}
+
+// PutFunc stores at path in MODE E the blocks next hands out (as
+// gridftp.SendFunc takes them), of a size not known in advance: a relay
+// that sends blocks on as they arrive. next fills at most a block of the
+// Conn's BlockSize.
+func (c *Conn) PutFunc(ctx context.Context, path string, next func(payload []byte) (off int64, n int, err error)) (int64, error) {
+	return c.put(ctx, path, 0, -1, func(ctx context.Context, streams []*gridftp.Stream, sent *atomic.Int64) error {
+		return gridftp.SendFunc(ctx, streams, next, c.options().Pool, sent)
+	})
+}
+
+// put stores at path (ESTO A off when off > 0; ALLO size when size >= 0)
+// what move sends over the data streams.
+func (c *Conn) put(ctx context.Context, path string, off, size int64, move func(context.Context, []*gridftp.Stream, *atomic.Int64) error) (int64, error) {
 	if err := c.ModeE(ctx); err != nil {
 		return 0, err
 	}
@@ -266,8 +285,10 @@ func (c *Conn) Put(ctx context.Context, path string, src io.ReaderAt, off, size 
 		c.data.sstreams = c.data.sstreams[:len(c.data.sstreams)-1]
 	}
 	var err error
-	if _, err = c.Do(ctx, "ALLO %d", size); err != nil {
-		return 0, err
+	if size >= 0 {
+		if _, err = c.Do(ctx, "ALLO %d", size); err != nil {
+			return 0, err
+		}
 	}
 	if off > 0 {
 		err = c.Send("ESTO A %d %s", off, path)
@@ -288,8 +309,7 @@ func (c *Conn) Put(ctx context.Context, path string, src io.ReaderAt, off, size 
 				c.data.sstreams = append(c.data.sstreams, gridftp.NewStream(conn))
 			}
 		}
-		plan := gridftp.NewPlan([]gridftp.Range{{Start: 0, End: size}}, c.options().BlockSize)
-		return gridftp.Send(ctx, c.data.sstreams, plan, src, 0, c.options().Pool, &sent)
+		return move(ctx, c.data.sstreams, &sent)
 	})
 	if err != nil {
 		c.dropData()
