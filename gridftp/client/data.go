@@ -258,10 +258,11 @@ func (c *Conn) Put(ctx context.Context, path string, src io.ReaderAt, off, size 
 // PutFunc stores at path in MODE E the blocks next hands out (as
 // gridftp.SendFunc takes them), of a size not known in advance: a relay
 // that sends blocks on as they arrive. next fills at most a block of the
-// Conn's BlockSize.
-func (c *Conn) PutFunc(ctx context.Context, path string, next func(payload []byte) (off int64, n int, err error)) (int64, error) {
+// Conn's BlockSize; a next that waits for blocks must give up when its ctx
+// is done (the server ended the transfer).
+func (c *Conn) PutFunc(ctx context.Context, path string, next func(ctx context.Context, payload []byte) (off int64, n int, err error)) (int64, error) {
 	return c.put(ctx, path, 0, -1, func(ctx context.Context, streams []*gridftp.Stream, sent *atomic.Int64) error {
-		return gridftp.SendFunc(ctx, streams, next, c.options().Pool, sent)
+		return gridftp.SendFunc(ctx, streams, func(p []byte) (int64, int, error) { return next(ctx, p) }, c.options().Pool, sent)
 	})
 }
 
