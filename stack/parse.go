@@ -75,6 +75,10 @@ func split(s string, sep byte) []string {
 	return parts
 }
 
+// Decode undoes GCT's URL hex encoding once, as Parse does to options: for
+// layers whose option values are themselves encoded (multicast URLs).
+func Decode(s string) string { return hexDecode(s) }
+
 // hexDecode undoes GCT's URL hex encoding once: "%%" is "%", "%XX" the
 // byte XX, and any other "%" stays as it is.
 func hexDecode(s string) string {

@@ -1,0 +1,215 @@
+package forward
+
+import (
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"ferry/stack"
+)
+
+// Names of the layer: GCT's, and ferry's alias.
+const (
+	Name  = "gridftp_multicast"
+	Alias = "forward"
+)
+
+// GCT's defaults.
+const (
+	DefaultCC = 2 // children per hop
+	DefaultP  = 1 // streams to each child
+)
+
+// maxP bounds the streams to one child.
+const maxP = 64
+
+// Options are one hop's options.
+type Options struct {
+	URLs       []string // the destinations below this hop, each "url?opts", decoded
+	CC         int      // fan-out
+	P          int      // streams to each child
+	LocalWrite bool     // write to the layer below, not only forward
+}
+
+// ParseOptions reads a layer entry's options as GCT does; an unknown
+// option or a bad destination is refused.
+func ParseOptions(e stack.Entry) (Options, error) {
+	o := Options{CC: DefaultCC, P: DefaultP, LocalWrite: true}
+	for _, kv := range e.Opts {
+		if err := o.set(kv.Key, kv.Value); err != nil {
+			return Options{}, stack.Refuse(fmt.Sprintf("%s: %v", e.Name, err))
+		}
+	}
+	for _, u := range o.URLs {
+		if _, err := parseHop(u); err != nil {
+			return Options{}, stack.Refuse(fmt.Sprintf("%s: %v", e.Name, err))
+		}
+	}
+	return o, nil
+}
+
+// set sets one option, from an entry or from a destination's "?opts".
+func (o *Options) set(k, v string) error {
+	var err error
+	switch k {
+	case "urls":
+		o.URLs = nil
+		for _, u := range stack.List(v) {
+			if u == "" {
+				continue
+			}
+			o.URLs = append(o.URLs, stack.Decode(u))
+		}
+	case "cc":
+		o.CC, err = count(k, v, 1<<10)
+	case "P":
+		o.P, err = count(k, v, maxP)
+	case "tcpbs":
+		_, err = count(k, v, 1<<30)
+	case "local_write":
+		o.LocalWrite, err = yes(v)
+	case "subject":
+		// GCT parses it and never uses it.
+	default:
+		err = fmt.Errorf("unknown option %q", k)
+	}
+	return err
+}
+
+func count(k, v string, most int) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > most {
+		return 0, fmt.Errorf("%s=%q: want 1 to %d", k, v, most)
+	}
+	return n, nil
+}
+
+// yes reads a GCT boolean.
+func yes(v string) (bool, error) {
+	switch strings.ToLower(v) {
+	case "y", "yes", "true", "t", "1", "on":
+		return true, nil
+	case "n", "no", "false", "f", "0", "off":
+		return false, nil
+	}
+	return false, fmt.Errorf("local_write=%q: want y or n", v)
+}
+
+// hop is one destination: where to send, and its own options.
+type hop struct {
+	URL  *url.URL // without "?opts"
+	Opts string   // its "?opts" as given, for its own stack
+	own  Options  // Opts read
+}
+
+// parseHop reads "ftp://[user[:pass]@]host:port/path?opts".
+func parseHop(raw string) (hop, error) {
+	base, opts, _ := strings.Cut(raw, "?")
+	u, err := url.Parse(base)
+	if err != nil {
+		return hop{}, fmt.Errorf("destination %q: %v", Show(raw), err)
+	}
+	if u.Scheme != "ftp" || u.Host == "" || u.Path == "" {
+		return hop{}, fmt.Errorf("destination %q: want ftp://host:port/path", Show(raw))
+	}
+	h := hop{URL: u, Opts: opts, own: Options{CC: DefaultCC, P: DefaultP, LocalWrite: true}}
+	for _, kv := range strings.Split(opts, ";") {
+		if kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "urls" {
+			return hop{}, fmt.Errorf("destination %q: bad option %q", Show(raw), kv)
+		}
+		if err := h.own.set(k, v); err != nil {
+			return hop{}, fmt.Errorf("destination %q: %v", Show(raw), err)
+		}
+	}
+	return h, nil
+}
+
+// addr is the host:port to dial, port 21 when none is given.
+func (h hop) addr() string {
+	if h.URL.Port() == "" {
+		return h.URL.Hostname() + ":21"
+	}
+	return h.URL.Host
+}
+
+// Show is how a destination is named to users: without its options and
+// without a password.
+func Show(raw string) string {
+	base, _, _ := strings.Cut(raw, "?")
+	u, err := url.Parse(base)
+	if err != nil {
+		return base
+	}
+	return u.Redacted()
+}
+
+// child is one direct child of a hop: its destination and the ones it
+// forwards to in turn.
+type child struct {
+	URL string   // "url?opts"
+	Sub []string // its subtree, each "url?opts"
+}
+
+// plan splits urls among min(cc, len(urls)) direct children as GCT does:
+// the first ones are the children; each then takes, in turn, up to
+// ceil(len(urls)/children) of the rest, so that the first children fill
+// up before the later ones get any.
+func plan(urls []string, cc int) []child {
+	k := min(cc, len(urls))
+	if k <= 0 {
+		return nil
+	}
+	each := (len(urls) + k - 1) / k
+	out := make([]child, k)
+	rest := urls[k:]
+	for i := range out {
+		n := min(each, len(rest))
+		out[i] = child{URL: urls[i], Sub: rest[:n:n]}
+		rest = rest[n:]
+	}
+	return out
+}
+
+// encChars are the characters GCT's multicast driver %-encodes
+// (GMC_URL_ENC_CHAR), besides "%" and controls.
+const encChars = "#;:=+ ,"
+
+// encode %-encodes s as globus_url_string_hex_encode does with encChars.
+func encode(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '%' || c < 0x20 || c >= 0x7f || strings.IndexByte(encChars, c) >= 0 {
+			fmt.Fprintf(&b, "%%%02X", c)
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// childStack is the SITE SETDISKSTACK a child is sent: GCT's
+// "file,gridftp_multicast:" and, encoded once, "urls=#u1#u2;" (each URL
+// encoded once more) and the child's own options. A leaf with no options
+// gets "file,gridftp_multicast:" as observed from GCT 6.2 (GCT's source
+// at HEAD sends it without the ":"; both parse the same).
+func childStack(c child) string {
+	var body strings.Builder
+	if len(c.Sub) > 0 {
+		body.WriteString("urls=")
+		for _, u := range c.Sub {
+			body.WriteByte('#')
+			body.WriteString(encode(u))
+		}
+		body.WriteByte(';')
+	}
+	if _, opts, ok := strings.Cut(c.URL, "?"); ok {
+		body.WriteString(opts)
+	}
+	return "file," + Name + ":" + encode(body.String())
+}
