@@ -1,0 +1,121 @@
+package forward
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"ferry/stack"
+)
+
+// The stacks globus-url-copy -MC and GCT's driver were seen to send
+// (grid-extensions.md, section b).
+const (
+	guc2    = "file,gridftp_multicast:%3Burls%3D%23ftp%253A//127.0.0.1%253A50213/data/mc2/big.bin?%23ftp%253A//127.0.0.1%253A50214/data/mc3/big.bin?"
+	gucOpts = "file,gridftp_multicast:cc%3D1%3BP%3D2%3Burls%3D%23ftp%253A//127.0.0.1%253A50213/data/mc2/big.bin?local_write%253Dn%23ftp%253A//127.0.0.1%253A50214/data/mc3/big.bin?"
+	fwdBC   = "file,gridftp_multicast:urls%3D%23ftp%253A//127.0.0.1%253A50214/data/mc3/big.bin?%3Blocal_write%3Dn"
+	leaf    = "file,gridftp_multicast:"
+)
+
+func parse(t *testing.T, spec string) Options {
+	t.Helper()
+	entries, err := stack.Parse(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 2 || (entries[1].Name != Name && entries[1].Name != Alias) {
+		t.Fatalf("entries %+v", entries)
+	}
+	o, err := ParseOptions(entries[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+func TestParseObserved(t *testing.T) {
+	c2 := "ftp://127.0.0.1:50213/data/mc2/big.bin?"
+	c3 := "ftp://127.0.0.1:50214/data/mc3/big.bin?"
+	tests := []struct {
+		spec string
+		want Options
+	}{
+		{guc2, Options{URLs: []string{c2, c3}, CC: 2, P: 1, LocalWrite: true}},
+		{gucOpts, Options{URLs: []string{c2 + "local_write=n", c3}, CC: 1, P: 2, LocalWrite: true}},
+		{fwdBC, Options{URLs: []string{c3}, CC: 2, P: 1, LocalWrite: false}},
+		{leaf, Options{CC: 2, P: 1, LocalWrite: true}},
+		{"file,forward:local_write=false;tcpbs=131072;subject=/CN=x", Options{CC: 2, P: 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.spec, func(t *testing.T) {
+			got := parse(t, tt.spec)
+			if !slices.Equal(got.URLs, tt.want.URLs) || got.CC != tt.want.CC || got.P != tt.want.P || got.LocalWrite != tt.want.LocalWrite {
+				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseRefused(t *testing.T) {
+	for _, opts := range []string{
+		"bogus=1", "cc=0", "P=x", "local_write=maybe",
+		"urls=#http://h/x", "urls=#ftp%253A//h:1/x?bogus%253D1", "urls=#ftp%253A//h:1",
+	} {
+		e := stack.Entry{Name: Name}
+		entries, err := stack.Parse("file," + Name + ":" + opts)
+		if err == nil {
+			e = entries[1]
+		}
+		if _, err := ParseOptions(e); err == nil {
+			t.Errorf("%s: accepted", opts)
+		}
+	}
+}
+
+// The stack a hop sends its child is the one GCT sent in the same place.
+func TestChildStackObserved(t *testing.T) {
+	o := parse(t, gucOpts) // B, cc=1: its one child C takes D
+	p := plan(o.URLs, o.CC)
+	if len(p) != 1 {
+		t.Fatalf("plan %+v", p)
+	}
+	if got := childStack(p[0]); got != fwdBC {
+		t.Errorf("B -> C stack\n got %s\nwant %s", got, fwdBC)
+	}
+	if got := childStack(child{URL: "ftp://127.0.0.1:50214/data/mc3/big.bin?"}); got != leaf {
+		t.Errorf("leaf stack %s", got)
+	}
+	// What a child is sent, it reads back: its subtree and its own options.
+	back := parse(t, childStack(child{URL: "ftp://h:1/a?cc=1;P=3", Sub: []string{"ftp://u:p%3Bw@h:2/b c?local_write=n", "ftp://h:3/c?"}}))
+	if !slices.Equal(back.URLs, []string{"ftp://u:p%3Bw@h:2/b c?local_write=n", "ftp://h:3/c?"}) || back.CC != 1 || back.P != 3 {
+		t.Errorf("round trip %+v", back)
+	}
+}
+
+func TestPlan(t *testing.T) {
+	u := strings.Fields("a b c d e f g")
+	tests := []struct {
+		n, cc int
+		want  string
+	}{
+		{0, 2, ""},
+		{1, 2, "a:"},
+		{2, 2, "a: b:"},
+		{3, 1, "a:b,c"},
+		{3, 2, "a:c b:"},
+		{4, 2, "a:c,d b:"},
+		{5, 2, "a:c,d,e b:"},
+		{7, 2, "a:c,d,e,f b:g"},
+		{7, 3, "a:d,e,f b:g c:"},
+		{2, 5, "a: b:"},
+	}
+	for _, tt := range tests {
+		var got []string
+		for _, c := range plan(u[:tt.n], tt.cc) {
+			got = append(got, c.URL+":"+strings.Join(c.Sub, ","))
+		}
+		if s := strings.Join(got, " "); s != tt.want {
+			t.Errorf("plan(%d urls, cc=%d) = %q, want %q", tt.n, tt.cc, s, tt.want)
+		}
+	}
+}
