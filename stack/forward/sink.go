@@ -201,15 +201,14 @@ func (s *sink) Abort(cause error) {
 }
 
 // report is a ShownError naming the destinations that did not get the
-// file, nil when all did.
+// file, nil when all did. The children's own errors go to the log only, so
+// that the reply's error class is the same whichever way a child failed.
 func (s *sink) report() error {
 	var failed []string
-	var errs []error
 	for _, k := range s.kids {
 		if err := k.error(); err != nil {
 			s.log.Info("forward: child failed", "url", Show(k.plan.URL), "err", err)
 			failed = append(failed, k.failed(err)...)
-			errs = append(errs, err)
 		}
 	}
 	if len(failed) == 0 {
@@ -217,7 +216,7 @@ func (s *sink) report() error {
 	}
 	lines := []string{fmt.Sprintf("%s%d of its destinations:", marker, len(failed))}
 	lines = append(lines, failed...)
-	return &stack.ShownError{Text: strings.Join(lines, "\n"), Err: errors.Join(append([]error{ErrNotDelivered}, errs...)...)}
+	return &stack.ShownError{Text: strings.Join(lines, "\n"), Err: ErrNotDelivered}
 }
 
 // kid is one direct child: its connection, its queue, how it fared.
