@@ -41,6 +41,10 @@ func ParseOptions(e stack.Entry) (Options, error) {
 			return Options{}, stack.Refuse(fmt.Sprintf("%s: %v", e.Name, err))
 		}
 	}
+	if !o.LocalWrite && len(o.URLs) == 0 {
+		// GCT fails such a transfer with "Nothing to open".
+		return Options{}, stack.Refuse(fmt.Sprintf("%s: local_write=n and no urls: nothing to write to.", e.Name))
+	}
 	for _, u := range o.URLs {
 		if _, err := parseHop(u); err != nil {
 			return Options{}, stack.Refuse(fmt.Sprintf("%s: %v", e.Name, err))

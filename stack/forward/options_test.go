@@ -44,7 +44,7 @@ func TestParseObserved(t *testing.T) {
 		{gucOpts, Options{URLs: []string{c2 + "local_write=n", c3}, CC: 1, P: 2, LocalWrite: true}},
 		{fwdBC, Options{URLs: []string{c3}, CC: 2, P: 1, LocalWrite: false}},
 		{leaf, Options{CC: 2, P: 1, LocalWrite: true}},
-		{"file,forward:local_write=false;tcpbs=131072;subject=/CN=x", Options{CC: 2, P: 1}},
+		{"file,forward:local_write=false;tcpbs=131072;subject=/CN=x;urls=|ftp://h/x", Options{URLs: []string{"ftp://h/x"}, CC: 2, P: 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.spec, func(t *testing.T) {
@@ -58,7 +58,7 @@ func TestParseObserved(t *testing.T) {
 
 func TestParseRefused(t *testing.T) {
 	for _, opts := range []string{
-		"bogus=1", "cc=0", "P=x", "local_write=maybe",
+		"bogus=1", "cc=0", "local_write=n", "P=x", "local_write=maybe",
 		"urls=#http://h/x", "urls=#ftp%253A//h:1/x?bogus%253D1", "urls=#ftp%253A//h:1",
 	} {
 		e := stack.Entry{Name: Name}
