@@ -233,5 +233,3 @@ func TestChildKilled(t *testing.T) {
 		}
 	})
 }
-
-
