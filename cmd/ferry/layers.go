@@ -11,7 +11,8 @@ import (
 
 // layers are the disk stack layers every ferry server offers: the file
 // layer, ordering, the tar and checksum-list layers of many-file
-// transfers, zstd, and multicast forwarding (gridftp_multicast). popen comes only with a whitelist (ferry gridftp).
+// transfers, zstd, and multicast forwarding (gridftp_multicast). popen
+// comes only with a whitelist (ferry gridftp).
 func layers() stack.Registry {
 	reg := stack.Kinds()
 	maps.Copy(reg, tarstream.Kinds())
