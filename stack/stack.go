@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 
 	"ferry/storage"
@@ -89,6 +90,10 @@ type Env struct {
 	ReadOnly bool  // the session may not change the tree
 	MaxFile  int64 // the largest file a transfer may make; 0: no limit
 	Log      *slog.Logger
+	// Dial opens the connections a layer makes to other hosts (forward's
+	// children), under the server's rules for where it may connect; nil:
+	// none may be made.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Kind makes the layers of one name from their entries: a terminal kind

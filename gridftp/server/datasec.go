@@ -1,9 +1,12 @@
 package server
 
 import (
+	"cmp"
+	"context"
 	"fmt"
 	"net"
 	"net/netip"
+	"strconv"
 	"strings"
 	"time"
 
@@ -94,6 +97,39 @@ func (ss *session) checkTarget(ap netip.AddrPort) error {
 		return nil
 	}
 	return ss.srv.TargetPolicy.allows(ap, addrOf(ss.conn.RemoteAddr()), addrOf(ss.conn.LocalAddr()))
+}
+
+// dialOut opens a connection a layer makes to another host (a multicast
+// child) to the first of addr's addresses that the TargetPolicy allows,
+// as for an unauthenticated PORT: a client cannot make the server connect
+// to what it could not reach with one (an FTP bounce by another road).
+func (ss *session) dialOut(ctx context.Context, network, addr string) (net.Conn, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	pn, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return nil, fmt.Errorf("port %q: %w", port, err)
+	}
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return nil, err
+	}
+	var refused error
+	for _, ip := range ips {
+		ap := netip.AddrPortFrom(ip.Unmap(), uint16(pn))
+		if err := ss.srv.TargetPolicy.allows(ap, addrOf(ss.conn.RemoteAddr()), addrOf(ss.conn.LocalAddr())); err != nil {
+			refused = cmp.Or(refused, fmt.Errorf("%s: %w", addr, err))
+			continue
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, network, ap.String())
+	}
+	if refused == nil {
+		refused = fmt.Errorf("%s: no address", addr)
+	}
+	return nil, refused
 }
 
 // admitter is how the passive listener opened now admits connections: the

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -233,3 +234,35 @@ func TestChildKilled(t *testing.T) {
 		}
 	})
 }
+
+// TestChildOutsideTargetPolicy: a client cannot make a server connect
+// where its target policy forbids (an FTP bounce by another road): the
+// child is never reached, and the reply names it.
+func TestChildOutsideTargetPolicy(t *testing.T) {
+	data := payload(1 << 20)
+	a := start(t)
+	a.srv.TargetPolicy.Allow = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")} // not loopback
+	// The child listens on another address than the client's own (which a
+	// server may always connect to).
+	root, fs := servertest.Root(t)
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Skip("no 127.0.0.2 here:", err)
+	}
+	b := &node{root: root, addr: ln.Addr().String(), srv: &server.Server{FS: fs, Anonymous: true, AnonymousWrite: true}}
+	go b.srv.Serve(ln)
+	t.Cleanup(func() { b.srv.Close() })
+	spec := mcStack("cc=1", b.url("f", ""))
+	text := shown(t, upload(t, a, spec, "f", bytes.NewReader(data), int64(len(data))))
+	if !strings.Contains(text, Show(b.url("f", ""))) {
+		t.Errorf("reply does not name the refused child:\n%s", text)
+	}
+	if b.srv.Sessions() != 0 || fileExists(filepath.Join(b.root, "f")) {
+		t.Error("the refused child was reached")
+	}
+	if !bytes.Equal(a.content(t, "f"), data) {
+		t.Error("the first hop's own copy differs")
+	}
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }

@@ -52,6 +52,9 @@ func newLayer(e stack.Entry, env stack.Env) (stack.Filter, error) {
 	if env.ReadOnly {
 		return nil, stack.Refuse(fmt.Sprintf("%s: the session may not write.", e.Name))
 	}
+	if env.Dial == nil && len(o.URLs) > 0 {
+		return nil, stack.Refuse(fmt.Sprintf("%s: this server connects to no other host.", e.Name))
+	}
 	return layer{o: o, env: env}, nil
 }
 
@@ -89,7 +92,7 @@ func (l layer) WrapSink(ctx context.Context, t *stack.Transfer, below stack.Sink
 	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	for _, c := range plan(l.o.URLs, l.o.CC) {
 		h, _ := parseHop(c.URL) // checked by ParseOptions
-		k := &kid{plan: c, hop: h, p: l.o.P, pool: s.pool, q: make(chan *shared, QueueBlocks),
+		k := &kid{plan: c, hop: h, p: l.o.P, pool: s.pool, q: make(chan *shared, QueueBlocks), dial: l.env.Dial,
 			dead: make(chan struct{}), done: make(chan struct{}), eof: s.eof, aborted: s.aborted, log: log}
 		s.kids = append(s.kids, k)
 		go k.run(ctx)
@@ -223,6 +226,7 @@ func (s *sink) report() error {
 type kid struct {
 	plan    child
 	hop     hop
+	dial    client.DialFunc // the session's, under the server's target policy
 	p       int
 	pool    *gridftp.BufferPool
 	q       chan *shared
@@ -253,7 +257,7 @@ func (k *kid) run(ctx context.Context) {
 func (k *kid) transfer(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(ctx, SetupTimeout)
 	defer cancel()
-	c, err := client.Dial(sctx, k.hop.addr())
+	c, err := client.DialWith(sctx, k.dial, k.hop.addr())
 	if err != nil {
 		return err
 	}
