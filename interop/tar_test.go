@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"ferry/engine"
+	"ferry/gridftp/client"
 )
 
 // tarPairs are the combinations tar mode must handle: ferry's layer at
@@ -272,4 +273,29 @@ func debugFerry(t *testing.T) server {
 	s := startFerryConfig(t, ferryConfig{Anonymous: true, Args: []string{"--log-level", "debug"}})
 	s.debug = true
 	return s
+}
+
+// TestMulticastOptIn: ferry gridftp offers the multicast stack, which
+// makes it connect to other hosts, only when told (--multicast), as GCT
+// offers it only through -fs-whitelist; the tar layers always.
+func TestMulticastOptIn(t *testing.T) {
+	needFerry(t)
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{{nil, false}, {[]string{"--multicast"}, true}} {
+		srv := startFerryConfig(t, ferryConfig{Anonymous: true, Args: tc.args})
+		c, err := client.Dial(context.Background(), srv.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Login(context.Background(), "anonymous", "x"); err != nil {
+			t.Fatal(err)
+		}
+		layers, _ := c.Feature("DISKSTACK")
+		c.Close()
+		if got := strings.Contains(layers, "gridftp_multicast"); got != tc.want || !strings.Contains(layers, "tar") {
+			t.Errorf("%v: DISKSTACK %q", tc.args, layers)
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
@@ -29,6 +30,7 @@ func newGridFTPCmd() *cobra.Command {
 		loginTimeout, idleTimeout                         time.Duration
 		portAllow, popenEnv                               []string
 		popenWhitelist                                    string
+		multicast                                         bool
 	)
 	cmd := &cobra.Command{
 		Use:   "gridftp --root DIR [--listen HOST:PORT]",
@@ -76,6 +78,9 @@ to 5 min (421). Stop with SIGTERM or Ctrl-C.`,
 				MaxFileSize: sizeLimit, ChecksumHoles: holes, MaxStreams: maxStreams, Logger: log}
 			srv.PassiveFromAnywhere = pasvAny
 			srv.Layers = layers()
+			if multicast {
+				maps.Copy(srv.Layers, multicastLayers())
+			}
 			if popenWhitelist != "" {
 				programs, err := popen.ParseWhitelist(popenWhitelist)
 				if err != nil {
@@ -142,6 +147,7 @@ to 5 min (421). Stop with SIGTERM or Ctrl-C.`,
 	f.StringVar(&maxFileSize, "max-file-size", "16T", "largest file, size or offset a client may write, e.g. 500G (0: no limit)")
 	f.StringVar(&checksumHoles, "max-checksum-holes", "4G", "most bytes of holes (of a sparse file) one checksum hashes (0: no limit)")
 	f.IntVar(&maxStreams, "max-streams", 64, "parallel data streams of one transfer")
+	f.BoolVar(&multicast, "multicast", false, "offer the multicast disk stack (globus-url-copy -MC): while a file arrives it is also sent on to the servers the client names, within --port-allow's rules for where this server may connect (default: off)")
 	f.StringVar(&popenWhitelist, "popen-whitelist", "", "programs clients may run through the popen disk stack (globus-url-copy -src-pipe/-dst-pipe), [alias:]/full/path,... (default: none, no popen)")
 	f.StringArrayVar(&popenEnv, "popen-env", nil, "KEY=VALUE in the environment of popen programs, repeatable (default: an empty environment)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
