@@ -83,7 +83,9 @@ func TestServiceEndpointMadePrivate(t *testing.T) {
 
 	t.Run("running", func(t *testing.T) {
 		th := startThrottle(t, src, time.Millisecond, 40*time.Millisecond)
-		id := bob.transfer("alice#shared2:/tree", "mine:/tree", "-r")
+		// One transfer per file: tar streams would finish the tree between
+		// two of the throttle's steps.
+		id := bob.transfer("alice#shared2:/tree", "mine:/tree", "-r", "--tar", "never")
 		bob.waitFor(id, "files recorded done", 30*time.Second, func(t api.Task) bool { return t.FilesTransferred > 0 })
 		alice.ok("", "endpoint", "update", "shared2", "--public=false")
 		th.release() // at full speed, the rest would be done in a moment

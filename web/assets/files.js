@@ -17,7 +17,10 @@ export function files(main) {
   const panes = [pane('left', 'Left'), pane('right', 'Right')];
   [panes[0].other, panes[1].other] = [panes[1], panes[0]];
   main.append(h('h1', { class: 'sr-only', text: 'Files' }), h('div', { class: 'panes' }, panes.map((p) => p.section)));
-  const save = () => sessionStorage.setItem(saved, JSON.stringify(panes.map((p) => p.ep && { id: p.ep.id, path: p.path })));
+  // A pane still being restored keeps what was saved for it: the other
+  // pane's save must not write it half restored (a reload then would lose
+  // its directory).
+  const save = () => sessionStorage.setItem(saved, JSON.stringify(panes.map((p) => p.restoring || (p.ep && { id: p.ep.id, path: p.path }))));
   const state = JSON.parse(sessionStorage.getItem(saved) || '[]');
   panes.forEach((p, i) => {
     p.save = save;
@@ -131,12 +134,14 @@ function pane(id, title) {
   }
 
   p.restore = async ({ id: epID, path }) => {
+    p.restoring = { id: epID, path };
     try {
       p.ep = await get('endpoint/' + encodeURIComponent(epID));
       choose.value = p.ep.display_name;
       heading.textContent = `${title} pane: ${p.ep.display_name}`;
       await p.list(path);
     } catch { /* the endpoint is gone: start empty */ }
+    p.restoring = null;
   };
 
   // list shows a directory. prompt: ask for an activation the endpoint
