@@ -21,6 +21,9 @@ type Endpoint struct {
 	// as a sender (FEAT PASVSEND); from other sources its passive address
 	// must lead to a relay.
 	Outbound bool
+	// Local marks a server on loopback for this process's own use (ferry
+	// copy's local paths): no other server can reach it.
+	Local bool
 }
 
 func (e Endpoint) String() string { return e.Addr }
@@ -115,6 +118,11 @@ type Options struct {
 	// since then sends only what is missing.
 	Resume  bool
 	Restart func(src string) (Partial, bool)
+
+	// Fanout is the fan-out of CopyMany's tree; 0: chosen.
+	Fanout int
+
+	fan *fanout // the tree pass of CopyMany: the destination forwards
 }
 
 // Partial is what an interrupted transfer of one file left at the

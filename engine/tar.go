@@ -320,6 +320,9 @@ func (c *copier) tarStack() string {
 // ("" for the default); a batch's part is made.
 func (c *copier) stacksFor(u *unit) (src, dst string) {
 	if u.b == nil {
+		if c.opts.fan != nil {
+			return "", c.opts.fan.stack(u.f.src, u.f.dst, c.set.Parallelism)
+		}
 		if c.set.Compressed && u.n < 0 && u.part.Have.Empty() {
 			return zstdLayer, zstdLayer // a whole file, read and written from start to end
 		}

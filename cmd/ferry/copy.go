@@ -31,9 +31,10 @@ func newCopyCmd() *cobra.Command {
 		syncLevel, chunk, until string
 		tar                     string
 		quiet                   bool
+		mc                      string
 	)
 	cmd := &cobra.Command{
-		Use:   "copy [flags] SRC DST",
+		Use:   "copy [flags] SRC DST [DST...]",
 		Short: "Copy files between GridFTP endpoints and local paths, verified, with no service",
 		Long: `Copy SRC to DST directly, like globus-url-copy: each is ftp://[user[:pass]@]host[:port]/path
 or a local path. Transfers between two servers are third-party: data flows server to
@@ -41,8 +42,15 @@ server. Directories need -r; a DST ending in / receives SRC under its own name.
 
 ferry chooses concurrency, parallel streams, pipelining and chunk size itself from
 the file mix and the round trip; the flags override it. Failed files are retried
-with backoff; the exit status is 0 only when every file arrived intact.`,
-		Args: cobra.ExactArgs(2),
+with backoff; the exit status is 0 only when every file arrived intact.
+
+With several destinations (DST arguments, or --mc FILE with a URL per line), the
+source sends each file once: the nearest destination whose ferry server forwards
+(ferry gridftp --multicast) writes it and passes every block on at once through a
+chain or tree of the others (--fanout); each hop checks its children's copies.
+Destinations the tree missed are then repaired from a verified copy, and servers
+that cannot forward get ordinary copies.`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
 			if o.SyncLevel, err = engine.ParseSyncLevel(syncLevel); err != nil {
@@ -61,7 +69,18 @@ with backoff; the exit status is 0 only when every file arrived intact.`,
 					return fmt.Errorf("--deadline: %w", err)
 				}
 			}
-			return runCopy(cmd.Context(), args[0], args[1], o, cmd.ErrOrStderr(), quiet)
+			dsts := args[1:]
+			if mc != "" {
+				more, err := readMC(mc)
+				if err != nil {
+					return err
+				}
+				dsts = append(dsts, more...)
+			}
+			if len(dsts) == 0 {
+				return errors.New("no destination: give DST or --mc FILE")
+			}
+			return runCopy(cmd.Context(), args[0], dsts, o, cmd.ErrOrStderr(), quiet)
 		},
 	}
 	f := cmd.Flags()
@@ -79,6 +98,8 @@ with backoff; the exit status is 0 only when every file arrived intact.`,
 	f.BoolVar(&o.Compress, "compress", false, "compress data in flight (zstd) where both ends are ferry servers; worth it only when the link, not the CPU, is the limit")
 	f.StringVar(&tar, "tar", "auto", "move trees of small files as tar streams: auto (when the file mix favours it), always or never")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress bar")
+	f.StringVar(&mc, "mc", "", "more destinations, a URL per line (globus-url-copy's -MC file)")
+	f.IntVar(&o.Fanout, "fanout", 0, "with several destinations: servers each one forwards to (1: a chain; default: chosen)")
 	return cmd
 }
 
@@ -195,7 +216,7 @@ func serveLocal(ctx context.Context, pl *place, peer string) (stop func(), err e
 	if err != nil {
 		return nil, err
 	}
-	pl.ep.Addr = ln.Addr().String()
+	pl.ep.Addr, pl.ep.Local = ln.Addr().String(), true
 	go srv.Serve(ln)
 	return func() { srv.Close() }, nil
 }
@@ -222,49 +243,97 @@ type oneLogin struct{ user, pass string }
 
 func (o oneLogin) Check(user, pass string) bool { return user == o.user && pass == o.pass }
 
-func runCopy(ctx context.Context, srcArg, dstArg string, o engine.Options, out io.Writer, quiet bool) error {
+func runCopy(ctx context.Context, srcArg string, dstArgs []string, o engine.Options, out io.Writer, quiet bool) error {
 	src, err := parsePlace(srcArg)
 	if err != nil {
 		return err
 	}
-	dst, err := parsePlace(dstArg)
-	if err != nil {
-		return err
+	dsts := make([]place, len(dstArgs))
+	for i, a := range dstArgs {
+		if dsts[i], err = parsePlace(a); err != nil {
+			return err
+		}
 	}
 	if src.local != "" {
 		if _, err := os.Stat(filepath.Join(src.local, filepath.FromSlash(src.path))); err != nil {
 			return fmt.Errorf("source: %w", err)
 		}
-		stop, err := serveLocal(ctx, &src, dst.ep.Addr)
+		stop, err := serveLocal(ctx, &src, dsts[0].ep.Addr)
 		if err != nil {
 			return err
 		}
 		defer stop()
 	}
-	if dst.local != "" {
-		stop, err := serveLocal(ctx, &dst, src.ep.Addr)
-		if err != nil {
-			return err
+	for i := range dsts {
+		if dsts[i].local != "" {
+			stop, err := serveLocal(ctx, &dsts[i], src.ep.Addr)
+			if err != nil {
+				return err
+			}
+			defer stop()
 		}
-		defer stop()
 	}
-	if strings.HasSuffix(dstArg, "/") && !strings.HasSuffix(dst.path, "/") {
-		dst.path += "/"
-	}
-	if o.Recursive && strings.HasSuffix(dst.path, "/") && !strings.HasSuffix(srcArg, "/") {
-		dst.path = path.Join(dst.path, path.Base(src.path)) // DST/ receives SRC by name
+	targets := make([]engine.Target, len(dsts))
+	for i, dst := range dsts {
+		if strings.HasSuffix(dstArgs[i], "/") && !strings.HasSuffix(dst.path, "/") {
+			dst.path += "/"
+		}
+		if o.Recursive && strings.HasSuffix(dst.path, "/") && !strings.HasSuffix(srcArg, "/") {
+			dst.path = path.Join(dst.path, path.Base(src.path)) // DST/ receives SRC by name
+		}
+		targets[i] = engine.Target{Endpoint: dst.ep, Items: []engine.Item{{Src: src.path, Dst: dst.path}}}
 	}
 	bar := newProgress(out, !quiet && isTerminal(out))
-	res, err := engine.Copy(ctx, src.ep, dst.ep, []engine.Item{{Src: src.path, Dst: dst.path}}, o, bar)
+	if len(targets) == 1 {
+		res, err := engine.Copy(ctx, src.ep, targets[0].Endpoint, targets[0].Items, o, bar)
+		bar.stop()
+		if err != nil {
+			return err
+		}
+		bar.summary(res)
+		if res.Failed > 0 {
+			return fmt.Errorf("%d of %d files failed", res.Failed, res.Files)
+		}
+		return nil
+	}
+	res, err := engine.CopyMany(ctx, src.ep, targets, o, bar)
 	bar.stop()
 	if err != nil {
 		return err
 	}
-	bar.summary(res)
+	bar.summary(res.Result)
+	bar.destinations(res, dstArgs)
 	if res.Failed > 0 {
-		return fmt.Errorf("%d of %d files failed", res.Failed, res.Files)
+		return fmt.Errorf("%d of %d files did not reach every destination", res.Failed, res.Files)
 	}
 	return nil
+}
+
+// readMC reads a multicast file in globus-url-copy's -MC format: a
+// destination URL per line. Unlike globus-url-copy, a blank line does not
+// end the list; lines starting with # are comments. A URL's "?options"
+// (globus-url-copy's per-hop driver options) are refused: ferry builds
+// the tree itself (--fanout).
+func readMC(name string) ([]string, error) {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("--mc: %w", err)
+	}
+	var out []string
+	for n, l := range strings.Split(string(b), "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		if strings.Contains(l, "?") {
+			return nil, fmt.Errorf("--mc %s line %d: per-hop options (%q) are globus-url-copy's; ferry builds the tree itself (see --fanout)", name, n+1, l[strings.Index(l, "?"):])
+		}
+		out = append(out, l)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--mc %s: no destination in it", name)
+	}
+	return out, nil
 }
 
 func isTerminal(w io.Writer) bool {
@@ -311,6 +380,24 @@ func (p *progress) Done(r engine.FileResult) {
 	p.done.Add(1)
 	if r.Outcome == engine.Failed {
 		p.line(fmt.Sprintf("FAILED %s: %v", r.Src, r.Err))
+	}
+}
+
+// destinations prints a line per destination of a multi-destination copy.
+func (p *progress) destinations(r engine.MultiResult, names []string) {
+	switch {
+	case r.Head < 0:
+		fmt.Fprintln(p.out, "tree: none (no destination's server forwards: ferry gridftp --multicast); copied to each")
+	case r.Fanout == 0:
+		fmt.Fprintf(p.out, "tree: none; %s received from the source, the others were copied to\n", names[r.Head])
+	default:
+		fmt.Fprintf(p.out, "tree: %s received from the source and forwarded, fan-out %d\n", names[r.Head], r.Fanout)
+	}
+	for i, d := range r.Dests {
+		fmt.Fprintf(p.out, "  %s: %d delivered (%d repaired), %d skipped, %d failed\n", names[i], d.Delivered, d.Repaired, d.Skipped, d.Failed)
+		for _, f := range d.FailedFiles {
+			fmt.Fprintf(p.out, "    FAILED %s: %v\n", f.Dst, f.Err)
+		}
 	}
 }
 

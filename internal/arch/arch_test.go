@@ -90,7 +90,7 @@ var allowed = map[string][]string{
 	"ferry/throttle":        {},
 	"ferry/netpolicy":       {},
 	"ferry/gridftp/client":  {"ferry/gridftp"},
-	"ferry/engine":          {"ferry/gridftp", "ferry/gridftp/client"},
+	"ferry/engine":          {"ferry/gridftp", "ferry/gridftp/client", "ferry/stack/forward"}, // builds multicast trees
 	"ferry/service/domain":  {},
 	"ferry/service/secret":  {"ferry/service/domain"},
 

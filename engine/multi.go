@@ -1,0 +1,674 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"ferry/stack/forward"
+)
+
+// A copy to many destinations (CopyMany) runs in two passes.
+//
+// The tree pass sends each file once, from the source to one destination
+// (the head), whose server writes it and forwards it at once to the others
+// through ferry's multicast layer (stack/forward): a chain or a tree of
+// servers, each writing and passing blocks on as they come, each checking
+// its children's copies by checksum. The engine checks the head's copy
+// against the source as any copy does. A destination that a file did not
+// reach is named in the head's reply; the tree leaves it out of the files
+// that follow.
+//
+// The repair pass then brings every destination up to date with ordinary
+// copies, all destinations at once: the files the tree did not deliver
+// come from a verified copy (the head's) when there is one, and
+// destinations the tree could not include (servers that cannot forward
+// and would have to, servers that accept no connections) get the whole
+// copy from the source, as do all of them when the head failed.
+
+// Target is one destination of CopyMany: its endpoint and, for each item,
+// where the item goes there (its Items' Src and Recursive must be the
+// same for every target).
+type Target struct {
+	Endpoint Endpoint
+	Items    []Item
+	// Has, when set, reports a source file this destination got in an
+	// earlier run (a resumed task): the tree leaves it out for that file,
+	// the repair pass does not send it, and it counts as skipped there.
+	Has func(src string) bool
+}
+
+// has reports whether target i got src in an earlier run.
+func (m *multi) has(i int, src string) bool {
+	return m.targets[i].Has != nil && m.targets[i].Has(src)
+}
+
+// DestResult is what one destination got.
+type DestResult struct {
+	Endpoint    string
+	Delivered   int // files that arrived, by the tree or by repair
+	Repaired    int // of Delivered, files that came in the repair pass
+	Skipped     int // already there (the sync level)
+	Failed      int
+	FailedFiles []FileResult
+	Err         error // the repair copy to it failed as a whole (unreachable, refused)
+}
+
+// MultiResult sums up CopyMany. Its Result counts each source file once:
+// transferred when every destination has it, failed when one does not.
+type MultiResult struct {
+	Result
+	Dests  []DestResult
+	Head   int // the destination the source sent to; -1: no tree
+	Fanout int // the tree's fan-out, 0 without a tree
+}
+
+// DestReporter is an optional interface of a CopyMany Reporter: DestDone
+// gives a file's final outcome at one destination (its index among the
+// targets), before the file's Done.
+type DestReporter interface {
+	DestDone(dest int, r FileResult)
+}
+
+// repairers are how many destinations the repair pass copies to at once.
+const repairers = 4
+
+// CopyMany copies items from src to every target: through a tree of
+// forwarding servers where the destinations allow it, then repairing what
+// did not arrive. Fanout in opts.Fanout, or chosen.
+func CopyMany(ctx context.Context, src Endpoint, targets []Target, opts Options, rep Reporter) (MultiResult, error) {
+	start := time.Now()
+	if rep == nil {
+		rep = nopReporter{}
+	}
+	m := &multi{src: src, targets: targets, opts: opts, rep: rep, head: -1,
+		res: MultiResult{Head: -1, Dests: make([]DestResult, len(targets))}}
+	if err := m.check(); err != nil {
+		return m.res, err
+	}
+	for i, t := range targets {
+		m.res.Dests[i].Endpoint = t.Endpoint.String()
+	}
+	if len(targets) == 1 {
+		r, err := Copy(ctx, src, targets[0].Endpoint, targets[0].Items, opts, &one{rep: rep})
+		m.res.Result, m.res.Dests[0] = r, destOf(targets[0].Endpoint, r)
+		return m.res, err
+	}
+	m.probe(ctx)
+	m.files, m.byHead = map[string]*multiFile{}, map[string]string{}
+	err := m.treePass(ctx)
+	if ctx.Err() == nil {
+		m.repairPass(ctx)
+	}
+	m.finish()
+	m.res.Elapsed = time.Since(start)
+	if err == nil {
+		err = ctx.Err()
+	}
+	return m.res, err
+}
+
+// multi is one run of CopyMany.
+type multi struct {
+	src     Endpoint
+	targets []Target
+	opts    Options
+	rep     Reporter
+	probes  []probe
+	head    int
+	tree    []int // the other destinations in the tree, in tree order
+	fan     *fanout
+
+	mu     sync.Mutex
+	files  map[string]*multiFile // by source path
+	order  []string
+	byHead map[string]string // source paths by the head's paths
+	res    MultiResult
+	// whole: the tree pass ended with every file final at the head
+	// (transferred or skipped), so that the head can be a repair source.
+	whole bool
+}
+
+// multiFile is one source file's outcome at each destination.
+type multiFile struct {
+	size int64
+	sum  string
+	at   map[int]FileResult // final outcomes by destination
+	dsts map[int]string     // where it goes at each destination
+}
+
+// probe is what the engine learns of a destination before the tree: how
+// far it is and whether it can forward.
+type probe struct {
+	ok      bool
+	rtt     time.Duration
+	forward bool
+}
+
+// check refuses targets that disagree on the sources, a destination
+// named twice, and a destination that is a source: a server would write a
+// file while reading it.
+func (m *multi) check() error {
+	if len(m.targets) == 0 {
+		return errors.New("no destination")
+	}
+	first := m.targets[0].Items
+	for i, t := range m.targets {
+		if len(t.Items) != len(first) {
+			return fmt.Errorf("destination %d: %d items, want %d", i+1, len(t.Items), len(first))
+		}
+		for j, it := range t.Items {
+			if it.Src != first[j].Src || it.Recursive != first[j].Recursive {
+				return fmt.Errorf("destination %d: item %d is %q, want %q", i+1, j+1, it.Src, first[j].Src)
+			}
+			if same(m.src, t.Endpoint) && overlaps(it.Src, it.Dst) {
+				return fmt.Errorf("destination %d (%s%s) is or holds the source %s: refused", i+1, t.Endpoint, it.Dst, it.Src)
+			}
+			for k, u := range m.targets[:i] {
+				if same(u.Endpoint, t.Endpoint) && overlaps(u.Items[j].Dst, it.Dst) {
+					return fmt.Errorf("destinations %d and %d are the same place (%s%s)", k+1, i+1, t.Endpoint, it.Dst)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// same reports endpoints on one server: the same port at the same host,
+// by name or by any of its addresses.
+func same(a, b Endpoint) bool {
+	ah, ap, err1 := net.SplitHostPort(a.Addr)
+	bh, bp, err2 := net.SplitHostPort(b.Addr)
+	if err1 != nil || err2 != nil {
+		return a.Addr == b.Addr
+	}
+	if ap != bp {
+		return false
+	}
+	if strings.EqualFold(ah, bh) {
+		return true
+	}
+	as, _ := net.LookupHost(ah)
+	bs, _ := net.LookupHost(bh)
+	for _, x := range as {
+		if slices.Contains(bs, x) {
+			return true
+		}
+	}
+	return false
+}
+
+// overlaps reports paths of which one is the other or below it.
+func overlaps(a, b string) bool {
+	a, b = path.Clean("/"+a), path.Clean("/"+b)
+	return a == b || strings.HasPrefix(b, strings.TrimSuffix(a, "/")+"/") || strings.HasPrefix(a, strings.TrimSuffix(b, "/")+"/")
+}
+
+// probe dials every destination at once, for its round trip and whether
+// its server offers ferry's multicast layer.
+func (m *multi) probe(ctx context.Context) {
+	m.probes = make([]probe, len(m.targets))
+	var wg sync.WaitGroup
+	for i, t := range m.targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			c, err := t.Endpoint.dial(pctx)
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			names, _ := c.Feature("DISKSTACK")
+			m.probes[i] = probe{ok: true, rtt: c.RTT(), forward: offers(names, forward.Name) && reachable(t.Endpoint)}
+		}()
+	}
+	wg.Wait()
+}
+
+// reachable reports an endpoint other servers may connect to by its
+// address, as a tree's children are.
+func reachable(e Endpoint) bool { return !e.Outbound && !e.Local && e.Dial == nil }
+
+// planTree chooses the head (the nearest destination that forwards), the
+// order of the others (nearest first, those that forward before those
+// that cannot) and the fan-out, and leaves out destinations the tree
+// cannot hold: one that accepts no connections, or one that cannot
+// forward where the tree would need it to.
+func (m *multi) planTree() {
+	var fwd, leaf []int
+	for i, p := range m.probes {
+		switch {
+		case p.forward:
+			fwd = append(fwd, i)
+		case reachable(m.targets[i].Endpoint):
+			leaf = append(leaf, i) // unreachable from here: its parent may reach it
+		}
+	}
+	byRTT := func(a, b int) int {
+		pa, pb := m.probes[a], m.probes[b]
+		if pa.ok != pb.ok {
+			if pa.ok {
+				return -1
+			}
+			return 1
+		}
+		return int(pa.rtt - pb.rtt)
+	}
+	slices.SortStableFunc(fwd, byRTT)
+	slices.SortStableFunc(leaf, byRTT)
+	if len(fwd) == 0 {
+		return
+	}
+	m.head = fwd[0]
+	kids := append(fwd[1:len(fwd):len(fwd)], leaf...)
+	cc := m.fanout(len(kids))
+	for {
+		urls := make([]string, len(kids))
+		for j, k := range kids {
+			urls[j] = fmt.Sprint(k) // names only: Inner looks at positions
+		}
+		inner := forward.Inner(urls, cc)
+		bad := -1
+		for j, k := range kids {
+			if inner[j] && !m.probes[k].forward {
+				bad = j
+			}
+		}
+		if bad < 0 {
+			break
+		}
+		kids = slices.Delete(kids, bad, bad+1)
+	}
+	m.tree = kids
+	m.res.Head, m.res.Fanout = m.head, cc
+	if len(kids) == 0 {
+		m.res.Fanout = 0
+	}
+}
+
+// fanout is the tree's fan-out for n destinations below the head: the
+// option's, else a chain for up to four (each server's uplink carries
+// the file once, so the chain moves every copy at the rate of one), and
+// two beyond, which keeps the tree shallow (a server that dies takes
+// fewer destinations with it) at half the rate per child.
+func (m *multi) fanout(n int) int {
+	switch {
+	case m.opts.Fanout > 0:
+		return m.opts.Fanout
+	case n <= 4:
+		return 1
+	}
+	return 2
+}
+
+// treePass copies to the head, forwarding to the tree.
+func (m *multi) treePass(ctx context.Context) error {
+	m.planTree()
+	if m.head < 0 {
+		return nil
+	}
+	o := m.opts
+	o.Tar, o.Compress, o.ChunkSize, o.Restart = TarNever, false, -1, nil
+	if len(m.tree) > 0 {
+		m.fan = &fanout{heads: m.targets[m.head].Items, cc: m.res.Fanout}
+		for _, k := range m.tree {
+			m.fan.kids = append(m.fan.kids, kid{target: m.targets[k], index: k})
+		}
+		o.fan = m.fan
+	}
+	r, err := Copy(ctx, m.src, m.targets[m.head].Endpoint, m.targets[m.head].Items, o, &treeReporter{m: m})
+	m.res.Settings, m.res.Directories, m.res.Faults = r.Settings, r.Directories, r.Faults
+	m.res.Bytes += r.Bytes
+	m.whole = err == nil && r.Failed == 0 && r.Canceled == 0
+	return err
+}
+
+// treeReporter takes the tree pass's reports: a file transferred to the
+// head reached the tree but for the destinations the head named.
+type treeReporter struct{ m *multi }
+
+func (t *treeReporter) Planned(files int, bytes int64) { t.m.rep.Planned(files, bytes) }
+func (t *treeReporter) Progress(d int64)               { t.m.rep.Progress(d) }
+func (t *treeReporter) Fault(p string, err error, retry time.Duration) {
+	t.m.rep.Fault(p, err, retry)
+}
+func (t *treeReporter) Done(r FileResult) {
+	m := t.m
+	f := m.file(r.Src, r.Size)
+	m.mu.Lock()
+	f.at[m.head], f.dsts[m.head] = r, r.Dst
+	f.sum = r.Checksum
+	m.byHead[r.Dst] = r.Src
+	m.mu.Unlock()
+	if m.fan == nil {
+		return
+	}
+	missed := m.fan.missedOf(r.Dst)
+	for j, k := range m.fan.kids {
+		f.dsts[k.index] = m.fan.dstOf(j, r.Dst)
+		if r.Outcome == Transferred && !slices.Contains(missed, j) && !m.fan.wasDead(j, r.Dst) {
+			f.at[k.index] = FileResult{Src: r.Src, Dst: f.dsts[k.index], Size: r.Size, Outcome: Transferred, Checksum: r.Checksum, Attempts: r.Attempts}
+		}
+	}
+}
+
+// file is the record of source file src, made on first sight.
+func (m *multi) file(src string, size int64) *multiFile {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f := m.files[src]
+	if f == nil {
+		f = &multiFile{size: size, at: map[int]FileResult{}, dsts: map[int]string{}}
+		m.files[src] = f
+		m.order = append(m.order, src)
+	}
+	return f
+}
+
+// repairPass brings each destination but the head up to date, a few at
+// once: what the tree missed from the head's verified copy, the rest
+// from the source.
+func (m *multi) repairPass(ctx context.Context) {
+	sem := make(chan struct{}, repairers)
+	var wg sync.WaitGroup
+	for i := range m.targets {
+		if i == m.head {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			m.repair(ctx, i)
+		}()
+	}
+	wg.Wait()
+}
+
+// repair brings destination i up to date: the files the tree did not
+// bring from the head, then a copy from the source at sync level size (at
+// least) for the rest, which also makes the directories the tree cannot
+// (empty ones) and confirms that what the tree delivered is there.
+func (m *multi) repair(ctx context.Context, i int) {
+	t := m.targets[i]
+	m.mu.Lock()
+	var fromHead []Item
+	for _, src := range m.order {
+		f := m.files[src]
+		if _, ok := f.at[i]; ok || m.has(i, src) {
+			continue
+		}
+		if h, ok := f.at[m.head]; ok && h.Outcome == Transferred && f.dsts[i] != "" {
+			fromHead = append(fromHead, Item{Src: h.Dst, Dst: f.dsts[i]})
+		}
+	}
+	m.mu.Unlock()
+	if len(fromHead) > 0 {
+		o := m.opts
+		o.SyncLevel, o.Skip, o.Filters, o.DeleteExtra, o.Restart = SyncNone, nil, nil, false, nil
+		o.Recursive = false
+		r, _ := Copy(ctx, m.targets[m.head].Endpoint, t.Endpoint, fromHead, o, &repairReporter{m: m, dest: i, fromHead: true})
+		m.count(r)
+	}
+	o := m.opts
+	if t.Has != nil {
+		skip := o.Skip
+		o.Skip = func(src, dst string) bool { return t.Has(src) || skip != nil && skip(src, dst) }
+	}
+	if o.SyncLevel < SyncSize {
+		// What the tree delivered is verified (each hop checks its
+		// children's copies): skip what is there by size.
+		o.SyncLevel = SyncSize
+	}
+	r, err := Copy(ctx, m.src, t.Endpoint, t.Items, o, &repairReporter{m: m, dest: i})
+	m.count(r)
+	if err != nil {
+		m.mu.Lock()
+		m.res.Dests[i].Err = err
+		m.mu.Unlock()
+	}
+}
+
+// count adds a repair copy's bytes and faults.
+func (m *multi) count(r Result) {
+	m.mu.Lock()
+	m.res.Bytes += r.Bytes
+	m.res.Faults += r.Faults
+	m.mu.Unlock()
+}
+
+// repairReporter takes a repair copy's reports for destination dest.
+type repairReporter struct {
+	m        *multi
+	dest     int
+	fromHead bool // its sources are the head's paths
+}
+
+func (r *repairReporter) Planned(_ int, bytes int64) { r.m.rep.Planned(0, bytes) }
+func (r *repairReporter) Progress(d int64)           { r.m.rep.Progress(d) }
+func (r *repairReporter) Fault(p string, err error, retry time.Duration) {
+	r.m.rep.Fault(p, err, retry)
+}
+func (r *repairReporter) Done(res FileResult) {
+	m := r.m
+	src := res.Src
+	if r.fromHead {
+		m.mu.Lock()
+		src = m.byHead[res.Src]
+		m.mu.Unlock()
+	}
+	f := m.file(src, res.Size)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	res.Src = src
+	if res.Outcome == Transferred {
+		res.Outcome = repaired
+	}
+	if prev, ok := f.at[r.dest]; ok && prev.Outcome != Failed && res.Outcome == Skipped {
+		return // the tree delivered it, the repair pass found it there
+	}
+	f.at[r.dest], f.dsts[r.dest] = res, res.Dst
+}
+
+// repaired marks, within this file only, a file the repair pass sent.
+const repaired Outcome = -1
+
+// finish sums up each destination and reports each file once.
+func (m *multi) finish() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	dr, _ := m.rep.(DestReporter)
+	for _, src := range m.order {
+		f := m.files[src]
+		all := FileResult{Src: src, Size: f.size, Outcome: Transferred, Checksum: f.sum, Attempts: 1}
+		skippedAll := true
+		var missing []string
+		for i := range m.targets {
+			r, ok := f.at[i]
+			if !ok && m.has(i, src) {
+				r, ok = FileResult{Src: src, Dst: f.dsts[i], Size: f.size, Outcome: Skipped}, true
+			}
+			if !ok {
+				r = FileResult{Src: src, Dst: f.dsts[i], Size: f.size, Outcome: Failed, Err: errors.New("not delivered")}
+			}
+			d := &m.res.Dests[i]
+			switch r.Outcome {
+			case repaired:
+				d.Delivered++
+				d.Repaired++
+				r.Outcome = Transferred
+			case Transferred:
+				d.Delivered++
+			case Skipped:
+				d.Skipped++
+			case Canceled:
+				all.Outcome = Canceled
+			default:
+				d.Failed++
+				d.FailedFiles = append(d.FailedFiles, r)
+				missing = append(missing, fmt.Sprintf("%s: %v", m.targets[i].Endpoint, r.Err))
+			}
+			if r.Outcome != Skipped {
+				skippedAll = false
+			}
+			if dr != nil {
+				dr.DestDone(i, r)
+			}
+		}
+		m.res.Files++
+		switch {
+		case len(missing) > 0:
+			all.Outcome, all.Err = Failed, fmt.Errorf("not at %d of %d destinations: %s", len(missing), len(m.targets), strings.Join(missing, "; "))
+			m.res.Failed++
+			m.res.FailedFiles = append(m.res.FailedFiles, all)
+		case all.Outcome == Canceled:
+			m.res.Canceled++
+		case skippedAll:
+			all.Outcome = Skipped
+			m.res.Skipped++
+		default:
+			m.res.Transferred++
+		}
+		m.rep.Done(all)
+	}
+}
+
+// destOf is a single copy's result as one destination's.
+func destOf(e Endpoint, r Result) DestResult {
+	return DestResult{Endpoint: e.String(), Delivered: r.Transferred, Skipped: r.Skipped, Failed: r.Failed, FailedFiles: r.FailedFiles}
+}
+
+// one passes a single destination's reports on, with DestDone.
+type one struct{ rep Reporter }
+
+func (o *one) Planned(files int, bytes int64)                 { o.rep.Planned(files, bytes) }
+func (o *one) Progress(d int64)                               { o.rep.Progress(d) }
+func (o *one) Fault(p string, err error, retry time.Duration) { o.rep.Fault(p, err, retry) }
+func (o *one) Done(r FileResult) {
+	if dr, ok := o.rep.(DestReporter); ok {
+		dr.DestDone(0, r)
+	}
+	o.rep.Done(r)
+}
+
+// fanout is the tree pass's multicast: for each file, the stack that
+// makes the head forward it to the kids still alive.
+type fanout struct {
+	heads []Item // the head's items, to find a file's place at each kid
+	kids  []kid
+	cc    int
+
+	mu     sync.Mutex
+	dead   map[int]string   // kids a file did not reach, and the first such file
+	missed map[string][]int // by head path: kids that file did not reach
+	sent   map[string][]int // by head path: kids the last stack named
+}
+
+// kid is a destination below the head.
+type kid struct {
+	target Target
+	index  int // among the targets
+}
+
+// stack is the head's stack for source file src, which it receives at
+// dst, with p streams per hop; kids that have src already are left out.
+func (f *fanout) stack(src, dst string, p int) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var urls []string
+	var live []int
+	for j := range f.kids {
+		if _, gone := f.dead[j]; !gone && (f.kids[j].target.Has == nil || !f.kids[j].target.Has(src)) {
+			live = append(live, j)
+		}
+	}
+	if f.sent == nil {
+		f.sent = map[string][]int{}
+	}
+	f.sent[dst] = live
+	for _, j := range live {
+		urls = append(urls, f.url(j, dst))
+	}
+	inner := forward.Inner(urls, f.cc)
+	for n := range urls {
+		if inner[n] {
+			urls[n] += fmt.Sprintf("?cc=%d;P=%d", f.cc, p)
+		}
+	}
+	return forward.Options{URLs: urls, CC: f.cc, P: p, LocalWrite: true}.Spec()
+}
+
+// url is where kid j receives the file the head receives at dst.
+func (f *fanout) url(j int, dst string) string {
+	e := f.kids[j].target.Endpoint
+	u := url.URL{Scheme: "ftp", Host: e.Addr, Path: f.dstOf(j, dst)}
+	if e.User != "" {
+		u.User = url.UserPassword(e.User, e.Password)
+	}
+	return u.String()
+}
+
+// dstOf maps the head's path dst to kid j's: the same place below the
+// kid's destination of the same item.
+func (f *fanout) dstOf(j int, dst string) string {
+	best := -1
+	for i, it := range f.heads {
+		root := path.Clean(it.Dst)
+		if (dst == root || strings.HasPrefix(dst, strings.TrimSuffix(root, "/")+"/")) && (best < 0 || len(root) > len(path.Clean(f.heads[best].Dst))) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return ""
+	}
+	return path.Clean(f.kids[j].target.Items[best].Dst) + strings.TrimPrefix(dst, path.Clean(f.heads[best].Dst))
+}
+
+// failed reads the head's report of the kids a file did not reach, from
+// its reply err, and leaves them out of the files that follow. ok is
+// false when err is not such a report.
+func (f *fanout) failed(dst string, err error) bool {
+	names, ok := forward.Undelivered(err)
+	if !ok {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.dead == nil {
+		f.dead, f.missed = map[int]string{}, map[string][]int{}
+	}
+	for _, j := range f.sent[dst] {
+		if slices.Contains(names, forward.Show(f.url(j, dst))) {
+			f.missed[dst] = append(f.missed[dst], j)
+			if _, ok := f.dead[j]; !ok {
+				f.dead[j] = dst
+			}
+		}
+	}
+	return true
+}
+
+// missedOf are the kids the file at dst did not reach.
+func (f *fanout) missedOf(dst string) []int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.missed[dst]
+}
+
+// wasDead reports a kid left out of the file at dst's tree.
+func (f *fanout) wasDead(j int, dst string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	sent, ok := f.sent[dst]
+	return ok && !slices.Contains(sent, j)
+}

@@ -1,0 +1,246 @@
+package engine_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"ferry/engine"
+	"ferry/stack"
+	"ferry/stack/forward"
+	"ferry/storage"
+)
+
+// forwarder runs a ferry endpoint that offers the multicast layer, as
+// ferry gridftp --multicast does.
+func forwarder(t *testing.T, wrap func(storage.Driver) storage.Driver) *endpoint {
+	t.Helper()
+	e := startEndpoint(t, "", wrap)
+	reg := stack.Kinds()
+	maps.Copy(reg, forward.Kinds())
+	e.srv.Layers = reg
+	return e
+}
+
+// multiTree is a source tree with a large file, small ones, depth and an
+// empty directory.
+func multiTree(t *testing.T, root string) {
+	t.Helper()
+	writeFile(t, filepath.Join(root, "set", "big.bin"), random(9<<20+123))
+	for i := range 12 {
+		writeFile(t, filepath.Join(root, "set", "d", fmt.Sprintf("f%02d", i)), random(i*4099))
+	}
+	writeFile(t, filepath.Join(root, "set", "a", "b", "c", "deep"), random(777))
+	os.MkdirAll(filepath.Join(root, "set", "empty"), 0o755)
+}
+
+func targets(dsts []*endpoint, dst string) []engine.Target {
+	out := make([]engine.Target, len(dsts))
+	for i, d := range dsts {
+		out[i] = engine.Target{Endpoint: d.Endpoint, Items: []engine.Item{{Src: "/set", Dst: dst, Recursive: true}}}
+	}
+	return out
+}
+
+// destRecorder records DestDone as well.
+type destRecorder struct {
+	recorder
+	mu   sync.Mutex
+	dest map[int]int // DestDone calls by destination
+}
+
+func (r *destRecorder) DestDone(i int, _ engine.FileResult) {
+	r.mu.Lock()
+	if r.dest == nil {
+		r.dest = map[int]int{}
+	}
+	r.dest[i]++
+	r.mu.Unlock()
+}
+
+func TestCopyManyTree(t *testing.T) {
+	src := startEndpoint(t, "", nil)
+	multiTree(t, src.root)
+	for _, tc := range []struct {
+		n, fanout, p int
+	}{{2, 0, 0}, {4, 1, 1}, {4, 2, 4}, {8, 2, 1}, {8, 4, 4}} {
+		t.Run(fmt.Sprintf("dests=%d,fanout=%d,p=%d", tc.n, tc.fanout, tc.p), func(t *testing.T) {
+			var dsts []*endpoint
+			for range tc.n {
+				dsts = append(dsts, forwarder(t, nil))
+			}
+			o := fastOptions()
+			o.Verify, o.Fanout, o.Parallelism = true, tc.fanout, tc.p
+			rep := &destRecorder{}
+			res, err := engine.CopyMany(context.Background(), src.Endpoint, targets(dsts, "/copy"), o, rep)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Head < 0 || (tc.fanout > 0 && res.Fanout != tc.fanout) {
+				t.Errorf("head %d fan-out %d: want a tree at fan-out %d", res.Head, res.Fanout, tc.fanout)
+			}
+			if res.Files != 14 || res.Transferred != 14 || res.Failed != 0 {
+				t.Fatalf("%+v", res.Result)
+			}
+			for i, d := range dsts {
+				compareTrees(t, filepath.Join(src.root, "set"), filepath.Join(d.root, "copy"))
+				if r := res.Dests[i]; r.Delivered != 14 || r.Repaired != 0 || r.Failed != 0 || rep.dest[i] != 14 {
+					t.Errorf("destination %d: %+v, %d reports", i, r, rep.dest[i])
+				}
+			}
+			// The source sent each file once: to the head.
+			if got := src.cmds.take()["RETR"]; got != 14 {
+				t.Errorf("source served %d RETR, want 14 (one per file)", got)
+			}
+		})
+	}
+}
+
+// TestCopyManyMixed: a server that cannot forward is a leaf of the tree
+// or, where the tree would need it to forward, gets its copy afterwards.
+func TestCopyManyMixed(t *testing.T) {
+	src := startEndpoint(t, "", nil)
+	multiTree(t, src.root)
+	dsts := []*endpoint{startEndpoint(t, "", nil), forwarder(t, nil), startEndpoint(t, "", nil), forwarder(t, nil)}
+	o := fastOptions()
+	o.Verify = true
+	res, err := engine.CopyMany(context.Background(), src.Endpoint, targets(dsts, "/copy"), o, nil)
+	if err != nil || res.Failed != 0 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if res.Head != 1 && res.Head != 3 {
+		t.Errorf("head %d: want a server that forwards", res.Head)
+	}
+	for _, d := range dsts {
+		compareTrees(t, filepath.Join(src.root, "set"), filepath.Join(d.root, "copy"))
+	}
+}
+
+// TestCopyManyNoForwarder: with no server that forwards, each
+// destination gets an ordinary copy.
+func TestCopyManyNoForwarder(t *testing.T) {
+	src := startEndpoint(t, "", nil)
+	multiTree(t, src.root)
+	dsts := []*endpoint{startEndpoint(t, "", nil), startEndpoint(t, "", nil), startEndpoint(t, "", nil)}
+	res, err := engine.CopyMany(context.Background(), src.Endpoint, targets(dsts, "/copy"), fastOptions(), nil)
+	if err != nil || res.Failed != 0 || res.Head != -1 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	for _, d := range dsts {
+		compareTrees(t, filepath.Join(src.root, "set"), filepath.Join(d.root, "copy"))
+	}
+}
+
+// refusing fails the first creation of each named file.
+type refusing struct {
+	storage.Driver
+	names []string
+	seen  sync.Map
+	hits  atomic.Int32
+}
+
+func (r *refusing) Create(ctx context.Context, name string, flag storage.OpenFlag) (storage.File, error) {
+	for _, n := range r.names {
+		if strings.HasSuffix(name, n) {
+			if _, again := r.seen.LoadOrStore(name, true); !again {
+				r.hits.Add(1)
+				return nil, fmt.Errorf("refused by the test: %w", storage.ErrPermission)
+			}
+		}
+	}
+	return r.Driver.Create(ctx, name, flag)
+}
+
+// TestCopyManyRepair: a destination the tree did not reach with some
+// files gets them from the head's verified copy, and the tree stops
+// sending to it.
+func TestCopyManyRepair(t *testing.T) {
+	src := startEndpoint(t, "", nil)
+	multiTree(t, src.root)
+	bad := &refusing{names: []string{"/d/f03"}}
+	dsts := []*endpoint{forwarder(t, nil), forwarder(t, func(d storage.Driver) storage.Driver { bad.Driver = d; return bad }), forwarder(t, nil)}
+	o := fastOptions()
+	o.Verify, o.Fanout = true, 1
+	res, err := engine.CopyMany(context.Background(), src.Endpoint, targets(dsts, "/copy"), o, nil)
+	if err != nil || res.Failed != 0 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if bad.hits.Load() != 1 {
+		t.Fatalf("the refusal hit %d times", bad.hits.Load())
+	}
+	for _, d := range dsts {
+		compareTrees(t, filepath.Join(src.root, "set"), filepath.Join(d.root, "copy"))
+	}
+	repaired := 0
+	for _, d := range res.Dests {
+		repaired += d.Repaired
+	}
+	if repaired == 0 {
+		t.Errorf("nothing repaired: %+v", res.Dests)
+	}
+}
+
+// TestCopyManyUnreachable: a destination nobody can reach fails alone,
+// named, and the others complete.
+func TestCopyManyUnreachable(t *testing.T) {
+	src := startEndpoint(t, "", nil)
+	multiTree(t, src.root)
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	gone := ln.Addr().String()
+	ln.Close()
+	a, b := forwarder(t, nil), forwarder(t, nil)
+	ts := targets([]*endpoint{a, b}, "/copy")
+	ts = append(ts[:1], engine.Target{Endpoint: engine.Endpoint{Addr: gone}, Items: ts[0].Items}, ts[1])
+	o := fastOptions()
+	o.Fanout, o.MaxAttempts = 1, 2
+	res, err := engine.CopyMany(context.Background(), src.Endpoint, ts, o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Dests[1].Delivered != 0 || res.Dests[1].Err == nil && res.Dests[1].Failed == 0 {
+		t.Errorf("unreachable destination: %+v", res.Dests[1])
+	}
+	for _, d := range []*endpoint{a, b} {
+		compareTrees(t, filepath.Join(src.root, "set"), filepath.Join(d.root, "copy"))
+	}
+	if res.Failed != res.Files || res.Files != 14 {
+		t.Errorf("%d of %d files failed: want all (none reached every destination)", res.Failed, res.Files)
+	}
+}
+
+// TestCopyManyRefusesSource: a destination that is the source, or two
+// destinations that are one place, are refused before anything moves.
+func TestCopyManyRefusesSource(t *testing.T) {
+	src := forwarder(t, nil)
+	multiTree(t, src.root)
+	other := forwarder(t, nil)
+	before, _ := os.ReadFile(filepath.Join(src.root, "set", "big.bin"))
+	for _, tc := range []struct {
+		name string
+		ts   []engine.Target
+	}{
+		{"source", append(targets([]*endpoint{other}, "/copy"), targets([]*endpoint{src}, "/set")...)},
+		{"inside source", append(targets([]*endpoint{other}, "/copy"), targets([]*endpoint{src}, "/set/d")...)},
+		{"twice", targets([]*endpoint{other, other}, "/copy")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := engine.CopyMany(context.Background(), src.Endpoint, tc.ts, fastOptions(), nil); err == nil {
+				t.Fatal("accepted")
+			}
+		})
+	}
+	if after, _ := os.ReadFile(filepath.Join(src.root, "set", "big.bin")); !bytes.Equal(before, after) {
+		t.Fatal("source changed")
+	}
+	if _, err := os.Stat(filepath.Join(other.root, "copy")); err == nil {
+		t.Fatal("something was copied")
+	}
+}

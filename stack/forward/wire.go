@@ -1,0 +1,77 @@
+package forward
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"ferry/gridftp"
+)
+
+// What a client that builds trees itself (ferry's engine) needs of the
+// layer's wire forms: the stack that starts a tree, where the tree puts
+// each destination, and the failure report that names the destinations a
+// file did not reach.
+
+// Spec is the SITE SETDISKSTACK argument that makes a server write what
+// it receives (when o.LocalWrite) and forward it to o.URLs, each a
+// destination "url?opts", at fan-out o.CC with o.P streams to each child,
+// in GCT's encoding.
+func (o Options) Spec() string {
+	body := fmt.Sprintf("cc=%d;P=%d;", max(o.CC, 1), max(o.P, 1))
+	if !o.LocalWrite {
+		body += "local_write=n;"
+	}
+	body += "urls="
+	for _, u := range o.URLs {
+		body += "#" + encode(u)
+	}
+	return "file," + Name + ":" + encode(body)
+}
+
+// Inner reports, for each of urls, whether the tree a hop plans for them
+// at fan-out cc, with every hop below planning at cc too, gives it
+// destinations of its own to forward to. A server that cannot forward
+// (GCT without the driver) can only be a leaf.
+func Inner(urls []string, cc int) []bool {
+	inner := make([]bool, len(urls))
+	at := make(map[string]int, len(urls))
+	for i, u := range urls {
+		at[u] = i
+	}
+	var walk func([]string)
+	walk = func(us []string) {
+		for _, c := range plan(us, cc) {
+			if len(c.Sub) > 0 {
+				inner[at[c.URL]] = true
+				walk(c.Sub)
+			}
+		}
+	}
+	walk(urls)
+	return inner
+}
+
+// Undelivered reads a failure report from err, a server's reply to a
+// transfer through the layer: the destinations, as Show names them, that
+// did not get the file. ok is false when err is no such report (the
+// transfer failed at that server itself, or for another reason).
+func Undelivered(err error) (dests []string, ok bool) {
+	var ge *gridftp.Error
+	if !errors.As(err, &ge) {
+		return nil, false
+	}
+	for _, l := range ge.Reply.Lines {
+		l = strings.TrimSpace(l)
+		if len(l) > 4 && l[3] == '-' {
+			l = l[4:]
+		}
+		switch {
+		case strings.HasPrefix(l, marker):
+			ok = true
+		case ok && strings.Contains(l, "://"):
+			dests = append(dests, l)
+		}
+	}
+	return dests, ok && len(dests) > 0
+}
