@@ -39,6 +39,11 @@ import (
 type Target struct {
 	Endpoint Endpoint
 	Items    []Item
+	// Via, when set, is a server in front of this destination (a head
+	// node before a cluster's private network): the engine, which cannot
+	// reach the destination, sends to Via, whose multicast layer only
+	// forwards, to Endpoint's address as Via sees it, and writes nothing.
+	Via *Endpoint
 	// Has, when set, reports a source file this destination got in an
 	// earlier run (a resumed task): the tree leaves it out for that file,
 	// the repair pass does not send it, and it counts as skipped there.
@@ -96,7 +101,7 @@ func CopyMany(ctx context.Context, src Endpoint, targets []Target, opts Options,
 	for i, t := range targets {
 		m.res.Dests[i].Endpoint = t.Endpoint.String()
 	}
-	if len(targets) == 1 {
+	if len(targets) == 1 && targets[0].Via == nil {
 		r, err := Copy(ctx, src, targets[0].Endpoint, targets[0].Items, opts, &one{rep: rep})
 		m.res.Result, m.res.Dests[0] = r, destOf(targets[0].Endpoint, r)
 		return m.res, err
@@ -217,6 +222,9 @@ func (m *multi) probe(ctx context.Context) {
 	m.probes = make([]probe, len(m.targets))
 	var wg sync.WaitGroup
 	for i, t := range m.targets {
+		if t.Via != nil {
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -249,6 +257,7 @@ func (m *multi) planTree() {
 		switch {
 		case p.forward:
 			fwd = append(fwd, i)
+		case m.targets[i].Via != nil: // its relay's own copy (relay)
 		case reachable(m.targets[i].Endpoint):
 			leaf = append(leaf, i) // unreachable from here: its parent may reach it
 		}
@@ -395,12 +404,37 @@ func (m *multi) repairPass(ctx context.Context) {
 	wg.Wait()
 }
 
+// relay copies to destination i through its relay, from the source; the
+// relay writes nothing. Nothing is listed there: every file goes.
+func (m *multi) relay(ctx context.Context, i int) {
+	t := m.targets[i]
+	o := m.opts
+	o.Tar, o.Compress, o.ChunkSize, o.Restart, o.Resume = TarNever, false, -1, nil, false
+	o.SyncLevel, o.DeleteExtra = SyncNone, false
+	if t.Has != nil {
+		skip := o.Skip
+		o.Skip = func(src, dst string) bool { return t.Has(src) || skip != nil && skip(src, dst) }
+	}
+	o.fan = &fanout{heads: t.Items, kids: []kid{{target: t, index: i}}, cc: 1, relay: true}
+	r, err := Copy(ctx, m.src, *t.Via, t.Items, o, &repairReporter{m: m, dest: i, direct: true})
+	m.count(r)
+	if err != nil {
+		m.mu.Lock()
+		m.res.Dests[i].Err = fmt.Errorf("through %s: %w", t.Via, err)
+		m.mu.Unlock()
+	}
+}
+
 // repair brings destination i up to date: the files the tree did not
 // bring from the head, then a copy from the source at sync level size (at
 // least) for the rest, which also makes the directories the tree cannot
 // (empty ones) and confirms that what the tree delivered is there.
 func (m *multi) repair(ctx context.Context, i int) {
 	t := m.targets[i]
+	if t.Via != nil {
+		m.relay(ctx, i)
+		return
+	}
 	m.mu.Lock()
 	var fromHead []Item
 	for _, src := range m.order {
@@ -430,7 +464,8 @@ func (m *multi) repair(ctx context.Context, i int) {
 		// children's copies): skip what is there by size.
 		o.SyncLevel = SyncSize
 	}
-	r, err := Copy(ctx, m.src, t.Endpoint, t.Items, o, &repairReporter{m: m, dest: i})
+	inTree := slices.Contains(m.tree, i)
+	r, err := Copy(ctx, m.src, t.Endpoint, t.Items, o, &repairReporter{m: m, dest: i, direct: !inTree})
 	m.count(r)
 	if err != nil {
 		m.mu.Lock()
@@ -439,9 +474,13 @@ func (m *multi) repair(ctx context.Context, i int) {
 	}
 }
 
-// count adds a repair copy's bytes and faults.
+// count adds a repair copy's bytes and faults; without a tree pass, the
+// first one's settings stand for the run's.
 func (m *multi) count(r Result) {
 	m.mu.Lock()
+	if m.head < 0 && m.res.Settings.Concurrency == 0 {
+		m.res.Settings = r.Settings
+	}
 	m.res.Bytes += r.Bytes
 	m.res.Faults += r.Faults
 	m.mu.Unlock()
@@ -452,6 +491,7 @@ type repairReporter struct {
 	m        *multi
 	dest     int
 	fromHead bool // its sources are the head's paths
+	direct   bool // the first copy to it, not a repair
 }
 
 func (r *repairReporter) Planned(_ int, bytes int64) { r.m.rep.Planned(0, bytes) }
@@ -471,7 +511,7 @@ func (r *repairReporter) Done(res FileResult) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	res.Src = src
-	if res.Outcome == Transferred {
+	if res.Outcome == Transferred && !r.direct {
 		res.Outcome = repaired
 	}
 	if prev, ok := f.at[r.dest]; ok && prev.Outcome != Failed && res.Outcome == Skipped {
@@ -567,6 +607,7 @@ type fanout struct {
 	heads []Item // the head's items, to find a file's place at each kid
 	kids  []kid
 	cc    int
+	relay bool // the head only forwards (Target.Via)
 
 	mu     sync.Mutex
 	dead   map[int]string   // kids a file did not reach, and the first such file
@@ -605,7 +646,7 @@ func (f *fanout) stack(src, dst string, p int) string {
 			urls[n] += fmt.Sprintf("?cc=%d;P=%d", f.cc, p)
 		}
 	}
-	return forward.Options{URLs: urls, CC: f.cc, P: p, LocalWrite: true}.Spec()
+	return forward.Options{URLs: urls, CC: f.cc, P: p, LocalWrite: !f.relay}.Spec()
 }
 
 // url is where kid j receives the file the head receives at dst.
@@ -639,8 +680,8 @@ func (f *fanout) dstOf(j int, dst string) string {
 // false when err is not such a report.
 func (f *fanout) failed(dst string, err error) bool {
 	names, ok := forward.Undelivered(err)
-	if !ok {
-		return false
+	if !ok || f.relay {
+		return false // through a relay, the one destination failed: retry it
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -125,6 +125,12 @@ type Options struct {
 	fan *fanout // the tree pass of CopyMany: the destination forwards
 }
 
+// blind reports a copy to a relay that writes nothing itself and
+// forwards to a host the engine cannot reach (Target.Via): the
+// destination is not listed, compared or made; the relay's child makes
+// directories and the relay checks its copy.
+func (o Options) blind() bool { return o.fan != nil && o.fan.relay }
+
 // Partial is what an interrupted transfer of one file left at the
 // destination: the ranges that arrived, of the source as it was then.
 type Partial struct {

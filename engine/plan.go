@@ -79,6 +79,10 @@ type tree struct {
 	dstListed bool
 }
 
+// errBlind is what a relay (Options.blind) says of a destination path:
+// the engine cannot see it.
+var errBlind = errors.New("the destination is behind a relay")
+
 // isNotFound reports a reply saying the path does not exist.
 func isNotFound(err error) bool { return gridftp.Classify(err) == gridftp.FaultNotFound }
 
@@ -181,7 +185,7 @@ func (l *look) exists() bool { return l.exist == path.Clean(l.it.Dst) }
 // exists, that directory at the same time: a copy into an existing
 // directory pays no round trip more for it.
 func (p *planner) listItem(ctx context.Context, l *look) error {
-	if !l.exists() {
+	if !l.exists() || p.opts.blind() {
 		var err error
 		l.tree, err = p.list(ctx, l.it.Src, l.it.Dst)
 		return err
@@ -218,7 +222,13 @@ func (p *planner) look(ctx context.Context, it Item) (*look, error) {
 	var des []gridftp.Entry
 	var derrs []error
 	var lerr error
-	both(func() { e, err = p.src.Stat(ctx, it.Src) }, func() { des, derrs, lerr = p.dst.StatAll(ctx, chain) })
+	both(func() { e, err = p.src.Stat(ctx, it.Src) }, func() {
+		if p.opts.blind() {
+			des, derrs = make([]gridftp.Entry, len(chain)), slices.Repeat([]error{errBlind}, len(chain))
+			return
+		}
+		des, derrs, lerr = p.dst.StatAll(ctx, chain)
+	})
 	switch {
 	case isNotFound(err):
 		return nil, &ItemError{Path: it.Src, Why: "no such file or directory", NotFound: true}
@@ -524,7 +534,10 @@ func (p *planner) mkdir(ctx context.Context, d string) (made bool, err error) {
 // the server refused to make but that exists (made meanwhile) is fine.
 func (p *planner) mkdirAll(ctx context.Context, ds []string) (made map[string]bool, err error) {
 	made = map[string]bool{}
-	if len(ds) == 0 {
+	if len(ds) == 0 || p.opts.blind() {
+		for _, d := range ds {
+			made[d] = true // a relay's child makes them (stack/forward)
+		}
 		return made, nil
 	}
 	cmds := make([]string, len(ds))
@@ -562,7 +575,7 @@ func (p *planner) mkdirAll(ctx context.Context, ds []string) (made map[string]bo
 // d at the destination.
 func (p *planner) mkdirs(ctx context.Context, exist, d string) error {
 	d = path.Clean(d)
-	if d == exist || d == "/" || d == "." || !strings.HasPrefix(d, strings.TrimSuffix(exist, "/")+"/") {
+	if p.opts.blind() || d == exist || d == "/" || d == "." || !strings.HasPrefix(d, strings.TrimSuffix(exist, "/")+"/") {
 		return nil
 	}
 	if err := p.mkdirs(ctx, exist, path.Dir(d)); err != nil {

@@ -32,6 +32,7 @@ func newCopyCmd() *cobra.Command {
 		tar                     string
 		quiet                   bool
 		mc                      string
+		via                     []string
 	)
 	cmd := &cobra.Command{
 		Use:   "copy [flags] SRC DST [DST...]",
@@ -80,7 +81,11 @@ that cannot forward get ordinary copies.`,
 			if len(dsts) == 0 {
 				return errors.New("no destination: give DST or --mc FILE")
 			}
-			return runCopy(cmd.Context(), args[0], dsts, o, cmd.ErrOrStderr(), quiet)
+			routes, err := parseVia(via)
+			if err != nil {
+				return err
+			}
+			return runCopy(cmd.Context(), args[0], dsts, routes, o, cmd.ErrOrStderr(), quiet)
 		},
 	}
 	f := cmd.Flags()
@@ -99,6 +104,7 @@ that cannot forward get ordinary copies.`,
 	f.StringVar(&tar, "tar", "auto", "move trees of small files as tar streams: auto (when the file mix favours it), always or never")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress bar")
 	f.StringVar(&mc, "mc", "", "more destinations, a URL per line (globus-url-copy's -MC file)")
+	f.StringArrayVar(&via, "via", nil, "HOST[:PORT]=URL: reach destinations on HOST through the ferry server at URL (a head node in front of a private network), which forwards and writes nothing; repeatable")
 	f.IntVar(&o.Fanout, "fanout", 0, "with several destinations: servers each one forwards to (1: a chain; default: chosen)")
 	return cmd
 }
@@ -243,7 +249,28 @@ type oneLogin struct{ user, pass string }
 
 func (o oneLogin) Check(user, pass string) bool { return user == o.user && pass == o.pass }
 
-func runCopy(ctx context.Context, srcArg string, dstArgs []string, o engine.Options, out io.Writer, quiet bool) error {
+// parseVia reads --via HOST[:PORT]=URL flags: destinations at HOST (port
+// 21 when none is given) are reached through the server at URL.
+func parseVia(flags []string) (map[string]engine.Endpoint, error) {
+	routes := map[string]engine.Endpoint{}
+	for _, f := range flags {
+		host, head, ok := strings.Cut(f, "=")
+		if !ok || host == "" || !strings.Contains(head, "://") {
+			return nil, fmt.Errorf("--via %q: want HOST[:PORT]=ftp://head[:port]", f)
+		}
+		pl, err := parsePlace(head)
+		if err != nil {
+			return nil, fmt.Errorf("--via: %w", err)
+		}
+		if _, _, err := net.SplitHostPort(host); err != nil {
+			host = net.JoinHostPort(host, "21")
+		}
+		routes[host] = pl.ep
+	}
+	return routes, nil
+}
+
+func runCopy(ctx context.Context, srcArg string, dstArgs []string, via map[string]engine.Endpoint, o engine.Options, out io.Writer, quiet bool) error {
 	src, err := parsePlace(srcArg)
 	if err != nil {
 		return err
@@ -282,9 +309,12 @@ func runCopy(ctx context.Context, srcArg string, dstArgs []string, o engine.Opti
 			dst.path = path.Join(dst.path, path.Base(src.path)) // DST/ receives SRC by name
 		}
 		targets[i] = engine.Target{Endpoint: dst.ep, Items: []engine.Item{{Src: src.path, Dst: dst.path}}}
+		if head, ok := via[dst.ep.Addr]; ok {
+			targets[i].Via = &head
+		}
 	}
 	bar := newProgress(out, !quiet && isTerminal(out))
-	if len(targets) == 1 {
+	if len(targets) == 1 && targets[0].Via == nil {
 		res, err := engine.Copy(ctx, src.ep, targets[0].Endpoint, targets[0].Items, o, bar)
 		bar.stop()
 		if err != nil {
@@ -384,7 +414,14 @@ func (p *progress) Done(r engine.FileResult) {
 }
 
 // destinations prints a line per destination of a multi-destination copy.
-func (p *progress) destinations(r engine.MultiResult, names []string) {
+func (p *progress) destinations(r engine.MultiResult, args []string) {
+	names := make([]string, len(args))
+	for i, a := range args {
+		names[i] = a
+		if u, err := url.Parse(a); err == nil && strings.Contains(a, "://") {
+			names[i] = u.Redacted()
+		}
+	}
 	switch {
 	case r.Head < 0:
 		fmt.Fprintln(p.out, "tree: none (no destination's server forwards: ferry gridftp --multicast); copied to each")
