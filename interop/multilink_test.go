@@ -135,3 +135,37 @@ func sameFiles(t *testing.T, want, got string, n int) {
 		t.Errorf("%d files in %s, want %d", seen, want, n)
 	}
 }
+
+// TestCopyManyCLI: ferry copy to several destinations (arguments and an
+// -MC file) builds a tree of ferry servers with a GCT server as a leaf;
+// every destination gets the tree through the tree, none by repair.
+func TestCopyManyCLI(t *testing.T) {
+	needTools(t)
+	src := startFerryConfig(t, ferryConfig{Anonymous: true})
+	var fwd []*ferryServer
+	for range 3 {
+		fwd = append(fwd, startFerryConfig(t, ferryConfig{Anonymous: true, Args: []string{"--multicast"}}))
+	}
+	gct := startGCTServer(t)
+	writeRandomFile(t, filepath.Join(src.root, "set", "big.bin"), 12<<20+1)
+	for i := range 4 {
+		writeRandomFile(t, filepath.Join(src.root, "set", "d", fmt.Sprintf("f%d", i)), int64(i*4099+1))
+	}
+	mc := filepath.Join(t.TempDir(), "mc")
+	os.WriteFile(mc, []byte(fwd[2].URL("copy/set")+"\n\n"+gct.URL("copy/set")+"\n"), 0o644)
+	r := runFerryCLI(t, 2*time.Minute, nil, "", "copy", "-r", "--verify-checksum", "-q", "--fanout", "1",
+		"--mc", mc, src.URL("set"), fwd[0].URL("copy/set"), fwd[1].URL("copy/set"))
+	if r.code != 0 {
+		t.Fatalf("%s\n%s%s", r, r.stdout, r.stderr)
+	}
+	out := r.stdout + r.stderr
+	if !strings.Contains(out, "forwarded, fan-out 1") {
+		t.Errorf("no tree:\n%s", out)
+	}
+	if strings.Count(out, "5 delivered (0 repaired), 0 skipped, 0 failed") != 4 {
+		t.Errorf("not every destination got every file through the tree:\n%s", out)
+	}
+	for _, root := range []string{fwd[0].root, fwd[1].root, fwd[2].root, gct.Path("")} {
+		sameFiles(t, filepath.Join(src.root, "set"), filepath.Join(root, "copy", "set"), 5)
+	}
+}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -67,7 +69,7 @@ func TestCopyArgs(t *testing.T) {
 	for _, tc := range []struct {
 		args      []string
 		pp, cc, p int
-		pos       []string // the arguments left: SRC and DST
+		pos       []string // the arguments left: SRC and DSTs
 		bad       string
 	}{
 		{args: []string{"--pp", "32", "a", "b"}, pp: 32},
@@ -83,7 +85,9 @@ func TestCopyArgs(t *testing.T) {
 		{args: []string{"-pp", "-cc", "8", "-p", "4", "a", "b"}, cc: 8, p: 4},
 		{args: []string{"-r", "--pp", "16", "-cc", "2", "ftp://h/a/", "b/"}, pp: 16, cc: 2, pos: []string{"ftp://h/a/", "b/"}},
 		{args: []string{"--", "-pp", "b"}, pos: []string{"-pp", "b"}},
-		{args: []string{"--pp", "32", "a"}, bad: "accepts 2 arg(s)"},
+		{args: []string{"--pp", "32", "a"}, pp: 32, pos: []string{"a"}}, // destinations in --mc
+		{args: []string{"a", "b", "c", "--fanout", "1"}, pos: []string{"a", "b", "c"}},
+		{args: []string{"--pp", "32"}, bad: "requires at least 1 arg(s)"},
 		{args: []string{"-cc", "a", "b"}, bad: "invalid argument"},
 		{args: []string{"-pp=x", "a", "b"}, bad: "invalid argument"},
 	} {
@@ -142,6 +146,51 @@ func TestParsePlace(t *testing.T) {
 		if err != nil || pl.path != tc.p || (pl.local != "") != tc.local ||
 			(!tc.local && (pl.ep.Addr != tc.addr || pl.ep.User != tc.user || pl.ep.Password != tc.pass)) {
 			t.Errorf("%s: %+v %v", tc.in, pl, err)
+		}
+	}
+}
+
+func TestReadMC(t *testing.T) {
+	for _, tc := range []struct {
+		name, text string
+		want       string // joined by " "; "" with bad
+		bad        bool
+	}{
+		{"lines", "ftp://a:1/x\nftp://b:2/y\n", "ftp://a:1/x ftp://b:2/y", false},
+		// globus-url-copy stops at a blank line and drops the rest.
+		{"blank line keeps the rest", "ftp://a:1/x\n\n  \nftp://b:2/y", "ftp://a:1/x ftp://b:2/y", false},
+		{"comments and CRLF", "# sites\r\nftp://a:1/x\r\n", "ftp://a:1/x", false},
+		{"per-hop options", "ftp://a:1/x?cc=1;P=2\n", "", true},
+		{"empty", "\n# none\n", "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := filepath.Join(t.TempDir(), "mc")
+			os.WriteFile(f, []byte(tc.text), 0o644)
+			got, err := readMC(f)
+			if (err != nil) != tc.bad || strings.Join(got, " ") != tc.want {
+				t.Fatalf("readMC = %q, %v", got, err)
+			}
+		})
+	}
+	if _, err := readMC(filepath.Join(t.TempDir(), "missing")); err == nil {
+		t.Fatal("a missing file was read")
+	}
+}
+
+func TestParseVia(t *testing.T) {
+	got, err := parseVia([]string{"10.1.2.3=ftp://u:p@head:2811", "node7:2812=ftp://head2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := got["10.1.2.3:21"]; h.Addr != "head:2811" || h.User != "u" || h.Password != "p" {
+		t.Errorf("10.1.2.3: %+v", h)
+	}
+	if h := got["node7:2812"]; h.Addr != "head2:21" {
+		t.Errorf("node7: %+v", h)
+	}
+	for _, bad := range []string{"head", "=ftp://h", "10.0.0.1=head:21", "10.0.0.1=http://h"} {
+		if _, err := parseVia([]string{bad}); err == nil {
+			t.Errorf("--via %q accepted", bad)
 		}
 	}
 }
