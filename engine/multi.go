@@ -70,9 +70,11 @@ type DestResult struct {
 // transferred when every destination has it, failed when one does not.
 type MultiResult struct {
 	Result
-	Dests  []DestResult
-	Head   int // the destination the source sent to; -1: no tree
-	Fanout int // the tree's fan-out, 0 without a tree
+	Dests []DestResult
+	Head  int // the destination the source sent to; -1: no tree
+	// Fanout is the tree's fan-out for large files, FanoutSmall for small
+	// ones (0 without a tree).
+	Fanout, FanoutSmall int
 }
 
 // DestReporter is an optional interface of a CopyMany Reporter: DestDone
@@ -130,6 +132,9 @@ type multi struct {
 	head    int
 	tree    []int // the other destinations in the tree, in tree order
 	fan     *fanout
+	// smallBelow is the size under which a file is small on the tree's
+	// slowest hop (fanouts).
+	smallBelow int64
 
 	mu     sync.Mutex
 	files  map[string]*multiFile // by source path
@@ -279,17 +284,19 @@ func (m *multi) planTree() {
 	}
 	m.head = fwd[0]
 	kids := append(fwd[1:len(fwd):len(fwd)], leaf...)
-	cc := m.fanout(len(kids))
+	large, small := m.fanouts(len(kids))
 	for {
 		urls := make([]string, len(kids))
 		for j, k := range kids {
 			urls[j] = fmt.Sprint(k) // names only: Inner looks at positions
 		}
-		inner := forward.Inner(urls, cc)
 		bad := -1
-		for j, k := range kids {
-			if inner[j] && !m.probes[k].forward {
-				bad = j
+		for _, cc := range []int{large, small} {
+			inner := forward.Inner(urls, cc)
+			for j, k := range kids {
+				if inner[j] && !m.probes[k].forward {
+					bad = j
+				}
 			}
 		}
 		if bad < 0 {
@@ -298,25 +305,33 @@ func (m *multi) planTree() {
 		kids = slices.Delete(kids, bad, bad+1)
 	}
 	m.tree = kids
-	m.res.Head, m.res.Fanout = m.head, cc
-	if len(kids) == 0 {
-		m.res.Fanout = 0
+	m.res.Head = m.head
+	if len(kids) > 0 {
+		m.res.Fanout, m.res.FanoutSmall = large, small
+		for _, k := range kids {
+			m.smallBelow = max(m.smallBelow, smallFile(m.probes[k].rtt))
+		}
+		m.smallBelow = max(m.smallBelow, smallFile(m.probes[m.head].rtt))
 	}
 }
 
-// fanout is the tree's fan-out for n destinations below the head: the
-// option's, else a chain for up to four (each server's uplink carries
-// the file once, so the chain moves every copy at the rate of one), and
-// two beyond, which keeps the tree shallow (a server that dies takes
-// fewer destinations with it) at half the rate per child.
-func (m *multi) fanout(n int) int {
-	switch {
-	case m.opts.Fanout > 0:
-		return m.opts.Fanout
-	case n <= 4:
-		return 1
+// fanouts are the tree's fan-outs for n destinations below the head, for
+// large files and for small ones (smallFile): the option's for both, else
+// a chain for large files, where each server's uplink then carries the
+// data once and every copy moves at the rate of one; and up to four per
+// hop for small files, whose time goes to each hop's setup (a dial, a
+// login, a stack: some round trips), paid once per level of the tree.
+func (m *multi) fanouts(n int) (large, small int) {
+	if m.opts.Fanout > 0 {
+		return m.opts.Fanout, m.opts.Fanout
 	}
-	return 2
+	return 1, max(1, min(n, 4))
+}
+
+// smallFile is the size below which a file is small on a hop with round
+// trip rtt: it takes less than four round trips at 1 Gbit/s.
+func smallFile(rtt time.Duration) int64 {
+	return int64(4 * rtt.Seconds() * 125e6)
 }
 
 // treePass copies to the head, forwarding to the tree.
@@ -328,7 +343,7 @@ func (m *multi) treePass(ctx context.Context) error {
 	o := m.opts
 	o.Tar, o.Compress, o.ChunkSize, o.Restart = TarNever, false, -1, nil
 	if len(m.tree) > 0 {
-		m.fan = &fanout{heads: m.targets[m.head].Items, cc: m.res.Fanout}
+		m.fan = &fanout{heads: m.targets[m.head].Items, cc: m.res.Fanout, ccSmall: m.res.FanoutSmall, smallBelow: m.smallBelow}
 		for _, k := range m.tree {
 			m.fan.kids = append(m.fan.kids, kid{target: m.targets[k], index: k})
 		}
@@ -608,6 +623,9 @@ type fanout struct {
 	kids  []kid
 	cc    int
 	relay bool // the head only forwards (Target.Via)
+	// ccSmall is the fan-out for files smaller than smallBelow.
+	ccSmall    int
+	smallBelow int64
 
 	mu     sync.Mutex
 	dead   map[int]string   // kids a file did not reach, and the first such file
@@ -621,9 +639,14 @@ type kid struct {
 	index  int // among the targets
 }
 
-// stack is the head's stack for source file src, which it receives at
-// dst, with p streams per hop; kids that have src already are left out.
-func (f *fanout) stack(src, dst string, p int) string {
+// stack is the head's stack for source file src of size bytes, which it
+// receives at dst, with p streams per hop; kids that have src already are
+// left out.
+func (f *fanout) stack(src, dst string, size int64, p int) string {
+	cc := f.cc
+	if size < f.smallBelow && f.ccSmall > 0 {
+		cc = f.ccSmall
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var urls []string
@@ -640,13 +663,13 @@ func (f *fanout) stack(src, dst string, p int) string {
 	for _, j := range live {
 		urls = append(urls, f.url(j, dst))
 	}
-	inner := forward.Inner(urls, f.cc)
+	inner := forward.Inner(urls, cc)
 	for n := range urls {
 		if inner[n] {
-			urls[n] += fmt.Sprintf("?cc=%d;P=%d", f.cc, p)
+			urls[n] += fmt.Sprintf("?cc=%d;P=%d", cc, p)
 		}
 	}
-	return forward.Options{URLs: urls, CC: f.cc, P: p, LocalWrite: !f.relay}.Spec()
+	return forward.Options{URLs: urls, CC: cc, P: p, LocalWrite: !f.relay}.Spec()
 }
 
 // url is where kid j receives the file the head receives at dst.

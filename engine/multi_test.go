@@ -84,7 +84,7 @@ func TestCopyManyTree(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Head < 0 || (tc.fanout > 0 && res.Fanout != tc.fanout) {
+			if res.Head < 0 || (tc.fanout > 0 && (res.Fanout != tc.fanout || res.FanoutSmall != tc.fanout)) {
 				t.Errorf("head %d fan-out %d: want a tree at fan-out %d", res.Head, res.Fanout, tc.fanout)
 			}
 			if res.Files != 14 || res.Transferred != 14 || res.Failed != 0 {

@@ -427,8 +427,10 @@ func (p *progress) destinations(r engine.MultiResult, args []string) {
 		fmt.Fprintln(p.out, "tree: none (no destination's server forwards: ferry gridftp --multicast); copied to each")
 	case r.Fanout == 0:
 		fmt.Fprintf(p.out, "tree: none; %s received from the source, the others were copied to\n", names[r.Head])
-	default:
+	case r.Fanout == r.FanoutSmall:
 		fmt.Fprintf(p.out, "tree: %s received from the source and forwarded, fan-out %d\n", names[r.Head], r.Fanout)
+	default:
+		fmt.Fprintf(p.out, "tree: %s received from the source and forwarded, fan-out %d (%d for small files)\n", names[r.Head], r.Fanout, r.FanoutSmall)
 	}
 	for i, d := range r.Dests {
 		fmt.Fprintf(p.out, "  %s: %d delivered (%d repaired), %d skipped, %d failed\n", names[i], d.Delivered, d.Repaired, d.Skipped, d.Failed)
