@@ -339,7 +339,7 @@ func (m *multi) treePass(ctx context.Context) error {
 		// A file the head has from an earlier run is not sent to it
 		// again: the others that lack it get it in the repair pass.
 		skip := o.Skip
-		o.Skip = func(src, dst string) bool { return m.has(m.head, src) || skip != nil && skip(src, dst) }
+		o.Skip = func(src, dst string) bool { return skip != nil && skip(src, dst) || m.has(m.head, src) }
 	}
 	if len(m.tree) > 0 {
 		m.fan = &fanout{heads: m.targets[m.head].Items, cc: m.res.Fanout}
@@ -454,7 +454,9 @@ func (m *multi) repair(ctx context.Context, i int) {
 	o := m.opts
 	if t.Has != nil {
 		skip := o.Skip
-		o.Skip = func(src, dst string) bool { return t.Has(src) || skip != nil && skip(src, dst) }
+		// The caller's Skip is asked first, as a walk asks it of every
+		// entry.
+		o.Skip = func(src, dst string) bool { return skip != nil && skip(src, dst) || t.Has(src) }
 	}
 	if o.SyncLevel < SyncSize {
 		// What the tree delivered is verified (each hop checks its
