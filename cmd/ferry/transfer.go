@@ -251,7 +251,14 @@ func shellWords(line string) ([]string, error) {
 // printDryRun shows what ferry transfer --dry-run would submit.
 func (c *cli) printDryRun(cmd *cobra.Command, t api.Transfer) error {
 	return c.print(cmd, t, func(w io.Writer) {
-		fmt.Fprintf(w, "would transfer from %s to %s:\n", t.SourceEndpoint, t.DestinationEndpoint)
+		to := t.DestinationEndpoint
+		for i, d := range t.Destinations {
+			if i > 0 {
+				to += ", "
+			}
+			to += d.Endpoint
+		}
+		fmt.Fprintf(w, "would transfer from %s to %s:\n", t.SourceEndpoint, to)
 		for i, it := range t.Data {
 			r := ""
 			if it.Recursive {
