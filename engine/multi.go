@@ -84,6 +84,23 @@ type DestReporter interface {
 	DestDone(dest int, r FileResult)
 }
 
+// Arrivals is an optional interface of a CopyMany Reporter: Arrived
+// tells, as soon as it is known, that a file is at one destination (r's
+// Outcome Transferred, sent there by the tree or the repair pass, or
+// Skipped, found there), so that a caller can record it before the run
+// ends and a later run leave it out there (Target.Has). A file may arrive
+// at one destination more than once; its final outcome is DestDone's.
+type Arrivals interface {
+	Arrived(dest int, r FileResult)
+}
+
+// arrived passes r on to rep's Arrived, if it has one.
+func arrived(rep Reporter, dest int, r FileResult) {
+	if a, ok := rep.(Arrivals); ok && (r.Outcome == Transferred || r.Outcome == Skipped) {
+		a.Arrived(dest, r)
+	}
+}
+
 // repairers are how many destinations the repair pass copies to at once.
 const repairers = 4
 
@@ -342,6 +359,12 @@ func (m *multi) treePass(ctx context.Context) error {
 	}
 	o := m.opts
 	o.Tar, o.Compress, o.ChunkSize, o.Restart = TarNever, false, -1, nil
+	if m.targets[m.head].Has != nil {
+		// A file the head has from an earlier run is not sent to it
+		// again: the others that lack it get it in the repair pass.
+		skip := o.Skip
+		o.Skip = func(src, dst string) bool { return skip != nil && skip(src, dst) || m.has(m.head, src) }
+	}
 	if len(m.tree) > 0 {
 		m.fan = &fanout{heads: m.targets[m.head].Items, cc: m.res.Fanout, ccSmall: m.res.FanoutSmall, smallBelow: m.smallBelow}
 		for _, k := range m.tree {
@@ -373,14 +396,22 @@ func (t *treeReporter) Done(r FileResult) {
 	f.sum = r.Checksum
 	m.byHead[r.Dst] = r.Src
 	m.mu.Unlock()
+	arrived(m.rep, m.head, r)
 	if m.fan == nil {
 		return
 	}
 	missed := m.fan.missedOf(r.Dst)
 	for j, k := range m.fan.kids {
+		m.mu.Lock()
 		f.dsts[k.index] = m.fan.dstOf(j, r.Dst)
+		var got *FileResult
 		if r.Outcome == Transferred && !slices.Contains(missed, j) && !m.fan.wasDead(j, r.Dst) {
-			f.at[k.index] = FileResult{Src: r.Src, Dst: f.dsts[k.index], Size: r.Size, Outcome: Transferred, Checksum: r.Checksum, Attempts: r.Attempts}
+			got = &FileResult{Src: r.Src, Dst: f.dsts[k.index], Size: r.Size, Outcome: Transferred, Checksum: r.Checksum, Attempts: r.Attempts}
+			f.at[k.index] = *got
+		}
+		m.mu.Unlock()
+		if got != nil {
+			arrived(m.rep, k.index, *got)
 		}
 	}
 }
@@ -472,7 +503,9 @@ func (m *multi) repair(ctx context.Context, i int) {
 	o := m.opts
 	if t.Has != nil {
 		skip := o.Skip
-		o.Skip = func(src, dst string) bool { return t.Has(src) || skip != nil && skip(src, dst) }
+		// The caller's Skip is asked first, as a walk asks it of every
+		// entry.
+		o.Skip = func(src, dst string) bool { return skip != nil && skip(src, dst) || t.Has(src) }
 	}
 	if o.SyncLevel < SyncSize {
 		// What the tree delivered is verified (each hop checks its
@@ -523,9 +556,10 @@ func (r *repairReporter) Done(res FileResult) {
 		m.mu.Unlock()
 	}
 	f := m.file(src, res.Size)
+	res.Src = src
+	arrived(m.rep, r.dest, res)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	res.Src = src
 	if res.Outcome == Transferred && !r.direct {
 		res.Outcome = repaired
 	}
@@ -610,6 +644,7 @@ func (o *one) Planned(files int, bytes int64)                 { o.rep.Planned(fi
 func (o *one) Progress(d int64)                               { o.rep.Progress(d) }
 func (o *one) Fault(p string, err error, retry time.Duration) { o.rep.Fault(p, err, retry) }
 func (o *one) Done(r FileResult) {
+	arrived(o.rep, 0, r)
 	if dr, ok := o.rep.(DestReporter); ok {
 		dr.DestDone(0, r)
 	}

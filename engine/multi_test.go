@@ -244,3 +244,66 @@ func TestCopyManyRefusesSource(t *testing.T) {
 		t.Fatal("something was copied")
 	}
 }
+
+// arrivals records Arrived as well.
+type arrivals struct {
+	destRecorder
+	amu sync.Mutex
+	got map[int][]string // sources by destination
+}
+
+func (a *arrivals) Arrived(i int, r engine.FileResult) {
+	a.amu.Lock()
+	if a.got == nil {
+		a.got = map[int][]string{}
+	}
+	a.got[i] = append(a.got[i], r.Src)
+	a.amu.Unlock()
+}
+
+// TestCopyManyHas: a resumed copy (Target.Has) sends no destination what
+// it has from the earlier run, the head included, and reports what
+// arrives where as it arrives.
+func TestCopyManyHas(t *testing.T) {
+	src := startEndpoint(t, "", nil)
+	multiTree(t, src.root)
+	dsts := []*endpoint{forwarder(t, nil), forwarder(t, nil), forwarder(t, nil)}
+	o := fastOptions()
+	o.Verify, o.Fanout = true, 1
+	if _, err := engine.CopyMany(context.Background(), src.Endpoint, targets(dsts, "/copy"), o, nil); err != nil {
+		t.Fatal(err)
+	}
+	lacks := []map[string]bool{{}, {"/set/d/f02": true}, {"/set/d/f03": true, "/set/big.bin": true}}
+	ts := targets(dsts, "/copy")
+	for i, d := range dsts {
+		for p := range lacks[i] {
+			os.Remove(filepath.Join(d.root, "copy", strings.TrimPrefix(p, "/set/")))
+		}
+		// Has is asked about directories too: it knows files only.
+		dirs := map[string]bool{"/set/d": true, "/set/a": true, "/set/a/b": true, "/set/a/b/c": true, "/set/empty": true}
+		ts[i].Has = func(s string) bool { return !dirs[s] && !lacks[i][s] }
+		d.cmds.take()
+	}
+	rep := &arrivals{}
+	res, err := engine.CopyMany(context.Background(), src.Endpoint, ts, o, rep)
+	if err != nil || res.Failed != 0 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	for i, d := range dsts {
+		compareTrees(t, filepath.Join(src.root, "set"), filepath.Join(d.root, "copy"))
+		c := d.cmds.take()
+		if stored := c["STOR"] + c["ESTO"]; (stored == 0) != (len(lacks[i]) == 0) {
+			t.Errorf("destination %d lacked %d files and stored %d", i, len(lacks[i]), stored)
+		}
+		got := map[string]bool{}
+		for _, s := range rep.got[i] {
+			got[s] = true
+		}
+		if !maps.Equal(got, lacks[i]) {
+			t.Errorf("destination %d: arrived %v, want %v", i, got, lacks[i])
+		}
+		if r := res.Dests[i]; r.Delivered != len(lacks[i]) || r.Failed != 0 {
+			t.Errorf("destination %d: %+v", i, r)
+		}
+	}
+}

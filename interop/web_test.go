@@ -429,3 +429,59 @@ func TestWebApp(t *testing.T) {
 	p.mu.Unlock()
 	t.Logf("browser test took %v", time.Since(start).Round(time.Millisecond))
 }
+
+// TestWebAppDestinations: the transfer dialog adds a second destination,
+// and the task page shows each destination's progress.
+func TestWebAppDestinations(t *testing.T) {
+	chromium := needChromium(t)
+	alpha := startFerryConfig(t, ferryConfig{Anonymous: true})
+	beta := startFerryConfig(t, ferryConfig{Anonymous: true, Args: []string{"--multicast"}})
+	gamma := startFerryConfig(t, ferryConfig{Anonymous: true, Args: []string{"--multicast"}})
+	for i := range 6 {
+		writeRandomFile(t, alpha.Path(fmt.Sprintf("run1/f%02d.dat", i)), 30000)
+	}
+	svc := startService(t, serviceConfig{})
+	c := newServiceUser(t, svc, "")
+	c.addEndpoint("alpha", alpha)
+	c.addEndpoint("beta", beta)
+	c.addEndpoint("gamma", gamma)
+	p := newPage(t, chromium, svc.URL())
+	p.do("open the app", chromedp.Navigate(svc.URL()+"/"), chromedp.WaitVisible(chromedp.ID("signin-title")))
+	p.do("sign in", chromedp.SendKeys(chromedp.CSS(`input[name=username]`), "alice"),
+		chromedp.SendKeys(chromedp.CSS(`input[name=password]`), servicePassword), chromedp.Click(chromedp.CSS(`form.signin button`)),
+		chromedp.WaitVisible(chromedp.CSS(leftPane)))
+	p.do("files page", chromedp.Click(chromedp.CSS(`#nav a[href="#/files"]`)), chromedp.WaitVisible(chromedp.CSS(leftPane)))
+	p.do("open alpha", chromedp.SendKeys(chromedp.CSS(leftPane+` input[name=endpoint]`), "alice#alpha\r"))
+	p.waitText(leftPane+` tbody`, "run1")
+	p.do("open beta", chromedp.SendKeys(chromedp.CSS(rightPane+` input[name=endpoint]`), "alice#beta\r"))
+	p.waitText(rightPane+` tbody`, "This directory is empty")
+	p.do("select run1", chromedp.Click(row(leftPane, "run1")+`/td[3]`))
+	p.do("transfer it", chromedp.Click(chromedp.CSS(leftPane+` button[aria-label^="Transfer the selection"]`)))
+	p.do("add a destination", chromedp.WaitVisible(chromedp.CSS(`dialog[open]`)),
+		chromedp.Click(`//dialog[@open]//button[text()="Add destination"]`), chromedp.WaitVisible(chromedp.CSS(`dialog[open] [name=more_endpoint]`)))
+	p.dialogSubmit("transfer run1 to two", "label", "to two", "more_endpoint", "alice#gamma", "more_path", "/copies")
+	p.toast("Transfer submitted")
+	p.do("activity page", chromedp.Click(chromedp.CSS(`#nav a[href="#/activity"]`)))
+	p.wait("the transfer succeeds", taskStatus("to two")+` === 'SUCCEEDED'`, 60*time.Second)
+	p.waitText(`tr[data-task]`, "alice#alpha → alice#beta, alice#gamma")
+	p.do("task page", chromedp.Click(`//a[text()="to two"]`))
+	p.waitText(`h1`, "to two")
+	p.waitText(`table.destinations`, "alice#gamma")
+	p.wait("every destination has every file", `[...document.querySelectorAll('table.destinations tbody tr')].length === 2 && `+
+		`[...document.querySelectorAll('table.destinations tbody tr')].every(r => r.textContent.includes('6/6 files'))`, 10*time.Second)
+	p.shot("task-destinations")
+	for i := range 6 {
+		rel := fmt.Sprintf("run1/f%02d.dat", i)
+		if err := compareFiles(alpha.Path(rel), beta.Path(rel)); err != nil {
+			t.Error(err)
+		}
+		if err := compareFiles(alpha.Path(rel), gamma.Path("copies/"+rel)); err != nil {
+			t.Error(err)
+		}
+	}
+	p.mu.Lock()
+	if len(p.problems) > 0 {
+		t.Errorf("the page reported:\n%s", strings.Join(p.problems, "\n"))
+	}
+	p.mu.Unlock()
+}

@@ -406,7 +406,7 @@ func TestCLIUsage(t *testing.T) {
 		{"unknown command", []string{"bogus"}},
 		{"task needs a command", []string{"task"}},
 		{`unknown command "bogus"`, []string{"task", "bogus"}},
-		{"accepts 2 arg(s)", []string{"transfer", "ep:/a"}},
+		{"requires at least 2 arg(s)", []string{"transfer", "ep:/a"}},
 		{"no path", []string{"transfer", "ep", "ep:/b"}},
 		{"is a URL", []string{"transfer", "ftp://host/a", "ep:/b", "--dry-run"}},
 		{"sync level", []string{"transfer", "ep:/a", "ep:/b", "--sync-level", "fast"}},

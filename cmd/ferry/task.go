@@ -166,6 +166,9 @@ func taskRow(w io.Writer, t api.Task) {
 	if t.Type == domain.TypeDelete {
 		dst = "-"
 	}
+	if n := len(t.Destinations); n > 1 {
+		dst += fmt.Sprintf(" +%d", n-1)
+	}
 	row(w, t.TaskID, t.Status, t.Type, t.SourceEndpointDisplayName, dst,
 		fmt.Sprintf("%d/%d", t.FilesTransferred+t.FilesSkipped, t.Files), humanBytes(t.BytesTransferred), when(t.RequestTime), t.Label)
 }
@@ -260,7 +263,16 @@ func taskFields(t api.Task) [][2]string {
 		{"Deadline", when(t.Deadline)},
 		{"Source Endpoint", t.SourceEndpointDisplayName + " (" + t.SourceEndpointID + ")"},
 	}
-	if t.Type == domain.TypeTransfer {
+	switch {
+	case len(t.Destinations) > 0:
+		// Each destination's progress: files there (arrived + there
+		// already) of the task's files, failures, bytes.
+		for _, d := range t.Destinations {
+			f = append(f, [2]string{"Destination Endpoint", fmt.Sprintf("%s (%s): %d/%d files (%d transferred, %d skipped), %d failed, %s",
+				d.EndpointDisplayName, d.EndpointID, d.FilesTransferred+d.FilesSkipped, t.Files, d.FilesTransferred, d.FilesSkipped,
+				d.FilesFailed, humanBytes(d.BytesTransferred))})
+		}
+	case t.Type == domain.TypeTransfer:
 		f = append(f, [2]string{"Destination Endpoint", t.DestinationEndpointDisplayName + " (" + t.DestinationEndpointID + ")"})
 	}
 	f = append(f, [][2]string{

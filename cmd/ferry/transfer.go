@@ -65,17 +65,23 @@ type transferOpts struct {
 	filters                                                                 []api.FilterRule
 }
 
-// request builds the transfer document of SRC_EP[:PATH] DST_EP[:PATH]
-// and the flags; batch is --batch's input (nil without --batch).
-func (o *transferOpts) request(src, dst string, batch io.Reader, now time.Time) (api.Transfer, error) {
+// request builds the transfer document of SRC_EP[:PATH] DST_EP[:PATH]...
+// and the flags; batch is --batch's input (nil without --batch). Several
+// destinations make a transfer to each (the document's destinations).
+func (o *transferOpts) request(src string, dsts []string, batch io.Reader, now time.Time) (api.Transfer, error) {
 	s, err := parseEPPath(src, batch == nil)
 	if err != nil {
 		return api.Transfer{}, err
 	}
-	d, err := parseEPPath(dst, batch == nil)
-	if err != nil {
-		return api.Transfer{}, err
+	var ds []epPath
+	for _, dst := range dsts {
+		d, err := parseEPPath(dst, batch == nil)
+		if err != nil {
+			return api.Transfer{}, err
+		}
+		ds = append(ds, d)
 	}
+	d := ds[0]
 	t := api.Transfer{
 		DataType: "transfer", SubmissionID: o.submissionID, Label: o.label,
 		SourceEndpoint: s.ep, DestinationEndpoint: d.ep,
@@ -100,13 +106,42 @@ func (o *transferOpts) request(src, dst string, batch io.Reader, now time.Time) 
 	}
 	if batch == nil {
 		t.Data = []api.TransferItem{{DataType: "transfer_item", SourcePath: s.path, DestinationPath: d.path, Recursive: o.recursive}}
-		return t, nil
+	} else {
+		if o.recursive {
+			return t, usagef("-r does not go with --batch: put --recursive on the batch lines that need it")
+		}
+		if t.Data, err = parseBatch(batch, s.path, ""); err != nil {
+			return t, err
+		}
 	}
-	if o.recursive {
-		return t, usagef("-r does not go with --batch: put --recursive on the batch lines that need it")
+	if len(ds) > 1 {
+		t.DestinationEndpoint = ""
 	}
-	t.Data, err = parseBatch(batch, s.path, d.path)
-	return t, err
+	raw := make([]string, len(t.Data))
+	for i := range t.Data {
+		raw[i] = t.Data[i].DestinationPath
+		if batch != nil {
+			t.Data[i].DestinationPath = underBase(d.path, raw[i])
+		}
+	}
+	for k, dk := range ds {
+		if len(ds) == 1 {
+			break
+		}
+		td := api.TransferDestination{DataType: "transfer_destination", Endpoint: dk.ep}
+		if k > 0 {
+			for _, p := range raw {
+				if batch == nil {
+					p = dk.path
+				} else {
+					p = underBase(dk.path, p)
+				}
+				td.DestinationPaths = append(td.DestinationPaths, p)
+			}
+		}
+		t.Destinations = append(t.Destinations, td)
+	}
+	return t, nil
 }
 
 // parseBatch reads --batch input: a line per item, "[--recursive|-r] SRC
@@ -216,13 +251,23 @@ func shellWords(line string) ([]string, error) {
 // printDryRun shows what ferry transfer --dry-run would submit.
 func (c *cli) printDryRun(cmd *cobra.Command, t api.Transfer) error {
 	return c.print(cmd, t, func(w io.Writer) {
-		fmt.Fprintf(w, "would transfer from %s to %s:\n", t.SourceEndpoint, t.DestinationEndpoint)
-		for _, it := range t.Data {
+		to := t.DestinationEndpoint
+		for i, d := range t.Destinations {
+			if i > 0 {
+				to += ", "
+			}
+			to += d.Endpoint
+		}
+		fmt.Fprintf(w, "would transfer from %s to %s:\n", t.SourceEndpoint, to)
+		for i, it := range t.Data {
 			r := ""
 			if it.Recursive {
 				r = "(recursive)"
 			}
 			row(w, "  "+it.SourcePath, "->", it.DestinationPath, r)
+			for _, d := range t.Destinations[min(1, len(t.Destinations)):] {
+				row(w, "", "->", d.Endpoint+":"+d.DestinationPaths[i], "")
+			}
 		}
 		var opts []string
 		add := func(on bool, format string, args ...any) {
@@ -254,7 +299,7 @@ func (c *cli) printDryRun(cmd *cobra.Command, t api.Transfer) error {
 func newTransferCmd(c *cli) *cobra.Command {
 	var o transferOpts
 	cmd := &cobra.Command{
-		Use:   "transfer SRC_ENDPOINT:PATH DST_ENDPOINT:PATH [flags]",
+		Use:   "transfer SRC_ENDPOINT:PATH DST_ENDPOINT:PATH [DST_ENDPOINT:PATH...] [flags]",
 		Short: "Submit a transfer task to the service and print its task ID",
 		Long: `Submit a transfer between two endpoints. The service runs it whether or not you
 stay: follow it with ferry task wait, show, events. An endpoint is its UUID,
@@ -262,8 +307,13 @@ owner#name or the name of one of yours. Directories need -r.
 
 With --batch FILE (- for standard input) each line is one item,
 "[--recursive] SRC_PATH DST_PATH", # starting a comment; the paths on the
-command line may then be left out, and relative batch paths are under them.`,
-		Args: cobra.ExactArgs(2),
+command line may then be left out, and relative batch paths are under them.
+
+With several destinations, one task copies the items to each: the source
+sends every file once, through a tree of the destinations' ferry servers
+where they forward (ferry gridftp --multicast), and the service repairs what
+the tree missed; ferry task show lists each destination's progress.`,
+		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var batch io.Reader
 			switch o.batch {
@@ -278,7 +328,7 @@ command line may then be left out, and relative batch paths are under them.`,
 				defer f.Close()
 				batch = f
 			}
-			t, err := o.request(args[0], args[1], batch, time.Now())
+			t, err := o.request(args[0], args[1:], batch, time.Now())
 			if err != nil {
 				return err
 			}
@@ -336,7 +386,7 @@ bar on a terminal; its exit status is that of ferry task wait.`,
 				return err
 			}
 			o.verify = true
-			t, err := o.request(args[0], args[1], nil, time.Now())
+			t, err := o.request(args[0], args[1:2], nil, time.Now())
 			if err != nil {
 				return err
 			}

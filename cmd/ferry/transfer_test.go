@@ -115,6 +115,7 @@ func TestTransferRequest(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		src, dst string
+		more     []string // more destinations
 		o        transferOpts
 		batch    string // with --batch when not ""
 		want     string // the document as JSON
@@ -140,6 +141,19 @@ func TestTransferRequest(t *testing.T) {
 			want: `{"DATA_TYPE":"transfer","source_endpoint":"a","destination_endpoint":"b",
 				"DATA":[{"DATA_TYPE":"transfer_item","source_path":"/in/f1","destination_path":"/out/f1"},
 				{"DATA_TYPE":"transfer_item","source_path":"/in/d","destination_path":"d2","recursive":true}]}`},
+		{name: "several destinations", src: "a:/x/", dst: "b:/y/", more: []string{"c:/z/", "alice#d:/w"}, o: transferOpts{recursive: true},
+			want: `{"DATA_TYPE":"transfer","source_endpoint":"a","destinations":[
+				{"DATA_TYPE":"transfer_destination","endpoint":"b"},
+				{"DATA_TYPE":"transfer_destination","endpoint":"c","destination_paths":["/z/"]},
+				{"DATA_TYPE":"transfer_destination","endpoint":"alice#d","destination_paths":["/w"]}],
+				"DATA":[{"DATA_TYPE":"transfer_item","source_path":"/x/","destination_path":"/y/","recursive":true}]}`},
+		{name: "batch to several", src: "a:/in", dst: "b:/b", more: []string{"c:/c"}, batch: "f1 /out/f1\nd d2\n",
+			want: `{"DATA_TYPE":"transfer","source_endpoint":"a","destinations":[
+				{"DATA_TYPE":"transfer_destination","endpoint":"b"},
+				{"DATA_TYPE":"transfer_destination","endpoint":"c","destination_paths":["/out/f1","/c/d2"]}],
+				"DATA":[{"DATA_TYPE":"transfer_item","source_path":"/in/f1","destination_path":"/out/f1"},
+				{"DATA_TYPE":"transfer_item","source_path":"/in/d","destination_path":"/b/d2"}]}`},
+		{name: "no path at a second destination", src: "a:/x", dst: "b:/y", more: []string{"c"}, bad: "no path"},
 		{name: "no path", src: "a", dst: "b:/y", bad: "no path"},
 		{name: "bad sync level", src: "a:/x", dst: "b:/y", o: transferOpts{syncLevel: "newer"}, bad: "sync level"},
 		{name: "past duration", src: "a:/x", dst: "b:/y", o: transferOpts{deadline: "-1h"}, bad: "--deadline"},
@@ -153,7 +167,7 @@ func TestTransferRequest(t *testing.T) {
 			if tc.batch != "" {
 				batch = strings.NewReader(tc.batch)
 			}
-			got, err := tc.o.request(tc.src, tc.dst, batch, now)
+			got, err := tc.o.request(tc.src, append([]string{tc.dst}, tc.more...), batch, now)
 			if tc.bad != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.bad) || exitCode(err) != exitUsage {
 					t.Fatalf("error %v, want a usage error with %q", err, tc.bad)
@@ -172,5 +186,25 @@ func TestTransferRequest(t *testing.T) {
 				t.Fatalf("got  %s\nwant %s", g, tc.want)
 			}
 		})
+	}
+}
+
+// TestTaskFieldsDestinations: ferry task show gives each destination of
+// a transfer to several its line of progress.
+func TestTaskFieldsDestinations(t *testing.T) {
+	task := api.Task{TaskID: "t1", Type: "TRANSFER", Files: 10, DestinationEndpointDisplayName: "u#a", Destinations: []api.TaskDestination{
+		{EndpointID: "id-a", EndpointDisplayName: "u#a", FilesTransferred: 10, BytesTransferred: 2048},
+		{EndpointID: "id-b", EndpointDisplayName: "u#b", FilesTransferred: 3, FilesSkipped: 4, FilesFailed: 1},
+	}}
+	var lines []string
+	for _, f := range taskFields(task) {
+		if f[0] == "Destination Endpoint" {
+			lines = append(lines, f[1])
+		}
+	}
+	want := []string{"u#a (id-a): 10/10 files (10 transferred, 0 skipped), 0 failed, 2.0 KiB",
+		"u#b (id-b): 7/10 files (3 transferred, 4 skipped), 1 failed, 0 B"}
+	if !reflect.DeepEqual(lines, want) {
+		t.Fatalf("destination lines:\n%q\nwant\n%q", lines, want)
 	}
 }

@@ -110,8 +110,13 @@ type Transfer struct {
 	// make one (and then a retried request may run twice).
 	SubmissionID        string `json:"submission_id,omitempty"`
 	Label               string `json:"label,omitempty"`
-	SourceEndpoint      string `json:"source_endpoint"`      // UUID or owner#name
-	DestinationEndpoint string `json:"destination_endpoint"` // UUID or owner#name
+	SourceEndpoint      string `json:"source_endpoint"`                // UUID or owner#name
+	DestinationEndpoint string `json:"destination_endpoint,omitempty"` // UUID or owner#name
+	// Destinations, in place of DestinationEndpoint, send the items to
+	// several endpoints in one task (up to 16): each destination gets
+	// every item of DATA, at the item's destination_path or at its own
+	// destination_paths.
+	Destinations []TransferDestination `json:"destinations,omitempty"`
 	// SyncLevel 0 exists, 1 size, 2 mtime, 3 checksum; nil: always copy.
 	SyncLevel              *int         `json:"sync_level,omitempty"`
 	VerifyChecksum         bool         `json:"verify_checksum,omitempty"`
@@ -125,6 +130,16 @@ type Transfer struct {
 	FilterRules            []FilterRule `json:"filter_rules,omitempty"`
 	Notify
 	Data []TransferItem `json:"DATA"`
+}
+
+// TransferDestination is one destination of a transfer to several
+// (DATA_TYPE transfer_destination).
+type TransferDestination struct {
+	DataType string `json:"DATA_TYPE,omitempty"`
+	Endpoint string `json:"endpoint"` // UUID or owner#name
+	// DestinationPaths are where the items go at this endpoint, one per
+	// item of DATA in its order; absent: each item's destination_path.
+	DestinationPaths []string `json:"destination_paths,omitempty"`
 }
 
 // Notify chooses when the user is notified of a submitted task; nil
@@ -210,8 +225,12 @@ type Task struct {
 
 	SourceEndpointID               string `json:"source_endpoint_id"` // the endpoint of a delete
 	SourceEndpointDisplayName      string `json:"source_endpoint_display_name"`
-	DestinationEndpointID          string `json:"destination_endpoint_id,omitempty"`
+	DestinationEndpointID          string `json:"destination_endpoint_id,omitempty"` // the first of several
 	DestinationEndpointDisplayName string `json:"destination_endpoint_display_name,omitempty"`
+	// Destinations, for a transfer to several endpoints, are each one's
+	// progress; the task's own files_transferred, files_skipped and
+	// subtasks count a source file once it is at every destination.
+	Destinations []TaskDestination `json:"destinations,omitempty"`
 
 	Files                   int64 `json:"files"`
 	Directories             int64 `json:"directories"`
@@ -241,6 +260,21 @@ type Task struct {
 	NotifyOnFailed         bool         `json:"notify_on_failed"`
 	NotifyOnInactive       bool         `json:"notify_on_inactive"`
 	IgnoreMissing          bool         `json:"ignore_missing,omitempty"` // delete tasks
+}
+
+// TaskDestination is one destination of a transfer to several
+// (DATA_TYPE task_destination): files that arrived there, that were
+// there already, that failed to arrive (failed_transfers names them), and
+// the bytes that arrived.
+type TaskDestination struct {
+	DataType            string   `json:"DATA_TYPE"`
+	EndpointID          string   `json:"endpoint_id"`
+	EndpointDisplayName string   `json:"endpoint_display_name"`
+	DestinationPaths    []string `json:"destination_paths,omitempty"` // absent: the items' own
+	FilesTransferred    int64    `json:"files_transferred"`
+	FilesSkipped        int64    `json:"files_skipped"`
+	FilesFailed         int64    `json:"files_failed"`
+	BytesTransferred    int64    `json:"bytes_transferred"`
 }
 
 // TaskList is a page of tasks (DATA_TYPE task_list).
@@ -320,6 +354,9 @@ type FailedTransfer struct {
 	Size            int64     `json:"size"`
 	Error           string    `json:"error"`
 	Time            time.Time `json:"time"`
+	// DestinationEndpointID is where the file failed, in a transfer to
+	// several destinations, whose failures are listed per destination.
+	DestinationEndpointID string `json:"destination_endpoint_id,omitempty"`
 }
 
 // FailedTransfers is a marker-paged list (DATA_TYPE failed_transfers),

@@ -208,16 +208,19 @@ func (c *Counters) Add(d Counters) {
 
 // Task is one submitted transfer or delete.
 type Task struct {
-	ID             string // UUID
-	UserID         int64
-	SubmissionID   string
-	Type           string // TypeTransfer or TypeDelete
-	Label          string
-	Status         string
-	NiceStatus     string
-	FatalError     *FatalError
-	SrcEndpoint    string // endpoint ID; for a delete task, the endpoint
-	DstEndpoint    string // endpoint ID; "" for a delete task
+	ID           string // UUID
+	UserID       int64
+	SubmissionID string
+	Type         string // TypeTransfer or TypeDelete
+	Label        string
+	Status       string
+	NiceStatus   string
+	FatalError   *FatalError
+	SrcEndpoint  string // endpoint ID; for a delete task, the endpoint
+	DstEndpoint  string // endpoint ID; "" for a delete task; the first of several
+	// Destinations, for a transfer to several endpoints, are all of
+	// them in order (the first is DstEndpoint); nil for one destination.
+	Destinations   []Destination
 	Items          []Item
 	Options        Options
 	Deadline       time.Time // zero: none
@@ -231,6 +234,71 @@ type Task struct {
 	// that another process takes over after a crash.
 	Worker       string
 	LeaseExpires time.Time
+}
+
+// MaxDestinations bounds the destinations of one transfer task.
+const MaxDestinations = 16
+
+// Destination is one destination of a transfer task with several: an
+// endpoint, where the task's items go there, and its own counters. The
+// task's counters count a source file done once it is done at every
+// destination.
+type Destination struct {
+	Endpoint string   // endpoint ID
+	Paths    []string // each item's destination path there, in the items' order; nil: the items' own
+	DestCounters
+}
+
+// DestCounters are one destination's totals: files that arrived there
+// (sent by the tree or repaired), that were there already, that failed
+// to arrive, and the bytes of those that arrived.
+type DestCounters struct {
+	FilesTransferred int64
+	FilesSkipped     int64
+	FilesFailed      int64
+	BytesTransferred int64
+}
+
+// Endpoints are the IDs of every endpoint the task uses: the source,
+// then each destination.
+func (t Task) Endpoints() []string {
+	ids := []string{t.SrcEndpoint}
+	switch {
+	case len(t.Destinations) > 0:
+		for _, d := range t.Destinations {
+			ids = append(ids, d.Endpoint)
+		}
+	case t.DstEndpoint != "":
+		ids = append(ids, t.DstEndpoint)
+	}
+	return ids
+}
+
+// DestItems are items as they go to destination d: with d's paths, when
+// it has its own.
+func (d Destination) DestItems(items []Item) []Item {
+	out := make([]Item, len(items))
+	for i, it := range items {
+		if i < len(d.Paths) {
+			it.Dst = d.Paths[i]
+		}
+		out[i] = it
+	}
+	return out
+}
+
+// DestFile is the record of one source file at one destination of a
+// task with several: the last outcome there, SUCCEEDED (arrived),
+// SKIPPED (there already) or FAILED. A file recorded SUCCEEDED or
+// SKIPPED at a destination is never sent there again, even after a
+// crash.
+type DestFile struct {
+	Dest     int // index in Task.Destinations
+	Src, Dst string
+	Size     int64
+	State    string
+	Error    string
+	Time     time.Time
 }
 
 // FatalError says why a task failed.
@@ -279,6 +347,8 @@ const (
 	EventSucceeded        = "SUCCEEDED"
 	EventFailed           = "FAILED"
 	EventDeadline         = "DEADLINE"
+	// A destination of several failed as a whole (unreachable, refused).
+	EventDestinationFailed = "DESTINATION_FAILED"
 )
 
 // Event is one entry of a task's history.

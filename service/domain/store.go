@@ -96,8 +96,12 @@ type Store interface {
 	// seen before returns that task and an *Error with EDuplicate, and
 	// stores nothing; an empty submission ID is never a duplicate.
 	CreateTask(ctx context.Context, t *Task) error
+	// CreateTask keeps a task's Destinations (when it has several) with
+	// their paths; DstEndpoint is then the first's.
+	//
 	// Task, TaskByID, Tasks and the lease methods return tasks without
-	// their Items, which may be many; TaskItems reads them.
+	// their Items, which may be many; TaskItems reads them. They return
+	// the Destinations with their counters.
 	Task(ctx context.Context, userID int64, id string) (Task, error)
 	TaskItems(ctx context.Context, id string) ([]Item, error)
 	TaskByID(ctx context.Context, id string) (Task, error) // for workers: not scoped to a user
@@ -140,7 +144,9 @@ type Store interface {
 	Heartbeat(ctx context.Context, taskID, worker string, now time.Time, lease time.Duration) (Task, error)
 	// Progress persists a batch in one transaction. It fails with
 	// ENotFound if worker no longer holds the lease, and then stores
-	// nothing.
+	// nothing. A DestFile replaces the record of its (destination,
+	// source) and the destination's counters follow: they count each
+	// source file once, in its last state.
 	Progress(ctx context.Context, taskID, worker string, b Batch) error
 	// Partials lists what the task's workers knew of files they did not
 	// finish.
@@ -155,6 +161,9 @@ type Store interface {
 	// ready (space freed at a full destination). EConflict if the task is
 	// not INACTIVE.
 	ResumeTask(ctx context.Context, userID int64, id string, now time.Time) error
+	// The methods below that select tasks by an endpoint they use count
+	// every destination of a task with several, as Claim's limits do.
+	//
 	// Reactivate turns userID's INACTIVE tasks that use endpointID back to
 	// ACTIVE (claimable) with a RESUMED event; it returns how many.
 	Reactivate(ctx context.Context, userID int64, endpointID string, now time.Time) (int, error)
@@ -175,6 +184,10 @@ type Store interface {
 	// ordered by insertion, after the marker (0: from the start); it
 	// returns the marker of the next page (0: no more).
 	Files(ctx context.Context, taskID, state string, marker int64, limit int) ([]File, int64, error)
+	// DestFiles lists the per-destination file records of a task with
+	// several destinations, of destination dest (every one if dest < 0)
+	// in state (all if ""), paged as Files.
+	DestFiles(ctx context.Context, taskID string, dest int, state string, marker int64, limit int) ([]DestFile, int64, error)
 	Events(ctx context.Context, taskID string, page Page) ([]Event, int, error)
 	AddEvents(ctx context.Context, events []Event) error
 
@@ -184,10 +197,11 @@ type Store interface {
 // Batch is what a worker persists of a task at once: counter deltas, file
 // records, events, and partials to put (or, with an empty State, delete).
 type Batch struct {
-	Delta    Counters
-	Files    []File
-	Events   []Event
-	Partials []Partial
+	Delta     Counters
+	Files     []File
+	DestFiles []DestFile
+	Events    []Event
+	Partials  []Partial
 }
 
 // Partial is what a worker knows of a file of a task that it has not

@@ -152,16 +152,90 @@ func (s *Server) transfer(w http.ResponseWriter, r *http.Request, c *call) error
 	if err != nil {
 		return err
 	}
-	dst, err := s.visibleEndpoint(r, c, "destination_endpoint", req.DestinationEndpoint)
+	dsts, err := s.destinations(r, c, req, t.Items)
 	if err != nil {
 		return err
 	}
-	t.SrcEndpoint, t.DstEndpoint = src.ID, dst.ID
-	if err := s.checkTransfer(r, c, src, dst, t.Items, t.Options); err != nil {
-		return err
+	t.SrcEndpoint, t.DstEndpoint = src.ID, dsts[0].ep.ID
+	if len(dsts) == 1 {
+		t.Items = dsts[0].items // one destination with its own paths is the single shape
+	} else {
+		for _, d := range dsts {
+			t.Destinations = append(t.Destinations, domain.Destination{Endpoint: d.ep.ID, Paths: d.paths})
+		}
+	}
+	for _, d := range dsts {
+		if err := s.checkTransfer(r, c, src, d.ep, d.items, t.Options); err != nil {
+			return err
+		}
 	}
 	return s.submit(w, r, c, &t)
 }
+
+// dest is one destination of a submitted transfer: its endpoint, its own
+// paths (nil: the items'), and the items as they go there.
+type dest struct {
+	ep    domain.Endpoint
+	paths []string
+	items []domain.Item
+}
+
+// destinations reads a submission's destination_endpoint or its
+// destinations, and refuses two destinations that are one place (the
+// same storage and paths of which one is or holds the other).
+func (s *Server) destinations(r *http.Request, c *call, req api.Transfer, items []domain.Item) ([]dest, error) {
+	if len(req.Destinations) == 0 {
+		ep, err := s.visibleEndpoint(r, c, "destination_endpoint", req.DestinationEndpoint)
+		return []dest{{ep: ep, items: items}}, err
+	}
+	if req.DestinationEndpoint != "" {
+		return nil, domain.Errorf(domain.EInvalid, "destination_endpoint and destinations: give one or the other")
+	}
+	if len(req.Destinations) > domain.MaxDestinations {
+		return nil, domain.Errorf(domain.EInvalid, "destinations: %d of them, at most %d", len(req.Destinations), domain.MaxDestinations)
+	}
+	var out []dest
+	for i, d := range req.Destinations {
+		if err := dataType(d.DataType, "transfer_destination"); err != nil {
+			return nil, err
+		}
+		ep, err := s.visibleEndpoint(r, c, fmt.Sprintf("destinations[%d].endpoint", i), d.Endpoint)
+		if err != nil {
+			return nil, err
+		}
+		nd := dest{ep: ep, items: items}
+		if d.DestinationPaths != nil {
+			if len(d.DestinationPaths) != len(items) {
+				return nil, domain.Errorf(domain.EInvalid, "destinations[%d].destination_paths: %d paths for %d items of DATA: want one per item",
+					i, len(d.DestinationPaths), len(items))
+			}
+			for j, p := range d.DestinationPaths {
+				cp, err := itemPath(fmt.Sprintf("destinations[%d].destination_paths", i), j, p)
+				if err != nil {
+					return nil, err
+				}
+				nd.paths = append(nd.paths, cp)
+			}
+			nd.items = domain.Destination{Paths: nd.paths}.DestItems(items)
+		}
+		for k, prev := range out {
+			if !sameStorage(prev.ep, ep) {
+				continue
+			}
+			for j := range items {
+				if a, b := path.Clean(prev.items[j].Dst), path.Clean(nd.items[j].Dst); a == b || inside(a, b) || inside(b, a) {
+					return nil, domain.Errorf(domain.EInvalid, "destinations[%d] and destinations[%d] are one place: %s on %s",
+						k, i, nd.items[j].Dst, ep.DisplayName())
+				}
+			}
+		}
+		out = append(out, nd)
+	}
+	return out, nil
+}
+
+// inside reports a clean path p below the clean directory dir.
+func inside(p, dir string) bool { return dir == "/" || strings.HasPrefix(p, dir+"/") }
 
 // checkItems is how many items of a submission the endpoints are asked
 // about; the worker's listing finds what is wrong with the others.
@@ -362,6 +436,12 @@ func (s *Server) taskDoc(t domain.Task, names func(string) string) api.Task {
 	if domain.Done(t.Status) {
 		d.NiceStatus = ""
 	}
+	for _, dd := range t.Destinations {
+		d.Destinations = append(d.Destinations, api.TaskDestination{DataType: "task_destination",
+			EndpointID: dd.Endpoint, EndpointDisplayName: names(dd.Endpoint), DestinationPaths: dd.Paths,
+			FilesTransferred: dd.FilesTransferred, FilesSkipped: dd.FilesSkipped, FilesFailed: dd.FilesFailed,
+			BytesTransferred: dd.BytesTransferred})
+	}
 	if t.FatalError != nil {
 		d.FatalError = &api.FatalError{Code: t.FatalError.Code, Description: t.FatalError.Description}
 	}
@@ -513,6 +593,13 @@ func (s *Server) successfulTransfers(w http.ResponseWriter, r *http.Request, c *
 }
 
 func (s *Server) failedTransfers(w http.ResponseWriter, r *http.Request, c *call) error {
+	t, err := s.Store.Task(r.Context(), c.user.ID, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	if len(t.Destinations) > 0 {
+		return s.destFailures(w, r, t)
+	}
 	files, marker, next, err := s.taskFiles(r, c, domain.FileFailed)
 	if err != nil {
 		return err
@@ -520,6 +607,28 @@ func (s *Server) failedTransfers(w http.ResponseWriter, r *http.Request, c *call
 	doc := api.FailedTransfers{DataType: "failed_transfers", Marker: marker, NextMarker: next, Data: make([]api.FailedTransfer, len(files))}
 	for i, f := range files {
 		doc.Data[i] = api.FailedTransfer{DataType: "failed_transfer", SourcePath: f.Src, DestinationPath: f.Dst, Size: f.Size, Error: f.Error, Time: f.Time}
+	}
+	return reply(w, http.StatusOK, doc)
+}
+
+// destFailures answers failed_transfers for a task with several
+// destinations: each file that failed at a destination, naming it.
+func (s *Server) destFailures(w http.ResponseWriter, r *http.Request, t domain.Task) error {
+	q, err := api.ParseMarkerQuery(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	limit := domain.Page{Limit: q.Limit}.Normal().Limit
+	files, next, err := s.Store.DestFiles(r.Context(), t.ID, -1, domain.FileFailed, q.Marker, limit)
+	if err != nil {
+		return err
+	}
+	doc := api.FailedTransfers{DataType: "failed_transfers", Marker: q.Marker, NextMarker: next, Data: make([]api.FailedTransfer, len(files))}
+	for i, f := range files {
+		doc.Data[i] = api.FailedTransfer{DataType: "failed_transfer", SourcePath: f.Src, DestinationPath: f.Dst, Size: f.Size, Error: f.Error, Time: f.Time}
+		if f.Dest < len(t.Destinations) {
+			doc.Data[i].DestinationEndpointID = t.Destinations[f.Dest].Endpoint
+		}
 	}
 	return reply(w, http.StatusOK, doc)
 }

@@ -432,3 +432,113 @@ func TestQueuedHookAndDefaultDeadline(t *testing.T) {
 		t.Fatalf("deadline %v, want request time + 6h = %v", task.Deadline, want)
 	}
 }
+
+func TestTransferDestinationsRefused(t *testing.T) {
+	e := newEnv(t)
+	alice, tok := e.user("alice")
+	bob, _ := e.user("bob")
+	for _, n := range []string{"src", "a", "b"} {
+		addEndpoint(t, alice, n, "anonymous", false)
+	}
+	addEndpoint(t, bob, "private", "anonymous", false)
+	// All the endpoints share one server: paths on them are one storage.
+	doc := func(dests string, items ...string) string {
+		if len(items) == 0 {
+			items = []string{`{"source_path":"/a","destination_path":"/b"}`}
+		}
+		return `{"DATA_TYPE":"transfer","source_endpoint":"src","destinations":[` + dests + `],"DATA":[` + strings.Join(items, ",") + `]}`
+	}
+	many := strings.TrimSuffix(strings.Repeat(`{"endpoint":"a","destination_paths":["/x"]},`, domain.MaxDestinations+1), ",")
+	for _, tc := range []struct {
+		name, body string
+		status     int
+		msg        string
+	}{
+		{"both shapes", `{"source_endpoint":"src","destination_endpoint":"a","destinations":[{"endpoint":"b"}],"DATA":[{"source_path":"/a","destination_path":"/b"}]}`, 400, "give one or the other"},
+		{"no endpoint", doc(`{"endpoint":"a"},{"destination_paths":["/c"]}`), 400, "destinations[1].endpoint is required"},
+		{"unknown endpoint", doc(`{"endpoint":"a"},{"endpoint":"nosuch"}`), 404, "destinations[1].endpoint: no endpoint"},
+		{"another user's private endpoint", doc(`{"endpoint":"bob#private"},{"endpoint":"a"}`), 404, "destinations[0].endpoint: no endpoint"},
+		{"wrong DATA_TYPE", doc(`{"DATA_TYPE":"transfer_item","endpoint":"a"}`), 400, "DATA_TYPE"},
+		{"unknown field", doc(`{"endpoint":"a","path":"/c"}`), 400, "unknown field"},
+		{"too few paths", doc(`{"endpoint":"a"},{"endpoint":"b","destination_paths":["/c"]}`, `{"source_path":"/a","destination_path":"/b"}`, `{"source_path":"/d","destination_path":"/e"}`), 400, "1 paths for 2 items"},
+		{"empty path", doc(`{"endpoint":"a"},{"endpoint":"b","destination_paths":[""]}`), 400, "destinations[1].destination_paths"},
+		{"control character in a path", doc(`{"endpoint":"a"},{"endpoint":"b","destination_paths":["/c\nd"]}`), 400, "control character"},
+		{"same place twice", doc(`{"endpoint":"a"},{"endpoint":"a"}`), 400, "destinations[0] and destinations[1] are one place"},
+		{"same server and path", doc(`{"endpoint":"a"},{"endpoint":"b"}`), 400, "are one place"},
+		{"one inside another", doc(`{"endpoint":"a","destination_paths":["/out"]},{"endpoint":"b","destination_paths":["/out/in"]}`), 400, "are one place"},
+		{"a destination is the source", doc(`{"endpoint":"a"},{"endpoint":"src","destination_paths":["/a"]}`), 400, "is the source"},
+		{"too many", doc(many), 400, "at most"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := e.raw("POST", "transfer", tok, strings.NewReader(tc.body))
+			ae := a.apiError(t)
+			if a.status != tc.status || !strings.Contains(ae.Message, tc.msg) {
+				t.Fatalf("%d %+v, want %d and %q", a.status, ae, tc.status, tc.msg)
+			}
+		})
+	}
+	if tasks, err := alice.TaskList(t.Context(), api.TaskQuery{}); err != nil || tasks.Total != 0 {
+		t.Fatalf("refused submissions stored tasks: %+v, %v", tasks, err)
+	}
+}
+
+func TestTransferDestinations(t *testing.T) {
+	e := newEnv(t)
+	alice, _ := e.user("alice")
+	src := addEndpoint(t, alice, "src", "anonymous", false)
+	a := addEndpoint(t, alice, "a", "anonymous", false)
+	b := addEndpoint(t, alice, "b", "anonymous", false)
+	c := addEndpoint(t, alice, "c", "anonymous", false)
+	res, err := alice.Transfer(t.Context(), api.Transfer{SourceEndpoint: "src",
+		Destinations: []api.TransferDestination{{Endpoint: "a"}, {DataType: "transfer_destination", Endpoint: b.ID, DestinationPaths: []string{"/b/../other/"}}, {Endpoint: "alice#c", DestinationPaths: []string{"/third"}}},
+		Data:         []api.TransferItem{{SourcePath: "/in/", DestinationPath: "/out/", Recursive: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := alice.Task(t.Context(), res.TaskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []api.TaskDestination{
+		{DataType: "task_destination", EndpointID: a.ID, EndpointDisplayName: "alice#a"},
+		{DataType: "task_destination", EndpointID: b.ID, EndpointDisplayName: "alice#b", DestinationPaths: []string{"/other/"}},
+		{DataType: "task_destination", EndpointID: c.ID, EndpointDisplayName: "alice#c", DestinationPaths: []string{"/third"}},
+	}
+	if !equalJSON(t, task.Destinations, want) || task.DestinationEndpointID != a.ID || task.SourceEndpointID != src.ID {
+		t.Fatalf("task %+v\nwant destinations %+v", task, want)
+	}
+	// Per-destination progress and failures, as a worker records them.
+	w, err := e.db.Claim(t.Context(), "w", e.clock.Now(), time.Minute, 0)
+	if err != nil || w.ID != res.TaskID {
+		t.Fatalf("claim: %+v, %v", w, err)
+	}
+	if err := e.db.Progress(t.Context(), w.ID, "w", domain.Batch{DestFiles: []domain.DestFile{
+		{Dest: 0, Src: "/in/f", Dst: "/out/f", Size: 7, State: domain.FileSucceeded},
+		{Dest: 1, Src: "/in/f", Dst: "/other/f", Size: 7, State: domain.FileSkipped},
+		{Dest: 2, Src: "/in/f", Dst: "/third/f", Size: 7, State: domain.FileFailed, Error: "refused"},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	task, _ = alice.Task(t.Context(), res.TaskID)
+	if d := task.Destinations; d[0].FilesTransferred != 1 || d[0].BytesTransferred != 7 || d[1].FilesSkipped != 1 || d[2].FilesFailed != 1 {
+		t.Fatalf("destinations' counters: %+v", d)
+	}
+	failed, err := alice.FailedTransfers(t.Context(), res.TaskID, api.MarkerQuery{})
+	if err != nil || len(failed.Data) != 1 || failed.Data[0].DestinationEndpointID != c.ID || failed.Data[0].Error != "refused" || failed.Data[0].DestinationPath != "/third/f" {
+		t.Fatalf("failed transfers: %+v, %v", failed, err)
+	}
+	// One destination in the destinations shape is the single shape.
+	one, err := alice.Transfer(t.Context(), api.Transfer{SourceEndpoint: "src",
+		Destinations: []api.TransferDestination{{Endpoint: "a", DestinationPaths: []string{"/mine"}}},
+		Data:         []api.TransferItem{{SourcePath: "/in", DestinationPath: "/out"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := e.db.TaskByID(t.Context(), one.TaskID)
+	if err == nil {
+		stored.Items, err = e.db.TaskItems(t.Context(), one.TaskID)
+	}
+	if err != nil || stored.Destinations != nil || stored.DstEndpoint != a.ID || stored.Items[0].Dst != "/mine" {
+		t.Fatalf("one destination: %+v, %v", stored, err)
+	}
+}

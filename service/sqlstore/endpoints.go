@@ -88,7 +88,7 @@ func (db *DB) UpdateEndpoint(ctx context.Context, e domain.Endpoint) (err error)
 		}
 		// Running tasks look again: at its servers, at who may use it.
 		ids, err := all(ctx, c, scanString, `SELECT id FROM tasks WHERE status = 'ACTIVE' AND worker IS NOT NULL
-			AND (src_endpoint = ? OR dst_endpoint = ?)`, e.ID, e.ID)
+			AND `+usesEndpoint, e.ID, e.ID, e.ID)
 		if err != nil {
 			return err
 		}

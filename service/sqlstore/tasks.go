@@ -28,8 +28,12 @@ func (db *DB) CreateTask(ctx context.Context, t *domain.Task) (err error) {
 		DstEndpoint:  t.DstEndpoint,
 		Items:        t.Items,
 		Options:      t.Options,
+		Destinations: destsOf(t.Destinations),
 		Deadline:     stored(t.Deadline),
 		RequestTime:  orNow(t.RequestTime),
+	}
+	if len(nt.Destinations) > 0 {
+		nt.DstEndpoint = nt.Destinations[0].Endpoint
 	}
 	var sub any // NULL: no submission ID, so never a duplicate
 	if nt.SubmissionID != "" {
@@ -55,6 +59,9 @@ func (db *DB) CreateTask(ctx context.Context, t *domain.Task) (err error) {
 		if err != nil {
 			return err
 		}
+		if err := insertDests(ctx, c, nt.ID, nt.Destinations); err != nil {
+			return err
+		}
 		if err := addEvents(ctx, c, nt.RequestTime, domain.Event{TaskID: nt.ID, Code: domain.EventQueued,
 			Description: "task queued"}); err != nil {
 			return err
@@ -62,6 +69,15 @@ func (db *DB) CreateTask(ctx context.Context, t *domain.Task) (err error) {
 		*t = nt
 		return nil
 	})
+}
+
+// destsOf is a new task's destinations, with no counts yet.
+func destsOf(ds []domain.Destination) []domain.Destination {
+	var out []domain.Destination
+	for _, d := range ds {
+		out = append(out, domain.Destination{Endpoint: d.Endpoint, Paths: d.Paths})
+	}
+	return out
 }
 
 // taskCols are a task's columns but its items, which may be many: a task
@@ -84,7 +100,7 @@ func scanTask(r scanner) (domain.Task, error) {
 // taskWhere reads the one task matching where; ENotFound if none.
 func taskWhere(ctx context.Context, c conn, where string, args ...any) (domain.Task, error) {
 	t, err := scanTask(c.row(ctx, `SELECT `+taskCols+` FROM tasks WHERE `+where, args...))
-	return t, missing(err, "task")
+	return withDestsOne(ctx, c, t, missing(err, "task"))
 }
 
 func (db *DB) TaskItems(ctx context.Context, id string) (_ []domain.Item, err error) {
@@ -135,6 +151,9 @@ func (db *DB) Tasks(ctx context.Context, userID int64, f domain.TaskFilter, page
 	page = page.Normal()
 	tasks, err := all(ctx, c, scanTask, `SELECT `+taskCols+` FROM tasks`+where+order+` LIMIT ? OFFSET ?`,
 		append(args, page.Limit, page.Offset)...)
+	if err == nil {
+		err = withDests(ctx, c, tasks)
+	}
 	return tasks, total, err
 }
 
@@ -226,8 +245,10 @@ const live = `l.worker IS NOT NULL AND l.lease_expires > ?`
 func (db *DB) Claim(ctx context.Context, worker string, now time.Time, lease time.Duration, perUser int) (t domain.Task, err error) {
 	defer wrap(&err, "claim")
 	q := `SELECT t.id, COALESCE(t.worker, '') FROM tasks t WHERE ` + notRunning + `
-		AND NOT EXISTS (SELECT 1 FROM endpoints e WHERE e.max_concurrent > 0 AND e.id IN (t.src_endpoint, t.dst_endpoint)
-			AND (SELECT COUNT(*) FROM tasks l WHERE ` + live + ` AND (l.src_endpoint = e.id OR l.dst_endpoint = e.id)) >= e.max_concurrent)`
+		AND NOT EXISTS (SELECT 1 FROM endpoints e WHERE e.max_concurrent > 0
+			AND (e.id IN (t.src_endpoint, t.dst_endpoint) OR e.id IN (SELECT d.endpoint FROM task_destinations d WHERE d.task_id = t.id))
+			AND (SELECT COUNT(*) FROM tasks l WHERE ` + live + ` AND (l.src_endpoint = e.id OR l.dst_endpoint = e.id
+				OR l.id IN (SELECT d.task_id FROM task_destinations d WHERE d.endpoint = e.id))) >= e.max_concurrent)`
 	args := []any{us(now), us(now)}
 	if perUser > 0 {
 		q += ` AND (SELECT COUNT(*) FROM tasks l WHERE l.user_id = t.user_id AND ` + live + `) < ?`
@@ -249,6 +270,7 @@ func (db *DB) Claim(ctx context.Context, worker string, now time.Time, lease tim
 		t, err = scanTask(c.row(ctx, `UPDATE tasks SET worker = ?, lease_expires = ?, nice_status = ?,
 			start_time = COALESCE(start_time, ?) WHERE id = ? RETURNING `+taskCols,
 			worker, us(now.Add(lease)), domain.NiceOK, us(now), id))
+		t, err = withDestsOne(ctx, c, t, err)
 		if err != nil || prev == "" || prev == worker {
 			return err
 		}
@@ -260,8 +282,12 @@ func (db *DB) Claim(ctx context.Context, worker string, now time.Time, lease tim
 
 func (db *DB) Reclaim(ctx context.Context, worker string, now time.Time, lease time.Duration) (_ []domain.Task, err error) {
 	defer wrap(&err, "reclaim")
-	return all(ctx, db.conn(), scanTask, `UPDATE tasks SET lease_expires = ?, nice_status = ?
+	tasks, err := all(ctx, db.conn(), scanTask, `UPDATE tasks SET lease_expires = ?, nice_status = ?
 		WHERE worker = ? AND status = 'ACTIVE' RETURNING `+taskCols, us(now.Add(lease)), domain.NiceOK, worker)
+	if err == nil {
+		err = withDests(ctx, db.conn(), tasks)
+	}
+	return tasks, err
 }
 
 func (db *DB) Heartbeat(ctx context.Context, taskID, worker string, now time.Time, lease time.Duration) (_ domain.Task, err error) {
@@ -271,7 +297,7 @@ func (db *DB) Heartbeat(ctx context.Context, taskID, worker string, now time.Tim
 	if errors.Is(err, sql.ErrNoRows) {
 		err = lost(taskID)
 	}
-	return t, err
+	return withDestsOne(ctx, db.conn(), t, err)
 }
 
 // held selects the task whose lease the worker holds. Its arguments are
@@ -307,6 +333,9 @@ func (db *DB) Progress(ctx context.Context, taskID, worker string, b domain.Batc
 				taskID, f.Src, f.Dst, f.Size, f.State, f.Algorithm, f.Checksum, f.Error, us(cmp.Or(f.Time, now))); err != nil {
 				return err
 			}
+		}
+		if err := putDestFiles(ctx, c, taskID, b.DestFiles, now); err != nil {
+			return err
 		}
 		for _, p := range b.Partials {
 			q := `INSERT INTO partials (task_id, src, state) VALUES (?, ?, ?)
@@ -370,8 +399,8 @@ func (db *DB) setStatusOf(ctx context.Context, endpointID, where, status, nice s
 	err := db.inTx(ctx, func(c conn) error {
 		var err error
 		ids, err = all(ctx, c, scanString, `UPDATE tasks SET status = ?, nice_status = ?, worker = NULL, lease_expires = NULL
-			WHERE (src_endpoint = ? OR dst_endpoint = ?) AND `+where+` RETURNING id`,
-			append([]any{status, nice, endpointID, endpointID}, args...)...)
+			WHERE `+usesEndpoint+` AND `+where+` RETURNING id`,
+			append([]any{status, nice, endpointID, endpointID, endpointID}, args...)...)
 		if err != nil {
 			return err
 		}

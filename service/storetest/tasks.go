@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"fmt"
+	"reflect"
 	"sort"
 	"sync"
 	"testing"
@@ -18,6 +19,8 @@ var taskTests = []test{
 	{"CancelFile", testCancelFile},
 	{"Files", testFiles},
 	{"Events", testEvents},
+	{"Destinations", testDestinations},
+	{"DestinationLimits", testDestinationLimits},
 }
 
 func testCreateTask(t *testing.T, open Open) {
@@ -343,4 +346,116 @@ func testEvents(t *testing.T, open Open) {
 	if n := len(f.events(other.ID)); n != 2+12 {
 		t.Fatalf("%d events, want 14", n)
 	}
+}
+
+// multiTask creates a transfer of u from src to each of dsts, the second
+// with its own paths.
+func (f *fixture) multiTask(u domain.User, src domain.Endpoint, dsts ...domain.Endpoint) domain.Task {
+	f.t.Helper()
+	t := domain.Task{UserID: u.ID, Type: domain.TypeTransfer, SrcEndpoint: src.ID, RequestTime: t0,
+		Items: []domain.Item{{Src: "/src/", Dst: "/dst/", Recursive: true}, {Src: "/f", Dst: "/g"}}}
+	for i, d := range dsts {
+		dest := domain.Destination{Endpoint: d.ID}
+		if i == 1 {
+			dest.Paths = []string{"/elsewhere/", "/h"}
+		}
+		t.Destinations = append(t.Destinations, dest)
+	}
+	f.ok(f.s.CreateTask(f.ctx, &t))
+	t.Items = nil
+	return t
+}
+
+func testDestinations(t *testing.T, open Open) {
+	f := newFixture(t, open(t))
+	alice := f.user("alice")
+	src, a, b, c := f.endpoint(alice, "src", false, 0), f.endpoint(alice, "a", false, 0), f.endpoint(alice, "b", false, 0), f.endpoint(alice, "c", false, 0)
+	task := f.multiTask(alice, src, a, b, c)
+	want := []domain.Destination{{Endpoint: a.ID}, {Endpoint: b.ID, Paths: []string{"/elsewhere/", "/h"}}, {Endpoint: c.ID}}
+	equal(t, "created destinations", task.Destinations, want)
+	if task.DstEndpoint != a.ID {
+		t.Fatalf("DstEndpoint %s, want the first destination %s", task.DstEndpoint, a.ID)
+	}
+	equal(t, "stored task", f.get(task.ID), task)
+	equal(t, "endpoints", task.Endpoints(), []string{src.ID, a.ID, b.ID, c.ID})
+	if one := f.task(alice, src, a, t0); one.Destinations != nil || f.get(one.ID).Destinations != nil {
+		t.Fatalf("a task with one destination has Destinations: %+v", f.get(one.ID))
+	}
+
+	claimed := f.claim(task, "w1", t0, 0)
+	equal(t, "claimed destinations", claimed.Destinations, want)
+	rec := func(files ...domain.DestFile) {
+		t.Helper()
+		f.ok(f.s.Progress(f.ctx, task.ID, "w1", domain.Batch{DestFiles: files}))
+	}
+	rec(domain.DestFile{Dest: 0, Src: "/f", Dst: "/g", Size: 10, State: domain.FileSucceeded},
+		domain.DestFile{Dest: 1, Src: "/f", Dst: "/h", Size: 10, State: domain.FileSkipped},
+		domain.DestFile{Dest: 2, Src: "/f", Dst: "/g", Size: 10, State: domain.FileFailed, Error: "refused"},
+		domain.DestFile{Dest: 0, Src: "/src/x", Dst: "/dst/x", Size: 5, State: domain.FileSucceeded})
+	want[0].DestCounters = domain.DestCounters{FilesTransferred: 2, BytesTransferred: 15}
+	want[1].DestCounters = domain.DestCounters{FilesSkipped: 1}
+	want[2].DestCounters = domain.DestCounters{FilesFailed: 1}
+	equal(t, "counters", f.get(task.ID).Destinations, want)
+	// A later outcome replaces the record and moves the counters; the
+	// same outcome again counts once.
+	rec(domain.DestFile{Dest: 2, Src: "/f", Dst: "/g", Size: 10, State: domain.FileSucceeded},
+		domain.DestFile{Dest: 0, Src: "/f", Dst: "/g", Size: 10, State: domain.FileSucceeded})
+	want[2].DestCounters = domain.DestCounters{FilesTransferred: 1, BytesTransferred: 10}
+	equal(t, "counters after a repair", f.get(task.ID).Destinations, want)
+	if ts, _, err := f.s.Tasks(f.ctx, alice.ID, domain.TaskFilter{}, domain.Page{}); err != nil || len(ts) != 2 || !reflect.DeepEqual(ts[0].Destinations, want) {
+		t.Fatalf("listed: %+v, %v", ts, err)
+	}
+	if hb, err := f.s.Heartbeat(f.ctx, task.ID, "w1", t0, lease); err != nil || !reflect.DeepEqual(hb.Destinations, want) {
+		t.Fatalf("heartbeat: %+v, %v", hb.Destinations, err)
+	}
+
+	all, next, err := f.s.DestFiles(f.ctx, task.ID, -1, "", 0, 0)
+	f.ok(err)
+	if len(all) != 4 || next != 0 {
+		t.Fatalf("all destination files: %+v (next %d)", all, next)
+	}
+	at2, _, err := f.s.DestFiles(f.ctx, task.ID, 2, "", 0, 0)
+	f.ok(err)
+	if len(at2) != 1 || at2[0].State != domain.FileSucceeded || at2[0].Error != "" || at2[0].Dst != "/g" || at2[0].Time.IsZero() {
+		t.Fatalf("destination 2's files: %+v", at2)
+	}
+	skipped, _, err := f.s.DestFiles(f.ctx, task.ID, -1, domain.FileSkipped, 0, 0)
+	f.ok(err)
+	if len(skipped) != 1 || skipped[0].Dest != 1 || skipped[0].Dst != "/h" {
+		t.Fatalf("skipped: %+v", skipped)
+	}
+	page, next, err := f.s.DestFiles(f.ctx, task.ID, -1, "", 0, 3)
+	f.ok(err)
+	rest, last, err := f.s.DestFiles(f.ctx, task.ID, -1, "", next, 3)
+	f.ok(err)
+	if len(page) != 3 || next == 0 || len(rest) != 1 || last != 0 {
+		t.Fatalf("pages of 3: %d (next %d), then %d (next %d)", len(page), next, len(rest), last)
+	}
+	// Another worker's batch stores nothing.
+	wantCode(t, f.s.Progress(f.ctx, task.ID, "w2", domain.Batch{DestFiles: []domain.DestFile{{Dest: 1, Src: "/g", State: domain.FileFailed}}}), domain.ENotFound)
+	equal(t, "counters after a lost lease", f.get(task.ID).Destinations, want)
+}
+
+// testDestinationLimits: a task uses every one of its destinations, for
+// the endpoints' concurrency limits and for pausing and resuming the
+// tasks of an endpoint.
+func testDestinationLimits(t *testing.T, open Open) {
+	f := newFixture(t, open(t))
+	alice := f.user("alice")
+	src, a, b := f.endpoint(alice, "src", false, 0), f.endpoint(alice, "a", false, 0), f.endpoint(alice, "b", false, 0)
+	one := f.endpoint(alice, "one", false, 1)
+	first := f.multiTask(alice, src, a, b, one)
+	second := f.multiTask(alice, src, a, one)
+	f.claim(first, "w1", t0, 0)
+	f.noClaim(t0, 0) // one runs one task at a time, as the third destination of the first
+	f.ok(f.s.SetStatus(f.ctx, first.ID, "w1", domain.StatusSucceeded, "", nil, t0, nil))
+	n, err := f.s.Deactivate(f.ctx, alice.ID, one.ID, domain.NiceCredentialExpired, t0)
+	f.ok(err)
+	if n != 1 || f.get(second.ID).Status != domain.StatusInactive {
+		t.Fatalf("deactivated %d tasks, want the second: %+v", n, f.get(second.ID))
+	}
+	if n, err := f.s.Reactivate(f.ctx, alice.ID, one.ID, t0); err != nil || n != 1 {
+		t.Fatalf("reactivated %d tasks (%v), want 1", n, err)
+	}
+	f.claim(second, "w2", t0, 0)
 }

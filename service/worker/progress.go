@@ -47,6 +47,9 @@ type progress struct {
 	partials map[string]string
 
 	faults map[string]*faultGroup // by code and cause
+
+	many      *manyState        // a task with several destinations (many.go); nil: one
+	destFiles []domain.DestFile // per-destination records not yet flushed
 }
 
 func newProgress(w *Worker, t domain.Task) *progress {
@@ -119,16 +122,21 @@ func (p *progress) add(d domain.Counters, f *domain.File, e *domain.Event) {
 			p.partials[f.Src] = ""
 			delete(p.stored, f.Src)
 		}
-		if len(p.files) >= orInt(p.w.FlushFiles, 100) {
-			select {
-			case p.kick <- struct{}{}:
-			default:
-			}
-		}
+		p.kickIf()
 	}
 	if e != nil {
 		e.Time = p.w.now()
 		p.events = append(p.events, *e)
+	}
+}
+
+// kickIf asks for a flush when enough records wait. Called with p.mu held.
+func (p *progress) kickIf() {
+	if len(p.files)+len(p.destFiles) >= orInt(p.w.FlushFiles, 100) {
+		select {
+		case p.kick <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -162,6 +170,9 @@ func (p *progress) begin() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.planned, p.hits = false, 0
+	if p.many != nil {
+		p.beginMany()
+	}
 }
 
 // skip is the engine's Options.Skip: it leaves out paths recorded before
@@ -405,15 +416,16 @@ func (p *progress) flush(ctx context.Context) error {
 	for {
 		p.mu.Lock()
 		n := min(len(p.files), maxBatchFiles)
-		b := domain.Batch{Delta: p.delta, Files: p.files[:n:n], Events: p.events}
+		nd := min(len(p.destFiles), maxBatchFiles)
+		b := domain.Batch{Delta: p.delta, Files: p.files[:n:n], DestFiles: p.destFiles[:nd:nd], Events: p.events}
 		for src, state := range p.partials {
 			b.Partials = append(b.Partials, domain.Partial{Src: src, State: state})
 		}
 		sent := p.partials
-		p.delta, p.files, p.events, p.partials = domain.Counters{}, p.files[n:], nil, map[string]string{}
-		more := len(p.files) > 0
+		p.delta, p.files, p.destFiles, p.events, p.partials = domain.Counters{}, p.files[n:], p.destFiles[nd:], nil, map[string]string{}
+		more := len(p.files) > 0 || len(p.destFiles) > 0
 		p.mu.Unlock()
-		if b.Delta == (domain.Counters{}) && len(b.Files) == 0 && len(b.Events) == 0 && len(b.Partials) == 0 {
+		if b.Delta == (domain.Counters{}) && len(b.Files) == 0 && len(b.DestFiles) == 0 && len(b.Events) == 0 && len(b.Partials) == 0 {
 			return nil
 		}
 		err := p.w.Store.Progress(ctx, p.taskID, p.w.ID, b)
@@ -422,6 +434,7 @@ func (p *progress) flush(ctx context.Context) error {
 				p.mu.Lock()
 				b.Delta.Add(p.delta)
 				p.delta, p.files, p.events = b.Delta, append(b.Files, p.files...), append(b.Events, p.events...)
+				p.destFiles = append(b.DestFiles, p.destFiles...)
 				for src, state := range sent {
 					if _, newer := p.partials[src]; !newer {
 						p.partials[src] = state

@@ -164,7 +164,7 @@ func (r *run) loadEndpoints(ctx context.Context) (ending, bool) {
 	t := r.task
 	ids := []string{t.SrcEndpoint}
 	if t.Type == domain.TypeTransfer {
-		ids = append(ids, t.DstEndpoint)
+		ids = t.Endpoints()
 	}
 	var eps []domain.Endpoint
 	for _, id := range ids {
@@ -357,6 +357,11 @@ func (r *run) loadRecords(ctx context.Context) error {
 		return err
 	}
 	r.p.loadPartials(partials)
+	if len(r.task.Destinations) > 0 {
+		if err := r.loadDests(ctx); err != nil {
+			return err
+		}
+	}
 	return r.loadCanceled(ctx)
 }
 
@@ -482,8 +487,12 @@ func (r *run) attempts(ctx context.Context, work func(ctx context.Context, try i
 		}
 		f := classify(err)
 		if f.code == domain.NiceNoSpace {
-			return paused(&pause{nice: f.code, why: fmt.Sprintf("the destination %s is full (%s); free space there, "+
-				"then resume the task (ferry task resume %s)", r.eps[len(r.eps)-1].DisplayName(), gridops.Tell(err), r.task.ID)})
+			full := "the destination " + r.eps[len(r.eps)-1].DisplayName()
+			if len(r.eps) > 2 {
+				full = "a destination"
+			}
+			return paused(&pause{nice: f.code, why: fmt.Sprintf("%s is full (%s); free space there, "+
+				"then resume the task (ferry task resume %s)", full, gridops.Tell(err), r.task.ID)})
 		}
 		if f.code == domain.NiceCredentialExpired {
 			return paused(&pause{nice: f.code,
@@ -508,6 +517,9 @@ func (r *run) attempts(ctx context.Context, work func(ctx context.Context, try i
 // transfer runs the engine once over the items not yet done, on the
 // try-th server of each endpoint (in turn, when servers fail).
 func (r *run) transfer(ctx context.Context, try int, deadline time.Time, logins []domain.Login) error {
+	if len(r.task.Destinations) > 0 {
+		return r.transferMany(ctx, try, deadline, logins)
+	}
 	var ends [2]engine.Endpoint
 	for i, ep := range r.eps {
 		servers, err := gridops.Servers(ep, r.w.Agents, r.w.Networks)

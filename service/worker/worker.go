@@ -33,6 +33,10 @@ type Notifier interface {
 // CopyFunc is engine.Copy's signature.
 type CopyFunc func(ctx context.Context, src, dst engine.Endpoint, items []engine.Item, opts engine.Options, rep engine.Reporter) (engine.Result, error)
 
+// CopyManyFunc is engine.CopyMany's signature: tasks with several
+// destinations.
+type CopyManyFunc func(ctx context.Context, src engine.Endpoint, targets []engine.Target, opts engine.Options, rep engine.Reporter) (engine.MultiResult, error)
+
 // Worker runs tasks. Store, Box, Ops and ID are required; every other
 // field has a default.
 type Worker struct {
@@ -58,6 +62,7 @@ type Worker struct {
 	Logger         *slog.Logger
 	Now            func() time.Time // the clock for leases and records; nil: time.Now
 	Engine         CopyFunc         // nil: engine.Copy
+	EngineMany     CopyManyFunc     // nil: engine.CopyMany
 
 	once    sync.Once
 	wake    chan struct{}
@@ -220,6 +225,13 @@ func (w *Worker) copy() CopyFunc {
 		return w.Engine
 	}
 	return engine.Copy
+}
+
+func (w *Worker) copyMany() CopyManyFunc {
+	if w.EngineMany != nil {
+		return w.EngineMany
+	}
+	return engine.CopyMany
 }
 
 func orDuration(d, def time.Duration) time.Duration {

@@ -26,7 +26,9 @@ const badge = (t) => {
 };
 
 const route = (t) => t.type === 'DELETE' ? `delete on ${t.source_endpoint_display_name}`
-  : `${t.source_endpoint_display_name || '?'} → ${t.destination_endpoint_display_name || '?'}`;
+  : `${t.source_endpoint_display_name || '?'} → ${t.destinations
+    ? t.destinations.map((d) => d.endpoint_display_name || '?').join(', ')
+    : t.destination_endpoint_display_name || '?'}`;
 
 // bar is the progress element of a task.
 function bar(t, p) {
@@ -79,6 +81,7 @@ export function task(main, _, id) {
   const summary = h('div', { class: 'summary' });
   const counters = h('dl', { class: 'counters' });
   const plot = h('div', { class: 'plot' });
+  const dests = h('section', { 'aria-labelledby': 'dests-title', hidden: true });
   const failed = h('section', { 'aria-labelledby': 'failed-title', hidden: true });
   const evBody = h('tbody');
   const evNote = h('p', { class: 'muted' });
@@ -88,7 +91,7 @@ export function task(main, _, id) {
     h('div', { class: 'grid2' },
       h('section', { class: 'card', 'aria-labelledby': 'counters-title' }, h('h2', { id: 'counters-title', text: 'Details' }), counters),
       h('section', { class: 'card', 'aria-labelledby': 'chart-title' }, h('h2', { id: 'chart-title', text: 'Throughput' }), plot)),
-    failed,
+    dests, failed,
     h('section', { class: 'card', 'aria-labelledby': 'events-title' }, h('h2', { id: 'events-title', text: 'Events' }),
       h('div', { class: 'scroll' }, h('table', { class: 'events' },
         h('thead', {}, h('tr', {}, ['Time', 'Event', 'Description'].map((c) => h('th', { scope: 'col', text: c })))), evBody)), evNote));
@@ -106,7 +109,7 @@ export function task(main, _, id) {
         events.push(...l.DATA);
         if (!l.DATA.length || events.length >= l.total) break;
       }
-      const f = t.subtasks_failed ? await get(`task/${encodeURIComponent(id)}/failed_transfers`, { limit: 100 }) : null;
+      const f = t.subtasks_failed || t.destinations?.some((d) => d.files_failed) ? await get(`task/${encodeURIComponent(id)}/failed_transfers`, { limit: 100 }) : null;
       if (left) return;
       current = t;
       tasks.sample(t);
@@ -145,13 +148,17 @@ export function task(main, _, id) {
       item('Options', o.join(', ')), item('Task ID', h('code', { text: t.task_id })),
     ].flat());
     plot.replaceChildren(chart(throughput(t)));
+    renderDests(t);
+    const destName = (id) => t.destinations?.find((d) => d.endpoint_id === id)?.endpoint_display_name || id;
     failed.hidden = !f;
     if (f) {
       failed.className = 'card';
       failed.replaceChildren(h('h2', { id: 'failed-title', text: `Failed files (${t.subtasks_failed})` }),
         h('div', { class: 'scroll' }, h('table', { class: 'failed' },
-          h('thead', {}, h('tr', {}, ['File', 'Error'].map((c) => h('th', { scope: 'col', text: c })))),
-          h('tbody', {}, f.DATA.map((x) => h('tr', {}, h('td', {}, h('code', { text: x.source_path })), h('td', { text: x.error })))))));
+          h('thead', {}, h('tr', {}, [...(t.destinations ? ['Destination'] : []), 'File', 'Error'].map((c) => h('th', { scope: 'col', text: c })))),
+          h('tbody', {}, f.DATA.map((x) => h('tr', {},
+            t.destinations && h('td', { text: destName(x.destination_endpoint_id) }),
+            h('td', {}, h('code', { text: x.source_path })), h('td', { text: x.error })))))));
       if (f.next_marker) failed.append(h('p', { class: 'muted', text: `The first ${f.DATA.length} are shown.` }));
     }
     const shown = events.slice(-200).reverse();
@@ -160,6 +167,27 @@ export function task(main, _, id) {
       h('td', {}, e.is_error ? h('span', { class: 'sr-only', text: 'Error: ' }) : null, e.code),
       h('td', { text: e.description }))));
     evNote.textContent = events.length > shown.length ? `The latest ${shown.length} of ${events.length} events.` : '';
+  }
+
+  // renderDests shows each destination of a transfer to several: its
+  // files there of the task's, and its failures.
+  function renderDests(t) {
+    dests.hidden = !t.destinations;
+    if (!t.destinations) return;
+    dests.className = 'card';
+    dests.replaceChildren(h('h2', { id: 'dests-title', text: `Destinations (${t.destinations.length})` }),
+      h('div', { class: 'scroll' }, h('table', { class: 'destinations' },
+        h('thead', {}, h('tr', {}, ['Endpoint', 'Progress', 'Transferred', 'Skipped', 'Failed', 'Bytes'].map((c) => h('th', { scope: 'col', text: c })))),
+        h('tbody', {}, t.destinations.map((d) => {
+          const there = d.files_transferred + d.files_skipped;
+          const label = `${d.endpoint_display_name} progress`;
+          return h('tr', { 'data-endpoint': d.endpoint_id },
+            h('td', { text: d.endpoint_display_name || d.endpoint_id }),
+            h('td', { class: 'progress' }, t.files > 0 ? h('progress', { max: t.files, value: there, 'aria-label': label }) : h('progress', { 'aria-label': label }),
+              h('span', { text: `${there}/${t.files} files` })),
+            h('td', { text: String(d.files_transferred) }), h('td', { text: String(d.files_skipped) }),
+            h('td', { class: d.files_failed ? 'error' : '', text: String(d.files_failed) }), h('td', { text: bytes(d.bytes_transferred) }));
+        })))));
   }
 
   // throughput is the task's bytes over time: zero when it first

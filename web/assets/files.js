@@ -319,10 +319,30 @@ function pane(id, title) {
     const check = (name, label, checked = false) => h('label', { class: 'check' }, h('input', { type: 'checkbox', name, checked }), label);
     const levels = [['', 'Always copy'], ['0', 'If missing at the destination'], ['1', 'If the size differs'],
       ['2', 'If newer at the source'], ['3', 'If the checksum differs']];
+    // More destinations: each an endpoint and a directory there, which
+    // get the same items in the same task.
+    const known = h('datalist', { id: 'more-endpoints' });
+    const more = h('ol', { class: 'more-destinations', 'aria-label': 'More destinations' });
+    const addDestination = async () => {
+      const n = more.children.length + 1;
+      const name = h('input', { name: 'more_endpoint', list: known.id, placeholder: 'owner#name', autocomplete: 'off', spellcheck: 'false', required: true });
+      const dir = h('input', { name: 'more_path', value: to.path, required: true });
+      const li = h('li', {}, field(`Destination ${n + 1} endpoint`, name), field('Directory', dir),
+        h('button', { type: 'button', text: 'Remove', 'aria-label': `Remove destination ${n + 1}`, onclick: () => li.remove() }));
+      more.append(li);
+      name.focus();
+      if (!known.children.length) {
+        try {
+          const l = await get('endpoint_search', { limit: 100 });
+          known.replaceChildren(...l.DATA.filter((e) => e.id !== p.ep.id).map((e) => h('option', { value: e.display_name })));
+        } catch { /* suggestions are optional */ }
+      }
+    };
     const res = await dialog({
       title: `Transfer ${list.length === 1 ? list[0].name : list.length + ' items'}`, submit: 'Start transfer',
       fields: [
         h('p', {}, 'From ', h('code', { text: `${p.ep.display_name}:${p.path}` }), ' to ', h('code', { text: `${to.ep.display_name}:${to.path}` })),
+        more, known, h('button', { type: 'button', class: 'add-destination', text: 'Add destination', onclick: addDestination }),
         field('Label', h('input', { name: 'label', maxlength: 128, autocomplete: 'off' })),
         field('Sync', h('select', { name: 'sync_level' }, levels.map(([v, t]) => h('option', { value: v, text: t })))),
         check('verify_checksum', 'Verify checksums', true),
@@ -334,7 +354,8 @@ function pane(id, title) {
         field('Deadline', h('input', { name: 'deadline', type: 'datetime-local' }), 'optional: until then failing files are retried'),
       ],
       action: (f) => post('transfer', {
-        source_endpoint: p.ep.id, destination_endpoint: to.ep.id, label: f.get('label'),
+        source_endpoint: p.ep.id, label: f.get('label'),
+        ...destinations(f, list),
         sync_level: f.get('sync_level') === '' ? undefined : Number(f.get('sync_level')),
         verify_checksum: f.has('verify_checksum'), preserve_timestamp: f.has('preserve_timestamp'),
         delete_destination_extra: f.has('delete_destination_extra'),
@@ -347,6 +368,19 @@ function pane(id, title) {
       }),
     });
     if (res) submitted(res, 'Transfer');
+  }
+
+  // destinations is the destination part of the transfer document: the
+  // other pane's endpoint alone, or it and the destinations added.
+  function destinations(f, list) {
+    const eps = f.getAll('more_endpoint').map((e) => e.trim());
+    if (!eps.length) return { destination_endpoint: p.other.ep.id };
+    const dirs = f.getAll('more_path');
+    const paths = (dir) => list.map((e) => join(dir, e.name) + (isDir(e) ? '/' : ''));
+    return {
+      destinations: [{ endpoint: p.other.ep.id },
+        ...eps.map((endpoint, i) => ({ endpoint, destination_paths: paths(dirs[i] || '/') }))],
+    };
   }
 
   function submitted(res, what) {
