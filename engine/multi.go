@@ -429,15 +429,15 @@ func (m *multi) file(src string, size int64) *multiFile {
 	return f
 }
 
-// repairPass brings each destination but the head up to date, a few at
-// once: what the tree missed from the head's verified copy, the rest
-// from the source.
+// repairPass brings each destination up to date, a few at once: what the
+// tree missed from the head's verified copy, the rest from the source;
+// the head too, unless the tree pass left it whole.
 func (m *multi) repairPass(ctx context.Context) {
 	sem := make(chan struct{}, repairers)
 	var wg sync.WaitGroup
 	for i := range m.targets {
-		if i == m.head {
-			continue
+		if i == m.head && m.whole {
+			continue // the tree pass made it whole, verified
 		}
 		wg.Add(1)
 		go func() {
