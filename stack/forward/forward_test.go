@@ -139,6 +139,27 @@ func TestNoLocalWrite(t *testing.T) {
 	}
 }
 
+// TestNoLocalWriteKeepsFile: a hop that only relays never touches a file
+// of that name it already holds.
+func TestNoLocalWriteKeepsFile(t *testing.T) {
+	data := payload(3 << 20)
+	a, b, c := start(t), start(t), start(t)
+	old := []byte("B's own file, not part of this transfer\n")
+	if err := os.WriteFile(filepath.Join(b.root, "f"), old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec := mcStack("cc=1", b.url("f", "local_write=n"), c.url("f", ""))
+	if err := upload(t, a, spec, "f", bytes.NewReader(data), int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(b.root, "f")); err != nil || !bytes.Equal(got, old) {
+		t.Errorf("B's file: %q, %v; want it as it was", got, err)
+	}
+	if !bytes.Equal(c.content(t, "f"), data) {
+		t.Error("C differs")
+	}
+}
+
 // closedPort is an address nothing listens on.
 func closedPort(t *testing.T) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
