@@ -63,10 +63,23 @@ func (l layer) WrapSource(_ context.Context, _ *stack.Transfer, below stack.Sour
 	return below, nil
 }
 
-// WrapSink starts a child per planned destination and returns the sink
-// that writes below and forwards. With local_write off, the file the layer
-// below made is closed and removed at once.
+// WrapSink is DeferSink over a layer below that is already open; with
+// local_write off it is closed unused. (stack.Stack opens through
+// DeferSink, and so never opens the layer below of a relay-only hop.)
 func (l layer) WrapSink(ctx context.Context, t *stack.Transfer, below stack.Sink) (stack.Sink, error) {
+	opened := false
+	s, err := l.DeferSink(ctx, t, func() (stack.Sink, error) { opened = true; return below, nil })
+	if !opened {
+		below.Close()
+	}
+	return s, err
+}
+
+// DeferSink opens the layer below when this hop writes locally, starts a
+// child per planned destination and returns the sink that writes below
+// and forwards. With local_write off the layer below is never opened: a
+// file of that name, if there is one, stays as it was.
+func (l layer) DeferSink(ctx context.Context, t *stack.Transfer, open func() (stack.Sink, error)) (stack.Sink, error) {
 	if t.Flag&storage.Keep != 0 && len(l.o.URLs) > 0 {
 		return nil, fmt.Errorf("%s: %w", Name, stack.ErrNotSeekable) // children get a plain STOR
 	}
@@ -76,18 +89,12 @@ func (l layer) WrapSink(ctx context.Context, t *stack.Transfer, below stack.Sink
 	}
 	s := &sink{pool: gridftp.NewBufferPool(BlockSize), aborted: make(chan struct{}), eof: make(chan struct{}), log: log}
 	if l.o.LocalWrite {
-		below = stack.InOrder(below)
-		s.below, s.w = below, below.(io.WriterAt)
-	} else {
-		err := below.Close()
-		if l.env.FS != nil {
-			if rerr := l.env.FS.Remove(ctx, t.Name); err == nil {
-				err = rerr
-			}
-		}
+		below, err := open()
 		if err != nil {
 			return nil, err
 		}
+		below = stack.InOrder(below)
+		s.below, s.w = below, below.(io.WriterAt)
 	}
 	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	for _, c := range plan(l.o.URLs, l.o.CC) {
