@@ -423,6 +423,9 @@ func (ss *session) receiveInto(ctx context.Context, p string, sink stack.Sink, f
 		return nil, err
 	}
 	if !plain {
+		// A layer may write the file (forward) or files below it (tar):
+		// the sums computed while they were written before are stale.
+		ss.srv.sums.forget(p, 0, -1)
 		return ss.receiveData(ctx, sink, base)
 	}
 	if flag == storage.Truncate {

@@ -158,3 +158,20 @@ func TestChildMakesDirectories(t *testing.T) {
 		t.Error("the relay-only hop made the directories")
 	}
 }
+
+// TestRewriteThroughChild: a file a child stored as a leaf, and hashed
+// while it did, then comes again through the child as a hop with children
+// of its own: its checksum is of the new copy.
+func TestRewriteThroughChild(t *testing.T) {
+	a, b, c := start(t), start(t), start(t)
+	for i, urls := range [][]string{{b.url("f", "")}, {b.url("f", ""), c.url("f", "")}} {
+		data := payload(2 << 20)
+		data[0] = byte(i) // the same size, another content
+		if err := upload(t, a, mcStack("cc=1", urls...), "f", bytes.NewReader(data), int64(len(data))); err != nil {
+			t.Fatalf("upload %d: %v", i, err)
+		}
+		if !bytes.Equal(b.content(t, "f"), data) {
+			t.Fatalf("upload %d: B differs", i)
+		}
+	}
+}
