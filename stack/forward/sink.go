@@ -49,14 +49,15 @@ const marker = "Multicast: the file did not reach "
 
 // gmcToken starts GCT's failure report (GMC_ERROR_TOKEN): the lines after
 // it are the destinations that failed. A ferry parent reads it from a GCT
-// child. A GCT parent cannot read a ferry child's report, nor a GCT
-// child's: it looks for the URL list in the error text of the child's
-// reply, skips one character more than the token (the bug recorded in
-// reference/grid-extensions.md), and takes the list only when every line
-// to the end of the text parses as an ftp or gsiftp URL, which the reply's
-// last line ("451 End." or GCT's own "500 End.") never does. It then
-// counts the child and its whole subtree as failed, which is all a ferry
-// report could tell it too when the child's own copy is the one that failed.
+// child's reply ("500-Command failed. : GMC_ERROR=", then a URL a line).
+// A GCT parent cannot read a ferry child's report, nor a GCT child's, so
+// no wording of ours would help: it looks in the child's error text for
+// "GMC_ERROR=\n", which a reply never holds (its lines end in CRLF); past
+// the token it would skip one character more than it (the bug recorded in
+// reference/grid-extensions.md), and take the list only if every line to
+// the end of the text parsed as an ftp or gsiftp URL, which a reply's last
+// line ("451 End.") does not. It counts the child and its whole subtree
+// as failed (interop: TestFerryMulticastGCTHeadFerryChildren).
 const gmcToken = "GMC_ERROR="
 
 // Kinds is the multicast layer under GCT's name and ferry's alias.
