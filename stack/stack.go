@@ -81,6 +81,16 @@ type Filter interface {
 	WrapSource(ctx context.Context, t *Transfer, below Source) (Source, error)
 }
 
+// Summer is a Sink that hashed the file its transfer made at the
+// transfer's name, from its start, as the server hashes a plain file it
+// writes (OPTS CKSM Live): the server keeps the sum for a later CKSM. Sum
+// is asked after a successful Close; ok is false when the sink did not
+// hash with alg (a name in checksum's spelling, any case) or cannot vouch
+// for what the file holds.
+type Summer interface {
+	Sum(alg string) (sum string, size int64, ok bool)
+}
+
 // Deferrer is a Filter that opens the layers below a write itself, when
 // and if it needs them: Stack.Create hands it their opening instead of
 // their sink. A layer that may write nothing here (forward's relay-only

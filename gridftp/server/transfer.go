@@ -395,6 +395,11 @@ func (ss *session) store(p string, flag storage.OpenFlag, base int64, appendMode
 	} else {
 		err = stack.End(sink, err)
 	}
+	if sm, ok := sink.(stack.Summer); ok && err == nil && !plain && ss.liveAlg != "" {
+		if sum, n, ok := sm.Sum(ss.liveAlg); ok {
+			ss.srv.sums.put(sumKey{path: p, off: 0, n: n, alg: ss.liveAlg}, sum)
+		}
+	}
 	reported()
 	if err == nil && want != nil && plain {
 		err = ss.verify(ctx, p, want)

@@ -9,6 +9,7 @@ import (
 	"hash"
 	"io"
 	"log/slog"
+	"os"
 	"path"
 	"slices"
 	"strings"
@@ -136,6 +137,7 @@ func (l layer) DeferSink(ctx context.Context, t *stack.Transfer, open func() (st
 	}
 	if below != nil {
 		s.w = below.(io.WriterAt)
+		_, s.osFile = below.(*os.File)
 	}
 	s.room.L = &s.mu
 	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
@@ -157,6 +159,7 @@ func (l layer) DeferSink(ctx context.Context, t *stack.Transfer, open func() (st
 type sink struct {
 	below  stack.Sink  // nil without local_write
 	w      io.WriterAt // below
+	osFile bool        // below is the file itself, as the POSIX driver opens it
 	kids   []*kid
 	blocks *blocks
 	log    *slog.Logger
@@ -387,6 +390,23 @@ func (s *sink) wait() time.Duration {
 // of size bytes.
 func verifyTimeout(size int64) time.Duration {
 	return ReplyTimeout + time.Duration(size/VerifyRate)*time.Second
+}
+
+// Sum is the MD5 of the stream, when it went to a local file the POSIX
+// driver opened: then it is the MD5 of that file, as the server takes the
+// hash of the blocks it writes to such a file for the file's (a ferry hop
+// then answers its parent's CKSM without reading its copy again). Through
+// any other storage the server reads the file back to hash it.
+func (s *sink) Sum(alg string) (string, int64, bool) {
+	if !strings.EqualFold(alg, "MD5") || !s.osFile {
+		return "", 0, false
+	}
+	select {
+	case <-s.eof:
+		return s.sent.sum, s.sent.size, true
+	default:
+		return "", 0, false
+	}
 }
 
 // Abort ends the sequence, the children's transfers and the layer below.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"ferry/gridftp/server/servertest"
@@ -172,6 +173,40 @@ func TestRewriteThroughChild(t *testing.T) {
 		}
 		if !bytes.Equal(b.content(t, "f"), data) {
 			t.Fatalf("upload %d: B differs", i)
+		}
+	}
+}
+
+// countingFS counts the files opened for reading.
+type countingFS struct {
+	*posix.FS
+	opens *atomic.Int32
+}
+
+func (f countingFS) Open(ctx context.Context, name string) (storage.File, error) {
+	f.opens.Add(1)
+	return f.FS.Open(ctx, name)
+}
+
+// TestChecksumWithoutReadingBack: a ferry hop hashes the blocks it writes,
+// as it forwards them, and a leaf as it writes them: asked for the
+// checksum of its copy, neither reads the file again.
+func TestChecksumWithoutReadingBack(t *testing.T) {
+	data := payload(size)
+	a := start(t)
+	var urls []string
+	var opens [3]atomic.Int32
+	for i := range opens {
+		root, fs := servertest.Root(t)
+		urls = append(urls, serve(t, root, countingFS{fs, &opens[i]}).url("f", ""))
+	}
+	// A -> B -> {C, D}
+	if err := upload(t, a, mcStack("cc=1", urls...), "f", bytes.NewReader(data), size); err != nil {
+		t.Fatal(err)
+	}
+	for i := range opens {
+		if n := opens[i].Load(); n != 0 {
+			t.Errorf("node %d read its copy back %d times", i, n)
 		}
 	}
 }
