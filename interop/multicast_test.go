@@ -124,8 +124,9 @@ func TestGCTMulticastGUC(t *testing.T) {
 // in any order: a tree of GCT servers keeps 16-43 MB of 256 MiB, wrong
 // from the first byte, bug 5), as a tree (cc=2, GCT's default) and, with
 // the first line of the file as the destination and its options the first
-// hop's, as a chain with 2 streams a hop. Each child makes the directory
-// of its copy, and is asked once for its checksum.
+// hop's, as a chain with 2 streams a hop; and from a GCT server with 8
+// streams (third party). Each child makes the directory of its copy, and
+// is asked once for its checksum.
 func TestFerryMulticastGUC(t *testing.T) {
 	needTools(t)
 	src := mcSource(t)
@@ -133,12 +134,22 @@ func TestFerryMulticastGUC(t *testing.T) {
 		name  string
 		args  []string
 		chain bool
+		from  bool // from a GCT server, third party
 	}{
-		{"tree", nil, false},
-		{"tree -p 4", []string{"-p", "4"}, false},
-		{"chain P=2 -p 4", []string{"-p", "4"}, true},
+		{"tree", nil, false, false},
+		{"tree -p 4", []string{"-p", "4"}, false, false},
+		{"chain P=2 -p 4", []string{"-p", "4"}, true, false},
+		{"tree -p 8 from GCT", []string{"-p", "8"}, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			from := fileURL(src)
+			if tc.from {
+				// GCT's streams, like globus-url-copy's, each carry
+				// increasing offsets, which a hop's window relies on.
+				gct := startGCTServer(t)
+				writeFile(t, gct.Path("src.bin"), readFile(t, src))
+				from = gct.URL("src.bin")
+			}
 			head := startFerryMC(t, false)
 			kids := make([]*ferryServer, 4)
 			var urls []string
@@ -153,9 +164,9 @@ func TestFerryMulticastGUC(t *testing.T) {
 			}
 			args := append([]string{}, tc.args...)
 			if tc.chain {
-				args = append(args, "-MC", mcFile(t, append([]string{head.URL("f") + "?cc=1;P=2"}, urls...)...), fileURL(src))
+				args = append(args, "-MC", mcFile(t, append([]string{head.URL("f") + "?cc=1;P=2"}, urls...)...), from)
 			} else {
-				args = append(args, "-MC", mcFile(t, urls...), fileURL(src), head.URL("f"))
+				args = append(args, "-MC", mcFile(t, urls...), from, head.URL("f"))
 			}
 			guc(t, args...)
 			sameCopies(t, src, "f", head)

@@ -19,7 +19,10 @@
 // ahead of a gap, as the ordering layer does) before it sends them on,
 // with their offsets, so that parallel streams into the first hop cannot
 // corrupt the copies and every hop below gets each stream's blocks in
-// increasing offsets. On the way it hashes them (MD5), and once a child
+// increasing offsets. (It relies on that of its own sender, as the
+// ordering layer does: guc, GCT and ferry send so; a stream that goes
+// backwards past the window stalls it until the data timeout ends the
+// transfer.) On the way it hashes them (MD5), and once a child
 // has stored the file it asks the child for the MD5 of its copy (CKSM MD5
 // 0 -1, which GCT answers too; a ferry child hashes while it writes, OPTS
 // CKSM Live): a copy that differs, or a child that cannot say, counts as
