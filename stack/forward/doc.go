@@ -41,8 +41,10 @@
 //
 // Each child has a bounded queue of blocks (QueueBlocks). A child slower
 // than the others fills its queue and then holds back the whole transfer,
-// as GCT does; a child that stops reading is dropped when its control
-// connection's reply timeout ends its transfer. While a hop waits for its
+// as GCT does. A child that dies is dropped at once; one that hangs holds
+// the transfer back until its control connection's reply timeout drops it
+// (when it sends no markers meanwhile) or the hop's own data timeout ends
+// the transfer, whichever comes first. While a hop waits for its
 // children after the data, its server goes on sending 112 markers, so
 // that its own parent's wait for the reply goes on too.
 package forward
