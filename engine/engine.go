@@ -574,7 +574,8 @@ func (c *copier) markers(u *unit) client.Markers {
 			}
 		},
 		Ranges: func(rs gridftp.Ranges) {
-			if u.n < 0 {
+			// A tree's file goes again whole: its head cannot seek.
+			if u.n < 0 && c.opts.fan == nil {
 				c.mu.Lock()
 				u.f.have.AddAll(rs)
 				c.mu.Unlock()
