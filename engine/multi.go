@@ -472,9 +472,9 @@ func (m *multi) relay(ctx context.Context, i int) {
 }
 
 // repair brings destination i up to date: the files the tree did not
-// bring from the head, then a copy from the source at sync level size (at
-// least) for the rest, which also makes the directories the tree cannot
-// (empty ones) and confirms that what the tree delivered is there.
+// bring, from the head's verified copy; then a copy from the source of
+// whatever is still missing, by the copy's own sync level, which also
+// makes the directories the tree cannot (empty ones).
 func (m *multi) repair(ctx context.Context, i int) {
 	t := m.targets[i]
 	if t.Via != nil {
@@ -500,17 +500,14 @@ func (m *multi) repair(ctx context.Context, i int) {
 		r, _ := Copy(ctx, m.targets[m.head].Endpoint, t.Endpoint, fromHead, o, &repairReporter{m: m, dest: i, fromHead: true})
 		m.count(r)
 	}
+	// The rest by the copy's own rules (sync level, resume), leaving out
+	// what the tree or the head delivered, verified (each hop checks its
+	// children's copies), and what an earlier run did (Has). The caller's
+	// Skip is asked first, as a walk asks it of every entry.
 	o := m.opts
-	if t.Has != nil {
-		skip := o.Skip
-		// The caller's Skip is asked first, as a walk asks it of every
-		// entry.
-		o.Skip = func(src, dst string) bool { return skip != nil && skip(src, dst) || t.Has(src) }
-	}
-	if o.SyncLevel < SyncSize {
-		// What the tree delivered is verified (each hop checks its
-		// children's copies): skip what is there by size.
-		o.SyncLevel = SyncSize
+	skip := o.Skip
+	o.Skip = func(src, dst string) bool {
+		return skip != nil && skip(src, dst) || m.has(i, src) || m.delivered(i, src)
 	}
 	inTree := slices.Contains(m.tree, i)
 	r, err := Copy(ctx, m.src, t.Endpoint, t.Items, o, &repairReporter{m: m, dest: i, direct: !inTree})
@@ -520,6 +517,19 @@ func (m *multi) repair(ctx context.Context, i int) {
 		m.res.Dests[i].Err = err
 		m.mu.Unlock()
 	}
+}
+
+// delivered reports a source file that the tree or a repair from the head
+// brought to destination i.
+func (m *multi) delivered(i int, src string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f := m.files[src]
+	if f == nil {
+		return false
+	}
+	r, ok := f.at[i]
+	return ok && (r.Outcome == Transferred || r.Outcome == repaired)
 }
 
 // count adds a repair copy's bytes and faults; without a tree pass, the

@@ -363,16 +363,22 @@ func (th *throttle) freeze() { th.end(syscall.SIGSTOP) }
 // release stops the cycle and lets the server run at full speed.
 func (th *throttle) release() { th.end(syscall.SIGCONT) }
 
-// retrRE matches the debug log line of a RETR or ERET command of ferry
-// gridftp; the argument is quoted when it holds blanks (always for ERET).
-var retrRE = regexp.MustCompile(`msg=command .*verb=(RETR|ERET) arg=("(?:[^"\\]|\\.)*"|\S+)`)
+// retrieved counts the RETR and ERET commands per path in the debug log
+// of a ferry gridftp server: each is a file (or part of one) sent.
+func retrieved(t *testing.T, log []byte) map[string]int { return commands(t, log, "RETR", "ERET", 4) }
 
-// retrieved counts the RETR and ERET commands per path in the debug log of
-// a ferry gridftp server: each is a file (or part of one) sent.
-func retrieved(t *testing.T, log []byte) map[string]int {
+// stored counts the STOR and ESTO commands per path: a file (or part of
+// one) received.
+func stored(t *testing.T, log []byte) map[string]int { return commands(t, log, "STOR", "ESTO", 3) }
+
+// commands counts, per path, the commands whole and part in the debug log
+// of a ferry gridftp server; part's path is its fields'th field ("ERET P
+// OFFSET LENGTH PATH": 4). The argument is quoted when it holds blanks.
+func commands(t *testing.T, log []byte, whole, part string, fields int) map[string]int {
 	t.Helper()
+	re := regexp.MustCompile(`msg=command .*verb=(` + whole + `|` + part + `) arg=("(?:[^"\\]|\\.)*"|\S+)`)
 	n := map[string]int{}
-	for _, m := range retrRE.FindAllSubmatch(log, -1) {
+	for _, m := range re.FindAllSubmatch(log, -1) {
 		arg := string(m[2])
 		if strings.HasPrefix(arg, `"`) {
 			var err error
@@ -380,9 +386,9 @@ func retrieved(t *testing.T, log []byte) map[string]int {
 				t.Fatalf("log line %q: %v", m[0], err)
 			}
 		}
-		if string(m[1]) == "ERET" { // ERET P OFFSET LENGTH PATH
-			if f := strings.SplitN(arg, " ", 4); len(f) == 4 {
-				arg = f[3]
+		if string(m[1]) == part {
+			if f := strings.SplitN(arg, " ", fields); len(f) == fields {
+				arg = f[fields-1]
 			}
 		}
 		n[arg]++
