@@ -357,22 +357,18 @@ func (c *copier) worker(ctx context.Context) {
 		inflight = inflight[1:]
 		err := pair.Finish(life.ctx, u.part, c.markers(u))
 		c.land(u)
-		if err != nil && c.opts.fan != nil && u.f != nil && c.opts.fan.failed(u.f.dst, err) {
-			// The head stored the file; some of the tree did not: the
-			// repair pass sees to those. The pair's replies are unread.
-			drop()
-			c.land(inflight...)
-			c.requeue(inflight)
-			inflight = nil
-			c.unitMoved(ctx, u)
-			continue
-		}
 		if err != nil {
 			drop()
 			c.land(inflight...)
 			c.requeue(inflight)
 			inflight = nil
-			c.fail(u, err)
+			if c.opts.fan != nil && u.f != nil && c.opts.fan.failed(u.f.dst, err) {
+				// The head stored the file; some of the tree did not:
+				// the repair pass sees to those.
+				c.unitMoved(ctx, u)
+			} else {
+				c.fail(u, err)
+			}
 			continue
 		}
 		if u.b != nil {
@@ -574,7 +570,8 @@ func (c *copier) markers(u *unit) client.Markers {
 			}
 		},
 		Ranges: func(rs gridftp.Ranges) {
-			if u.n < 0 {
+			// A tree's file goes again whole: its head cannot seek.
+			if u.n < 0 && c.opts.fan == nil {
 				c.mu.Lock()
 				u.f.have.AddAll(rs)
 				c.mu.Unlock()

@@ -8,8 +8,10 @@
 // from and go to: the storage driver (file), a whitelisted program (popen),
 // a tree packed or unpacked as a tar stream (tar), a checksum list. Filter
 // layers above it see every transfer on its way: ordering puts out-of-order
-// MODE E blocks in order for a terminal that cannot seek; a forwarding
-// layer would send each block on to other servers as it is written.
+// MODE E blocks in order for a terminal that cannot seek; forward sends
+// each block on to other servers as it is written. A filter that may write
+// nothing to the layers below it (a Deferrer: forward's relay-only hop)
+// opens them itself, or never, so that an existing file is not truncated.
 //
 // A layer says what it can do through small interfaces, which the transfer
 // code asks for instead of assuming a file: a Sink takes writes at any

@@ -81,6 +81,24 @@ type Filter interface {
 	WrapSource(ctx context.Context, t *Transfer, below Source) (Source, error)
 }
 
+// Summer is a Sink that hashed the file its transfer made at the
+// transfer's name, from its start, as the server hashes a plain file it
+// writes (OPTS CKSM Live): the server keeps the sum for a later CKSM. Sum
+// is asked after a successful Close; ok is false when the sink did not
+// hash with alg (a name in checksum's spelling, any case) or cannot vouch
+// for what the file holds.
+type Summer interface {
+	Sum(alg string) (sum string, size int64, ok bool)
+}
+
+// Deferrer is a Filter that opens the layers below a write itself, when
+// and if it needs them: Stack.Create hands it their opening instead of
+// their sink. A layer that may write nothing here (forward's relay-only
+// hop) so never opens, and never truncates, a file of that name.
+type Deferrer interface {
+	DeferSink(ctx context.Context, t *Transfer, open func() (Sink, error)) (Sink, error)
+}
+
 // Env is what a session gives the layers it builds.
 type Env struct {
 	FS storage.Driver // the session's tree
@@ -183,23 +201,38 @@ func (s *Stack) bottom(e Entry, reg Registry, env Env) error {
 // String is the stack as the client gave it.
 func (s *Stack) String() string { return s.spec }
 
-// Create opens the stack for a transfer to write.
+// Create opens the stack for a transfer to write: the terminal, then each
+// filter over what is below it; a Deferrer opens what is below it itself,
+// or not at all.
 func (s *Stack) Create(ctx context.Context, t *Transfer) (Sink, error) {
-	sink, err := s.term.Create(ctx, t)
+	open := func() (Sink, error) { return s.term.Create(ctx, t) }
 	for _, f := range s.filters {
-		if err != nil {
-			break
-		}
-		var up Sink
-		if up, err = f.WrapSink(ctx, t, sink); err != nil {
-			End(sink, err)
-		}
-		sink = up
+		open = wrapOpen(ctx, t, f, open)
 	}
+	sink, err := open()
 	if err != nil {
 		return nil, err
 	}
 	return sink, nil
+}
+
+// wrapOpen is the opening of f over what open opens.
+func wrapOpen(ctx context.Context, t *Transfer, f Filter, open func() (Sink, error)) func() (Sink, error) {
+	if d, ok := f.(Deferrer); ok {
+		return func() (Sink, error) { return d.DeferSink(ctx, t, open) }
+	}
+	return func() (Sink, error) {
+		below, err := open()
+		if err != nil {
+			return nil, err
+		}
+		up, err := f.WrapSink(ctx, t, below)
+		if err != nil {
+			End(below, err)
+			return nil, err
+		}
+		return up, nil
+	}
 }
 
 // Open opens the stack for a transfer to read.

@@ -240,3 +240,45 @@ func TestOrderingBackwards(t *testing.T) {
 		t.Fatalf("a gap closed without an error (%v) or an abort below", err)
 	}
 }
+
+// lazy is a filter that opens the layers below a write only when told to.
+type lazy struct{ open bool }
+
+func (l lazy) WrapSink(_ context.Context, _ *stack.Transfer, below stack.Sink) (stack.Sink, error) {
+	return below, nil
+}
+
+func (l lazy) WrapSource(_ context.Context, _ *stack.Transfer, below stack.Source) (stack.Source, error) {
+	return below, nil
+}
+
+func (l lazy) DeferSink(_ context.Context, _ *stack.Transfer, open func() (stack.Sink, error)) (stack.Sink, error) {
+	if l.open {
+		return open()
+	}
+	return &pipeSink{}, nil
+}
+
+// TestDeferrer: a Deferrer opens the layers below it (the terminal and
+// the filters between) itself, or never.
+func TestDeferrer(t *testing.T) {
+	for _, open := range []bool{false, true} {
+		p := &pipe{}
+		reg := registry(p)
+		reg["lazy"] = stack.Kind{Filter: func(stack.Entry, stack.Env) (stack.Filter, error) { return lazy{open}, nil }}
+		s, err := build(t, "pipe,ordering,lazy,ordering", reg, stack.Env{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sink, err := s.Create(context.Background(), &stack.Transfer{Name: "/x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := sink.(io.WriterAt); !ok {
+			t.Errorf("open %v: the filter above the deferrer did not wrap its sink", open)
+		}
+		if opened := p.last != nil; opened != open {
+			t.Errorf("open %v: the terminal was opened: %v", open, opened)
+		}
+	}
+}

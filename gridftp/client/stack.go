@@ -34,6 +34,27 @@ func (c *Conn) SetDiskStack(ctx context.Context, spec string) error {
 	return nil
 }
 
+// SetDiskStackThen sets the stack as SetDiskStack does, always, with cmds
+// pipelined behind it (DoAll): one round trip for both. A refused stack is
+// err; the replies of cmds, or their refusals in errs, come as DoAll's.
+func (c *Conn) SetDiskStackThen(ctx context.Context, spec string, cmds []string) (reps []gridftp.Reply, errs []error, err error) {
+	if spec == "" {
+		spec = "default"
+	}
+	reps, errs, err = c.DoAll(ctx, append([]string{"SITE SETDISKSTACK " + spec}, cmds...))
+	if err != nil {
+		return nil, nil, err
+	}
+	if errs[0] != nil {
+		return nil, nil, errs[0]
+	}
+	if strings.EqualFold(spec, "default") {
+		spec = ""
+	}
+	c.diskStack = spec
+	return reps[1:], errs[1:], nil
+}
+
 // sendStack sends SITE SETDISKSTACK without waiting for the reply, which
 // the caller reads, and takes the stack as set.
 func (c *Conn) sendStack(spec string) error {

@@ -22,7 +22,8 @@ type pipeLayer struct {
 	mu       sync.Mutex
 	stored   []*pipeSink
 	out      []byte
-	closeErr error // what a sink's Close returns
+	closeErr error          // what a sink's Close returns
+	hold     chan time.Time // the sinks' hold
 }
 
 type pipeSink struct {
@@ -32,6 +33,7 @@ type pipeSink struct {
 	closed  bool
 	aborted error
 	err     error
+	hold    chan time.Time // when set, Close sends when it starts, then waits for it to close
 }
 
 func (p *pipeSink) Write(b []byte) (int, error) {
@@ -39,7 +41,16 @@ func (p *pipeSink) Write(b []byte) (int, error) {
 	defer p.mu.Unlock()
 	return p.buf.Write(b)
 }
-func (p *pipeSink) Close() error { p.mu.Lock(); defer p.mu.Unlock(); p.closed = true; return p.err }
+func (p *pipeSink) Close() error {
+	if p.hold != nil {
+		p.hold <- time.Now()
+		<-p.hold
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	return p.err
+}
 func (p *pipeSink) Abort(cause error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -49,7 +60,7 @@ func (p *pipeSink) Abort(cause error) {
 func (p *pipeLayer) Create(_ context.Context, t *stack.Transfer) (stack.Sink, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	s := &pipeSink{t: t, err: p.closeErr}
+	s := &pipeSink{t: t, err: p.closeErr, hold: p.hold}
 	p.stored = append(p.stored, s)
 	return s, nil
 }
@@ -192,6 +203,53 @@ func TestPipeLayerStore(t *testing.T) {
 	_, final := c.final()
 	if final.Code/100 != 4 || !strings.Contains(final.Text(), "exit code: 2") || !strings.Contains(final.Text(), "tar: x: Cannot open") {
 		t.Fatalf("a failing layer: %q", final.String())
+	}
+}
+
+// TestLayerCloseKeepsReplyWaitAlive: while a layer finishes after the
+// data (forward waits for its children's replies and checksums), 112
+// markers go on, so that a client's wait for the reply does not time out.
+func TestLayerCloseKeepsReplyWaitAlive(t *testing.T) {
+	p := &pipeLayer{hold: make(chan time.Time)}
+	env := startServer(t, withPipe(p), func(s *server.Server) { s.MarkerInterval = 20 * time.Millisecond })
+	var once sync.Once
+	release := func() { once.Do(func() { close(p.hold) }) }
+	t.Cleanup(release) // before the server's: it waits for the session
+	c := env.login()
+	c.expect("SITE SETDISKSTACK pipe", 250)
+	c.expect("MODE E", 200)
+	dc := dialData(t, c.pasv())
+	c.send("STOR /x")
+	if r := c.read(); r.Code != 150 {
+		t.Fatalf("STOR: %q", r.String())
+	}
+	send(t, dc, block(0, pattern(1000)), eof(1))
+	var closing time.Time
+	select {
+	case closing = <-p.hold:
+	case <-time.After(replyTimeout):
+		t.Fatal("the layer was not closed")
+	}
+	// Markers sent before Close carry an earlier time (to 0.1 s).
+	for {
+		r := c.read()
+		if r.Code != gridftp.CodePerfMarker {
+			if r.Code != gridftp.CodeRestartMarker {
+				t.Fatalf("while the layer closes: %q", r.String())
+			}
+			continue
+		}
+		m, err := gridftp.ParsePerfMarker(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Time.After(closing.Add(200*time.Millisecond)) && m.Bytes == 1000 {
+			break
+		}
+	}
+	release()
+	if _, final := c.final(); final.Code != 226 {
+		t.Fatalf("STOR: %q", final.String())
 	}
 }
 

@@ -384,8 +384,22 @@ func (ss *session) store(p string, flag storage.OpenFlag, base int64, appendMode
 	if ss.modeE {
 		sink = stack.InOrder(sink) // MODE E blocks come in any order
 	}
-	err = ss.receiveInto(ctx, p, sink, f, plain, seekable, flag, base, appendMode)
-	err = stack.End(sink, err)
+	rcv, err := ss.receiveInto(ctx, p, sink, f, plain, seekable, flag, base, appendMode)
+	if rcv != nil && !plain && err == nil {
+		// A layer may take long to finish after the data (forward waits
+		// for its children's replies and checksums): markers go on, so
+		// that the client's wait for the reply does not time out.
+		stop := ss.markers(ss.srv.markerInterval(), rcv.Counter(), nil)
+		err = stack.End(sink, err)
+		stop()
+	} else {
+		err = stack.End(sink, err)
+	}
+	if sm, ok := sink.(stack.Summer); ok && err == nil && !plain && ss.liveAlg != "" {
+		if sum, n, ok := sm.Sum(ss.liveAlg); ok {
+			ss.srv.sums.put(sumKey{path: p, off: 0, n: n, alg: ss.liveAlg}, sum)
+		}
+	}
 	reported()
 	if err == nil && want != nil && plain {
 		err = ss.verify(ctx, p, want)
@@ -394,15 +408,16 @@ func (ss *session) store(p string, flag storage.OpenFlag, base int64, appendMode
 }
 
 // receiveInto receives one transfer into sink, which is the file f when
-// plain; one that is not seekable takes only whole transfers.
-func (ss *session) receiveInto(ctx context.Context, p string, sink stack.Sink, f storage.File, plain, seekable bool, flag storage.OpenFlag, base int64, appendMode bool) error {
+// plain; one that is not seekable takes only whole transfers. In MODE E it
+// returns the receiver.
+func (ss *session) receiveInto(ctx context.Context, p string, sink stack.Sink, f storage.File, plain, seekable bool, flag storage.OpenFlag, base int64, appendMode bool) (*gridftp.Receiver, error) {
 	if !seekable && (appendMode || base != 0 || ss.restSet) {
-		return stack.ErrNotSeekable
+		return nil, stack.ErrNotSeekable
 	}
 	if appendMode {
 		info, err := ss.srv.FS.Stat(ctx, p)
 		if err != nil {
-			return fmt.Errorf("stat: %w", err)
+			return nil, fmt.Errorf("stat: %w", err)
 		}
 		base = info.Size
 	}
@@ -410,11 +425,13 @@ func (ss *session) receiveInto(ctx context.Context, p string, sink stack.Sink, f
 		base += ss.restOffset
 	}
 	if err := ss.checkSize(base); err != nil {
-		return err
+		return nil, err
 	}
 	if !plain {
-		_, err := ss.receiveData(ctx, sink, base)
-		return err
+		// A layer may write the file (forward) or files below it (tar):
+		// the sums computed while they were written before are stale.
+		ss.srv.sums.forget(p, 0, -1)
+		return ss.receiveData(ctx, sink, base)
 	}
 	if flag == storage.Truncate {
 		ss.srv.sums.forget(p, 0, -1)
@@ -430,7 +447,7 @@ func (ss *session) receiveInto(ctx context.Context, p string, sink stack.Sink, f
 			ss.srv.sums.put(sumKey{path: p, off: base, n: n, alg: ss.liveAlg}, hex.EncodeToString(sum))
 		}
 	}
-	return err
+	return rcv, err
 }
 
 // verify checks a stored file against the SCKS value that preceded it.

@@ -150,14 +150,5 @@ func (db *DB) DestFiles(ctx context.Context, taskID string, dest int, state stri
 	if err != nil {
 		return nil, 0, err
 	}
-	var next int64
-	if len(rows) > limit {
-		rows = rows[:limit]
-		next = rows[limit-1].id
-	}
-	files := make([]domain.DestFile, len(rows))
-	for i, r := range rows {
-		files[i] = r.DestFile
-	}
-	return files, next, nil
+	return page(rows, limit, func(r destFileRow) (int64, domain.DestFile) { return r.id, r.DestFile })
 }

@@ -479,16 +479,22 @@ func (db *DB) Files(ctx context.Context, taskID, state string, marker int64, lim
 	if err != nil {
 		return nil, 0, err
 	}
+	return page(rows, limit, func(r fileRow) (int64, domain.File) { return r.id, r.File })
+}
+
+// page is the first limit of rows, read one past it (limit+1), and the
+// marker of the next page: the id of the last row given, 0 at the end.
+func page[R, T any](rows []R, limit int, item func(R) (int64, T)) ([]T, int64, error) {
 	var next int64
 	if len(rows) > limit {
 		rows = rows[:limit]
-		next = rows[limit-1].id
+		next, _ = item(rows[limit-1])
 	}
-	files := make([]domain.File, len(rows))
+	out := make([]T, len(rows))
 	for i, r := range rows {
-		files[i] = r.File
+		_, out[i] = item(r)
 	}
-	return files, next, nil
+	return out, next, nil
 }
 
 func (db *DB) Events(ctx context.Context, taskID string, page domain.Page) (_ []domain.Event, _ int, err error) {

@@ -15,14 +15,36 @@
 // planned front-first as GCT does (plan), and told their subtree in GCT's
 // encoding, so that a GCT server can be a child.
 //
-// Unlike GCT, blocks travel with their offsets (MODE E) to the children,
-// so parallel streams into the first hop cannot corrupt the copies; and a
-// child that cannot be reached or dies is dropped without stopping its
-// siblings or the local write: the transfer then fails at its end with a
-// stack.ShownError naming every destination that did not get the file.
+// Unlike GCT, a hop puts the blocks in order (a bounded window of blocks
+// ahead of a gap, as the ordering layer does) before it sends them on,
+// with their offsets, so that parallel streams into the first hop cannot
+// corrupt the copies and every hop below gets each stream's blocks in
+// increasing offsets. (It relies on that of its own sender, as the
+// ordering layer does: guc, GCT and ferry send so; a stream that goes
+// backwards past the window stalls it until the data timeout ends the
+// transfer.) On the way it hashes them (MD5), and once a child
+// has stored the file it asks the child for the MD5 of its copy (CKSM MD5
+// 0 -1, which GCT answers too; a ferry child hashes while it writes, OPTS
+// CKSM Live): a copy that differs, or a child that cannot say, counts as
+// failed. So every copy in the tree is checked by the hop that sent it.
+//
+// A child that cannot be reached, dies or fails is dropped without
+// stopping its siblings or the local write: the transfer then fails at its
+// end with a stack.ShownError naming every destination that did not get a
+// good copy — the child's own report of its subtree when it sent one,
+// else the child and its whole subtree.
+//
+// A child is given the directories its destination needs (MKD of each
+// parent, when MLST finds the parent missing) before the STOR. A relay-only
+// hop (local_write=n) never opens the layer below (stack.Deferrer), so a
+// file of that name there stays as it was.
 //
 // Each child has a bounded queue of blocks (QueueBlocks). A child slower
 // than the others fills its queue and then holds back the whole transfer,
-// as GCT does; a child that stops reading is dropped when its control
-// connection's reply timeout ends its transfer.
+// as GCT does. A child that dies is dropped at once; one that hangs holds
+// the transfer back until its control connection's reply timeout drops it
+// (when it sends no markers meanwhile) or the hop's own data timeout ends
+// the transfer, whichever comes first. While a hop waits for its
+// children after the data, its server goes on sending 112 markers, so
+// that its own parent's wait for the reply goes on too.
 package forward

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"math/rand/v2"
@@ -11,6 +12,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +23,7 @@ import (
 	"ferry/gridftp/server"
 	"ferry/gridftp/server/servertest"
 	"ferry/stack"
+	"ferry/storage"
 )
 
 // node is one in-process ferry server offering the multicast layer.
@@ -33,6 +36,12 @@ type node struct {
 func start(t *testing.T) *node {
 	t.Helper()
 	root, fs := servertest.Root(t)
+	return serve(t, root, fs)
+}
+
+// serve serves fs, the tree at root, with the multicast layer.
+func serve(t *testing.T, root string, fs storage.Driver) *node {
+	t.Helper()
 	reg := stack.Kinds()
 	maps.Copy(reg, Kinds())
 	srv := &server.Server{FS: fs, Anonymous: true, Layers: reg, DataTimeout: 10 * time.Second}
@@ -71,7 +80,18 @@ func payload(n int) []byte {
 // upload stores src at name on first through spec with 4 streams.
 func upload(t *testing.T, first *node, spec, name string, src io.ReaderAt, size int64) error {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	return uploadP(t, first, spec, name, src, size, 4)
+}
+
+// bound is how long an upload may take: every test ends in bounded time,
+// however a child fails (GCT's forwarder hangs when one does).
+const bound = time.Minute
+
+// uploadP stores src at name on first through spec with p streams, in
+// blocks small enough that streams bring them in any order.
+func uploadP(t *testing.T, first *node, spec, name string, src io.ReaderAt, size int64, p int) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
 	c, err := client.Dial(ctx, first.addr)
 	if err != nil {
@@ -84,8 +104,11 @@ func upload(t *testing.T, first *node, spec, name string, src io.ReaderAt, size 
 	if err := c.SetDiskStack(ctx, spec); err != nil {
 		t.Fatal(err)
 	}
-	c.SetOptions(client.Options{Parallel: 4, BlockSize: 256 << 10})
+	c.SetOptions(client.Options{Parallel: p, BlockSize: 64 << 10})
 	_, err = c.Put(ctx, "/"+name, src, 0, size)
+	if ctx.Err() != nil {
+		t.Fatalf("the upload did not end within %v: %v", bound, err)
+	}
 	return err
 }
 
@@ -139,6 +162,27 @@ func TestNoLocalWrite(t *testing.T) {
 	}
 }
 
+// TestNoLocalWriteKeepsFile: a hop that only relays never touches a file
+// of that name it already holds.
+func TestNoLocalWriteKeepsFile(t *testing.T) {
+	data := payload(3 << 20)
+	a, b, c := start(t), start(t), start(t)
+	old := []byte("B's own file, not part of this transfer\n")
+	if err := os.WriteFile(filepath.Join(b.root, "f"), old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec := mcStack("cc=1", b.url("f", "local_write=n"), c.url("f", ""))
+	if err := upload(t, a, spec, "f", bytes.NewReader(data), int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(b.root, "f")); err != nil || !bytes.Equal(got, old) {
+		t.Errorf("B's file: %q, %v; want it as it was", got, err)
+	}
+	if !bytes.Equal(c.content(t, "f"), data) {
+		t.Error("C differs")
+	}
+}
+
 // closedPort is an address nothing listens on.
 func closedPort(t *testing.T) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -148,6 +192,31 @@ func closedPort(t *testing.T) string {
 	addr := ln.Addr().String()
 	ln.Close()
 	return addr
+}
+
+// names fails the test unless err is the failure report of exactly the
+// destinations want (each "url?opts").
+func names(t *testing.T, err error, want ...string) {
+	t.Helper()
+	text := shown(t, err)
+	var got []string
+	_, list, ok := strings.Cut(text, marker)
+	if !ok {
+		t.Fatalf("no failure report in the reply:\n%s", text)
+	}
+	for _, l := range strings.Split(list, "\n")[1:] {
+		if l != "End." {
+			got = append(got, l)
+		}
+	}
+	for i, u := range want {
+		want[i] = Show(u)
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("the report names %q, want %q", got, want)
+	}
 }
 
 // shown is the lines of the reply err carries.
@@ -167,20 +236,8 @@ func TestUnreachableChild(t *testing.T) {
 	dead := "ftp://" + closedPort(t) + "/f?"
 	// A's children: dead (with D below it) and C.
 	spec := mcStack("cc=2", dead, c.url("f", ""), d.url("f", ""))
-	begin := time.Now()
 	err := upload(t, a, spec, "f", bytes.NewReader(data), size)
-	if took := time.Since(begin); took > 10*time.Second {
-		t.Errorf("took %v", took)
-	}
-	text := shown(t, err)
-	for _, want := range []string{Show(dead), Show(d.url("f", ""))} {
-		if !strings.Contains(text, want) {
-			t.Errorf("reply does not name %s:\n%s", want, text)
-		}
-	}
-	if strings.Contains(text, c.addr) {
-		t.Errorf("reply names C, which got the file:\n%s", text)
-	}
+	names(t, err, dead, d.url("f", ""))
 	if !bytes.Equal(a.content(t, "f"), data) || !bytes.Equal(c.content(t, "f"), data) {
 		t.Error("A or C differs")
 	}
@@ -207,15 +264,7 @@ func TestChildKilled(t *testing.T) {
 		a, b, c := start(t), start(t), start(t)
 		spec := mcStack("cc=2", b.url("f", ""), c.url("f", ""))
 		src := &killAt{ReaderAt: bytes.NewReader(data), at: size / 2, kill: func() { b.srv.Close() }}
-		begin := time.Now()
-		err := upload(t, a, spec, "f", src, size)
-		if took := time.Since(begin); took > 10*time.Second {
-			t.Errorf("took %v", took)
-		}
-		text := shown(t, err)
-		if !strings.Contains(text, b.addr) || strings.Contains(text, c.addr) {
-			t.Errorf("reply should name B only:\n%s", text)
-		}
+		names(t, upload(t, a, spec, "f", src, size), b.url("f", ""))
 		if !bytes.Equal(a.content(t, "f"), data) || !bytes.Equal(c.content(t, "f"), data) {
 			t.Error("A or C differs")
 		}
@@ -225,10 +274,7 @@ func TestChildKilled(t *testing.T) {
 		a, b, c := start(t), start(t), start(t)
 		spec := mcStack("cc=1", b.url("f", ""), c.url("f", ""))
 		src := &killAt{ReaderAt: bytes.NewReader(data), at: size / 2, kill: func() { c.srv.Close() }}
-		text := shown(t, upload(t, a, spec, "f", src, size))
-		if !strings.Contains(text, c.addr) || strings.Contains(text, b.addr) {
-			t.Errorf("reply should name C only:\n%s", text)
-		}
+		names(t, upload(t, a, spec, "f", src, size), c.url("f", ""))
 		if !bytes.Equal(a.content(t, "f"), data) || !bytes.Equal(b.content(t, "f"), data) {
 			t.Error("A or B differs")
 		}
@@ -266,3 +312,63 @@ func TestChildOutsideTargetPolicy(t *testing.T) {
 }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// TestTrees: every destination of trees of 1 to 8 destinations, at
+// fan-outs 1, 2 and 4, with 1 and 4 streams to each child and into the
+// first hop (whose blocks then come in any order), holds the file byte
+// for byte, and each hop checked its children's copies.
+func TestTrees(t *testing.T) {
+	data := payload(3<<20 + 12345)
+	for _, n := range []int{1, 2, 4, 8} {
+		for _, cc := range []int{1, 2, 4} {
+			for _, p := range []int{1, 4} {
+				for _, in := range []int{1, 4} {
+					if n == 1 && (cc > 1 || p > 1) {
+						continue // no children: nothing of theirs to vary
+					}
+					opts := fmt.Sprintf("cc=%d;P=%d", cc, p)
+					t.Run(fmt.Sprintf("n=%d/%s/p=%d", n, opts, in), func(t *testing.T) {
+						nodes := make([]*node, n)
+						var urls []string
+						for i := range nodes {
+							nodes[i] = start(t)
+							if i > 0 {
+								urls = append(urls, nodes[i].url("f", opts))
+							}
+						}
+						if err := uploadP(t, nodes[0], mcStack(opts, urls...), "f", bytes.NewReader(data), int64(len(data)), in); err != nil {
+							t.Fatal(err)
+						}
+						for i, nd := range nodes {
+							if got := nd.content(t, "f"); !bytes.Equal(got, data) {
+								t.Errorf("destination %d: %d bytes, differ from the source", i, len(got))
+							}
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
+// TestChildWithSubtreeKilled: a child that dies mid-transfer takes its
+// subtree with it; its sibling and the first hop still get the file, and
+// the report names exactly the dead child and its subtree.
+func TestChildWithSubtreeKilled(t *testing.T) {
+	data := payload(size)
+	for _, p := range []string{"P=1", "P=4"} {
+		t.Run(p, func(t *testing.T) {
+			// A's children: B (with D, E and F below it) and C (with G),
+			// as GCT plans front-first.
+			a, b, c, d, e, f, g := start(t), start(t), start(t), start(t), start(t), start(t), start(t)
+			urls := []string{b.url("f", p), c.url("f", p), d.url("f", p), e.url("f", p), f.url("f", p), g.url("f", p)}
+			src := &killAt{ReaderAt: bytes.NewReader(data), at: size / 2, kill: func() { b.srv.Close() }}
+			names(t, upload(t, a, mcStack("cc=2;"+p, urls...), "f", src, size), urls[0], urls[2], urls[3], urls[4])
+			for _, n := range []*node{a, c, g} {
+				if !bytes.Equal(n.content(t, "f"), data) {
+					t.Errorf("%s differs", n.addr)
+				}
+			}
+		})
+	}
+}

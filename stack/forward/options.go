@@ -199,10 +199,14 @@ func encode(s string) string {
 
 // childStack is the SITE SETDISKSTACK a child is sent: GCT's
 // "file,gridftp_multicast:" and, encoded once, "urls=#u1#u2;" (each URL
-// encoded once more) and the child's own options. A leaf with no options
-// gets "file,gridftp_multicast:" as observed from GCT 6.2 (GCT's source
-// at HEAD sends it without the ":"; both parse the same).
+// encoded once more) and the child's own options. A leaf that writes
+// gets plain "file": GCT sends it "file,gridftp_multicast:", which only a
+// server that offers the multicast driver accepts; any server can be
+// ferry's leaf.
 func childStack(c child) string {
+	if h, err := parseHop(c.URL); len(c.Sub) == 0 && err == nil && h.own.LocalWrite {
+		return "file"
+	}
 	var body strings.Builder
 	if len(c.Sub) > 0 {
 		body.WriteString("urls=")
