@@ -216,7 +216,7 @@ func taskStatus(label string) string {
 // panes, submits a transfer between two real endpoints and watches it
 // succeed, cancels a task that waits for an activation, sees the error of
 // a bad path, makes, renames and deletes a folder, edits, deactivates and
-// removes endpoints, and signs out.
+// removes endpoints, adds one reached through another, and signs out.
 func TestWebApp(t *testing.T) {
 	chromium := needChromium(t)
 	start := time.Now()
@@ -416,6 +416,14 @@ func TestWebApp(t *testing.T) {
 	p.do("remove alpha", chromedp.Click(`//article[.//h2[text()="alice#alpha"]]//button[text()="Remove"]`))
 	p.dialogSubmit("confirm the removal")
 	p.wait("alpha removed", `![...document.querySelectorAll('article.endpoint h2')].some(h => h.textContent === 'alice#alpha')`, 5*time.Second)
+
+	// An endpoint reached only through beta: the card says so; then it goes.
+	p.do("add gamma", chromedp.Click(chromedp.CSS(`.heading button.primary`)))
+	p.dialogSubmit("add gamma", "name", "gamma", "servers", "ftp://10.1.0.7:2811", "via", "alice#beta")
+	p.wait("gamma reached through beta", `[...document.querySelectorAll('article.endpoint')].some(a => a.textContent.includes('alice#gamma') && a.textContent.includes('Reached through') && a.textContent.includes('alice#beta'))`, 5*time.Second)
+	p.do("remove gamma", chromedp.Click(`//article[.//h2[text()="alice#gamma"]]//button[text()="Remove"]`))
+	p.dialogSubmit("confirm the removal of gamma")
+	p.wait("gamma removed", `![...document.querySelectorAll('article.endpoint h2')].some(h => h.textContent === 'alice#gamma')`, 5*time.Second)
 
 	// Sign out: the session is gone for the API too.
 	p.do("sign out", chromedp.Click(chromedp.ID("signout")), chromedp.WaitVisible(chromedp.ID("signin-title")))

@@ -17,6 +17,7 @@ import (
 // endpointOpts are the flags that describe an endpoint, for add and update.
 type endpointOpts struct {
 	name, auth, dir, description string
+	via                          string
 	servers                      []string
 	public                       bool
 	maxConcurrent                int
@@ -29,6 +30,8 @@ func (o *endpointOpts) register(f *pflag.FlagSet) {
 	f.BoolVar(&o.public, "public", false, "let every user of the service see and use it")
 	f.IntVar(&o.maxConcurrent, "max-concurrent", 0, "tasks using the endpoint at once; more wait (0: no limit)")
 	f.StringVar(&o.description, "description", "", "what the endpoint holds")
+	f.StringVar(&o.via, "via", "", "the endpoint (a head node's ferry gridftp --multicast) through which alone this one is reached; "+
+		`the service then never connects to it: transfers to it only ("" in update: reached directly)`)
 }
 
 // spec is the endpoint document of the flags set on the command line;
@@ -63,6 +66,9 @@ func (o *endpointOpts) spec(f *pflag.FlagSet) (api.EndpointSpec, bool) {
 	if set("description") {
 		s.Description = &o.description
 	}
+	if set("via") {
+		s.Via = &o.via
+	}
 	return s, changed
 }
 
@@ -80,6 +86,7 @@ func (c *cli) showEndpoint(cmd *cobra.Command, ep api.Endpoint) error {
 			{"Max Concurrent Tasks", fmt.Sprint(ep.MaxConcurrent)},
 			{"Activated", activation(ep.Activated, ep.ExpiresIn)},
 			{"Agent", agentState(ep)},
+			{"Reached Through", cmp.Or(ep.ViaDisplayName, "none (reached directly)")},
 			{"Created", when(ep.Created)},
 		} {
 			row(w, f[0]+":", f[1])

@@ -383,21 +383,26 @@ type Server struct {
 // ExpiresIn are the caller's: ExpiresIn is -1 for an endpoint that needs
 // no activation, the seconds left for an activated one, 0 otherwise.
 type Endpoint struct {
-	DataType         string    `json:"DATA_TYPE"`
-	ID               string    `json:"id"`
-	DisplayName      string    `json:"display_name"` // owner#name
-	Owner            string    `json:"owner"`
-	Name             string    `json:"name"`
-	Description      string    `json:"description"`
-	Servers          []Server  `json:"DATA"`
-	DefaultDirectory string    `json:"default_directory"`
-	Public           bool      `json:"public"`
-	AuthMethod       string    `json:"auth_method"`    // anonymous, password or connect
-	MaxConcurrent    int       `json:"max_concurrent"` // tasks at once; 0: no limit
-	Activated        bool      `json:"activated"`
-	ExpiresIn        int64     `json:"expires_in"`
-	Connected        bool      `json:"connected"` // a connect endpoint's agent is connected to the relay
-	Created          time.Time `json:"created"`
+	DataType         string   `json:"DATA_TYPE"`
+	ID               string   `json:"id"`
+	DisplayName      string   `json:"display_name"` // owner#name
+	Owner            string   `json:"owner"`
+	Name             string   `json:"name"`
+	Description      string   `json:"description"`
+	Servers          []Server `json:"DATA"`
+	DefaultDirectory string   `json:"default_directory"`
+	Public           bool     `json:"public"`
+	AuthMethod       string   `json:"auth_method"`    // anonymous, password or connect
+	MaxConcurrent    int      `json:"max_concurrent"` // tasks at once; 0: no limit
+	Activated        bool     `json:"activated"`
+	ExpiresIn        int64    `json:"expires_in"`
+	Connected        bool     `json:"connected"` // a connect endpoint's agent is connected to the relay
+	// Via is the endpoint through which alone this one is reached (a head
+	// node in front of a private network), by ID and owner#name; absent:
+	// reached directly.
+	Via            string    `json:"via,omitempty"`
+	ViaDisplayName string    `json:"via_display_name,omitempty"`
+	Created        time.Time `json:"created"`
 	// SetupKey is a new connect endpoint's first setup key: only in the
 	// answer to the POST that created it.
 	SetupKey *SetupKey `json:"setup_key,omitempty"`
@@ -417,6 +422,9 @@ type EndpointSpec struct {
 	Public           *bool    `json:"public,omitempty"`
 	AuthMethod       *string  `json:"auth_method,omitempty"`
 	MaxConcurrent    *int     `json:"max_concurrent,omitempty"`
+	// Via names (UUID or owner#name) the endpoint through which alone
+	// this one is reached; "" (in a PUT): reached directly.
+	Via *string `json:"via,omitempty"`
 }
 
 // EndpointList is a page of endpoints (DATA_TYPE endpoint_list).

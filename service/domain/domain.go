@@ -66,11 +66,25 @@ type Endpoint struct {
 	DefaultDir    string   // "/~/" style default directory; "" means "/"
 	Public        bool     // visible to every user (read-only for them)
 	MaxConcurrent int      // tasks using this endpoint at once; 0: no limit
-	Created       time.Time
+	// Via is the ID of the endpoint through which alone this one is
+	// reached (a head node in front of a cluster's private network);
+	// "": reached directly. Transfers to it go through the relay's
+	// server, which forwards and writes nothing; the service itself
+	// never connects to it (ViaError). One level: a relay has no Via.
+	Via     string
+	ViaName string // the relay's owner#name, filled in by the store
+	Created time.Time
 }
 
 // DisplayName is owner#name.
 func (e Endpoint) DisplayName() string { return e.Owner + "#" + e.Name }
+
+// ViaError is what an operation that needs the service to reach an
+// endpoint behind a relay is told: the service cannot.
+func (e Endpoint) ViaError(what string) error {
+	return Errorf(EInvalid, "endpoint %s is reached only through the head node %s, which forwards transfers to it: "+
+		"the service cannot reach it to %s", e.DisplayName(), e.ViaName, what)
+}
 
 // UsableBy reports whether user userID may use the endpoint — see it, list
 // and change its files, move data to and from it: its owner may, and

@@ -35,7 +35,11 @@ type Store interface {
 	// text (case-insensitive), ordered by owner#name.
 	Endpoints(ctx context.Context, userID int64, text string, mineOnly bool, page Page) ([]Endpoint, int, error)
 	UpdateEndpoint(ctx context.Context, e Endpoint) error // by ID; owner and ID are not changed
-	DeleteEndpoint(ctx context.Context, id string) error  // also its activations
+	DeleteEndpoint(ctx context.Context, id string) error  // also its activations; EConflict while an endpoint's Via names it
+	// EndpointsVia lists the endpoints reached through endpoint id (whose
+	// Via is id). CreateEndpoint and UpdateEndpoint refuse a Via naming
+	// no endpoint (ENotFound); the API checks the rest.
+	EndpointsVia(ctx context.Context, id string) ([]Endpoint, error)
 
 	// Connect endpoints' pairing (connect.go).
 	//
@@ -162,7 +166,8 @@ type Store interface {
 	// not INACTIVE.
 	ResumeTask(ctx context.Context, userID int64, id string, now time.Time) error
 	// The methods below that select tasks by an endpoint they use count
-	// every destination of a task with several, as Claim's limits do.
+	// every destination of a task with several, as Claim's limits do,
+	// and the relay (Endpoint.Via) of each destination.
 	//
 	// Reactivate turns userID's INACTIVE tasks that use endpointID back to
 	// ACTIVE (claimable) with a RESUMED event; it returns how many.

@@ -54,7 +54,12 @@ type Server struct {
 // addresses that nets allows, checked as each connection is made (a name
 // that resolves to a refused address fails with EForbidden). Only ftp://
 // URLs are understood for now (gsiftp:// needs GSI).
+// An endpoint behind a relay (Via) is never reached: EInvalid, naming
+// the relay.
 func Servers(ep domain.Endpoint, agents domain.Agents, nets *netpolicy.Policy) ([]Server, error) {
+	if ep.Via != "" {
+		return nil, ep.ViaError("reach it")
+	}
 	if ep.Auth == domain.AuthConnect {
 		if agents == nil {
 			return nil, domain.Errorf(domain.EUnavailable, "endpoint %s is a connect endpoint and this service runs no relay", ep.DisplayName())
@@ -68,7 +73,20 @@ func Servers(ep domain.Endpoint, agents domain.Agents, nets *netpolicy.Policy) (
 		}
 		return []Server{{Addr: "agent of " + ep.DisplayName(), Dial: dial, Outbound: true}}, nil
 	}
-	var out []Server
+	addrs, err := addrs(ep)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Server, len(addrs))
+	for i, a := range addrs {
+		out[i] = Server{Addr: a, Dial: dialer(ep, nets)}
+	}
+	return out, nil
+}
+
+// addrs are the host:port addresses of ep's servers, in order.
+func addrs(ep domain.Endpoint) ([]string, error) {
+	var out []string
 	for _, s := range ep.Servers {
 		u, err := url.Parse(s)
 		if err != nil || u.Scheme != "ftp" || u.Host == "" || u.User != nil {
@@ -78,12 +96,30 @@ func Servers(ep domain.Endpoint, agents domain.Agents, nets *netpolicy.Policy) (
 		if port == "" {
 			port = "21" // as ftp:// URLs say, and as ferry copy reads them
 		}
-		out = append(out, Server{Addr: net.JoinHostPort(u.Hostname(), port), Dial: dialer(ep, nets)})
+		out = append(out, net.JoinHostPort(u.Hostname(), port))
 	}
 	if len(out) == 0 {
 		return nil, domain.Errorf(domain.EUnavailable, "endpoint %s has no servers", ep.DisplayName())
 	}
 	return out, nil
+}
+
+// Relayed is how the engine names ep, an endpoint behind a relay, to the
+// relay (engine.Target.Endpoint, with Target.Via the relay's): the
+// address of its try-th server (in turn) as the relay reaches it, with
+// the login l. The service never connects to it: its Dial refuses.
+func Relayed(ep domain.Endpoint, try int, l domain.Login) (engine.Endpoint, error) {
+	addrs, err := addrs(ep)
+	if err != nil {
+		return engine.Endpoint{}, err
+	}
+	e := engine.Endpoint{Addr: addrs[try%len(addrs)], Dial: func(context.Context, string, string) (net.Conn, error) {
+		return nil, ep.ViaError("reach it")
+	}}
+	if ep.NeedsActivation() {
+		e.User, e.Password = l.User, l.Password
+	}
+	return e, nil
 }
 
 // dialer connects to ep's servers at the addresses nets allows.
@@ -114,7 +150,16 @@ func Engine(ep domain.Endpoint, sv Server, l domain.Login) engine.Endpoint {
 // EInvalid for encryption that the endpoints cannot do);
 // EUnauthorized for a refused login, EUnavailable when an end does not
 // answer.
+//
+// An endpoint behind a relay is refused as the source, and cannot be
+// looked at as the destination (EInvalid, naming the relay).
 func (o *Ops) CheckTransfer(ctx context.Context, src, dst domain.Endpoint, sl, dl domain.Login, items []domain.Item, opts domain.Options) error {
+	if src.Via != "" {
+		return src.ViaError("be a transfer's source")
+	}
+	if dst.Via != "" {
+		return dst.ViaError("look at a transfer's destination")
+	}
 	var ends [2]engine.Endpoint
 	for i, ep := range []domain.Endpoint{src, dst} {
 		servers, err := Servers(ep, o.Agents, o.Networks)
@@ -162,8 +207,12 @@ func (o *Ops) timeout() time.Duration {
 // session connects to the first of ep's servers that answers and logs in:
 // as anonymous on an anonymous endpoint, else with l. A refused login is
 // EUnauthorized at once (the servers of one endpoint share their users);
-// EUnavailable when no server answers.
-func (o *Ops) session(ctx context.Context, ep domain.Endpoint, l domain.Login) (*client.Conn, error) {
+// EUnavailable when no server answers. An endpoint behind a relay is
+// refused: the service cannot reach it to do what.
+func (o *Ops) session(ctx context.Context, ep domain.Endpoint, l domain.Login, what string) (*client.Conn, error) {
+	if ep.Via != "" {
+		return nil, ep.ViaError(what)
+	}
 	servers, err := Servers(ep, o.Agents, o.Networks)
 	if err != nil {
 		return nil, err
@@ -204,9 +253,12 @@ func (o *Ops) dial(ctx context.Context, sv Server, user, pass string) (*client.C
 	return c, nil
 }
 
+// ops word each operation for ViaError.
+var ops = map[string]string{"list": "list", "mkdir": "make a directory", "rename": "rename", "delete": "delete"}
+
 // with runs fn on a fresh session and maps its error for op on p.
 func (o *Ops) with(ctx context.Context, ep domain.Endpoint, l domain.Login, op, p string, fn func(*client.Conn) error) error {
-	c, err := o.session(ctx, ep, l)
+	c, err := o.session(ctx, ep, l, ops[op])
 	if err != nil {
 		return err
 	}
@@ -216,7 +268,7 @@ func (o *Ops) with(ctx context.Context, ep domain.Endpoint, l domain.Login, op, 
 
 // Check logs in to the endpoint with l.
 func (o *Ops) Check(ctx context.Context, ep domain.Endpoint, l domain.Login) error {
-	c, err := o.session(ctx, ep, l)
+	c, err := o.session(ctx, ep, l, "check a login")
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -197,5 +198,60 @@ func TestList(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestBehindRelay: every operation that would connect to an endpoint
+// behind a relay is refused, naming the head node, and nothing connects
+// to its server; the engine is given its address for the relay only.
+func TestBehindRelay(t *testing.T) {
+	var dials atomic.Int64
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			dials.Add(1)
+			c.Close()
+		}
+	}()
+	ep := domain.Endpoint{Owner: "alice", Name: "inner", Servers: []string{"ftp://" + ln.Addr().String()}, Auth: domain.AuthPassword,
+		Via: "0b9a1c3e-0000-4000-8000-000000000001", ViaName: "alice#head"}
+	other := domain.Endpoint{Owner: "alice", Name: "other", Servers: []string{"ftp://" + ln.Addr().String()}, Auth: domain.AuthAnonymous}
+	ops := &gridops.Ops{Timeout: 5 * time.Second}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name, what string
+		call       func() error
+	}{
+		{"check", "check a login", func() error { return ops.Check(ctx, ep, alice) }},
+		{"list", "list", func() error { _, err := ops.List(ctx, ep, alice, "/"); return err }},
+		{"mkdir", "make a directory", func() error { return ops.Mkdir(ctx, ep, alice, "/d") }},
+		{"rename", "rename", func() error { return ops.Rename(ctx, ep, alice, "/a", "/b") }},
+		{"delete", "delete", func() error { return ops.Delete(ctx, ep, alice, "/a", false) }},
+		{"transfer from it", "be a transfer's source", func() error {
+			return ops.CheckTransfer(ctx, ep, other, alice, domain.Login{}, []domain.Item{{Src: "/a", Dst: "/b"}}, domain.Options{})
+		}},
+		{"servers", "reach it", func() error { _, err := gridops.Servers(ep, nil, nil); return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.call()
+			if code(err) != domain.EInvalid || !strings.Contains(err.Error(), "alice#head") || !strings.Contains(err.Error(), tc.what) {
+				t.Fatalf("%v (code %q), want %s naming alice#head and %q", err, code(err), domain.EInvalid, tc.what)
+			}
+		})
+	}
+	e, err := gridops.Relayed(ep, 0, alice)
+	if err != nil || e.Addr != ln.Addr().String() || e.User != "alice" || e.Password != "secret" {
+		t.Fatalf("Relayed = %+v, %v", e, err)
+	}
+	if n := dials.Load(); n != 0 {
+		t.Fatalf("%d connections to the server of an endpoint behind a relay, want none", n)
 	}
 }

@@ -101,7 +101,7 @@ func (s *Server) endpointDoc(r *http.Request, c *call, ep domain.Endpoint) (api.
 		DataType: "endpoint", ID: ep.ID, DisplayName: ep.DisplayName(), Owner: ep.Owner, Name: ep.Name,
 		Description: ep.Description, DefaultDirectory: cmp.Or(ep.DefaultDir, "/"), Public: ep.Public,
 		AuthMethod: ep.Auth, MaxConcurrent: ep.MaxConcurrent, Activated: activated, ExpiresIn: expiresIn,
-		Created: ep.Created, Servers: make([]api.Server, len(ep.Servers)),
+		Created: ep.Created, Servers: make([]api.Server, len(ep.Servers)), Via: ep.Via, ViaDisplayName: ep.ViaName,
 	}
 	if ep.Auth == domain.AuthConnect && s.Agents != nil {
 		ctx, cancel := context.WithCancel(r.Context())
@@ -235,6 +235,55 @@ func applySpec(ep *domain.Endpoint, spec api.EndpointSpec) error {
 	return nil
 }
 
+// applyVia sets the relay spec.Via names ("": none): an endpoint the
+// owner may use, reached directly, not ep itself, neither it nor ep a
+// connect endpoint, and ep no other endpoint's relay (one level).
+func (s *Server) applyVia(r *http.Request, c *call, ep *domain.Endpoint, spec api.EndpointSpec) error {
+	if spec.Via == nil {
+		return nil
+	}
+	if *spec.Via == "" {
+		ep.Via, ep.ViaName = "", ""
+		return nil
+	}
+	if ep.Auth == domain.AuthConnect {
+		return domain.Errorf(domain.EInvalid, "via: a connect endpoint is reached through its agent, not through a head node")
+	}
+	via, err := s.visibleEndpoint(r, c, "via", *spec.Via)
+	switch {
+	case err != nil:
+		return err
+	case via.ID == ep.ID:
+		return domain.Errorf(domain.EInvalid, "via: endpoint %s cannot be reached through itself", via.DisplayName())
+	case via.Via != "":
+		return domain.Errorf(domain.EInvalid, "via: endpoint %s is itself reached only through %s: a head node must be reached directly",
+			via.DisplayName(), via.ViaName)
+	case via.Auth == domain.AuthConnect:
+		return domain.Errorf(domain.EInvalid, "via: endpoint %s is a connect endpoint, whose agent cannot forward to another host", via.DisplayName())
+	}
+	if ep.ID != "" {
+		if err := s.notRelay(r, *ep, "be reached through a head node"); err != nil {
+			return err
+		}
+	}
+	ep.Via, ep.ViaName = via.ID, via.DisplayName()
+	return nil
+}
+
+// notRelay refuses to let ep, the relay of other endpoints, do what.
+func (s *Server) notRelay(r *http.Request, ep domain.Endpoint, what string) error {
+	behind, err := s.Store.EndpointsVia(r.Context(), ep.ID)
+	if err != nil || len(behind) == 0 {
+		return err
+	}
+	names := make([]string, len(behind))
+	for i, b := range behind {
+		names[i] = b.DisplayName()
+	}
+	return domain.Errorf(domain.EConflict, "endpoint %s is the head node of %s, so it cannot %s: change their via first",
+		ep.DisplayName(), strings.Join(names, ", "), what)
+}
+
 func (s *Server) endpoint(w http.ResponseWriter, r *http.Request, c *call) error {
 	ep, err := s.visibleEndpoint(r, c, "endpoint", r.PathValue("id"))
 	if err != nil {
@@ -282,6 +331,9 @@ func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request, c *call)
 	if err := applySpec(&ep, spec); err != nil {
 		return err
 	}
+	if err := s.applyVia(r, c, &ep, spec); err != nil {
+		return err
+	}
 	if connect {
 		return s.createConnectEndpoint(w, r, c, ep)
 	}
@@ -310,6 +362,9 @@ func (s *Server) updateEndpoint(w http.ResponseWriter, r *http.Request, c *call)
 	if err := applySpec(&ep, spec); err != nil {
 		return err
 	}
+	if err := s.applyVia(r, c, &ep, spec); err != nil {
+		return err
+	}
 	if spec.Servers != nil {
 		if err := s.checkServers(r.Context(), ep.Servers); err != nil {
 			return err
@@ -328,6 +383,9 @@ func (s *Server) updateEndpoint(w http.ResponseWriter, r *http.Request, c *call)
 func (s *Server) deleteEndpoint(w http.ResponseWriter, r *http.Request, c *call) error {
 	ep, err := s.ownEndpoint(r, c)
 	if err != nil {
+		return err
+	}
+	if err := s.notRelay(r, ep, "be deleted"); err != nil {
 		return err
 	}
 	if err := s.Store.DeleteEndpoint(r.Context(), ep.ID); err != nil {
@@ -388,7 +446,10 @@ func (s *Server) activate(w http.ResponseWriter, r *http.Request, c *call) error
 		return domain.Errorf(domain.EInvalid, "username and password are required")
 	}
 	l := domain.Login{User: req.Username, Password: req.Password}
-	if err := s.Ops.Check(r.Context(), ep, l); domain.ErrorCode(err) == domain.EUnauthorized {
+	if ep.Via != "" {
+		// The service cannot reach it to log in: a wrong login fails
+		// the transfers to it, as the head node's forwarding reports.
+	} else if err := s.Ops.Check(r.Context(), ep, l); domain.ErrorCode(err) == domain.EUnauthorized {
 		return domain.Errorf(domain.EInvalid, "endpoint %s refused the login of %q: %s", ep.DisplayName(), req.Username, domain.ErrorMessage(err))
 	} else if err != nil {
 		return err
@@ -410,6 +471,9 @@ func (s *Server) activate(w http.ResponseWriter, r *http.Request, c *call) error
 	}
 	doc.Code, doc.ExpiresIn = "Activated", int64(lifetime/time.Second)
 	doc.Message = fmt.Sprintf("endpoint %s is activated until %s", ep.DisplayName(), a.Expires.UTC().Format(time.RFC3339))
+	if ep.Via != "" {
+		doc.Message += fmt.Sprintf("; the login is not checked: the service reaches the endpoint only through %s", ep.ViaName)
+	}
 	return reply(w, http.StatusOK, doc)
 }
 
@@ -433,12 +497,16 @@ func (s *Server) deactivate(w http.ResponseWriter, r *http.Request, c *call) err
 	return result(w, r, "result", "Deactivated", fmt.Sprintf("endpoint %s is deactivated; %d waiting tasks paused", ep.DisplayName(), n))
 }
 
-// fileOp finds the endpoint of a file operation and the caller's login
-// for it.
-func (s *Server) fileOp(r *http.Request, c *call) (domain.Endpoint, domain.Login, error) {
+// fileOp finds the endpoint of a file operation (what) and the caller's
+// login for it. An endpoint behind a relay is refused: the service
+// cannot reach it.
+func (s *Server) fileOp(r *http.Request, c *call, what string) (domain.Endpoint, domain.Login, error) {
 	ep, err := s.visibleEndpoint(r, c, "endpoint", r.PathValue("id"))
 	if err != nil {
 		return ep, domain.Login{}, err
+	}
+	if ep.Via != "" {
+		return ep, domain.Login{}, ep.ViaError(what)
 	}
 	l, err := s.endpointLogin(r, c, ep)
 	return ep, l, err
@@ -449,7 +517,7 @@ func (s *Server) ls(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err != nil {
 		return err
 	}
-	ep, l, err := s.fileOp(r, c)
+	ep, l, err := s.fileOp(r, c, "list")
 	if err != nil {
 		return err
 	}
@@ -494,7 +562,7 @@ func (s *Server) mkdir(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err != nil {
 		return err
 	}
-	ep, l, err := s.fileOp(r, c)
+	ep, l, err := s.fileOp(r, c, "make a directory")
 	if err != nil {
 		return err
 	}
@@ -520,7 +588,7 @@ func (s *Server) rename(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err != nil {
 		return err
 	}
-	ep, l, err := s.fileOp(r, c)
+	ep, l, err := s.fileOp(r, c, "rename")
 	if err != nil {
 		return err
 	}

@@ -152,6 +152,9 @@ func (s *Server) transfer(w http.ResponseWriter, r *http.Request, c *call) error
 	if err != nil {
 		return err
 	}
+	if src.Via != "" {
+		return src.ViaError("be a transfer's source")
+	}
 	dsts, err := s.destinations(r, c, req, t.Items)
 	if err != nil {
 		return err
@@ -247,7 +250,8 @@ const checkItems = 100
 // the engine asks them before it writes anything, while they answer
 // within CheckWithin. An endpoint that does not answer in time, or that
 // is not activated, leaves the question to the task's first listing,
-// which fails it with the same message.
+// which fails it with the same message. A destination behind a relay is
+// not asked: the service cannot reach it.
 func (s *Server) checkTransfer(r *http.Request, c *call, src, dst domain.Endpoint, items []domain.Item, o domain.Options) error {
 	if sameStorage(src, dst) {
 		for _, it := range items {
@@ -257,8 +261,8 @@ func (s *Server) checkTransfer(r *http.Request, c *call, src, dst domain.Endpoin
 		}
 	}
 	within := s.CheckWithin
-	if within < 0 {
-		return nil
+	if within < 0 || dst.Via != "" {
+		return nil // a destination behind a relay cannot be asked: the head node's copy checks it
 	}
 	if within == 0 {
 		within = 2 * time.Second
@@ -361,6 +365,9 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, c *call) error {
 	ep, err := s.visibleEndpoint(r, c, "endpoint", req.Endpoint)
 	if err != nil {
 		return err
+	}
+	if ep.Via != "" {
+		return ep.ViaError("delete")
 	}
 	t.SrcEndpoint = ep.ID
 	return s.submit(w, r, c, &t)

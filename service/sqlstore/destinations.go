@@ -11,9 +11,14 @@ import (
 )
 
 // usesEndpoint selects tasks (of the table named tasks) that use an
-// endpoint: the source, the destination or one of several. Its three
-// arguments are the endpoint ID.
-const usesEndpoint = `(src_endpoint = ? OR dst_endpoint = ? OR id IN (SELECT task_id FROM task_destinations WHERE endpoint = ?))`
+// endpoint: the source, the destination or one of several, or as the
+// relay of a destination (Endpoint.Via). Its arguments are usesArgs.
+const usesEndpoint = `(src_endpoint = ? OR dst_endpoint = ? OR id IN (SELECT task_id FROM task_destinations WHERE endpoint = ?)
+	OR dst_endpoint IN (SELECT id FROM endpoints WHERE via = ?)
+	OR id IN (SELECT d.task_id FROM task_destinations d JOIN endpoints v ON v.id = d.endpoint WHERE v.via = ?))`
+
+// usesArgs are usesEndpoint's arguments for endpoint id.
+func usesArgs(id string) []any { return []any{id, id, id, id, id} }
 
 // insertDests stores the destinations of a new task.
 func insertDests(ctx context.Context, c conn, taskID string, dests []domain.Destination) error {

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"strings"
 
 	"ferry/service/domain"
 )
@@ -16,11 +17,14 @@ func (db *DB) CreateEndpoint(ctx context.Context, e *domain.Endpoint) (err error
 func insertEndpoint(ctx context.Context, c conn, e *domain.Endpoint) error {
 	ne := *e
 	ne.ID, ne.Created = newID(), orNow(ne.Created)
+	if err := relayExists(ctx, c, ne.Via); err != nil {
+		return err
+	}
 	_, err := c.exec(ctx, `INSERT INTO endpoints
-		(id, owner_id, name, description, servers, auth, default_dir, public, max_concurrent, created)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		(id, owner_id, name, description, servers, auth, default_dir, public, max_concurrent, via, created)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		ne.ID, ne.OwnerID, ne.Name, ne.Description, jsonArg(ne.Servers), ne.Auth, ne.DefaultDir, ne.Public,
-		ne.MaxConcurrent, us(ne.Created))
+		ne.MaxConcurrent, nullString(ne.Via), us(ne.Created))
 	if c.d.unique(err) {
 		return domain.Errorf(domain.EConflict, "endpoint name %s is taken", ne.Name)
 	}
@@ -31,14 +35,45 @@ func insertEndpoint(ctx context.Context, c conn, e *domain.Endpoint) error {
 	return nil
 }
 
+// relayExists refuses a Via that names no endpoint ("": none named).
+func relayExists(ctx context.Context, c conn, via string) error {
+	if via == "" {
+		return nil
+	}
+	var n int
+	if err := c.row(ctx, `SELECT COUNT(*) FROM endpoints WHERE id = ?`, via).Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return domain.Errorf(domain.ENotFound, "via: no endpoint %s", via)
+	}
+	return nil
+}
+
+// nullString is s, or NULL for "".
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
 const endpointFrom = `SELECT e.id, e.owner_id, u.name, e.name, e.description, e.servers, e.auth, e.default_dir,
-	e.public, e.max_concurrent, e.created FROM endpoints e JOIN users u ON u.id = e.owner_id`
+	e.public, e.max_concurrent, COALESCE(e.via, ''), COALESCE(vu.name || '#' || v.name, ''), e.created
+	FROM endpoints e JOIN users u ON u.id = e.owner_id
+	LEFT JOIN endpoints v ON v.id = e.via LEFT JOIN users vu ON vu.id = v.owner_id`
 
 func scanEndpoint(r scanner) (domain.Endpoint, error) {
 	var e domain.Endpoint
 	err := r.Scan(&e.ID, &e.OwnerID, &e.Owner, &e.Name, &e.Description, jsonCol{&e.Servers}, &e.Auth,
-		&e.DefaultDir, &e.Public, &e.MaxConcurrent, timeCol{&e.Created})
+		&e.DefaultDir, &e.Public, &e.MaxConcurrent, &e.Via, &e.ViaName, timeCol{&e.Created})
 	return e, err
+}
+
+// EndpointsVia lists the endpoints whose relay is id.
+func (db *DB) EndpointsVia(ctx context.Context, id string) (_ []domain.Endpoint, err error) {
+	defer wrap(&err, "endpoints via")
+	return all(ctx, db.conn(), scanEndpoint, endpointFrom+` WHERE e.via = ? ORDER BY u.name{{collate}}, e.name{{collate}}`, id)
 }
 
 func (db *DB) Endpoint(ctx context.Context, id string) (_ domain.Endpoint, err error) {
@@ -77,9 +112,12 @@ func (db *DB) Endpoints(ctx context.Context, userID int64, text string, mineOnly
 func (db *DB) UpdateEndpoint(ctx context.Context, e domain.Endpoint) (err error) {
 	defer wrap(&err, "update endpoint")
 	return db.signaled(ctx, func(c conn) error {
+		if err := relayExists(ctx, c, e.Via); err != nil {
+			return err
+		}
 		n, err := c.exec(ctx, `UPDATE endpoints SET name = ?, description = ?, servers = ?, auth = ?,
-			default_dir = ?, public = ?, max_concurrent = ? WHERE id = ?`,
-			e.Name, e.Description, jsonArg(e.Servers), e.Auth, e.DefaultDir, e.Public, e.MaxConcurrent, e.ID)
+			default_dir = ?, public = ?, max_concurrent = ?, via = ? WHERE id = ?`,
+			e.Name, e.Description, jsonArg(e.Servers), e.Auth, e.DefaultDir, e.Public, e.MaxConcurrent, nullString(e.Via), e.ID)
 		if db.d.unique(err) {
 			return domain.Errorf(domain.EConflict, "endpoint name %s is taken", e.Name)
 		}
@@ -88,7 +126,7 @@ func (db *DB) UpdateEndpoint(ctx context.Context, e domain.Endpoint) (err error)
 		}
 		// Running tasks look again: at its servers, at who may use it.
 		ids, err := all(ctx, c, scanString, `SELECT id FROM tasks WHERE status = 'ACTIVE' AND worker IS NOT NULL
-			AND `+usesEndpoint, e.ID, e.ID, e.ID)
+			AND `+usesEndpoint, usesArgs(e.ID)...)
 		if err != nil {
 			return err
 		}
@@ -97,11 +135,21 @@ func (db *DB) UpdateEndpoint(ctx context.Context, e domain.Endpoint) (err error)
 }
 
 // DeleteEndpoint deletes an endpoint; its activations go with it (ON
-// DELETE CASCADE).
+// DELETE CASCADE). An endpoint that is another's relay is kept.
 func (db *DB) DeleteEndpoint(ctx context.Context, id string) (err error) {
 	defer wrap(&err, "delete endpoint")
-	n, err := db.conn().exec(ctx, `DELETE FROM endpoints WHERE id = ?`, id)
-	return changed(n, err, "endpoint %s", id)
+	return db.inTx(ctx, func(c conn) error {
+		behind, err := all(ctx, c, scanString, `SELECT u.name || '#' || e.name FROM endpoints e JOIN users u ON u.id = e.owner_id
+			WHERE e.via = ? ORDER BY 1`, id)
+		if err != nil {
+			return err
+		}
+		if len(behind) > 0 {
+			return domain.Errorf(domain.EConflict, "the endpoint is the head node of %s: change their via first", strings.Join(behind, ", "))
+		}
+		n, err := c.exec(ctx, `DELETE FROM endpoints WHERE id = ?`, id)
+		return changed(n, err, "endpoint %s", id)
+	})
 }
 
 // PutActivation stores a, replacing the user's activation of the

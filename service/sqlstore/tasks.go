@@ -400,7 +400,7 @@ func (db *DB) setStatusOf(ctx context.Context, endpointID, where, status, nice s
 		var err error
 		ids, err = all(ctx, c, scanString, `UPDATE tasks SET status = ?, nice_status = ?, worker = NULL, lease_expires = NULL
 			WHERE `+usesEndpoint+` AND `+where+` RETURNING id`,
-			append([]any{status, nice, endpointID, endpointID, endpointID}, args...)...)
+			append(append([]any{status, nice}, usesArgs(endpointID)...), args...)...)
 		if err != nil {
 			return err
 		}

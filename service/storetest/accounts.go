@@ -13,6 +13,7 @@ var accountTests = []test{
 	{"Endpoints", testEndpoints},
 	{"EndpointList", testEndpointList},
 	{"Activations", testActivations},
+	{"Relays", testRelays},
 }
 
 func testUsers(t *testing.T, open Open) {
@@ -228,4 +229,99 @@ func testActivations(t *testing.T, open Open) {
 		{"deleted", func() error { _, err := f.s.Activation(f.ctx, alice.ID, ep.ID); return err }, domain.ENotFound},
 		{"delete deleted", func() error { return f.s.DeleteActivation(f.ctx, alice.ID, ep.ID) }, domain.ENotFound},
 	})
+}
+
+// testRelays: an endpoint reached only through another (Via) keeps its
+// relay's ID and shows its name; the relay is not deleted while an
+// endpoint names it; a task to an endpoint behind a relay uses the relay
+// too, for the methods that select tasks by an endpoint they use.
+func testRelays(t *testing.T, open Open) {
+	f := newFixture(t, open(t))
+	alice := f.user("alice")
+	head := f.endpoint(alice, "head", true, 0)
+	src := f.endpoint(alice, "src", false, 0)
+	inner := domain.Endpoint{OwnerID: alice.ID, Name: "inner", Servers: []string{"ftp://10.1.0.7:2811"},
+		Auth: domain.AuthPassword, Via: head.ID}
+	f.ok(f.s.CreateEndpoint(f.ctx, &inner))
+	inner.Owner, inner.ViaName = "alice", "alice#head"
+	got, err := f.s.Endpoint(f.ctx, inner.ID)
+	f.ok(err)
+	equal(t, "endpoint behind a relay", got, inner)
+	got, err = f.s.EndpointByName(f.ctx, "alice", "inner")
+	f.ok(err)
+	equal(t, "by name", got, inner)
+	eps, _, err := f.s.Endpoints(f.ctx, alice.ID, "inner", true, domain.Page{})
+	f.ok(err)
+	equal(t, "listed", eps, []domain.Endpoint{inner})
+	got, err = f.s.Endpoint(f.ctx, head.ID)
+	f.ok(err)
+	equal(t, "the relay", got, head)
+
+	behind, err := f.s.EndpointsVia(f.ctx, head.ID)
+	f.ok(err)
+	equal(t, "EndpointsVia", behind, []domain.Endpoint{inner})
+	behind, err = f.s.EndpointsVia(f.ctx, inner.ID)
+	f.ok(err)
+	if len(behind) != 0 {
+		t.Fatalf("EndpointsVia(inner): %+v, want none", behind)
+	}
+
+	// A task to inner uses head: deactivating head pauses it,
+	// activating it again resumes it.
+	task := f.task(alice, src, inner, t0)
+	n, err := f.s.Deactivate(f.ctx, alice.ID, head.ID, domain.NiceNotActivated, t0)
+	f.ok(err)
+	if n != 1 || f.get(task.ID).Status != domain.StatusInactive {
+		t.Fatalf("Deactivate of the relay paused %d tasks, want the task to its endpoint", n)
+	}
+	n, err = f.s.Reactivate(f.ctx, alice.ID, head.ID, t0)
+	f.ok(err)
+	if n != 1 || f.get(task.ID).Status != domain.StatusActive {
+		t.Fatalf("Reactivate of the relay resumed %d tasks, want the task to its endpoint", n)
+	}
+	multi := domain.Task{UserID: alice.ID, Type: domain.TypeTransfer, SrcEndpoint: src.ID, RequestTime: t0,
+		Items:        []domain.Item{{Src: "/a/", Dst: "/b/", Recursive: true}},
+		Destinations: []domain.Destination{{Endpoint: head.ID}, {Endpoint: inner.ID, Paths: []string{"/c/"}}}}
+	f.ok(f.s.CreateTask(f.ctx, &multi))
+	other := f.endpoint(alice, "other", false, 0)
+	multi2 := domain.Task{UserID: alice.ID, Type: domain.TypeTransfer, SrcEndpoint: src.ID, RequestTime: t0,
+		Items:        []domain.Item{{Src: "/a/", Dst: "/b/", Recursive: true}},
+		Destinations: []domain.Destination{{Endpoint: other.ID}, {Endpoint: inner.ID, Paths: []string{"/c/"}}}}
+	f.ok(f.s.CreateTask(f.ctx, &multi2))
+	n, err = f.s.Deactivate(f.ctx, alice.ID, head.ID, domain.NiceNotActivated, t0)
+	f.ok(err)
+	if n != 3 {
+		t.Fatalf("Deactivate of the relay paused %d tasks, want 3 (one destination behind it in each)", n)
+	}
+
+	// Changing and clearing the relay.
+	inner.Via = other.ID
+	f.ok(f.s.UpdateEndpoint(f.ctx, inner))
+	got, err = f.s.Endpoint(f.ctx, inner.ID)
+	f.ok(err)
+	if got.Via != other.ID || got.ViaName != "alice#other" {
+		t.Fatalf("after UpdateEndpoint: via %q (%q), want %s", got.Via, got.ViaName, other.ID)
+	}
+	f.ok(f.s.DeleteEndpoint(f.ctx, head.ID)) // no longer anyone's relay
+
+	runErrCases(t, []errCase{
+		{"delete a relay", func() error { return f.s.DeleteEndpoint(f.ctx, other.ID) }, domain.EConflict},
+		{"create behind a missing relay", func() error {
+			return f.s.CreateEndpoint(f.ctx, &domain.Endpoint{OwnerID: alice.ID, Name: "lost", Auth: domain.AuthAnonymous,
+				Servers: []string{"ftp://x:21"}, Via: head.ID})
+		}, domain.ENotFound},
+		{"update to a missing relay", func() error {
+			e := inner
+			e.Via = head.ID
+			return f.s.UpdateEndpoint(f.ctx, e)
+		}, domain.ENotFound},
+	})
+	inner.Via = ""
+	f.ok(f.s.UpdateEndpoint(f.ctx, inner))
+	got, err = f.s.Endpoint(f.ctx, inner.ID)
+	f.ok(err)
+	if got.Via != "" || got.ViaName != "" {
+		t.Fatalf("after clearing: via %q (%q)", got.Via, got.ViaName)
+	}
+	f.ok(f.s.DeleteEndpoint(f.ctx, other.ID))
 }

@@ -108,7 +108,16 @@ func (p *progress) has(dest int) func(src string) bool {
 // every destination, on the try-th server of each endpoint.
 func (r *run) transferMany(ctx context.Context, try int, deadline time.Time, logins []domain.Login) error {
 	ends := make([]engine.Endpoint, len(r.eps))
+	vias := make([]*engine.Endpoint, len(r.eps))
 	for i, ep := range r.eps {
+		if ep.Via != "" {
+			e, via, err := r.relayed(ctx, ep, try, logins[i])
+			if err != nil {
+				return err
+			}
+			ends[i], vias[i] = e, via
+			continue
+		}
 		servers, err := gridops.Servers(ep, r.w.Agents, r.w.Networks)
 		if err != nil {
 			return err
@@ -128,7 +137,7 @@ func (r *run) transferMany(ctx context.Context, try int, deadline time.Time, log
 	targets := make([]engine.Target, len(r.task.Destinations))
 	for d, dest := range r.task.Destinations {
 		items := dest.DestItems(r.task.Items)
-		t := engine.Target{Endpoint: ends[1+d], Has: r.p.has(d)}
+		t := engine.Target{Endpoint: ends[1+d], Via: vias[1+d], Has: r.p.has(d)}
 		for _, i := range keep {
 			t.Items = append(t.Items, engine.Item{Src: items[i].Src, Dst: items[i].Dst, Recursive: items[i].Recursive})
 		}
@@ -145,6 +154,32 @@ func (r *run) transferMany(ctx context.Context, try int, deadline time.Time, log
 		return gridops.ItemErr(ie, r.eps[0], r.eps[1])
 	}
 	return r.p.settle(res, err)
+}
+
+// relayed is how the engine reaches ep, a destination behind a relay,
+// on the try-th server of each: ep's address as the relay sees it, and
+// the relay's server with the user's login there (Target.Via).
+func (r *run) relayed(ctx context.Context, ep domain.Endpoint, try int, l domain.Login) (engine.Endpoint, *engine.Endpoint, error) {
+	e, err := gridops.Relayed(ep, try, l)
+	if err != nil {
+		return e, nil, err
+	}
+	r.mu.Lock()
+	relay, ok := r.relays[ep.Via]
+	r.mu.Unlock()
+	if !ok {
+		return e, nil, fmt.Errorf("endpoint %s: its head node was not loaded", ep.DisplayName())
+	}
+	servers, err := gridops.Servers(relay, r.w.Agents, r.w.Networks)
+	if err != nil {
+		return e, nil, err
+	}
+	rl, _, err := r.login(ctx, relay)
+	if err != nil {
+		return e, nil, err
+	}
+	via := gridops.Engine(relay, servers[try%len(servers)], rl)
+	return e, &via, nil
 }
 
 // destNames are the destinations' display names.

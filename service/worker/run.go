@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -75,6 +77,9 @@ type run struct {
 	stop context.CancelCauseFunc
 	user domain.User
 	eps  []domain.Endpoint // the source (or the delete task's endpoint), then the destination
+	// relays are the endpoints through which alone destinations are
+	// reached (domain.Endpoint.Via), by ID.
+	relays map[string]domain.Endpoint
 
 	task    domain.Task // as claimed
 	resumed bool        // an earlier claim ran the task: the destination may hold partial files
@@ -167,40 +172,87 @@ func (r *run) loadEndpoints(ctx context.Context) (ending, bool) {
 		ids = t.Endpoints()
 	}
 	var eps []domain.Endpoint
-	for _, id := range ids {
-		ep, err := r.w.Store.Endpoint(ctx, id)
-		if domain.IsNotFound(err) {
-			return failed("ENDPOINT_NOT_FOUND", fmt.Sprintf("endpoint %s no longer exists", id)), false
+	relays := map[string]domain.Endpoint{}
+	for i, id := range ids {
+		ep, e, ok := r.loadEndpoint(ctx, id, "")
+		if !ok {
+			return e, false
 		}
-		if err != nil {
-			return r.trouble(ctx, "load endpoint", err), false
+		if ep.Via != "" && i == 0 {
+			what := "be a transfer's source"
+			if t.Type == domain.TypeDelete {
+				what = "delete"
+			}
+			return failed("FAILED", domain.ErrorMessage(ep.ViaError(what))), false
 		}
-		if !ep.UsableBy(t.UserID) {
-			return failed(domain.NicePermissionDenied, fmt.Sprintf("endpoint %s is no longer shared: only its owner may use it now, "+
-				"so the task stops", ep.DisplayName())), false
+		if _, seen := relays[ep.Via]; ep.Via != "" && !seen {
+			relay, e, ok := r.loadEndpoint(ctx, ep.Via, ep.DisplayName())
+			if !ok {
+				return e, false
+			}
+			if relay.Via != "" {
+				return failed("FAILED", fmt.Sprintf("endpoint %s's head node %s is itself reached only through %s", ep.DisplayName(),
+					relay.DisplayName(), relay.ViaName)), false
+			}
+			relays[relay.ID] = relay
 		}
 		eps = append(eps, ep)
 	}
 	r.mu.Lock()
-	r.eps = eps
+	r.eps, r.relays = eps, relays
 	r.mu.Unlock()
 	return ending{}, true
 }
 
-// endpointsChanged reports whether an endpoint of the run now has other
-// servers, another way to log in or another owner or visibility, or is
-// gone.
+// loadEndpoint reads endpoint id of the run, or the head node of the
+// endpoint behind (a name; "": none); false: the run ends so.
+func (r *run) loadEndpoint(ctx context.Context, id, behind string) (domain.Endpoint, ending, bool) {
+	ep, err := r.w.Store.Endpoint(ctx, id)
+	what := "endpoint " + id
+	if behind != "" {
+		what = fmt.Sprintf("endpoint %s's head node %s", behind, id)
+	}
+	if domain.IsNotFound(err) {
+		return ep, failed("ENDPOINT_NOT_FOUND", what+" no longer exists"), false
+	}
+	if err != nil {
+		return ep, r.trouble(ctx, "load endpoint", err), false
+	}
+	if behind != "" {
+		what = fmt.Sprintf("endpoint %s's head node %s", behind, ep.DisplayName())
+	} else {
+		what = "endpoint " + ep.DisplayName()
+	}
+	if !ep.UsableBy(r.task.UserID) {
+		return ep, failed(domain.NicePermissionDenied, what+" is no longer shared: only its owner may use it now, "+
+			"so the task stops"), false
+	}
+	return ep, ending{}, true
+}
+
+// relaysOf are the run's relays, in a stable order.
+func (r *run) relaysOf() []domain.Endpoint {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := slices.Collect(maps.Values(r.relays))
+	slices.SortFunc(out, func(a, b domain.Endpoint) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
+// endpointsChanged reports whether an endpoint of the run (or a relay)
+// now has other servers, another way to log in, another owner or
+// visibility, or another relay, or is gone.
 func (r *run) endpointsChanged(ctx context.Context) bool {
 	r.mu.Lock()
 	eps := slices.Clone(r.eps)
 	r.mu.Unlock()
-	for _, ep := range eps {
+	for _, ep := range append(eps, r.relaysOf()...) {
 		now, err := r.w.Store.Endpoint(ctx, ep.ID)
 		if domain.IsNotFound(err) {
 			return true
 		}
 		if err == nil && (!slices.Equal(now.Servers, ep.Servers) || now.Auth != ep.Auth ||
-			now.OwnerID != ep.OwnerID || now.Public != ep.Public) {
+			now.OwnerID != ep.OwnerID || now.Public != ep.Public || now.Via != ep.Via) {
 			return true
 		}
 	}
@@ -238,12 +290,16 @@ func (r *run) stopped(ctx context.Context) (ending, bool) {
 }
 
 // logins opens the credentials of the run's endpoints (none for anonymous
-// ones) and arms the timer of the first expiry. A missing or expired
-// activation is a *pause.
+// ones) and arms the timer of the first expiry, counting the relays'
+// (whose logins transferMany opens). A missing or expired activation is
+// a *pause.
 func (r *run) logins(ctx context.Context) ([]domain.Login, error) {
 	var out []domain.Login
 	var first time.Time
-	for _, ep := range r.eps {
+	r.mu.Lock()
+	eps := slices.Clone(r.eps)
+	r.mu.Unlock()
+	for i, ep := range append(eps, r.relaysOf()...) {
 		l, expires, err := r.login(ctx, ep)
 		if err != nil {
 			return nil, err
@@ -251,7 +307,9 @@ func (r *run) logins(ctx context.Context) ([]domain.Login, error) {
 		if !expires.IsZero() && (first.IsZero() || expires.Before(first)) {
 			first = expires
 		}
-		out = append(out, l)
+		if i < len(eps) {
+			out = append(out, l)
+		}
 	}
 	r.arm(ctx, first)
 	return out, nil
@@ -517,6 +575,15 @@ func (r *run) attempts(ctx context.Context, work func(ctx context.Context, try i
 // transfer runs the engine once over the items not yet done, on the
 // try-th server of each endpoint (in turn, when servers fail).
 func (r *run) transfer(ctx context.Context, try int, deadline time.Time, logins []domain.Login) error {
+	if len(r.task.Destinations) == 0 && r.eps[1].Via != "" {
+		// One destination behind a relay: the way of several, with one
+		// (engine.CopyMany, through the relay), recording its files
+		// there as the task's.
+		r.task.Destinations = []domain.Destination{{Endpoint: r.task.DstEndpoint}}
+		if err := r.loadDests(ctx); err != nil {
+			return err
+		}
+	}
 	if len(r.task.Destinations) > 0 {
 		return r.transferMany(ctx, try, deadline, logins)
 	}

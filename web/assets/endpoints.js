@@ -45,6 +45,8 @@ function form(e) {
       field('Default directory', h('input', { name: 'default_directory', value: v.default_directory })),
       field('Authentication', auth),
       field('Most tasks at once', h('input', { name: 'max_concurrent', type: 'number', min: 0, value: v.max_concurrent }), '0: no limit'),
+      field('Reached through', h('input', { name: 'via', value: v.via_display_name || '', placeholder: 'owner#name', autocomplete: 'off' }),
+        'a head node\'s endpoint (ferry gridftp --multicast) in front of a private network, through which alone this one is reached; empty: reached directly'),
       h('label', { class: 'check' }, h('input', { type: 'checkbox', name: 'public', checked: v.public }), 'Public: every user can see and use it'),
     ],
     action: (f) => {
@@ -52,6 +54,7 @@ function form(e) {
         name: f.get('name'), description: f.get('description'), default_directory: f.get('default_directory') || '/',
         auth_method: f.get('auth_method'), public: f.has('public'), max_concurrent: Number(f.get('max_concurrent') || 0),
         DATA: f.get('servers').split(/\s+/).filter(Boolean).map((uri) => ({ uri })),
+        via: f.get('via').trim(),
       };
       return e ? put(ep(e), spec) : post('endpoint', spec);
     },
@@ -90,7 +93,9 @@ export function endpoints(main, { user }) {
         h('dt', { text: 'Authentication' }), h('dd', { text: e.auth_method }),
         h('dt', { text: 'Activation' }), h('dd', { text: activation(e) }),
         h('dt', { text: 'Limit' }), h('dd', { text: e.max_concurrent ? `${e.max_concurrent} tasks at once` : 'no limit' }),
-        h('dt', { text: 'Visibility' }), h('dd', { text: e.public ? 'public' : 'private' })),
+        h('dt', { text: 'Visibility' }), h('dd', { text: e.public ? 'public' : 'private' }),
+        e.via && h('dt', { text: 'Reached through' }),
+        e.via && h('dd', { text: `${e.via_display_name} (its head node forwards transfers here; the service cannot browse it)` })),
       h('div', { class: 'actions' },
         password && !e.activated && h('button', { type: 'button', text: 'Activate', onclick: () => run(() => activate(e)) }),
         password && e.activated && h('button', {
