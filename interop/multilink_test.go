@@ -85,23 +85,37 @@ func serveIn(t *testing.T, ns, ip, port string, extra ...string) *ferryServer {
 	}
 }
 
-// TestOverlayRoute: a destination on a private network, reached only
-// through the head node's server, which forwards and keeps nothing;
-// beside it, a destination reached directly. The copy is verified.
-func TestOverlayRoute(t *testing.T) {
-	o := newOverlay(t)
-	src := serveIn(t, "", "10.203.1.1", freePortOn(t, "10.203.1.1"))
-	direct := serveIn(t, "", "10.203.1.1", freePortOn(t, "10.203.1.1"))
-	head := serveIn(t, o.head, "10.203.1.2", "2811", "--multicast")
-	internal := serveIn(t, o.internal, "10.203.2.2", "2811")
+// servers starts ferry gridftp at the source (here), on the head node
+// (--multicast) and on the internal host, and checks that the internal
+// host cannot be reached from here.
+func (o *overlay) servers(t *testing.T) (src, head, internal *ferryServer) {
+	t.Helper()
+	src = serveIn(t, "", "10.203.1.1", freePortOn(t, "10.203.1.1"))
+	head = serveIn(t, o.head, "10.203.1.2", "2811", "--multicast")
+	internal = serveIn(t, o.internal, "10.203.2.2", "2811")
 	if c, err := net.DialTimeout("tcp", internal.addr, 2*time.Second); err == nil {
 		c.Close()
 		t.Fatal("the internal host is reachable from here: the test proves nothing")
 	}
-	writeRandomFile(t, filepath.Join(src.root, "set", "big.bin"), 24<<20+5)
-	for i := range 5 {
-		writeRandomFile(t, filepath.Join(src.root, "set", "sub", fmt.Sprintf("f%d", i)), int64(i*10007))
+	return src, head, internal
+}
+
+// writeSet writes set/big.bin and n small files in set/sub below root.
+func writeSet(t *testing.T, root string, n int) {
+	t.Helper()
+	writeRandomFile(t, filepath.Join(root, "set", "big.bin"), 24<<20+5)
+	for i := range n {
+		writeRandomFile(t, filepath.Join(root, "set", "sub", fmt.Sprintf("f%d", i)), int64(i*10007))
 	}
+}
+
+// TestOverlayRoute: a destination on a private network, reached only
+// through the head node's server, which forwards and keeps nothing;
+// beside it, a destination reached directly. The copy is verified.
+func TestOverlayRoute(t *testing.T) {
+	src, head, internal := newOverlay(t).servers(t)
+	direct := serveIn(t, "", "10.203.1.1", freePortOn(t, "10.203.1.1"))
+	writeSet(t, src.root, 5)
 	r := runFerryCLI(t, 2*time.Minute, nil, "", "copy", "-r", "--verify-checksum", "-q",
 		"--via", internal.addr+"=ftp://"+head.addr,
 		"ftp://"+src.addr+"/set", "ftp://"+internal.addr+"/in/set", "ftp://"+direct.addr+"/set")

@@ -1,8 +1,6 @@
 package interop
 
 import (
-	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,18 +17,8 @@ import (
 // verified; the service refuses to list the internal endpoint, naming the
 // head node.
 func TestServiceVia(t *testing.T) {
-	o := newOverlay(t)
-	src := serveIn(t, "", "10.203.1.1", freePortOn(t, "10.203.1.1"))
-	head := serveIn(t, o.head, "10.203.1.2", "2811", "--multicast")
-	internal := serveIn(t, o.internal, "10.203.2.2", "2811")
-	if c, err := net.DialTimeout("tcp", internal.addr, 2*time.Second); err == nil {
-		c.Close()
-		t.Fatal("the internal host is reachable from here: the test proves nothing")
-	}
-	writeRandomFile(t, filepath.Join(src.root, "set", "big.bin"), 24<<20+5)
-	for i := range 6 {
-		writeRandomFile(t, filepath.Join(src.root, "set", "sub", fmt.Sprintf("f%d", i)), int64(i*10007))
-	}
+	src, head, internal := newOverlay(t).servers(t)
+	writeSet(t, src.root, 6)
 
 	svc := startService(t, serviceConfig{})
 	c := newServiceUser(t, svc, "")
