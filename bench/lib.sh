@@ -158,11 +158,13 @@ gct_server() {
 	start_bg "$name" "$ns" "$port" "$LOG/$PHASE-$name.out" "${cmd[@]}"
 }
 
-# ferry_server NAME NS IP PORT ROOT: `$FERRY gridftp` for anonymous users,
-# writes allowed, on IP:PORT in namespace NS.
+# ferry_server NAME NS IP PORT ROOT [OPTION...]: `$FERRY gridftp` for
+# anonymous users, writes allowed, on IP:PORT in namespace NS; extra options last.
 ferry_server() {
-	start_bg "$1" "$2" "$4" "$LOG/$PHASE-$1.log" \
-		"$FERRY" gridftp --root "$5" --listen "$3:$4" --anonymous --anonymous-write --log-level warn
+	local name=$1 ns=$2 ip=$3 port=$4 root=$5
+	shift 5
+	start_bg "$name" "$ns" "$port" "$LOG/$PHASE-$name.log" \
+		"$FERRY" gridftp --root "$root" --listen "$ip:$port" --anonymous --anonymous-write --log-level warn "$@"
 }
 
 # stop_servers: TERM, then KILL, every process group in PGIDS.
@@ -218,7 +220,28 @@ wan_up() {
 	WAN_RTT_MS=$(awk -F/ '{print $5}' <<<"$p")
 }
 
-# wan_down: take the link down if wan_up brought it up (unless WAN_KEEP=1).
+# star_up N RATE DELAY LOSS: bring up bench/wan's star of N namespaces,
+# ferry0 .. ferryN-1 (10.77.1.10 ..), each behind its own access link of
+# RATE, DELAY and LOSS each direction (a path crosses two: RTT 4 × DELAY);
+# WAN_CC as for wan_up. Prints the congestion control and ping between the
+# first and the last node; sets WAN_RTT_MS.
+star_up() {
+	local args=(-nodes "$1" -rate "$2" -delay "$3" -loss "$4")
+	[[ -n ${WAN_CC:-} ]] && args+=(-cc "$WAN_CC")
+	show "$WANDIR/setup.sh up ${args[*]}"
+	WAN_UP=1
+	"$WANDIR/setup.sh" up "${args[@]}" >"$LOG/wan-setup.log" 2>&1 ||
+		{ cat "$LOG/wan-setup.log" >&2; return 1; }
+	say "  congestion control in ferry0: $(ip netns exec ferry0 sysctl -n net.ipv4.tcp_congestion_control)"
+	local last=10.77.1.$((10 + $1 - 1)) p
+	show "ip netns exec ferry0 ping -c 5 -i 0.2 $last"
+	p=$(ip netns exec ferry0 ping -c 5 -i 0.2 "$last" | tail -1)
+	say "  $p"
+	WAN_RTT_MS=$(awk -F/ '{print $5}' <<<"$p")
+}
+
+# wan_down: take the link (or star) down if wan_up (star_up) brought it up
+# (unless WAN_KEEP=1).
 wan_down() {
 	if [[ $WAN_UP == 1 && ${WAN_KEEP:-0} != 1 ]]; then
 		show "$WANDIR/setup.sh down"

@@ -372,7 +372,12 @@ func (m *multi) treePass(ctx context.Context) error {
 		}
 		o.fan = m.fan
 	}
-	r, err := Copy(ctx, m.src, m.targets[m.head].Endpoint, m.targets[m.head].Items, o, &treeReporter{m: m})
+	items := kept(m.targets[m.head].Items, o.Skip)
+	if len(items) == 0 {
+		m.whole = true
+		return nil
+	}
+	r, err := Copy(ctx, m.src, m.targets[m.head].Endpoint, items, o, &treeReporter{m: m})
 	m.res.Settings, m.res.Directories, m.res.Faults = r.Settings, r.Directories, r.Faults
 	m.res.Bytes += r.Bytes
 	m.whole = err == nil && r.Failed == 0 && r.Canceled == 0
@@ -462,7 +467,11 @@ func (m *multi) relay(ctx context.Context, i int) {
 		o.Skip = func(src, dst string) bool { return t.Has(src) || skip != nil && skip(src, dst) }
 	}
 	o.fan = &fanout{heads: t.Items, kids: []kid{{target: t, index: i}}, cc: 1, relay: true}
-	r, err := Copy(ctx, m.src, *t.Via, t.Items, o, &repairReporter{m: m, dest: i, direct: true})
+	items := kept(t.Items, o.Skip)
+	if len(items) == 0 {
+		return
+	}
+	r, err := Copy(ctx, m.src, *t.Via, items, o, &repairReporter{m: m, dest: i, direct: true})
 	m.count(r)
 	if err != nil {
 		m.mu.Lock()
@@ -510,13 +519,32 @@ func (m *multi) repair(ctx context.Context, i int) {
 		return skip != nil && skip(src, dst) || m.has(i, src) || m.delivered(i, src)
 	}
 	inTree := slices.Contains(m.tree, i)
-	r, err := Copy(ctx, m.src, t.Endpoint, t.Items, o, &repairReporter{m: m, dest: i, direct: !inTree})
+	items := kept(t.Items, o.Skip)
+	if len(items) == 0 {
+		return
+	}
+	r, err := Copy(ctx, m.src, t.Endpoint, items, o, &repairReporter{m: m, dest: i, direct: !inTree})
 	m.count(r)
 	if err != nil {
 		m.mu.Lock()
 		m.res.Dests[i].Err = err
 		m.mu.Unlock()
 	}
+}
+
+// kept are the items skip does not leave out. A walk asks Skip of the
+// entries below a directory item; an item itself is asked here.
+func kept(items []Item, skip func(src, dst string) bool) []Item {
+	if skip == nil {
+		return items
+	}
+	var out []Item
+	for _, it := range items {
+		if !skip(it.Src, it.Dst) {
+			out = append(out, it)
+		}
+	}
+	return out
 }
 
 // delivered reports a source file that the tree or a repair from the head

@@ -307,3 +307,31 @@ func TestCopyManyHas(t *testing.T) {
 		}
 	}
 }
+
+// TestCopyManyOneFile: a single file goes through the tree once, and no
+// destination is sent it again by the repair pass.
+func TestCopyManyOneFile(t *testing.T) {
+	src := startEndpoint(t, "", nil)
+	data := random(3<<20 + 7)
+	writeFile(t, filepath.Join(src.root, "one.bin"), data)
+	dsts := []*endpoint{forwarder(t, nil), forwarder(t, nil), forwarder(t, nil)}
+	var ts []engine.Target
+	for _, d := range dsts {
+		ts = append(ts, engine.Target{Endpoint: d.Endpoint, Items: []engine.Item{{Src: "/one.bin", Dst: "/got.bin"}}})
+	}
+	res, err := engine.CopyMany(context.Background(), src.Endpoint, ts, fastOptions(), nil)
+	if err != nil || res.Transferred != 1 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	for i, d := range dsts {
+		if got, _ := os.ReadFile(filepath.Join(d.root, "got.bin")); !bytes.Equal(got, data) {
+			t.Errorf("destination %d: wrong copy", i)
+		}
+		if r := res.Dests[i]; r.Delivered != 1 || r.Repaired != 0 {
+			t.Errorf("destination %d: %+v", i, r)
+		}
+	}
+	if got := src.cmds.take()["RETR"]; got != 1 {
+		t.Errorf("source served %d RETR, want 1", got)
+	}
+}

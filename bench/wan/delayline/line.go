@@ -194,6 +194,7 @@ type packet struct {
 	buf []byte
 	n   int
 	due int64
+	to  int // the hub: index of the node it goes to
 }
 
 type counters struct {
@@ -300,36 +301,50 @@ func (d *direction) readLoop() error {
 }
 
 // writeLoop releases packets when due, until the queue is closed.
+func (d *direction) writeLoop() error {
+	release(d.queue, d.out, &d.stats, d.putBuf)
+	return nil
+}
+
+// release writes each packet of queue to out when it is due, counts it in
+// st and gives its buffer back with put, until the queue is closed.
 // It reads the clock only when the head packet does not look due yet.
 // Go's timers wake up to about 1 ms late for short sleeps, so packets leave
 // in bursts of up to about 1 ms of traffic; every packet due by the time the
 // writer wakes goes out at once. The counters report the mean lateness.
-func (d *direction) writeLoop() error {
+func release(queue <-chan packet, out io.Writer, st *counters, put func([]byte)) {
 	var t int64
-	for p := range d.queue {
-		if p.due > t {
-			t = now()
-			if p.due > t {
-				time.Sleep(time.Duration(p.due - t))
-				t = now()
-				d.stats.sleeps.Add(1)
-				d.stats.late.Add(uint64(max(t-p.due, 0)))
-			}
-		}
+	for p := range queue {
+		t = sleepUntil(t, p.due, st)
 		for {
-			_, err := d.out.Write(p.buf[:p.n])
+			_, err := out.Write(p.buf[:p.n])
 			if err != nil && transient(err) {
 				continue
 			}
 			if err != nil {
-				d.stats.writeErrs.Add(1)
+				st.writeErrs.Add(1)
 			} else {
-				d.stats.pkts.Add(1)
-				d.stats.bytes.Add(uint64(p.n))
+				st.pkts.Add(1)
+				st.bytes.Add(uint64(p.n))
 			}
 			break
 		}
-		d.putBuf(p.buf)
+		put(p.buf)
 	}
-	return nil
+}
+
+// sleepUntil returns once due has come. t is the clock as last read (the
+// clock is read again only when due is after it); it returns the clock as
+// last read. A sleep and how late it woke are counted in st.
+func sleepUntil(t, due int64, st *counters) int64 {
+	if due > t {
+		t = now()
+		if due > t {
+			time.Sleep(time.Duration(due - t))
+			t = now()
+			st.sleeps.Add(1)
+			st.late.Add(uint64(max(t-due, 0)))
+		}
+	}
+	return t
 }
