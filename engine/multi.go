@@ -372,12 +372,7 @@ func (m *multi) treePass(ctx context.Context) error {
 		}
 		o.fan = m.fan
 	}
-	items := kept(m.targets[m.head].Items, o.Skip)
-	if len(items) == 0 {
-		m.whole = true
-		return nil
-	}
-	r, err := Copy(ctx, m.src, m.targets[m.head].Endpoint, items, o, &treeReporter{m: m})
+	r, err := Copy(ctx, m.src, m.targets[m.head].Endpoint, m.targets[m.head].Items, o, &treeReporter{m: m})
 	m.res.Settings, m.res.Directories, m.res.Faults = r.Settings, r.Directories, r.Faults
 	m.res.Bytes += r.Bytes
 	m.whole = err == nil && r.Failed == 0 && r.Canceled == 0
@@ -467,7 +462,7 @@ func (m *multi) relay(ctx context.Context, i int) {
 		o.Skip = func(src, dst string) bool { return t.Has(src) || skip != nil && skip(src, dst) }
 	}
 	o.fan = &fanout{heads: t.Items, kids: []kid{{target: t, index: i}}, cc: 1, relay: true}
-	items := kept(t.Items, o.Skip)
+	items := m.kept(i, t.Items)
 	if len(items) == 0 {
 		return
 	}
@@ -519,7 +514,7 @@ func (m *multi) repair(ctx context.Context, i int) {
 		return skip != nil && skip(src, dst) || m.has(i, src) || m.delivered(i, src)
 	}
 	inTree := slices.Contains(m.tree, i)
-	items := kept(t.Items, o.Skip)
+	items := m.kept(i, t.Items)
 	if len(items) == 0 {
 		return
 	}
@@ -532,15 +527,17 @@ func (m *multi) repair(ctx context.Context, i int) {
 	}
 }
 
-// kept are the items skip does not leave out. A walk asks Skip of the
-// entries below a directory item; an item itself is asked here.
-func kept(items []Item, skip func(src, dst string) bool) []Item {
-	if skip == nil {
-		return items
-	}
+// kept are the items destination i still needs: an item that is a file
+// the run has seen (a walk asks Skip of the entries below a directory
+// item, not of the item) is left out when the tree delivered it there or
+// the destination had it.
+func (m *multi) kept(i int, items []Item) []Item {
 	var out []Item
 	for _, it := range items {
-		if !skip(it.Src, it.Dst) {
+		m.mu.Lock()
+		_, file := m.files[it.Src]
+		m.mu.Unlock()
+		if !file || !m.delivered(i, it.Src) && !m.has(i, it.Src) {
 			out = append(out, it)
 		}
 	}
