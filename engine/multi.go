@@ -710,8 +710,12 @@ type kid struct {
 }
 
 // stack is the head's stack for source file src of size bytes, which it
-// receives at dst, with p streams per hop; kids that have src already are
-// left out.
+// receives at dst, with p streams per hop (0: one); kids that have src
+// already are left out. One stream per hop unless asked: each hop's
+// uplink is what limits it, and its streams' blocks must be put back in
+// order at the next hop (a window of blocks), where one stream that lags
+// holds the others back (8 destinations at 50 Mbit/s, 61 ms, a chain:
+// 16.7 s with one stream per hop, 27–34 s with four; bench/RESULTS.md).
 func (f *fanout) stack(src, dst string, size int64, p int) string {
 	cc := f.cc
 	if size < f.smallBelow && f.ccSmall > 0 {
@@ -736,10 +740,10 @@ func (f *fanout) stack(src, dst string, size int64, p int) string {
 	inner := forward.Inner(urls, cc)
 	for n := range urls {
 		if inner[n] {
-			urls[n] += fmt.Sprintf("?cc=%d;P=%d", cc, p)
+			urls[n] += fmt.Sprintf("?cc=%d;P=%d", cc, max(p, 1))
 		}
 	}
-	return forward.Options{URLs: urls, CC: cc, P: p, LocalWrite: !f.relay}.Spec()
+	return forward.Options{URLs: urls, CC: cc, P: max(p, 1), LocalWrite: !f.relay}.Spec()
 }
 
 // url is where kid j receives the file the head receives at dst.

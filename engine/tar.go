@@ -321,7 +321,7 @@ func (c *copier) tarStack() string {
 func (c *copier) stacksFor(u *unit) (src, dst string) {
 	if u.b == nil {
 		if c.opts.fan != nil {
-			return "", c.opts.fan.stack(u.f.src, u.f.dst, u.f.size, c.set.Parallelism)
+			return "", c.opts.fan.stack(u.f.src, u.f.dst, u.f.size, c.opts.Parallelism)
 		}
 		if c.set.Compressed && u.n < 0 && u.part.Have.Empty() {
 			return zstdLayer, zstdLayer // a whole file, read and written from start to end
