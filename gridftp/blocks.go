@@ -166,7 +166,23 @@ func (p *Plan) Next() (off, n int64, ok bool) {
 // the last one also carries EOF with the EOD count. sent counts payload
 // bytes as they go out.
 func Send(ctx context.Context, streams []*Stream, plan *Plan, src io.ReaderAt, base int64, pool *BufferPool, sent *atomic.Int64) error {
-	return send(ctx, streams, func(payload []byte) (int64, int, error) {
+	return sendPlan(ctx, streams, plan, src, base, pool, sent, ending{eof: len(streams)})
+}
+
+// SendStripe is Send for one sender of a striped transfer to one
+// receiving stripe: the last stream's EOF announces eof EODs (every
+// sender's connections into the stripe), or the streams end with EOD
+// only when eof is 0 (another sender announces it; PlanStripes). Each
+// stream's EOD says that the sender closes it: a striped sender opens
+// its connections for one transfer.
+func SendStripe(ctx context.Context, streams []*Stream, plan *Plan, src io.ReaderAt, base int64, pool *BufferPool, sent *atomic.Int64, eof int) error {
+	return sendPlan(ctx, streams, plan, src, base, pool, sent, ending{eof: eof, close: true})
+}
+
+// sendPlan sends the blocks of plan from src, ending the streams as end
+// says.
+func sendPlan(ctx context.Context, streams []*Stream, plan *Plan, src io.ReaderAt, base int64, pool *BufferPool, sent *atomic.Int64, end ending) error {
+	return send(ctx, streams, end, func(payload []byte) (int64, int, error) {
 		off, n, ok := plan.Next()
 		if !ok {
 			return 0, 0, io.EOF
@@ -191,7 +207,7 @@ func SendStream(ctx context.Context, streams []*Stream, src io.Reader, pool *Buf
 		pos  int64
 		done bool
 	)
-	return send(ctx, streams, func(payload []byte) (int64, int, error) {
+	return send(ctx, streams, ending{eof: len(streams)}, func(payload []byte) (int64, int, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if done {
@@ -219,13 +235,21 @@ func SendStream(ctx context.Context, streams []*Stream, src io.Reader, pool *Buf
 // there are no more. Workers call next concurrently. For a sender whose
 // blocks arrive from elsewhere (a forwarding layer).
 func SendFunc(ctx context.Context, streams []*Stream, next func(payload []byte) (off int64, n int, err error), pool *BufferPool, sent *atomic.Int64) error {
-	return send(ctx, streams, next, pool, sent)
+	return send(ctx, streams, ending{eof: len(streams)}, next, pool, sent)
+}
+
+// ending is how the streams of one send end: the last to finish carries
+// the EOF announcing eof EODs unless eof is 0; with close, each says that
+// the sender closes it after its EOD.
+type ending struct {
+	eof   int
+	close bool
 }
 
 // send runs one worker per stream. next fills payload (a block's worth)
 // with the next block and says at what offset it goes; io.EOF when there
-// are no more.
-func send(ctx context.Context, streams []*Stream, next func(payload []byte) (off int64, n int, err error), pool *BufferPool, sent *atomic.Int64) error {
+// are no more. Each stream ends as end says.
+func send(ctx context.Context, streams []*Stream, end ending, next func(payload []byte) (off int64, n int, err error), pool *BufferPool, sent *atomic.Int64) error {
 	var (
 		wg       sync.WaitGroup
 		errOnce  sync.Once
@@ -261,8 +285,11 @@ func send(ctx context.Context, streams []*Stream, next func(payload []byte) (off
 				}
 			}
 			h := Header{Desc: DescEOD}
-			if left.Add(-1) == 0 {
-				h = Header{Desc: DescEOD | DescEOF, Offset: uint64(len(streams))}
+			if end.close {
+				h.Desc |= DescWillClose
+			}
+			if left.Add(-1) == 0 && end.eof > 0 {
+				h.Desc, h.Offset = h.Desc|DescEOF, uint64(end.eof)
 			}
 			var hdr [HeaderLen]byte
 			h.Put(hdr[:])

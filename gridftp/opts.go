@@ -11,6 +11,9 @@ type RetrOptions struct {
 	Parallelism int // streams the sender opens; 0 when not given
 	Markers     int // seconds between 112 markers on RETR; 0 when not given
 	BlockSize   int // StripeLayout block size; 0 when not given
+	// Layout is StripeLayout's value, when given (HasLayout).
+	Layout    Layout
+	HasLayout bool
 }
 
 // ParseRetrOptions parses "Parallelism=4,4,4;Markers=5;". Like GCT it
@@ -46,10 +49,19 @@ func ParseRetrOptions(s string) (RetrOptions, error) {
 				return o, fmt.Errorf("gridftp: block size %q", truncate(v))
 			}
 			o.BlockSize = n
-		case "stripelayout", "parallelism_mode", "mode":
+		case "stripelayout":
+			p, err := parseStripeLayout(v)
+			if err != nil {
+				return o, err
+			}
+			o.Layout.Partitioned, o.HasLayout = p, true
+		case "parallelism_mode", "mode":
 		default:
 			return o, fmt.Errorf("gridftp: unknown OPTS RETR item %q", truncate(k))
 		}
+	}
+	if !o.Layout.Partitioned {
+		o.Layout.BlockSize = int64(o.BlockSize)
 	}
 	return o, nil
 }

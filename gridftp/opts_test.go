@@ -17,10 +17,10 @@ func TestParseRetrOptions(t *testing.T) {
 		{"parallelism=8;", gridftp.RetrOptions{Parallelism: 8}, true},
 		{" Parallelism=2,2,2; ", gridftp.RetrOptions{Parallelism: 2}, true},
 		{"Markers=5;", gridftp.RetrOptions{Markers: 5}, true},
-		{"StripeLayout=Blocked;BlockSize=1048576;", gridftp.RetrOptions{BlockSize: 1048576}, true},
-		{"StripeLayout=Partitioned;", gridftp.RetrOptions{}, true},
+		{"StripeLayout=Blocked;BlockSize=1048576;", gridftp.RetrOptions{BlockSize: 1048576, Layout: gridftp.Layout{BlockSize: 1048576}, HasLayout: true}, true},
+		{"StripeLayout=Partitioned;", gridftp.RetrOptions{Layout: gridftp.Layout{Partitioned: true}, HasLayout: true}, true},
 		{"Parallelism=4,4,4;StripeLayout=Blocked;BlockSize=262144;Markers=1;",
-			gridftp.RetrOptions{Parallelism: 4, Markers: 1, BlockSize: 262144}, true},
+			gridftp.RetrOptions{Parallelism: 4, Markers: 1, BlockSize: 262144, Layout: gridftp.Layout{BlockSize: 262144}, HasLayout: true}, true},
 		{"Parallelism=1024;", gridftp.RetrOptions{Parallelism: 1024}, true},
 		// GCT insists on the ';' after every item.
 		{"Parallelism=4,4,4", gridftp.RetrOptions{}, false},

@@ -30,10 +30,12 @@ func newGridFTPCmd() *cobra.Command {
 		loginTimeout, idleTimeout                         time.Duration
 		portAllow, popenEnv                               []string
 		popenWhitelist                                    string
-		multicast                                         bool
+		multicast, mover                                  bool
+		movers                                            []string
+		moverKey                                          string
 	)
 	cmd := &cobra.Command{
-		Use:   "gridftp --root DIR [--listen HOST:PORT]",
+		Use:   "gridftp --root DIR [--listen HOST:PORT] [--movers HOST:PORT,... | --mover] [--mover-key FILE]",
 		Short: "Serve a directory tree to GridFTP and FTP clients",
 		Long: `Serve DIR as "/" to GridFTP clients (globus-url-copy, gfal2, FTS3, ferry copy) and
 plain FTP clients (lftp, curl). Sessions can never reach outside DIR.
@@ -41,13 +43,27 @@ Logins: --anonymous accepts USER anonymous, read-only unless --anonymous-write;
 --password-file accepts the users created with "ferry passwd". An account
 that fails 10 password logins in a row, or a client address that fails 30,
 waits 1 s before its next try, twice as long after each further failure, up
-to 5 min (421). Stop with SIGTERM or Ctrl-C.`,
+to 5 min (421). Stop with SIGTERM or Ctrl-C.
+
+A striped endpoint is one front end and several data movers on hosts that
+see the same storage at DIR: run "ferry gridftp --mover --mover-key FILE"
+on each mover host and "ferry gridftp --movers HOST:PORT,... --mover-key
+FILE" as the front end, which clients use. Each file then moves through
+every mover at once (SPAS, globus-url-copy -stripe). FILE is a secret
+shared by the front end and its movers (head -c 32 /dev/urandom > FILE):
+a mover serves only a front end that proves it, and nobody else.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if root == "" {
 				return errors.New("--root is required")
 			}
-			if !anonymous && pwFile == "" {
+			if (mover || len(movers) > 0) && moverKey == "" {
+				return errors.New("--mover and --movers need --mover-key")
+			}
+			if mover && len(movers) > 0 {
+				return errors.New("a server is a data mover (--mover) or a front end (--movers), not both")
+			}
+			if !anonymous && pwFile == "" && !mover {
 				return errors.New("no login allowed: give --anonymous and/or --password-file")
 			}
 			if anonymousWrite && !anonymous {
@@ -77,6 +93,12 @@ to 5 min (421). Stop with SIGTERM or Ctrl-C.`,
 				LoginTimeout: loginTimeout, IdleTimeout: idleTimeout,
 				MaxFileSize: sizeLimit, ChecksumHoles: holes, MaxStreams: maxStreams, Logger: log}
 			srv.PassiveFromAnywhere = pasvAny
+			if moverKey != "" {
+				if srv.MoverKey, err = server.LoadMoverKey(moverKey); err != nil {
+					return err
+				}
+				srv.Mover, srv.Movers = mover, movers
+			}
 			srv.Layers = layers()
 			if multicast {
 				maps.Copy(srv.Layers, multicastLayers())
@@ -126,7 +148,14 @@ to 5 min (421). Stop with SIGTERM or Ctrl-C.`,
 				return err
 			}
 			log.Info("serving", "root", root, "listen", ln.Addr().String(), "anonymous", anonymous, "popen", popenWhitelist)
-			fmt.Fprintf(cmd.ErrOrStderr(), "ferry gridftp: serving %s on ftp://%s/\n", root, ln.Addr())
+			switch {
+			case mover:
+				fmt.Fprintf(cmd.ErrOrStderr(), "ferry gridftp: data mover for %s on %s (its front end only)\n", root, ln.Addr())
+			case len(movers) > 0:
+				fmt.Fprintf(cmd.ErrOrStderr(), "ferry gridftp: serving %s on ftp://%s/ through %d data movers\n", root, ln.Addr(), len(movers))
+			default:
+				fmt.Fprintf(cmd.ErrOrStderr(), "ferry gridftp: serving %s on ftp://%s/\n", root, ln.Addr())
+			}
 			return serveUntilDone(cmd.Context(), srv, ln)
 		},
 	}
@@ -150,6 +179,9 @@ to 5 min (421). Stop with SIGTERM or Ctrl-C.`,
 	f.BoolVar(&multicast, "multicast", false, "offer the multicast disk stack (globus-url-copy -MC): while a file arrives it is also sent on to the servers the client names, within --port-allow's rules for where this server may connect (default: off)")
 	f.StringVar(&popenWhitelist, "popen-whitelist", "", "programs clients may run through the popen disk stack (globus-url-copy -src-pipe/-dst-pipe), [alias:]/full/path,... (default: none, no popen)")
 	f.StringArrayVar(&popenEnv, "popen-env", nil, "KEY=VALUE in the environment of popen programs, repeatable (default: an empty environment)")
+	f.BoolVar(&mover, "mover", false, "be a data mover of a striped endpoint: serve only the front end that holds --mover-key (no logins of its own)")
+	f.StringSliceVar(&movers, "movers", nil, "be the front end of a striped endpoint: move data through the data movers at HOST:PORT,... (run with --mover on hosts that see the same --root)")
+	f.StringVar(&moverKey, "mover-key", "", "file with the secret a front end and its movers share (head -c 32 /dev/urandom > FILE)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
 }

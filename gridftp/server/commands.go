@@ -527,6 +527,9 @@ func (ss *session) handleOPTS(arg string) bool {
 		if o.Markers > 0 {
 			ss.retrMarks = time.Duration(o.Markers) * time.Second
 		}
+		if o.HasLayout || o.BlockSize > 0 {
+			ss.layout = o.Layout
+		}
 	case "CKSM":
 		if err := ss.optsCKSM(rest); err != nil {
 			ss.replyf(gridftp.CodeBadArguments, "OPTS CKSM: %v.", err)

@@ -96,7 +96,7 @@ func (ss *session) checkTarget(ap netip.AddrPort) error {
 	if ss.dcauA {
 		return nil
 	}
-	return ss.srv.TargetPolicy.allows(ap, addrOf(ss.conn.RemoteAddr()), addrOf(ss.conn.LocalAddr()))
+	return ss.srv.TargetPolicy.allows(ap, ss.peerIP(), ss.localIP())
 }
 
 // dialOut opens a connection a layer makes to another host (a multicast
@@ -119,7 +119,7 @@ func (ss *session) dialOut(ctx context.Context, network, addr string) (net.Conn,
 	var refused error
 	for _, ip := range ips {
 		ap := netip.AddrPortFrom(ip.Unmap(), uint16(pn))
-		if err := ss.srv.TargetPolicy.allows(ap, addrOf(ss.conn.RemoteAddr()), addrOf(ss.conn.LocalAddr())); err != nil {
+		if err := ss.srv.TargetPolicy.allows(ap, ss.peerIP(), ss.localIP()); err != nil {
 			refused = cmp.Or(refused, fmt.Errorf("%s: %w", addr, err))
 			continue
 		}
@@ -146,12 +146,12 @@ func (ss *session) admitter() func(net.Conn) (net.Conn, error) {
 			return sc, nil
 		}
 	}
-	if ss.srv.PassiveFromAnywhere || ss.srv.Listen != nil {
+	if ss.srv.PassiveFromAnywhere || ss.client.anywhere || ss.srv.Listen != nil {
 		// A connect agent's passive ports are the relay's: it checks who
 		// joins them.
 		return nil
 	}
-	ok := map[netip.Addr]bool{addrOf(ss.conn.RemoteAddr()): true}
+	ok := map[netip.Addr]bool{ss.peerIP(): true}
 	for _, a := range ss.pasvFrom {
 		ok[a] = true
 	}
@@ -197,7 +197,7 @@ func (ss *session) handleDCSC(arg string) bool {
 			return true
 		}
 		ss.data.close()
-		ss.dataCred = cred
+		ss.dataCred, ss.dcsc = cred, strings.TrimSpace(blob)
 		ss.reply(gridftp.CodeFileActionOK, "OK.")
 	default:
 		ss.reply(gridftp.CodeParamNotSupported, "DCSC: expected P <credential> or D.")

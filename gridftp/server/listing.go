@@ -82,7 +82,7 @@ func (ss *session) list(arg string, format listFormat) bool {
 		}
 	}
 	data := b.Bytes()
-	err = ss.sendData(ctx, bytes.NewReader(data), []gridftp.Range{{Start: 0, End: int64(len(data))}}, 0)
+	err = ss.sendData(ctx, bytes.NewReader(data), []gridftp.Range{{Start: 0, End: int64(len(data))}}, 0, int64(len(data)))
 	ss.finish(ctx, "list", err, false)
 	return true
 }

@@ -737,7 +737,8 @@ func TestStriped(t *testing.T) {
 		t.Fatalf("STOR over SPAS: %q", final.String())
 	}
 
-	// SPOR: the server spreads its streams over the addresses.
+	// SPOR: each address is a receiving stripe, as with GCT: it gets the
+	// parallelism's streams and an EOF of its own.
 	var lns [2]*activeListener
 	var addrs []string
 	for i := range lns {
@@ -755,8 +756,8 @@ func TestStriped(t *testing.T) {
 	if r := c.read(); r.Code != 150 {
 		t.Fatalf("RETR: %q", r.String())
 	}
-	recs := retrModeE(t, []net.Conn{lns[0].accept(), lns[1].accept()})
-	if _, final := c.final(); final.Code != 226 || eofTotal(t, recs) != 2 {
+	recs := retrModeE(t, []net.Conn{lns[0].accept(), lns[0].accept(), lns[1].accept(), lns[1].accept()})
+	if _, final := c.final(); final.Code != 226 || eofTotal(t, recs[:2]) != 2 || eofTotal(t, recs[2:]) != 2 {
 		t.Fatalf("RETR over SPOR: %q", final.String())
 	}
 	if got := assemble(t, len(data), recs...); !bytes.Equal(got, data) {

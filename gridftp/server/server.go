@@ -14,6 +14,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -106,6 +107,16 @@ type Server struct {
 	// stack); nil means stack.Kinds(), the file layer and ordering.
 	Layers stack.Registry
 
+	// Striping (mover.go, front.go). With Mover, this server is a data
+	// mover: it serves only a front end that proves MoverKey (Serve
+	// wraps its listener in TLS), whose sessions start logged in. With
+	// Movers, it is the front end of a striped endpoint: data moves
+	// through the movers at these addresses (host:port), which must see
+	// the same storage as FS, and its own sessions do all else.
+	Mover    bool
+	Movers   []string
+	MoverKey []byte
+
 	MaxSessions    int           // concurrent sessions; 0 means unlimited
 	IdleTimeout    time.Duration // control channel idle limit; default 30 min
 	DataTimeout    time.Duration // wait for a data connection; default 60 s
@@ -124,6 +135,26 @@ type Server struct {
 	perAddr  map[string]int    // open sessions by addressKey
 	logins   throttle.Throttle // when Logins is nil
 	sums     sumCache          // live checksums (livesum.go)
+	tlsOnce  sync.Once         // moverTLS, from MoverKey
+	tlsConf  *tls.Config
+	tlsErr   error
+	nextPasv atomic.Uint64 // the mover a front end's next PASV goes to
+}
+
+// moverTLS is the TLS configuration of the channel between a front end
+// and its movers (moverkey.go).
+func (s *Server) moverTLS() (*tls.Config, error) {
+	s.tlsOnce.Do(func() {
+		switch {
+		case s.Mover && len(s.Movers) > 0:
+			s.tlsErr = errors.New("a server is a data mover or a front end, not both")
+		case len(s.Movers) > maxMovers:
+			s.tlsErr = fmt.Errorf("%d data movers; at most %d", len(s.Movers), maxMovers)
+		default:
+			s.tlsConf, s.tlsErr = MoverTLS(s.MoverKey)
+		}
+	})
+	return s.tlsConf, s.tlsErr
 }
 
 // ErrServerClosed is returned by Serve after Close.
@@ -208,6 +239,15 @@ func (s *Server) Sessions() int { return int(s.active.Load()) }
 func (s *Server) Serve(ln net.Listener) error {
 	if s.FS == nil {
 		return errors.New("gridftp server: no storage driver")
+	}
+	if s.Mover || len(s.Movers) > 0 {
+		conf, err := s.moverTLS()
+		if err != nil {
+			return fmt.Errorf("gridftp server: %w", err)
+		}
+		if s.Mover {
+			ln = tls.NewListener(ln, conf)
+		}
 	}
 	s.mu.Lock()
 	if s.closed {

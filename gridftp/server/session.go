@@ -77,6 +77,12 @@ type session struct {
 	dcauA    bool                    // DCAU A: data connections prove dataCred
 	protP    bool                    // PROT P: the payload over TLS
 	pasvFrom []netip.Addr            // OPTS PASV From: more addresses passive ports admit
+	dcsc     string                  // DCSC P's credential as sent, for a front end's movers
+	// Striping (mover.go, front.go).
+	layout gridftp.Layout // OPTS RETR StripeLayout
+	stripe stripeRole     // a mover's part of the next sends (SITE STRIPE)
+	client clientView     // a mover's client (SITE CLIENT)
+	front  *frontSession  // a front end's sessions with its movers
 	// The storage side (layers.go).
 	disk    *stack.Stack // SITE SETDISKSTACK; nil: the file layer
 	members []string     // SITE MEMBERS, for the next transfer
@@ -140,7 +146,11 @@ func (ss *session) serve() {
 	}()
 	defer ss.kill()
 	defer ss.data.close()
+	defer ss.closeFront()
 	ss.log.Debug("session start")
+	if ss.srv.Mover && !ss.handshakeMover() {
+		return
+	}
 	ss.replyf(gridftp.CodeReady, "%s GridFTP Server ferry %s ready.", "ferry", Version)
 	q := make(chan queued, maxQueued)
 	go ss.readCommands(q)
@@ -283,6 +293,9 @@ func (ss *session) dispatch(cmd gridftp.Command) bool {
 	}
 	if h.write && ss.refuseWrite(cmd.Verb) {
 		return true
+	}
+	if f, ok := frontCommands[cmd.Verb]; ok && len(ss.srv.Movers) > 0 {
+		return f(ss, cmd.Arg) // a front end moves data through its movers (front.go)
 	}
 	if cmd.Verb != "RNFR" && cmd.Verb != "RNTO" {
 		ss.rnfr = "" // RNTO must follow RNFR at once

@@ -36,6 +36,9 @@ func init() {
 		"HELP":         {fn: (*session).siteHELP},
 		"SETDISKSTACK": {fn: (*session).siteSETDISKSTACK},
 		"MEMBERS":      {fn: (*session).siteMEMBERS},
+		"CLIENT":       {fn: (*session).siteCLIENT},
+		"STRIPE":       {fn: (*session).siteSTRIPE},
+		"MOVERS":       {fn: (*session).siteMOVERS},
 	}
 }
 

@@ -26,19 +26,27 @@ func (ss *session) handleRETR(arg string) bool {
 // handleERET serves "ERET P <offset> <length> <path>": a section of a file
 // whose MODE E block offsets are relative to the section.
 func (ss *session) handleERET(arg string) bool {
-	f := strings.SplitN(arg, " ", 4)
-	if len(f) != 4 || !strings.EqualFold(f[0], "P") || f[3] == "" {
+	off, n, p, ok := parseERET(arg)
+	if !ok {
 		ss.reply(gridftp.CodeBadArguments, "ERET: expected P OFFSET LENGTH PATH.")
 		return true
+	}
+	ss.retrieve(ss.path(p), off, n)
+	return true
+}
+
+// parseERET reads "P <offset> <length> <path>".
+func parseERET(arg string) (off, n int64, p string, ok bool) {
+	f := strings.SplitN(arg, " ", 4)
+	if len(f) != 4 || !strings.EqualFold(f[0], "P") || f[3] == "" {
+		return 0, 0, "", false
 	}
 	off, err1 := strconv.ParseInt(f[1], 10, 64)
 	n, err2 := strconv.ParseInt(f[2], 10, 64)
 	if err1 != nil || err2 != nil || off < 0 || n < 0 {
-		ss.reply(gridftp.CodeBadArguments, "ERET: bad offset or length.")
-		return true
+		return 0, 0, "", false
 	}
-	ss.retrieve(ss.path(f[3]), off, n)
-	return true
+	return off, n, f[3], true
 }
 
 // retrieve sends a file, or the section [off, off+n) of it when off >= 0,
@@ -101,7 +109,7 @@ func (ss *session) sendRanges(ctx context.Context, p string, src stack.Source, f
 		live = &hashingReader{ReaderAt: f, h: h, next: segs[0].Start}
 		f = live // one stream reads the blocks in order
 	}
-	err := ss.sendData(ctx, f, segs, base)
+	err := ss.sendData(ctx, f, segs, base, end)
 	if err == nil && live != nil && !live.broken && live.next == segs[0].End {
 		ss.remember(p, segs[0].Start, segs[0].Len(), live.h)
 	}
@@ -164,9 +172,17 @@ func (ss *session) finish(ctx context.Context, op string, err error, receiving b
 	}
 }
 
-// sendData sends segs of src over the data channel. In MODE E, block
-// offsets are relative to base.
-func (ss *session) sendData(ctx context.Context, src io.ReaderAt, segs []gridftp.Range, base int64) error {
+// sendData sends segs, of the region [base, end), of src over the data
+// channel. In MODE E, block offsets are relative to base. A mover sends
+// only its stripe's part (SITE STRIPE), and a send to several receiving
+// stripes goes out as striping has it (mover.go).
+func (ss *session) sendData(ctx context.Context, src io.ReaderAt, segs []gridftp.Range, base, end int64) error {
+	if ss.striped() {
+		return ss.sendStriped(ctx, src, segs, base, end)
+	}
+	if ss.modeE && ss.stripe.count > 1 {
+		segs = ss.layout.Split(segs, base, end, ss.stripe.index, ss.stripe.count)
+	}
 	return ss.sendOut(ctx, func(c net.Conn) error {
 		var total int64
 		for _, s := range segs {
