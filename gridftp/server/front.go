@@ -417,16 +417,10 @@ func (ss *session) frontSend(verb, p string) bool {
 }
 
 func (ss *session) frontESTO(arg string) bool {
-	f := strings.SplitN(arg, " ", 3)
-	if len(f) != 3 || !strings.EqualFold(f[0], "A") || f[2] == "" {
-		ss.reply(gridftp.CodeBadArguments, "ESTO: expected A OFFSET PATH.")
-		return true
+	if p, off, ok := ss.estoArgs(arg); ok {
+		ss.frontStore("ESTO", p, off)
 	}
-	off, ok := ss.sizeArg(f[1], "write", "ESTO: bad offset.")
-	if !ok {
-		return true
-	}
-	return ss.frontStore("ESTO", ss.path(f[2]), off)
+	return true
 }
 
 // frontStore runs a receive (STOR, ESTO at base, APPE) of the file p on

@@ -81,6 +81,15 @@ func (c *ctl) spas() []string {
 	return addrs
 }
 
+// begin sends a transfer command and expects its 150.
+func (c *ctl) begin(line string) {
+	c.t.Helper()
+	c.send(line)
+	if r := c.read(); r.Code != gridftp.CodeOpeningData {
+		c.t.Fatalf("%s: %q", line, r.String())
+	}
+}
+
 // storeStriped sends the blocks of data (size bs) that l gives each
 // stripe to that stripe's port, one stream each, each stripe with its
 // own EOF, as globus-url-copy -stripe does.
@@ -151,10 +160,7 @@ func TestStripedMovers(t *testing.T) {
 				if len(addrs) != n {
 					t.Fatalf("SPAS gave %d addresses, want %d", len(addrs), n)
 				}
-				c.send("STOR /f")
-				if r := c.read(); r.Code != gridftp.CodeOpeningData {
-					t.Fatalf("STOR: %q", r.String())
-				}
+				c.begin("STOR /f")
 				storeStriped(t, addrs, data, l, 40000)
 				prelim, final := c.final()
 				if final.Code != 226 || !bytes.Equal(se.content("f"), data) {
@@ -193,10 +199,7 @@ func TestStripedMovers(t *testing.T) {
 				for _, ln := range sls {
 					chans = append(chans, stripeReceiver(t, ln))
 				}
-				c.send("RETR /f")
-				if r := c.read(); r.Code != gridftp.CodeOpeningData {
-					t.Fatalf("RETR: %q", r.String())
-				}
+				c.begin("RETR /f")
 				var recs []received
 				for j, ch := range chans {
 					got := <-ch
@@ -273,10 +276,7 @@ func TestMoverKilled(t *testing.T) {
 	c := se.login()
 	c.expect("MODE E", 200)
 	addrs := c.spas()
-	c.send("STOR /f")
-	if r := c.read(); r.Code != gridftp.CodeOpeningData {
-		t.Fatalf("STOR: %q", r.String())
-	}
+	c.begin("STOR /f")
 	// Stripe 0 gets all of its part; stripe 1 a block, then its mover dies.
 	all := []gridftp.Range{{Start: 0, End: int64(len(data))}}
 	d0 := dialData(t, addrs[0])
@@ -306,10 +306,7 @@ func TestMoverKilled(t *testing.T) {
 	if len(addrs) != 1 {
 		t.Fatalf("SPAS after a mover died: %v", addrs)
 	}
-	c.send("STOR /f")
-	if r := c.read(); r.Code != gridftp.CodeOpeningData {
-		t.Fatalf("restarted STOR: %q", r.String())
-	}
+	c.begin("STOR /f")
 	dc := dialData(t, addrs[0])
 	var resent int64
 	for _, r := range ranges.Missing(0, int64(len(data))) {
@@ -337,10 +334,7 @@ func TestStripedAbort(t *testing.T) {
 	c := se.login()
 	c.expect("MODE E", 200)
 	addrs := c.spas()
-	c.send("STOR /f")
-	if r := c.read(); r.Code != gridftp.CodeOpeningData {
-		t.Fatalf("STOR: %q", r.String())
-	}
+	c.begin("STOR /f")
 	for _, a := range addrs {
 		send(t, dialData(t, a), block(0, pattern(1000)))
 	}
@@ -354,10 +348,7 @@ func TestStripedAbort(t *testing.T) {
 	}
 	data := pattern(5000)
 	addrs = c.spas()
-	c.send("STOR /g")
-	if r := c.read(); r.Code != gridftp.CodeOpeningData {
-		t.Fatalf("STOR after ABOR: %q", r.String())
-	}
+	c.begin("STOR /g")
 	storeStriped(t, addrs, data, gridftp.Layout{}, 1000)
 	if _, final := c.final(); final.Code != 226 || !bytes.Equal(se.content("g"), data) {
 		t.Fatalf("STOR after ABOR: %q", final.String())

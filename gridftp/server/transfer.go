@@ -362,17 +362,23 @@ func (ss *session) handleAPPE(arg string) bool {
 // handleESTO stores "ESTO A <offset> <path>": block offsets are shifted by
 // offset and the file keeps what it holds.
 func (ss *session) handleESTO(arg string) bool {
+	if p, off, ok := ss.estoArgs(arg); ok {
+		ss.store(p, storage.Keep, off, false)
+	}
+	return true
+}
+
+// estoArgs reads "A <offset> <path>", or replies why not.
+func (ss *session) estoArgs(arg string) (p string, off int64, ok bool) {
 	f := strings.SplitN(arg, " ", 3)
 	if len(f) != 3 || !strings.EqualFold(f[0], "A") || f[2] == "" {
 		ss.reply(gridftp.CodeBadArguments, "ESTO: expected A OFFSET PATH.")
-		return true
+		return "", 0, false
 	}
-	off, ok := ss.sizeArg(f[1], "write", "ESTO: bad offset.")
-	if !ok {
-		return true
+	if off, ok = ss.sizeArg(f[1], "write", "ESTO: bad offset."); !ok {
+		return "", 0, false
 	}
-	ss.store(ss.path(f[2]), storage.Keep, off, false)
-	return true
+	return ss.path(f[2]), off, true
 }
 
 // store receives a file at p; block offsets are shifted by base (ESTO) or
