@@ -43,7 +43,13 @@ type frontSession struct {
 type moverConn struct {
 	c    *client.Conn
 	sent map[string]string // the state lines last sent, by kind (moverState)
+	used time.Time         // when it last answered
 }
+
+// moverIdle is how long a mover session may go unused before its next
+// use checks that it is still there (the mover may have restarted, or
+// closed it as idle), so that a transfer does not fail on a stale one.
+const moverIdle = 20 * time.Second
 
 // frontCommands are the verbs a front end serves through its movers.
 var frontCommands map[string]func(ss *session, arg string) bool
@@ -119,7 +125,21 @@ func (ss *session) dialMover(ctx context.Context, addr string) (*moverConn, erro
 		c.Close()
 		return nil, err
 	}
-	return &moverConn{c: c, sent: map[string]string{}}, nil
+	return &moverConn{c: c, sent: map[string]string{}, used: time.Now()}, nil
+}
+
+// fresh reports whether an idle mover session still answers.
+func (m *moverConn) fresh(ctx context.Context) bool {
+	if time.Since(m.used) < moverIdle {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(ctx, moverDialTimeout)
+	defer cancel()
+	if _, err := m.c.Do(ctx, "NOOP"); err != nil {
+		return false
+	}
+	m.used = time.Now()
+	return true
 }
 
 // connectMovers makes sure the movers named (all when nil) have a
@@ -135,20 +155,22 @@ func (ss *session) connectMovers(ctx context.Context, which []int) (up []int, do
 	errs := make([]error, len(f.movers))
 	var wg sync.WaitGroup
 	for _, i := range which {
-		if f.movers[i] != nil {
-			continue
-		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if m := f.movers[i]; m != nil && m.fresh(ctx) {
+				conns[i] = m
+				return
+			}
 			conns[i], errs[i] = ss.dialMover(ctx, ss.srv.Movers[i])
 		}()
 	}
 	wg.Wait()
 	for _, i := range which {
-		if conns[i] != nil {
-			f.movers[i] = conns[i]
+		if m := f.movers[i]; m != nil && m != conns[i] {
+			m.c.Close() // it did not answer
 		}
+		f.movers[i] = conns[i]
 		if f.movers[i] != nil {
 			up = append(up, i)
 			continue
@@ -627,6 +649,8 @@ func (ss *session) runLegs(ctx context.Context, legs []leg, receiving bool) erro
 	for k, l := range legs {
 		if st := states[k]; st.broken || st.running {
 			ss.dropMover(l.mover)
+		} else {
+			ss.front.movers[l.mover].used = time.Now()
 		}
 	}
 	return first
