@@ -72,7 +72,6 @@ func waitListening(p *proc, addr string, within time.Duration) error {
 	}
 }
 
-
 // dialGCT logs in anonymously to a GCT server.
 func dialGCT(t *testing.T, s *gctServer) *client.Conn {
 	t.Helper()
