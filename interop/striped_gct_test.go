@@ -12,9 +12,11 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"ferry/engine"
 	"ferry/gridftp"
 	"ferry/gridftp/client"
 )
@@ -156,6 +158,103 @@ func TestStripedGCTPair(t *testing.T) {
 			}
 			if markers == 0 || have.End() > int64(len(data)) {
 				t.Errorf("%d range markers, union %s; want some, within 0-%d", markers, have, len(data))
+			}
+		})
+	}
+}
+
+// wayNotes is an engine recorder that keeps what the copy says of its
+// ways (engine.Ways).
+type wayNotes struct {
+	*engineRecorder
+	mu    sync.Mutex
+	notes []string
+}
+
+func (w *wayNotes) Way(way engine.Way, note string) {
+	w.mu.Lock()
+	w.notes = append(w.notes, way.String()+": "+note)
+	w.mu.Unlock()
+}
+
+// TestEngineStripedGCT: the engine stripes large files to a GCT striped
+// endpoint (from a striped one and from a plain one) and moves small
+// ones plain; when the destination also lists a second server of its
+// storage, it tries striping on one large file and spreading chunks on
+// the next, and moves the rest the faster way. Every copy is compared
+// byte for byte.
+func TestEngineStripedGCT(t *testing.T) {
+	const mib = 1 << 20
+	src, dst := startStripedGCT(t, 2), startStripedGCT(t, 2)
+	plainSrc := startGCTServer(t)
+	plainDst := startGCTAt(t, dst.root) // a second server of the destination's storage
+	files := map[string][]byte{"big1": nil, "big2": nil, "big3": nil, "small": nil}
+	for name := range files {
+		n := 20*mib + 4321
+		if name == "small" {
+			n = 100 << 10
+		}
+		files[name] = make([]byte, n)
+		rand.Read(files[name])
+		for _, s := range []*gctServer{src, plainSrc} {
+			if err := os.WriteFile(s.Path("in/"+name), files[name], 0o666); err != nil {
+				if err := os.MkdirAll(s.Path("in"), 0o777); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(s.Path("in/"+name), files[name], 0o666); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		src     *gctServer
+		servers []string
+		way     engine.Way
+		notes   []string // what the copy says of its ways, in order (prefixes)
+	}{
+		{"striped", src, nil, engine.WayStriped,
+			[]string{"striped: striped for files of 16 MiB or more: stripes (SPAS): 2 at the destination, 2 at the source"}},
+		{"plain source", plainSrc, nil, engine.WayStriped,
+			[]string{"striped: striped for files of 16 MiB or more: stripes (SPAS): 2 at the destination, 1 at the source"}},
+		{"choice", src, []string{plainDst.Addr()}, -1, []string{
+			"striped: trying striped, then spread, for files of 16 MiB or more: stripes (SPAS): 2 at the destination, 2 at the source; servers: 1 at the source, 2 at the destination",
+			"spread: trying spread on ", "", // the choice: either way
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := &wayNotes{engineRecorder: newEngineRecorder()}
+			opts := engineOptions()
+			opts.Recursive, opts.StripeSize = true, 16*mib
+			d := endpointOf(dst)
+			d.Servers = tc.servers
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			res, err := engine.Copy(ctx, endpointOf(tc.src), d, []engine.Item{{Src: epPath(tc.src, "in"), Dst: epPath(dst, tc.name)}}, opts, rep)
+			if err != nil || res.Transferred != len(files) {
+				t.Fatalf("%+v %v\n%s", res, err, rep.faultLog())
+			}
+			t.Logf("settings %+v; ways: %q", res.Settings, rep.notes)
+			for name, data := range files {
+				got, err := os.ReadFile(dst.Path(tc.name + "/" + name))
+				if err != nil || !bytes.Equal(got, data) {
+					t.Errorf("%s differs (%v)", name, err)
+				}
+			}
+			if len(rep.notes) != len(tc.notes) {
+				t.Fatalf("the copy said %q of its ways, want %d notes", rep.notes, len(tc.notes))
+			}
+			for i, want := range tc.notes {
+				if !strings.HasPrefix(rep.notes[i], want) {
+					t.Errorf("note %d: %q, want %q...", i, rep.notes[i], want)
+				}
+			}
+			if tc.way >= 0 && res.Settings.Way != tc.way {
+				t.Errorf("way %s, want %s", res.Settings.Way, tc.way)
+			}
+			if res.Settings.Stripes != 2 {
+				t.Errorf("Stripes = %d, want 2", res.Settings.Stripes)
 			}
 		})
 	}
