@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
+	"strconv"
 	"strings"
 
 	"ferry/gridftp"
@@ -117,4 +119,59 @@ func (c *Conn) Stripes(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	return len(aps), nil
+}
+
+// Mover is one data mover of a striped ferry front end, as SITE MOVERS
+// reports it.
+type Mover struct {
+	Index  int
+	Addr   string // host:port
+	Up     bool
+	Reason string // why it is down
+}
+
+// ParseMovers reads a reply to SITE MOVERS: a 200 with one line per
+// mover, " <index> <host:port> up" or " <index> <host:port> down <reason>".
+func ParseMovers(rep gridftp.Reply) ([]Mover, error) {
+	if rep.Code != gridftp.CodeOK || len(rep.Lines) < 2 {
+		return nil, fmt.Errorf("SITE MOVERS: unexpected reply %d %q", rep.Code, rep.Text())
+	}
+	var ms []Mover
+	for _, l := range rep.Lines[1 : len(rep.Lines)-1] {
+		f := strings.Fields(l)
+		if len(f) == 0 {
+			continue
+		}
+		var m Mover
+		var err error
+		if len(f) < 3 || (f[2] != "up" && f[2] != "down") {
+			err = errors.New("want index, host:port, up or down")
+		} else if m.Index, err = strconv.Atoi(f[0]); err == nil {
+			_, _, err = net.SplitHostPort(f[1])
+		}
+		if err != nil {
+			return nil, fmt.Errorf("SITE MOVERS: line %q: %v", strings.TrimSpace(l), err)
+		}
+		m.Addr, m.Up = f[1], f[2] == "up"
+		if !m.Up {
+			m.Reason = strings.Join(f[3:], " ")
+		}
+		ms = append(ms, m)
+	}
+	return ms, nil
+}
+
+// Movers asks a ferry front end for its data movers (SITE MOVERS); nil
+// for a server that refuses the command: it is no striped ferry front end
+// (GCT's, whose data nodes only Stripes counts, or any other).
+func (c *Conn) Movers(ctx context.Context) ([]Mover, error) {
+	rep, err := c.Do(ctx, "SITE MOVERS")
+	var refused *gridftp.Error
+	switch {
+	case errors.As(err, &refused) && refused.Reply.Code >= 500:
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	return ParseMovers(rep)
 }

@@ -155,3 +155,44 @@ func TestStripedPairFerry(t *testing.T) {
 		t.Fatalf("the copy differs (%v)", err)
 	}
 }
+
+func TestParseMovers(t *testing.T) {
+	tests := []struct {
+		name string
+		rep  gridftp.Reply
+		want []client.Mover // nil for an error
+	}{
+		{"two", gridftp.Reply{Code: 200, Lines: []string{"Movers:", " 0 10.0.0.1:2812 up", " 1 10.0.0.2:2812 down connection refused", "End"}},
+			[]client.Mover{{Index: 0, Addr: "10.0.0.1:2812", Up: true}, {Index: 1, Addr: "10.0.0.2:2812", Reason: "connection refused"}}},
+		{"ipv6", gridftp.Reply{Code: 200, Lines: []string{"Movers", " 0 [::1]:2812 up", "End"}},
+			[]client.Mover{{Index: 0, Addr: "[::1]:2812", Up: true}}},
+		{"no address", gridftp.Reply{Code: 200, Lines: []string{"Movers", " 0 up", "End"}}, nil},
+		{"bad state", gridftp.Reply{Code: 200, Lines: []string{"Movers", " 0 h:1 sideways", "End"}}, nil},
+		{"bad index", gridftp.Reply{Code: 200, Lines: []string{"Movers", " x h:1 up", "End"}}, nil},
+		{"one line", gridftp.Reply{Code: 200, Lines: []string{"OK"}}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := client.ParseMovers(tt.rep)
+			if tt.want == nil {
+				if err == nil {
+					t.Fatalf("got %v, want an error", got)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("got %+v, %v; want %+v", got, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestMoversNotFrontEnd: a server that is no striped front end refuses
+// SITE MOVERS, which Movers reports as no movers.
+func TestMoversNotFrontEnd(t *testing.T) {
+	addr, _ := startServer(t)
+	ms, err := dial(t, addr, 1).Movers(context.Background())
+	if err != nil || ms != nil {
+		t.Fatalf("Movers() = %v, %v; want none", ms, err)
+	}
+}
