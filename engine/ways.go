@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -211,9 +212,9 @@ func (c *copier) chooseWays(ctx context.Context, files []*file) error {
 	if n := max(c.src.servers(), c.dst.servers()); n > 1 && c.opts.ChunkSize >= 0 {
 		ways = append(ways, WaySpread)
 		notes = append(notes, fmt.Sprintf("servers: %d at the source, %d at the destination", c.src.servers(), c.dst.servers()))
-		if c.opts.Concurrency == 0 {
-			c.set.Concurrency = max(c.set.Concurrency, n)
-		}
+		// A pair per server at least; a concurrency the options fix
+		// stands (tuning capped it at the number of files, before chunks).
+		c.set.Concurrency = max(c.set.Concurrency, cmp.Or(c.opts.Concurrency, n))
 	}
 	if len(ways) == 0 {
 		return nil
