@@ -19,6 +19,8 @@ import (
 	"ferry/engine"
 	"ferry/gridftp"
 	"ferry/gridftp/client"
+	"ferry/service/domain"
+	"ferry/service/gridops"
 )
 
 // startStripedGCT starts nodes GCT data nodes and a front end that drives
@@ -257,5 +259,38 @@ func TestEngineStripedGCT(t *testing.T) {
 				t.Errorf("Stripes = %d, want 2", res.Settings.Stripes)
 			}
 		})
+	}
+}
+
+// TestServerStatesGCT: the service's probe of an endpoint's servers
+// counts a GCT striped front end's stripes (SPAS; it has no SITE MOVERS)
+// and says which server is down.
+func TestServerStatesGCT(t *testing.T) {
+	fe, plain := startStripedGCT(t, 2), startGCTServer(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "ftp://" + ln.Addr().String()
+	ln.Close()
+	ep := domain.Endpoint{Owner: "alice", Name: "striped", Auth: domain.AuthAnonymous,
+		Servers: []string{"ftp://" + fe.Addr(), "ftp://" + plain.Addr(), down}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	states, err := (&gridops.Ops{}).ServerStates(ctx, ep, domain.Login{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		up      bool
+		stripes int
+	}{{true, 2}, {true, 1}, {false, 0}}
+	for i, st := range states {
+		if st.URI != ep.Servers[i] || st.Up != want[i].up || st.Stripes != want[i].stripes || len(st.Movers) != 0 {
+			t.Errorf("server %d: %+v, want up %v with %d stripes", i, st, want[i].up, want[i].stripes)
+		}
+	}
+	if len(states) != 3 || !strings.Contains(states[2].Error, "refused") {
+		t.Errorf("states %+v", states)
 	}
 }
