@@ -20,6 +20,7 @@ type unit struct {
 	f        *file
 	b        *batch
 	off, n   int64 // the chunk; n < 0 for the whole file
+	striped  bool  // moves over a striped pair (ways.go)
 	attempts int
 	part     client.Part // what the current attempt moves
 	reported int64       // bytes of the current attempt already reported
@@ -69,6 +70,10 @@ type copier struct {
 	files     []*file
 	canceled  []string                     // paths canceled (cancel.go)
 	flying    map[*unit]context.CancelFunc // units on pairs, and how to stop their pair
+
+	ways       *chooser     // how large files move; nil: plain (ways.go)
+	stripeSize int64        // from which files are large for ways
+	servers    atomic.Int64 // the server index of the next pair a worker dials
 }
 
 // Copy copies items from src to dst and reports as it goes. The error is
@@ -99,6 +104,9 @@ func Copy(ctx context.Context, src, dst Endpoint, items []Item, opts Options, re
 		return c.res, err
 	}
 	c.set = tune(opts, files, c.set)
+	if err := c.chooseWays(ctx, files); err != nil {
+		return c.res, err
+	}
 	bs, rest := c.tarPlan(ctx, files)
 	c.res.Settings = c.set
 	if st, ok := rep.(Starter); ok {
@@ -203,31 +211,18 @@ func (c *copier) schedule(files []*file, bs []*batch, rest []*file) {
 		}
 		c.q.push(&unit{b: b})
 	}
-	var again int64 // bytes an earlier run moved that go again
 	for _, f := range rest {
 		if f.ended {
 			continue
 		}
-		if c.set.ChunkSize > 0 && f.size > 2*c.set.ChunkSize {
-			for off := int64(0); off < f.size; off += c.set.ChunkSize {
-				n := min(c.set.ChunkSize, f.size-off)
-				if f.restart.Contains(off, off+n) {
-					f.chunks.Add(off, off+n) // an earlier run moved it
-					continue
-				}
-				f.units++
-				c.q.push(&unit{f: f, off: off, n: n})
-			}
-			if f.units > 0 {
-				again += f.restart.Total() - f.chunks.Total() // parts of chunks go whole
-				f.restart = f.chunks
+		way := WayPlain
+		if c.ways != nil && f.size >= c.stripeSize {
+			var held bool
+			if way, held = c.ways.assign(f); held {
+				continue // queued once trials choose its way
 			}
 		}
-		if f.units == 0 { // unchunked, or every chunk moved before
-			f.units = 1
-			f.have = f.restart
-			c.q.push(&unit{f: f, n: -1})
-		}
+		c.enqueue(f, way)
 		if c.needsFinishing(f) {
 			jobs := 1 // finalize; with Verify, each chunk's check before it
 			if c.opts.Verify {
@@ -235,6 +230,49 @@ func (c *copier) schedule(files []*file, bs []*batch, rest []*file) {
 			}
 			c.ahead.Add(int64(jobs))
 		}
+	}
+}
+
+// enqueue splits a file into units the way it moves and queues them:
+// whole and striped, in chunks spread over servers, or in chunks of the
+// tuned size when it is large enough (else whole).
+func (c *copier) enqueue(f *file, way Way) {
+	chunk := c.set.ChunkSize
+	switch way {
+	case WayStriped:
+		chunk = 0
+	case WaySpread:
+		chunk = spreadChunk(f.size, max(c.src.servers(), c.dst.servers()))
+	}
+	var us []*unit
+	var again int64 // bytes an earlier run moved that go again
+	c.mu.Lock()
+	if f.ended {
+		c.mu.Unlock()
+		return
+	}
+	if chunk > 0 && f.size > 2*chunk {
+		for off := int64(0); off < f.size; off += chunk {
+			n := min(chunk, f.size-off)
+			if f.restart.Contains(off, off+n) {
+				f.chunks.Add(off, off+n) // an earlier run moved it
+				continue
+			}
+			us = append(us, &unit{f: f, off: off, n: n})
+		}
+		if len(us) > 0 {
+			again = f.restart.Total() - f.chunks.Total() // parts of chunks go whole
+			f.restart = f.chunks
+		}
+	}
+	if len(us) == 0 { // unchunked, or every chunk moved before
+		f.have = f.restart
+		us = append(us, &unit{f: f, n: -1, striped: way == WayStriped})
+	}
+	f.units = len(us)
+	c.mu.Unlock()
+	for _, u := range us {
+		c.q.push(u)
 	}
 	if again > 0 {
 		c.rep.Planned(0, again)
@@ -316,6 +354,17 @@ func (c *copier) worker(ctx context.Context) {
 				c.q.pushFront(u) // the other pairs take the next batches
 				break
 			}
+			if u.striped != (pair.Striping != nil) {
+				if len(inflight) > 0 {
+					c.q.pushFront(u) // a pair changes its data channel between transfers only
+					break
+				}
+				if err := c.stripe(ctx, pair, u.striped); err != nil {
+					c.fail(u, err)
+					drop()
+					continue
+				}
+			}
 			u.reported, u.part = 0, c.part(u)
 			if src, dst := c.stacksFor(u); src != pair.Src.DiskStack() || dst != pair.Dst.DiskStack() {
 				if !popenStack(src, dst, pair.Src.DiskStack(), pair.Dst.DiskStack()) {
@@ -343,6 +392,9 @@ func (c *copier) worker(ctx context.Context) {
 			c.fly(u, life.abort)
 			if u.f != nil {
 				c.touch(u.f) // a batch's members go to temporary names first
+				if c.ways != nil {
+					c.ways.started(u.f)
+				}
 			}
 			inflight = append(inflight, u)
 		}
@@ -390,7 +442,7 @@ func (c *copier) connect(ctx context.Context) (*client.Pair, error) {
 	}
 	if p == nil {
 		var err error
-		if p, err = c.dialPair(ctx); err != nil {
+		if p, err = c.dialPairAt(ctx, int(c.servers.Add(1))); err != nil {
 			return nil, err
 		}
 	}
@@ -415,11 +467,16 @@ func (c *copier) configure(p *client.Pair) {
 	}
 }
 
-// dialPair opens and logs in a session at each end, both at once.
-func (c *copier) dialPair(ctx context.Context) (*client.Pair, error) {
+// dialPair opens and logs in a session at each end, both at once, at
+// the endpoints' first servers.
+func (c *copier) dialPair(ctx context.Context) (*client.Pair, error) { return c.dialPairAt(ctx, 0) }
+
+// dialPairAt is dialPair at the k-th server of each end (round robin):
+// workers' pairs spread over an endpoint's servers.
+func (c *copier) dialPairAt(ctx context.Context, k int) (*client.Pair, error) {
 	var s, d *client.Conn
 	var serr, derr error
-	both(func() { s, serr = c.src.dial(ctx) }, func() { d, derr = c.dst.dial(ctx) })
+	both(func() { s, serr = c.src.at(k).dial(ctx) }, func() { d, derr = c.dst.at(k).dial(ctx) })
 	if serr != nil || derr != nil {
 		for _, conn := range []*client.Conn{s, d} {
 			if conn != nil {
@@ -462,7 +519,7 @@ func (c *copier) predial(ctx context.Context, n int) {
 		c.predials.Add(1)
 		go func() {
 			defer c.predials.Done()
-			p, err := c.dialPair(ctx)
+			p, err := c.dialPairAt(ctx, int(c.servers.Add(1)))
 			if err != nil {
 				return
 			}
@@ -987,6 +1044,9 @@ func (c *copier) final(f *file, o Outcome, err error) {
 		c.rep.Progress(-back)
 	}
 	c.rep.Done(r)
+	if c.ways != nil {
+		c.chosen(f, o == Transferred)
+	}
 }
 
 // Fatal reports errors that no retry can mend: the path does not exist or

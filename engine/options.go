@@ -24,6 +24,10 @@ type Endpoint struct {
 	// Local marks a server on loopback for this process's own use (ferry
 	// copy's local paths): no other server can reach it.
 	Local bool
+	// Servers are more servers of the same storage (host:port), which
+	// take the same login: the chunks of a large file are spread over
+	// sessions to Addr and to them (ways.go).
+	Servers []string
 }
 
 func (e Endpoint) String() string { return e.Addr }
@@ -81,6 +85,9 @@ type Options struct {
 	Parallelism int   // data streams per transfer; 0: chosen
 	Pipelining  int   // transfers in flight per session pair; 0: chosen
 	ChunkSize   int64 // files larger than twice this are chunked; 0: chosen, <0: never
+	// StripeSize is the size from which a file is striped or spread over
+	// an endpoint's servers (ways.go); 0: 64 MiB, <0: never.
+	StripeSize int64
 
 	Recursive     bool
 	SyncLevel     SyncLevel
@@ -239,4 +246,9 @@ type Settings struct {
 	// CompressNote why not, when it was asked for.
 	Compressed   bool
 	CompressNote string
+	// Way is how large files moved (the choice, when trials made one),
+	// and Stripes how many stripes the destination offered (SPAS): 1
+	// when it does not stripe, or no file was large enough to ask.
+	Way     Way
+	Stripes int
 }

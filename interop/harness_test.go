@@ -350,17 +350,29 @@ func startGCT(t *testing.T) server {
 // extra are more flags of globus-gridftp-server, e.g. -popen-whitelist.
 func startGCTServer(t *testing.T, extra ...string) *gctServer {
 	t.Helper()
-	bin, err := toolPath("globus-gridftp-server")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Not t.TempDir: its parents are 0700 and the server runs as nobody.
-	root, err := os.MkdirTemp(sharedTempBase(), "ferry-interop-gct-")
+	return startGCTAt(t, gctRoot(t, "ferry-interop-gct-"), extra...)
+}
+
+// gctRoot makes a fresh tree that GCT's sessions, running as nobody, can
+// write (not t.TempDir: its parents are 0700), removed at cleanup.
+func gctRoot(t *testing.T, prefix string) string {
+	t.Helper()
+	root, err := os.MkdirTemp(sharedTempBase(), prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(root) })
 	if err := os.Chmod(root, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// startGCTAt starts globus-gridftp-server serving root, as startGCTServer.
+func startGCTAt(t *testing.T, root string, extra ...string) *gctServer {
+	t.Helper()
+	bin, err := toolPath("globus-gridftp-server")
+	if err != nil {
 		t.Fatal(err)
 	}
 	port := freePort(t)

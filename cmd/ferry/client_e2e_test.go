@@ -519,3 +519,34 @@ func TestCLISubmissionRefusals(t *testing.T) {
 		t.Errorf("the missing source was tried more than once: %+v", evs.Data)
 	}
 }
+
+// TestCLIEndpointServers: an endpoint of several servers of one storage
+// (a transfer spreads large files over them); endpoint show probes each:
+// up, or down and why.
+func TestCLIEndpointServers(t *testing.T) {
+	t.Parallel()
+	s := startService(t, false)
+	_, up := gridEndpoint(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "ftp://" + ln.Addr().String()
+	ln.Close() // nothing listens there now
+	s.login()
+	s.ok("", "endpoint", "add", "multi", "--server", up, "--server", down)
+	out := s.ok("", "endpoint", "show", "multi")
+	for _, want := range []string{"Server " + up + ":", "up\n", "Server " + down + ":", "down: ", "connection refused"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("endpoint show lacks %q:\n%s", want, out)
+		}
+	}
+	var doc struct {
+		api.Endpoint
+		ServerState api.ServerStateList `json:"server_state"`
+	}
+	s.okJSON(&doc, "endpoint", "show", "multi")
+	if st := doc.ServerState.Data; len(st) != 2 || !st[0].Up || st[0].Stripes != 1 || st[1].Up || st[1].URI != down {
+		t.Errorf("endpoint show -F json: %+v", doc.ServerState)
+	}
+}

@@ -74,24 +74,76 @@ func (o *endpointOpts) spec(f *pflag.FlagSet) (api.EndpointSpec, bool) {
 
 // showEndpoint prints an endpoint document.
 func (c *cli) showEndpoint(cmd *cobra.Command, ep api.Endpoint) error {
-	return c.print(cmd, ep, func(w io.Writer) {
-		for _, f := range [][2]string{
-			{"Display Name", ep.DisplayName},
-			{"ID", ep.ID},
-			{"Description", ep.Description},
-			{"Servers", serverURIs(ep)},
-			{"Auth Method", ep.AuthMethod},
-			{"Default Directory", ep.DefaultDirectory},
-			{"Public", fmt.Sprint(ep.Public)},
-			{"Max Concurrent Tasks", fmt.Sprint(ep.MaxConcurrent)},
-			{"Activated", activation(ep.Activated, ep.ExpiresIn)},
-			{"Agent", agentState(ep)},
-			{"Reached Through", cmp.Or(ep.ViaDisplayName, "none (reached directly)")},
-			{"Created", when(ep.Created)},
-		} {
-			row(w, f[0]+":", f[1])
+	return c.print(cmd, ep, func(w io.Writer) { endpointRows(w, ep) })
+}
+
+// showEndpointStates prints an endpoint document and the state of its
+// servers (and their movers), or why they could not be probed; with
+// --json, both documents.
+func (c *cli) showEndpointStates(cmd *cobra.Command, ep api.Endpoint, states api.ServerStateList, err error) error {
+	doc := struct {
+		api.Endpoint
+		ServerState *api.ServerStateList `json:"server_state,omitempty"`
+	}{Endpoint: ep}
+	if err == nil {
+		doc.ServerState = &states
+	}
+	return c.print(cmd, doc, func(w io.Writer) {
+		endpointRows(w, ep)
+		if err != nil {
+			row(w, "Server State:", "unknown: "+err.Error())
+			return
+		}
+		for _, st := range states.Data {
+			row(w, "Server "+st.URI+":", serverState(st))
+			for _, m := range st.Movers {
+				state := "up"
+				if !m.Up {
+					state = "down: " + m.Reason
+				}
+				row(w, fmt.Sprintf("  Mover %d:", m.Index), m.Address+" "+state)
+			}
 		}
 	})
+}
+
+// serverState says whether a server is up, and striped.
+func serverState(st api.ServerState) string {
+	switch {
+	case !st.Up:
+		return "down: " + st.Error
+	case len(st.Movers) > 0:
+		up := 0
+		for _, m := range st.Movers {
+			if m.Up {
+				up++
+			}
+		}
+		return fmt.Sprintf("up, striped front end: %d stripes, %d of %d movers up", st.Stripes, up, len(st.Movers))
+	case st.Stripes > 1:
+		return fmt.Sprintf("up, striped: %d stripes (SPAS)", st.Stripes)
+	}
+	return "up"
+}
+
+// endpointRows are an endpoint document's fields, one a row.
+func endpointRows(w io.Writer, ep api.Endpoint) {
+	for _, f := range [][2]string{
+		{"Display Name", ep.DisplayName},
+		{"ID", ep.ID},
+		{"Description", ep.Description},
+		{"Servers", serverURIs(ep)},
+		{"Auth Method", ep.AuthMethod},
+		{"Default Directory", ep.DefaultDirectory},
+		{"Public", fmt.Sprint(ep.Public)},
+		{"Max Concurrent Tasks", fmt.Sprint(ep.MaxConcurrent)},
+		{"Activated", activation(ep.Activated, ep.ExpiresIn)},
+		{"Agent", agentState(ep)},
+		{"Reached Through", cmp.Or(ep.ViaDisplayName, "none (reached directly)")},
+		{"Created", when(ep.Created)},
+	} {
+		row(w, f[0]+":", f[1])
+	}
 }
 
 // agentState says whether a connect endpoint's agent is connected.
@@ -221,7 +273,8 @@ ferry connect command that pairs the machine with it.`,
 		if err != nil {
 			return err
 		}
-		return c.showEndpoint(cmd, e)
+		states, err := cl.ServerStates(cmd.Context(), e.ID)
+		return c.showEndpointStates(cmd, e, states, err)
 	})
 
 	var upd endpointOpts

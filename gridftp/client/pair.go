@@ -35,8 +35,15 @@ type Pair struct {
 	// From names the addresses the passive side admits besides this
 	// client (OPTS PASV From, a ferry server's): the other server's, for
 	// an unauthenticated data channel.
-	From     []netip.Addr
+	From []netip.Addr
+	// Striping, when set, sets the data channel up striped: SPAS to the
+	// destination, SPOR with every address it gives to the source, and
+	// the layout in the source's OPTS RETR. Each of the destination's
+	// stripes then reports its own markers, which Finish adds up. Not
+	// with Reverse.
+	Striping *Layout
 	parallel int
+	stripes  int // addresses of the passive side; 0 until Setup
 	ready    bool
 }
 
@@ -80,8 +87,11 @@ func (part Part) pre() (src, dst int) {
 // channel first. After an error, close the pair.
 func (p *Pair) Setup(ctx context.Context, parallel int) error {
 	parallel = max(parallel, 1)
-	if p.ready && p.parallel == parallel {
+	if p.ready && p.parallel == parallel && (p.stripes > 0) == (p.Striping != nil) {
 		return nil
+	}
+	if p.Striping != nil && p.Reverse {
+		return errors.New("client: a striped pair cannot be reversed")
 	}
 	p.Src.dropData()
 	p.Dst.dropData()
@@ -101,7 +111,11 @@ func (p *Pair) Setup(ctx context.Context, parallel int) error {
 	}
 	// Markers from the source keep its control channel alive during long files.
 	opts := fmt.Sprintf("OPTS RETR Parallelism=%d,%d,%d;", parallel, parallel, parallel)
-	src = append(src, opts+"Markers=5;")
+	if p.Striping != nil {
+		src = append(src, opts+p.Striping.Option()+"Markers=5;")
+	} else {
+		src = append(src, opts+"Markers=5;")
+	}
 	if p.Live != "" {
 		live := fmt.Sprintf("OPTS CKSM Live=%s;", p.Live)
 		src, dst = append(src, live), append(dst, live)
@@ -117,7 +131,11 @@ func (p *Pair) Setup(ctx context.Context, parallel int) error {
 		}
 		pcmds = append(pcmds, "OPTS PASV From="+strings.Join(from, ",")+";")
 	}
-	pcmds = append(pcmds, "PASV")
+	if p.Striping != nil {
+		pcmds = append(pcmds, "SPAS")
+	} else {
+		pcmds = append(pcmds, "PASV")
+	}
 	if err := active.write(acmds...); err != nil {
 		return err
 	}
@@ -128,11 +146,11 @@ func (p *Pair) Setup(ctx context.Context, parallel int) error {
 	if err != nil {
 		return err
 	}
-	ap, err := passive.passiveAddr(reps[len(reps)-1])
+	port, stripes, err := p.portFor(passive, reps[len(reps)-1])
 	if err != nil {
 		return err
 	}
-	if err := active.write(portCommand(ap)); err != nil {
+	if err := active.write(port); err != nil {
 		return err
 	}
 	if _, err := active.finals(ctx, len(acmds)+1); err != nil {
@@ -143,8 +161,36 @@ func (p *Pair) Setup(ctx context.Context, parallel int) error {
 	p.Src.secured(p.Cred, p.Private)
 	p.Dst.secured(p.Cred, p.Private)
 	p.Src.data.modeE, p.Dst.data.modeE = true, true
-	p.parallel, p.ready = parallel, true
+	p.parallel, p.stripes, p.ready = parallel, stripes, true
 	return nil
+}
+
+// portFor is the command that announces the passive side's reply rep to
+// the active side (PORT, EPRT or, striped, SPOR), and the stripes it
+// names (0 when not striped).
+func (p *Pair) portFor(passive *Conn, rep gridftp.Reply) (cmd string, stripes int, err error) {
+	if p.Striping == nil {
+		ap, err := passive.passiveAddr(rep)
+		if err != nil {
+			return "", 0, err
+		}
+		return portCommand(ap), 0, nil
+	}
+	aps, err := passive.stripedAddrs(rep)
+	if err != nil {
+		return "", 0, err
+	}
+	cmd, err = sporCommand(aps)
+	return cmd, len(aps), err
+}
+
+// Stripes is how many stripes the destination receives on: the
+// addresses its SPAS gave; 0 unless the pair is set up striped.
+func (p *Pair) Stripes() int {
+	if !p.ready {
+		return 0
+	}
+	return p.stripes
 }
 
 // Reset forgets the data channel setup: the next Setup sends PASV and
@@ -196,8 +242,10 @@ func (p *Pair) Start(part Part) error {
 }
 
 // Markers receives what the destination reports while data moves: bytes
-// of this transfer so far (112) and ranges written (111); and what either
-// side reports of the members of a many-file transfer (113).
+// of this transfer so far (112, added up over the stripes of a striped
+// destination, each of which counts its own) and ranges written (111,
+// each stripe its own: the union is what arrived); and what either side
+// reports of the members of a many-file transfer (113).
 type Markers struct {
 	Bytes   func(total int64)
 	Ranges  func(gridftp.Ranges)
@@ -247,11 +295,17 @@ func (p *Pair) Finish(ctx context.Context, part Part, m Markers) error {
 			members(true, r)
 		}
 	}
+	stripes := map[int]int64{} // bytes so far by stripe index
 	onDst := func(r gridftp.Reply) {
 		switch r.Code {
 		case gridftp.CodePerfMarker:
 			if pm, err := gridftp.ParsePerfMarker(r); err == nil && m.Bytes != nil {
-				m.Bytes(pm.Bytes)
+				stripes[pm.StripeIndex] = pm.Bytes
+				var total int64
+				for _, n := range stripes {
+					total += n
+				}
+				m.Bytes(total)
 			}
 		case gridftp.CodeRestartMarker:
 			if rs, err := gridftp.ParseRangeMarker(r); err == nil && m.Ranges != nil {

@@ -434,6 +434,36 @@ type EndpointList struct {
 	Data []Endpoint `json:"DATA"`
 }
 
+// ServerStateList is the state of each of an endpoint's servers, in
+// order (DATA_TYPE server_state_list).
+type ServerStateList struct {
+	DataType string        `json:"DATA_TYPE"`
+	Data     []ServerState `json:"DATA"`
+}
+
+// ServerState is what a probe of one server found (DATA_TYPE
+// server_state): whether it took a login (error says why not), how many
+// stripes it offers (SPAS: more than 1 for a striped front end, one per
+// data mover), and a ferry front end's movers.
+type ServerState struct {
+	DataType string       `json:"DATA_TYPE"`
+	URI      string       `json:"uri"`
+	Up       bool         `json:"up"`
+	Error    string       `json:"error,omitempty"`
+	Stripes  int          `json:"stripes"`
+	Movers   []MoverState `json:"movers"`
+}
+
+// MoverState is one data mover of a striped ferry front end (DATA_TYPE
+// mover_state).
+type MoverState struct {
+	DataType string `json:"DATA_TYPE"`
+	Index    int    `json:"index"`
+	Address  string `json:"address"`
+	Up       bool   `json:"up"`
+	Reason   string `json:"reason,omitempty"`
+}
+
 // ActivationRequirements says what activating an endpoint takes (DATA_TYPE
 // activation_requirements); Data is empty when it needs nothing.
 type ActivationRequirements struct {

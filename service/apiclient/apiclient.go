@@ -248,6 +248,14 @@ func (c *Client) Endpoint(ctx context.Context, id string) (api.Endpoint, error) 
 	return e, err
 }
 
+// ServerStates probes each of an endpoint's servers (with the caller's
+// activation): up or not, stripes, a ferry front end's movers.
+func (c *Client) ServerStates(ctx context.Context, id string) (api.ServerStateList, error) {
+	var l api.ServerStateList
+	err := c.do(ctx, "GET", "endpoint/"+esc(id)+"/server_state", nil, nil, &l)
+	return l, err
+}
+
 // EndpointSearch returns a page of the endpoints the user may see.
 func (c *Client) EndpointSearch(ctx context.Context, q api.EndpointQuery) (api.EndpointList, error) {
 	var l api.EndpointList

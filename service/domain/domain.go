@@ -363,6 +363,9 @@ const (
 	EventDeadline         = "DEADLINE"
 	// A destination of several failed as a whole (unreachable, refused).
 	EventDestinationFailed = "DESTINATION_FAILED"
+	// How large files move: striped over an endpoint's data movers,
+	// spread over its servers, and which one trials chose.
+	EventWay = "WAY"
 )
 
 // Event is one entry of a task's history.
@@ -445,4 +448,26 @@ type FileOps interface {
 	// needed), with a message naming the endpoint.
 	// With EncryptData in o, both endpoints must be able to encrypt.
 	CheckTransfer(ctx context.Context, src, dst Endpoint, srcLogin, dstLogin Login, items []Item, o Options) error
+	// ServerStates probes each of the endpoint's servers, in order.
+	ServerStates(ctx context.Context, ep Endpoint, l Login) ([]ServerState, error)
+}
+
+// ServerState is what a probe of one of an endpoint's servers found: it
+// took a login or not (Error says why), and, for a striped front end,
+// how many stripes it offers (SPAS: one per data mover) and, for ferry's,
+// its movers and theirs (SITE MOVERS).
+type ServerState struct {
+	URI     string
+	Up      bool
+	Error   string
+	Stripes int
+	Movers  []MoverState
+}
+
+// MoverState is one data mover of a striped ferry front end.
+type MoverState struct {
+	Index  int
+	Addr   string
+	Up     bool
+	Reason string // why it is down
 }

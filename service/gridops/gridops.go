@@ -19,6 +19,7 @@ import (
 	"net/url"
 	"path"
 	"strings"
+	"sync"
 	"time"
 
 	"ferry/engine"
@@ -143,6 +144,20 @@ func Engine(ep domain.Endpoint, sv Server, l domain.Login) engine.Endpoint {
 	return e
 }
 
+// Others are the addresses of the servers but the try-th, in turn after
+// it: an endpoint's servers serve the same storage, so the engine spreads
+// the chunks of large files over them (engine.Endpoint.Servers) as well
+// as failing over from one to the next. None for an agent, which has one.
+func Others(servers []Server, try int) []string {
+	var out []string
+	for i := 1; i < len(servers); i++ {
+		if sv := servers[(try+i)%len(servers)]; !sv.Outbound {
+			out = append(out, sv.Addr)
+		}
+	}
+	return out
+}
+
 // CheckTransfer looks up the items of a transfer from src to dst at both
 // ends, on their first servers, as the engine does before it writes
 // anything (engine.Check). An item that cannot be copied is EInvalid, or
@@ -251,6 +266,58 @@ func (o *Ops) dial(ctx context.Context, sv Server, user, pass string) (*client.C
 		return nil, err
 	}
 	return c, nil
+}
+
+// ServerStates logs in to each of ep's servers, at once, and asks each
+// for its stripes (SPAS) and movers (SITE MOVERS, a ferry front end's).
+func (o *Ops) ServerStates(ctx context.Context, ep domain.Endpoint, l domain.Login) ([]domain.ServerState, error) {
+	servers, err := Servers(ep, o.Agents, o.Networks)
+	if err != nil {
+		return nil, err
+	}
+	user, pass := l.User, l.Password
+	if !ep.NeedsActivation() {
+		user, pass = "anonymous", "ferry@"
+	}
+	out := make([]domain.ServerState, len(servers))
+	var wg sync.WaitGroup
+	for i, sv := range servers {
+		uri := sv.Addr
+		if i < len(ep.Servers) && ep.Auth != domain.AuthConnect {
+			uri = ep.Servers[i]
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i] = o.probe(ctx, sv, user, pass)
+			out[i].URI = uri
+		}()
+	}
+	wg.Wait()
+	return out, nil
+}
+
+// probe is one server's state.
+func (o *Ops) probe(ctx context.Context, sv Server, user, pass string) domain.ServerState {
+	var st domain.ServerState
+	c, err := o.dial(ctx, sv, user, pass)
+	if err == nil {
+		defer c.Close()
+		ctx, cancel := context.WithTimeout(ctx, o.timeout())
+		defer cancel()
+		var ms []client.Mover
+		if st.Stripes, err = c.Stripes(ctx); err == nil {
+			ms, err = c.Movers(ctx)
+		}
+		for _, m := range ms {
+			st.Movers = append(st.Movers, domain.MoverState{Index: m.Index, Addr: m.Addr, Up: m.Up, Reason: m.Reason})
+		}
+	}
+	st.Up = err == nil
+	if err != nil {
+		st.Error = Tell(err)
+	}
+	return st
 }
 
 // ops word each operation for ViaError.

@@ -512,6 +512,29 @@ func (s *Server) fileOp(r *http.Request, c *call, what string) (domain.Endpoint,
 	return ep, l, err
 }
 
+// serverState probes each of the endpoint's servers with the caller's
+// login: up or not, its stripes, a ferry front end's movers.
+func (s *Server) serverState(w http.ResponseWriter, r *http.Request, c *call) error {
+	ep, l, err := s.fileOp(r, c, "probe its servers")
+	if err != nil {
+		return err
+	}
+	states, err := s.Ops.ServerStates(r.Context(), ep, l)
+	if err != nil {
+		return opsError(ep, err)
+	}
+	doc := api.ServerStateList{DataType: "server_state_list", Data: make([]api.ServerState, len(states))}
+	for i, st := range states {
+		d := api.ServerState{DataType: "server_state", URI: st.URI, Up: st.Up, Error: st.Error, Stripes: st.Stripes,
+			Movers: make([]api.MoverState, len(st.Movers))}
+		for j, m := range st.Movers {
+			d.Movers[j] = api.MoverState{DataType: "mover_state", Index: m.Index, Address: m.Addr, Up: m.Up, Reason: m.Reason}
+		}
+		doc.Data[i] = d
+	}
+	return reply(w, http.StatusOK, doc)
+}
+
 func (s *Server) ls(w http.ResponseWriter, r *http.Request, c *call) error {
 	q, err := api.ParseListQuery(r.URL.Query())
 	if err != nil {

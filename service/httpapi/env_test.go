@@ -313,4 +313,15 @@ func (f *fakeOps) CheckTransfer(ctx context.Context, src, dst domain.Endpoint, s
 	return f.refuse
 }
 
+func (f *fakeOps) ServerStates(ctx context.Context, ep domain.Endpoint, l domain.Login) ([]domain.ServerState, error) {
+	if err := f.do(ctx, ep, l, "server states"); err != nil {
+		return nil, err
+	}
+	var out []domain.ServerState
+	for _, u := range ep.Servers {
+		out = append(out, domain.ServerState{URI: u, Up: true, Stripes: 1})
+	}
+	return out, nil
+}
+
 var _ domain.FileOps = (*fakeOps)(nil)

@@ -87,6 +87,7 @@ func TestOpenAPISchemas(t *testing.T) {
 		"ActivationResult": api.ActivationResult{}, "File": api.File{}, "FileList": api.FileList{},
 		"Mkdir": api.Mkdir{}, "Rename": api.Rename{}, "Health": api.Health{},
 		"Relay": api.Relay{}, "SetupKey": api.SetupKey{},
+		"ServerStateList": api.ServerStateList{}, "ServerState": api.ServerState{}, "MoverState": api.MoverState{},
 		"TransferDestination": api.TransferDestination{}, "TaskDestination": api.TaskDestination{},
 	}
 	for name, v := range types {

@@ -161,6 +161,7 @@ func (s *Server) routes() []route {
 		{method: "POST", path: "endpoint/{id}/activate", h: s.activate},
 		{method: "POST", path: "endpoint/{id}/deactivate", h: s.deactivate},
 		{method: "POST", path: "endpoint/{id}/setup_key", h: s.setupKey},
+		{method: "GET", path: "endpoint/{id}/server_state", h: s.serverState},
 		{method: "GET", path: "relay", public: true, h: s.relay},
 		{method: "GET", path: "operation/endpoint/{id}/ls", h: s.ls},
 		{method: "POST", path: "operation/endpoint/{id}/mkdir", h: s.mkdir},

@@ -379,7 +379,14 @@ func (p *progress) Started(s engine.Settings) {
 			"rtt_ms": float64(s.RTT.Microseconds()) / 1000, "tar_batches": s.Batches, "tar_reason": s.TarReason, "compressed": s.Compressed})})
 }
 
+// Way records how large files move, and why (engine.Ways).
+func (p *progress) Way(w engine.Way, note string) {
+	p.event(domain.Event{Code: domain.EventWay, Description: note,
+		Details: details(map[string]any{"way": w.String()})})
+}
+
 var (
+	_ engine.Ways     = (*progress)(nil)
 	_ engine.Starter  = (*progress)(nil)
 	_ engine.Walker   = (*progress)(nil)
 	_ engine.Partials = (*progress)(nil)

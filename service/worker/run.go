@@ -594,6 +594,7 @@ func (r *run) transfer(ctx context.Context, try int, deadline time.Time, logins 
 			return err
 		}
 		ends[i] = gridops.Engine(ep, servers[try%len(servers)], logins[i])
+		ends[i].Servers = gridops.Others(servers, try)
 	}
 	r.p.begin()
 	var items []engine.Item
