@@ -13,26 +13,8 @@ import (
 )
 
 // A striped endpoint of ferry's (a front end and its data movers, each a
-// ferry gridftp process over one root) and one of GCT's (a front end with
-// -r and data nodes with -dn), on loopback.
-
-// waitListening waits until something accepts TCP connections at addr:
-// a mover and a GCT data node send no banner to a stranger.
-func waitListening(t *testing.T, p *proc, addr string) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		if p.exited() {
-			t.Fatalf("%s: exited before serving: %v", addr, p.err)
-		}
-		if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
-			c.Close()
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("nothing listens on %s", addr)
-}
+// ferry gridftp process over one root) with globus-url-copy -stripe, and
+// with one of GCT's (startStripedGCT).
 
 // ferryStriped is a ferry front end and its movers.
 type ferryStriped struct {
@@ -59,42 +41,14 @@ func startFerryStriped(t *testing.T, n int) *ferryStriped {
 		m := &child{t: t, name: fmt.Sprintf("ferry mover %d", i), log: &logBuffer{},
 			args: []string{"gridftp", "--root", root, "--listen", addr, "--mover", "--mover-key", key}}
 		t.Cleanup(func() { m.stop(10 * time.Second) })
-		waitListening(t, m.launch(), addr)
+		if err := waitListening(m.launch(), addr, 15*time.Second); err != nil {
+			t.Fatalf("ferry mover on %s: %v\n%s", addr, err, m.log)
+		}
 		fs.movers, fs.addrs = append(fs.movers, m), append(fs.addrs, addr)
 	}
 	fs.ferryServer = startFerryConfig(t, ferryConfig{Root: root, Anonymous: true,
 		Args: []string{"--movers", strings.Join(fs.addrs, ","), "--mover-key", key}})
 	return fs
-}
-
-// startGCTStriped starts n GCT data nodes and a front end driving them;
-// the front end's root is the tree (the nodes open its absolute paths).
-func startGCTStriped(t *testing.T, n int) *gctServer {
-	t.Helper()
-	bin, err := toolPath("globus-gridftp-server")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var nodes []string
-	for range n {
-		port := freePort(t)
-		node := &gctServer{t: t, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-			logFile: filepath.Join(t.TempDir(), "node.log"), out: &logBuffer{}}
-		args := []string{"-dn", "-aa", "-p", strconv.Itoa(port),
-			"-control-interface", "127.0.0.1", "-data-interface", "127.0.0.1", "-d", "ERROR", "-l", node.logFile}
-		if os.Geteuid() == 0 {
-			args = append(args, "-anonymous-user", "nobody")
-		}
-		p, err := startProc(bin, args, node.out)
-		if err != nil {
-			t.Fatalf("start a GCT data node: %v", err)
-		}
-		node.p = p
-		t.Cleanup(node.stop)
-		waitListening(t, p, node.addr)
-		nodes = append(nodes, node.addr)
-	}
-	return startGCTServer(t, "-r", strings.Join(nodes, ","))
 }
 
 // TestStripedGUC: globus-url-copy -stripe puts into and gets from ferry
@@ -124,7 +78,7 @@ func TestStripedGUC(t *testing.T) {
 func TestStripedThirdParty(t *testing.T) {
 	needTools(t)
 	f1, f2 := startFerryStriped(t, 2), startFerryStriped(t, 2)
-	g := startGCTStriped(t, 2)
+	g := startStripedGCT(t, 2)
 	writeRandomFile(t, f1.Path("src"), 7<<20+999)
 	for _, opts := range [][]string{nil, {"-sbs", "262144", "-p", "2"}, {"-sbs", "0"}} {
 		steps := []struct {
@@ -149,5 +103,42 @@ func same(t *testing.T, what, want, got string) {
 	t.Helper()
 	if err := compareFiles(want, got); err != nil {
 		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// TestStripedCopyMoverKilled: ferry copy stripes a large file between two
+// ferry striped endpoints; a destination mover killed mid-file fails that
+// transfer with a reply naming a mover, and the copy resumes through the
+// movers left from what the range markers showed had arrived.
+func TestStripedCopyMoverKilled(t *testing.T) {
+	needTools(t)
+	src, dst := startFerryStriped(t, 2), startFerryStriped(t, 2)
+	const size = 384 << 20
+	writeRandomFile(t, src.Path("big"), size)
+	done := make(chan cliRun, 1)
+	go func() { done <- ferryCopy(t, src.URL("big"), dst.URL("big")) }()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if fi, err := os.Stat(dst.Path("big")); err == nil && fi.Size() > size/4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the copy did not start")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	dst.movers[1].kill9()
+	r := <-done
+	if r.code != 0 {
+		t.Fatalf("copy after a mover died:\n%s", r)
+	}
+	same(t, "striped copy after a mover died", src.Path("big"), dst.Path("big"))
+	if !strings.Contains(r.stdout+r.stderr, "striped over 2 movers") {
+		t.Errorf("the copy did not stripe:\n%s", r)
+	}
+	// Either end may tell first: the destination's front end names the
+	// mover it lost, the source's the mover whose stripe broke.
+	if !strings.Contains(r.stdout+r.stderr, "data mover 1 (") {
+		t.Errorf("no fault names a mover:\n%s", r)
 	}
 }

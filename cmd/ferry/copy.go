@@ -446,8 +446,8 @@ func (p *progress) summary(r engine.Result) {
 		r.Files, r.Transferred, r.Skipped, r.Failed, humanBytes(r.Bytes), r.Elapsed.Round(time.Millisecond),
 		humanBytes(int64(float64(r.Bytes)/secs)), float64(r.Transferred)/secs, r.Faults)
 	s := r.Settings
-	fmt.Fprintf(p.out, "settings: -cc %d -p %d -pp %d, chunks %s, rtt %v%s%s\n", s.Concurrency, s.Parallelism, s.Pipelining,
-		humanBytes(s.ChunkSize), s.RTT.Round(time.Microsecond), checksumNote(s), dataNote(s))
+	fmt.Fprintf(p.out, "settings: -cc %d -p %d -pp %d, chunks %s, rtt %v%s%s%s\n", s.Concurrency, s.Parallelism, s.Pipelining,
+		humanBytes(s.ChunkSize), s.RTT.Round(time.Microsecond), checksumNote(s), dataNote(s), wayNote(s))
 	if s.TarReason != "" {
 		fmt.Fprintf(p.out, "tar: %s", s.TarReason)
 		if s.Batches > 0 {
@@ -455,6 +455,17 @@ func (p *progress) summary(r engine.Result) {
 		}
 		fmt.Fprintln(p.out)
 	}
+}
+
+// wayNote says how large files moved when not over one session pair.
+func wayNote(s engine.Settings) string {
+	switch s.Way {
+	case engine.WayStriped:
+		return fmt.Sprintf(", large files striped over %d movers", s.Stripes)
+	case engine.WaySpread:
+		return ", large files spread over the endpoints' servers"
+	}
+	return ""
 }
 
 // dataNote says how the data channels are protected and whether data
