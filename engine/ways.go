@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"ferry/gridftp"
 	"ferry/gridftp/client"
 )
 
@@ -56,7 +57,7 @@ const defaultStripeSize = 64 << 20
 // stripeLayout is the layout of striped transfers: blocks of 1 MiB dealt
 // round robin, GCT's default, so that each mover gets an even share of
 // any large file and its range markers stay few.
-var stripeLayout = client.Layout{BlockSize: 1 << 20}
+var stripeLayout = gridftp.Layout{BlockSize: 1 << 20}
 
 // Servers is how many servers the endpoint's sessions are spread over.
 func (e Endpoint) servers() int { return 1 + len(e.Servers) }

@@ -91,11 +91,17 @@ func ParseExtPassive(text string) (uint16, error) {
 	return uint16(p), nil
 }
 
-// ParseHostPorts parses the space-separated list of SPOR or of SPAS lines.
+// ParseHostPorts parses the space-separated list of SPOR or of SPAS
+// lines: h1,h2,h3,h4,p1,p2 entries, or, as GCT also takes them, EPRT's
+// |1|IP|PORT| or |2|IP|PORT| (the only form for IPv6).
 func ParseHostPorts(s string) ([]netip.AddrPort, error) {
 	var out []netip.AddrPort
 	for _, f := range strings.Fields(s) {
-		ap, err := ParseHostPort(f)
+		parse := ParseHostPort
+		if f[0] < '0' || f[0] > '9' {
+			parse = ParseEPRT
+		}
+		ap, err := parse(f)
 		if err != nil {
 			return nil, err
 		}

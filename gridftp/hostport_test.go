@@ -183,7 +183,12 @@ func TestParseHostPorts(t *testing.T) {
 	if err != nil || len(got) != 2 || got[1].Port() != 163<<8|188 {
 		t.Fatalf("SPAS lines: %v, %v", got, err)
 	}
-	for _, bad := range []string{"", "   ", "127,0,0,1,1,1 x", "127,0,0,1,1"} {
+	// EPRT's form, as GCT takes it too: the only one for IPv6.
+	got, err = gridftp.ParseHostPorts("|1|127.0.0.1|1025| 127,0,0,1,1,2 |2|::1|2000|")
+	if err != nil || len(got) != 3 || got[0].String() != "127.0.0.1:1025" || got[2].String() != "[::1]:2000" {
+		t.Fatalf("EPRT-style entries: %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "   ", "127,0,0,1,1,1 x", "127,0,0,1,1", "|2|nohost|1|", "|1|127.0.0.1|"} {
 		if _, err := gridftp.ParseHostPorts(bad); !errors.Is(err, gridftp.ErrBadAddress) {
 			t.Errorf("ParseHostPorts(%q): %v, want ErrBadAddress", bad, err)
 		}

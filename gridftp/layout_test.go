@@ -93,3 +93,18 @@ func TestLayoutOptions(t *testing.T) {
 		t.Error("an unknown layout was taken")
 	}
 }
+
+func TestLayoutString(t *testing.T) {
+	for _, tt := range []struct {
+		l    Layout
+		want string
+	}{
+		{Layout{BlockSize: 262144}, "StripeLayout=Blocked;BlockSize=262144;"},
+		{Layout{}, "StripeLayout=Blocked;BlockSize=1048576;"},
+		{Layout{Partitioned: true}, "StripeLayout=Partitioned;"},
+	} {
+		if got := tt.l.String(); got != tt.want {
+			t.Errorf("%+v.String() = %q, want %q", tt.l, got, tt.want)
+		}
+	}
+}

@@ -117,11 +117,11 @@ func TestStripedGCTPair(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		src    *gctServer
-		layout client.Layout
+		layout gridftp.Layout
 	}{
-		{"blocked", src, client.Layout{BlockSize: 256 << 10}},
-		{"partitioned", src, client.Layout{}},
-		{"plain-source", plain, client.Layout{BlockSize: 1 << 20}}, // only the destination stripes
+		{"blocked", src, gridftp.Layout{BlockSize: 256 << 10}},
+		{"partitioned", src, gridftp.Layout{Partitioned: true}},
+		{"plain-source", plain, gridftp.Layout{BlockSize: 1 << 20}}, // only the destination stripes
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := tc.src

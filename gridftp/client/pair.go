@@ -41,7 +41,7 @@ type Pair struct {
 	// the layout in the source's OPTS RETR. Each of the destination's
 	// stripes then reports its own markers, which Finish adds up. Not
 	// with Reverse.
-	Striping *Layout
+	Striping *gridftp.Layout
 	parallel int
 	stripes  int // addresses of the passive side; 0 until Setup
 	ready    bool
@@ -112,7 +112,7 @@ func (p *Pair) Setup(ctx context.Context, parallel int) error {
 	// Markers from the source keep its control channel alive during long files.
 	opts := fmt.Sprintf("OPTS RETR Parallelism=%d,%d,%d;", parallel, parallel, parallel)
 	if p.Striping != nil {
-		src = append(src, opts+p.Striping.Option()+"Markers=5;")
+		src = append(src, opts+p.Striping.String()+"Markers=5;")
 	} else {
 		src = append(src, opts+"Markers=5;")
 	}
@@ -180,8 +180,7 @@ func (p *Pair) portFor(passive *Conn, rep gridftp.Reply) (cmd string, stripes in
 	if err != nil {
 		return "", 0, err
 	}
-	cmd, err = sporCommand(aps)
-	return cmd, len(aps), err
+	return SPORCommand(aps), len(aps), nil
 }
 
 // Stripes is how many stripes the destination receives on: the

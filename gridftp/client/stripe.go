@@ -12,23 +12,6 @@ import (
 	"ferry/gridftp"
 )
 
-// Layout is how a striped sender deals a file over its stripes (OPTS RETR
-// StripeLayout, GFD.20): in blocks of BlockSize bytes dealt round robin
-// (Blocked), or, with BlockSize 0, in one contiguous part per stripe
-// (Partitioned; the server sizes the parts from the file).
-type Layout struct {
-	BlockSize int
-}
-
-// Option is the layout as OPTS RETR items, each ending in ';' as GCT
-// insists.
-func (l Layout) Option() string {
-	if l.BlockSize <= 0 {
-		return "StripeLayout=Partitioned;"
-	}
-	return fmt.Sprintf("StripeLayout=Blocked;BlockSize=%d;", l.BlockSize)
-}
-
 // ParseStripedPassive reads the addresses of a reply to SPAS: the RFC 2389
 // style 229 with one " h1,h2,h3,h4,p1,p2" line per stripe that GCT and
 // ferry send, or a one-line reply that names one address.
@@ -81,28 +64,26 @@ func (c *Conn) stripedAddrs(rep gridftp.Reply) ([]netip.AddrPort, error) {
 
 // StripedPort sends SPOR with addrs: the server's stripes send to them.
 func (c *Conn) StripedPort(ctx context.Context, addrs []netip.AddrPort) error {
-	cmd, err := sporCommand(addrs)
-	if err != nil {
-		return err
+	if len(addrs) == 0 {
+		return fmt.Errorf("%w: SPOR without addresses", gridftp.ErrBadAddress)
 	}
-	_, err = c.Do(ctx, "%s", cmd)
+	_, err := c.Do(ctx, "%s", SPORCommand(addrs))
 	return err
 }
 
-// sporCommand is the SPOR command for addrs (IPv4 only: the
-// h1,h2,h3,h4,p1,p2 form every server parses).
-func sporCommand(addrs []netip.AddrPort) (string, error) {
-	if len(addrs) == 0 {
-		return "", fmt.Errorf("%w: SPOR without addresses", gridftp.ErrBadAddress)
-	}
+// SPORCommand is the SPOR command for addrs: IPv4 addresses in the
+// h1,h2,h3,h4,p1,p2 form every server parses, IPv6 ones in EPRT's form,
+// which GCT's and ferry's parsers take too.
+func SPORCommand(addrs []netip.AddrPort) string {
 	f := make([]string, len(addrs))
 	for i, ap := range addrs {
-		if !ap.Addr().Unmap().Is4() {
-			return "", fmt.Errorf("%w: SPOR %v: not IPv4", gridftp.ErrBadAddress, ap)
+		if ap.Addr().Unmap().Is4() {
+			f[i] = gridftp.FormatHostPort(ap)
+		} else {
+			f[i] = fmt.Sprintf("|2|%s|%d|", ap.Addr(), ap.Port())
 		}
-		f[i] = gridftp.FormatHostPort(ap)
 	}
-	return "SPOR " + strings.Join(f, " "), nil
+	return "SPOR " + strings.Join(f, " ")
 }
 
 // Stripes reports how many stripes a server offers: the addresses it

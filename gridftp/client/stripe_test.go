@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"ferry/gridftp"
@@ -56,16 +58,25 @@ func TestParseStripedPassive(t *testing.T) {
 	}
 }
 
-func TestLayoutOption(t *testing.T) {
+func TestSPORCommand(t *testing.T) {
 	for _, tt := range []struct {
-		l    client.Layout
-		want string
+		addrs []string
+		want  string
 	}{
-		{client.Layout{BlockSize: 262144}, "StripeLayout=Blocked;BlockSize=262144;"},
-		{client.Layout{}, "StripeLayout=Partitioned;"},
+		{[]string{"127.0.0.1:1025"}, "SPOR 127,0,0,1,4,1"},
+		{[]string{"10.0.0.1:258", "10.0.0.2:259"}, "SPOR 10,0,0,1,1,2 10,0,0,2,1,3"},
+		{[]string{"[::1]:2000", "10.0.0.2:259"}, "SPOR |2|::1|2000| 10,0,0,2,1,3"},
 	} {
-		if got := tt.l.Option(); got != tt.want {
-			t.Errorf("%+v.Option() = %q, want %q", tt.l, got, tt.want)
+		var aps []netip.AddrPort
+		for _, a := range tt.addrs {
+			aps = append(aps, netip.MustParseAddrPort(a))
+		}
+		if got := client.SPORCommand(aps); got != tt.want {
+			t.Errorf("SPORCommand(%v) = %q, want %q", tt.addrs, got, tt.want)
+		}
+		back, err := gridftp.ParseHostPorts(strings.TrimPrefix(client.SPORCommand(aps), "SPOR "))
+		if err != nil || len(back) != len(aps) {
+			t.Errorf("%v does not read back: %v, %v", tt.addrs, back, err)
 		}
 	}
 }
@@ -95,7 +106,7 @@ func TestStripedPairScripted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p := &client.Pair{Src: src, Dst: dst, Striping: &client.Layout{BlockSize: 1024}}
+	p := &client.Pair{Src: src, Dst: dst, Striping: &gridftp.Layout{BlockSize: 1024}}
 	if err := p.Setup(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +148,7 @@ func TestStripedPairFerry(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(srcRoot, "f"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := &client.Pair{Src: src, Dst: dst, Striping: &client.Layout{BlockSize: 256 << 10}}
+	p := &client.Pair{Src: src, Dst: dst, Striping: &gridftp.Layout{BlockSize: 256 << 10}}
 	if err := p.Setup(ctx, 2); err != nil {
 		t.Fatal(err)
 	}

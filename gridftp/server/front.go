@@ -258,10 +258,7 @@ func (ss *session) passiveAt(ctx context.Context, i int) (netip.AddrPort, error)
 	if err != nil {
 		return netip.AddrPort{}, err
 	}
-	if len(rep.Lines) < 3 {
-		return netip.AddrPort{}, fmt.Errorf("SPAS: reply %q", rep.Text())
-	}
-	aps, err := gridftp.ParseHostPorts(rep.Lines[1])
+	aps, err := client.ParseStripedPassive(rep)
 	if err != nil || len(aps) != 1 {
 		return netip.AddrPort{}, fmt.Errorf("SPAS: reply %q", rep.Text())
 	}
@@ -371,19 +368,6 @@ func (ss *session) activeMovers(ctx context.Context, all bool) ([]int, error) {
 	return nil, errors.Join(errs...)
 }
 
-// sporLine is the SPOR command naming the client's active addresses.
-func (ss *session) sporLine() string {
-	parts := make([]string, len(ss.data.active))
-	for i, ap := range ss.data.active {
-		if ap.Addr().Unmap().Is4() {
-			parts[i] = gridftp.FormatHostPort(ap)
-		} else {
-			parts[i] = fmt.Sprintf("|2|%s|%d|", ap.Addr(), ap.Port())
-		}
-	}
-	return "SPOR " + strings.Join(parts, " ")
-}
-
 // restLine is the REST the client sent, for the movers.
 func (ss *session) restLine() []string {
 	switch {
@@ -430,7 +414,7 @@ func (ss *session) frontSend(verb, p string) bool {
 	for k, i := range movers {
 		cmds := []string{fmt.Sprintf("SITE STRIPE %d %d", k, len(movers))}
 		if ss.front.stripes == nil {
-			cmds = append(cmds, ss.sporLine())
+			cmds = append(cmds, client.SPORCommand(ss.data.active))
 		}
 		legs[k] = leg{mover: i, cmds: append(append(cmds, ss.restLine()...), verb)}
 	}
@@ -497,7 +481,7 @@ func (ss *session) frontStore(verb, p string, base int64) bool {
 	for k, i := range movers {
 		var cmds []string
 		if ss.front.stripes == nil {
-			cmds = append(cmds, ss.sporLine())
+			cmds = append(cmds, client.SPORCommand(ss.data.active))
 		}
 		if !strings.HasPrefix(line, "ESTO") {
 			cmds = append(cmds, ss.restLine()...)
