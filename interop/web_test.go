@@ -215,7 +215,8 @@ func taskStatus(label string) string {
 // TestWebApp signs in with a real browser, adds endpoints, browses both
 // panes, submits a transfer between two real endpoints and watches it
 // succeed, cancels a task that waits for an activation, sees the error of
-// a bad path, makes, renames and deletes a folder, edits, deactivates and
+// a bad path, makes, renames and deletes a folder, checks the servers of a
+// striped endpoint (its movers up, then one down), edits, deactivates and
 // removes endpoints, adds one reached through another, and signs out.
 func TestWebApp(t *testing.T) {
 	chromium := needChromium(t)
@@ -391,7 +392,24 @@ func TestWebApp(t *testing.T) {
 	p.do("edit alpha", chromedp.Click(`//article[.//h2[text()="alice#alpha"]]//button[text()="Edit"]`))
 	p.dialogSubmit("edit alpha", "description", "the instrument's fast disk")
 	p.waitText(`article.endpoint`, "the instrument's fast disk")
+
+	// A striped endpoint: checking its servers lists the front end's two
+	// data movers up; once one is killed, checking again shows it down.
+	striped := startFerryStriped(t, 2)
+	p.do("add delta", chromedp.Click(chromedp.CSS(`.heading button.primary`)))
+	p.dialogSubmit("add delta", "name", "delta", "description", "two data movers", "servers", striped.URL(""))
+	p.waitText(`article.endpoint h2`, "alice#delta")
+	delta := `[...document.querySelectorAll('article.endpoint')].find(a => a.querySelector('h2').textContent === 'alice#delta')`
+	movers := delta + `?.querySelectorAll('ul.servers ul.movers > li') ?? []`
+	p.do("check delta's servers", chromedp.Click(`//article[.//h2[text()="alice#delta"]]//button[text()="Check servers"]`))
+	p.wait("delta's movers up", fmt.Sprintf(`%s?.querySelector('ul.servers').textContent.includes('up, striped front end: 2 stripes, 2 of 2 movers up') && `+
+		`[...%s].map(li => li.textContent).join('|') === 'Mover 0 %s up|Mover 1 %s up'`, delta, movers, striped.addrs[0], striped.addrs[1]), 15*time.Second)
 	p.shot("endpoints")
+	striped.movers[1].kill9()
+	p.do("check delta's servers again", chromedp.Click(`//article[.//h2[text()="alice#delta"]]//button[text()="Check servers"]`))
+	p.wait("delta's mover 1 down", fmt.Sprintf(`%s?.querySelector('ul.servers').textContent.includes('1 of 2 movers up') && `+
+		`[...%s][1]?.textContent.startsWith('Mover 1 %s down: ') && [...%s][1].querySelector('.down') !== null`, delta, movers, striped.addrs[1], movers), 15*time.Second)
+	t.Logf("a killed mover on the endpoints page: %s", eval[string](p, `[...`+movers+`][1].textContent`))
 
 	// A reload keeps the session, and the panes where they were.
 	p.do("files page", chromedp.Click(chromedp.CSS(`#nav a[href="#/files"]`)))

@@ -1,5 +1,6 @@
 // The endpoints page: the endpoints the user may use (its own and public
-// ones) with their servers and limits; add, edit, activate, deactivate
+// ones) with their servers and limits; check their servers (up, stripes,
+// a striped front end's data movers), add, edit, activate, deactivate
 // and remove. activate is also the file manager's activation prompt.
 
 import { get, post, put, del, ep } from './api.js';
@@ -28,6 +29,26 @@ export async function activate(e) {
 function activation(e) {
   if (e.expires_in < 0) return 'not needed';
   return e.activated ? `active, ${duration(e.expires_in)} left` : 'not activated';
+}
+
+// serverState says whether a server is up, and striped, as ferry
+// endpoint show does.
+function serverState(st) {
+  if (!st.up) return `down: ${st.error}`;
+  if (st.movers.length) {
+    return `up, striped front end: ${st.stripes} stripes, ${st.movers.filter((m) => m.up).length} of ${st.movers.length} movers up`;
+  }
+  return st.stripes > 1 ? `up, striped: ${st.stripes} stripes (SPAS)` : 'up';
+}
+
+// server is a server's list item: its URI and, once probed (a
+// server_state), its state and its movers'.
+function server(uri, st) {
+  return h('li', {}, h('code', { text: uri }),
+    st && h('span', { class: st.up ? 'up' : 'down', text: ` ${serverState(st)}` }),
+    st?.movers.length > 0 && h('ul', { class: 'movers' }, st.movers.map((m) => h('li', {},
+      `Mover ${m.index} `, h('code', { text: m.address }),
+      h('span', { class: m.up ? 'up' : 'down', text: m.up ? ' up' : ` down: ${m.reason}` })))));
 }
 
 // form opens the add or edit dialog; it resolves to the stored endpoint.
@@ -84,11 +105,24 @@ export function endpoints(main, { user }) {
   const card = (e) => {
     const mine = e.owner === user;
     const password = e.auth_method !== 'anonymous';
+    const servers = h('ul', { class: 'servers', 'aria-live': 'polite' }, e.DATA.map((sv) => server(sv.uri)));
+    // Probing logs in to every server (and each front end to its movers):
+    // done when asked, not for every card the page lists.
+    const check = async () => {
+      servers.setAttribute('aria-busy', 'true');
+      try {
+        const l = await get(ep(e) + '/server_state');
+        servers.replaceChildren(...l.DATA.map((st) => server(st.uri, st)));
+      } finally {
+        servers.removeAttribute('aria-busy');
+      }
+      return false;
+    };
     return h('article', { class: 'card endpoint', 'aria-labelledby': `ep-${e.id}` },
       h('h2', { id: `ep-${e.id}`, text: e.display_name }),
       e.description && h('p', { text: e.description }),
       h('dl', {},
-        h('dt', { text: 'Servers' }), h('dd', {}, h('ul', {}, e.DATA.map((sv) => h('li', {}, h('code', { text: sv.uri }))))),
+        h('dt', { text: 'Servers' }), h('dd', {}, servers),
         h('dt', { text: 'Default directory' }), h('dd', {}, h('code', { text: e.default_directory })),
         h('dt', { text: 'Authentication' }), h('dd', { text: e.auth_method }),
         h('dt', { text: 'Activation' }), h('dd', { text: activation(e) }),
@@ -97,6 +131,7 @@ export function endpoints(main, { user }) {
         e.via && h('dt', { text: 'Reached through' }),
         e.via && h('dd', { text: `${e.via_display_name} (its head node forwards transfers here; the service cannot browse it)` })),
       h('div', { class: 'actions' },
+        !e.via && e.activated && h('button', { type: 'button', text: 'Check servers', onclick: () => run(check) }),
         password && !e.activated && h('button', { type: 'button', text: 'Activate', onclick: () => run(() => activate(e)) }),
         password && e.activated && h('button', {
           type: 'button', text: 'Deactivate',
