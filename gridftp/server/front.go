@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"strings"
 	"sync"
@@ -727,6 +728,10 @@ func (ss *session) siteMOVERS(string) {
 			defer wg.Done()
 			m, err := ss.dialMover(ss.ctx, addr)
 			if err != nil {
+				var op *net.OpError // the line names the address already
+				if errors.As(err, &op) && op.Err != nil {
+					err = op.Err
+				}
 				lines[i] = fmt.Sprintf(" %d %s down %s", i, addr, oneLine(err))
 				return
 			}
