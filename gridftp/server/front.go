@@ -118,14 +118,6 @@ func (ss *session) dialMover(ctx context.Context, addr string) (*moverConn, erro
 	if err != nil {
 		return nil, err
 	}
-	anywhere := ""
-	if ss.srv.PassiveFromAnywhere {
-		anywhere = " ANY"
-	}
-	if _, err := c.Do(ctx, "SITE CLIENT %s %s%s", ss.peerIP(), ss.localIP(), anywhere); err != nil {
-		c.Close()
-		return nil, err
-	}
 	return &moverConn{c: c, sent: map[string]string{}, used: time.Now()}, nil
 }
 
@@ -184,7 +176,8 @@ func (ss *session) connectMovers(ctx context.Context, which []int) (up []int, do
 }
 
 // moverState is the session state a mover's session must share before a
-// transfer, as kinds and the line that sets each, in the order they go.
+// transfer, as kinds and the line that sets each, in the order they go:
+// the client (SITE CLIENT), then what the client set.
 func (ss *session) moverState() [][2]string {
 	mode := "MODE S"
 	if ss.modeE {
@@ -195,7 +188,13 @@ func (ss *session) moverState() [][2]string {
 		marks = min(marks, ss.retrMarks)
 	}
 	retr := fmt.Sprintf("OPTS RETR Parallelism=%d;Markers=%d;%s", max(ss.parallel, 1), int(marks/time.Second), ss.layout)
-	st := [][2]string{{"mode", mode}, {"retr", retr}}
+	anywhere := ""
+	if ss.srv.PassiveFromAnywhere {
+		anywhere = " ANY"
+	}
+	// SITE CLIENT first: it resets the mover's data channel.
+	st := [][2]string{{"client", fmt.Sprintf("SITE CLIENT %s %s%s", ss.peerIP(), ss.localIP(), anywhere)},
+		{"mode", mode}, {"retr", retr}}
 	if ss.dcsc != "" {
 		st = append(st, [2]string{"dcsc", "DCSC P " + ss.dcsc})
 	} else {
@@ -272,10 +271,19 @@ func (ss *session) frontSPAS(string) bool {
 	f := ss.frontOf()
 	f.stripes = nil
 	up, down := ss.connectMovers(ss.ctx, nil)
+	aps, errs := make([]netip.AddrPort, len(up)), make([]error, len(up))
+	var wg sync.WaitGroup
+	for k, i := range up {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			aps[k], errs[k] = ss.passiveAt(ss.ctx, i)
+		}()
+	}
+	wg.Wait()
 	lines := []string{"Entering Striped Passive Mode."}
-	for _, i := range up {
-		ap, err := ss.passiveAt(ss.ctx, i)
-		if err != nil {
+	for k, i := range up {
+		if err := errs[k]; err != nil {
 			err = moverError(i, ss.srv.Movers[i], err)
 			ss.log.Warn("data mover: no passive port", "err", err)
 			ss.dropMover(i)
@@ -283,7 +291,7 @@ func (ss *session) frontSPAS(string) bool {
 			continue
 		}
 		f.stripes = append(f.stripes, i)
-		lines = append(lines, " "+gridftp.FormatHostPort(ap))
+		lines = append(lines, " "+gridftp.FormatHostPort(aps[k]))
 	}
 	if len(f.stripes) == 0 {
 		ss.replyf(gridftp.CodeCantOpenData, "Cannot open passive data ports: %v.", errors.Join(down...))
