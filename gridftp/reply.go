@@ -27,9 +27,12 @@ const (
 	CodePassive           = 227 // RFC 959
 	CodeExtPassive        = 229 // RFC 2428; GFD.20 SPAS
 	CodeLoggedIn          = 230 // RFC 959
+	CodeAuthDone          = 235 // RFC 2228: security data exchange complete
 	CodeFileActionOK      = 250 // RFC 959
 	CodePathCreated       = 257 // RFC 959
 	CodeNeedPassword      = 331 // RFC 959
+	CodeAuthNeedData      = 334 // RFC 2228: AUTH accepted, ADAT must follow
+	CodeAuthMoreData      = 335 // RFC 2228: ADAT accepted, more is needed
 	CodePending           = 350 // RFC 959
 	CodeNotAvailable      = 421 // RFC 959
 	CodeCantOpenData      = 425 // RFC 959
@@ -42,6 +45,8 @@ const (
 	CodeBadSequence       = 503 // RFC 959
 	CodeParamNotSupported = 504 // RFC 959
 	CodeNotLoggedIn       = 530 // RFC 959
+	CodeProtDenied        = 533 // RFC 2228: an unprotected command when protection is on
+	CodeAuthRejected      = 535 // RFC 2228: the security data is refused
 	CodeProtNotSupported  = 536 // RFC 2228
 	CodeFileUnavailable   = 550 // RFC 959
 	CodeNameNotAllowed    = 553 // RFC 959

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"ferry/gridftp"
+	"ferry/gsi/gss"
 )
 
 // Conn is one control connection. Commands may be pipelined: Send queues a
@@ -33,6 +34,10 @@ type Conn struct {
 	rtt  time.Duration // measured by Login
 
 	diskStack string // SITE SETDISKSTACK sent last; "" for the default
+
+	// sec protects every command and reply once AUTH GSSAPI succeeded
+	// (gsi.go).
+	sec *gss.Context
 
 	// Timeout bounds each reply wait; zero means 60 s.
 	Timeout time.Duration
@@ -133,6 +138,13 @@ func (c *Conn) write(lines ...string) error {
 	for _, line := range lines {
 		if strings.ContainsAny(line, "\r\n\x00") {
 			return fmt.Errorf("%w: control characters in %q", gridftp.ErrBadCommand, line)
+		}
+		if c.sec != nil {
+			sealed, err := gridftp.SealCommand(line, c.sec.Wrap)
+			if err != nil {
+				return err
+			}
+			line = sealed
 		}
 		b = append(append(b, line...), "\r\n"...)
 	}

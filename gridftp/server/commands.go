@@ -40,6 +40,8 @@ func init() {
 		"USER": {fn: (*session).handleUSER, open: true, arg: argRequired},
 		"PASS": {fn: (*session).handlePASS, open: true},
 		"QUIT": {fn: (*session).handleQUIT, open: true},
+		"AUTH": {fn: (*session).handleAUTH, open: true, arg: argRequired},
+		"ADAT": {fn: (*session).handleADAT, open: true, arg: argRequired},
 		"FEAT": {fn: (*session).handleFEAT, open: true, arg: argNone},
 		"HELP": {fn: (*session).handleHELP, open: true},
 		"NOOP": {fn: (*session).handleNOOP, open: true},
@@ -99,6 +101,10 @@ func isAnonymous(user string) bool {
 }
 
 func (ss *session) handleUSER(arg string) bool {
+	if ss.gsi.dn != "" && ss.protected.Load() != nil {
+		ss.userGSI(arg)
+		return true
+	}
 	ss.user, ss.loggedIn = arg, false
 	ss.replyf(gridftp.CodeNeedPassword, "Password required for %s.", arg)
 	return true
@@ -112,6 +118,8 @@ func (ss *session) handlePASS(arg string) bool {
 	case ss.loggedIn:
 		ss.reply(gridftp.CodeBadSequence, "Already logged in.")
 		return true
+	case ss.gsi.mapped:
+		ss.loggedIn, ss.readOnly = true, false // the gridmap allowed it; the password means nothing
 	case ss.srv.Anonymous && isAnonymous(ss.user):
 		ss.user = "anonymous"
 		ss.loggedIn, ss.readOnly = true, !ss.srv.AnonymousWrite

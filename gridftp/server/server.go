@@ -46,6 +46,7 @@ type Server struct {
 	FS        storage.Driver // the tree every session sees as "/"
 	Auth      Authenticator  // password logins; nil allows none
 	Anonymous bool           // accept USER anonymous / ftp with any password
+	GSI       *GSI           // grid certificate logins (AUTH GSSAPI); nil allows none
 	// AnonymousWrite lets anonymous sessions change the tree; without it
 	// they only read: every verb that writes (the rows marked write in the
 	// command and SITE tables) gets GCT's 550 PERMISSION_DENIED.

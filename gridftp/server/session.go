@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"ferry/gridftp"
+	"ferry/gsi/gss"
 	"ferry/stack"
 	"ferry/storage"
 )
@@ -83,6 +84,11 @@ type session struct {
 	stripe stripeRole     // a mover's part of the next sends (SITE STRIPE)
 	client clientView     // a mover's client (SITE CLIENT)
 	front  *frontSession  // a front end's sessions with its movers
+	// GSI (gsi.go): the exchange and identity, touched by the command
+	// goroutine; protected, once set, wraps every reply and is how the
+	// reader opens every command.
+	gsi       gsiState
+	protected atomic.Pointer[gss.Context]
 	// The storage side (layers.go).
 	disk    *stack.Stack // SITE SETDISKSTACK; nil: the file layer
 	members []string     // SITE MEMBERS, for the next transfer
@@ -126,7 +132,16 @@ func (ss *session) send(r gridftp.Reply) {
 	ss.wmu.Lock()
 	defer ss.wmu.Unlock()
 	ss.conn.SetWriteDeadline(time.Now().Add(ss.srv.dataTimeout()))
-	r.WriteTo(ss.w)
+	if p := ss.protected.Load(); p != nil {
+		b, err := gridftp.SealReply(r, p.Wrap)
+		if err != nil {
+			ss.cancel()
+			return
+		}
+		ss.w.Write(b)
+	} else {
+		r.WriteTo(ss.w)
+	}
 	if err := ss.w.Flush(); err != nil {
 		ss.cancel()
 	}
@@ -136,6 +151,10 @@ type queued struct {
 	cmd gridftp.Command
 	err error
 	seq int64 // ABORs read before this command
+	// handled, when set, is closed once the command ran: the reader
+	// waits for it after AUTH and ADAT, whose outcome says how the
+	// next line is to be read.
+	handled chan struct{}
 }
 
 func (ss *session) serve() {
@@ -159,6 +178,14 @@ func (ss *session) serve() {
 			return // killed, or the client vanished
 		}
 		if item.err != nil {
+			switch {
+			case errors.Is(item.err, errUnprotected):
+				ss.reply(gridftp.CodeProtDenied, "Command protection level denied: send every command wrapped (ENC).")
+				continue
+			case errors.Is(item.err, gridftp.ErrProtection):
+				ss.reply(gridftp.CodeSyntaxError, "Cannot open the protected command.")
+				continue
+			}
 			if errors.Is(item.err, gridftp.ErrLineTooLong) {
 				ss.reply(gridftp.CodeSyntaxError, "Command line too long.")
 				return
@@ -167,7 +194,11 @@ func (ss *session) serve() {
 			continue
 		}
 		ss.seq = item.seq
-		if !ss.dispatch(item.cmd) {
+		goOn := ss.dispatch(item.cmd)
+		if item.handled != nil {
+			close(item.handled)
+		}
+		if !goOn {
 			return
 		}
 	}
@@ -216,6 +247,23 @@ func (ss *session) readCommands(q chan<- queued) {
 			}
 			return
 		}
+		if p := ss.protected.Load(); p != nil {
+			inner, ok, perr := gridftp.OpenCommand(line, p.Unwrap)
+			switch {
+			case !ok:
+				perr = errUnprotected
+			case perr == nil:
+				line = inner
+			}
+			if perr != nil {
+				select {
+				case q <- queued{err: perr}:
+					continue
+				case <-ss.ctx.Done():
+					return
+				}
+			}
+		}
 		cmd, err := gridftp.ParseCommand(line)
 		seq := ss.aborts.Load()
 		if err == nil && cmd.Verb == "ABOR" {
@@ -224,10 +272,21 @@ func (ss *session) readCommands(q chan<- queued) {
 				ss.pendingAbort.Store(seq)
 			}
 		}
+		var handled chan struct{}
+		if err == nil && (cmd.Verb == "AUTH" || cmd.Verb == "ADAT") {
+			handled = make(chan struct{})
+		}
 		select {
-		case q <- queued{cmd: cmd, err: err, seq: seq}:
+		case q <- queued{cmd: cmd, err: err, seq: seq, handled: handled}:
 		case <-ss.ctx.Done():
 			return
+		}
+		if handled != nil {
+			select {
+			case <-handled:
+			case <-ss.ctx.Done():
+				return
+			}
 		}
 		if cmd.Verb == "QUIT" {
 			quit = true

@@ -187,7 +187,8 @@ func TestUnknownCommands(t *testing.T) {
 	c := env.login()
 	tests := []struct{ line, want string }{
 		{"XYZZY", "500 Command not supported."},
-		{"AUTH GSSAPI", "500 Command not supported."},
+		{"AUTH GSSAPI", "504 Security mechanism not understood."}, // no GSI configured
+		{"ADAT AAAA", "503 ADAT before AUTH."},
 		{"SITE BOGUS", "500 Invalid command."},
 		{"SITE BUFSIZE 1024", "500 Invalid command."},
 		{"SITE", "501 SITE needs an argument."},
