@@ -34,10 +34,10 @@ type GSI struct {
 
 // gsiState is a session's side of GSI.
 type gsiState struct {
-	ctx       *gss.Context  // the exchange under way (AUTH, ADAT)
-	dn        string        // the identity the exchange proved
+	ctx       *gss.Context   // the exchange under way (AUTH, ADAT)
+	dn        string         // the identity the exchange proved
 	delegated *gss.Delegated // what the client delegated
-	mapped    bool          // USER named a user the gridmap allows
+	mapped    bool           // USER named a user the gridmap allows
 }
 
 // errUnprotected is a command sent in the clear on a protected channel.
