@@ -17,29 +17,44 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"ferry/gsi/gss"
 )
 
-// Data channel security between ferry's ends (FEAT DATATLS), in the spirit
-// of GCT's DCSC: a client hands both servers of a third-party transfer one
-// credential of its own making (DCSC P), and with DCAU A every data
-// connection proves it holds it. The connecting side is the TLS client and
-// the accepting side the TLS server; each presents the credential's
-// certificate and accepts only a peer that presents the same one. So a
-// stranger that connects to a passive port gets nothing and injects
-// nothing, and a PORT aimed at a service that is not the other end moves no
-// payload. With PROT P the payload goes over TLS, with PROT C over the bare
-// connection after the handshake, as GCT does after DCAU; the handshake
-// never reads past its own records, so bare payload that follows it at
-// once is not lost to TLS's buffer.
+// Data channel security (DCAU A), as GCT's data channels do it: every
+// data connection runs a GSI security context (gss.Over) in which the
+// connecting side is the TLS client and the accepting side the TLS
+// server, each presenting the session's data credential and checking the
+// other's. Between ferry's ends (FEAT DATATLS), in the spirit of GCT's
+// DCSC, a client hands both servers of a third-party transfer one
+// credential of its own making (DCSC P), and each end accepts only a peer
+// that presents that same certificate; after a GSI login the credential
+// is the one the client delegated, and the peer must prove the same grid
+// identity (or the subject of DCAU S). So a stranger that connects to a
+// passive port gets nothing and injects nothing, and a PORT aimed at a
+// service that is not the other end moves no payload. With PROT P the
+// payload goes over TLS, with PROT C over the bare connection after the
+// exchange, as GCT does; the exchange never reads past its own records,
+// so bare payload that follows it at once is not lost to TLS's buffer.
 
 // DataCredential is the certificate and key a session's data connections
-// present, and the certificate they expect from the other end.
+// present, and how they check the other end's.
 type DataCredential struct {
 	cert tls.Certificate
+	// verify checks the peer's chain; nil accepts only a peer that
+	// presents cert itself.
+	verify func(chain []*x509.Certificate) error
 
 	once sync.Once
 	dcsc string
 	err  error
+}
+
+// PeerCheckedCredential is a data credential that presents cert and
+// accepts the peers verify accepts: a GSI session's delegated proxy,
+// checked against the session's identity.
+func PeerCheckedCredential(cert tls.Certificate, verify func(chain []*x509.Certificate) error) *DataCredential {
+	return &DataCredential{cert: cert, verify: verify}
 }
 
 // NewDataCredential makes a one-time credential: an ECDSA P-256 key and a
@@ -148,32 +163,23 @@ var ErrDataAuth = errors.New("gridftp: data connection not authenticated")
 // returns what carries the payload: the TLS connection when private (PROT
 // P), else c itself. On failure c is closed.
 //
-// The handshake reads c one TLS record at a time (recordReader), never
+// The exchange reads c one TLS record at a time (gss.RecordConn), never
 // past its last record: the bare payload that the other end may send
-// right after it is left to the caller, whichever way the data flows, and
-// no round trip is spent making sure of it.
+// right after it is left to the caller, whichever way the data flows.
 func SecureData(ctx context.Context, c net.Conn, dc *DataCredential, connector, private bool, timeout time.Duration) (net.Conn, error) {
-	cfg := &tls.Config{
-		Certificates:           []tls.Certificate{dc.cert},
-		MinVersion:             tls.VersionTLS13,
-		SessionTicketsDisabled: true, // no messages after the handshake
-		InsecureSkipVerify:     true, // the peer is checked against the credential instead
-		ClientAuth:             tls.RequireAnyClientCert,
-		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
-			if len(raw) == 0 || !bytes.Equal(raw[0], dc.cert.Certificate[0]) {
+	verify := dc.verify
+	if verify == nil {
+		verify = func(chain []*x509.Certificate) error {
+			if !bytes.Equal(chain[0].Raw, dc.cert.Certificate[0]) {
 				return ErrDataAuth
 			}
 			return nil
-		},
-	}
-	rc := &recordReader{Conn: c}
-	tc := tls.Server(rc, cfg)
-	if connector {
-		tc = tls.Client(rc, cfg)
+		}
 	}
 	c.SetDeadline(time.Now().Add(timeout))
 	defer c.SetDeadline(time.Time{})
-	if err := tc.HandshakeContext(ctx); err != nil {
+	tc, err := gss.Over(ctx, c, gss.Config{Certificate: dc.cert, VerifyPeer: verify, MinVersion: tls.VersionTLS12}, connector)
+	if err != nil {
 		c.Close()
 		if errors.Is(err, ErrDataAuth) {
 			return nil, err
@@ -185,46 +191,6 @@ func SecureData(ctx context.Context, c net.Conn, dc *DataCredential, connector, 
 	}
 	return c, nil
 }
-
-// tlsHeaderLen is the length of a TLS record's header: type, version,
-// length.
-const tlsHeaderLen = 5
-
-// recordReader reads a connection no further than the end of the TLS
-// record under way: a record's header, then exactly its body.
-type recordReader struct {
-	net.Conn
-	hdr  [tlsHeaderLen]byte
-	hdrN int // header bytes read of the current record
-	left int // body bytes of the current record not yet read
-}
-
-func (r *recordReader) Read(p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
-	if r.left == 0 && r.hdrN < tlsHeaderLen {
-		n, err := r.Conn.Read(p[:min(len(p), tlsHeaderLen-r.hdrN)])
-		copy(r.hdr[r.hdrN:], p[:n])
-		r.hdrN += n
-		if r.hdrN == tlsHeaderLen {
-			r.left = int(r.hdr[3])<<8 | int(r.hdr[4])
-			if r.left == 0 {
-				r.hdrN = 0
-			}
-		}
-		return n, err
-	}
-	n, err := r.Conn.Read(p[:min(len(p), r.left)])
-	r.left -= n
-	if r.left == 0 {
-		r.hdrN = 0
-	}
-	return n, err
-}
-
-// NetConn is the connection the record reader reads.
-func (r *recordReader) NetConn() net.Conn { return r.Conn }
 
 // TCPConn finds the TCP connection under a data connection, through the
 // TLS of an authenticated one.

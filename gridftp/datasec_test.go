@@ -10,50 +10,6 @@ import (
 	"time"
 )
 
-// TestRecordReader: the handshake's reader stops at the end of each TLS
-// record, however large the caller's buffer, so the bytes after the last
-// record stay on the connection.
-func TestRecordReader(t *testing.T) {
-	rec := func(body string) []byte {
-		return append([]byte{22, 3, 3, byte(len(body) >> 8), byte(len(body))}, body...)
-	}
-	tests := []struct {
-		name    string
-		records [][]byte
-		want    []string // what successive large reads return, record by record
-	}{
-		{"one record", [][]byte{rec("hello")}, []string{"\x16\x03\x03\x00\x05", "hello"}},
-		{"empty body", [][]byte{rec(""), rec("x")}, []string{"\x16\x03\x03\x00\x00", "\x16\x03\x03\x00\x01", "x"}},
-		{"two records", [][]byte{rec("ab"), rec("cde")}, []string{"\x16\x03\x03\x00\x02", "ab", "\x16\x03\x03\x00\x03", "cde"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			a, b := tcpPair(t)
-			wire := append(bytes.Join(tt.records, nil), "PAYLOAD"...)
-			go a.Write(wire)
-			r := &recordReader{Conn: b}
-			for i, want := range tt.want {
-				got := make([]byte, 0, len(want))
-				for len(got) < len(want) {
-					buf := make([]byte, 4096)
-					n, err := r.Read(buf)
-					if err != nil {
-						t.Fatalf("read %d: %v", i, err)
-					}
-					got = append(got, buf[:n]...)
-				}
-				if string(got) != want {
-					t.Fatalf("read %d = %q, want %q", i, got, want)
-				}
-			}
-			rest := make([]byte, 7)
-			if _, err := io.ReadFull(b, rest); err != nil || string(rest) != "PAYLOAD" {
-				t.Fatalf("after the records: %q, %v", rest, err)
-			}
-		})
-	}
-}
-
 // TestSecureDataBarePayload: with PROT C the payload follows the handshake
 // at once, from either end, and none of it is lost; with PROT P it goes
 // over TLS. A connection with another credential is refused.

@@ -15,11 +15,13 @@ package gss
 
 import (
 	"bytes"
+	"context"
 	"crypto"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"time"
@@ -496,3 +498,90 @@ type tokenAddr struct{}
 
 func (tokenAddr) Network() string { return "gss" }
 func (tokenAddr) String() string  { return "gss tokens" }
+
+// Over runs a security context straight on c, as GCT's data channels do:
+// the TLS handshake on the socket (the initiator is the side that
+// connected), then GSI's bytes inside the session (the acceptor's
+// keep-going byte under TLS 1.3, the initiator's flag '0': no delegation
+// on a data channel). It reads c one TLS record at a time, never past the
+// exchange, so that the payload which may follow at once in the clear
+// (PROT C) stays for the caller; the TLS connection carries it under PROT
+// P.
+func Over(ctx context.Context, c net.Conn, cfg Config, initiator bool) (*tls.Conn, error) {
+	x := &Context{cfg: cfg, initiator: initiator}
+	tcfg := x.tlsConfig()
+	rc := &RecordConn{Conn: c}
+	if initiator {
+		x.conn = tls.Client(rc, tcfg)
+	} else {
+		x.conn = tls.Server(rc, tcfg)
+	}
+	if err := x.conn.HandshakeContext(ctx); err != nil {
+		return nil, fmt.Errorf("gss: TLS handshake: %w", err)
+	}
+	tls13 := x.conn.ConnectionState().Version >= tls.VersionTLS13
+	var b [1]byte
+	if initiator {
+		if tls13 {
+			if _, err := io.ReadFull(x.conn, b[:]); err != nil {
+				return nil, fmt.Errorf("gss: reading the acceptor's token: %w", err)
+			}
+		}
+		if _, err := x.conn.Write([]byte{'0'}); err != nil {
+			return nil, err
+		}
+		return x.conn, nil
+	}
+	if tls13 { // the initiator's Finished came last: this side has a token to send
+		if _, err := x.conn.Write([]byte{0}); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := io.ReadFull(x.conn, b[:]); err != nil {
+		return nil, fmt.Errorf("gss: reading the delegation flag: %w", err)
+	}
+	if b[0] != '0' {
+		return nil, fmt.Errorf("%w: delegation flag %q on a data channel", ErrProtocol, b[0])
+	}
+	return x.conn, nil
+}
+
+// tlsHeaderLen is the length of a TLS record's header: type, version,
+// length.
+const tlsHeaderLen = 5
+
+// RecordConn reads a connection no further than the end of the TLS
+// record under way: a record's header, then exactly its body.
+type RecordConn struct {
+	net.Conn
+	hdr  [tlsHeaderLen]byte
+	hdrN int // header bytes read of the current record
+	left int // body bytes of the current record not yet read
+}
+
+func (r *RecordConn) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if r.left == 0 && r.hdrN < tlsHeaderLen {
+		n, err := r.Conn.Read(p[:min(len(p), tlsHeaderLen-r.hdrN)])
+		copy(r.hdr[r.hdrN:], p[:n])
+		r.hdrN += n
+		if r.hdrN == tlsHeaderLen {
+			r.left = int(r.hdr[3])<<8 | int(r.hdr[4])
+			if r.left == 0 {
+				r.hdrN = 0
+			}
+		}
+		return n, err
+	}
+	n, err := r.Conn.Read(p[:min(len(p), r.left)])
+	r.left -= n
+	if r.left == 0 {
+		r.hdrN = 0
+	}
+	return n, err
+}
+
+// NetConn is the connection the record reader reads.
+func (r *RecordConn) NetConn() net.Conn { return r.Conn }
