@@ -73,7 +73,7 @@ func TestEveryPackageHasADocComment(t *testing.T) {
 // allowed lists, for each protocol-layer package prefix, the ferry packages
 // it may import; anything else of ferry's is a layering violation.
 var allowed = map[string][]string{
-	"ferry/gridftp":                   {"ferry/gsi/gss"}, // data channels run a GSI security context
+	"ferry/gridftp":                   {"ferry/gsi/gss"},                                                                                                              // data channels run a GSI security context
 	"ferry/gsi/gss":                   {},                                                                                                                             // GSI's GSSAPI: TLS in tokens; who is trusted is the caller's
 	"ferry/gridftp/server":            {"ferry/gridftp", "ferry/gridftp/client", "ferry/gsi/gss", "ferry/storage", "ferry/stack", "ferry/checksum", "ferry/throttle"}, // a striped front end is its movers' client
 	"ferry/gridftp/server/servertest": {"ferry/gridftp/server", "ferry/storage/posix"},
