@@ -57,6 +57,10 @@ func PeerCheckedCredential(cert tls.Certificate, verify func(chain []*x509.Certi
 	return &DataCredential{cert: cert, verify: verify}
 }
 
+// PeerChecked reports whether dc checks peers itself (a grid credential)
+// rather than by its own certificate (a DCSC credential).
+func (dc *DataCredential) PeerChecked() bool { return dc.verify != nil }
+
 // NewDataCredential makes a one-time credential: an ECDSA P-256 key and a
 // self-signed certificate valid for lifetime.
 func NewDataCredential(lifetime time.Duration) (*DataCredential, error) {

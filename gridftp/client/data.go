@@ -51,6 +51,13 @@ func (c *Conn) securityCommands(cred *gridftp.DataCredential, private bool) ([]s
 		return nil, nil
 	case cred == nil:
 		return []string{"DCSC D"}, nil
+	case cred.PeerChecked():
+		// A grid credential the server got at login (delegated): it
+		// needs only DCAU A, and PROT.
+		if private {
+			return []string{"DCAU A", "PROT P"}, nil
+		}
+		return []string{"DCAU A", "PROT C"}, nil
 	}
 	blob, err := cred.DCSC()
 	if err != nil {

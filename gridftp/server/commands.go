@@ -120,6 +120,7 @@ func (ss *session) handlePASS(arg string) bool {
 		return true
 	case ss.gsi.mapped:
 		ss.loggedIn, ss.readOnly = true, false // the gridmap allowed it; the password means nothing
+		ss.loggedInGSI()
 	case ss.srv.Anonymous && isAnonymous(ss.user):
 		ss.user = "anonymous"
 		ss.loggedIn, ss.readOnly = true, !ss.srv.AnonymousWrite

@@ -188,7 +188,8 @@ func (ss *session) handleDCSC(arg string) bool {
 	switch strings.ToUpper(kind) {
 	case "D":
 		ss.data.close()
-		ss.dataCred, ss.dcauA, ss.protP = nil, false, false
+		// Back to the login's credential: a GSI session's delegated one.
+		ss.dataCred, ss.dcsc, ss.dcauA, ss.protP = ss.gsi.dataCred, "", ss.gsi.dataCred != nil, false
 		ss.reply(gridftp.CodeFileActionOK, "OK.")
 	case "P":
 		cred, err := gridftp.ParseDCSC(strings.TrimSpace(blob), time.Now())
@@ -222,10 +223,23 @@ func (ss *session) handleDCAU(arg string) bool {
 		if !ss.dcauA {
 			ss.data.close()
 		}
-		ss.dcauA = true
+		ss.dcauA, ss.gsi.subject = true, ""
 		ss.reply(gridftp.CodeOK, "DCAU A.")
 	case "S":
-		ss.reply(gridftp.CodeParamNotSupported, "DCAU S needs a GSI login; DCAU N and A are available.")
+		subject := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(arg), mode))
+		switch {
+		case subject == "":
+			ss.reply(gridftp.CodeBadArguments, "DCAU S expected subject.")
+		case ss.gsi.dataCred == nil || ss.dataCred != ss.gsi.dataCred:
+			ss.reply(gridftp.CodeParamNotSupported, "DCAU S needs a GSI login with a delegated credential; DCAU N and A are available.")
+		default:
+			if !ss.dcauA {
+				ss.data.close()
+			}
+			ss.dcauA, ss.gsi.subject = true, subject
+			ss.reply(gridftp.CodeOK, "DCAU S.")
+		}
+		return true
 	default:
 		ss.reply(gridftp.CodeParamNotSupported, "Bad DCAU mode.")
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"strings"
 
 	"ferry/gridftp"
@@ -38,6 +39,41 @@ type gsiState struct {
 	dn        string         // the identity the exchange proved
 	delegated *gss.Delegated // what the client delegated
 	mapped    bool           // USER named a user the gridmap allows
+	// dataCred is the delegated credential as the data channels'
+	// (DCAU A, the default after a GSI login); subject, after DCAU S,
+	// is who the other end must be instead of the session's identity.
+	dataCred *gridftp.DataCredential
+	subject  string
+}
+
+// loggedInGSI sets a GSI session's data channels up as GCT does: DCAU A
+// with the credential the client delegated, each data connection's peer
+// checked to be of the same identity (or DCAU S's subject).
+func (ss *session) loggedInGSI() {
+	d := ss.gsi.delegated
+	if d == nil {
+		return // no credential to present: DCAU N until DCSC
+	}
+	cert := tls.Certificate{PrivateKey: d.Key, Leaf: d.Chain[0]}
+	for _, c := range d.Chain {
+		cert.Certificate = append(cert.Certificate, c.Raw)
+	}
+	g := ss.srv.GSI
+	ss.gsi.dataCred = gridftp.PeerCheckedCredential(cert, func(chain []*x509.Certificate) error {
+		dn, err := g.Verify(chain)
+		if err != nil {
+			return err
+		}
+		want := ss.gsi.dn
+		if ss.gsi.subject != "" {
+			want = ss.gsi.subject
+		}
+		if dn != want {
+			return fmt.Errorf("the data channel's peer is %q, not %q", dn, want)
+		}
+		return nil
+	})
+	ss.dataCred, ss.dcauA = ss.gsi.dataCred, true
 }
 
 // errUnprotected is a command sent in the clear on a protected channel.

@@ -212,7 +212,7 @@ func TestUnknownCommands(t *testing.T) {
 		{"ALLO 1048576", "200 ALLO command successful."},
 		{"DCAU N", "200 DCAU N."},
 		{"DCAU A", "504 DCAU A needs a credential for the data channels: send DCSC P first."},
-		{"DCAU S /CN=x", "504 DCAU S needs a GSI login; DCAU N and A are available."},
+		{"DCAU S /CN=x", "504 DCAU S needs a GSI login with a delegated credential; DCAU N and A are available."},
 		{"DCAU X", "504 Bad DCAU mode."},
 		{"DCSC P bm90IGJhc2U2NA==", "501 DCSC: gridftp: bad data channel credential: want a certificate and its key in PEM."},
 		{"DCSC P !!!", "501 DCSC: gridftp: bad data channel credential: illegal base64 data at input byte 0."},
