@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"crypto"
+	"crypto/rsa"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,6 +12,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"ferry/gridftp/server"
+	"ferry/gsi"
 	"ferry/passwd"
 	"ferry/stack/popen"
 	"ferry/storage/posix"
@@ -33,6 +38,8 @@ func newGridFTPCmd() *cobra.Command {
 		multicast, mover                                  bool
 		movers                                            []string
 		moverKey                                          string
+		useGSI                                            bool
+		hostCert, hostKey, caDir, gridmap                 string
 	)
 	cmd := &cobra.Command{
 		Use:   "gridftp --root DIR [--listen HOST:PORT] [--movers HOST:PORT,... | --mover] [--mover-key FILE]",
@@ -63,8 +70,8 @@ a mover serves only a front end that proves it, and nobody else.`,
 			if mover && len(movers) > 0 {
 				return errors.New("a server is a data mover (--mover) or a front end (--movers), not both")
 			}
-			if !anonymous && pwFile == "" && !mover {
-				return errors.New("no login allowed: give --anonymous and/or --password-file")
+			if !anonymous && pwFile == "" && !mover && !useGSI {
+				return errors.New("no login allowed: give --anonymous, --password-file and/or --gsi")
 			}
 			if anonymousWrite && !anonymous {
 				return errors.New("--anonymous-write needs --anonymous")
@@ -124,6 +131,11 @@ a mover serves only a front end that proves it, and nobody else.`,
 				}
 				srv.TargetPolicy.Allow = append(srv.TargetPolicy.Allow, p)
 			}
+			if useGSI {
+				if srv.GSI, err = gsiServer(hostCert, hostKey, caDir, gridmap, log); err != nil {
+					return err
+				}
+			}
 			if pwFile != "" {
 				pw, err := passwd.Load(pwFile)
 				if err != nil {
@@ -179,6 +191,11 @@ a mover serves only a front end that proves it, and nobody else.`,
 	f.BoolVar(&multicast, "multicast", false, "offer the multicast disk stack (globus-url-copy -MC): while a file arrives it is also sent on to the servers the client names, within --port-allow's rules for where this server may connect (default: off)")
 	f.StringVar(&popenWhitelist, "popen-whitelist", "", "programs clients may run through the popen disk stack (globus-url-copy -src-pipe/-dst-pipe), [alias:]/full/path,... (default: none, no popen)")
 	f.StringArrayVar(&popenEnv, "popen-env", nil, "KEY=VALUE in the environment of popen programs, repeatable (default: an empty environment)")
+	f.BoolVar(&useGSI, "gsi", false, "let clients log in with grid certificates (AUTH GSSAPI, gsiftp://), mapped to users by --gridmap")
+	f.StringVar(&hostCert, "cert", "/etc/grid-security/hostcert.pem", "with --gsi: the host certificate (PEM)")
+	f.StringVar(&hostKey, "key", "/etc/grid-security/hostkey.pem", "with --gsi: the host certificate's key (PEM, unencrypted)")
+	f.StringVar(&caDir, "ca-dir", gsi.DefaultCADir(), "with --gsi: the trusted CAs, a hashed directory (HASH.0 certificates, HASH.r0 CRLs)")
+	f.StringVar(&gridmap, "gridmap", "/etc/grid-security/grid-mapfile", `with --gsi: the grid-mapfile, "DN" user[,user] per line; a DN not in it cannot log in (read at each login)`)
 	f.BoolVar(&mover, "mover", false, "be a data mover of a striped endpoint: serve only the front end that holds --mover-key (no logins of its own)")
 	f.StringSliceVar(&movers, "movers", nil, "be the front end of a striped endpoint: move data through the data movers at HOST:PORT,... (run with --mover on hosts that see the same --root)")
 	f.StringVar(&moverKey, "mover-key", "", "file with the secret a front end and its movers share (head -c 32 /dev/urandom > FILE)")
@@ -234,4 +251,56 @@ func newLogger(level string) (*slog.Logger, error) {
 		return nil, fmt.Errorf("--log-level: %w", err)
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+}
+
+// gsiServer is the GSI side of a server: the host credential, the CAs it
+// trusts and the grid-mapfile, read again at each login so that an edit
+// takes effect at once.
+func gsiServer(certFile, keyFile, caDir, gridmap string, log *slog.Logger) (*server.GSI, error) {
+	cred, err := gsi.ReadCertKey(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("--gsi: %w", err)
+	}
+	trust, err := gsi.LoadCADir(caDir)
+	if err != nil {
+		return nil, fmt.Errorf("--gsi: --ca-dir: %w", err)
+	}
+	for _, p := range trust.Problems {
+		log.Warn("CA directory: a file left out", "problem", p)
+	}
+	if _, err := gsi.ReadGridmap(gridmap); err != nil {
+		return nil, fmt.Errorf("--gsi: --gridmap: %w", err)
+	}
+	return &server.GSI{
+		Credential: cred.TLSCertificate(),
+		Verify: func(chain []*x509.Certificate) (string, error) {
+			id, err := trust.Verify(chain, time.Now())
+			if err != nil {
+				return "", err
+			}
+			return id.DN, nil
+		},
+		Map: func(dn, want string) (string, bool) {
+			gm, err := gsi.ReadGridmap(gridmap)
+			if err != nil {
+				log.Error("grid-mapfile unreadable: GSI logins refused", "err", err)
+				return "", false
+			}
+			users := gm.Users(dn)
+			if len(users) == 0 {
+				return "", false
+			}
+			if want == "" || want == ":globus-mapping:" {
+				return users[0], true
+			}
+			return want, slices.Contains(users, want)
+		},
+		NewRequest: func(peer *x509.Certificate) ([]byte, crypto.Signer, error) {
+			bits := 2048
+			if k, ok := peer.PublicKey.(*rsa.PublicKey); ok {
+				bits = k.N.BitLen() // as GCT: the delegated key as strong as the peer's
+			}
+			return gsi.NewRequest(bits)
+		},
+	}, nil
 }
