@@ -833,3 +833,34 @@ func gctCommands(t testing.TB, s *gctServer, from int64) string {
 	}
 	return strings.Join(keep, "\n")
 }
+
+// TestGSIBedMyProxy: myproxy-init stores alice's credential in a real
+// myproxy-server; myproxy-logon with the pass phrase returns a proxy whose
+// identity is alice's DN and which GCT accepts; a wrong pass phrase is
+// refused.
+func TestGSIBedMyProxy(t *testing.T) {
+	needGSITools(t, "myproxy-server", "myproxy-init", "myproxy-logon")
+	u := newGSIUser(t, "ca1", "alice")
+	addr := startMyProxy(t, u.CA.Dir, u.HostCert, u.HostKey)
+	const pass = "ferry-pass-1"
+	myproxyInit(t, addr, u.CA.Dir, u.Cert, u.Key, "alice", pass)
+	proxy := myproxyLogon(t, addr, u.CA.Dir, "alice", pass)
+	if id := proxyIdentity(t, proxy); id != u.DN {
+		t.Fatalf("identity of the myproxy-logon proxy = %q, want %q", id, u.DN)
+	}
+
+	srv := startGCTGSI(t, u.CA.Dir, u.HostCert, u.HostKey, map[string]string{u.DN: ""})
+	src := filepath.Join(t.TempDir(), "src.bin")
+	writeRandomFile(t, src, 1<<20)
+	gucGSI(t, proxy, u.CA.Dir, fileURL(src), srv.URL("f.bin"))
+	if err := compareFiles(src, srv.Path("f.bin")); err != nil {
+		t.Fatal(err)
+	}
+
+	_, _, err := myproxyLogonErr(t, addr, u.CA.Dir, "alice", "wrong-pass-2")
+	wantGSIError(t, "wrong pass phrase", err, "Failed to receive credentials.\nERROR from myproxy-server:\nBad password\ninvalid credential passphrase")
+	_, _, err = myproxyLogonErr(t, addr, u.CA.Dir, "nobody-here", pass)
+	wantGSIError(t, "unknown user", err, `No credentials exist for username "nobody-here".`)
+	// The server still works after the failures.
+	myproxyLogon(t, addr, u.CA.Dir, "alice", pass)
+}
