@@ -675,10 +675,9 @@ func myproxyAt(t testing.TB, addr string) (*myproxyServer, string) {
 	return v.(*myproxyServer), port
 }
 
-// myproxyInit stores a credential for username, protected by passphrase
-// (myproxy-server wants at least 6 characters), with the real myproxy-init
-// authenticating with the user's certificate and key; it fails the test on
-// error.
+// myproxyInit stores a credential for username, protected by passphrase,
+// with the real myproxy-init authenticating with the user's certificate and
+// key; it fails the test on error.
 func myproxyInit(t testing.TB, addr, caDir, userCert, userKey, username, passphrase string) {
 	t.Helper()
 	s, port := myproxyAt(t, addr)
@@ -818,20 +817,36 @@ func gctLogSize(s *gctServer) int64 {
 }
 
 // gctCommands is the commands a GCT server logged at -d ALL after offset
-// from of its log, one a line.
+// from of its log, each after a newline, once a session has ended there.
 func gctCommands(t testing.TB, s *gctServer, from int64) string {
 	t.Helper()
 	b, err := os.ReadFile(s.logFile)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A session process writes its log as it ends, maybe after the client
+	// has: wait for at least one session, and for all to end.
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); {
+		log := b[min(from, int64(len(b))):]
+		closed := bytes.Count(log, []byte(":: Closed connection from"))
+		if closed > 0 && bytes.Count(log, []byte(":: New connection from")) == closed {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+		if b, err = os.ReadFile(s.logFile); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var keep []string
 	for _, line := range strings.Split(string(b[min(from, int64(len(b))):]), "\n") {
 		if _, cmd, ok := strings.Cut(line, "[CLIENT]: "); ok {
+			if len(cmd) > 100 {
+				cmd = fmt.Sprintf("%s...(%d bytes)", cmd[:60], len(cmd))
+			}
 			keep = append(keep, cmd)
 		}
 	}
-	return strings.Join(keep, "\n")
+	return "\n" + strings.Join(keep, "\n")
 }
 
 // TestGSIBedMyProxy: myproxy-init stores alice's credential in a real
@@ -863,4 +878,113 @@ func TestGSIBedMyProxy(t *testing.T) {
 	wantGSIError(t, "unknown user", err, `No credentials exist for username "nobody-here".`)
 	// The server still works after the failures.
 	myproxyLogon(t, addr, u.CA.Dir, "alice", pass)
+}
+
+// TestGSIBedThirdParty: globus-url-copy moves a file from one GCT GSI
+// server to another of the same CA, the servers authenticating their data
+// channel to each other with the proxies the client delegated to them
+// (DCAU A, the default), in stream mode, with 2 streams and PROT P, and not
+// at all with -nodcau.
+func TestGSIBedThirdParty(t *testing.T) {
+	needGSITools(t)
+	u := newGSIUser(t, "ca1", "alice")
+	hc2, hk2 := u.CA.issue(t, "127.0.0.1", true)
+	gm := map[string]string{u.DN: ""}
+	a := startGCTGSIArgs(t, u.CA.Dir, u.HostCert, u.HostKey, gm, "-d", "ALL")
+	b := startGCTGSIArgs(t, u.CA.Dir, hc2, hk2, gm, "-d", "ALL")
+	src := a.Path("src.bin")
+	writeRandomFile(t, src, 2<<20+777)
+	for _, c := range []struct {
+		name  string
+		flags []string
+	}{
+		{"stream", nil},
+		{"p2-dcpriv", []string{"-p", "2", "-dcpriv"}},
+		{"nodcau", []string{"-nodcau"}},
+	} {
+		fromA, fromB := gctLogSize(a), gctLogSize(b)
+		gucGSI(t, u.Proxy, u.CA.Dir, withFlags(c.flags, a.URL("src.bin"), b.URL(c.name+".bin"))...)
+		if err := compareFiles(src, b.Path(c.name+".bin")); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if c.name != "stream" {
+			t.Logf("globus-url-copy %s, third party: commands to the source:\n%s\nto the destination:\n%s",
+				strings.Join(c.flags, " "), gctCommands(t, a, fromA), gctCommands(t, b, fromB))
+		}
+	}
+}
+
+// TestGSIBedTwoCAs: a third-party transfer between GCT GSI servers whose
+// CAs do not trust each other: A trusts only CA1 and maps alice of CA1, B
+// trusts only CA2 and maps alice of CA2; the client has a proxy of each
+// (-src-cred, -dst-cred) and trusts both CAs (it checks both hosts).
+//   - By default globus-url-copy sends each server "DCAU S <the other
+//     side's identity>" and the data channel fails: neither server trusts
+//     the other's CA.
+//   - With -data-cred auto it sends both the same "DCSC p <b64>" (a
+//     self-signed credential it made) and "DCAU A": that works, also with
+//     -p 2 -dcpriv.
+//   - With -nodcau ("DCAU N") it works, unauthenticated.
+//   - C trusts both CAs, has a host certificate of CA2, and maps alice of
+//     CA1: A to C with alice's CA1 proxy alone works with the default DCAU A.
+func TestGSIBedTwoCAs(t *testing.T) {
+	needGSITools(t)
+	u1 := newGSIUser(t, "ca1", "alice")
+	u2 := newGSIUser(t, "ca2", "alice")
+	both := mergeCADirs(t, u1.CA, u2.CA)
+	a := startGCTGSIArgs(t, u1.CA.Dir, u1.HostCert, u1.HostKey, map[string]string{u1.DN: ""}, "-d", "ALL")
+	b := startGCTGSIArgs(t, u2.CA.Dir, u2.HostCert, u2.HostKey, map[string]string{u2.DN: ""}, "-d", "ALL")
+	src := a.Path("src.bin")
+	writeRandomFile(t, src, 1<<20+3)
+	creds := []string{"-src-cred", u1.Proxy, "-dst-cred", u2.Proxy}
+	for _, c := range []struct {
+		name  string
+		flags []string
+		err   []string // "": works
+		a, b  []string // commands A and B must have had
+	}{
+		{"dcau-default", nil,
+			[]string{"500-Command failed. : callback failed.", "500-an authentication operation failed",
+				"globus_gsi_callback_module: Can't get the local trusted CA certificate: Untrusted self-signed certificate in chain with hash "},
+			[]string{"DCAU S " + u2.DN}, []string{"DCAU S " + u1.DN}},
+		{"data-cred-auto", []string{"-data-cred", "auto"}, nil,
+			[]string{"DCSC p ", "DCAU A"}, []string{"DCSC p ", "DCAU A"}},
+		{"data-cred-auto-p2-dcpriv", []string{"-data-cred", "auto", "-p", "2", "-dcpriv"}, nil,
+			[]string{"DCSC p ", "DCAU A", "PROT P"}, []string{"DCSC p ", "DCAU A", "PROT P"}},
+		{"nodcau", []string{"-nodcau"}, nil, []string{"DCAU N"}, []string{"DCAU N"}},
+	} {
+		fromA, fromB := gctLogSize(a), gctLogSize(b)
+		_, err := gucGSIErr(u1.Proxy, both, append(append(creds, c.flags...), a.URL("src.bin"), b.URL(c.name+".bin"))...)
+		cmdA, cmdB := gctCommands(t, a, fromA), gctCommands(t, b, fromB)
+		t.Logf("%s: commands to A:\n%s\ncommands to B:\n%s", c.name, cmdA, cmdB)
+		if c.err != nil {
+			wantGSIError(t, c.name, err, c.err...)
+			for _, ca := range []*gridCA{u1.CA, u2.CA} {
+				if err != nil && strings.Contains(err.Error(), "with hash "+ca.Hash) {
+					t.Logf("%s: the CA found untrusted is %s", c.name, ca.Name)
+				}
+			}
+		} else if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+		} else if err := compareFiles(src, b.Path(c.name+".bin")); err != nil {
+			t.Errorf("%s: %v", c.name, err)
+		}
+		for _, w := range c.a {
+			if !strings.Contains(cmdA, "\n"+w) {
+				t.Errorf("%s: A was not sent %q", c.name, w)
+			}
+		}
+		for _, w := range c.b {
+			if !strings.Contains(cmdB, "\n"+w) {
+				t.Errorf("%s: B was not sent %q", c.name, w)
+			}
+		}
+	}
+
+	hc, hk := u2.CA.issue(t, "127.0.0.1", true)
+	cs := startGCTGSI(t, both, hc, hk, map[string]string{u1.DN: ""})
+	gucGSI(t, u1.Proxy, both, a.URL("src.bin"), cs.URL("c.bin"))
+	if err := compareFiles(src, cs.Path("c.bin")); err != nil {
+		t.Fatal(err)
+	}
 }
