@@ -180,7 +180,16 @@ type proc struct {
 }
 
 func startProc(name string, args []string, out io.Writer) (*proc, error) {
+	return startProcEnv(name, args, nil, out)
+}
+
+// startProcEnv is startProc with the test's environment changed by env (see
+// withEnv); nil env: the test's own.
+func startProcEnv(name string, args, env []string, out io.Writer) (*proc, error) {
 	cmd := exec.Command(name, args...)
+	if env != nil {
+		cmd.Env = withEnv(os.Environ(), env)
+	}
 	cmd.Stdout = out
 	cmd.Stderr = out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -194,6 +203,28 @@ func startProc(name string, args []string, out io.Writer) (*proc, error) {
 		close(p.done)
 	}()
 	return p, nil
+}
+
+// withEnv returns base changed by the entries of env in order: "KEY=value"
+// sets KEY, a bare "KEY" removes it (so a child does not inherit, say, the
+// X509_USER_PROXY of whoever runs the tests).
+func withEnv(base, env []string) []string {
+	out := make([]string, 0, len(base)+len(env))
+	out = append(out, base...)
+	for _, e := range env {
+		key, _, set := strings.Cut(e, "=")
+		kept := out[:0]
+		for _, o := range out {
+			if k, _, _ := strings.Cut(o, "="); k != key {
+				kept = append(kept, o)
+			}
+		}
+		out = kept
+		if set {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 func (p *proc) exited() bool {
@@ -328,12 +359,15 @@ func (s *ferryServer) HomeURL(rel string) string { return s.URL(rel) }
 
 func (s *ferryServer) Path(rel string) string { return filepath.Join(s.root, filepath.FromSlash(rel)) }
 
-// gctServer is a globus-gridftp-server child process (anonymous, loopback).
+// gctServer is a globus-gridftp-server child process (anonymous, loopback;
+// or GSI, see startGCTGSI).
 type gctServer struct {
 	t       *testing.T
 	root    string
 	addr    string
 	args    []string
+	env     []string // changes to the daemon's environment (withEnv)
+	scheme  string   // of URL and HomeURL; "": ftp
 	logFile string
 	out     *logBuffer
 	mu      sync.Mutex
@@ -400,7 +434,7 @@ func startGCTAt(t *testing.T, root string, extra ...string) *gctServer {
 
 func (s *gctServer) start() {
 	s.t.Helper()
-	p, err := startProc(s.args[0], s.args[1:], s.out)
+	p, err := startProcEnv(s.args[0], s.args[1:], s.env, s.out)
 	if err != nil {
 		s.t.Fatalf("start globus-gridftp-server: %v", err)
 	}
@@ -452,14 +486,22 @@ func (s *gctServer) stop() {
 func (s *gctServer) Name() string { return "gct" }
 func (s *gctServer) Addr() string { return s.addr }
 
+// Scheme is the URL scheme of the server: "ftp", or "gsiftp" in GSI mode.
+func (s *gctServer) Scheme() string {
+	if s.scheme == "" {
+		return "ftp"
+	}
+	return s.scheme
+}
+
 // URL: GCT URL paths are absolute file names.
 func (s *gctServer) URL(rel string) string {
-	return "ftp://" + s.addr + escapePath(s.root+"/"+strings.TrimPrefix(rel, "/"))
+	return s.Scheme() + "://" + s.addr + escapePath(s.root+"/"+strings.TrimPrefix(rel, "/"))
 }
 
 // HomeURL: -home-dir is the served tree.
 func (s *gctServer) HomeURL(rel string) string {
-	return "ftp://" + s.addr + "/" + escapePath(strings.TrimPrefix(rel, "/"))
+	return s.Scheme() + "://" + s.addr + "/" + escapePath(strings.TrimPrefix(rel, "/"))
 }
 
 func (s *gctServer) Path(rel string) string { return filepath.Join(s.root, filepath.FromSlash(rel)) }
@@ -482,6 +524,12 @@ const cmdTimeout = 2 * time.Minute
 // runTool runs a client program with a timeout and returns its combined
 // output; the error includes the command line and the output.
 func runTool(ctx context.Context, timeout time.Duration, stdin string, name string, args ...string) (string, error) {
+	return runToolEnv(ctx, timeout, nil, stdin, name, args...)
+}
+
+// runToolEnv is runTool with the test's environment changed by env (see
+// withEnv); nil env: the test's own.
+func runToolEnv(ctx context.Context, timeout time.Duration, env []string, stdin string, name string, args ...string) (string, error) {
 	bin, err := toolPath(name)
 	if err != nil {
 		return "", err
@@ -489,6 +537,9 @@ func runTool(ctx context.Context, timeout time.Duration, stdin string, name stri
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
+	if env != nil {
+		cmd.Env = withEnv(os.Environ(), env)
+	}
 	cmd.Stdin = strings.NewReader(stdin)
 	cmd.WaitDelay = 5 * time.Second
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -561,6 +612,7 @@ type child struct {
 	name string // e.g. "ferry gridftp", for messages
 	bin  string // the program run with args; "": ferry
 	args []string
+	env  []string // changes to the test's environment (withEnv); nil: none
 	log  *logBuffer
 	mu   sync.Mutex
 	p    *proc
@@ -574,7 +626,7 @@ func (c *child) launch() *proc {
 		bin = ferryBin
 	}
 	fmt.Fprintf(c.log, "### %s %s\n", bin, strings.Join(c.args, " "))
-	p, err := startProc(bin, c.args, c.log)
+	p, err := startProcEnv(bin, c.args, c.env, c.log)
 	if err != nil {
 		c.t.Fatalf("start %s: %v", c.name, err)
 	}
