@@ -182,7 +182,7 @@ func SecureData(ctx context.Context, c net.Conn, dc *DataCredential, connector, 
 	}
 	c.SetDeadline(time.Now().Add(timeout))
 	defer c.SetDeadline(time.Time{})
-	tc, err := gss.Over(ctx, c, gss.Config{Certificate: dc.cert, VerifyPeer: verify, MinVersion: tls.VersionTLS12}, connector)
+	tc, err := gss.Over(ctx, c, gss.Config{Certificate: dc.cert, VerifyPeer: verify, MinVersion: tls.VersionTLS12}, connector, private)
 	if err != nil {
 		c.Close()
 		if errors.Is(err, ErrDataAuth) {

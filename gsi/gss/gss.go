@@ -501,13 +501,15 @@ func (tokenAddr) String() string  { return "gss tokens" }
 
 // Over runs a security context straight on c, as GCT's data channels do:
 // the TLS handshake on the socket (the initiator is the side that
-// connected), then GSI's bytes inside the session (the acceptor's
-// keep-going byte under TLS 1.3, the initiator's flag '0': no delegation
-// on a data channel). It reads c one TLS record at a time, never past the
-// exchange, so that the payload which may follow at once in the clear
-// (PROT C) stays for the caller; the TLS connection carries it under PROT
-// P.
-func Over(ctx context.Context, c net.Conn, cfg Config, initiator bool) (*tls.Conn, error) {
+// connected), then, unless sslOnly, GSI's bytes inside the session (the
+// acceptor's keep-going byte under TLS 1.3, the initiator's flag '0': no
+// delegation on a data channel). GCT's data channels run plain TLS, with
+// no such bytes, when the payload goes over it (PROT S, P: its
+// "SSL-compatible" mode, globus_ftp_control_data.c), and the full
+// exchange when only the handshake is (PROT C). It reads c one TLS record
+// at a time, never past the exchange, so that the payload which may
+// follow at once in the clear (PROT C) stays for the caller.
+func Over(ctx context.Context, c net.Conn, cfg Config, initiator, sslOnly bool) (*tls.Conn, error) {
 	x := &Context{cfg: cfg, initiator: initiator}
 	tcfg := x.tlsConfig()
 	rc := &RecordConn{Conn: c}
@@ -518,6 +520,9 @@ func Over(ctx context.Context, c net.Conn, cfg Config, initiator bool) (*tls.Con
 	}
 	if err := x.conn.HandshakeContext(ctx); err != nil {
 		return nil, fmt.Errorf("gss: TLS handshake: %w", err)
+	}
+	if sslOnly {
+		return x.conn, nil
 	}
 	tls13 := x.conn.ConnectionState().Version >= tls.VersionTLS13
 	var b [1]byte

@@ -1,0 +1,69 @@
+package interop
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// startFerryGSI starts ferry gridftp --gsi with u's host certificate and
+// CA, and a grid-mapfile of lines DN → local user.
+func startFerryGSI(t *testing.T, u *gsiUser, gridmap map[string]string) *ferryServer {
+	t.Helper()
+	var lines []string
+	for dn, user := range gridmap {
+		lines = append(lines, fmt.Sprintf("%q %s", dn, user))
+	}
+	gm := filepath.Join(t.TempDir(), "grid-mapfile")
+	if err := os.WriteFile(gm, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return startFerryConfig(t, ferryConfig{Args: []string{"--gsi", "--cert", u.HostCert, "--key", u.HostKey,
+		"--ca-dir", u.CA.Dir, "--gridmap", gm}})
+}
+
+// gsiURL is a gsiftp:// URL of a path under a ferry server's root.
+func gsiURL(s *ferryServer, rel string) string {
+	return "gsiftp://" + s.addr + "/" + escapePath(strings.TrimPrefix(rel, "/"))
+}
+
+// TestGSIFerryServerGUC: globus-url-copy with a proxy from grid-proxy-init
+// puts into and gets from ferry's GSI server: stream mode, 4 streams,
+// PROT P (the data channels authenticated with the credential the client
+// delegated, as GCT's are); a DN the grid-mapfile lacks and a proxy of a
+// CA the server does not trust are refused.
+func TestGSIFerryServerGUC(t *testing.T) {
+	needGSITools(t)
+	u := newGSIUser(t, "ca1", "alice")
+	srv := startFerryGSI(t, u, map[string]string{u.DN: "alice"})
+	local := t.TempDir()
+	src := filepath.Join(local, "src.bin")
+	writeRandomFile(t, src, 3<<20+12345)
+	for _, c := range []struct {
+		name  string
+		flags []string
+	}{
+		{"stream", nil},
+		{"p4", []string{"-p", "4"}},
+		{"dcpriv", []string{"-dcpriv"}},
+		{"p4-dcpriv", []string{"-fast", "-p", "4", "-dcpriv"}},
+	} {
+		put := c.name + ".bin"
+		gucGSI(t, u.Proxy, u.CA.Dir, withFlags(c.flags, fileURL(src), gsiURL(srv, put))...)
+		same(t, c.name+" put", src, srv.Path(put))
+		got := filepath.Join(local, c.name+".got")
+		gucGSI(t, u.Proxy, u.CA.Dir, withFlags(c.flags, gsiURL(srv, put), fileURL(got))...)
+		same(t, c.name+" get", src, got)
+	}
+
+	bobCert, bobKey := u.CA.issue(t, "bob", false)
+	bob := gridProxyInit(t, bobCert, bobKey)
+	_, err := gucGSIErr(bob, u.CA.Dir, gsiURL(srv, "stream.bin"), fileURL(filepath.Join(local, "bob.got")))
+	wantGSIError(t, "unmapped DN", err, "No local mapping for Globus ID")
+
+	other := newGSIUser(t, "other", "alice")
+	_, err = gucGSIErr(other.Proxy, mergeCADirs(t, u.CA, other.CA), gsiURL(srv, "stream.bin"), fileURL(filepath.Join(local, "other.got")))
+	wantGSIError(t, "untrusted CA", err, "535")
+}
