@@ -67,3 +67,26 @@ func TestGSIFerryServerGUC(t *testing.T) {
 	_, err = gucGSIErr(other.Proxy, mergeCADirs(t, u.CA, other.CA), gsiURL(srv, "stream.bin"), fileURL(filepath.Join(local, "other.got")))
 	wantGSIError(t, "untrusted CA", err, "535")
 }
+
+// TestGSIThirdPartyGCT: globus-url-copy drives third-party transfers
+// between ferry's GSI server and GCT's, both ways, with the data channel
+// between them authenticated (DCAU A, each server presenting what the
+// client delegated to it), in the clear and with PROT P.
+func TestGSIThirdPartyGCT(t *testing.T) {
+	needGSITools(t)
+	u := newGSIUser(t, "ca1", "alice")
+	ferry := startFerryGSI(t, u, map[string]string{u.DN: "alice"})
+	gct := startGCTGSI(t, u.CA.Dir, u.HostCert, u.HostKey, map[string]string{u.DN: ""})
+	src := filepath.Join(t.TempDir(), "src.bin")
+	writeRandomFile(t, src, 5<<20+777)
+	gucGSI(t, u.Proxy, u.CA.Dir, fileURL(src), gsiURL(ferry, "a.bin"))
+	for _, flags := range [][]string{nil, {"-p", "4"}, {"-dcpriv"}} {
+		name := strings.Join(flags, " ")
+		os.Remove(gct.Path("b.bin"))
+		gucGSI(t, u.Proxy, u.CA.Dir, withFlags(flags, gsiURL(ferry, "a.bin"), gct.URL("b.bin"))...)
+		same(t, "ferry to GCT "+name, src, gct.Path("b.bin"))
+		os.Remove(ferry.Path("c.bin"))
+		gucGSI(t, u.Proxy, u.CA.Dir, withFlags(flags, gct.URL("b.bin"), gsiURL(ferry, "c.bin"))...)
+		same(t, "GCT to ferry "+name, src, ferry.Path("c.bin"))
+	}
+}
