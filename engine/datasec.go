@@ -20,15 +20,45 @@ import (
 // PASV From): it admits no other.
 
 // ErrNoEncryption refuses Options.Encrypt between servers that cannot
-// encrypt their data channels with ferry's credential.
-var ErrNoEncryption = errors.New("encrypted data channels need both endpoints to be ferry servers (FEAT DATATLS)")
+// encrypt their data channels with a credential they share.
+var ErrNoEncryption = errors.New("encrypted data channels need both endpoints to be ferry servers (FEAT DATATLS) or both gsiftp:// with a delegated credential")
+
+// gridData is the data channel credential of an endpoint's grid login,
+// when it delegates.
+func (e Endpoint) gridData() *gridftp.DataCredential {
+	if g, ok := e.Auth.(client.GSILogin); ok && g.Config.Delegate {
+		return g.DataCred
+	}
+	return nil
+}
 
 // credLifetime is how long a copy's credential is valid: longer than any
 // run, which makes a new one.
 const credLifetime = 7 * 24 * time.Hour
 
-// secure makes the copy's data credential when both ends speak DATATLS.
+// secure makes the copy's data credential when both ends speak DATATLS,
+// or takes the user's grid credential when both logged in with it: each
+// end then already holds what it was delegated (DCAU A, as GCT does it),
+// and the data channel proves the user's identity. Between a GSI end and
+// any other the data channel is unauthenticated (DCAU N).
 func (c *copier) secure(s, d *client.Conn) error {
+	switch {
+	case s.GSI() && d.GSI():
+		cred := c.src.gridData()
+		if cred == nil {
+			cred = c.dst.gridData()
+		}
+		if cred != nil {
+			c.cred, c.set.Authenticated, c.set.Encrypted = cred, true, c.opts.Encrypt
+			return nil
+		}
+		fallthrough
+	case s.GSI() || d.GSI():
+		if c.opts.Encrypt {
+			return ErrNoEncryption
+		}
+		return nil
+	}
 	_, sok := s.Feature("DATATLS")
 	_, dok := d.Feature("DATATLS")
 	if !sok || !dok {

@@ -28,6 +28,9 @@ type Endpoint struct {
 	// take the same login: the chunks of a large file are spread over
 	// sessions to Addr and to them (ways.go).
 	Servers []string
+	// Auth, when set, logs sessions in instead of User and Password: a
+	// grid credential (client.GSILogin, gsiftp://).
+	Auth client.Authenticator
 }
 
 func (e Endpoint) String() string { return e.Addr }
@@ -38,11 +41,15 @@ func (e Endpoint) dial(ctx context.Context) (*client.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	user, pass := e.User, e.Password
-	if user == "" {
-		user, pass = "anonymous", "ferry@"
+	auth := e.Auth
+	if auth == nil {
+		user, pass := e.User, e.Password
+		if user == "" {
+			user, pass = "anonymous", "ferry@"
+		}
+		auth = client.Password{User: user, Password: pass}
 	}
-	if err := c.Login(ctx, user, pass); err != nil {
+	if err := auth.Authenticate(ctx, c); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("%s: %w", e.Addr, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // startFerryGSI starts ferry gridftp --gsi with u's host certificate and
@@ -88,5 +89,46 @@ func TestGSIThirdPartyGCT(t *testing.T) {
 		os.Remove(ferry.Path("c.bin"))
 		gucGSI(t, u.Proxy, u.CA.Dir, withFlags(flags, gct.URL("b.bin"), gsiURL(ferry, "c.bin"))...)
 		same(t, "GCT to ferry "+name, src, ferry.Path("c.bin"))
+	}
+}
+
+// TestGSIFerryCopy: ferry copy with the user's proxy (X509_USER_PROXY)
+// puts into and gets from GCT's GSI server, and copies third-party
+// between GCT's and ferry's GSI servers with the data channel
+// authenticated by the delegated credentials (and encrypted, --encrypt).
+func TestGSIFerryCopy(t *testing.T) {
+	needGSITools(t)
+	u := newGSIUser(t, "ca1", "alice")
+	gct := startGCTGSI(t, u.CA.Dir, u.HostCert, u.HostKey, map[string]string{u.DN: ""})
+	ferry := startFerryGSI(t, u, map[string]string{u.DN: "alice"})
+	env := gsiEnv("X509_USER_PROXY="+u.Proxy, "X509_CERT_DIR="+u.CA.Dir)
+	copyGSI := func(args ...string) cliRun {
+		t.Helper()
+		r := runFerryCLI(t, 90*time.Second, env, "", append([]string{"copy"}, args...)...)
+		if r.code != 0 {
+			t.Fatalf("ferry copy:\n%s", r)
+		}
+		return r
+	}
+	src := filepath.Join(t.TempDir(), "src.bin")
+	writeRandomFile(t, src, 4<<20+99)
+	copyGSI(src, gct.URL("put.bin"))
+	same(t, "put to GCT", src, gct.Path("put.bin"))
+	back := filepath.Join(t.TempDir(), "back.bin")
+	copyGSI(gct.URL("put.bin"), back)
+	same(t, "get from GCT", src, back)
+	r := copyGSI(gct.URL("put.bin"), gsiURL(ferry, "tp.bin"))
+	same(t, "GCT to ferry", src, ferry.Path("tp.bin"))
+	if !strings.Contains(r.stdout+r.stderr, "data channels authenticated") {
+		t.Errorf("the third-party data channel is not authenticated:\n%s", r)
+	}
+	copyGSI("--encrypt", gsiURL(ferry, "tp.bin"), gct.URL("enc.bin"))
+	same(t, "ferry to GCT encrypted", src, gct.Path("enc.bin"))
+
+	// Without a proxy, a clear error before anything moves.
+	r = runFerryCLI(t, 30*time.Second, gsiEnv("X509_USER_PROXY="+filepath.Join(t.TempDir(), "none"), "X509_CERT_DIR="+u.CA.Dir), "",
+		"copy", src, gct.URL("none.bin"))
+	if r.code == 0 || !strings.Contains(r.stderr, "no grid proxy") {
+		t.Fatalf("a copy without a proxy:\n%s", r)
 	}
 }

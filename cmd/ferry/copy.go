@@ -174,9 +174,9 @@ func parsePlace(s string) (place, error) {
 	case "ftp":
 		port = "21"
 	case "gsiftp":
-		return place{}, fmt.Errorf("%s: gsiftp:// needs GSI (X.509) logins, which ferry does not speak yet; use ftp://", s)
+		port = "2811"
 	default:
-		return place{}, fmt.Errorf("%s: unsupported scheme %q (want ftp:// or a local path)", s, u.Scheme)
+		return place{}, fmt.Errorf("%s: unsupported scheme %q (want ftp://, gsiftp:// or a local path)", s, u.Scheme)
 	}
 	if u.Hostname() == "" {
 		return place{}, fmt.Errorf("%s: no host", s)
@@ -192,6 +192,13 @@ func parsePlace(s string) (place, error) {
 	if u.User != nil {
 		ep.User = u.User.Username()
 		ep.Password, _ = u.User.Password()
+	}
+	if u.Scheme == "gsiftp" {
+		login, err := gridLogin(u.Hostname(), ep.User)
+		if err != nil {
+			return place{}, fmt.Errorf("%s: %w", s, err)
+		}
+		ep.Auth = login
 	}
 	return place{ep: ep, path: p}, nil
 }

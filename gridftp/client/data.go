@@ -49,6 +49,8 @@ func (c *Conn) securityCommands(cred *gridftp.DataCredential, private bool) ([]s
 	switch {
 	case cred == c.data.cred && private == c.data.private:
 		return nil, nil
+	case cred == nil && c.sec != nil:
+		return []string{"DCAU N"}, nil // a GSI session's default is DCAU A
 	case cred == nil:
 		return []string{"DCSC D"}, nil
 	case cred.PeerChecked():

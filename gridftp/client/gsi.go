@@ -79,3 +79,50 @@ func adatToken(rep gridftp.Reply) ([]byte, error) {
 	}
 	return tok, nil
 }
+
+// Authenticator logs a fresh session in: a password (Password) or a grid
+// credential (GSILogin).
+type Authenticator interface {
+	Authenticate(ctx context.Context, c *Conn) error
+}
+
+// Password logs in with USER and PASS.
+type Password struct{ User, Password string }
+
+// Authenticate logs c in.
+func (p Password) Authenticate(ctx context.Context, c *Conn) error {
+	return c.Login(ctx, p.User, p.Password)
+}
+
+// GSILogin logs in with a grid credential: AUTH GSSAPI with Config, then
+// USER (":globus-mapping:" when empty: the gridmap's default user). When
+// Config delegates, DataCred is the session's data channel credential
+// from then on: the server's default after a GSI login is DCAU A with
+// what it was delegated, which DataCred (this side's own proxy, checking
+// that the peer is of the same identity) matches.
+type GSILogin struct {
+	Config   gss.Config
+	User     string
+	DataCred *gridftp.DataCredential
+}
+
+// Authenticate logs c in.
+func (g GSILogin) Authenticate(ctx context.Context, c *Conn) error {
+	if err := c.AuthGSI(ctx, g.Config); err != nil {
+		return err
+	}
+	user := g.User
+	if user == "" {
+		user = ":globus-mapping:"
+	}
+	if err := c.Login(ctx, user, ""); err != nil {
+		return err
+	}
+	if g.Config.Delegate && g.DataCred != nil {
+		c.data.cred, c.data.private = g.DataCred, false
+	}
+	return nil
+}
+
+// GSI reports whether the session logged in with a grid credential.
+func (c *Conn) GSI() bool { return c.sec != nil }
