@@ -37,15 +37,16 @@ package interop
 //     host certificates here are CN=host/127.0.0.1 with no subjectAltName.
 //   - globus-gridftp-server takes its host credential from X509_USER_CERT
 //     and X509_USER_KEY and its grid-mapfile from GRIDMAP; as root, a GSI
-//     session setuids to the mapped user after authentication, so the served
-//     tree and X509_CERT_DIR (read again for data-channel authentication)
-//     must be reachable by that user (nobody): they live under
-//     sharedTempBase, not t.TempDir.
+//     session setuids to the mapped user (nobody here) after authentication
+//     ("230 User nobody logged in."), so the served tree must be reachable
+//     by that user; the trust dir is kept world-readable too (the session
+//     still authenticates data channels after the setuid; not tried with an
+//     unreadable one). Both live under sharedTempBase, not t.TempDir.
 //   - myproxy-server -d "will accept one connection ... and exit after
-//     completing one request" (myproxy-server(8)); without -d it
-//     daemonizes and logs to syslog. startMyProxy therefore keeps a -d
-//     child and starts it again after every request, and the client helpers
-//     take turns.
+//     completing one request" (myproxy-server(8); observed: it exits after
+//     each myproxy-init or myproxy-logon); without -d it forks into the
+//     background. startMyProxy therefore keeps a -d child and starts it
+//     again after every request, and the client helpers take turns.
 
 import (
 	"bytes"
