@@ -14,8 +14,11 @@ package interop
 //     and it needs <hash>.signing_policy: the callback checks every non-proxy
 //     certificate that is not self-signed against its issuer's policy and
 //     fails without one unless the caller allows a missing policy
-//     (gct:gsi/callback/source/library/globus_gsi_callback.c:859,1346-1470).
-//     <hash>.r0 is the CRL (checked for EECs, ibid. :845).
+//     (gct:gsi/callback/source/library/globus_gsi_callback.c:859,1346-1470);
+//     without it globus-url-copy refuses the server: "globus_gsi_callback_module:
+//     Error with signing policy / globus_sysconfig: File does not exist:
+//     <dir>/<hash>.signing_policy is not a valid file". <hash>.r0 is the
+//     CRL, checked for EECs (ibid. :847).
 //   - /etc/grid-security/gsi.conf of the Debian package sets
 //     NAME_COMPATIBILITY=STRICT_RFC2818; a GLOBUS_GSSAPI_<KEY> variable in
 //     the environment wins over the file (gct:gsi/gssapi/source/library/module.c:250-320).
@@ -34,15 +37,16 @@ package interop
 //     host certificates here are CN=host/127.0.0.1 with no subjectAltName.
 //   - globus-gridftp-server takes its host credential from X509_USER_CERT
 //     and X509_USER_KEY and its grid-mapfile from GRIDMAP; as root, a GSI
-//     session setuids to the mapped user after authentication, so the served
-//     tree and X509_CERT_DIR (read again for data-channel authentication)
-//     must be reachable by that user (nobody): they live under
-//     sharedTempBase, not t.TempDir.
+//     session setuids to the mapped user (nobody here) after authentication
+//     ("230 User nobody logged in."), so the served tree must be reachable
+//     by that user; the trust dir is kept world-readable too (the session
+//     still authenticates data channels after the setuid; not tried with an
+//     unreadable one). Both live under sharedTempBase, not t.TempDir.
 //   - myproxy-server -d "will accept one connection ... and exit after
-//     completing one request" (myproxy-server(8)); without -d it
-//     daemonizes and logs to syslog. startMyProxy therefore keeps a -d
-//     child and starts it again after every request, and the client helpers
-//     take turns.
+//     completing one request" (myproxy-server(8); observed: it exits after
+//     each myproxy-init or myproxy-logon); without -d it forks into the
+//     background. startMyProxy therefore keeps a -d child and starts it
+//     again after every request, and the client helpers take turns.
 
 import (
 	"bytes"
@@ -919,8 +923,8 @@ func TestGSIBedThirdParty(t *testing.T) {
 // trusts only CA2 and maps alice of CA2; the client has a proxy of each
 // (-src-cred, -dst-cred) and trusts both CAs (it checks both hosts).
 //   - By default globus-url-copy sends each server "DCAU S <the other
-//     side's identity>" and the data channel fails: neither server trusts
-//     the other's CA.
+//     side's identity>" (the identities differ) and the data channel fails:
+//     neither server trusts the other's CA.
 //   - With -data-cred auto it sends both the same "DCSC p <b64>" (a
 //     self-signed credential it made) and "DCAU A": that works, also with
 //     -p 2 -dcpriv.
@@ -943,9 +947,13 @@ func TestGSIBedTwoCAs(t *testing.T) {
 		err   []string // "": works
 		a, b  []string // commands A and B must have had
 	}{
+		// Which server's error globus-url-copy reports varies: A (the active
+		// side, GSS initiator, trusting only CA1) says "Can't get the local
+		// trusted CA certificate: Untrusted self-signed certificate in chain
+		// with hash <CA2>"; B says "gss_accept_sec_context failed ... tlsv1
+		// alert unknown ca SSL alert number 48".
 		{"dcau-default", nil,
-			[]string{"500-Command failed. : callback failed.", "500-an authentication operation failed",
-				"globus_gsi_callback_module: Can't get the local trusted CA certificate: Untrusted self-signed certificate in chain with hash "},
+			[]string{"500-Command failed. : callback failed.", "500-an authentication operation failed"},
 			[]string{"DCAU S " + u2.DN}, []string{"DCAU S " + u1.DN}},
 		{"data-cred-auto", []string{"-data-cred", "auto"}, nil,
 			[]string{"DCSC p ", "DCAU A"}, []string{"DCSC p ", "DCAU A"}},
@@ -959,10 +967,9 @@ func TestGSIBedTwoCAs(t *testing.T) {
 		t.Logf("%s: commands to A:\n%s\ncommands to B:\n%s", c.name, cmdA, cmdB)
 		if c.err != nil {
 			wantGSIError(t, c.name, err, c.err...)
-			for _, ca := range []*gridCA{u1.CA, u2.CA} {
-				if err != nil && strings.Contains(err.Error(), "with hash "+ca.Hash) {
-					t.Logf("%s: the CA found untrusted is %s", c.name, ca.Name)
-				}
+			if err != nil && !strings.Contains(err.Error(), "Can't get the local trusted CA certificate: Untrusted self-signed certificate in chain with hash "+u2.CA.Hash) &&
+				!strings.Contains(err.Error(), "tlsv1 alert unknown ca") {
+				t.Errorf("%s: the error says neither that A does not trust CA2 nor that B was told so", c.name)
 			}
 		} else if err != nil {
 			t.Errorf("%s: %v", c.name, err)
