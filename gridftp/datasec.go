@@ -182,7 +182,16 @@ func SecureData(ctx context.Context, c net.Conn, dc *DataCredential, connector, 
 	}
 	c.SetDeadline(time.Now().Add(timeout))
 	defer c.SetDeadline(time.Time{})
-	tc, err := gss.Over(ctx, c, gss.Config{Certificate: dc.cert, VerifyPeer: verify, MinVersion: tls.VersionTLS12}, connector, private)
+	cfg := gss.Config{Certificate: dc.cert, VerifyPeer: verify, MinVersion: tls.VersionTLS12}
+	if weaklySigned(dc.cert.Leaf) {
+		// globus-url-copy -data-cred auto makes an MD5-signed certificate.
+		// Under TLS 1.3 OpenSSL (GCT) will not present it to a peer that
+		// cannot check MD5 signatures, which Go cannot; under TLS 1.2 it
+		// does. The certificate's own signature means nothing here: both
+		// ends were handed the same one.
+		cfg.MaxVersion = tls.VersionTLS12
+	}
+	tc, err := gss.Over(ctx, c, cfg, connector, private)
 	if err != nil {
 		c.Close()
 		if errors.Is(err, ErrDataAuth) {
@@ -209,4 +218,13 @@ func TCPConn(c net.Conn) (*net.TCPConn, bool) {
 			return nil, false
 		}
 	}
+}
+
+// weaklySigned reports a certificate signed with MD5 or SHA-1.
+func weaklySigned(c *x509.Certificate) bool {
+	switch c.SignatureAlgorithm {
+	case x509.MD5WithRSA, x509.SHA1WithRSA, x509.ECDSAWithSHA1, x509.DSAWithSHA1:
+		return true
+	}
+	return false
 }

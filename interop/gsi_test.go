@@ -132,3 +132,38 @@ func TestGSIFerryCopy(t *testing.T) {
 		t.Fatalf("a copy without a proxy:\n%s", r)
 	}
 }
+
+// TestGSIDCSCTwoCAs: GCT's server trusts only CA1, ferry's only CA2; the
+// client holds a proxy of each (globus-url-copy -src-cred, -dst-cred).
+// With -data-cred auto the client hands both servers one credential of
+// its own making (DCSC p, then DCAU A): from GCT to ferry the transfer is
+// authenticated, also with PROT P. From ferry to GCT it cannot be: ferry
+// connects, and GCT (OpenSSL) will not present the MD5-signed certificate
+// globus-url-copy makes to a TLS peer that does not offer MD5 signatures,
+// which Go's TLS never does ("no suitable signature algorithm"); that
+// direction runs with -nodcau. By default (DCAU S, each server naming the
+// other's identity) it fails: neither trusts the other's CA.
+func TestGSIDCSCTwoCAs(t *testing.T) {
+	needGSITools(t)
+	u1 := newGSIUser(t, "ca1", "alice")
+	u2 := newGSIUser(t, "ca2", "alice")
+	both := mergeCADirs(t, u1.CA, u2.CA)
+	gct := startGCTGSI(t, u1.CA.Dir, u1.HostCert, u1.HostKey, map[string]string{u1.DN: ""})
+	ferry := startFerryGSI(t, u2, map[string]string{u2.DN: "alice"})
+	src := filepath.Join(t.TempDir(), "src.bin")
+	writeRandomFile(t, src, 2<<20+5)
+	gucGSI(t, u1.Proxy, both, fileURL(src), gct.URL("src.bin"))
+	toFerry := []string{"-src-cred", u1.Proxy, "-dst-cred", u2.Proxy}
+	for _, flags := range [][]string{{"-data-cred", "auto"}, {"-data-cred", "auto", "-p", "2", "-dcpriv"}, {"-nodcau"}} {
+		name := strings.Join(flags, " ")
+		os.Remove(ferry.Path("f.bin"))
+		gucGSI(t, u1.Proxy, both, withFlags(append(toFerry, flags...), gct.URL("src.bin"), gsiURL(ferry, "f.bin"))...)
+		same(t, "GCT to ferry "+name, src, ferry.Path("f.bin"))
+	}
+	gucGSI(t, u1.Proxy, both, "-src-cred", u2.Proxy, "-dst-cred", u1.Proxy, "-nodcau", gsiURL(ferry, "f.bin"), gct.URL("g.bin"))
+	same(t, "ferry to GCT -nodcau", src, gct.Path("g.bin"))
+	_, err := gucGSIErr(u1.Proxy, both, append(toFerry, gct.URL("src.bin"), gsiURL(ferry, "x.bin"))...)
+	if err == nil {
+		t.Fatal("DCAU S between servers that do not trust each other's CA worked")
+	}
+}

@@ -44,7 +44,8 @@ type Config struct {
 	// delegation.
 	NewRequest func(peer *x509.Certificate) (csrDER []byte, key crypto.Signer, err error)
 	// MinVersion is the oldest TLS version allowed; 0 means TLS 1.2.
-	MinVersion uint16
+	// MaxVersion is the newest; 0 means TLS 1.3.
+	MinVersion, MaxVersion uint16
 }
 
 // Delegated is a credential the initiator delegated: its proxy
@@ -106,6 +107,7 @@ func (c *Context) tlsConfig() *tls.Config {
 		ClientAuth:             tls.RequireAnyClientCert,
 		InsecureSkipVerify:     true, // VerifyPeer checks the chain instead
 		MinVersion:             max(c.cfg.MinVersion, tls.VersionTLS12),
+		MaxVersion:             c.cfg.MaxVersion,
 		SessionTicketsDisabled: true, // nothing after the handshake but GSI's own exchange
 		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
 			chain, err := parseChain(raw)
