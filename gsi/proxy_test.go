@@ -276,6 +276,39 @@ func TestLoadCADir(t *testing.T) {
 	}
 }
 
+// TestWithCRLDir: CRLs kept in a directory of their own revoke too.
+func TestWithCRLDir(t *testing.T) {
+	root := newCA(t, "Test Root CA", nil)
+	alice := newEEC(t, root, "Alice", nil)
+	caDir, crlDir := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(caDir, "1234abcd.0"), pemCert(root.cert.Raw), 0o644)
+	der, err := x509.CreateRevocationList(rand.Reader, &x509.RevocationList{Number: asn1BigOne(),
+		ThisUpdate: t0.Add(-time.Hour), NextUpdate: t0.Add(time.Hour),
+		RevokedCertificateEntries: []x509.RevocationListEntry{{SerialNumber: alice.cert.SerialNumber, RevocationTime: t0.Add(-time.Hour)}}},
+		root.cert, root.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(crlDir, "1234abcd.r0"), pem.EncodeToMemory(&pem.Block{Type: "X509 CRL", Bytes: der}), 0o644)
+	base, err := LoadCADir(caDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := base.Verify(certs(alice), t0); err != nil {
+		t.Fatalf("without the CRL: %v", err)
+	}
+	withCRL, err := base.WithCRLDir(crlDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := withCRL.Verify(certs(alice), t0); err == nil || !strings.Contains(err.Error(), "revoked") {
+		t.Fatalf("with the CRL directory: %v", err)
+	}
+	if _, err := base.WithCRLDir(filepath.Join(crlDir, "nope")); err == nil {
+		t.Error("a missing CRL directory was taken")
+	}
+}
+
 func asn1BigOne() *big.Int { return big.NewInt(1) }
 
 func TestOneLine(t *testing.T) {

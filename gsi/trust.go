@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -63,15 +64,39 @@ func (t *Trust) CertPool() *x509.CertPool { return t.pool.Clone() }
 // Files that do not parse are listed in Trust.Problems; a directory with
 // no CA at all is an error.
 func LoadCADir(dir string) (*Trust, error) {
-	ents, err := os.ReadDir(dir)
+	roots, crls, problems, err := readHashedDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("CA directory: %w", err)
 	}
-	var (
-		roots    []*x509.Certificate
-		crls     []*x509.RevocationList
-		problems []error
-	)
+	if len(roots) == 0 {
+		return nil, fmt.Errorf("CA directory %s has no CA certificate (<hash>.0 files)%s", dir, problemSuffix(problems))
+	}
+	t := NewTrust(roots, crls)
+	t.Problems = problems
+	return t, nil
+}
+
+// WithCRLDir is t with the CRLs of another hashed directory too (its
+// <hash>.r0 .. <hash>.r9 files; CA certificates there are not trusted):
+// a CRL directory kept apart from the CAs'.
+func (t *Trust) WithCRLDir(dir string) (*Trust, error) {
+	_, crls, problems, err := readHashedDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("CRL directory: %w", err)
+	}
+	n := NewTrust(t.roots, append(slices.Clone(t.crls), crls...))
+	n.Problems = append(slices.Clone(t.Problems), problems...)
+	return n, nil
+}
+
+// readHashedDir reads an OpenSSL hashed directory: the certificates of
+// its <hash>.N files and the CRLs of its <hash>.rN files, and what would
+// not parse.
+func readHashedDir(dir string) (roots []*x509.Certificate, crls []*x509.RevocationList, problems []error, err error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	for _, e := range ents {
 		name := e.Name()
 		ext := filepath.Ext(name)
@@ -115,12 +140,7 @@ func LoadCADir(dir string) (*Trust, error) {
 			problems = append(problems, fmt.Errorf("%s: no PEM %s", p, map[bool]string{true: "certificate", false: "CRL"}[isCert]))
 		}
 	}
-	if len(roots) == 0 {
-		return nil, fmt.Errorf("CA directory %s has no CA certificate (<hash>.0 files)%s", dir, problemSuffix(problems))
-	}
-	t := NewTrust(roots, crls)
-	t.Problems = problems
-	return t, nil
+	return roots, crls, problems, nil
 }
 
 func problemSuffix(p []error) string {

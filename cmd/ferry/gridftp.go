@@ -39,7 +39,7 @@ func newGridFTPCmd() *cobra.Command {
 		movers                                            []string
 		moverKey                                          string
 		useGSI                                            bool
-		hostCert, hostKey, caDir, gridmap                 string
+		hostCert, hostKey, caDir, crlDir, gridmap         string
 	)
 	cmd := &cobra.Command{
 		Use:   "gridftp --root DIR [--listen HOST:PORT] [--movers HOST:PORT,... | --mover] [--mover-key FILE]",
@@ -132,7 +132,7 @@ a mover serves only a front end that proves it, and nobody else.`,
 				srv.TargetPolicy.Allow = append(srv.TargetPolicy.Allow, p)
 			}
 			if useGSI {
-				if srv.GSI, err = gsiServer(hostCert, hostKey, caDir, gridmap, log); err != nil {
+				if srv.GSI, err = gsiServer(hostCert, hostKey, caDir, crlDir, gridmap, log); err != nil {
 					return err
 				}
 			}
@@ -195,6 +195,7 @@ a mover serves only a front end that proves it, and nobody else.`,
 	f.StringVar(&hostCert, "cert", "/etc/grid-security/hostcert.pem", "with --gsi: the host certificate (PEM)")
 	f.StringVar(&hostKey, "key", "/etc/grid-security/hostkey.pem", "with --gsi: the host certificate's key (PEM, unencrypted)")
 	f.StringVar(&caDir, "ca-dir", gsi.DefaultCADir(), "with --gsi: the trusted CAs, a hashed directory (HASH.0 certificates, HASH.r0 CRLs)")
+	f.StringVar(&crlDir, "crl-dir", "", "with --gsi: CRLs kept apart from the CAs, a hashed directory (HASH.r0 files); the CA directory's own are read anyway")
 	f.StringVar(&gridmap, "gridmap", "/etc/grid-security/grid-mapfile", `with --gsi: the grid-mapfile, "DN" user[,user] per line; a DN not in it cannot log in (read at each login)`)
 	f.BoolVar(&mover, "mover", false, "be a data mover of a striped endpoint: serve only the front end that holds --mover-key (no logins of its own)")
 	f.StringSliceVar(&movers, "movers", nil, "be the front end of a striped endpoint: move data through the data movers at HOST:PORT,... (run with --mover on hosts that see the same --root)")
@@ -256,7 +257,7 @@ func newLogger(level string) (*slog.Logger, error) {
 // gsiServer is the GSI side of a server: the host credential, the CAs it
 // trusts and the grid-mapfile, read again at each login so that an edit
 // takes effect at once.
-func gsiServer(certFile, keyFile, caDir, gridmap string, log *slog.Logger) (*server.GSI, error) {
+func gsiServer(certFile, keyFile, caDir, crlDir, gridmap string, log *slog.Logger) (*server.GSI, error) {
 	cred, err := gsi.ReadCertKey(certFile, keyFile)
 	if err != nil {
 		return nil, fmt.Errorf("--gsi: %w", err)
@@ -264,6 +265,11 @@ func gsiServer(certFile, keyFile, caDir, gridmap string, log *slog.Logger) (*ser
 	trust, err := gsi.LoadCADir(caDir)
 	if err != nil {
 		return nil, fmt.Errorf("--gsi: --ca-dir: %w", err)
+	}
+	if crlDir != "" {
+		if trust, err = trust.WithCRLDir(crlDir); err != nil {
+			return nil, fmt.Errorf("--gsi: --crl-dir: %w", err)
+		}
 	}
 	for _, p := range trust.Problems {
 		log.Warn("CA directory: a file left out", "problem", p)
