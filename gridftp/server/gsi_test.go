@@ -145,6 +145,19 @@ func TestGSILogin(t *testing.T) {
 	if _, err := c.Do(ctx, "MKD /made"); err != nil {
 		t.Fatal(err)
 	}
+	// Data channels: DCAU A with the delegated proxy by default; DCAU S
+	// names the other end's identity instead.
+	for _, tt := range []struct {
+		cmd  string
+		code int
+	}{
+		{"DCAU S /CN=bob", 200}, {"DCAU S", 501}, {"PROT P", 200}, {"DCAU A", 200}, {"DCSC D", 250}, {"PROT S", 200},
+	} {
+		rep, _ := c.Do(ctx, "%s", tt.cmd)
+		if rep.Code != tt.code {
+			t.Errorf("%s: %q, want %d", tt.cmd, rep.String(), tt.code)
+		}
+	}
 	// A multi-line reply comes back whole through the protection.
 	if rep, err := c.Do(ctx, "FEAT"); err != nil || len(rep.Lines) < 5 {
 		t.Fatalf("FEAT: %v, %v", rep.Lines, err)
