@@ -23,6 +23,15 @@ import (
 // encrypt their data channels with a credential they share.
 var ErrNoEncryption = errors.New("encrypted data channels need both endpoints to be ferry servers (FEAT DATATLS) or both gsiftp:// with a delegated credential")
 
+// gridIdentity is the identity of an endpoint's grid login; "" for
+// another login.
+func (e Endpoint) gridIdentity() string {
+	if g, ok := e.Auth.(client.GSILogin); ok {
+		return g.Identity
+	}
+	return ""
+}
+
 // gridData is the data channel credential of an endpoint's grid login,
 // when it delegates.
 func (e Endpoint) gridData() *gridftp.DataCredential {
@@ -43,6 +52,17 @@ const credLifetime = 7 * 24 * time.Hour
 // any other the data channel is unauthenticated (DCAU N).
 func (c *copier) secure(s, d *client.Conn) error {
 	switch {
+	case s.GSI() && d.GSI() && c.src.gridIdentity() != c.dst.gridIdentity():
+		// Logged in as different identities (a proxy of another CA at
+		// each end): neither end's delegated proxy proves anything to the
+		// other, so both get a credential of this copy's making (DCSC P),
+		// as globus-url-copy -data-cred auto does.
+		cred, err := gridftp.NewRSADataCredential(credLifetime)
+		if err != nil {
+			return err
+		}
+		c.cred, c.set.Authenticated, c.set.Encrypted = cred, true, c.opts.Encrypt
+		return nil
 	case s.GSI() && d.GSI():
 		cred := c.src.gridData()
 		if cred == nil {

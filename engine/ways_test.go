@@ -73,8 +73,15 @@ func TestWays(t *testing.T) {
 			if d["SPAS"] != tc.spas {
 				t.Errorf("%d SPAS at the destination, want %d", d["SPAS"], tc.spas)
 			}
-			if got := min(d["ESTO"], 1) + min(o["ESTO"], 1); got != tc.servers {
-				t.Errorf("chunks (ESTO) went to %d servers (%d, %d), want %d", got, d["ESTO"], o["ESTO"], tc.servers)
+			// Sessions take chunks from one queue, so which server writes
+			// how many depends on which session is ready first; what
+			// spreading decides is that the second server gets sessions.
+			spreadTo := o["PASS"] + o["ESTO"]
+			switch {
+			case tc.servers == 2 && spreadTo == 0:
+				t.Errorf("no session for chunks at the second server (ESTO %d, %d)", d["ESTO"], o["ESTO"])
+			case tc.servers == 0 && d["ESTO"]+o["ESTO"] > 0:
+				t.Errorf("chunks (ESTO %d, %d) where no spreading was due", d["ESTO"], o["ESTO"])
 			}
 		})
 	}
