@@ -3,9 +3,11 @@ package gridftp
 import (
 	"bytes"
 	"context"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
@@ -68,6 +70,20 @@ func NewDataCredential(lifetime time.Duration) (*DataCredential, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newDataCredential(key, lifetime)
+}
+
+// NewRSADataCredential is NewDataCredential with an RSA 2048 key: what
+// GCT's servers take in DCSC P (they read the key as RSA).
+func NewRSADataCredential(lifetime time.Duration) (*DataCredential, error) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, err
+	}
+	return newDataCredential(key, lifetime)
+}
+
+func newDataCredential(key crypto.Signer, lifetime time.Duration) (*DataCredential, error) {
 	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128))
 	if err != nil {
 		return nil, err
@@ -78,10 +94,14 @@ func NewDataCredential(lifetime time.Duration) (*DataCredential, error) {
 		Subject:      pkix.Name{CommonName: "ferry data channel"},
 		NotBefore:    now.Add(-time.Minute),
 		NotAfter:     now.Add(lifetime),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth, x509.ExtKeyUsageServerAuth},
+		// No extensions, as globus-url-copy's -data-cred auto
+		// certificate: the chain a DCSC blob hands over is what a GCT
+		// server trusts on its data channels, and OpenSSL takes a
+		// self-signed certificate as that anchor when no key usage or
+		// basic constraints say it may not sign, and then checks the
+		// peer's identity like any other.
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
 	if err != nil {
 		return nil, err
 	}
@@ -99,13 +119,19 @@ var ErrBadCredential = errors.New("gridftp: bad data channel credential")
 // base64-encoded on one line.
 func (dc *DataCredential) DCSC() (string, error) {
 	dc.once.Do(func() {
-		var key []byte
-		if key, dc.err = x509.MarshalPKCS8PrivateKey(dc.cert.PrivateKey); dc.err != nil {
+		// GCT's layout: the certificate, its key (PKCS#1 for RSA), then
+		// the chain, which the server trusts for the data channels: the
+		// self-signed certificate again.
+		keyBlock := &pem.Block{Type: "PRIVATE KEY"}
+		if k, ok := dc.cert.PrivateKey.(*rsa.PrivateKey); ok {
+			keyBlock.Type, keyBlock.Bytes = "RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(k)
+		} else if keyBlock.Bytes, dc.err = x509.MarshalPKCS8PrivateKey(dc.cert.PrivateKey); dc.err != nil {
 			return
 		}
 		var b bytes.Buffer
 		pem.Encode(&b, &pem.Block{Type: "CERTIFICATE", Bytes: dc.cert.Certificate[0]})
-		pem.Encode(&b, &pem.Block{Type: "PRIVATE KEY", Bytes: key})
+		pem.Encode(&b, keyBlock)
+		pem.Encode(&b, &pem.Block{Type: "CERTIFICATE", Bytes: dc.cert.Certificate[0]})
 		dc.dcsc = base64.StdEncoding.EncodeToString(b.Bytes())
 	})
 	return dc.dcsc, dc.err
@@ -184,11 +210,11 @@ func SecureData(ctx context.Context, c net.Conn, dc *DataCredential, connector, 
 	defer c.SetDeadline(time.Time{})
 	cfg := gss.Config{Certificate: dc.cert, VerifyPeer: verify, MinVersion: tls.VersionTLS12}
 	if weaklySigned(dc.cert.Leaf) {
-		// globus-url-copy -data-cred auto makes an MD5-signed certificate.
-		// Under TLS 1.3 OpenSSL (GCT) will not present it to a peer that
-		// cannot check MD5 signatures, which Go cannot; under TLS 1.2 it
-		// does. The certificate's own signature means nothing here: both
-		// ends were handed the same one.
+		// globus-url-copy -data-cred auto makes an MD5-signed
+		// certificate. Under TLS 1.3 OpenSSL (GCT) will not present it to
+		// a peer that cannot check MD5 signatures, which Go cannot; under
+		// TLS 1.2 it does. Both ends hold the same certificate, so nothing
+		// rests on its own signature.
 		cfg.MaxVersion = tls.VersionTLS12
 	}
 	tc, err := gss.Over(ctx, c, cfg, connector, private)

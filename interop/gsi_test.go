@@ -167,3 +167,40 @@ func TestGSIDCSCTwoCAs(t *testing.T) {
 		t.Fatal("DCAU S between servers that do not trust each other's CA worked")
 	}
 }
+
+// TestGSIFerryCopyTwoCAs: the user holds a proxy of CA1 for GCT's server
+// (which trusts only CA1) and one of CA2 for ferry's (only CA2): ferry
+// copy --src-cred/--dst-cred logs in to each with its own, and since the
+// two identities cannot check each other, hands both servers a data
+// credential of its own making (DCSC P): the copy is authenticated both
+// ways, where globus-url-copy -data-cred auto can only go one.
+func TestGSIFerryCopyTwoCAs(t *testing.T) {
+	needGSITools(t)
+	u1 := newGSIUser(t, "ca1", "alice")
+	u2 := newGSIUser(t, "ca2", "alice")
+	both := mergeCADirs(t, u1.CA, u2.CA)
+	gct := startGCTGSI(t, u1.CA.Dir, u1.HostCert, u1.HostKey, map[string]string{u1.DN: ""})
+	ferry := startFerryGSI(t, u2, map[string]string{u2.DN: "alice"})
+	src := filepath.Join(t.TempDir(), "src.bin")
+	writeRandomFile(t, src, 3<<20+7)
+	gucGSI(t, u1.Proxy, both, fileURL(src), gct.URL("src.bin"))
+	env := gsiEnv("X509_CERT_DIR=" + both)
+	for _, c := range []struct {
+		name           string
+		args           []string
+		from, to, path string
+	}{
+		{"GCT to ferry", []string{"--src-cred", u1.Proxy, "--dst-cred", u2.Proxy}, gct.URL("src.bin"), gsiURL(ferry, "f.bin"), ferry.Path("f.bin")},
+		{"ferry to GCT", []string{"--src-cred", u2.Proxy, "--dst-cred", u1.Proxy}, gsiURL(ferry, "f.bin"), gct.URL("g.bin"), gct.Path("g.bin")},
+		{"ferry to GCT encrypted", []string{"--encrypt", "--src-cred", u2.Proxy, "--dst-cred", u1.Proxy}, gsiURL(ferry, "f.bin"), gct.URL("h.bin"), gct.Path("h.bin")},
+	} {
+		r := runFerryCLI(t, 90*time.Second, env, "", append(append([]string{"copy"}, c.args...), c.from, c.to)...)
+		if r.code != 0 {
+			t.Fatalf("%s:\n%s", c.name, r)
+		}
+		same(t, c.name, src, c.path)
+		if !strings.Contains(r.stderr, "data channels authenticated") {
+			t.Errorf("%s: not authenticated:\n%s", c.name, r)
+		}
+	}
+}

@@ -33,6 +33,7 @@ func newCopyCmd() *cobra.Command {
 		quiet                   bool
 		mc                      string
 		via                     []string
+		creds                   proxies
 	)
 	cmd := &cobra.Command{
 		Use:   "copy [flags] SRC DST [DST...]",
@@ -85,7 +86,7 @@ that cannot forward get ordinary copies.`,
 			if err != nil {
 				return err
 			}
-			return runCopy(cmd.Context(), args[0], dsts, routes, o, cmd.ErrOrStderr(), quiet)
+			return runCopy(cmd.Context(), args[0], dsts, routes, creds, o, cmd.ErrOrStderr(), quiet)
 		},
 	}
 	f := cmd.Flags()
@@ -105,6 +106,8 @@ that cannot forward get ordinary copies.`,
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress bar")
 	f.StringVar(&mc, "mc", "", "more destinations, a URL per line (globus-url-copy's -MC file)")
 	f.StringArrayVar(&via, "via", nil, "HOST[:PORT]=URL: reach destinations on HOST through the ferry server at URL (a head node in front of a private network), which forwards and writes nothing; repeatable")
+	f.StringVar(&creds.src, "src-cred", "", "the grid proxy for a gsiftp:// source (default: $X509_USER_PROXY or /tmp/x509up_u<uid>)")
+	f.StringVar(&creds.dst, "dst-cred", "", "the grid proxy for gsiftp:// destinations (default: as --src-cred); proxies of different identities at the two ends get a data channel credential of the copy's making (DCSC)")
 	f.IntVar(&o.Fanout, "fanout", 0, "with several destinations: servers each one forwards to (1: a chain; default: chosen)")
 	return cmd
 }
@@ -153,8 +156,12 @@ type place struct {
 	local string // the directory served, for a local path
 }
 
-// parsePlace reads a URL or a local path.
-func parsePlace(s string) (place, error) {
+// proxies are the grid proxies of gsiftp:// ends; "" means the default.
+type proxies struct{ src, dst string }
+
+// parsePlace reads a URL or a local path; a gsiftp:// URL logs in with
+// the grid proxy at proxy ("": the default).
+func parsePlace(s, proxy string) (place, error) {
 	if !strings.Contains(s, "://") {
 		abs, err := filepath.Abs(s)
 		if err != nil {
@@ -194,7 +201,7 @@ func parsePlace(s string) (place, error) {
 		ep.Password, _ = u.User.Password()
 	}
 	if u.Scheme == "gsiftp" {
-		login, err := gridLogin(u.Hostname(), ep.User)
+		login, err := gridLogin(u.Hostname(), ep.User, proxy)
 		if err != nil {
 			return place{}, fmt.Errorf("%s: %w", s, err)
 		}
@@ -265,7 +272,7 @@ func parseVia(flags []string) (map[string]engine.Endpoint, error) {
 		if !ok || host == "" || !strings.Contains(head, "://") {
 			return nil, fmt.Errorf("--via %q: want HOST[:PORT]=ftp://head[:port]", f)
 		}
-		pl, err := parsePlace(head)
+		pl, err := parsePlace(head, "")
 		if err != nil {
 			return nil, fmt.Errorf("--via: %w", err)
 		}
@@ -277,14 +284,14 @@ func parseVia(flags []string) (map[string]engine.Endpoint, error) {
 	return routes, nil
 }
 
-func runCopy(ctx context.Context, srcArg string, dstArgs []string, via map[string]engine.Endpoint, o engine.Options, out io.Writer, quiet bool) error {
-	src, err := parsePlace(srcArg)
+func runCopy(ctx context.Context, srcArg string, dstArgs []string, via map[string]engine.Endpoint, creds proxies, o engine.Options, out io.Writer, quiet bool) error {
+	src, err := parsePlace(srcArg, creds.src)
 	if err != nil {
 		return err
 	}
 	dsts := make([]place, len(dstArgs))
 	for i, a := range dstArgs {
-		if dsts[i], err = parsePlace(a); err != nil {
+		if dsts[i], err = parsePlace(a, creds.dst); err != nil {
 			return err
 		}
 	}

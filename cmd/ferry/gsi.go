@@ -14,14 +14,16 @@ import (
 	"ferry/gsi/gss"
 )
 
-// gridLogin is the login of a gsiftp:// URL: the user's proxy
-// ($X509_USER_PROXY, else /tmp/x509up_u<uid>, made by grid-proxy-init or
+// gridLogin is the login of a gsiftp:// URL: the user's proxy (path, or
+// $X509_USER_PROXY, else /tmp/x509up_u<uid>, made by grid-proxy-init or
 // myproxy-logon), the CAs of $X509_CERT_DIR (else
 // /etc/grid-security/certificates), a full proxy delegated to the server
 // (for its data channels), and the server's certificate checked to be
 // the host's: its CN is host, host/host, ftp/host or gsiftp/host.
-func gridLogin(host, user string) (client.GSILogin, error) {
-	path := gsi.DefaultProxyPath()
+func gridLogin(host, user, path string) (client.GSILogin, error) {
+	if path == "" {
+		path = gsi.DefaultProxyPath()
+	}
 	cred, err := gsi.ReadCredential(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -67,6 +69,7 @@ func gridLogin(host, user string) (client.GSILogin, error) {
 		},
 		User:     user,
 		DataCred: gridftp.PeerCheckedCredential(cred.TLSCertificate(), sameUser),
+		Identity: me,
 	}, nil
 }
 

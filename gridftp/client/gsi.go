@@ -104,6 +104,10 @@ type GSILogin struct {
 	Config   gss.Config
 	User     string
 	DataCred *gridftp.DataCredential
+	// Identity is the grid identity (DN) the credential proves: two
+	// ends logged in as different identities cannot check each other
+	// on their data channels.
+	Identity string
 }
 
 // Authenticate logs c in.
