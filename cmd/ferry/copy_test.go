@@ -121,6 +121,7 @@ func TestCopyArgs(t *testing.T) {
 }
 
 func TestParsePlace(t *testing.T) {
+	t.Setenv("X509_USER_PROXY", filepath.Join(t.TempDir(), "none"))
 	for _, tc := range []struct {
 		in                  string
 		addr, user, pass, p string
@@ -132,7 +133,7 @@ func TestParsePlace(t *testing.T) {
 		{in: "ftp://[::1]:5000", addr: "[::1]:5000", p: "/"},
 		{in: "/tmp/some/file", local: true, p: "/file"},
 		{in: "/tmp/some/dir/", local: true, p: "/"},
-		{in: "gsiftp://h/x", bad: "GSI"},
+		{in: "gsiftp://h/x", bad: "no grid proxy"}, // X509_USER_PROXY names no file
 		{in: "http://h/x", bad: "unsupported scheme"},
 		{in: "ftp:///x", bad: "no host"},
 	} {
