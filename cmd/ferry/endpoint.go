@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,8 +26,8 @@ type endpointOpts struct {
 }
 
 func (o *endpointOpts) register(f *pflag.FlagSet) {
-	f.StringArrayVar(&o.servers, "server", nil, "a GridFTP server (data mover) of the endpoint, ftp://host:port; repeat for several")
-	f.StringVar(&o.auth, "auth", "", "how users log in to the servers: anonymous (the default) or password")
+	f.StringArrayVar(&o.servers, "server", nil, "a GridFTP server (data mover) of the endpoint, ftp://host:port, or gsiftp://host:port for a GSI server; repeat for several")
+	f.StringVar(&o.auth, "auth", "", "how users log in to the servers: anonymous (the default), password, or gsi (a grid proxy; the default for gsiftp:// servers)")
 	f.StringVar(&o.dir, "default-dir", "", "the directory ls shows when given no path (default /)")
 	f.BoolVar(&o.public, "public", false, "let every user of the service see and use it")
 	f.IntVar(&o.maxConcurrent, "max-concurrent", 0, "tasks using the endpoint at once; more wait (0: no limit)")
@@ -298,7 +300,7 @@ ferry connect command that pairs the machine with it.`,
 	updateCmd.Flags().Lookup("server").Usage = "replace the servers (repeat for several)"
 
 	var (
-		username, lifetime string
+		username, lifetime, proxy string
 	)
 	activateCmd := byName("activate", "Give the service your login for an endpoint's servers", func(cmd *cobra.Command, ep string) error {
 		life, err := parseDuration("--lifetime", lifetime)
@@ -314,7 +316,21 @@ ferry connect command that pairs the machine with it.`,
 			return err
 		}
 		a := api.Activate{Lifetime: int64(life / time.Second)}
-		if len(req.Data) > 0 {
+		takesProxy := slices.ContainsFunc(req.Data, func(r api.ActivationRequirement) bool { return r.Type == "proxy" })
+		switch {
+		case takesProxy:
+			// A grid proxy lasts as long as it does, unless --lifetime
+			// asks for less.
+			if !cmd.Flags().Changed("lifetime") {
+				a.Lifetime = 0
+			}
+			a.Username = username
+			if a.Proxy, err = proxyPEM(proxy); err != nil {
+				return err
+			}
+		case cmd.Flags().Changed("proxy"):
+			return usagef("--proxy: endpoint %s is not activated with a grid proxy", ep)
+		case len(req.Data) > 0:
 			a.Username = cmp.Or(username, osUser())
 			if a.Password, err = readSecret(cmd, fmt.Sprintf("Password of %s on %s: ", a.Username, ep)); err != nil {
 				return err
@@ -335,9 +351,17 @@ ferry connect command that pairs the machine with it.`,
 	activateCmd.Long = `Give the service USER's password on the endpoint's servers (read from standard
 input, or prompted for on a terminal). The service checks it by logging in,
 keeps it encrypted until --lifetime ends, and resumes your tasks that waited
-for it. An anonymous endpoint needs no activation.`
-	activateCmd.Flags().StringVar(&username, "username", "", "user name on the endpoint's servers (default: your local user name)")
-	activateCmd.Flags().StringVar(&lifetime, "lifetime", "12h", "how long the service may use the login (at most 168h)")
+for it. An anonymous endpoint needs no activation.
+
+A gsi endpoint (gsiftp:// servers) is activated with your grid proxy instead
+(--proxy, default $X509_USER_PROXY or /tmp/x509up_u<uid>, as grid-proxy-init
+or myproxy-logon write it): the service checks it by logging in, keeps it
+encrypted until the proxy expires, and delegates it to the servers. Tasks
+that need it longer go INACTIVE when it expires; activate again with a new
+proxy to resume them.`
+	activateCmd.Flags().StringVar(&username, "username", "", "user name on the endpoint's servers (default: your local user name; a gsi endpoint: the servers' grid-mapfile mapping)")
+	activateCmd.Flags().StringVar(&proxy, "proxy", "", "a gsi endpoint: the grid proxy file to activate it with (default $X509_USER_PROXY, else /tmp/x509up_u<uid>)")
+	activateCmd.Flags().StringVar(&lifetime, "lifetime", "12h", "how long the service may use the login (at most 168h; a grid proxy: its own lifetime unless this is given and shorter)")
 
 	deactivateCmd := byName("deactivate", "Make the service forget your login for an endpoint", func(cmd *cobra.Command, ep string) error {
 		cl, err := c.client()
@@ -386,4 +410,16 @@ func (c *cli) showSetupKey(cmd *cobra.Command, ep string, k api.SetupKey) error 
 		fmt.Fprintf(w, "Endpoint %s: setup key (usable once, until %s):\n\n  %s\n\n", ep, when(k.Expires), k.SetupKey)
 		fmt.Fprintf(w, "On the machine to serve, run:\n\n  ferry connect --service %s --setup-key %s --root DIR\n", base, k.SetupKey)
 	})
+}
+
+// proxyPEM is the grid proxy file at path ("": the default one) to send
+// to the service, checked here first so that a missing or expired proxy
+// is told with what to do.
+func proxyPEM(path string) (string, error) {
+	_, path, err := readProxy(path)
+	if err != nil {
+		return "", err
+	}
+	b, err := os.ReadFile(path)
+	return string(b), err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
@@ -15,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
+	"ferry/gsi"
 	"ferry/netpolicy"
 	"ferry/service/domain"
 	"ferry/service/gridops"
@@ -32,6 +34,7 @@ type serverFlags struct {
 	relay                     relayFlags
 	listen, keyFile, logLevel string
 	endpointNetworks          string
+	gsiCADir                  string
 	workerID, publicURL       string
 	smtpAddr, smtpFrom        string
 	webhook, webhookSecret    string
@@ -65,6 +68,7 @@ tasks go back to the queue and continue in another process or at restart.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:8080", "HTTP address of the API and web app")
 	fl.StringVar(&f.endpointNetworks, "endpoint-networks", "", "the networks endpoints' servers may be in: CIDR prefixes or addresses, comma-separated, ! before one to refuse it (default: any address but link-local, cloud metadata, unspecified, multicast and reserved ones, and loopback unless --listen is on loopback; those stay refused unless named)")
+	fl.StringVar(&f.gsiCADir, "gsi-ca-dir", "", "the grid CAs (an OpenSSL hashed directory) that gsi endpoints' servers are checked against (default $X509_CERT_DIR, else /etc/grid-security/certificates; without it gsi endpoints cannot be used)")
 	fl.StringVar(&f.keyFile, "key-file", "", "key sealing endpoint credentials (default DIR/secret.key; created if missing)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.StringVar(&f.workerID, "worker-id", "", "this process's name, unique among the processes of one database, for the leases of its tasks and the agents connected to it; a process restarted under it takes back its running tasks at once (default HOST/LISTEN-ADDRESS)")
@@ -117,7 +121,12 @@ func runServer(ctx context.Context, cmd *cobra.Command, f serverFlags) error {
 		ln.Close()
 		return fmt.Errorf("--endpoint-networks: %w", err)
 	}
-	ops := &gridops.Ops{Networks: nets}
+	trust, err := gsiTrust(cmd, f.gsiCADir, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	ops := &gridops.Ops{Networks: nets, Trust: trust}
 	if f.workerID == "" {
 		// One process at a time listens on an address of a host: a process
 		// restarted there takes back its tasks at once (worker.Reclaim).
@@ -130,7 +139,7 @@ func runServer(ctx context.Context, cmd *cobra.Command, f serverFlags) error {
 	}
 	w := &worker.Worker{
 		Store: st, Box: box, Ops: ops, ID: f.workerID, Logger: log.With("worker", f.workerID),
-		Tasks: f.tasks, PerUser: f.perUser, Lease: f.lease, Networks: nets,
+		Tasks: f.tasks, PerUser: f.perUser, Lease: f.lease, Networks: nets, Trust: trust,
 		Notify: notifier(f, base),
 	}
 	api := &httpapi.Server{
@@ -228,4 +237,24 @@ func storeName(s storeFlags) string {
 		return "SQLite " + filepath.Join(s.data, "ferry.db")
 	}
 	return "PostgreSQL"
+}
+
+// gsiTrust loads the grid CAs of --gsi-ca-dir (default: gsi.DefaultCADir).
+// A directory named by the flag must load; the default may be missing,
+// and then gsi endpoints cannot be used (their activations say why).
+func gsiTrust(cmd *cobra.Command, dir string, log *slog.Logger) (*gsi.Trust, error) {
+	named := cmd.Flags().Changed("gsi-ca-dir")
+	if !named {
+		dir = gsi.DefaultCADir()
+	}
+	trust, err := gsi.LoadCADir(dir)
+	switch {
+	case err != nil && named:
+		return nil, fmt.Errorf("--gsi-ca-dir: %w", err)
+	case err != nil:
+		log.Info("no grid CAs: gsi endpoints cannot be used (set --gsi-ca-dir)", "dir", dir, "err", err)
+		return nil, nil
+	}
+	log.Info("grid CAs for gsi endpoints", "dir", dir, "cas", len(trust.Roots()))
+	return trust, nil
 }

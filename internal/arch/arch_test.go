@@ -96,9 +96,13 @@ var allowed = map[string][]string{
 	"ferry/service/domain":  {},
 	"ferry/service/secret":  {"ferry/service/domain"},
 
+	// The GridFTP login of a grid credential, shared by ferry copy and
+	// the service.
+	"ferry/gsi/gsilogin": {"ferry/gsi", "ferry/gsi/gss", "ferry/gridftp", "ferry/gridftp/client"},
+
 	// The REST API: its documents, server and client.
 	"ferry/service/api":       {"ferry/service/domain"},
-	"ferry/service/httpapi":   {"ferry/service/domain", "ferry/service/secret", "ferry/service/api", "ferry/passwd", "ferry/checksum", "ferry/tunnel", "ferry/netpolicy", "ferry/throttle"},
+	"ferry/service/httpapi":   {"ferry/service/domain", "ferry/service/secret", "ferry/service/api", "ferry/passwd", "ferry/checksum", "ferry/tunnel", "ferry/netpolicy", "ferry/throttle", "ferry/gsi"},
 	"ferry/service/apiclient": {"ferry/service/api"},
 
 	// The store: one adapter over database/sql, and its conformance suite.
@@ -106,8 +110,8 @@ var allowed = map[string][]string{
 	"ferry/service/storetest": {"ferry/service/domain"},
 
 	// Running tasks: file operations on endpoints, workers, notifications.
-	"ferry/service/gridops": {"ferry/service/domain", "ferry/gridftp", "ferry/gridftp/client", "ferry/engine", "ferry/netpolicy"},
-	"ferry/service/worker":  {"ferry/service/domain", "ferry/service/secret", "ferry/service/gridops", "ferry/engine", "ferry/gridftp", "ferry/netpolicy"},
+	"ferry/service/gridops": {"ferry/service/domain", "ferry/gridftp", "ferry/gridftp/client", "ferry/engine", "ferry/netpolicy", "ferry/gsi", "ferry/gsi/gsilogin"},
+	"ferry/service/worker":  {"ferry/service/domain", "ferry/service/secret", "ferry/service/gridops", "ferry/engine", "ferry/gridftp", "ferry/netpolicy", "ferry/gsi"},
 	"ferry/service/notify":  {"ferry/service/domain"},
 
 	// ferry connect: the tunnel protocol, the agent, the service's CA and

@@ -466,10 +466,13 @@ type MoverState struct {
 
 // ActivationRequirements says what activating an endpoint takes (DATA_TYPE
 // activation_requirements); Data is empty when it needs nothing.
+// Subject is who the caller's activation logs in as, when its credential
+// names it (a grid proxy's identity).
 type ActivationRequirements struct {
 	DataType  string                  `json:"DATA_TYPE"`
 	Activated bool                    `json:"activated"`
 	ExpiresIn int64                   `json:"expires_in"`
+	Subject   string                  `json:"subject,omitempty"`
 	Data      []ActivationRequirement `json:"DATA"`
 }
 
@@ -477,20 +480,27 @@ type ActivationRequirements struct {
 // activation_requirement).
 type ActivationRequirement struct {
 	DataType    string `json:"DATA_TYPE"`
-	Type        string `json:"type"` // password
-	Name        string `json:"name"` // the Activate field: username or password
+	Type        string `json:"type"` // password, or proxy (a gsi endpoint)
+	Name        string `json:"name"` // the Activate field: username, password or proxy
 	UIName      string `json:"ui_name"`
 	Description string `json:"description"`
 	Required    bool   `json:"required"`
 	Private     bool   `json:"private"` // a secret: do not echo it
 }
 
-// Activate is the body of POST /endpoint/{id}/activate.
+// Activate is the body of POST /endpoint/{id}/activate: a password
+// endpoint takes Username and Password; a gsi endpoint takes Proxy, a
+// grid proxy in PEM (its certificate, its unencrypted key, then the rest
+// of its chain, as grid-proxy-init writes it), and optionally Username
+// (the user to log in as; "": the servers' grid-mapfile mapping). A gsi
+// activation lasts as long as its proxy, or Lifetime if that is shorter.
+// (Other ways to activate — a MyProxy server's — add their fields here.)
 type Activate struct {
 	DataType string `json:"DATA_TYPE,omitempty"`
 	Username string `json:"username"`
 	Password string `json:"password"`
-	Lifetime int64  `json:"lifetime,omitempty"` // seconds; 0: 12 hours
+	Proxy    string `json:"proxy,omitempty"`
+	Lifetime int64  `json:"lifetime,omitempty"` // seconds; 0: 12 hours (a proxy: its own lifetime)
 }
 
 // ActivationResult answers an activation (DATA_TYPE activation_result):
@@ -503,6 +513,7 @@ type ActivationResult struct {
 	RequestID string `json:"request_id"`
 	Resource  string `json:"resource"`
 	ExpiresIn int64  `json:"expires_in"`
+	Subject   string `json:"subject,omitempty"` // a gsi activation's identity
 	Resumed   int    `json:"resumed"`
 }
 

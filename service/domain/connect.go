@@ -20,9 +20,9 @@ import (
 const SetupKeyLifetime = 24 * time.Hour
 
 // NeedsActivation reports whether users give the service a credential for
-// the endpoint: not for an anonymous one, nor for a connect one, whose
-// agent the relay authenticates.
-func (e Endpoint) NeedsActivation() bool { return e.Auth == AuthPassword }
+// the endpoint — a password or a grid proxy: not for an anonymous one, nor
+// for a connect one, whose agent the relay authenticates.
+func (e Endpoint) NeedsActivation() bool { return e.Auth == AuthPassword || e.Auth == AuthGSI }
 
 // Process is a running service process as the others find it in the
 // store. Each runs a relay: RelayURL is where agents and the other

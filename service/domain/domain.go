@@ -7,6 +7,7 @@ package domain
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"path"
 	"strings"
 	"time"
@@ -51,7 +52,14 @@ const (
 	AuthAnonymous = "anonymous"
 	AuthPassword  = "password"
 	AuthConnect   = "connect" // a ferry connect agent (issue 6)
+	// AuthGSI endpoints are GSI GridFTP servers (gsiftp://): users
+	// activate them with a grid proxy, which the service logs in with
+	// (AUTH GSSAPI) and delegates to the servers.
+	AuthGSI = "gsi"
 )
+
+// AuthMethods are the auth methods an endpoint may have.
+var AuthMethods = []string{AuthAnonymous, AuthPassword, AuthGSI, AuthConnect}
 
 // Endpoint is a logical storage endpoint, named owner#name, served by one
 // or more GridFTP servers (data movers).
@@ -61,8 +69,8 @@ type Endpoint struct {
 	Owner         string // the owner's user name, filled in by the store
 	Name          string
 	Description   string
-	Servers       []string // URLs: ftp://host:port (gsiftp:// later)
-	Auth          string   // AuthAnonymous, AuthPassword or AuthConnect
+	Servers       []string // URLs: ftp://host:port, or gsiftp://host:port for AuthGSI
+	Auth          string   // AuthAnonymous, AuthPassword, AuthGSI or AuthConnect
 	DefaultDir    string   // "/~/" style default directory; "" means "/"
 	Public        bool     // visible to every user (read-only for them)
 	MaxConcurrent int      // tasks using this endpoint at once; 0: no limit
@@ -109,6 +117,10 @@ type Activation struct {
 	Sealed     []byte // encrypted login; opaque to the store
 	Expires    time.Time
 	Created    time.Time
+	// Subject is who the credential logs in as, when it names it: a
+	// grid proxy's identity (the DN of its end-entity certificate); ""
+	// for a password. Not secret.
+	Subject string
 }
 
 // Expired reports whether the activation is no longer usable at now.
@@ -415,11 +427,28 @@ func ValidName(s string) error {
 func (t Task) String() string { return fmt.Sprintf("task %s (%s)", t.ID, t.Status) }
 
 // Login is an endpoint credential in the clear. It lives only in memory:
-// the store keeps it sealed in an Activation.
+// the store keeps it sealed in an Activation. A password endpoint's is a
+// user and password; a gsi endpoint's is a grid proxy (PEM: certificate,
+// key, chain), and the user to log in as ("": the server's grid-mapfile
+// mapping). Its String and LogValue show no secret.
 type Login struct {
 	User     string `json:"username"`
 	Password string `json:"password"`
+	Proxy    string `json:"proxy,omitempty"`
 }
+
+func (l Login) String() string {
+	switch {
+	case l.Proxy != "":
+		return fmt.Sprintf("grid proxy login (user %q)", l.User)
+	case l.User != "":
+		return fmt.Sprintf("login of %q", l.User)
+	}
+	return "no login"
+}
+
+// LogValue keeps secrets out of logs.
+func (l Login) LogValue() slog.Value { return slog.StringValue(l.String()) }
 
 // FileInfo is one entry of an endpoint directory.
 type FileInfo struct {

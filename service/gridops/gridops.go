@@ -11,6 +11,7 @@
 package gridops
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -25,6 +26,8 @@ import (
 	"ferry/engine"
 	"ferry/gridftp"
 	"ferry/gridftp/client"
+	"ferry/gsi"
+	"ferry/gsi/gsilogin"
 	"ferry/netpolicy"
 	"ferry/service/domain"
 )
@@ -39,6 +42,9 @@ type Ops struct {
 	// Networks says which addresses endpoints' servers may have; nil:
 	// any.
 	Networks *netpolicy.Policy
+	// Trust holds the CAs that gsi endpoints' servers are checked
+	// against; nil: gsi endpoints cannot be reached.
+	Trust *gsi.Trust
 }
 
 var _ domain.FileOps = (*Ops)(nil)
@@ -46,6 +52,7 @@ var _ domain.FileOps = (*Ops)(nil)
 // Server is how to reach one GridFTP server of an endpoint.
 type Server struct {
 	Addr     string          // host:port, or what names a connect endpoint's agent
+	Host     string          // the URL's host, which a GSI server's certificate must name
 	Dial     client.DialFunc // nil: TCP to Addr
 	Outbound bool            // an agent: it accepts no connections (engine.Endpoint.Outbound)
 }
@@ -53,8 +60,8 @@ type Server struct {
 // Servers returns how to reach each of ep's servers, in order: for a
 // connect endpoint, its agent through agents; for others, TCP to the
 // addresses that nets allows, checked as each connection is made (a name
-// that resolves to a refused address fails with EForbidden). Only ftp://
-// URLs are understood for now (gsiftp:// needs GSI).
+// that resolves to a refused address fails with EForbidden): ftp:// URLs,
+// and gsiftp:// ones of gsi endpoints.
 // An endpoint behind a relay (Via) is never reached: EInvalid, naming
 // the relay.
 func Servers(ep domain.Endpoint, agents domain.Agents, nets *netpolicy.Policy) ([]Server, error) {
@@ -80,23 +87,25 @@ func Servers(ep domain.Endpoint, agents domain.Agents, nets *netpolicy.Policy) (
 	}
 	out := make([]Server, len(addrs))
 	for i, a := range addrs {
-		out[i] = Server{Addr: a, Dial: dialer(ep, nets)}
+		host, _, _ := net.SplitHostPort(a)
+		out[i] = Server{Addr: a, Host: host, Dial: dialer(ep, nets)}
 	}
 	return out, nil
 }
 
 // addrs are the host:port addresses of ep's servers, in order.
 func addrs(ep domain.Endpoint) ([]string, error) {
+	scheme, port := "ftp", "21" // as ftp:// URLs say, and as ferry copy reads them
+	if ep.Auth == domain.AuthGSI {
+		scheme, port = "gsiftp", "2811"
+	}
 	var out []string
 	for _, s := range ep.Servers {
 		u, err := url.Parse(s)
-		if err != nil || u.Scheme != "ftp" || u.Host == "" || u.User != nil {
-			return nil, domain.Errorf(domain.EInvalid, "endpoint %s: server %q: want ftp://host:port", ep.DisplayName(), s)
+		if err != nil || u.Scheme != scheme || u.Host == "" || u.User != nil {
+			return nil, domain.Errorf(domain.EInvalid, "endpoint %s: server %q: want %s://host:port", ep.DisplayName(), s, scheme)
 		}
-		port := u.Port()
-		if port == "" {
-			port = "21" // as ftp:// URLs say, and as ferry copy reads them
-		}
+		port := cmp.Or(u.Port(), port)
 		out = append(out, net.JoinHostPort(u.Hostname(), port))
 	}
 	if len(out) == 0 {
@@ -110,6 +119,9 @@ func addrs(ep domain.Endpoint) ([]string, error) {
 // address of its try-th server (in turn) as the relay reaches it, with
 // the login l. The service never connects to it: its Dial refuses.
 func Relayed(ep domain.Endpoint, try int, l domain.Login) (engine.Endpoint, error) {
+	if ep.Auth == domain.AuthGSI {
+		return engine.Endpoint{}, domain.Errorf(domain.EInvalid, "endpoint %s: a %s endpoint cannot be reached through a head node", ep.DisplayName(), domain.AuthGSI)
+	}
 	addrs, err := addrs(ep)
 	if err != nil {
 		return engine.Endpoint{}, err
@@ -135,13 +147,50 @@ func dialer(ep domain.Endpoint, nets *netpolicy.Policy) client.DialFunc {
 }
 
 // Engine is how the transfer engine reaches sv, a server of ep, with the
-// login l (none for an endpoint that needs no activation).
-func Engine(ep domain.Endpoint, sv Server, l domain.Login) engine.Endpoint {
+// login l (none for an endpoint that needs no activation); a gsi
+// endpoint's servers are checked with trust (see Auth).
+func Engine(ep domain.Endpoint, sv Server, l domain.Login, trust *gsi.Trust) (engine.Endpoint, error) {
 	e := engine.Endpoint{Addr: sv.Addr, Dial: sv.Dial, Outbound: sv.Outbound}
-	if ep.NeedsActivation() {
+	switch {
+	case ep.Auth == domain.AuthGSI:
+		auth, err := Auth(ep, sv, l, trust)
+		if err != nil {
+			return e, err
+		}
+		e.Auth = auth
+	case ep.NeedsActivation():
 		e.User, e.Password = l.User, l.Password
 	}
-	return e
+	return e, nil
+}
+
+// Auth is how a session logs in to sv, a server of ep, with the login l:
+// anonymously to an endpoint that needs no activation, with l's password
+// to a password endpoint, and to a gsi endpoint with l's grid proxy
+// (gsilogin.New: a full proxy delegated, sv's certificate checked
+// against trust and to name sv's host). A proxy that cannot be read or
+// has expired is EUnauthorized, as a refused login: the user activates
+// the endpoint again.
+func Auth(ep domain.Endpoint, sv Server, l domain.Login, trust *gsi.Trust) (client.Authenticator, error) {
+	switch {
+	case ep.Auth == domain.AuthGSI:
+	case ep.NeedsActivation():
+		return client.Password{User: l.User, Password: l.Password}, nil
+	default:
+		return client.Password{User: "anonymous", Password: "ferry@"}, nil
+	}
+	if trust == nil {
+		return nil, domain.Errorf(domain.EUnavailable, "endpoint %s is a %s endpoint and this service trusts no grid CAs "+
+			"(ferry server --gsi-ca-dir)", ep.DisplayName(), domain.AuthGSI)
+	}
+	cred, err := gsi.ParseCredential([]byte(l.Proxy))
+	if err != nil {
+		return nil, domain.Errorf(domain.EUnauthorized, "endpoint %s: the activation's grid proxy cannot be read: activate it again", ep.DisplayName())
+	}
+	if err := gsilogin.Check(cred, time.Now()); err != nil {
+		return nil, domain.Errorf(domain.EUnauthorized, "endpoint %s: %v: activate it again with a new proxy", ep.DisplayName(), err)
+	}
+	return gsilogin.New(cred, trust, sv.Host, l.User), nil
 }
 
 // Others are the addresses of the servers but the try-th, in turn after
@@ -181,7 +230,9 @@ func (o *Ops) CheckTransfer(ctx context.Context, src, dst domain.Endpoint, sl, d
 		if err != nil {
 			return err
 		}
-		ends[i] = Engine(ep, servers[0], []domain.Login{sl, dl}[i])
+		if ends[i], err = Engine(ep, servers[0], []domain.Login{sl, dl}[i], o.Trust); err != nil {
+			return err
+		}
 	}
 	eitems := make([]engine.Item, len(items))
 	for i, it := range items {
@@ -232,13 +283,13 @@ func (o *Ops) session(ctx context.Context, ep domain.Endpoint, l domain.Login, w
 	if err != nil {
 		return nil, err
 	}
-	user, pass := l.User, l.Password
-	if !ep.NeedsActivation() {
-		user, pass = "anonymous", "ferry@"
-	}
 	var last error
 	for _, sv := range servers {
-		c, err := o.dial(ctx, sv, user, pass)
+		auth, err := Auth(ep, sv, l, o.Trust)
+		if err != nil {
+			return nil, err
+		}
+		c, err := o.dial(ctx, sv, auth)
 		if err == nil {
 			return c, nil
 		}
@@ -253,7 +304,7 @@ func (o *Ops) session(ctx context.Context, ep domain.Endpoint, l domain.Login, w
 	return nil, domain.Errorf(domain.EUnavailable, "endpoint %s: no server answers (%s)", ep.DisplayName(), Tell(last))
 }
 
-func (o *Ops) dial(ctx context.Context, sv Server, user, pass string) (*client.Conn, error) {
+func (o *Ops) dial(ctx context.Context, sv Server, auth client.Authenticator) (*client.Conn, error) {
 	dctx, cancel := context.WithTimeout(ctx, o.timeout())
 	defer cancel()
 	c, err := client.DialWith(dctx, sv.Dial, sv.Addr)
@@ -261,7 +312,7 @@ func (o *Ops) dial(ctx context.Context, sv Server, user, pass string) (*client.C
 		return nil, err
 	}
 	c.Timeout = o.timeout()
-	if err := c.Login(dctx, user, pass); err != nil {
+	if err := auth.Authenticate(dctx, c); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -275,10 +326,6 @@ func (o *Ops) ServerStates(ctx context.Context, ep domain.Endpoint, l domain.Log
 	if err != nil {
 		return nil, err
 	}
-	user, pass := l.User, l.Password
-	if !ep.NeedsActivation() {
-		user, pass = "anonymous", "ferry@"
-	}
 	out := make([]domain.ServerState, len(servers))
 	var wg sync.WaitGroup
 	for i, sv := range servers {
@@ -289,7 +336,12 @@ func (o *Ops) ServerStates(ctx context.Context, ep domain.Endpoint, l domain.Log
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[i] = o.probe(ctx, sv, user, pass)
+			auth, err := Auth(ep, sv, l, o.Trust)
+			if err != nil {
+				out[i] = domain.ServerState{Error: domain.ErrorMessage(err)}
+			} else {
+				out[i] = o.probe(ctx, sv, auth)
+			}
 			out[i].URI = uri
 		}()
 	}
@@ -298,9 +350,9 @@ func (o *Ops) ServerStates(ctx context.Context, ep domain.Endpoint, l domain.Log
 }
 
 // probe is one server's state.
-func (o *Ops) probe(ctx context.Context, sv Server, user, pass string) domain.ServerState {
+func (o *Ops) probe(ctx context.Context, sv Server, auth client.Authenticator) domain.ServerState {
 	var st domain.ServerState
-	c, err := o.dial(ctx, sv, user, pass)
+	c, err := o.dial(ctx, sv, auth)
 	if err == nil {
 		defer c.Close()
 		ctx, cancel := context.WithTimeout(ctx, o.timeout())

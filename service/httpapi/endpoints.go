@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"ferry/gsi"
 	"ferry/service/api"
 	"ferry/service/domain"
 	"ferry/service/secret"
@@ -124,32 +125,53 @@ func serverDoc(uri string) api.Server {
 	return d
 }
 
+// defaultPorts are the ports of server URLs that name none.
+var defaultPorts = map[string]string{"ftp": "21", "gsiftp": "2811"}
+
 // serverURI checks a server of a request and writes it as the store keeps
-// it: ftp://host:port.
+// it: ftp://host:port, or gsiftp://host:port for a GSI server.
 func serverURI(i int, sv api.Server) (string, error) {
 	if err := dataType(sv.DataType, "server"); err != nil {
 		return "", err
 	}
-	scheme, host, port := sv.Scheme, sv.Hostname, sv.Port
+	scheme, host, port := cmp.Or(sv.Scheme, "ftp"), sv.Hostname, sv.Port
 	if sv.URI != "" {
 		u, err := url.Parse(sv.URI)
 		if err != nil || u.User != nil || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
-			return "", domain.Errorf(domain.EInvalid, "DATA[%d].uri %q: want ftp://host:port", i, sv.URI)
+			return "", domain.Errorf(domain.EInvalid, "DATA[%d].uri %q: want ftp://host:port or gsiftp://host:port", i, sv.URI)
 		}
 		scheme, host = u.Scheme, u.Hostname()
-		if port, err = strconv.Atoi(cmp.Or(u.Port(), "21")); err != nil {
+		if port, err = strconv.Atoi(cmp.Or(u.Port(), defaultPorts[scheme], "21")); err != nil {
 			return "", domain.Errorf(domain.EInvalid, "DATA[%d].uri %q: bad port", i, sv.URI)
 		}
 	}
 	switch {
-	case cmp.Or(scheme, "ftp") != "ftp":
-		return "", domain.Errorf(domain.EInvalid, "DATA[%d]: scheme %q is not supported (want ftp)", i, scheme)
+	case defaultPorts[scheme] == "":
+		return "", domain.Errorf(domain.EInvalid, "DATA[%d]: scheme %q is not supported (want ftp or gsiftp)", i, scheme)
 	case host == "" || strings.ContainsAny(host, "/@?#% "):
 		return "", domain.Errorf(domain.EInvalid, "DATA[%d]: want a host name", i)
 	case port < 1 || port > 65535:
 		return "", domain.Errorf(domain.EInvalid, "DATA[%d]: port %d out of range", i, port)
 	}
-	return "ftp://" + net.JoinHostPort(host, strconv.Itoa(port)), nil
+	return scheme + "://" + net.JoinHostPort(host, strconv.Itoa(port)), nil
+}
+
+// checkGSI refuses an endpoint whose auth method and servers disagree: a
+// gsi endpoint's servers are gsiftp:// ones, and only a gsi endpoint's.
+func checkGSI(ep domain.Endpoint) error {
+	for i, sv := range ep.Servers {
+		gsiftp := strings.HasPrefix(sv, "gsiftp://")
+		switch {
+		case ep.Auth == domain.AuthGSI && !gsiftp:
+			return domain.Errorf(domain.EInvalid, "DATA[%d] %s: a %s endpoint's servers are gsiftp://host:port", i, sv, domain.AuthGSI)
+		case ep.Auth != domain.AuthGSI && gsiftp:
+			return domain.Errorf(domain.EInvalid, "DATA[%d] %s: a gsiftp:// server takes grid credentials: auth_method must be %s", i, sv, domain.AuthGSI)
+		}
+	}
+	if ep.Auth == domain.AuthGSI && ep.Via != "" {
+		return domain.Errorf(domain.EInvalid, "via: a %s endpoint cannot be reached through a head node (yet)", domain.AuthGSI)
+	}
+	return nil
 }
 
 // resolveWithin bounds the name lookups of checkServers.
@@ -220,9 +242,8 @@ func applySpec(ep *domain.Endpoint, spec api.EndpointSpec) error {
 		switch {
 		case ep.Auth == domain.AuthConnect || *spec.AuthMethod == domain.AuthConnect:
 			return domain.Errorf(domain.EInvalid, "auth_method: an endpoint is a %s endpoint from its creation on, or never", domain.AuthConnect)
-		case *spec.AuthMethod != domain.AuthAnonymous && *spec.AuthMethod != domain.AuthPassword:
-			return domain.Errorf(domain.EInvalid, "auth_method %q: want %s, %s or %s", *spec.AuthMethod,
-				domain.AuthAnonymous, domain.AuthPassword, domain.AuthConnect)
+		case !slices.Contains(domain.AuthMethods, *spec.AuthMethod):
+			return domain.Errorf(domain.EInvalid, "auth_method %q: want one of %s", *spec.AuthMethod, strings.Join(domain.AuthMethods, ", "))
 		}
 		ep.Auth = *spec.AuthMethod
 	}
@@ -331,7 +352,13 @@ func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request, c *call)
 	if err := applySpec(&ep, spec); err != nil {
 		return err
 	}
+	if spec.AuthMethod == nil && len(ep.Servers) > 0 && strings.HasPrefix(ep.Servers[0], "gsiftp://") {
+		ep.Auth = domain.AuthGSI // gsiftp:// servers take grid credentials
+	}
 	if err := s.applyVia(r, c, &ep, spec); err != nil {
+		return err
+	}
+	if err := checkGSI(ep); err != nil {
 		return err
 	}
 	if connect {
@@ -363,6 +390,9 @@ func (s *Server) updateEndpoint(w http.ResponseWriter, r *http.Request, c *call)
 		return err
 	}
 	if err := s.applyVia(r, c, &ep, spec); err != nil {
+		return err
+	}
+	if err := checkGSI(ep); err != nil {
 		return err
 	}
 	if spec.Servers != nil {
@@ -405,7 +435,21 @@ func (s *Server) activationRequirements(w http.ResponseWriter, r *http.Request, 
 		return err
 	}
 	doc := api.ActivationRequirements{DataType: "activation_requirements", Activated: activated, ExpiresIn: expiresIn, Data: []api.ActivationRequirement{}}
-	if ep.NeedsActivation() {
+	if activated && ep.NeedsActivation() {
+		if a, err := s.Store.Activation(r.Context(), c.user.ID, ep.ID); err == nil {
+			doc.Subject = a.Subject
+		}
+	}
+	switch {
+	case ep.Auth == domain.AuthGSI:
+		doc.Data = []api.ActivationRequirement{
+			{DataType: "activation_requirement", Type: "proxy", Name: "proxy", UIName: "Grid proxy",
+				Description: "a grid proxy in PEM (certificate, key, chain), as grid-proxy-init or myproxy-logon writes it; " +
+					"the activation lasts as long as the proxy", Required: true, Private: true},
+			{DataType: "activation_requirement", Type: "proxy", Name: "username", UIName: "Username",
+				Description: "the user to log in as on the endpoint's servers (default: their grid-mapfile's mapping of the proxy's identity)"},
+		}
+	case ep.NeedsActivation():
 		doc.Data = []api.ActivationRequirement{
 			{DataType: "activation_requirement", Type: "password", Name: "username", UIName: "Username",
 				Description: "your user name on the endpoint's servers", Required: true},
@@ -442,15 +486,37 @@ func (s *Server) activate(w http.ResponseWriter, r *http.Request, c *call) error
 	if req.Lifetime > 0 {
 		lifetime = time.Duration(req.Lifetime) * time.Second
 	}
-	if req.Username == "" || req.Password == "" {
-		return domain.Errorf(domain.EInvalid, "username and password are required")
+	now := s.Now()
+	expires := now.Add(lifetime)
+	var l domain.Login
+	var subject string
+	if ep.Auth == domain.AuthGSI {
+		var err error
+		if l, subject, expires, err = gsiLogin(ep, req, now); err != nil {
+			return err
+		}
+		if req.Lifetime > 0 && now.Add(lifetime).Before(expires) {
+			expires = now.Add(lifetime)
+		}
+	} else {
+		if req.Proxy != "" {
+			return domain.Errorf(domain.EInvalid, "proxy: endpoint %s is a %s endpoint; a grid proxy activates %s endpoints only",
+				ep.DisplayName(), ep.Auth, domain.AuthGSI)
+		}
+		if req.Username == "" || req.Password == "" {
+			return domain.Errorf(domain.EInvalid, "username and password are required")
+		}
+		l = domain.Login{User: req.Username, Password: req.Password}
 	}
-	l := domain.Login{User: req.Username, Password: req.Password}
 	if ep.Via != "" {
 		// The service cannot reach it to log in: a wrong login fails
 		// the transfers to it, as the head node's forwarding reports.
 	} else if err := s.Ops.Check(r.Context(), ep, l); domain.ErrorCode(err) == domain.EUnauthorized {
-		return domain.Errorf(domain.EInvalid, "endpoint %s refused the login of %q: %s", ep.DisplayName(), req.Username, domain.ErrorMessage(err))
+		who := fmt.Sprintf("%q", req.Username)
+		if subject != "" {
+			who = fmt.Sprintf("the grid proxy of %q", subject)
+		}
+		return domain.Errorf(domain.EInvalid, "endpoint %s refused the login of %s: %s", ep.DisplayName(), who, domain.ErrorMessage(err))
 	} else if err != nil {
 		return err
 	}
@@ -458,8 +524,7 @@ func (s *Server) activate(w http.ResponseWriter, r *http.Request, c *call) error
 	if err != nil {
 		return err
 	}
-	now := s.Now()
-	a := domain.Activation{UserID: c.user.ID, EndpointID: ep.ID, Sealed: sealed, Expires: now.Add(lifetime), Created: now}
+	a := domain.Activation{UserID: c.user.ID, EndpointID: ep.ID, Sealed: sealed, Expires: expires, Created: now, Subject: subject}
 	if err := s.Store.PutActivation(r.Context(), a); err != nil {
 		return err
 	}
@@ -469,12 +534,63 @@ func (s *Server) activate(w http.ResponseWriter, r *http.Request, c *call) error
 	if doc.Resumed > 0 {
 		s.queued()
 	}
-	doc.Code, doc.ExpiresIn = "Activated", int64(lifetime/time.Second)
+	doc.Code, doc.ExpiresIn, doc.Subject = "Activated", int64(expires.Sub(now)/time.Second), subject
 	doc.Message = fmt.Sprintf("endpoint %s is activated until %s", ep.DisplayName(), a.Expires.UTC().Format(time.RFC3339))
+	if subject != "" {
+		doc.Message = fmt.Sprintf("endpoint %s is activated as %s until %s", ep.DisplayName(), subject, a.Expires.UTC().Format(time.RFC3339))
+	}
 	if ep.Via != "" {
 		doc.Message += fmt.Sprintf("; the login is not checked: the service reaches the endpoint only through %s", ep.ViaName)
 	}
 	return reply(w, http.StatusOK, doc)
+}
+
+// minProxyLife is the least lifetime a proxy must have left to activate
+// an endpoint: less could not even start a task.
+const minProxyLife = 10 * time.Second
+
+// maxProxySize bounds an uploaded proxy: a certificate chain of a few
+// levels and a key.
+const maxProxySize = 64 << 10
+
+// gsiLogin checks the grid proxy of a gsi activation — it parses, holds
+// its key, names an identity and is not about to expire — and returns the
+// login to seal (the proxy as PEM, re-encoded), its identity and its
+// NotAfter. The proxy never appears in messages or logs.
+func gsiLogin(ep domain.Endpoint, req api.Activate, now time.Time) (domain.Login, string, time.Time, error) {
+	if req.Password != "" {
+		return domain.Login{}, "", time.Time{}, domain.Errorf(domain.EInvalid,
+			"password: endpoint %s is a %s endpoint: activate it with a grid proxy (proxy), not a password", ep.DisplayName(), domain.AuthGSI)
+	}
+	switch {
+	case req.Proxy == "":
+		return domain.Login{}, "", time.Time{}, domain.Errorf(domain.EInvalid,
+			"proxy is required: endpoint %s is a %s endpoint, activated with a grid proxy (grid-proxy-init)", ep.DisplayName(), domain.AuthGSI)
+	case len(req.Proxy) > maxProxySize:
+		return domain.Login{}, "", time.Time{}, domain.Errorf(domain.ELimit, "proxy: over %d bytes", maxProxySize)
+	}
+	cred, err := gsi.ParseCredential([]byte(req.Proxy))
+	if err != nil {
+		return domain.Login{}, "", time.Time{}, domain.Errorf(domain.EInvalid, "proxy: not a grid proxy: %v", err)
+	}
+	id, notAfter := cred.Identity(), cred.NotAfter()
+	switch {
+	case id == "":
+		return domain.Login{}, "", time.Time{}, domain.Errorf(domain.EInvalid, "proxy: it names no identity")
+	case !now.Before(notAfter):
+		return domain.Login{}, "", time.Time{}, domain.Errorf(domain.EInvalid,
+			"proxy: the grid proxy of %s expired at %s: make a new one (grid-proxy-init)", id, notAfter.UTC().Format(time.RFC3339))
+	case notAfter.Sub(now) < minProxyLife:
+		return domain.Login{}, "", time.Time{}, domain.Errorf(domain.EInvalid,
+			"proxy: the grid proxy of %s expires at %s, in under %v: make a new one (grid-proxy-init)", id, notAfter.UTC().Format(time.RFC3339), minProxyLife)
+	case now.Before(cred.Chain[0].NotBefore.Add(-5 * time.Minute)):
+		return domain.Login{}, "", time.Time{}, domain.Errorf(domain.EInvalid, "proxy: the grid proxy of %s is not valid before %s",
+			id, cred.Chain[0].NotBefore.UTC().Format(time.RFC3339))
+	}
+	if err := checkText("username", req.Username, 256); err != nil {
+		return domain.Login{}, "", time.Time{}, err
+	}
+	return domain.Login{User: req.Username, Proxy: string(cred.Encode())}, id, notAfter, nil
 }
 
 // deactivate forgets the caller's activation and pauses its tasks on the

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/crypto/bcrypt"
 
+	"ferry/gsi"
 	"ferry/service/api"
 	"ferry/service/apiclient"
 	"ferry/service/domain"
@@ -223,19 +224,21 @@ func addEndpoint(t *testing.T, c *apiclient.Client, name, auth string, public bo
 }
 
 // fakeOps stands for the endpoints' GridFTP servers: a password endpoint
-// accepts the logins in logins; listings come from dirs.
+// accepts the logins in logins, a gsi endpoint the grid proxies of the
+// DNs in gridmap; listings come from dirs.
 type fakeOps struct {
-	mu     sync.Mutex
-	logins map[string]string            // user → password
-	dirs   map[string][]domain.FileInfo // path → entries
-	fail   error                        // returned by every operation when set
-	calls  []string                     // operations done, with the login user
-	refuse error                        // what CheckTransfer says of a submission's items
-	delay  time.Duration                // every operation takes this long, unless its context ends
+	mu      sync.Mutex
+	logins  map[string]string            // user → password
+	gridmap map[string]bool              // the DNs a gsi endpoint maps
+	dirs    map[string][]domain.FileInfo // path → entries
+	fail    error                        // returned by every operation when set
+	calls   []string                     // operations done, with the login user
+	refuse  error                        // what CheckTransfer says of a submission's items
+	delay   time.Duration                // every operation takes this long, unless its context ends
 }
 
 func newFakeOps() *fakeOps {
-	return &fakeOps{logins: map[string]string{"carol": "secret"}, dirs: map[string][]domain.FileInfo{}}
+	return &fakeOps{logins: map[string]string{"carol": "secret"}, gridmap: map[string]bool{}, dirs: map[string][]domain.FileInfo{}}
 }
 
 func (f *fakeOps) do(ctx context.Context, ep domain.Endpoint, l domain.Login, call string) error {
@@ -251,6 +254,15 @@ func (f *fakeOps) do(ctx context.Context, ep domain.Endpoint, l domain.Login, ca
 	defer f.mu.Unlock()
 	if f.fail != nil {
 		return f.fail
+	}
+	if ep.Auth == domain.AuthGSI {
+		// A GSI server: the proxy's identity must be in its grid-mapfile.
+		cred, err := gsi.ParseCredential([]byte(l.Proxy))
+		if err != nil || !f.gridmap[cred.Identity()] {
+			return domain.Errorf(domain.EUnauthorized, "530 Login incorrect: no grid-mapfile entry")
+		}
+		f.calls = append(f.calls, call+" as "+cred.Identity())
+		return nil
 	}
 	if ep.NeedsActivation() && (l.Password == "" || f.logins[l.User] != l.Password) {
 		return domain.Errorf(domain.EUnauthorized, "530 Login incorrect.")

@@ -123,7 +123,8 @@ type InactiveError struct {
 func (e *InactiveError) Error() string { return e.Message }
 
 // Login opens userID's activation of ep, valid at now. It returns the
-// login and when it expires; endpoints that need no activation (anonymous
+// login (for a gsi endpoint, with its grid proxy) and when it expires (a
+// proxy's activation: when the proxy does); endpoints that need no activation (anonymous
 // and connect ones) get a zero login and time. A missing, expired or unreadable activation
 // is an *InactiveError; other errors come from the store.
 func (b *Box) Login(ctx context.Context, st domain.Store, userID int64, ep domain.Endpoint, now time.Time) (domain.Login, time.Time, error) {
@@ -146,6 +147,12 @@ func (b *Box) Login(ctx context.Context, st domain.Store, userID int64, ep domai
 	if err != nil {
 		return domain.Login{}, time.Time{}, &InactiveError{Nice: domain.NiceNotActivated,
 			Message: fmt.Sprintf("the credential for %s cannot be read; activate it again", ep.DisplayName())}
+	}
+	if (ep.Auth == domain.AuthGSI) != (l.Proxy != "") {
+		// The endpoint's auth method changed since: a password cannot
+		// log in to a gsi endpoint, nor a proxy to a password one.
+		return domain.Login{}, time.Time{}, &InactiveError{Nice: domain.NiceNotActivated,
+			Message: fmt.Sprintf("endpoint %s now takes a %s credential; activate it again", ep.DisplayName(), ep.Auth)}
 	}
 	return l, a.Expires, nil
 }

@@ -1,7 +1,11 @@
 package secret
 
 import (
+	"bytes"
+	"fmt"
+	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"ferry/service/domain"
@@ -72,5 +76,36 @@ func TestSealBytes(t *testing.T) {
 	}
 	if _, err := b.OpenBytes(sealed, "activation:1:ep"); err == nil {
 		t.Fatal("opened with another context")
+	}
+}
+
+// A gsi endpoint's login — a grid proxy — is sealed like a password: the
+// sealed value holds none of it, it opens back whole, and a Login
+// printed or logged shows no secret.
+func TestSealProxy(t *testing.T) {
+	b, _ := New(make([]byte, KeySize))
+	const proxy = "-----BEGIN CERTIFICATE-----\nMIIproxy\n-----END CERTIFICATE-----\n" +
+		"-----BEGIN PRIVATE KEY-----\nMIIkeyMaterial\n-----END PRIVATE KEY-----\n"
+	l := domain.Login{User: "alice", Proxy: proxy}
+	sealed, err := b.Seal(l, Context(1, "ep"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(sealed, []byte("keyMaterial")) || bytes.Contains(sealed, []byte("PRIVATE")) {
+		t.Fatal("the sealed value holds the proxy")
+	}
+	got, err := b.Open(sealed, Context(1, "ep"))
+	if err != nil || got != l {
+		t.Fatalf("Open = %+v, %v; want %+v", got, err, l)
+	}
+	var logged bytes.Buffer
+	slog.New(slog.NewTextHandler(&logged, nil)).Info("login", "login", l)
+	for _, shown := range []string{fmt.Sprint(l), fmt.Sprintf("%v %s", l, l), logged.String()} {
+		if strings.Contains(shown, "keyMaterial") || strings.Contains(shown, "PRIVATE") {
+			t.Errorf("a printed login shows the proxy: %s", shown)
+		}
+	}
+	if s := (domain.Login{User: "bob", Password: "pw-secret"}).String(); strings.Contains(s, "pw-secret") {
+		t.Errorf("a printed login shows the password: %s", s)
 	}
 }

@@ -156,18 +156,18 @@ func (db *DB) DeleteEndpoint(ctx context.Context, id string) (err error) {
 // endpoint; a zero Created is set to now.
 func (db *DB) PutActivation(ctx context.Context, a domain.Activation) (err error) {
 	defer wrap(&err, "put activation")
-	_, err = db.conn().exec(ctx, `INSERT INTO activations (user_id, endpoint_id, sealed, expires, created)
-		VALUES (?, ?, ?, ?, ?) ON CONFLICT (user_id, endpoint_id)
-		DO UPDATE SET sealed = excluded.sealed, expires = excluded.expires, created = excluded.created`,
-		a.UserID, a.EndpointID, a.Sealed, us(a.Expires), us(orNow(a.Created)))
+	_, err = db.conn().exec(ctx, `INSERT INTO activations (user_id, endpoint_id, sealed, expires, created, subject)
+		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (user_id, endpoint_id)
+		DO UPDATE SET sealed = excluded.sealed, expires = excluded.expires, created = excluded.created, subject = excluded.subject`,
+		a.UserID, a.EndpointID, a.Sealed, us(a.Expires), us(orNow(a.Created)), a.Subject)
 	return err
 }
 
 func (db *DB) Activation(ctx context.Context, userID int64, endpointID string) (_ domain.Activation, err error) {
 	defer wrap(&err, "activation")
 	a := domain.Activation{UserID: userID, EndpointID: endpointID}
-	err = db.conn().row(ctx, `SELECT sealed, expires, created FROM activations WHERE user_id = ? AND endpoint_id = ?`,
-		userID, endpointID).Scan(&a.Sealed, timeCol{&a.Expires}, timeCol{&a.Created})
+	err = db.conn().row(ctx, `SELECT sealed, expires, created, subject FROM activations WHERE user_id = ? AND endpoint_id = ?`,
+		userID, endpointID).Scan(&a.Sealed, timeCol{&a.Expires}, timeCol{&a.Created}, &a.Subject)
 	return a, missing(err, "activation of endpoint %s", endpointID)
 }
 

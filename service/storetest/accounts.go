@@ -222,6 +222,23 @@ func testActivations(t *testing.T, open Open) {
 	f.ok(err)
 	equal(t, "replaced Activation", got, a)
 
+	// A gsi activation: a sealed grid proxy of several kilobytes, and
+	// the identity it logs in as; replacing it with a password's
+	// clears the subject.
+	a.Sealed, a.Subject = make([]byte, 12<<10), "/O=Grid/OU=ferry-test/CN=Alice O'Neil"
+	for i := range a.Sealed {
+		a.Sealed[i] = byte(i * 7)
+	}
+	f.ok(f.s.PutActivation(f.ctx, a))
+	got, err = f.s.Activation(f.ctx, alice.ID, ep.ID)
+	f.ok(err)
+	equal(t, "gsi Activation", got, a)
+	a.Sealed, a.Subject = []byte("sealed 3"), ""
+	f.ok(f.s.PutActivation(f.ctx, a))
+	got, err = f.s.Activation(f.ctx, alice.ID, ep.ID)
+	f.ok(err)
+	equal(t, "password Activation after gsi", got, a)
+
 	runErrCases(t, []errCase{
 		{"another user's", func() error { _, err := f.s.Activation(f.ctx, bob.ID, ep.ID); return err }, domain.ENotFound},
 		{"delete another user's", func() error { return f.s.DeleteActivation(f.ctx, bob.ID, ep.ID) }, domain.ENotFound},

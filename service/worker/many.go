@@ -122,7 +122,9 @@ func (r *run) transferMany(ctx context.Context, try int, deadline time.Time, log
 		if err != nil {
 			return err
 		}
-		ends[i] = gridops.Engine(ep, servers[try%len(servers)], logins[i])
+		if ends[i], err = gridops.Engine(ep, servers[try%len(servers)], logins[i], r.w.Trust); err != nil {
+			return err
+		}
 	}
 	r.p.begin()
 	var keep []int
@@ -178,7 +180,10 @@ func (r *run) relayed(ctx context.Context, ep domain.Endpoint, try int, l domain
 	if err != nil {
 		return e, nil, err
 	}
-	via := gridops.Engine(relay, servers[try%len(servers)], rl)
+	via, err := gridops.Engine(relay, servers[try%len(servers)], rl, r.w.Trust)
+	if err != nil {
+		return e, nil, err
+	}
 	return e, &via, nil
 }
 

@@ -373,10 +373,17 @@ func (p *progress) Started(s engine.Settings) {
 	case s.CompressNote != "":
 		desc += "; " + s.CompressNote
 	}
+	switch {
+	case s.Encrypted:
+		desc += "; data channels authenticated and encrypted"
+	case s.Authenticated:
+		desc += "; data channels authenticated"
+	}
 	p.event(domain.Event{Code: domain.EventStarted, Description: desc,
 		Details: details(map[string]any{"concurrency": s.Concurrency, "parallelism": s.Parallelism,
 			"pipelining": s.Pipelining, "chunk_size": s.ChunkSize, "checksum_algorithm": s.Algorithm,
-			"rtt_ms": float64(s.RTT.Microseconds()) / 1000, "tar_batches": s.Batches, "tar_reason": s.TarReason, "compressed": s.Compressed})})
+			"rtt_ms": float64(s.RTT.Microseconds()) / 1000, "tar_batches": s.Batches, "tar_reason": s.TarReason, "compressed": s.Compressed,
+			"authenticated": s.Authenticated, "encrypted": s.Encrypted})})
 }
 
 // Way records how large files move, and why (engine.Ways).

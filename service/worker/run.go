@@ -593,7 +593,9 @@ func (r *run) transfer(ctx context.Context, try int, deadline time.Time, logins 
 		if err != nil {
 			return err
 		}
-		ends[i] = gridops.Engine(ep, servers[try%len(servers)], logins[i])
+		if ends[i], err = gridops.Engine(ep, servers[try%len(servers)], logins[i], r.w.Trust); err != nil {
+			return err
+		}
 		ends[i].Servers = gridops.Others(servers, try)
 	}
 	r.p.begin()

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"ferry/engine"
+	"ferry/gsi"
 	"ferry/netpolicy"
 	"ferry/service/domain"
 	"ferry/service/secret"
@@ -47,8 +48,11 @@ type Worker struct {
 	// Networks says which addresses endpoints' servers may have (see
 	// gridops.Servers); nil: any.
 	Networks *netpolicy.Policy
-	Notify   Notifier // nil: no notifications
-	ID       string   // unique among the workers sharing the store, e.g. host:pid
+	// Trust holds the CAs that gsi endpoints' servers are checked
+	// against (see gridops.Auth); nil: gsi endpoints cannot be reached.
+	Trust  *gsi.Trust
+	Notify Notifier // nil: no notifications
+	ID     string   // unique among the workers sharing the store, e.g. host:pid
 
 	Lease          time.Duration // how long a claim lasts without heartbeat; 0: 1 min
 	HeartbeatEvery time.Duration // 0: Lease/3

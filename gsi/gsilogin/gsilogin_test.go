@@ -1,4 +1,4 @@
-package main
+package gsilogin
 
 import "testing"
 
@@ -17,8 +17,8 @@ func TestHostDN(t *testing.T) {
 		{"/O=Grid/CN=Alice", "alice.example.org", false},
 		{"/O=Grid", "127.0.0.1", false},
 	} {
-		if got := hostDN(tt.dn, tt.host); got != tt.want {
-			t.Errorf("hostDN(%q, %q) = %v", tt.dn, tt.host, got)
+		if got := HostDN(tt.dn, tt.host); got != tt.want {
+			t.Errorf("HostDN(%q, %q) = %v", tt.dn, tt.host, got)
 		}
 	}
 }
