@@ -96,6 +96,9 @@ var allowed = map[string][]string{
 	"ferry/service/domain":  {},
 	"ferry/service/secret":  {"ferry/service/domain"},
 
+	// A MyProxy client: GSI on a socket, a proxy fetched with a pass phrase.
+	"ferry/gsi/myproxy": {"ferry/gsi", "ferry/gsi/gss"},
+
 	// The REST API: its documents, server and client.
 	"ferry/service/api":       {"ferry/service/domain"},
 	"ferry/service/httpapi":   {"ferry/service/domain", "ferry/service/secret", "ferry/service/api", "ferry/passwd", "ferry/checksum", "ferry/tunnel", "ferry/netpolicy", "ferry/throttle"},
