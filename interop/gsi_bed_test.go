@@ -46,7 +46,12 @@ package interop
 //     completing one request" (myproxy-server(8); observed: it exits after
 //     each myproxy-init or myproxy-logon); without -d it forks into the
 //     background. startMyProxy therefore keeps a -d child and starts it
-//     again after every request, and the client helpers take turns.
+//     again after every request, and the client helpers take turns. It
+//     writes a pid file (/run/myproxy.pid unless -P says otherwise) and will
+//     not start while the process named there runs: "Daemon already
+//     running, pid=..., pidfile=/run/myproxy.pid. Use the -P option to run
+//     multiple myproxy-server instances with different pidfiles."; each
+//     server of the bed has its own.
 
 import (
 	"bytes"
@@ -555,9 +560,12 @@ cert_dir              %s
 `, caDir), 0o644)
 	port := freePort(t)
 	s := &myproxyServer{t: t, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), bin: bin,
-		args: []string{"-d", "-v", "-c", conf, "-s", storage, "-l", "127.0.0.1", "-p", strconv.Itoa(port)},
-		env:  gsiEnv("X509_CERT_DIR="+caDir, "X509_USER_CERT="+hostCert, "X509_USER_KEY="+hostKey),
-		log:  &logBuffer{}, done: make(chan struct{})}
+		// -P: without a pid file of its own a second server refuses to run
+		// ("Daemon already running, pid=..., pidfile=/run/myproxy.pid").
+		args: []string{"-d", "-v", "-c", conf, "-s", storage, "-l", "127.0.0.1", "-p", strconv.Itoa(port),
+			"-P", filepath.Join(dir, "myproxy-server.pid")},
+		env: gsiEnv("X509_CERT_DIR="+caDir, "X509_USER_CERT="+hostCert, "X509_USER_KEY="+hostKey),
+		log: &logBuffer{}, done: make(chan struct{})}
 	if err := s.launch(); err != nil {
 		t.Fatalf("start myproxy-server: %v", err)
 	}

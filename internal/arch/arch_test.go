@@ -99,6 +99,8 @@ var allowed = map[string][]string{
 	// The GridFTP login of a grid credential, shared by ferry copy and
 	// the service.
 	"ferry/gsi/gsilogin": {"ferry/gsi", "ferry/gsi/gss", "ferry/gridftp", "ferry/gridftp/client"},
+	// A MyProxy client: GSI on a socket, a proxy fetched with a pass phrase.
+	"ferry/gsi/myproxy": {"ferry/gsi", "ferry/gsi/gss"},
 
 	// The REST API: its documents, server and client.
 	"ferry/service/api":       {"ferry/service/domain"},
