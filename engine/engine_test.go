@@ -145,7 +145,7 @@ func compareTrees(t *testing.T, src, dst string) {
 		a, _ := os.ReadFile(p)
 		b, err := os.ReadFile(q)
 		if err != nil || !bytes.Equal(a, b) {
-			t.Errorf("file %s differs (%v)", rel, err)
+			t.Errorf("file %s differs at %s: %d bytes, want %d (%v)", rel, dst, len(b), len(a), err)
 		}
 		return nil
 	})
