@@ -20,6 +20,7 @@ import (
 type endpointOpts struct {
 	name, auth, dir, description string
 	via                          string
+	myproxy, myproxyDN           string
 	servers                      []string
 	public                       bool
 	maxConcurrent                int
@@ -34,6 +35,9 @@ func (o *endpointOpts) register(f *pflag.FlagSet) {
 	f.StringVar(&o.description, "description", "", "what the endpoint holds")
 	f.StringVar(&o.via, "via", "", "the endpoint (a head node's ferry gridftp --multicast) through which alone this one is reached; "+
 		`the service then never connects to it: transfers to it only ("" in update: reached directly)`)
+	f.StringVar(&o.myproxy, "myproxy", "", "a gsi endpoint: the MyProxy server, HOST[:PORT] (port 7512 by default), from which the service "+
+		`fetches your proxy when you activate with --myproxy-user; endpoints naming one server are activated together ("" in update: none)`)
+	f.StringVar(&o.myproxyDN, "myproxy-dn", "", "the MyProxy server's identity (a one-line DN) if its certificate does not name its host")
 }
 
 // spec is the endpoint document of the flags set on the command line;
@@ -70,6 +74,12 @@ func (o *endpointOpts) spec(f *pflag.FlagSet) (api.EndpointSpec, bool) {
 	}
 	if set("via") {
 		s.Via = &o.via
+	}
+	if set("myproxy") {
+		s.MyProxyServer = &o.myproxy
+	}
+	if set("myproxy-dn") {
+		s.MyProxyServerDN = &o.myproxyDN
 	}
 	return s, changed
 }
@@ -142,10 +152,22 @@ func endpointRows(w io.Writer, ep api.Endpoint) {
 		{"Activated", activation(ep.Activated, ep.ExpiresIn)},
 		{"Agent", agentState(ep)},
 		{"Reached Through", cmp.Or(ep.ViaDisplayName, "none (reached directly)")},
+		{"MyProxy Server", myproxyRow(ep)},
 		{"Created", when(ep.Created)},
 	} {
 		row(w, f[0]+":", f[1])
 	}
+}
+
+// myproxyRow describes a gsi endpoint's MyProxy server.
+func myproxyRow(ep api.Endpoint) string {
+	switch {
+	case ep.MyProxyServer == "":
+		return "none"
+	case ep.MyProxyServerDN != "":
+		return ep.MyProxyServer + " (" + ep.MyProxyServerDN + ")"
+	}
+	return ep.MyProxyServer
 }
 
 // agentState says whether a connect endpoint's agent is connected.
@@ -300,7 +322,7 @@ ferry connect command that pairs the machine with it.`,
 	updateCmd.Flags().Lookup("server").Usage = "replace the servers (repeat for several)"
 
 	var (
-		username, lifetime, proxy string
+		username, lifetime, proxy, myproxyUser string
 	)
 	activateCmd := byName("activate", "Give the service your login for an endpoint's servers", func(cmd *cobra.Command, ep string) error {
 		life, err := parseDuration("--lifetime", lifetime)
@@ -317,7 +339,25 @@ ferry connect command that pairs the machine with it.`,
 		}
 		a := api.Activate{Lifetime: int64(life / time.Second)}
 		takesProxy := slices.ContainsFunc(req.Data, func(r api.ActivationRequirement) bool { return r.Type == "proxy" })
+		takesMyProxy := slices.ContainsFunc(req.Data, func(r api.ActivationRequirement) bool { return r.Type == "myproxy" })
 		switch {
+		case cmd.Flags().Changed("myproxy-user") && cmd.Flags().Changed("proxy"):
+			return usagef("--myproxy-user and --proxy: give one")
+		case cmd.Flags().Changed("myproxy-user") && !takesMyProxy:
+			return usagef("--myproxy-user: endpoint %s names no MyProxy server (ferry endpoint update %s --myproxy HOST[:PORT])", ep, ep)
+		case cmd.Flags().Changed("myproxy-user"):
+			// The pass phrase is read, never a flag: it goes to the
+			// service, which hands it to the MyProxy server alone.
+			if !cmd.Flags().Changed("lifetime") {
+				a.Lifetime = 0
+			}
+			a.Username, a.MyProxyUsername = username, myproxyUser
+			if a.MyProxyUsername == "" {
+				return usagef("--myproxy-user: want your MyProxy username")
+			}
+			if a.MyProxyPassphrase, err = readSecret(cmd, fmt.Sprintf("MyProxy pass phrase of %s: ", myproxyUser)); err != nil {
+				return err
+			}
 		case takesProxy:
 			// A grid proxy lasts as long as it does, unless --lifetime
 			// asks for less.
@@ -346,6 +386,11 @@ ferry connect command that pairs the machine with it.`,
 				fmt.Fprintf(w, "; %d waiting tasks resumed", res.Resumed)
 			}
 			fmt.Fprintln(w)
+			if len(res.Endpoints) > 1 {
+				for _, e := range res.Endpoints {
+					fmt.Fprintf(w, "  activated: %s (%d waiting tasks resumed)\n", e.DisplayName, e.Resumed)
+				}
+			}
 		})
 	})
 	activateCmd.Long = `Give the service USER's password on the endpoint's servers (read from standard
@@ -358,9 +403,18 @@ A gsi endpoint (gsiftp:// servers) is activated with your grid proxy instead
 or myproxy-logon write it): the service checks it by logging in, keeps it
 encrypted until the proxy expires, and delegates it to the servers. Tasks
 that need it longer go INACTIVE when it expires; activate again with a new
-proxy to resume them.`
+proxy to resume them.
+
+A gsi endpoint that names a MyProxy server (endpoint add/update --myproxy)
+can be activated with your MyProxy username instead (--myproxy-user; the
+pass phrase is read from standard input, or prompted for on a terminal):
+the service fetches a proxy of yours from the server (for --lifetime, 12h
+by default, or less if the server allows less) and activates with it this
+endpoint and every other gsi endpoint you may use that names the same
+MyProxy server. The pass phrase is not stored anywhere.`
 	activateCmd.Flags().StringVar(&username, "username", "", "user name on the endpoint's servers (default: your local user name; a gsi endpoint: the servers' grid-mapfile mapping)")
 	activateCmd.Flags().StringVar(&proxy, "proxy", "", "a gsi endpoint: the grid proxy file to activate it with (default $X509_USER_PROXY, else /tmp/x509up_u<uid>)")
+	activateCmd.Flags().StringVar(&myproxyUser, "myproxy-user", "", "a gsi endpoint with a MyProxy server: your username there; the pass phrase is read from standard input or the terminal")
 	activateCmd.Flags().StringVar(&lifetime, "lifetime", "12h", "how long the service may use the login (at most 168h; a grid proxy: its own lifetime unless this is given and shorter)")
 
 	deactivateCmd := byName("deactivate", "Make the service forget your login for an endpoint", func(cmd *cobra.Command, ep string) error {

@@ -68,7 +68,7 @@ tasks go back to the queue and continue in another process or at restart.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:8080", "HTTP address of the API and web app")
 	fl.StringVar(&f.endpointNetworks, "endpoint-networks", "", "the networks endpoints' servers may be in: CIDR prefixes or addresses, comma-separated, ! before one to refuse it (default: any address but link-local, cloud metadata, unspecified, multicast and reserved ones, and loopback unless --listen is on loopback; those stay refused unless named)")
-	fl.StringVar(&f.gsiCADir, "gsi-ca-dir", "", "the grid CAs (an OpenSSL hashed directory) that gsi endpoints' servers are checked against (default $X509_CERT_DIR, else /etc/grid-security/certificates; without it gsi endpoints cannot be used)")
+	fl.StringVar(&f.gsiCADir, "gsi-ca-dir", "", "the grid CAs (an OpenSSL hashed directory) that gsi endpoints' servers and MyProxy servers are checked against (default $X509_CERT_DIR, else /etc/grid-security/certificates; without it gsi endpoints cannot be used)")
 	fl.StringVar(&f.keyFile, "key-file", "", "key sealing endpoint credentials (default DIR/secret.key; created if missing)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.StringVar(&f.workerID, "worker-id", "", "this process's name, unique among the processes of one database, for the leases of its tasks and the agents connected to it; a process restarted under it takes back its running tasks at once (default HOST/LISTEN-ADDRESS)")
@@ -144,7 +144,7 @@ func runServer(ctx context.Context, cmd *cobra.Command, f serverFlags) error {
 	}
 	api := &httpapi.Server{
 		Store: st, Ops: ops, Box: box, Logger: log, Registry: reg,
-		DefaultDeadline: f.defaultDeadline, Networks: nets, PublicURL: f.publicURL,
+		DefaultDeadline: f.defaultDeadline, Networks: nets, PublicURL: f.publicURL, Trust: trust,
 	}
 	if !f.noWorker {
 		api.Queued = w.Wake

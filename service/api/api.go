@@ -400,9 +400,15 @@ type Endpoint struct {
 	// Via is the endpoint through which alone this one is reached (a head
 	// node in front of a private network), by ID and owner#name; absent:
 	// reached directly.
-	Via            string    `json:"via,omitempty"`
-	ViaDisplayName string    `json:"via_display_name,omitempty"`
-	Created        time.Time `json:"created"`
+	Via            string `json:"via,omitempty"`
+	ViaDisplayName string `json:"via_display_name,omitempty"`
+	// MyProxyServer is a gsi endpoint's MyProxy server (host:port), from
+	// which the service fetches a proxy to activate it (Activate's
+	// MyProxyUsername and MyProxyPassphrase); MyProxyServerDN is the
+	// server's identity when not a name of its host. Absent: none.
+	MyProxyServer   string    `json:"myproxy_server,omitempty"`
+	MyProxyServerDN string    `json:"myproxy_server_dn,omitempty"`
+	Created         time.Time `json:"created"`
 	// SetupKey is a new connect endpoint's first setup key: only in the
 	// answer to the POST that created it.
 	SetupKey *SetupKey `json:"setup_key,omitempty"`
@@ -425,6 +431,12 @@ type EndpointSpec struct {
 	// Via names (UUID or owner#name) the endpoint through which alone
 	// this one is reached; "" (in a PUT): reached directly.
 	Via *string `json:"via,omitempty"`
+	// MyProxyServer (host[:port], port 7512 by default) is a gsi
+	// endpoint's MyProxy server; "" (in a PUT): none. MyProxyServerDN is
+	// the server's identity (a one-line DN) if its certificate does not
+	// name its host; "": a name of the host.
+	MyProxyServer   *string `json:"myproxy_server,omitempty"`
+	MyProxyServerDN *string `json:"myproxy_server_dn,omitempty"`
 }
 
 // EndpointList is a page of endpoints (DATA_TYPE endpoint_list).
@@ -480,8 +492,8 @@ type ActivationRequirements struct {
 // activation_requirement).
 type ActivationRequirement struct {
 	DataType    string `json:"DATA_TYPE"`
-	Type        string `json:"type"` // password, or proxy (a gsi endpoint)
-	Name        string `json:"name"` // the Activate field: username, password or proxy
+	Type        string `json:"type"` // password, proxy (a gsi endpoint), or myproxy (one with a MyProxy server)
+	Name        string `json:"name"` // the Activate field: username, password, proxy, myproxy_username or myproxy_passphrase
 	UIName      string `json:"ui_name"`
 	Description string `json:"description"`
 	Required    bool   `json:"required"`
@@ -494,27 +506,49 @@ type ActivationRequirement struct {
 // of its chain, as grid-proxy-init writes it), and optionally Username
 // (the user to log in as; "": the servers' grid-mapfile mapping). A gsi
 // activation lasts as long as its proxy, or Lifetime if that is shorter.
-// (Other ways to activate — a MyProxy server's — add their fields here.)
+//
+// A gsi endpoint that names a MyProxy server may take MyProxyUsername and
+// MyProxyPassphrase instead of Proxy: the service fetches a proxy from
+// the server with them (asking for Lifetime, 12 hours by default) and
+// activates with it as with an uploaded one, and with it every other gsi
+// endpoint the caller may use that names the same server. The pass
+// phrase is used once and never stored or logged.
 type Activate struct {
-	DataType string `json:"DATA_TYPE,omitempty"`
-	Username string `json:"username"`
-	Password string `json:"password"`
-	Proxy    string `json:"proxy,omitempty"`
-	Lifetime int64  `json:"lifetime,omitempty"` // seconds; 0: 12 hours (a proxy: its own lifetime)
+	DataType          string `json:"DATA_TYPE,omitempty"`
+	Username          string `json:"username"`
+	Password          string `json:"password"`
+	Proxy             string `json:"proxy,omitempty"`
+	MyProxyUsername   string `json:"myproxy_username,omitempty"`
+	MyProxyPassphrase string `json:"myproxy_passphrase,omitempty"`
+	Lifetime          int64  `json:"lifetime,omitempty"` // seconds; 0: 12 hours (a proxy: its own lifetime)
 }
 
 // ActivationResult answers an activation (DATA_TYPE activation_result):
 // Code Activated (or AlreadyActivated for an endpoint that needs none),
-// when it expires, and how many INACTIVE tasks it resumed.
+// when it expires, and how many INACTIVE tasks it resumed. An activation
+// through a MyProxy server lists in Endpoints every endpoint it activated
+// (the one named first, then the others naming the same server); Resumed
+// counts the tasks of them all.
 type ActivationResult struct {
-	DataType  string `json:"DATA_TYPE"`
-	Code      string `json:"code"`
-	Message   string `json:"message"`
-	RequestID string `json:"request_id"`
-	Resource  string `json:"resource"`
-	ExpiresIn int64  `json:"expires_in"`
-	Subject   string `json:"subject,omitempty"` // a gsi activation's identity
-	Resumed   int    `json:"resumed"`
+	DataType  string              `json:"DATA_TYPE"`
+	Code      string              `json:"code"`
+	Message   string              `json:"message"`
+	RequestID string              `json:"request_id"`
+	Resource  string              `json:"resource"`
+	ExpiresIn int64               `json:"expires_in"`
+	Subject   string              `json:"subject,omitempty"` // a gsi activation's identity
+	Resumed   int                 `json:"resumed"`
+	Endpoints []ActivatedEndpoint `json:"activated_endpoints,omitempty"`
+}
+
+// ActivatedEndpoint is one endpoint a MyProxy activation activated
+// (DATA_TYPE activated_endpoint).
+type ActivatedEndpoint struct {
+	DataType    string `json:"DATA_TYPE"`
+	ID          string `json:"id"`
+	DisplayName string `json:"display_name"`
+	ExpiresIn   int64  `json:"expires_in"`
+	Resumed     int    `json:"resumed"`
 }
 
 // File is one entry of a directory listing (DATA_TYPE file).

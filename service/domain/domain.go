@@ -81,7 +81,14 @@ type Endpoint struct {
 	// never connects to it (ViaError). One level: a relay has no Via.
 	Via     string
 	ViaName string // the relay's owner#name, filled in by the store
-	Created time.Time
+	// MyProxyServer is the MyProxy server (host:port, canonical: a lower
+	// case host and its port) of a gsi endpoint, from which the service
+	// fetches users' proxies to activate it; "": none. Every gsi endpoint
+	// naming one server shares a MyProxy activation. MyProxyServerDN, if
+	// set, is the server's identity, expected instead of a name of its
+	// host.
+	MyProxyServer, MyProxyServerDN string
+	Created                        time.Time
 }
 
 // DisplayName is owner#name.

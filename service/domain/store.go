@@ -40,6 +40,10 @@ type Store interface {
 	// Via is id). CreateEndpoint and UpdateEndpoint refuse a Via naming
 	// no endpoint (ENotFound); the API checks the rest.
 	EndpointsVia(ctx context.Context, id string) ([]Endpoint, error)
+	// EndpointsByMyProxy lists the gsi endpoints user userID may use
+	// (its own and public ones) that name MyProxy server server
+	// (Endpoint.MyProxyServer), ordered by owner#name.
+	EndpointsByMyProxy(ctx context.Context, userID int64, server string) ([]Endpoint, error)
 
 	// Connect endpoints' pairing (connect.go).
 	//

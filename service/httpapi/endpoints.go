@@ -103,6 +103,7 @@ func (s *Server) endpointDoc(r *http.Request, c *call, ep domain.Endpoint) (api.
 		Description: ep.Description, DefaultDirectory: cmp.Or(ep.DefaultDir, "/"), Public: ep.Public,
 		AuthMethod: ep.Auth, MaxConcurrent: ep.MaxConcurrent, Activated: activated, ExpiresIn: expiresIn,
 		Created: ep.Created, Servers: make([]api.Server, len(ep.Servers)), Via: ep.Via, ViaDisplayName: ep.ViaName,
+		MyProxyServer: ep.MyProxyServer, MyProxyServerDN: ep.MyProxyServerDN,
 	}
 	if ep.Auth == domain.AuthConnect && s.Agents != nil {
 		ctx, cancel := context.WithCancel(r.Context())
@@ -171,7 +172,7 @@ func checkGSI(ep domain.Endpoint) error {
 	if ep.Auth == domain.AuthGSI && ep.Via != "" {
 		return domain.Errorf(domain.EInvalid, "via: a %s endpoint cannot be reached through a head node (yet)", domain.AuthGSI)
 	}
-	return nil
+	return checkMyProxy(ep)
 }
 
 // resolveWithin bounds the name lookups of checkServers.
@@ -253,7 +254,7 @@ func applySpec(ep *domain.Endpoint, spec api.EndpointSpec) error {
 		}
 		ep.MaxConcurrent = *spec.MaxConcurrent
 	}
-	return nil
+	return applyMyProxy(ep, spec)
 }
 
 // applyVia sets the relay spec.Via names ("": none): an endpoint the
@@ -367,6 +368,9 @@ func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request, c *call)
 	if err := s.checkServers(r.Context(), ep.Servers); err != nil {
 		return err
 	}
+	if err := s.checkMyProxyHost(r.Context(), ep.MyProxyServer); err != nil {
+		return err
+	}
 	if err := s.Store.CreateEndpoint(r.Context(), &ep); err != nil {
 		return err
 	}
@@ -397,6 +401,11 @@ func (s *Server) updateEndpoint(w http.ResponseWriter, r *http.Request, c *call)
 	}
 	if spec.Servers != nil {
 		if err := s.checkServers(r.Context(), ep.Servers); err != nil {
+			return err
+		}
+	}
+	if spec.MyProxyServer != nil {
+		if err := s.checkMyProxyHost(r.Context(), ep.MyProxyServer); err != nil {
 			return err
 		}
 	}
@@ -449,6 +458,17 @@ func (s *Server) activationRequirements(w http.ResponseWriter, r *http.Request, 
 			{DataType: "activation_requirement", Type: "proxy", Name: "username", UIName: "Username",
 				Description: "the user to log in as on the endpoint's servers (default: their grid-mapfile's mapping of the proxy's identity)"},
 		}
+		if ep.MyProxyServer != "" {
+			// Either a proxy, or a MyProxy username and pass phrase.
+			doc.Data[0].Required = false
+			doc.Data[0].Description += "; or give your MyProxy username and pass phrase instead"
+			doc.Data = append(doc.Data,
+				api.ActivationRequirement{DataType: "activation_requirement", Type: "myproxy", Name: "myproxy_username", UIName: "MyProxy username",
+					Description: fmt.Sprintf("your username on the MyProxy server %s, which gives the service a proxy of yours "+
+						"(instead of proxy); it activates every endpoint that names that server", ep.MyProxyServer)},
+				api.ActivationRequirement{DataType: "activation_requirement", Type: "myproxy", Name: "myproxy_passphrase", UIName: "MyProxy pass phrase",
+					Description: "the pass phrase of your credential on the MyProxy server: used once, never stored", Private: true})
+		}
 	case ep.NeedsActivation():
 		doc.Data = []api.ActivationRequirement{
 			{DataType: "activation_requirement", Type: "password", Name: "username", UIName: "Username",
@@ -486,6 +506,18 @@ func (s *Server) activate(w http.ResponseWriter, r *http.Request, c *call) error
 	if req.Lifetime > 0 {
 		lifetime = time.Duration(req.Lifetime) * time.Second
 	}
+	viaMyProxy := req.MyProxyUsername != "" || req.MyProxyPassphrase != ""
+	if viaMyProxy {
+		var asked time.Duration
+		if req.Lifetime > 0 {
+			asked = lifetime
+		}
+		pem, err := s.myproxyLogin(r.Context(), ep, req, asked)
+		if err != nil {
+			return err
+		}
+		req = api.Activate{Username: req.Username, Proxy: pem, Lifetime: req.Lifetime}
+	}
 	now := s.Now()
 	expires := now.Add(lifetime)
 	var l domain.Login
@@ -493,12 +525,19 @@ func (s *Server) activate(w http.ResponseWriter, r *http.Request, c *call) error
 	if ep.Auth == domain.AuthGSI {
 		var err error
 		if l, subject, expires, err = gsiLogin(ep, req, now); err != nil {
+			if viaMyProxy {
+				return domain.Errorf(domain.ErrorCode(err), "the proxy from MyProxy server %s: %s", ep.MyProxyServer, domain.ErrorMessage(err))
+			}
 			return err
 		}
 		if req.Lifetime > 0 && now.Add(lifetime).Before(expires) {
 			expires = now.Add(lifetime)
 		}
 	} else {
+		if viaMyProxy {
+			// myproxyLogin refused it already.
+			return domain.Errorf(domain.EInvalid, "myproxy_username: endpoint %s is not a %s endpoint", ep.DisplayName(), domain.AuthGSI)
+		}
 		if req.Proxy != "" {
 			return domain.Errorf(domain.EInvalid, "proxy: endpoint %s is a %s endpoint; a grid proxy activates %s endpoints only",
 				ep.DisplayName(), ep.Auth, domain.AuthGSI)
@@ -516,6 +555,9 @@ func (s *Server) activate(w http.ResponseWriter, r *http.Request, c *call) error
 		if subject != "" {
 			who = fmt.Sprintf("the grid proxy of %q", subject)
 		}
+		if viaMyProxy {
+			who = fmt.Sprintf("the grid proxy of %q from MyProxy server %s", subject, ep.MyProxyServer)
+		}
 		return domain.Errorf(domain.EInvalid, "endpoint %s refused the login of %s: %s", ep.DisplayName(), who, domain.ErrorMessage(err))
 	} else if err != nil {
 		return err
@@ -531,6 +573,20 @@ func (s *Server) activate(w http.ResponseWriter, r *http.Request, c *call) error
 	if doc.Resumed, err = s.Store.Reactivate(r.Context(), c.user.ID, ep.ID, now); err != nil {
 		return err
 	}
+	var shared []api.ActivatedEndpoint
+	if viaMyProxy {
+		doc.Endpoints = []api.ActivatedEndpoint{{DataType: "activated_endpoint", ID: ep.ID, DisplayName: ep.DisplayName(),
+			ExpiresIn: int64(expires.Sub(now) / time.Second), Resumed: doc.Resumed}}
+		var n int
+		shared, n, err = s.shareActivation(r, c, ep, l, a)
+		doc.Endpoints, doc.Resumed = append(doc.Endpoints, shared...), doc.Resumed+n
+		if err != nil {
+			if doc.Resumed > 0 {
+				s.queued()
+			}
+			return err
+		}
+	}
 	if doc.Resumed > 0 {
 		s.queued()
 	}
@@ -538,6 +594,15 @@ func (s *Server) activate(w http.ResponseWriter, r *http.Request, c *call) error
 	doc.Message = fmt.Sprintf("endpoint %s is activated until %s", ep.DisplayName(), a.Expires.UTC().Format(time.RFC3339))
 	if subject != "" {
 		doc.Message = fmt.Sprintf("endpoint %s is activated as %s until %s", ep.DisplayName(), subject, a.Expires.UTC().Format(time.RFC3339))
+	}
+	if viaMyProxy {
+		doc.Message += fmt.Sprintf(" with a proxy from MyProxy server %s", ep.MyProxyServer)
+		switch {
+		case len(shared) == 1:
+			doc.Message += fmt.Sprintf("; so is %s, which names the same MyProxy server", sharedNames(shared))
+		case len(shared) > 1:
+			doc.Message += fmt.Sprintf("; so are %s, which name the same MyProxy server", sharedNames(shared))
+		}
 	}
 	if ep.Via != "" {
 		doc.Message += fmt.Sprintf("; the login is not checked: the service reaches the endpoint only through %s", ep.ViaName)

@@ -32,6 +32,7 @@ import (
 type env struct {
 	t     *testing.T
 	db    *sqlstore.DB
+	dbDir string // holds the SQLite database and its WAL
 	ops   *fakeOps
 	clock *clock
 	srv   *httptest.Server
@@ -46,7 +47,8 @@ const (
 
 func newEnv(t *testing.T, configure ...func(*httpapi.Server)) *env {
 	t.Helper()
-	db, err := sqlstore.Open(t.Context(), filepath.Join(t.TempDir(), "ferry.db"))
+	dbDir := t.TempDir()
+	db, err := sqlstore.Open(t.Context(), filepath.Join(dbDir, "ferry.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +57,7 @@ func newEnv(t *testing.T, configure ...func(*httpapi.Server)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, db: db, ops: newFakeOps(), clock: &clock{now: time.Now()}, reg: prometheus.NewRegistry(), logs: &syncBuffer{}}
+	e := &env{t: t, db: db, dbDir: dbDir, ops: newFakeOps(), clock: &clock{now: time.Now()}, reg: prometheus.NewRegistry(), logs: &syncBuffer{}}
 	s := &httpapi.Server{
 		Store: db, Ops: e.ops, Box: box, Now: e.clock.Now,
 		Logger:  slog.New(slog.NewJSONHandler(e.logs, nil)),

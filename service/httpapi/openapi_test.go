@@ -84,7 +84,7 @@ func TestOpenAPISchemas(t *testing.T) {
 		"Server": api.Server{}, "Endpoint": api.Endpoint{}, "EndpointSpec": api.EndpointSpec{},
 		"EndpointList": api.EndpointList{}, "ActivationRequirements": api.ActivationRequirements{},
 		"ActivationRequirement": api.ActivationRequirement{}, "Activate": api.Activate{},
-		"ActivationResult": api.ActivationResult{}, "File": api.File{}, "FileList": api.FileList{},
+		"ActivationResult": api.ActivationResult{}, "ActivatedEndpoint": api.ActivatedEndpoint{}, "File": api.File{}, "FileList": api.FileList{},
 		"Mkdir": api.Mkdir{}, "Rename": api.Rename{}, "Health": api.Health{},
 		"Relay": api.Relay{}, "SetupKey": api.SetupKey{},
 		"ServerStateList": api.ServerStateList{}, "ServerState": api.ServerState{}, "MoverState": api.MoverState{},

@@ -36,6 +36,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"ferry/gsi"
+	"ferry/gsi/myproxy"
 	"ferry/netpolicy"
 	"ferry/service/api"
 	"ferry/service/domain"
@@ -102,6 +104,15 @@ type Server struct {
 	// BodyTimeout bounds how long a request's body may take to arrive;
 	// 0: 1 minute.
 	BodyTimeout time.Duration
+	// Trust is the grid CAs MyProxy servers' host certificates are
+	// checked against (ferry server --gsi-ca-dir); nil: gsi endpoints
+	// cannot be activated through a MyProxy server.
+	Trust *gsi.Trust
+	// MyProxyLogon fetches a proxy from a MyProxy server; nil:
+	// myproxy.Logon. Tests put a fake here.
+	MyProxyLogon func(ctx context.Context, addr string, o myproxy.Options) (*gsi.Credential, error)
+	// MyProxyWithin bounds a MyProxy logon; 0: 30 s.
+	MyProxyWithin time.Duration
 
 	logins   *logins
 	requests *prometheus.CounterVec

@@ -21,10 +21,11 @@ func insertEndpoint(ctx context.Context, c conn, e *domain.Endpoint) error {
 		return err
 	}
 	_, err := c.exec(ctx, `INSERT INTO endpoints
-		(id, owner_id, name, description, servers, auth, default_dir, public, max_concurrent, via, created)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		(id, owner_id, name, description, servers, auth, default_dir, public, max_concurrent, via,
+		myproxy_server, myproxy_server_dn, created)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		ne.ID, ne.OwnerID, ne.Name, ne.Description, jsonArg(ne.Servers), ne.Auth, ne.DefaultDir, ne.Public,
-		ne.MaxConcurrent, nullString(ne.Via), us(ne.Created))
+		ne.MaxConcurrent, nullString(ne.Via), ne.MyProxyServer, ne.MyProxyServerDN, us(ne.Created))
 	if c.d.unique(err) {
 		return domain.Errorf(domain.EConflict, "endpoint name %s is taken", ne.Name)
 	}
@@ -59,14 +60,16 @@ func nullString(s string) any {
 }
 
 const endpointFrom = `SELECT e.id, e.owner_id, u.name, e.name, e.description, e.servers, e.auth, e.default_dir,
-	e.public, e.max_concurrent, COALESCE(e.via, ''), COALESCE(vu.name || '#' || v.name, ''), e.created
+	e.public, e.max_concurrent, COALESCE(e.via, ''), COALESCE(vu.name || '#' || v.name, ''),
+	e.myproxy_server, e.myproxy_server_dn, e.created
 	FROM endpoints e JOIN users u ON u.id = e.owner_id
 	LEFT JOIN endpoints v ON v.id = e.via LEFT JOIN users vu ON vu.id = v.owner_id`
 
 func scanEndpoint(r scanner) (domain.Endpoint, error) {
 	var e domain.Endpoint
 	err := r.Scan(&e.ID, &e.OwnerID, &e.Owner, &e.Name, &e.Description, jsonCol{&e.Servers}, &e.Auth,
-		&e.DefaultDir, &e.Public, &e.MaxConcurrent, &e.Via, &e.ViaName, timeCol{&e.Created})
+		&e.DefaultDir, &e.Public, &e.MaxConcurrent, &e.Via, &e.ViaName,
+		&e.MyProxyServer, &e.MyProxyServerDN, timeCol{&e.Created})
 	return e, err
 }
 
@@ -74,6 +77,17 @@ func scanEndpoint(r scanner) (domain.Endpoint, error) {
 func (db *DB) EndpointsVia(ctx context.Context, id string) (_ []domain.Endpoint, err error) {
 	defer wrap(&err, "endpoints via")
 	return all(ctx, db.conn(), scanEndpoint, endpointFrom+` WHERE e.via = ? ORDER BY u.name{{collate}}, e.name{{collate}}`, id)
+}
+
+// EndpointsByMyProxy lists the gsi endpoints userID may use that name
+// MyProxy server server.
+func (db *DB) EndpointsByMyProxy(ctx context.Context, userID int64, server string) (_ []domain.Endpoint, err error) {
+	defer wrap(&err, "endpoints by MyProxy server")
+	if server == "" {
+		return nil, nil
+	}
+	return all(ctx, db.conn(), scanEndpoint, endpointFrom+` WHERE e.myproxy_server = ? AND e.auth = ? AND (e.owner_id = ? OR e.public)
+		ORDER BY u.name{{collate}}, e.name{{collate}}`, server, domain.AuthGSI, userID)
 }
 
 func (db *DB) Endpoint(ctx context.Context, id string) (_ domain.Endpoint, err error) {
@@ -116,8 +130,9 @@ func (db *DB) UpdateEndpoint(ctx context.Context, e domain.Endpoint) (err error)
 			return err
 		}
 		n, err := c.exec(ctx, `UPDATE endpoints SET name = ?, description = ?, servers = ?, auth = ?,
-			default_dir = ?, public = ?, max_concurrent = ?, via = ? WHERE id = ?`,
-			e.Name, e.Description, jsonArg(e.Servers), e.Auth, e.DefaultDir, e.Public, e.MaxConcurrent, nullString(e.Via), e.ID)
+			default_dir = ?, public = ?, max_concurrent = ?, via = ?, myproxy_server = ?, myproxy_server_dn = ? WHERE id = ?`,
+			e.Name, e.Description, jsonArg(e.Servers), e.Auth, e.DefaultDir, e.Public, e.MaxConcurrent, nullString(e.Via),
+			e.MyProxyServer, e.MyProxyServerDN, e.ID)
 		if db.d.unique(err) {
 			return domain.Errorf(domain.EConflict, "endpoint name %s is taken", e.Name)
 		}

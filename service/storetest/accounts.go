@@ -14,6 +14,7 @@ var accountTests = []test{
 	{"EndpointList", testEndpointList},
 	{"Activations", testActivations},
 	{"Relays", testRelays},
+	{"MyProxyEndpoints", testMyProxyEndpoints},
 }
 
 func testUsers(t *testing.T, open Open) {
@@ -341,4 +342,61 @@ func testRelays(t *testing.T, open Open) {
 		t.Fatalf("after clearing: via %q (%q)", got.Via, got.ViaName)
 	}
 	f.ok(f.s.DeleteEndpoint(f.ctx, other.ID))
+}
+
+// testMyProxyEndpoints: a gsi endpoint keeps its MyProxy server and the
+// server's DN (created, changed, cleared); EndpointsByMyProxy lists the
+// gsi endpoints a user may use (its own, public ones) that name a server,
+// and no other.
+func testMyProxyEndpoints(t *testing.T, open Open) {
+	f := newFixture(t, open(t))
+	alice, bob := f.user("alice"), f.user("bob")
+	gsiEP := func(owner domain.User, name, server string, public bool) domain.Endpoint {
+		t.Helper()
+		e := domain.Endpoint{OwnerID: owner.ID, Name: name, Servers: []string{"gsiftp://" + name + ".example:2811"},
+			Auth: domain.AuthGSI, Public: public, MyProxyServer: server}
+		f.ok(f.s.CreateEndpoint(f.ctx, &e))
+		e.Owner = owner.Name
+		return e
+	}
+	const mp, other = "myproxy.example:7512", "myproxy.example:7513"
+	a1 := gsiEP(alice, "a1", mp, false)
+	a2 := gsiEP(alice, "a2", mp, false)
+	gsiEP(alice, "a3", other, false)
+	gsiEP(alice, "a4", "", false)
+	b1 := gsiEP(bob, "b1", mp, true)
+	gsiEP(bob, "b2", mp, false)
+	got, err := f.s.Endpoint(f.ctx, a1.ID)
+	f.ok(err)
+	equal(t, "gsi endpoint with a MyProxy server", got, a1)
+
+	a2.MyProxyServerDN = "/O=Grid/CN=host/myproxy.example"
+	f.ok(f.s.UpdateEndpoint(f.ctx, a2))
+	got, err = f.s.EndpointByName(f.ctx, "alice", "a2")
+	f.ok(err)
+	equal(t, "MyProxy server DN", got, a2)
+
+	names := func(user domain.User, server string) []string {
+		t.Helper()
+		eps, err := f.s.EndpointsByMyProxy(f.ctx, user.ID, server)
+		f.ok(err)
+		var out []string
+		for _, e := range eps {
+			out = append(out, e.DisplayName())
+		}
+		return out
+	}
+	equal(t, "alice's and public endpoints of "+mp, names(alice, mp), []string{"alice#a1", "alice#a2", "bob#b1"})
+	equal(t, "bob's endpoints of "+mp, names(bob, mp), []string{"bob#b1", "bob#b2"})
+	equal(t, "of "+other, names(alice, other), []string{"alice#a3"})
+	equal(t, "of another user's server", names(bob, other), []string(nil))
+	equal(t, `of ""`, names(alice, ""), []string(nil))
+
+	// Made anonymous, or cleared: no longer listed.
+	b1.Auth, b1.MyProxyServer = domain.AuthAnonymous, ""
+	b1.Servers = []string{"ftp://b1.example:2811"}
+	f.ok(f.s.UpdateEndpoint(f.ctx, b1))
+	a1.MyProxyServer = ""
+	f.ok(f.s.UpdateEndpoint(f.ctx, a1))
+	equal(t, "after changes", names(alice, mp), []string{"alice#a2"})
 }
