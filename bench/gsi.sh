@@ -6,7 +6,7 @@
 # encrypted (PROT P); beside them the limits of the machine (cp in tmpfs,
 # iperf3 on loopback, openssl's AES-GCM on one core). Issue 14.
 #
-#   bench/gsi.sh                       # everything, RUNS=3 WARMUP=1 (about 8 min)
+#   bench/gsi.sh                       # everything, RUNS=3 WARMUP=1 (about 5 min)
 #   RUNS=3 ROWS="big-a big-p" bench/gsi.sh
 #
 # Rows (ROWS, default all):  big-a    one BIG_MIB MiB file, DCAU A
