@@ -165,6 +165,8 @@ a mover serves only a front end that proves it, and nobody else.`,
 				fmt.Fprintf(cmd.ErrOrStderr(), "ferry gridftp: data mover for %s on %s (its front end only)\n", root, ln.Addr())
 			case len(movers) > 0:
 				fmt.Fprintf(cmd.ErrOrStderr(), "ferry gridftp: serving %s on ftp://%s/ through %d data movers\n", root, ln.Addr(), len(movers))
+			case useGSI:
+				fmt.Fprintf(cmd.ErrOrStderr(), "ferry gridftp: serving %s on gsiftp://%s/ (grid certificates)\n", root, ln.Addr())
 			default:
 				fmt.Fprintf(cmd.ErrOrStderr(), "ferry gridftp: serving %s on ftp://%s/\n", root, ln.Addr())
 			}
