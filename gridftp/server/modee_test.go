@@ -764,3 +764,28 @@ func TestStriped(t *testing.T) {
 		t.Fatalf("RETR over SPOR differs")
 	}
 }
+
+// TestModeEStaleAfterRefusedStore: a sender that streams before the
+// STOR (a third-party transfer's) leaves this file's blocks on the data
+// channel; when the STOR is refused before it reads them (the file cannot
+// be made), they must not become the next file's content: the next STOR
+// gets no data from that connection (here it then waits in vain and
+// fails), never the refused file's.
+func TestModeEStaleAfterRefusedStore(t *testing.T) {
+	env := startServer(t)
+	c := env.login()
+	c.expect("MODE E", 200)
+	addr := c.pasv()
+	staleData := []byte("blocks of the refused file")
+	stale := dialData(t, addr)
+	send(t, stale, block(0, staleData), eof(1))
+	c.send("STOR /no/such/dir/x")
+	if _, final := c.final(); final.Code < 400 {
+		t.Fatalf("STOR into a missing directory: %q", final.String())
+	}
+	c.send("STOR /y")
+	_, final := c.final()
+	if got := env.content("y"); final.Code == 226 || bytes.Contains(got, staleData) {
+		t.Fatalf("the next STOR took the refused file's data: %q, file %q", final.String(), got)
+	}
+}

@@ -399,6 +399,13 @@ func (ss *session) store(p string, flag storage.OpenFlag, base int64, appendMode
 	if err != nil {
 		reported()
 		ss.errorReply("open", err)
+		// The sender of a third-party transfer may be sending this
+		// file already, on cached streams or ones it connects now:
+		// what they hold is this transfer's, and must not be read as
+		// the next one's. Drain them for a moment and close them, as
+		// after any failed receive.
+		ss.data.dropPending()
+		ss.data.linger()
 		return
 	}
 	f, plain := sink.(storage.File)
