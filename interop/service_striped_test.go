@@ -86,8 +86,13 @@ func TestServiceStriped(t *testing.T) {
 
 	// The endpoint still takes tasks: its front end offers the mover left
 	// (one stripe), and the large file moves the plain way through it.
+	// Once in a full interop run under load this task stalled for a
+	// minute (see the closing note of session 6): it may take longer
+	// than the first, and says how long it took.
+	start := time.Now()
 	id = c.transfer("src:/run", "dst:/again", "-r", "--verify-checksum")
-	c.succeeded(id, time.Minute)
+	c.succeeded(id, 3*time.Minute)
+	t.Logf("the task after the kill took %v", time.Since(start).Round(time.Millisecond))
 	if err := compareTrees(src.Path("run"), dst.Path("again")); err != nil {
 		t.Fatal(err)
 	}
