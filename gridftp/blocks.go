@@ -172,11 +172,10 @@ func Send(ctx context.Context, streams []*Stream, plan *Plan, src io.ReaderAt, b
 // SendStripe is Send for one sender of a striped transfer to one
 // receiving stripe: the last stream's EOF announces eof EODs (every
 // sender's connections into the stripe), or the streams end with EOD
-// only when eof is 0 (another sender announces it; PlanStripes). Each
-// stream's EOD says that the sender closes it: a striped sender opens
-// its connections for one transfer.
+// only when eof is 0 (another sender announces it; PlanStripes). The
+// streams stay open for the next transfer, as with Send.
 func SendStripe(ctx context.Context, streams []*Stream, plan *Plan, src io.ReaderAt, base int64, pool *BufferPool, sent *atomic.Int64, eof int) error {
-	return sendPlan(ctx, streams, plan, src, base, pool, sent, ending{eof: eof, close: true})
+	return sendPlan(ctx, streams, plan, src, base, pool, sent, ending{eof: eof})
 }
 
 // sendPlan sends the blocks of plan from src, ending the streams as end
@@ -239,11 +238,9 @@ func SendFunc(ctx context.Context, streams []*Stream, next func(payload []byte) 
 }
 
 // ending is how the streams of one send end: the last to finish carries
-// the EOF announcing eof EODs unless eof is 0; with close, each says that
-// the sender closes it after its EOD.
+// the EOF announcing eof EODs unless eof is 0.
 type ending struct {
-	eof   int
-	close bool
+	eof int
 }
 
 // send runs one worker per stream. next fills payload (a block's worth)
@@ -285,9 +282,6 @@ func send(ctx context.Context, streams []*Stream, end ending, next func(payload 
 				}
 			}
 			h := Header{Desc: DescEOD}
-			if end.close {
-				h.Desc |= DescWillClose
-			}
 			if left.Add(-1) == 0 && end.eof > 0 {
 				h.Desc, h.Offset = h.Desc|DescEOF, uint64(end.eof)
 			}
@@ -518,6 +512,7 @@ type streamEvent struct {
 	eod      bool // the stream reached EOD
 	closing  bool // the sender closes the stream
 	idle     bool // the transfer ended before the stream carried anything
+	dropped  bool // a cached stream the sender closed before this transfer used it
 	err      error
 }
 
@@ -527,6 +522,13 @@ type streamEvent struct {
 // for the next transfer. On error it returns them too, still open, so that
 // the caller can send its error reply before closing them: a peer told
 // first reads the reason rather than a reset.
+//
+// A connection that arrives once the EOF count is known and as many
+// streams as it counts are open belongs to the next transfer (a pipelined
+// sender that opens new connections per file): it is kept, unread, for
+// that one. A second EOF with another count is data of another transfer
+// and fails this one rather than mixing the two. A cached stream the
+// sender closes before it carries anything of this transfer is dropped.
 func (r *Receiver) Run(ctx context.Context, streams []*Stream, accept <-chan net.Conn, onAccept func(net.Conn)) ([]*Stream, error) {
 	timeout := r.Timeout
 	if timeout <= 0 {
@@ -535,14 +537,16 @@ func (r *Receiver) Run(ctx context.Context, streams []*Stream, accept <-chan net
 	events := make(chan streamEvent, 8)
 	var finished atomic.Bool
 	running := map[*Stream]bool{}
-	start := func(s *Stream) {
+	start := func(s *Stream, cached bool) {
 		running[s] = true
-		go r.readStream(s, events, &finished)
+		go r.readStream(s, events, &finished, cached)
 	}
 	streams = slices.Clone(streams)
 	for _, s := range streams {
-		start(s)
+		start(s, true)
 	}
+	joined := len(streams) // the streams of this transfer, closed ones too
+	var next []*Stream     // connections of the next transfer
 	eods, want := 0, -1
 	var failure error
 	progress := time.NewTimer(timeout)
@@ -589,16 +593,28 @@ func (r *Receiver) Run(ctx context.Context, streams []*Stream, accept <-chan net
 				onAccept(c)
 			}
 			s := NewStream(c)
+			if want >= 0 && joined >= want {
+				next = append(next, s)
+				continue
+			}
+			joined++
 			streams = append(streams, s)
-			start(s)
+			start(s, false)
 		case ev := <-events:
-			if ev.eofCount > 0 {
+			if ev.eofCount > 0 && want >= 0 && ev.eofCount != want && failure == nil {
+				failure = fmt.Errorf("%w: a second EOF (%d EODs, then %d): data of another transfer", ErrDataStream, want, ev.eofCount)
+				wake()
+			}
+			if ev.eofCount > 0 && want < 0 {
 				want = ev.eofCount
 			}
 			if !ev.done {
 				continue
 			}
 			delete(running, ev.s)
+			if ev.dropped {
+				joined--
+			}
 			switch {
 			case ev.idle:
 			case ev.err != nil && failure == nil:
@@ -631,13 +647,15 @@ func (r *Receiver) Run(ctx context.Context, streams []*Stream, accept <-chan net
 	for _, s := range streams {
 		s.Conn.SetReadDeadline(time.Time{})
 	}
-	return streams, failure
+	return append(streams, next...), failure
 }
 
 // readStream reads one stream of one transfer up to its EOD. Before each
 // header it peeks, so that a stream the sender leaves unused can be woken
-// by a past deadline without losing a byte.
-func (r *Receiver) readStream(s *Stream, events chan<- streamEvent, finished *atomic.Bool) {
+// by a past deadline without losing a byte. A cached stream (one of an
+// earlier transfer) that ends before it carries anything is one the
+// sender dropped.
+func (r *Receiver) readStream(s *Stream, events chan<- streamEvent, finished *atomic.Bool, cached bool) {
 	ev := streamEvent{s: s, done: true}
 	defer func() { events <- ev }()
 	carried := false
@@ -645,6 +663,10 @@ func (r *Receiver) readStream(s *Stream, events chan<- streamEvent, finished *at
 		if _, err := s.R.Peek(1); err != nil {
 			if finished.Load() && !carried && errors.Is(err, os.ErrDeadlineExceeded) {
 				ev.idle = true
+				return
+			}
+			if cached && !carried && errors.Is(err, io.EOF) {
+				ev.closing, ev.dropped = true, true
 				return
 			}
 			ev.err = fmt.Errorf("%w: closed before EOD: %v", ErrDataStream, err)

@@ -94,50 +94,27 @@ type StripePlan struct {
 	// Segs[j] are the ranges this sender sends to receiving stripe j;
 	// empty when it sends none there.
 	Segs [][]Range
-	// Connect[j] says whether the sender opens connections to stripe j:
-	// it has data for it, or no sender has and it announces the EOF.
-	Connect []bool
 	// EOF[j] is the EOD count this sender announces on stripe j; 0 when
-	// another sender announces it. Each receiving stripe gets one EOF,
-	// counting every connection into it, from the lowest sender with
-	// data for it (sender 0 when none has).
+	// another sender announces it.
 	EOF []int
 }
 
 // PlanStripes plans sender i of n of a striped transfer of segs (within
-// the region [base, end)) to m receiving stripes, each sender opening
-// streams connections to each stripe it sends to. Senders split the data
-// by l; a block goes to the receiving stripe l gives its offset.
+// the region [base, end)) to m receiving stripes. Senders split the data
+// by l; a block goes to the receiving stripe l gives its offset. Every
+// sender keeps streams connections to every receiving stripe, with data
+// for it or not, and ends each with an EOD: the set of connections stays
+// the same from one transfer to the next, as a pipelining client needs
+// (a connection new to a receiver that still takes the previous file
+// would be taken for that file's). So each stripe's EOF, from sender 0,
+// counts n*streams.
 func PlanStripes(l Layout, segs []Range, base, end int64, i, n, m, streams int) StripePlan {
-	p := StripePlan{Segs: make([][]Range, m), Connect: make([]bool, m), EOF: make([]int, m)}
-	senders := make([]int, m)
-	lowest := make([]int, m)
-	for j := range lowest {
-		lowest[j] = -1
-	}
-	for k := range max(n, 1) {
-		mine := l.Split(segs, base, end, k, n)
-		for j := range m {
-			part := l.Split(mine, base, end, j, m)
-			if len(part) == 0 {
-				continue
-			}
-			senders[j]++
-			if lowest[j] < 0 {
-				lowest[j] = k
-			}
-			if k == i {
-				p.Segs[j], p.Connect[j] = part, true
-			}
-		}
-	}
+	p := StripePlan{Segs: make([][]Range, m), EOF: make([]int, m)}
+	mine := l.Split(segs, base, end, i, max(n, 1))
 	for j := range m {
-		if senders[j] == 0 {
-			senders[j], lowest[j] = 1, 0
-			p.Connect[j] = i == 0
-		}
-		if lowest[j] == i {
-			p.EOF[j] = senders[j] * streams
+		p.Segs[j] = l.Split(mine, base, end, j, m)
+		if i == 0 {
+			p.EOF[j] = max(n, 1) * streams
 		}
 	}
 	return p

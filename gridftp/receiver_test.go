@@ -5,10 +5,12 @@ import (
 	"context"
 	"crypto/md5"
 	"crypto/rand"
+	"errors"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -405,4 +407,82 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestReceiverTransferBoundaries: the receiver keeps one transfer's data
+// apart from the next one's when a pipelining sender's connections or
+// EOFs run ahead (TestStripedPipelined in the server has the senders).
+func TestReceiverTransferBoundaries(t *testing.T) {
+	one, two := bytes.Repeat([]byte("one "), 5000), bytes.Repeat([]byte("TWO!"), 300)
+	newReceiver := func(f *memFile) *gridftp.Receiver {
+		return &gridftp.Receiver{Dst: f, Pool: gridftp.NewBufferPool(64 << 10), Timeout: 5 * time.Second}
+	}
+	t.Run("a second EOF with another count fails the transfer", func(t *testing.T) {
+		streams, senders := loopbackStreams(t, 2)
+		// Whichever EOF comes first, the other contradicts it before
+		// the EODs can complete the count.
+		senders[0].Write(append(modeEBlock(0, one), modeEEnd(true, 2)...))
+		senders[1].Write(modeEEnd(true, 3))
+		_, err := newReceiver(&memFile{}).Run(context.Background(), streams, nil, nil)
+		if !errors.Is(err, gridftp.ErrDataStream) || !strings.Contains(err.Error(), "another transfer") {
+			t.Fatalf("Run: %v, want a data stream error naming another transfer", err)
+		}
+	})
+	t.Run("a cached stream the sender closed is dropped", func(t *testing.T) {
+		streams, senders := loopbackStreams(t, 2)
+		senders[1].Close()
+		senders[0].Write(append(modeEBlock(0, one), modeEEnd(true, 1)...))
+		f := &memFile{}
+		left, err := newReceiver(f).Run(context.Background(), streams, nil, nil)
+		if err != nil || !bytes.Equal(f.bytes(), one) || len(left) != 1 {
+			t.Fatalf("Run: %v, %d bytes, %d streams left; want the file and one stream", err, len(f.bytes()), len(left))
+		}
+	})
+	t.Run("a connection of the next transfer waits for it", func(t *testing.T) {
+		// Whether the next connection arrives after the EOF count is
+		// known is up to the scheduler: the run is repeated until it
+		// does. Either way no byte of the second file may land in the
+		// first.
+		for try := 0; ; try++ {
+			if try == 20 {
+				t.Fatal("the next transfer's connection never came after the EOF count")
+			}
+			streams, senders := loopbackStreams(t, 2)
+			extra, late := loopbackStreams(t, 1)
+			accept := make(chan net.Conn, 1)
+			senders[0].Write(append(modeEBlock(0, one[:10000]), modeEEnd(true, 2)...))
+			go func() {
+				time.Sleep(100 * time.Millisecond) // the EOF count is in
+				late[0].Write(append(modeEBlock(0, two), modeEEnd(true, 1)...))
+				accept <- extra[0].Conn
+				time.Sleep(100 * time.Millisecond)
+				senders[1].Write(append(modeEBlock(10000, one[10000:]), modeEEnd(false, 0)...))
+				close(accept)
+			}()
+			first := &memFile{}
+			left, err := newReceiver(first).Run(context.Background(), streams, accept, nil)
+			if err != nil {
+				if !strings.Contains(err.Error(), "another transfer") {
+					t.Fatalf("first transfer: %v", err)
+				}
+				if bytes.Contains(first.bytes(), []byte("TWO!")) {
+					t.Fatal("the second file's data is in the first file")
+				}
+				t.Logf("try %d: the next connection came before the EOF count: %v", try, err)
+				continue
+			}
+			if !bytes.Equal(first.bytes(), one) || len(left) != 3 {
+				t.Fatalf("first transfer: %d bytes (want %d), %d streams left (want 3)", len(first.bytes()), len(one), len(left))
+			}
+			// The second transfer gets the held connection's data; the
+			// sender of the first closed its streams.
+			senders[0].Close()
+			senders[1].Close()
+			second := &memFile{}
+			if _, err := newReceiver(second).Run(context.Background(), left, nil, nil); err != nil || !bytes.Equal(second.bytes(), two) {
+				t.Fatalf("second transfer: %v, %q", err, second.bytes())
+			}
+			return
+		}
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -24,8 +25,9 @@ type dataChannel struct {
 
 	active []netip.AddrPort // PORT, EPRT, SPOR
 
-	cache  []*gridftp.Stream // open MODE E streams
-	stream net.Conn          // the connection of a stream-mode transfer
+	cache   []*gridftp.Stream   // open MODE E streams
+	stripes [][]*gridftp.Stream // a striped sender's open streams, by receiving stripe
+	stream  net.Conn            // the connection of a stream-mode transfer
 }
 
 // close ends the data channel: listener and cached streams.
@@ -49,10 +51,24 @@ func (d *dataChannel) close() {
 
 // dropCache closes the cached MODE E streams.
 func (d *dataChannel) dropCache() {
-	for _, s := range d.cache {
+	for _, s := range slices.Concat(append(d.stripes, d.cache)...) {
 		s.Conn.Close()
 	}
-	d.cache = nil
+	d.cache, d.stripes = nil, nil
+}
+
+// stripesFit reports whether the cached striped streams are n to each of
+// m receiving stripes.
+func (d *dataChannel) stripesFit(m, n int) bool {
+	if len(d.stripes) != m {
+		return false
+	}
+	for _, ss := range d.stripes {
+		if len(ss) != n {
+			return false
+		}
+	}
+	return true
 }
 
 // dropPending closes connections accepted but not yet taken by a

@@ -115,35 +115,35 @@ func (ss *session) striped() bool {
 }
 
 // sendStriped sends this session's part of segs, of the region [base,
-// end), to the receiving stripes (the active addresses), over fresh
-// connections: as many as the parallelism to each stripe it has blocks
-// for, or whose EOF it announces (gridftp.PlanStripes).
+// end), to the receiving stripes (the active addresses): as many
+// connections as the parallelism to each stripe, kept from the previous
+// transfer when they fit (gridftp.PlanStripes says why every sender
+// connects to every stripe).
 func (ss *session) sendStriped(ctx context.Context, src io.ReaderAt, segs []gridftp.Range, base, end int64) error {
 	n, m, p := max(ss.stripe.count, 1), len(ss.data.active), max(ss.parallel, 1)
 	plan := gridftp.PlanStripes(ss.layout, segs, base, end, ss.stripe.index, n, m, p)
-	ss.data.dropCache()
-	streams := make([][]*gridftp.Stream, m)
+	reused := ss.data.stripesFit(m, p)
+	ok := false
 	defer func() {
-		for _, ss := range streams {
-			for _, s := range ss {
-				s.Close()
-			}
+		if !ok {
+			ss.data.dropCache() // their state is unknown
 		}
 	}()
-	for j := range m {
-		if !plan.Connect[j] {
-			continue
-		}
-		conns, err := gridftp.DialAll(ctx, p, func(ctx context.Context, _ int) (net.Conn, error) { return ss.dial(ctx, j) })
-		if err != nil {
-			return err
-		}
-		for _, c := range conns {
-			tune(c, ss.retrBuf)
-			streams[j] = append(streams[j], gridftp.NewStream(c))
+	if !reused {
+		ss.data.dropCache()
+		ss.data.stripes = make([][]*gridftp.Stream, m)
+		for j := range m {
+			conns, err := gridftp.DialAll(ctx, p, func(ctx context.Context, _ int) (net.Conn, error) { return ss.dial(ctx, j) })
+			if err != nil {
+				return err
+			}
+			for _, c := range conns {
+				tune(c, ss.retrBuf)
+				ss.data.stripes[j] = append(ss.data.stripes[j], gridftp.NewStream(c))
+			}
 		}
 	}
-	ss.beginReply(false)
+	ss.beginReply(reused)
 	var sent atomic.Int64
 	if ss.retrMarks > 0 {
 		stop := ss.markers(ss.retrMarks, &sent, nil)
@@ -151,14 +151,11 @@ func (ss *session) sendStriped(ctx context.Context, src io.ReaderAt, segs []grid
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, m)
-	for j := range m {
-		if !plan.Connect[j] {
-			continue
-		}
+	for j, streams := range ss.data.stripes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[j] = gridftp.SendStripe(ctx, streams[j], gridftp.NewPlan(plan.Segs[j], ss.srv.blockSize()), src, base, ss.buffers, &sent, plan.EOF[j])
+			errs[j] = gridftp.SendStripe(ctx, streams, gridftp.NewPlan(plan.Segs[j], ss.srv.blockSize()), src, base, ss.buffers, &sent, plan.EOF[j])
 		}()
 	}
 	wg.Wait()
@@ -167,6 +164,7 @@ func (ss *session) sendStriped(ctx context.Context, src io.ReaderAt, segs []grid
 			return ss.dataErr(ctx, err)
 		}
 	}
+	ok = true
 	return nil
 }
 

@@ -353,18 +353,18 @@ func (ss *session) dispatch(cmd gridftp.Command) bool {
 	if h.write && ss.refuseWrite(cmd.Verb) {
 		return true
 	}
-	if f, ok := frontCommands[cmd.Verb]; ok && len(ss.srv.Movers) > 0 {
-		return f(ss, cmd.Arg) // a front end moves data through its movers (front.go)
-	}
-	if cmd.Verb != "RNFR" && cmd.Verb != "RNTO" {
-		ss.rnfr = "" // RNTO must follow RNFR at once
-	}
 	if ss.log.Enabled(ss.ctx, slog.LevelDebug) {
 		arg := cmd.Arg
 		if cmd.Verb == "PASS" {
 			arg = "***"
 		}
 		ss.log.Debug("command", "verb", cmd.Verb, "arg", arg)
+	}
+	if f, ok := frontCommands[cmd.Verb]; ok && len(ss.srv.Movers) > 0 {
+		return f(ss, cmd.Arg) // a front end moves data through its movers (front.go)
+	}
+	if cmd.Verb != "RNFR" && cmd.Verb != "RNTO" {
+		ss.rnfr = "" // RNTO must follow RNFR at once
 	}
 	return h.fn(ss, cmd.Arg)
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -352,5 +353,50 @@ func TestStripedAbort(t *testing.T) {
 	storeStriped(t, addrs, data, gridftp.Layout{}, 1000)
 	if _, final := c.final(); final.Code != 226 || !bytes.Equal(se.content("g"), data) {
 		t.Fatalf("STOR after ABOR: %q", final.String())
+	}
+}
+
+// TestStripedPipelined: a client pipelines two RETRs to a striped source
+// and two STORs to a plain receiver over one MODE E data channel, as
+// globus-url-copy -pp and ferry's engine do. The second file's data must
+// not reach the receiver while it still takes the first: the movers keep
+// their data connections across transfers, as any MODE E sender does,
+// so the second file's blocks follow the first's EODs on the same
+// connections instead of arriving on new ones the receiver would take
+// for the first file's.
+func TestStripedPipelined(t *testing.T) {
+	for _, n := range []int{1, 2, 3} {
+		t.Run(fmt.Sprintf("%d movers", n), func(t *testing.T) {
+			se := startStriped(t, n)
+			big, small := pattern(6<<20+777), bytes.Repeat([]byte("small file "), 9000)
+			se.file("big", big)
+			se.file("small", small)
+			dst := startServer(t)
+			d := dst.login()
+			d.expect("MODE E", 200)
+			addr := d.pasv()
+			s := se.login()
+			s.expect("MODE E", 200)
+			s.expect("OPTS RETR Parallelism=2;", 200)
+			ap, err := netip.ParseAddrPort(addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.expectText("PORT "+gridftp.FormatHostPort(ap), "200 PORT Command successful.")
+			for range 2 { // the second round reuses the data channels
+				d.send("STOR /big")
+				d.send("STOR /small")
+				s.send("RETR /big")
+				s.send("RETR /small")
+				for _, c := range []*ctl{s, s, d, d} {
+					if _, final := c.final(); final.Code != 226 {
+						t.Fatalf("pipelined transfer: %q", final.String())
+					}
+				}
+				if !bytes.Equal(dst.content("big"), big) || !bytes.Equal(dst.content("small"), small) {
+					t.Fatal("the pipelined files differ from their sources")
+				}
+			}
+		})
 	}
 }
