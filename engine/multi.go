@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"ferry/gridftp/client"
 	"ferry/stack/forward"
 )
 
@@ -301,6 +302,13 @@ func (m *multi) planTree() {
 	}
 	m.head = fwd[0]
 	kids := append(fwd[1:len(fwd):len(fwd)], leaf...)
+	// A gsiftp:// kid is logged in to with what the head's client
+	// delegated: it must be of the same grid identity.
+	head := gridIdentity(m.targets[m.head].Endpoint)
+	kids = slices.DeleteFunc(kids, func(k int) bool {
+		id := gridIdentity(m.targets[k].Endpoint)
+		return id != "" && id != head
+	})
 	large, small := m.fanouts(len(kids))
 	for {
 		urls := make([]string, len(kids))
@@ -746,14 +754,31 @@ func (f *fanout) stack(src, dst string, size int64, p int) string {
 	return forward.Options{URLs: urls, CC: cc, P: max(p, 1), LocalWrite: !f.relay}.Spec()
 }
 
-// url is where kid j receives the file the head receives at dst.
+// url is where kid j receives the file the head receives at dst: a
+// gsiftp:// URL for a GSI endpoint, which the head logs in to with the
+// credential delegated to it.
 func (f *fanout) url(j int, dst string) string {
 	e := f.kids[j].target.Endpoint
 	u := url.URL{Scheme: "ftp", Host: e.Addr, Path: f.dstOf(j, dst)}
-	if e.User != "" {
+	switch g, ok := e.Auth.(client.GSILogin); {
+	case ok:
+		u.Scheme = "gsiftp"
+		if g.User != "" {
+			u.User = url.User(g.User)
+		}
+	case e.User != "":
 		u.User = url.UserPassword(e.User, e.Password)
 	}
 	return u.String()
+}
+
+// gridIdentity is the grid identity a GSI endpoint logs in with; "" for
+// any other.
+func gridIdentity(e Endpoint) string {
+	if g, ok := e.Auth.(client.GSILogin); ok {
+		return g.Identity
+	}
+	return ""
 }
 
 // dstOf maps the head's path dst to kid j's: the same place below the

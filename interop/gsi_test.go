@@ -10,8 +10,8 @@ import (
 )
 
 // startFerryGSI starts ferry gridftp --gsi with u's host certificate and
-// CA, and a grid-mapfile of lines DN → local user.
-func startFerryGSI(t *testing.T, u *gsiUser, gridmap map[string]string) *ferryServer {
+// CA, a grid-mapfile of lines DN → local user, and flags extra.
+func startFerryGSI(t *testing.T, u *gsiUser, gridmap map[string]string, extra ...string) *ferryServer {
 	t.Helper()
 	var lines []string
 	for dn, user := range gridmap {
@@ -21,8 +21,8 @@ func startFerryGSI(t *testing.T, u *gsiUser, gridmap map[string]string) *ferrySe
 	if err := os.WriteFile(gm, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return startFerryConfig(t, ferryConfig{Args: []string{"--gsi", "--cert", u.HostCert, "--key", u.HostKey,
-		"--ca-dir", u.CA.Dir, "--gridmap", gm}})
+	return startFerryConfig(t, ferryConfig{Args: append([]string{"--gsi", "--cert", u.HostCert, "--key", u.HostKey,
+		"--ca-dir", u.CA.Dir, "--gridmap", gm}, extra...)})
 }
 
 // gsiURL is a gsiftp:// URL of a path under a ferry server's root.

@@ -2,6 +2,8 @@ package stack
 
 import (
 	"context"
+	"crypto"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -112,6 +114,20 @@ type Env struct {
 	// children), under the server's rules for where it may connect; nil:
 	// none may be made.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Grid is the credential a GSI session's client delegated, for the
+	// layers that log in to other servers as that user (forward's
+	// gsiftp:// children); nil when the session has none.
+	Grid *GridCredential
+}
+
+// GridCredential is a delegated grid credential and the trust to check
+// other servers' certificates with.
+type GridCredential struct {
+	Chain []*x509.Certificate // the proxy, leaf first
+	Key   crypto.Signer
+	// Verify checks a peer's chain against the server's trusted CAs and
+	// returns the identity (DN) it proves.
+	Verify func(chain []*x509.Certificate) (dn string, err error)
 }
 
 // Kind makes the layers of one name from their entries: a terminal kind

@@ -90,6 +90,9 @@ func (ss *session) stackEnv() stack.Env {
 	if limit, ok := ss.srv.fileSizeLimit(); ok {
 		env.MaxFile = limit
 	}
+	if d := ss.gsi.delegated; d != nil && ss.srv.GSI != nil {
+		env.Grid = &stack.GridCredential{Chain: d.Chain, Key: d.Key, Verify: ss.srv.GSI.Verify}
+	}
 	return env
 }
 

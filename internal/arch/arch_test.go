@@ -82,7 +82,7 @@ var allowed = map[string][]string{
 	"ferry/stack":          {"ferry/storage"},
 	"ferry/stack/popen":    {"ferry/stack", "ferry/storage"},
 	"ferry/stack/compress": {"ferry/stack"},
-	"ferry/stack/forward":  {"ferry/stack", "ferry/storage", "ferry/gridftp", "ferry/gridftp/client"},
+	"ferry/stack/forward":  {"ferry/stack", "ferry/storage", "ferry/gridftp", "ferry/gridftp/client", "ferry/gsi", "ferry/gsi/gsilogin"}, // gsiftp:// children
 	// Many-file layers: tar streams and checksum lists.
 	"ferry/stack/tarstream": {"ferry/stack", "ferry/storage", "ferry/checksum"},
 	"ferry/storage/posix":   {"ferry/storage"},

@@ -2,6 +2,7 @@ package forward
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -107,15 +108,16 @@ type hop struct {
 	own  Options  // Opts read
 }
 
-// parseHop reads "ftp://[user[:pass]@]host:port/path?opts".
+// parseHop reads "ftp://[user[:pass]@]host:port/path?opts", or
+// gsiftp:// (logged in with the session's delegated credential).
 func parseHop(raw string) (hop, error) {
 	base, opts, _ := strings.Cut(raw, "?")
 	u, err := url.Parse(base)
 	if err != nil {
 		return hop{}, fmt.Errorf("destination %q: %v", Show(raw), err)
 	}
-	if u.Scheme != "ftp" || u.Host == "" || u.Path == "" {
-		return hop{}, fmt.Errorf("destination %q: want ftp://host:port/path", Show(raw))
+	if (u.Scheme != "ftp" && u.Scheme != "gsiftp") || u.Host == "" || u.Path == "" {
+		return hop{}, fmt.Errorf("destination %q: want ftp://host:port/path or gsiftp://", Show(raw))
 	}
 	h := hop{URL: u, Opts: opts, own: Options{CC: DefaultCC, P: DefaultP, LocalWrite: true}}
 	for _, kv := range strings.Split(opts, ";") {
@@ -133,13 +135,20 @@ func parseHop(raw string) (hop, error) {
 	return h, nil
 }
 
-// addr is the host:port to dial, port 21 when none is given.
+// addr is the host:port to dial, port 21 (2811 for gsiftp://) when none
+// is given.
 func (h hop) addr() string {
-	if h.URL.Port() == "" {
-		return h.URL.Hostname() + ":21"
+	switch {
+	case h.URL.Port() != "":
+		return h.URL.Host
+	case h.grid():
+		return net.JoinHostPort(h.URL.Hostname(), "2811")
 	}
-	return h.URL.Host
+	return net.JoinHostPort(h.URL.Hostname(), "21")
 }
+
+// grid reports a gsiftp:// destination.
+func (h hop) grid() bool { return h.URL.Scheme == "gsiftp" }
 
 // Show is how a destination is named to users: without its options and
 // without a password.

@@ -19,6 +19,8 @@ import (
 
 	"ferry/gridftp"
 	"ferry/gridftp/client"
+	"ferry/gsi"
+	"ferry/gsi/gsilogin"
 	"ferry/stack"
 	"ferry/storage"
 )
@@ -82,6 +84,11 @@ func newLayer(e stack.Entry, env stack.Env) (stack.Filter, error) {
 	if env.Dial == nil && len(o.URLs) > 0 {
 		return nil, stack.Refuse(fmt.Sprintf("%s: this server connects to no other host.", e.Name))
 	}
+	for _, u := range o.URLs {
+		if h, _ := parseHop(u); h.grid() && env.Grid == nil {
+			return nil, stack.Refuse(fmt.Sprintf("%s: %s: gsiftp:// needs a GSI login that delegated a credential.", e.Name, Show(u)))
+		}
+	}
 	return layer{o: o, env: env}, nil
 }
 
@@ -143,7 +150,7 @@ func (l layer) DeferSink(ctx context.Context, t *stack.Transfer, open func() (st
 	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	for _, c := range plan(l.o.URLs, l.o.CC) {
 		h, _ := parseHop(c.URL) // checked by ParseOptions
-		k := &kid{plan: c, hop: h, p: l.o.P, blocks: s.blocks, q: make(chan *shared, QueueBlocks), dial: l.env.Dial,
+		k := &kid{plan: c, hop: h, p: l.o.P, blocks: s.blocks, q: make(chan *shared, QueueBlocks), dial: l.env.Dial, grid: l.env.Grid,
 			dead: make(chan struct{}), done: make(chan struct{}), eof: s.eof, aborted: s.aborted, sent: &s.sent, log: log}
 		s.kids = append(s.kids, k)
 		go k.run(ctx)
@@ -452,7 +459,8 @@ func (s *sink) report() error {
 type kid struct {
 	plan    child
 	hop     hop
-	dial    client.DialFunc // the session's, under the server's target policy
+	dial    client.DialFunc       // the session's, under the server's target policy
+	grid    *stack.GridCredential // for gsiftp:// children
 	p       int
 	blocks  *blocks
 	q       chan *shared
@@ -508,14 +516,7 @@ func (k *kid) transfer(ctx context.Context) (named []string, err error) {
 		return nil, k.err
 	}
 	c.Timeout = ReplyTimeout
-	user, pass := "anonymous", "ferry@"
-	if u := k.hop.URL.User; u != nil {
-		user = u.Username()
-		if p, ok := u.Password(); ok {
-			pass = p
-		}
-	}
-	if err := c.Login(sctx, user, pass); err != nil {
+	if err := k.login(sctx, c); err != nil {
 		return nil, err
 	}
 	if err := k.setup(sctx, c); err != nil {
@@ -534,6 +535,26 @@ func (k *kid) transfer(ctx context.Context) (named []string, err error) {
 		}
 	}
 	return named, err
+}
+
+// login logs the child in: a gsiftp:// one with the session's delegated
+// credential (delegating it on), as the URL's user or the child's
+// grid-mapfile's; an ftp:// one with the URL's user and password, or
+// anonymously.
+func (k *kid) login(ctx context.Context, c *client.Conn) error {
+	user := k.hop.URL.User.Username()
+	if k.hop.grid() {
+		cred := &gsi.Credential{Chain: k.grid.Chain, Key: k.grid.Key}
+		return gsilogin.Verified(cred, k.grid.Verify, k.hop.URL.Hostname(), user).Authenticate(ctx, c)
+	}
+	pass, ok := k.hop.URL.User.Password()
+	if !ok {
+		pass = "ferry@"
+	}
+	if user == "" {
+		user = "anonymous"
+	}
+	return c.Login(ctx, user, pass)
 }
 
 // setup sets the child's stack and, for a child that writes its own
