@@ -48,8 +48,10 @@ const credLifetime = 7 * 24 * time.Hour
 // secure makes the copy's data credential when both ends speak DATATLS,
 // or takes the user's grid credential when both logged in with it: each
 // end then already holds what it was delegated (DCAU A, as GCT does it),
-// and the data channel proves the user's identity. Between a GSI end and
-// any other the data channel is unauthenticated (DCAU N).
+// and the data channel proves the user's identity; so it does between a
+// GSI end and ferry copy's own server holding the same proxy
+// (Endpoint.DataIdentity). Between a GSI end and any other the data
+// channel is unauthenticated (DCAU N).
 func (c *copier) secure(s, d *client.Conn) error {
 	switch {
 	case s.GSI() && d.GSI() && c.src.gridIdentity() != c.dst.gridIdentity():
@@ -74,6 +76,15 @@ func (c *copier) secure(s, d *client.Conn) error {
 		}
 		fallthrough
 	case s.GSI() || d.GSI():
+		g, other := c.src, c.dst
+		if d.GSI() {
+			g, other = c.dst, c.src
+		}
+		if cred := g.gridData(); cred != nil && other.DataIdentity != "" && other.DataIdentity == g.gridIdentity() {
+			// ferry copy's own server holds the same proxy.
+			c.cred, c.set.Authenticated, c.set.Encrypted = cred, true, c.opts.Encrypt
+			return nil
+		}
 		if c.opts.Encrypt {
 			return ErrNoEncryption
 		}

@@ -304,9 +304,9 @@ func (m *multi) planTree() {
 	kids := append(fwd[1:len(fwd):len(fwd)], leaf...)
 	// A gsiftp:// kid is logged in to with what the head's client
 	// delegated: it must be of the same grid identity.
-	head := gridIdentity(m.targets[m.head].Endpoint)
+	head := m.targets[m.head].Endpoint.gridIdentity()
 	kids = slices.DeleteFunc(kids, func(k int) bool {
-		id := gridIdentity(m.targets[k].Endpoint)
+		id := m.targets[k].Endpoint.gridIdentity()
 		return id != "" && id != head
 	})
 	large, small := m.fanouts(len(kids))
@@ -770,15 +770,6 @@ func (f *fanout) url(j int, dst string) string {
 		u.User = url.UserPassword(e.User, e.Password)
 	}
 	return u.String()
-}
-
-// gridIdentity is the grid identity a GSI endpoint logs in with; "" for
-// any other.
-func gridIdentity(e Endpoint) string {
-	if g, ok := e.Auth.(client.GSILogin); ok {
-		return g.Identity
-	}
-	return ""
 }
 
 // dstOf maps the head's path dst to kid j's: the same place below the

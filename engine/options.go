@@ -31,6 +31,11 @@ type Endpoint struct {
 	// Auth, when set, logs sessions in instead of User and Password: a
 	// grid credential (client.GSILogin, gsiftp://).
 	Auth client.Authenticator
+	// DataIdentity is the grid identity the server's data channels prove
+	// after DCAU A without a DCSC (server.Server.DataCred): ferry copy's
+	// own server, holding the user's proxy. With a gsiftp:// end of that
+	// identity the data channel between them is authenticated.
+	DataIdentity string
 }
 
 func (e Endpoint) String() string { return e.Addr }

@@ -93,7 +93,8 @@ func TestGSIThirdPartyGCT(t *testing.T) {
 }
 
 // TestGSIFerryCopy: ferry copy with the user's proxy (X509_USER_PROXY)
-// puts into and gets from GCT's GSI server, and copies third-party
+// puts into and gets from GCT's GSI server (the data channel
+// authenticated, and encrypted with --encrypt), and copies third-party
 // between GCT's and ferry's GSI servers with the data channel
 // authenticated by the delegated credentials (and encrypted, --encrypt).
 func TestGSIFerryCopy(t *testing.T) {
@@ -112,16 +113,29 @@ func TestGSIFerryCopy(t *testing.T) {
 	}
 	src := filepath.Join(t.TempDir(), "src.bin")
 	writeRandomFile(t, src, 4<<20+99)
-	copyGSI(src, gct.URL("put.bin"))
+	authenticated := func(what string, r cliRun) {
+		t.Helper()
+		if !strings.Contains(r.stdout+r.stderr, "data channels authenticated") {
+			t.Errorf("%s: the data channel is not authenticated:\n%s", what, r)
+		}
+	}
+	// ferry copy's own server for the local side presents the user's
+	// proxy on its data channel, as globus-url-copy does.
+	authenticated("put", copyGSI(src, gct.URL("put.bin")))
 	same(t, "put to GCT", src, gct.Path("put.bin"))
 	back := filepath.Join(t.TempDir(), "back.bin")
-	copyGSI(gct.URL("put.bin"), back)
+	authenticated("get", copyGSI(gct.URL("put.bin"), back))
 	same(t, "get from GCT", src, back)
+	authenticated("put to ferry", copyGSI("--encrypt", src, gsiURL(ferry, "put-enc.bin")))
+	same(t, "encrypted put to ferry", src, ferry.Path("put-enc.bin"))
+	copyGSI("--encrypt", src, gct.URL("put-enc.bin"))
+	same(t, "encrypted put to GCT", src, gct.Path("put-enc.bin"))
+	back = filepath.Join(t.TempDir(), "back-enc.bin")
+	copyGSI("--encrypt", gct.URL("put-enc.bin"), back)
+	same(t, "encrypted get from GCT", src, back)
 	r := copyGSI(gct.URL("put.bin"), gsiURL(ferry, "tp.bin"))
 	same(t, "GCT to ferry", src, ferry.Path("tp.bin"))
-	if !strings.Contains(r.stdout+r.stderr, "data channels authenticated") {
-		t.Errorf("the third-party data channel is not authenticated:\n%s", r)
-	}
+	authenticated("third party", r)
 	copyGSI("--encrypt", gsiURL(ferry, "tp.bin"), gct.URL("enc.bin"))
 	same(t, "ferry to GCT encrypted", src, gct.Path("enc.bin"))
 

@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"ferry/engine"
+	"ferry/gridftp/client"
 	"ferry/gridftp/server"
 	"ferry/storage/posix"
 )
@@ -213,8 +214,11 @@ func parsePlace(s, proxy string) (place, error) {
 // serveLocal starts an endpoint server over a local directory for the
 // length of the copy. It listens on loopback and takes only a random
 // one-time password, so no other local user can reach the tree through it.
-// Its data connections use the address that reaches peer.
-func serveLocal(ctx context.Context, pl *place, peer string) (stop func(), err error) {
+// Its data connections use the address that reaches peer; when peer logs
+// in with the user's grid proxy (gsiftp://), they present that proxy too,
+// so that the data channel between them is authenticated as
+// globus-url-copy's own is.
+func serveLocal(ctx context.Context, pl *place, peer engine.Endpoint) (stop func(), err error) {
 	if err := os.MkdirAll(pl.local, 0o755); err != nil {
 		return nil, err
 	}
@@ -229,8 +233,11 @@ func serveLocal(ctx context.Context, pl *place, peer string) (stop func(), err e
 	// files: no per-address limit, no limit on their size or holes.
 	srv := &server.Server{FS: fs, Auth: oneLogin{pl.ep.User, pl.ep.Password},
 		MaxSessionsPerAddress: -1, MaxFileSize: -1, ChecksumHoles: -1, Layers: layers()}
-	if ip := dataAddrFor(peer); ip.IsValid() {
+	if ip := dataAddrFor(peer.Addr); ip.IsValid() {
 		srv.DataInterface = ip
+	}
+	if g, ok := peer.Auth.(client.GSILogin); ok && g.DataCred != nil {
+		srv.DataCred, pl.ep.DataIdentity = g.DataCred, g.Identity
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -239,6 +246,17 @@ func serveLocal(ctx context.Context, pl *place, peer string) (stop func(), err e
 	pl.ep.Addr, pl.ep.Local = ln.Addr().String(), true
 	go srv.Serve(ln)
 	return func() { srv.Close() }, nil
+}
+
+// gridPeer is the destination a local source serves: the first that logs
+// in with a grid proxy, else the first.
+func gridPeer(dsts []place) engine.Endpoint {
+	for _, d := range dsts {
+		if _, ok := d.ep.Auth.(client.GSILogin); ok {
+			return d.ep
+		}
+	}
+	return dsts[0].ep
 }
 
 // dataAddrFor is the local address that reaches peer ("host:port"); for a
@@ -299,7 +317,7 @@ func runCopy(ctx context.Context, srcArg string, dstArgs []string, via map[strin
 		if _, err := os.Stat(filepath.Join(src.local, filepath.FromSlash(src.path))); err != nil {
 			return fmt.Errorf("source: %w", err)
 		}
-		stop, err := serveLocal(ctx, &src, dsts[0].ep.Addr)
+		stop, err := serveLocal(ctx, &src, gridPeer(dsts))
 		if err != nil {
 			return err
 		}
@@ -307,7 +325,7 @@ func runCopy(ctx context.Context, srcArg string, dstArgs []string, via map[strin
 	}
 	for i := range dsts {
 		if dsts[i].local != "" {
-			stop, err := serveLocal(ctx, &dsts[i], src.ep.Addr)
+			stop, err := serveLocal(ctx, &dsts[i], src.ep)
 			if err != nil {
 				return err
 			}

@@ -188,8 +188,9 @@ func (ss *session) handleDCSC(arg string) bool {
 	switch strings.ToUpper(kind) {
 	case "D":
 		ss.data.close()
-		// Back to the login's credential: a GSI session's delegated one.
-		ss.dataCred, ss.dcsc, ss.dcauA, ss.protP = ss.gsi.dataCred, "", ss.gsi.dataCred != nil, false
+		// Back to the login's credential: a GSI session's delegated one,
+		// or the server's own.
+		ss.dataCred, ss.dcsc, ss.dcauA, ss.protP = cmp.Or(ss.gsi.dataCred, ss.srv.DataCred), "", ss.gsi.dataCred != nil, false
 		ss.reply(gridftp.CodeFileActionOK, "OK.")
 	case "P":
 		cred, err := gridftp.ParseDCSC(strings.TrimSpace(blob), time.Now())

@@ -47,6 +47,12 @@ type Server struct {
 	Auth      Authenticator  // password logins; nil allows none
 	Anonymous bool           // accept USER anonymous / ftp with any password
 	GSI       *GSI           // grid certificate logins (AUTH GSSAPI); nil allows none
+	// DataCred, when set, is what every session's data channels present
+	// after DCAU A, until DCSC hands them another: ferry copy's own
+	// server holds the user's grid proxy in it, so that its data
+	// connections to a gsiftp:// server prove the user's identity, as the
+	// credential delegated to that server does.
+	DataCred *gridftp.DataCredential
 	// AnonymousWrite lets anonymous sessions change the tree; without it
 	// they only read: every verb that writes (the rows marked write in the
 	// command and SITE tables) gets GCT's 550 PERMISSION_DENIED.

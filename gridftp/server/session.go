@@ -109,6 +109,7 @@ func newSession(s *Server, c net.Conn, addr string) *session {
 		cwd:      "/",
 		parallel: 1,
 		buffers:  s.buffers().Limit(s.sessionBuffers()),
+		dataCred: s.DataCred,
 	}
 }
 
