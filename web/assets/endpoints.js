@@ -9,15 +9,30 @@ import * as tasks from './tasks.js';
 
 // activate asks for the user's login on endpoint e and gives it to the
 // service; it resolves to true once the endpoint is activated.
+// A gsi endpoint takes a grid proxy (a file, or its PEM pasted) or, with
+// a MyProxy server, the user's MyProxy username and pass phrase.
 export async function activate(e) {
   const req = await get(ep(e) + '/activation_requirements');
-  const fields = req.DATA.map((r) => field(r.ui_name, h('input', {
-    name: r.name, required: r.required, type: r.private ? 'password' : 'text',
-    autocomplete: r.private ? 'current-password' : 'username',
-  }), r.description));
+  const proxy = req.DATA.find((r) => r.name === 'proxy');
+  const fields = req.DATA.map((r) => r === proxy
+    ? field(r.ui_name, h('div', { class: 'proxy' },
+      h('input', { type: 'file', name: 'proxy_file', 'aria-label': 'Grid proxy file' }),
+      h('textarea', { name: 'proxy', rows: 3, spellcheck: 'false', autocomplete: 'off', placeholder: 'or paste it: -----BEGIN CERTIFICATE-----…' })),
+    `${r.description} (e.g. /tmp/x509up_u1000)`)
+    : field(r.ui_name, h('input', {
+      name: r.name, required: r.required, type: r.private ? 'password' : 'text',
+      autocomplete: r.private ? 'current-password' : 'username',
+    }), r.description));
   const res = await dialog({
     title: `Activate ${e.display_name}`, fields, submit: 'Activate',
-    action: (form) => post(ep(e) + '/activate', Object.fromEntries(form)),
+    action: async (form) => {
+      const body = Object.fromEntries(form);
+      delete body.proxy_file;
+      const file = form.get('proxy_file');
+      if (file && file.size) body.proxy = await file.text();
+      if (proxy && proxy.required && !body.proxy) throw new Error('Choose your grid proxy file, or paste the proxy.');
+      return post(ep(e) + '/activate', body);
+    },
   });
   if (!res) return false;
   toast(res.message + (res.resumed ? `; ${res.resumed} waiting task(s) resumed` : ''), { kind: 'ok' });
@@ -55,7 +70,7 @@ function server(uri, st) {
 function form(e) {
   const v = e || { DATA: [], default_directory: '/', auth_method: 'anonymous', public: false, max_concurrent: 0 };
   const auth = h('select', { name: 'auth_method' },
-    ['anonymous', 'password'].map((m) => h('option', { value: m, text: m, selected: v.auth_method === m })));
+    ['anonymous', 'password', 'gsi'].map((m) => h('option', { value: m, text: m, selected: v.auth_method === m })));
   return dialog({
     title: e ? `Edit ${e.display_name}` : 'Add an endpoint', submit: e ? 'Save' : 'Add',
     fields: [
@@ -64,7 +79,11 @@ function form(e) {
       field('Servers', h('textarea', { name: 'servers', required: true, rows: 2, value: v.DATA.map((sv) => sv.uri).join('\n') }),
         'one URL per line, e.g. ftp://host:2811; several are data movers of one endpoint'),
       field('Default directory', h('input', { name: 'default_directory', value: v.default_directory })),
-      field('Authentication', auth),
+      field('Authentication', auth, 'gsi: gsiftp:// servers, each user activates it with a grid proxy'),
+      field('MyProxy server', h('input', { name: 'myproxy_server', value: v.myproxy_server || '', placeholder: 'host:7512', autocomplete: 'off' }),
+        'gsi only: users may activate with their MyProxy username and pass phrase (used once, never stored) instead of a proxy'),
+      field('MyProxy server DN', h('input', { name: 'myproxy_server_dn', value: v.myproxy_server_dn || '', placeholder: '/O=Grid/CN=host/myproxy.example.org', autocomplete: 'off' }),
+        'if its certificate does not name its host'),
       field('Most tasks at once', h('input', { name: 'max_concurrent', type: 'number', min: 0, value: v.max_concurrent }), '0: no limit'),
       field('Reached through', h('input', { name: 'via', value: v.via_display_name || '', placeholder: 'owner#name', autocomplete: 'off' }),
         'a head node\'s endpoint (ferry gridftp --multicast) in front of a private network, through which alone this one is reached; empty: reached directly'),
@@ -76,6 +95,7 @@ function form(e) {
         auth_method: f.get('auth_method'), public: f.has('public'), max_concurrent: Number(f.get('max_concurrent') || 0),
         DATA: f.get('servers').split(/\s+/).filter(Boolean).map((uri) => ({ uri })),
         via: f.get('via').trim(),
+        myproxy_server: f.get('myproxy_server').trim(), myproxy_server_dn: f.get('myproxy_server_dn').trim(),
       };
       return e ? put(ep(e), spec) : post('endpoint', spec);
     },
@@ -124,7 +144,7 @@ export function endpoints(main, { user }) {
       h('dl', {},
         h('dt', { text: 'Servers' }), h('dd', {}, servers),
         h('dt', { text: 'Default directory' }), h('dd', {}, h('code', { text: e.default_directory })),
-        h('dt', { text: 'Authentication' }), h('dd', { text: e.auth_method }),
+        h('dt', { text: 'Authentication' }), h('dd', { text: e.auth_method + (e.myproxy_server ? `, MyProxy server ${e.myproxy_server}` : '') }),
         h('dt', { text: 'Activation' }), h('dd', { text: activation(e) }),
         h('dt', { text: 'Limit' }), h('dd', { text: e.max_concurrent ? `${e.max_concurrent} tasks at once` : 'no limit' }),
         h('dt', { text: 'Visibility' }), h('dd', { text: e.public ? 'public' : 'private' }),
