@@ -265,8 +265,8 @@ func TestLoadCADir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tr.Roots()) != 1 || len(tr.crls) != 1 || len(tr.Problems) != 1 || !strings.Contains(tr.Problems[0].Error(), "deadbeef.1") {
-		t.Errorf("roots %d crls %d problems %v", len(tr.Roots()), len(tr.crls), tr.Problems)
+	if len(tr.Roots()) != 1 || len(tr.cur.crls) != 1 || len(tr.Problems) != 1 || !strings.Contains(tr.Problems[0].Error(), "deadbeef.1") {
+		t.Errorf("roots %d crls %d problems %v", len(tr.Roots()), len(tr.cur.crls), tr.Problems)
 	}
 	if _, err := LoadCADir(t.TempDir()); err == nil || !strings.Contains(err.Error(), "no CA certificate") {
 		t.Errorf("empty dir: %v", err)
@@ -306,6 +306,70 @@ func TestWithCRLDir(t *testing.T) {
 	}
 	if _, err := base.WithCRLDir(filepath.Join(crlDir, "nope")); err == nil {
 		t.Error("a missing CRL directory was taken")
+	}
+}
+
+// TestTrustFollowsDirs: a Trust of directories sees what changes in them
+// once it looks again (a minute on): a CRL that fetch-crl renews, one that
+// revokes a user, a CA added; a CA directory emptied by mistake leaves
+// the last good reading in force.
+func TestTrustFollowsDirs(t *testing.T) {
+	root, other := newCA(t, "Test Root CA", nil), newCA(t, "Other CA", nil)
+	alice, bob := newEEC(t, root, "Alice", nil), newEEC(t, other, "Bob", nil)
+	caDir, crlDir := t.TempDir(), t.TempDir()
+	crl := func(from time.Time, revoked ...*x509.Certificate) []byte {
+		var entries []x509.RevocationListEntry
+		for _, c := range revoked {
+			entries = append(entries, x509.RevocationListEntry{SerialNumber: c.SerialNumber, RevocationTime: from})
+		}
+		der, err := x509.CreateRevocationList(rand.Reader, &x509.RevocationList{Number: big.NewInt(from.Unix()),
+			ThisUpdate: from, NextUpdate: from.Add(time.Hour), RevokedCertificateEntries: entries}, root.cert, root.key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pem.EncodeToMemory(&pem.Block{Type: "X509 CRL", Bytes: der})
+	}
+	write := func(dir, name string, b []byte) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(caDir, "1234abcd.0", pemCert(root.cert.Raw))
+	write(crlDir, "1234abcd.r0", crl(t0.Add(-time.Minute)))
+	base, err := LoadCADir(caDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := base.WithCRLDir(crlDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verify := func(c testCert, at time.Time, want string) {
+		t.Helper()
+		_, err := tr.Verify(certs(c), at)
+		if (want == "") != (err == nil) || want != "" && !strings.Contains(err.Error(), want) {
+			t.Errorf("at %v: %v; want %q", at.Sub(t0), err, want)
+		}
+	}
+	verify(alice, t0, "")
+	verify(bob, t0, "unknown CA")
+	// The CRL runs out; until it is renewed everyone is refused.
+	verify(alice, t0.Add(2*time.Hour), "the CRL of CA")
+	write(crlDir, "1234abcd.r0", crl(t0.Add(2*time.Hour)))
+	verify(alice, t0.Add(2*time.Hour+30*time.Second), "the CRL of CA") // looked less than a minute ago
+	verify(alice, t0.Add(2*time.Hour+2*time.Minute), "")
+	// A new CRL revokes alice; a new CA brings bob in.
+	write(crlDir, "1234abcd.r0", crl(t0.Add(2*time.Hour), alice.cert))
+	write(caDir, "5678ef01.0", pemCert(other.cert.Raw))
+	verify(alice, t0.Add(2*time.Hour+4*time.Minute), "revoked")
+	verify(bob, t0.Add(2*time.Hour+4*time.Minute), "")
+	// The CA directory emptied: the last good reading stays.
+	os.Remove(filepath.Join(caDir, "1234abcd.0"))
+	os.Remove(filepath.Join(caDir, "5678ef01.0"))
+	verify(bob, t0.Add(2*time.Hour+6*time.Minute), "")
+	if len(tr.Roots()) != 2 {
+		t.Errorf("%d roots after the directory was emptied, want the 2 of before", len(tr.Roots()))
 	}
 }
 

@@ -11,27 +11,48 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
 // maxChain is the longest chain Verify accepts, proxies and CAs included.
 const maxChain = 10
 
-// Trust is the CAs (and their CRLs) a party accepts.
+// Trust is the CAs (and their CRLs) a party accepts. One loaded from
+// directories (LoadCADir, WithCRLDir) reads them again when their files
+// change, looking at most once a minute: a long-running server sees the
+// CRLs fetch-crl renews, and CAs added or removed, without a restart.
 type Trust struct {
-	roots []*x509.Certificate
-	pool  *x509.CertPool
-	crls  []*x509.RevocationList
-
 	// Problems lists the files of a CA directory that LoadCADir could not
 	// read; the others were loaded. A caller logs them.
 	Problems []error
+
+	mu      sync.Mutex
+	cur     *anchors
+	caDir   string   // "" for NewTrust's
+	crlDirs []string // WithCRLDir's
+	stamp   string   // the directories' files when cur was read
+	checked time.Time
 }
+
+// anchors is what a Trust holds at one time.
+type anchors struct {
+	roots []*x509.Certificate
+	pool  *x509.CertPool
+	crls  []*x509.RevocationList
+}
+
+// recheck is how often a Trust of directories looks for changes.
+const recheck = time.Minute
 
 // NewTrust trusts roots (the trust anchors, usually self-signed CAs) and
 // applies crls, each to the certificates its issuer signed.
 func NewTrust(roots []*x509.Certificate, crls []*x509.RevocationList) *Trust {
-	t := &Trust{pool: x509.NewCertPool(), crls: crls}
+	return &Trust{cur: newAnchors(roots, crls)}
+}
+
+func newAnchors(roots []*x509.Certificate, crls []*x509.RevocationList) *anchors {
+	a := &anchors{pool: x509.NewCertPool(), crls: crls}
 	seen := map[[32]byte]bool{}
 	for _, r := range roots {
 		if r == nil {
@@ -42,18 +63,18 @@ func NewTrust(roots []*x509.Certificate, crls []*x509.RevocationList) *Trust {
 			continue
 		}
 		seen[h] = true
-		t.roots = append(t.roots, r)
-		t.pool.AddCert(r)
+		a.roots = append(a.roots, r)
+		a.pool.AddCert(r)
 	}
-	return t
+	return a
 }
 
 // Roots returns the trusted CA certificates.
-func (t *Trust) Roots() []*x509.Certificate { return t.roots }
+func (t *Trust) Roots() []*x509.Certificate { return t.at(time.Now()).roots }
 
 // CertPool returns the roots as a pool, for crypto/tls's ClientCAs (the
 // names a server sends in its CertificateRequest).
-func (t *Trust) CertPool() *x509.CertPool { return t.pool.Clone() }
+func (t *Trust) CertPool() *x509.CertPool { return t.at(time.Now()).pool.Clone() }
 
 // LoadCADir loads an OpenSSL hashed CA directory such as
 // /etc/grid-security/certificates: every file named <hash>.0 .. <hash>.9
@@ -64,29 +85,106 @@ func (t *Trust) CertPool() *x509.CertPool { return t.pool.Clone() }
 // Files that do not parse are listed in Trust.Problems; a directory with
 // no CA at all is an error.
 func LoadCADir(dir string) (*Trust, error) {
-	roots, crls, problems, err := readHashedDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("CA directory: %w", err)
-	}
-	if len(roots) == 0 {
-		return nil, fmt.Errorf("CA directory %s has no CA certificate (<hash>.0 files)%s", dir, problemSuffix(problems))
-	}
-	t := NewTrust(roots, crls)
-	t.Problems = problems
-	return t, nil
+	return loadDirs(dir, nil, time.Now())
 }
 
 // WithCRLDir is t with the CRLs of another hashed directory too (its
 // <hash>.r0 .. <hash>.r9 files; CA certificates there are not trusted):
 // a CRL directory kept apart from the CAs'.
 func (t *Trust) WithCRLDir(dir string) (*Trust, error) {
-	_, crls, problems, err := readHashedDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("CRL directory: %w", err)
+	if t.caDir == "" {
+		a := t.at(time.Now())
+		_, crls, problems, err := readHashedDir(dir)
+		if err != nil {
+			return nil, fmt.Errorf("CRL directory: %w", err)
+		}
+		n := NewTrust(a.roots, append(slices.Clone(a.crls), crls...))
+		n.Problems = append(slices.Clone(t.Problems), problems...)
+		return n, nil
 	}
-	n := NewTrust(t.roots, append(slices.Clone(t.crls), crls...))
-	n.Problems = append(slices.Clone(t.Problems), problems...)
-	return n, nil
+	return loadDirs(t.caDir, append(slices.Clone(t.crlDirs), dir), time.Now())
+}
+
+// loadDirs reads a CA directory and CRL directories into a Trust that
+// follows them.
+func loadDirs(caDir string, crlDirs []string, now time.Time) (*Trust, error) {
+	stamp := dirStamp(caDir, crlDirs)
+	a, problems, err := readDirs(caDir, crlDirs)
+	if err != nil {
+		return nil, err
+	}
+	return &Trust{Problems: problems, cur: a, caDir: caDir, crlDirs: crlDirs, stamp: stamp, checked: now}, nil
+}
+
+// readDirs reads the anchors of a CA directory and CRL directories.
+func readDirs(caDir string, crlDirs []string) (*anchors, []error, error) {
+	roots, crls, problems, err := readHashedDir(caDir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("CA directory: %w", err)
+	}
+	if len(roots) == 0 {
+		return nil, nil, fmt.Errorf("CA directory %s has no CA certificate (<hash>.0 files)%s", caDir, problemSuffix(problems))
+	}
+	for _, d := range crlDirs {
+		_, more, p, err := readHashedDir(d)
+		if err != nil {
+			return nil, nil, fmt.Errorf("CRL directory: %w", err)
+		}
+		crls, problems = append(crls, more...), append(problems, p...)
+	}
+	return newAnchors(roots, crls), problems, nil
+}
+
+// at is what t trusts at now: for a Trust of directories, read again
+// when their files changed since it last looked (at most once a
+// minute). A directory that no longer loads (gone, or no CA left in it)
+// leaves the last good reading in force.
+func (t *Trust) at(now time.Time) *anchors {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.caDir == "" || now.Sub(t.checked) < recheck {
+		return t.cur
+	}
+	t.checked = now
+	if stamp := dirStamp(t.caDir, t.crlDirs); stamp != t.stamp {
+		if a, _, err := readDirs(t.caDir, t.crlDirs); err == nil {
+			t.cur, t.stamp = a, stamp
+		}
+	}
+	return t.cur
+}
+
+// dirStamp sums up the hashed files of the directories: names, sizes and
+// modification times.
+func dirStamp(caDir string, crlDirs []string) string {
+	var b strings.Builder
+	for _, dir := range append([]string{caDir}, crlDirs...) {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			fmt.Fprintf(&b, "%s: %v\n", dir, err)
+			continue
+		}
+		for _, e := range ents {
+			if !hashedName(e.Name()) {
+				continue
+			}
+			fi, err := os.Stat(filepath.Join(dir, e.Name())) // through symlinks
+			if err != nil {
+				fmt.Fprintf(&b, "%s: %v\n", e.Name(), err)
+				continue
+			}
+			fmt.Fprintf(&b, "%s/%s %d %d\n", dir, e.Name(), fi.Size(), fi.ModTime().UnixNano())
+		}
+	}
+	return b.String()
+}
+
+// hashedName reports a <hash>.N or <hash>.rN file name.
+func hashedName(name string) bool {
+	ext := filepath.Ext(name)
+	isCert := len(ext) == 2 && ext[1] >= '0' && ext[1] <= '9'
+	isCRL := len(ext) == 3 && ext[1] == 'r' && ext[2] >= '0' && ext[2] <= '9'
+	return (isCert || isCRL) && len(name) > len(ext)
 }
 
 // readHashedDir reads an OpenSSL hashed directory: the certificates of
@@ -99,12 +197,10 @@ func readHashedDir(dir string) (roots []*x509.Certificate, crls []*x509.Revocati
 	}
 	for _, e := range ents {
 		name := e.Name()
-		ext := filepath.Ext(name)
-		isCert := len(ext) == 2 && ext[1] >= '0' && ext[1] <= '9'
-		isCRL := len(ext) == 3 && ext[1] == 'r' && ext[2] >= '0' && ext[2] <= '9'
-		if !isCert && !isCRL || len(name) == len(ext) {
+		if !hashedName(name) {
 			continue
 		}
+		isCert := len(filepath.Ext(name)) == 2
 		p := filepath.Join(dir, name)
 		b, err := os.ReadFile(p) // follows the usual symlinks to *.pem
 		if err != nil {
@@ -126,7 +222,7 @@ func readHashedDir(dir string) (roots []*x509.Certificate, crls []*x509.Revocati
 				}
 				roots = append(roots, c)
 				n++
-			case isCRL && blk.Type == "X509 CRL":
+			case !isCert && blk.Type == "X509 CRL":
 				crl, err := x509.ParseRevocationList(blk.Bytes)
 				if err != nil {
 					problems = append(problems, fmt.Errorf("%s: %w", p, err))
@@ -228,7 +324,7 @@ func (t *Trust) Verify(chain []*x509.Certificate, now time.Time) (*Identity, err
 	if eec < 0 {
 		return nil, refuse(chain, -1, "no end-entity certificate: every certificate is a proxy")
 	}
-	if err := t.verifyEEC(chain, eec, now); err != nil {
+	if err := t.at(now).verifyEEC(chain, eec, now); err != nil {
 		return nil, err
 	}
 	id := &Identity{Chain: chain, NotAfter: earliestNotAfter(chain)}
@@ -342,7 +438,7 @@ func extendsByCN(subject, issuer []byte) (string, error) {
 }
 
 // verifyEEC checks the end-entity certificate chain[eec] up to a root.
-func (t *Trust) verifyEEC(chain []*x509.Certificate, eec int, now time.Time) error {
+func (t *anchors) verifyEEC(chain []*x509.Certificate, eec int, now time.Time) error {
 	c := chain[eec]
 	if now.Before(c.NotBefore) {
 		return refuse(chain, eec, "not yet valid until %s (now %s)", stamp(c.NotBefore), stamp(now))
@@ -390,9 +486,9 @@ func issuerOf(chain []*x509.Certificate, eec int, at *x509.Certificate) []byte {
 }
 
 // checkRevoked checks each certificate of the verified path but the root
-// against the Trust's CRLs from its issuer. A path passes when no
+// against the CRLs from its issuer. A path passes when no
 // certificate on it is revoked; the first path x509 found is reported.
-func (t *Trust) checkRevoked(chain []*x509.Certificate, eec int, paths [][]*x509.Certificate, now time.Time) error {
+func (t *anchors) checkRevoked(chain []*x509.Certificate, eec int, paths [][]*x509.Certificate, now time.Time) error {
 	var first error
 	for _, path := range paths {
 		err := t.checkPathRevoked(chain, eec, path, now)
@@ -406,7 +502,7 @@ func (t *Trust) checkRevoked(chain []*x509.Certificate, eec int, paths [][]*x509
 	return first
 }
 
-func (t *Trust) checkPathRevoked(chain []*x509.Certificate, eec int, path []*x509.Certificate, now time.Time) error {
+func (t *anchors) checkPathRevoked(chain []*x509.Certificate, eec int, path []*x509.Certificate, now time.Time) error {
 	for k := 0; k+1 < len(path); k++ {
 		c, issuer := path[k], path[k+1]
 		for _, crl := range t.crls {

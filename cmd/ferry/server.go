@@ -35,6 +35,7 @@ type serverFlags struct {
 	listen, keyFile, logLevel string
 	endpointNetworks          string
 	gsiCADir                  string
+	gsiCRLDir                 string
 	workerID, publicURL       string
 	smtpAddr, smtpFrom        string
 	webhook, webhookSecret    string
@@ -68,7 +69,8 @@ tasks go back to the queue and continue in another process or at restart.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:8080", "HTTP address of the API and web app")
 	fl.StringVar(&f.endpointNetworks, "endpoint-networks", "", "the networks endpoints' servers may be in: CIDR prefixes or addresses, comma-separated, ! before one to refuse it (default: any address but link-local, cloud metadata, unspecified, multicast and reserved ones, and loopback unless --listen is on loopback; those stay refused unless named)")
-	fl.StringVar(&f.gsiCADir, "gsi-ca-dir", "", "the grid CAs (an OpenSSL hashed directory) that gsi endpoints' servers and MyProxy servers are checked against (default $X509_CERT_DIR, else /etc/grid-security/certificates; without it gsi endpoints cannot be used)")
+	fl.StringVar(&f.gsiCADir, "gsi-ca-dir", "", "the grid CAs (an OpenSSL hashed directory) that gsi endpoints' servers and MyProxy servers are checked against (default $X509_CERT_DIR, else /etc/grid-security/certificates; without it gsi endpoints cannot be used); it is read again when its files change, as fetch-crl renews the CRLs in it")
+	fl.StringVar(&f.gsiCRLDir, "gsi-crl-dir", "", "CRLs (<hash>.r0 files) kept apart from --gsi-ca-dir, read again when they change")
 	fl.StringVar(&f.keyFile, "key-file", "", "key sealing endpoint credentials (default DIR/secret.key; created if missing)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.StringVar(&f.workerID, "worker-id", "", "this process's name, unique among the processes of one database, for the leases of its tasks and the agents connected to it; a process restarted under it takes back its running tasks at once (default HOST/LISTEN-ADDRESS)")
@@ -121,7 +123,7 @@ func runServer(ctx context.Context, cmd *cobra.Command, f serverFlags) error {
 		ln.Close()
 		return fmt.Errorf("--endpoint-networks: %w", err)
 	}
-	trust, err := gsiTrust(cmd, f.gsiCADir, log)
+	trust, err := gsiTrust(cmd, f.gsiCADir, f.gsiCRLDir, log)
 	if err != nil {
 		ln.Close()
 		return err
@@ -239,10 +241,11 @@ func storeName(s storeFlags) string {
 	return "PostgreSQL"
 }
 
-// gsiTrust loads the grid CAs of --gsi-ca-dir (default: gsi.DefaultCADir).
-// A directory named by the flag must load; the default may be missing,
-// and then gsi endpoints cannot be used (their activations say why).
-func gsiTrust(cmd *cobra.Command, dir string, log *slog.Logger) (*gsi.Trust, error) {
+// gsiTrust loads the grid CAs of --gsi-ca-dir (default: gsi.DefaultCADir)
+// and the CRLs of --gsi-crl-dir. A directory named by a flag must load;
+// the default may be missing, and then gsi endpoints cannot be used
+// (their activations say why).
+func gsiTrust(cmd *cobra.Command, dir, crlDir string, log *slog.Logger) (*gsi.Trust, error) {
 	named := cmd.Flags().Changed("gsi-ca-dir")
 	if !named {
 		dir = gsi.DefaultCADir()
@@ -251,9 +254,19 @@ func gsiTrust(cmd *cobra.Command, dir string, log *slog.Logger) (*gsi.Trust, err
 	switch {
 	case err != nil && named:
 		return nil, fmt.Errorf("--gsi-ca-dir: %w", err)
+	case err != nil && crlDir != "":
+		return nil, fmt.Errorf("--gsi-crl-dir without grid CAs: %w", err)
 	case err != nil:
 		log.Info("no grid CAs: gsi endpoints cannot be used (set --gsi-ca-dir)", "dir", dir, "err", err)
 		return nil, nil
+	}
+	if crlDir != "" {
+		if trust, err = trust.WithCRLDir(crlDir); err != nil {
+			return nil, fmt.Errorf("--gsi-crl-dir: %w", err)
+		}
+	}
+	for _, p := range trust.Problems {
+		log.Warn("grid CA directory: a file left out", "problem", p)
 	}
 	log.Info("grid CAs for gsi endpoints", "dir", dir, "cas", len(trust.Roots()))
 	return trust, nil
