@@ -41,6 +41,10 @@ type Options struct {
 	// Client is the credential Logon authenticates with; nil:
 	// anonymous, as myproxy-logon without a credential.
 	Client *gsi.Credential
+	// Dial connects to the server; nil: a plain net.Dialer. A service
+	// passes the dial of its network policy, which checks the address
+	// the name resolves to as it connects.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Errors a ServerError matches with errors.Is.
@@ -122,8 +126,11 @@ func Logon(ctx context.Context, addr string, o Options) (*gsi.Credential, error)
 	}
 	addr = net.JoinHostPort(host, port)
 
-	var d net.Dialer
-	raw, err := d.DialContext(ctx, "tcp", addr)
+	dial := o.Dial
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	raw, err := dial(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("MyProxy: connecting to %s: %w", addr, err)
 	}

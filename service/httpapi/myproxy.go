@@ -163,7 +163,7 @@ func (s *Server) myproxyLogin(ctx context.Context, ep domain.Endpoint, req api.A
 	lctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
 	cred, err := logon(lctx, ep.MyProxyServer, myproxy.Options{Username: req.MyProxyUsername, Passphrase: req.MyProxyPassphrase,
-		Lifetime: lifetime, Trust: s.Trust, ServerDN: ep.MyProxyServerDN})
+		Lifetime: lifetime, Trust: s.Trust, ServerDN: ep.MyProxyServerDN, Dial: s.Networks.Dial})
 	var se *myproxy.ServerError
 	switch {
 	case errors.Is(err, myproxy.ErrBadPassphrase):

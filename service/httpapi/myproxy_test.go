@@ -14,6 +14,7 @@ import (
 
 	"ferry/gsi"
 	"ferry/gsi/myproxy"
+	"ferry/netpolicy"
 	"ferry/service/api"
 	"ferry/service/domain"
 	"ferry/service/httpapi"
@@ -351,5 +352,40 @@ func TestMyProxyActivation(t *testing.T) {
 		if strings.Contains(string(b), "horse battery") {
 			t.Errorf("the store's %s holds the pass phrase", f.Name())
 		}
+	}
+}
+
+// TestMyProxyDialPolicy: the service connects to a MyProxy server under
+// its network policy as it connects, not only when the endpoint was
+// saved: a name that resolves to an allowed address then and to loopback
+// at activation (DNS rebinding) is refused.
+func TestMyProxyDialPolicy(t *testing.T) {
+	nets, err := netpolicy.New("", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy, dn, _ := gridProxy(t, "Alice", 3*time.Hour)
+	mp := &fakeMyProxy{user: "alice-mp", pass: "pp", proxy: proxy}
+	e := newEnv(t, func(s *httpapi.Server) {
+		s.Networks, s.Trust, s.MyProxyLogon = nets, gsi.NewTrust(nil, nil), mp.logon
+	})
+	e.ops.set(func(f *fakeOps) { f.gridmap[dn] = true })
+	alice, _ := e.user("alice")
+	if _, err := alice.CreateEndpoint(t.Context(), api.EndpointSpec{Name: new("grid"), Servers: []api.Server{{URI: "gsiftp://192.0.2.1:2811"}},
+		MyProxyServer: new("192.0.2.10:7512")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.Activate(t.Context(), "grid", api.Activate{MyProxyUsername: "alice-mp", MyProxyPassphrase: "pp"}); err != nil {
+		t.Fatal(err)
+	}
+	c := mp.last()
+	if c.o.Dial == nil {
+		t.Fatal("MyProxy is dialed without the network policy")
+	}
+	if conn, err := c.o.Dial(t.Context(), "tcp", "127.0.0.1:7512"); !errors.As(err, new(*netpolicy.DeniedError)) {
+		if conn != nil {
+			conn.Close()
+		}
+		t.Fatalf("a dial to loopback: %v, want refused by the policy", err)
 	}
 }
