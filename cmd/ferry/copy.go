@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -23,6 +24,7 @@ import (
 	"ferry/engine"
 	"ferry/gridftp/client"
 	"ferry/gridftp/server"
+	"ferry/sshftp"
 	"ferry/storage/posix"
 )
 
@@ -39,8 +41,10 @@ func newCopyCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "copy [flags] SRC DST [DST...]",
 		Short: "Copy files between GridFTP endpoints and local paths, verified, with no service",
-		Long: `Copy SRC to DST directly, like globus-url-copy: each is ftp://[user[:pass]@]host[:port]/path
-or a local path. Transfers between two servers are third-party: data flows server to
+		Long: `Copy SRC to DST directly, like globus-url-copy: each is ftp://[user[:pass]@]host[:port]/path,
+gsiftp://, sshftp://[user@]host[:port]/path (ssh runs the remote's GridFTP server, as for
+globus-url-copy; $FERRY_SSH_COMMAND replaces "ssh", $FERRY_REMOTE_SSHFTP or
+$GLOBUS_REMOTE_SSHFTP the remote command) or a local path. Transfers between two servers are third-party: data flows server to
 server. Directories need -r; a DST ending in / receives SRC under its own name.
 
 ferry chooses concurrency, parallel streams, pipelining and chunk size itself from
@@ -183,8 +187,10 @@ func parsePlace(s, proxy string) (place, error) {
 		port = "21"
 	case "gsiftp":
 		port = "2811"
+	case "sshftp":
+		port = strconv.Itoa(sshftp.DefaultPort)
 	default:
-		return place{}, fmt.Errorf("%s: unsupported scheme %q (want ftp://, gsiftp:// or a local path)", s, u.Scheme)
+		return place{}, fmt.Errorf("%s: unsupported scheme %q (want ftp://, gsiftp://, sshftp:// or a local path)", s, u.Scheme)
 	}
 	if u.Hostname() == "" {
 		return place{}, fmt.Errorf("%s: no host", s)
@@ -201,6 +207,15 @@ func parsePlace(s, proxy string) (place, error) {
 		ep.User = u.User.Username()
 		ep.Password, _ = u.User.Password()
 	}
+	if u.Scheme == "sshftp" {
+		// The user is ssh's; the session on the far side accepts any
+		// login, and logs in anonymously as globus-url-copy's does.
+		if ep.Password != "" {
+			return place{}, fmt.Errorf("%s: sshftp:// takes no password: ssh logs in with keys (or an agent)", s)
+		}
+		ep.Dial = sshDialer(ep.User, os.Getenv).Dial
+		ep.User, ep.Password = "", ""
+	}
 	if u.Scheme == "gsiftp" {
 		login, err := gridLogin(u.Hostname(), ep.User, proxy)
 		if err != nil {
@@ -209,6 +224,18 @@ func parsePlace(s, proxy string) (place, error) {
 		ep.Auth = login
 	}
 	return place{ep: ep, path: p}, nil
+}
+
+// sshDialer is how sshftp:// URLs reach their host: ssh, or the command
+// line in $FERRY_SSH_COMMAND (split at spaces, no shell), runs the remote
+// command in $FERRY_REMOTE_SSHFTP, else $GLOBUS_REMOTE_SSHFTP, else GCT's
+// lookup of ~/.globus/sshftp and /etc/grid-security/sshftp.
+func sshDialer(user string, getenv func(string) string) sshftp.Dialer {
+	return sshftp.Dialer{
+		Command: strings.Fields(getenv("FERRY_SSH_COMMAND")),
+		User:    user,
+		Remote:  cmp.Or(getenv("FERRY_REMOTE_SSHFTP"), getenv("GLOBUS_REMOTE_SSHFTP")),
+	}
 }
 
 // serveLocal starts an endpoint server over a local directory for the

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -125,9 +126,12 @@ func TestParsePlace(t *testing.T) {
 	for _, tc := range []struct {
 		in                  string
 		addr, user, pass, p string
-		local               bool
+		local, ssh          bool
 		bad                 string
 	}{
+		{in: "sshftp://alice@host/data/f", addr: "host:22", p: "/data/f", ssh: true},
+		{in: "sshftp://127.0.0.1:2222", addr: "127.0.0.1:2222", p: "/", ssh: true},
+		{in: "sshftp://u:pw@host/x", bad: "no password"},
 		{in: "ftp://host:2811/a/b", addr: "host:2811", p: "/a/b"},
 		{in: "ftp://u:p%40ss@host/x", addr: "host:21", user: "u", pass: "p@ss", p: "/x"},
 		{in: "ftp://[::1]:5000", addr: "[::1]:5000", p: "/"},
@@ -144,10 +148,31 @@ func TestParsePlace(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || pl.path != tc.p || (pl.local != "") != tc.local ||
+		if err != nil || pl.path != tc.p || (pl.local != "") != tc.local || (pl.ep.Dial != nil) != tc.ssh ||
 			(!tc.local && (pl.ep.Addr != tc.addr || pl.ep.User != tc.user || pl.ep.Password != tc.pass)) {
 			t.Errorf("%s: %+v %v", tc.in, pl, err)
 		}
+	}
+}
+
+func TestSSHDialer(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		env     map[string]string
+		command []string
+		remote  string
+	}{
+		{name: "defaults", remote: ""},
+		{name: "ferry's", env: map[string]string{"FERRY_SSH_COMMAND": " ssh  -F /cfg ", "FERRY_REMOTE_SSHFTP": "ferry gridftp --stdio", "GLOBUS_REMOTE_SSHFTP": "gct"},
+			command: []string{"ssh", "-F", "/cfg"}, remote: "ferry gridftp --stdio"},
+		{name: "globus-url-copy's", env: map[string]string{"GLOBUS_REMOTE_SSHFTP": "/opt/sshftp"}, remote: "/opt/sshftp"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := sshDialer("alice", func(k string) string { return tc.env[k] })
+			if !slices.Equal(d.Command, tc.command) || d.Remote != tc.remote || d.User != "alice" {
+				t.Fatalf("%+v", d)
+			}
+		})
 	}
 }
 

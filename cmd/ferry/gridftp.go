@@ -22,6 +22,7 @@ import (
 	"ferry/gridftp/server"
 	"ferry/gsi"
 	"ferry/passwd"
+	"ferry/sshftp"
 	"ferry/stack/popen"
 	"ferry/storage/posix"
 )
@@ -38,11 +39,11 @@ func newGridFTPCmd() *cobra.Command {
 		multicast, mover                                  bool
 		movers                                            []string
 		moverKey                                          string
-		useGSI                                            bool
+		useGSI, stdio                                     bool
 		hostCert, hostKey, caDir, crlDir, gridmap         string
 	)
 	cmd := &cobra.Command{
-		Use:   "gridftp --root DIR [--listen HOST:PORT] [--movers HOST:PORT,... | --mover] [--mover-key FILE]",
+		Use:   "gridftp --root DIR [--listen HOST:PORT] [--movers HOST:PORT,... | --mover] [--mover-key FILE] | gridftp --stdio [--root DIR]",
 		Short: "Serve a directory tree to GridFTP and FTP clients",
 		Long: `Serve DIR as "/" to GridFTP clients (globus-url-copy, gfal2, FTS3, ferry copy) and
 plain FTP clients (lftp, curl). Sessions can never reach outside DIR.
@@ -58,9 +59,26 @@ on each mover host and "ferry gridftp --movers HOST:PORT,... --mover-key
 FILE" as the front end, which clients use. Each file then moves through
 every mover at once (SPAS, globus-url-copy -stripe). FILE is a secret
 shared by the front end and its movers (head -c 32 /dev/urandom > FILE):
-a mover serves only a front end that proves it, and nobody else.`,
+a mover serves only a front end that proves it, and nobody else.
+
+With --stdio it serves one session on stdin and stdout, as the remote
+command of sshftp:// (globus-url-copy, ferry copy): sshd has logged the
+user in, so any USER and PASS is accepted, and the session runs as that
+user within --root (default: the home directory; --root / serves the
+whole file system as GCT's -ssh mode does). Data channels are direct TCP.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if stdio {
+				if !cmd.Flags().Changed("log-level") {
+					logLevel = "warn" // ssh shows the remote's stderr to the user
+				}
+				err := serveStdio(root, logLevel, dataIf)
+				if err != nil {
+					// The client reads stdout: tell it why, as a refusal.
+					fmt.Fprintf(os.Stdout, "421 %s\r\n", strings.ReplaceAll(err.Error(), "\n", " "))
+				}
+				return err
+			}
 			if root == "" {
 				return errors.New("--root is required")
 			}
@@ -202,7 +220,8 @@ a mover serves only a front end that proves it, and nobody else.`,
 	f.BoolVar(&mover, "mover", false, "be a data mover of a striped endpoint: serve only the front end that holds --mover-key (no logins of its own)")
 	f.StringSliceVar(&movers, "movers", nil, "be the front end of a striped endpoint: move data through the data movers at HOST:PORT,... (run with --mover on hosts that see the same --root)")
 	f.StringVar(&moverKey, "mover-key", "", "file with the secret a front end and its movers share (head -c 32 /dev/urandom > FILE)")
-	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error (--stdio: warn)")
+	f.BoolVar(&stdio, "stdio", false, "serve one session on stdin and stdout as the SSH login user, for sshftp:// (what ~/.globus/sshftp or /etc/grid-security/sshftp runs): any USER and PASS is accepted, the client address is $SSH_CONNECTION's (or $SSH_CLIENT's), --root defaults to the home directory, logs go to stderr; only --root, --data-interface and --log-level apply")
 	return cmd
 }
 
@@ -312,3 +331,40 @@ func gsiServer(certFile, keyFile, caDir, crlDir, gridmap string, log *slog.Logge
 		},
 	}, nil
 }
+
+// serveStdio serves one sshftp session on stdin and stdout (--stdio).
+func serveStdio(root, logLevel, dataIf string) error {
+	log, err := newLogger(logLevel)
+	if err != nil {
+		return err
+	}
+	if root == "" {
+		if root, err = os.UserHomeDir(); err != nil {
+			return fmt.Errorf("--root not given and no home directory: %w", err)
+		}
+	}
+	fs, err := posix.New(root)
+	if err != nil {
+		return err
+	}
+	conn, err := sshftp.Stdio(os.Getenv)
+	if err != nil {
+		return err
+	}
+	// The SSH login is the authentication, so every session is its
+	// user's, and one at a time: no limits, no throttle to trip.
+	srv := &server.Server{FS: fs, Auth: anyLogin{}, MaxSessionsPerAddress: -1, Layers: layers(), Logger: log}
+	if dataIf != "" {
+		if srv.DataInterface, err = netip.ParseAddr(dataIf); err != nil {
+			return fmt.Errorf("--data-interface: %w", err)
+		}
+	}
+	log.Info("serving sshftp session", "root", root, "client", conn.RemoteAddr().String())
+	return srv.ServeConn(conn)
+}
+
+// anyLogin accepts every USER and PASS: the SSH login already
+// authenticated the user, as GCT's -ssh mode does.
+type anyLogin struct{}
+
+func (anyLogin) Check(string, string) bool { return true }

@@ -256,18 +256,9 @@ func (s *Server) Serve(ln net.Listener) error {
 			ln = tls.NewListener(ln, conf)
 		}
 	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return ErrServerClosed
+	if err := s.open(ln); err != nil {
+		return err
 	}
-	if s.lns == nil {
-		s.lns = map[net.Listener]struct{}{}
-		s.sessions = map[*session]struct{}{}
-		s.perAddr = map[string]int{}
-	}
-	s.lns[ln] = struct{}{}
-	s.mu.Unlock()
 	var delay time.Duration
 	for {
 		c, err := ln.Accept()
@@ -289,6 +280,40 @@ func (s *Server) Serve(ln net.Listener) error {
 		delay = 0
 		s.startSession(c)
 	}
+}
+
+// ServeConn serves the one control connection c, e.g. a session on stdin
+// and stdout that sshd started (ferry gridftp --stdio), and returns when
+// it ends.
+func (s *Server) ServeConn(c net.Conn) error {
+	if s.FS == nil {
+		return errors.New("gridftp server: no storage driver")
+	}
+	if err := s.open(nil); err != nil {
+		return err
+	}
+	s.startSession(c)
+	s.wg.Wait()
+	return nil
+}
+
+// open readies the server's bookkeeping and records ln (when not nil), or
+// fails once the server is closed.
+func (s *Server) open(ln net.Listener) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrServerClosed
+	}
+	if s.lns == nil {
+		s.lns = map[net.Listener]struct{}{}
+		s.sessions = map[*session]struct{}{}
+		s.perAddr = map[string]int{}
+	}
+	if ln != nil {
+		s.lns[ln] = struct{}{}
+	}
+	return nil
 }
 
 func (s *Server) startSession(c net.Conn) {
