@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"ferry/gridftp/server"
 	"ferry/gsi"
@@ -69,6 +70,15 @@ whole file system as GCT's -ssh mode does). Data channels are direct TCP.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if stdio {
+				var other []string
+				cmd.Flags().Visit(func(f *pflag.Flag) {
+					if !slices.Contains([]string{"stdio", "root", "data-interface", "log-level"}, f.Name) {
+						other = append(other, "--"+f.Name)
+					}
+				})
+				if len(other) > 0 {
+					return fmt.Errorf("--stdio serves one SSH login's session: %s do not apply", strings.Join(other, ", "))
+				}
 				if !cmd.Flags().Changed("log-level") {
 					logLevel = "warn" // ssh shows the remote's stderr to the user
 				}
@@ -161,12 +171,8 @@ whole file system as GCT's -ssh mode does). Data channels are direct TCP.`,
 				}
 				srv.Auth = pw
 			}
-			if dataIf != "" {
-				ip, err := netip.ParseAddr(dataIf)
-				if err != nil {
-					return fmt.Errorf("--data-interface: %w", err)
-				}
-				srv.DataInterface = ip
+			if srv.DataInterface, err = dataInterface(dataIf); err != nil {
+				return err
 			}
 			if portRange != "" {
 				if srv.PortLow, srv.PortHigh, err = parsePortRange(portRange); err != nil {
@@ -354,13 +360,24 @@ func serveStdio(root, logLevel, dataIf string) error {
 	// The SSH login is the authentication, so every session is its
 	// user's, and one at a time: no limits, no throttle to trip.
 	srv := &server.Server{FS: fs, Auth: anyLogin{}, MaxSessionsPerAddress: -1, Layers: layers(), Logger: log}
-	if dataIf != "" {
-		if srv.DataInterface, err = netip.ParseAddr(dataIf); err != nil {
-			return fmt.Errorf("--data-interface: %w", err)
-		}
+	if srv.DataInterface, err = dataInterface(dataIf); err != nil {
+		return err
 	}
 	log.Info("serving sshftp session", "root", root, "client", conn.RemoteAddr().String())
 	return srv.ServeConn(conn)
+}
+
+// dataInterface reads --data-interface; "" is the invalid address, which
+// means the control connection's.
+func dataInterface(s string) (netip.Addr, error) {
+	if s == "" {
+		return netip.Addr{}, nil
+	}
+	ip, err := netip.ParseAddr(s)
+	if err != nil {
+		return ip, fmt.Errorf("--data-interface: %w", err)
+	}
+	return ip, nil
 }
 
 // anyLogin accepts every USER and PASS: the SSH login already
