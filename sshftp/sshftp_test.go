@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -146,6 +147,45 @@ func TestSSHAddrs(t *testing.T) {
 			}
 			if err != nil || r.String() != tc.remote || l.String() != tc.local {
 				t.Fatalf("remote %v local %v, %v", r, l, err)
+			}
+		})
+	}
+}
+
+// TestDefaultRemote runs DefaultRemote as sshd would (sh -c in the home
+// directory): ~/.globus/sshftp when it exists, else
+// /etc/grid-security/sshftp, else a 500 reply.
+func TestDefaultRemote(t *testing.T) {
+	_, err := os.Stat("/etc/grid-security/sshftp")
+	system := err == nil
+	for _, tc := range []struct {
+		name, script, want string
+	}{
+		{"user's", "#!/bin/sh\nprintf '220 the user s server\\r\\n'\n", "220 the user s server\r\n"},
+		{"none", "", "500 Server is not configured for SSHFTP connections.\r\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			home := t.TempDir()
+			if tc.script != "" {
+				os.Mkdir(filepath.Join(home, ".globus"), 0o755)
+				if err := os.WriteFile(filepath.Join(home, ".globus", "sshftp"), []byte(tc.script), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			} else if system {
+				t.Skip("/etc/grid-security/sshftp exists here")
+			}
+			// "ssh" runs its last argument in home, as sshd runs the
+			// remote command.
+			d := Dialer{Command: []string{"sh", "-c", `for a; do last=$a; done; cd "` + home + `" && eval "$last"`}}
+			c, err := d.Dial(context.Background(), "tcp", "127.0.0.1:22")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			line, err := bufio.NewReader(c).ReadString('\n')
+			if line != tc.want {
+				t.Fatalf("read %q, %v; want %q", line, err, tc.want)
 			}
 		})
 	}
