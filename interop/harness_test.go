@@ -86,7 +86,7 @@ func needTools(t testing.TB, extra ...string) {
 		if _, err := toolPath(name); err != nil {
 			msg := fmt.Sprintf("%v: interop tests need the GCT programs and gfal2/lftp/curl "+
 				"(Debian: globus-gridftp-server-progs globus-gass-copy-progs libglobus-xio-popen-driver gfal2-util-scripts "+
-				"python3-gfal2-util gfal2-plugin-gridftp lftp curl; `bash .ci/run` installs them)", err)
+				"python3-gfal2-util gfal2-plugin-gridftp lftp curl openssh-server openssh-client; `bash .ci/run` installs them)", err)
 			if interopRequired() {
 				t.Fatalf("FERRY_INTEROP=required: %s", msg)
 			}

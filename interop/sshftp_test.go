@@ -268,7 +268,7 @@ func TestSSHFTPBadKey(t *testing.T) {
 	root, local := t.TempDir(), t.TempDir()
 	writeRandomFile(t, filepath.Join(root, "f"), 10)
 	r := runFerryCLI(t, 90*time.Second, b.ferryEnv(b.badConfig, ferryRemote(root)), "",
-		"copy", "--deadline", "1s", b.url("/f"), filepath.Join(local, "f"))
+		"copy", b.url("/f"), filepath.Join(local, "f"))
 	t.Logf("%s", r)
 	if r.code == 0 || !strings.Contains(r.stderr, "Permission denied (publickey)") {
 		t.Fatalf("a key sshd does not know: want a failure that says so\n%s", r)
