@@ -46,7 +46,7 @@ func startSSHD(t *testing.T) *sshBed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeTestFile(t, filepath.Join(dir, "authorized_keys"), string(pub))
+	gsiWriteFile(t, filepath.Join(dir, "authorized_keys"), string(pub), 0o600)
 	if os.Geteuid() == 0 {
 		// sshd run by root separates privileges into this directory,
 		// which the openssh-server package's service makes at boot.
@@ -55,7 +55,7 @@ func startSSHD(t *testing.T) *sshBed {
 		}
 	}
 	b := &sshBed{port: freePort(t), config: filepath.Join(dir, "ssh_config"), badConfig: filepath.Join(dir, "bad_config")}
-	writeTestFile(t, filepath.Join(dir, "sshd_config"), strings.Join([]string{
+	gsiWriteFile(t, filepath.Join(dir, "sshd_config"), strings.Join([]string{
 		"ListenAddress 127.0.0.1:" + strconv.Itoa(b.port),
 		"HostKey " + filepath.Join(dir, "host_key"),
 		"AuthorizedKeysFile " + filepath.Join(dir, "authorized_keys"),
@@ -67,9 +67,9 @@ func startSSHD(t *testing.T) *sshBed {
 		"KbdInteractiveAuthentication no",
 		"MaxStartups 100", // every engine session is an ssh login
 		"LogLevel VERBOSE",
-	}, "\n")+"\n")
+	}, "\n")+"\n", 0o600)
 	for file, key := range map[string]string{b.config: "user_key", b.badConfig: "bad_key"} {
-		writeTestFile(t, file, strings.Join([]string{
+		gsiWriteFile(t, file, strings.Join([]string{
 			"Host *",
 			"  IdentityFile " + filepath.Join(dir, key),
 			"  IdentitiesOnly yes",
@@ -77,7 +77,7 @@ func startSSHD(t *testing.T) *sshBed {
 			"  GlobalKnownHostsFile /dev/null",
 			"  StrictHostKeyChecking no",
 			"  LogLevel ERROR",
-		}, "\n")+"\n")
+		}, "\n")+"\n", 0o600)
 	}
 	out := &logBuffer{}
 	p, err := startProc(sshd, []string{"-D", "-e", "-f", filepath.Join(dir, "sshd_config")}, out)
@@ -95,13 +95,6 @@ func startSSHD(t *testing.T) *sshBed {
 		t.Fatalf("sshd: %v\n%s", err, out)
 	}
 	return b
-}
-
-func writeTestFile(t *testing.T, name, text string) {
-	t.Helper()
-	if err := os.WriteFile(name, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // waitSSHBanner waits until addr answers with an SSH version line.
@@ -176,13 +169,6 @@ func sshCopy(t *testing.T, env []string, args ...string) cliRun {
 	return r
 }
 
-func mustSame(t *testing.T, want, got string) {
-	t.Helper()
-	if err := compareFiles(want, got); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestSSHFTPGucToFerry(t *testing.T) {
 	b := startSSHD(t)
 	root, local := t.TempDir(), t.TempDir()
@@ -210,10 +196,10 @@ func TestSSHFTPGucToFerry(t *testing.T) {
 			src := filepath.Join(local, tc.name+".src")
 			writeRandomFile(t, src, 3<<20+17)
 			b.guc(t, env, remote, append(tc.flags, fileURL(src), b.url("/"+tc.name+".up"))...)
-			mustSame(t, src, filepath.Join(root, tc.name+".up"))
+			same(t, "put", src, filepath.Join(root, tc.name+".up"))
 			got := filepath.Join(local, tc.name+".got")
 			b.guc(t, env, remote, append(tc.flags, b.url("/"+tc.name+".up"), fileURL(got))...)
-			mustSame(t, src, got)
+			same(t, "get", src, got)
 		})
 	}
 }
@@ -225,9 +211,9 @@ func TestSSHFTPFerryToGCT(t *testing.T) {
 	src := filepath.Join(local, "src")
 	writeRandomFile(t, src, 5<<20+3)
 	sshCopy(t, env, src, b.url(root+"/up"))
-	mustSame(t, src, filepath.Join(root, "up"))
+	same(t, "put", src, filepath.Join(root, "up"))
 	sshCopy(t, env, "-p", "4", b.url(root+"/up"), filepath.Join(local, "got"))
-	mustSame(t, src, filepath.Join(local, "got"))
+	same(t, "get", src, filepath.Join(local, "got"))
 }
 
 func TestSSHFTPFerryToFerry(t *testing.T) {
