@@ -321,6 +321,9 @@ the tree missed; ferry task show lists each destination's progress.`,
 			case "-":
 				batch = cmd.InOrStdin()
 			default:
+				if c.remote != nil {
+					return usagef("--batch %s: over SSH, give --batch - and send the items on standard input", o.batch)
+				}
 				f, err := os.Open(o.batch)
 				if err != nil {
 					return usagef("--batch: %v", err)

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -191,10 +192,8 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, c *call) error {
 		return err
 	}
 	c.user = u
-	secret := "ferry_" + rand.Text()
-	now := s.Now()
-	t := domain.Token{UserID: u.ID, Kind: kind, Name: req.Name, Hash: hashToken(secret), Expires: now.Add(lifetime), LastUsed: now}
-	if err := s.Store.CreateToken(r.Context(), &t); err != nil {
+	secret, t, err := s.newToken(r.Context(), u, kind, req.Name, lifetime)
+	if err != nil {
 		return err
 	}
 	doc := tokenDoc(t)
@@ -208,6 +207,32 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, c *call) error {
 		doc.Value = secret
 	}
 	return reply(w, http.StatusCreated, doc)
+}
+
+// newToken makes and stores a token of user u and returns its secret.
+func (s *Server) newToken(ctx context.Context, u domain.User, kind, name string, lifetime time.Duration) (string, domain.Token, error) {
+	secret := "ferry_" + rand.Text()
+	now := s.Now()
+	t := domain.Token{UserID: u.ID, Kind: kind, Name: name, Hash: hashToken(secret), Expires: now.Add(lifetime), LastUsed: now}
+	return secret, t, s.Store.CreateToken(ctx, &t)
+}
+
+// MintToken makes an API token of user u, named name, valid for lifetime,
+// for a component of the service that acts as u through the API (the SSH
+// gateway, for a session of u): it returns the secret, and revoke, which
+// ends the token. The token is listed among u's.
+func (s *Server) MintToken(ctx context.Context, u domain.User, name string, lifetime time.Duration) (secret string, revoke func(), err error) {
+	secret, t, err := s.newToken(ctx, u, domain.TokenAPI, name, lifetime)
+	if err != nil {
+		return "", nil, err
+	}
+	return secret, func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := s.Store.RevokeToken(ctx, u.ID, t.ID); err != nil {
+			s.Logger.Warn("revoking a minted token", "user", u.Name, "token", t.ID, "err", err)
+		}
+	}, nil
 }
 
 // logout revokes the credential of the request and drops the cookie.

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"ferry/service/domain"
+	"ferry/service/httpapi"
+	"ferry/service/sshgw"
+)
+
+// exitNotFound is the exit status of a line over SSH that names no
+// command, as a shell's.
+const exitNotFound = 127
+
+// sshRoot is the command tree the SSH gateway serves: the service
+// commands alone (serviceCommands), run for the user of r.
+func sshRoot(r *remote) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "ferry",
+		Short: "ferry's service commands over SSH: ssh USER@HOST COMMAND [ARGS], or a prompt with ssh USER@HOST",
+		Long: `ferry's service commands, run over SSH as the user who logged in, with the same
+flags, output (-F json) and exit statuses as the installed ferry. Files of the
+service's host are not read: --batch and --proxy take - (standard input).`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.AddCommand(serviceCommands(&cli{remote: r})...)
+	markErrors(root)
+	return root
+}
+
+// sshCommand runs one command line over SSH for the user of r and returns
+// its exit status. The line is split into words as a shell would (no
+// expansion, no pipes), a leading "ferry" may be left out; a first word
+// that is none of sshRoot's commands (a shell, a program's path) runs
+// nothing.
+func sshCommand(ctx context.Context, r remote, io sshgw.IO, line string) int {
+	args, err := shellWords(line)
+	if err != nil {
+		fmt.Fprintf(io.Err, "ferry: %v\n", err)
+		return exitUsage
+	}
+	if len(args) > 0 && args[0] == "ferry" {
+		args = args[1:]
+	}
+	r.tty = io.Terminal
+	root := sshRoot(&r)
+	if len(args) > 0 && !knownCommand(root, args[0]) {
+		fmt.Fprintf(io.Err, "ferry: %s: not a ferry command; only ferry's service commands run here (type help)\n", args[0])
+		return exitNotFound
+	}
+	root.SetIn(io.In)
+	root.SetOut(io.Out)
+	root.SetErr(io.Err)
+	return execute(ctx, root, args, io.Err)
+}
+
+// knownCommand reports whether name is a command of root, or help or a
+// flag for it.
+func knownCommand(root *cobra.Command, name string) bool {
+	if slices.Contains([]string{"help", "-h", "--help"}, name) {
+		return true
+	}
+	for _, c := range root.Commands() {
+		if c.Name() == name || slices.Contains(c.Aliases, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// sshFlags are ferry server's settings of the SSH gateway.
+type sshFlags struct {
+	listen          string
+	sessions        int
+	idle, handshake time.Duration
+	unauthenticated int
+}
+
+func (f *sshFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.listen, "ssh-listen", "", "serve the service commands over SSH at HOST:PORT (ssh alice@host ls ep:/); users log in with the keys of ferry user key add (default: no SSH)")
+	fl.IntVar(&f.sessions, "ssh-sessions", sshgw.DefaultSessions, "SSH sessions a user may have at once")
+	fl.DurationVar(&f.idle, "ssh-idle", sshgw.DefaultIdle, "close an SSH connection after this long with no input and no command running")
+	fl.DurationVar(&f.handshake, "ssh-handshake", sshgw.DefaultHandshake, "time an SSH client has to log in")
+	fl.IntVar(&f.unauthenticated, "ssh-unauthenticated", sshgw.DefaultUnauthenticated, "SSH connections that have not logged in yet, at most; more are closed at once")
+}
+
+// sshSessionLifetime bounds the API token of an SSH session, revoked when
+// the session ends: as long as the default deadline of a task that task
+// wait may follow.
+const sshSessionLifetime = 24 * time.Hour
+
+// start listens at --ssh-listen, if given, and serves the gateway there
+// until ctx ends. Its commands reach the API at apiURL with a token made
+// for each session; public is where users reach the service.
+func (f *sshFlags) start(ctx context.Context, store domain.Store, api *httpapi.Server, keyPath, apiURL, public string, log *slog.Logger) (net.Addr, error) {
+	if f.listen == "" {
+		return nil, nil
+	}
+	hostKey, err := sshgw.LoadOrCreateHostKey(keyPath)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return nil, fmt.Errorf("--ssh-listen: %w", err)
+	}
+	s := &sshgw.Server{
+		Store: store, HostKey: hostKey, Logger: log,
+		Sessions: f.sessions, Idle: f.idle, Handshake: f.handshake, Unauthenticated: f.unauthenticated,
+		Login: func(ctx context.Context, u domain.User, from net.Addr) (sshgw.Runner, func(), error) {
+			token, revoke, err := api.MintToken(ctx, u, "ssh session from "+from.String(), sshSessionLifetime)
+			if err != nil {
+				return nil, nil, err
+			}
+			r := remote{api: apiURL, public: public, token: token, user: u.Name}
+			return func(ctx context.Context, io sshgw.IO, line string) int { return sshCommand(ctx, r, io, line) }, revoke, nil
+		},
+	}
+	go func() {
+		<-ctx.Done()
+		ln.Close()
+	}()
+	go func() {
+		if err := s.Serve(ln); err != nil {
+			log.Error("ssh: serving stopped", "err", err)
+		}
+	}()
+	return ln.Addr(), nil
+}

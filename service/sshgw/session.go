@@ -1,0 +1,319 @@
+package sshgw
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/term"
+
+	"ferry/service/domain"
+)
+
+// Exit statuses the gateway gives by itself.
+const (
+	exitFailure  = 1
+	exitNotFound = 127 // as a shell's: no such command
+)
+
+// prompt is the interactive prompt.
+const prompt = "ferry> "
+
+// session is one session channel: a pty (maybe), then one exec or shell.
+type session struct {
+	srv  *Server
+	user domain.User
+	addr net.Addr
+	ch   ssh.Channel
+	idle *idle
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	pty     bool
+	w, h    int
+	started bool
+	term    *term.Terminal
+}
+
+// Request types of a session channel, and what the gateway answers.
+const (
+	reqPty     = "pty-req"
+	reqWindow  = "window-change"
+	reqExec    = "exec"
+	reqShell   = "shell"
+	reqSubsys  = "subsystem"
+	reqEnv     = "env"
+	reqAgent   = "auth-agent-req@openssh.com"
+	reqX11     = "x11-req"
+	exitStatus = "exit-status"
+)
+
+// allowed says whether the gateway grants a session request of type typ.
+// Everything but a terminal, its size, and one command or prompt is
+// refused.
+func allowed(typ string) bool {
+	switch typ {
+	case reqPty, reqWindow, reqExec, reqShell:
+		return true
+	}
+	return false
+}
+
+func (s *session) serve(ctx context.Context, reqs <-chan *ssh.Request) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer s.ch.Close()
+	done := make(chan struct{})
+	for {
+		var req *ssh.Request
+		select {
+		case req = <-reqs:
+		case <-done:
+			return
+		}
+		if req == nil {
+			return // the client closed the channel
+		}
+		ok := allowed(req.Type)
+		switch req.Type {
+		case reqPty:
+			ok = s.setPty(req.Payload)
+		case reqWindow:
+			s.setSize(req.Payload)
+		case reqExec, reqShell:
+			s.mu.Lock()
+			ok = !s.started
+			s.started = true
+			s.mu.Unlock()
+			if ok {
+				line := ""
+				if req.Type == reqExec {
+					line, ok = sshString(req.Payload)
+				}
+				if ok {
+					go func() {
+						defer close(done)
+						s.exit(s.run(ctx, cancel, req.Type == reqShell, line))
+					}()
+				}
+			}
+		case reqSubsys:
+			name, _ := sshString(req.Payload)
+			s.log.Info("ssh: refused a subsystem", "name", name)
+		}
+		if req.WantReply {
+			req.Reply(ok, nil)
+		}
+	}
+}
+
+// run runs the session's command line, or the prompt, and returns the
+// exit status.
+func (s *session) run(ctx context.Context, cancel context.CancelFunc, shell bool, line string) int {
+	run, end, err := s.srv.Login(ctx, s.user, s.addr)
+	if err != nil {
+		s.log.Error("ssh: session refused", "err", err)
+		fmt.Fprintln(s.ch.Stderr(), "ferry: the service cannot take your session now; try again later")
+		return exitFailure
+	}
+	defer end()
+	in := &input{r: s.ch, idle: s.idle}
+	s.mu.Lock()
+	pty := s.pty
+	s.mu.Unlock()
+	if shell {
+		return s.prompt(ctx, run, in)
+	}
+	io := IO{In: in, Out: s.ch, Err: s.ch.Stderr(), Terminal: pty}
+	if pty {
+		// The client's terminal is raw: translate as a pty would, and
+		// take Ctrl-C as the end of the command.
+		in.tty, in.cooked, in.intr = true, true, cancel
+		io.Out, io.Err = crlf{s.ch}, crlf{s.ch.Stderr()}
+	}
+	s.log.Info("ssh: command", "line", line)
+	done := s.idle.busy()
+	defer done()
+	return run(ctx, io, line)
+}
+
+// prompt reads command lines at "ferry> " with line editing and history,
+// and runs each, until exit, quit, Ctrl-D or the end of input. Ctrl-C
+// ends a running command, and at the prompt clears the line.
+func (s *session) prompt(ctx context.Context, run Runner, in *input) int {
+	in.tty = true
+	t := term.NewTerminal(struct {
+		io.Reader
+		io.Writer
+	}{in, s.ch}, prompt)
+	s.mu.Lock()
+	s.term = t
+	if s.w > 0 {
+		t.SetSize(s.w, s.h)
+	}
+	s.mu.Unlock()
+	fmt.Fprintf(t, "ferry: logged in as %s. Type help for the commands, exit to leave.\r\n", s.user.Name)
+	status := 0
+	for {
+		line, err := t.ReadLine()
+		if err != nil {
+			return status
+		}
+		switch strings.TrimSpace(line) {
+		case "":
+			continue
+		case "exit", "quit", "logout":
+			return status
+		}
+		cmdCtx, cancel := context.WithCancel(ctx)
+		in.setIntr(cancel)
+		done := s.idle.busy()
+		status = run(cmdCtx, IO{In: lines{t}, Out: t, Err: t, Terminal: true}, line)
+		done()
+		in.setIntr(nil)
+		cancel()
+		if ctx.Err() != nil {
+			return status
+		}
+	}
+}
+
+// exit sends the exit status and ends the session.
+func (s *session) exit(code int) {
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], uint32(code))
+	s.ch.SendRequest(exitStatus, false, b[:])
+	s.ch.CloseWrite()
+	s.ch.Close()
+}
+
+// setPty takes a pty-req: TERM, width, height (characters), pixels, modes.
+func (s *session) setPty(p []byte) bool {
+	var r struct {
+		Term         string
+		W, H, PW, PH uint32
+		Modes        string
+	}
+	if ssh.Unmarshal(p, &r) != nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return false
+	}
+	s.pty, s.w, s.h = true, int(r.W), int(r.H)
+	return true
+}
+
+// setSize takes a window-change: width, height, pixels.
+func (s *session) setSize(p []byte) {
+	var r struct{ W, H, PW, PH uint32 }
+	if ssh.Unmarshal(p, &r) != nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.w, s.h = int(r.W), int(r.H)
+	if s.term != nil {
+		s.term.SetSize(s.w, s.h)
+	}
+}
+
+// sshString reads the one string of an exec or subsystem request.
+func sshString(p []byte) (string, bool) {
+	var r struct{ S string }
+	if ssh.Unmarshal(p, &r) != nil {
+		return "", false
+	}
+	return r.S, true
+}
+
+// input is a session's standard input. Reading from it counts as
+// activity. On a terminal (tty) Ctrl-C calls intr (the running command's
+// cancel) rather than reaching the reader, and with cooked it also does
+// what a pty's line discipline would: a CR is a newline, Ctrl-D the end
+// of input.
+type input struct {
+	r           io.Reader
+	idle        *idle
+	tty, cooked bool
+	eof         bool
+	mu          sync.Mutex
+	intr        func()
+}
+
+func (in *input) setIntr(f func()) {
+	in.mu.Lock()
+	in.intr = f
+	in.mu.Unlock()
+}
+
+func (in *input) Read(p []byte) (int, error) {
+	if in.eof {
+		return 0, io.EOF
+	}
+	for {
+		n, err := in.r.Read(p)
+		in.idle.touch()
+		if !in.tty || n == 0 {
+			return n, err
+		}
+		out := p[:0]
+		for _, b := range p[:n] {
+			switch b {
+			case 3: // Ctrl-C
+				in.mu.Lock()
+				intr := in.intr
+				in.mu.Unlock()
+				if intr != nil {
+					intr()
+					continue
+				}
+				b = 0x15 // at the prompt: Ctrl-U, clear the line
+			case 4: // Ctrl-D
+				if in.cooked {
+					in.eof = true
+					return len(out), nil
+				}
+			case '\r':
+				if in.cooked {
+					b = '\n'
+				}
+			}
+			out = append(out, b)
+		}
+		if len(out) > 0 || err != nil {
+			return len(out), err
+		}
+	}
+}
+
+// lines is a command's standard input at the prompt: what is typed, a
+// line at a time (echoed), until Ctrl-D.
+type lines struct{ t *term.Terminal }
+
+func (l lines) Read(p []byte) (int, error) {
+	s, err := l.t.ReadLine()
+	if err != nil {
+		return 0, err
+	}
+	return copy(p, s+"\n"), nil
+}
+
+// crlf writes to a raw terminal: each newline as CR LF.
+type crlf struct{ w io.Writer }
+
+func (c crlf) Write(p []byte) (int, error) {
+	if _, err := c.w.Write(bytes.ReplaceAll(p, []byte("\n"), []byte("\r\n"))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
