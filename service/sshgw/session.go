@@ -129,14 +129,15 @@ func (s *session) run(ctx context.Context, cancel context.CancelFunc, shell bool
 	pty := s.pty
 	s.mu.Unlock()
 	if shell {
-		return s.prompt(ctx, run, in)
+		in.tty = true
+		return s.prompt(ctx, run, pump(in))
 	}
 	io := IO{In: in, Out: s.ch, Err: s.ch.Stderr(), Terminal: pty}
 	if pty {
 		// The client's terminal is raw: translate as a pty would, and
 		// take Ctrl-C as the end of the command.
 		in.tty, in.cooked, in.intr = true, true, cancel
-		io.Out, io.Err = crlf{s.ch}, crlf{s.ch.Stderr()}
+		io.In, io.Out, io.Err = pump(in), crlf{s.ch}, crlf{s.ch.Stderr()}
 	}
 	s.log.Info("ssh: command", "line", line)
 	done := s.idle.busy()
@@ -147,8 +148,7 @@ func (s *session) run(ctx context.Context, cancel context.CancelFunc, shell bool
 // prompt reads command lines at "ferry> " with line editing and history,
 // and runs each, until exit, quit, Ctrl-D or the end of input. Ctrl-C
 // ends a running command, and at the prompt clears the line.
-func (s *session) prompt(ctx context.Context, run Runner, in *input) int {
-	in.tty = true
+func (s *session) prompt(ctx context.Context, run Runner, in *pumped) int {
 	t := term.NewTerminal(struct {
 		io.Reader
 		io.Writer
@@ -173,11 +173,11 @@ func (s *session) prompt(ctx context.Context, run Runner, in *input) int {
 			return status
 		}
 		cmdCtx, cancel := context.WithCancel(ctx)
-		in.setIntr(cancel)
+		in.from.setIntr(cancel)
 		done := s.idle.busy()
 		status = run(cmdCtx, IO{In: lines{t}, Out: t, Err: t, Terminal: true}, line)
 		done()
-		in.setIntr(nil)
+		in.from.setIntr(nil)
 		cancel()
 		if ctx.Err() != nil {
 			return status
@@ -294,6 +294,22 @@ func (in *input) Read(p []byte) (int, error) {
 			return len(out), err
 		}
 	}
+}
+
+// pumped is a terminal's input, read as it comes, so that a Ctrl-C
+// reaches the input's intr while the command reads nothing.
+type pumped struct {
+	*io.PipeReader
+	from *input
+}
+
+func pump(in *input) *pumped {
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := io.Copy(pw, in)
+		pw.CloseWithError(err)
+	}()
+	return &pumped{pr, in}
 }
 
 // lines is a command's standard input at the prompt: what is typed, a
