@@ -280,6 +280,52 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request, c *call) er
 	return result(w, r, "result", "Revoked", "the token is revoked")
 }
 
+func (s *Server) sshKeys(w http.ResponseWriter, r *http.Request, c *call) error {
+	ks, err := s.Store.SSHKeys(r.Context(), c.user.ID)
+	if err != nil {
+		return err
+	}
+	doc := api.SSHKeyList{DataType: "ssh_key_list", Data: make([]api.SSHKey, len(ks))}
+	for i, k := range ks {
+		doc.Data[i] = sshKeyDoc(k)
+	}
+	return reply(w, http.StatusOK, doc)
+}
+
+func (s *Server) addSSHKey(w http.ResponseWriter, r *http.Request, c *call) error {
+	var req api.SSHKey
+	if err := decode(r, &req, false); err != nil {
+		return err
+	}
+	if err := dataType(req.DataType, "ssh_key"); err != nil {
+		return err
+	}
+	k, err := domain.ParseSSHKey(req.Key)
+	if err != nil {
+		return err
+	}
+	k.UserID = c.user.ID
+	if err := s.Store.AddSSHKey(r.Context(), &k); err != nil {
+		return err
+	}
+	return reply(w, http.StatusCreated, sshKeyDoc(k))
+}
+
+func (s *Server) deleteSSHKey(w http.ResponseWriter, r *http.Request, c *call) error {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		return domain.Errorf(domain.ENotFound, "no SSH key %q", r.PathValue("id"))
+	}
+	if err := s.Store.DeleteSSHKey(r.Context(), c.user.ID, id); err != nil {
+		return err
+	}
+	return result(w, r, "result", "Deleted", "the SSH key is removed")
+}
+
+func sshKeyDoc(k domain.SSHKey) api.SSHKey {
+	return api.SSHKey{DataType: "ssh_key", ID: k.ID, Key: k.Line, Fingerprint: k.Fingerprint, Created: k.Created}
+}
+
 func tokenDoc(t domain.Token) api.Token {
 	return api.Token{
 		DataType: "token", ID: t.ID, Kind: t.Kind, Name: t.Name,
