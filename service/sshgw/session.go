@@ -137,7 +137,7 @@ func (s *session) run(ctx context.Context, cancel context.CancelFunc, shell bool
 		// The client's terminal is raw: translate as a pty would, and
 		// take Ctrl-C as the end of the command.
 		in.tty, in.cooked, in.intr = true, true, cancel
-		io.In, io.Out, io.Err = pump(in), crlf{s.ch}, crlf{s.ch.Stderr()}
+		io.In, io.Out, io.Err = pump(in), crlf{s.ch}, crlf{s.ch} // one screen, as a pty has
 	}
 	s.log.Info("ssh: command", "line", line)
 	done := s.idle.busy()
