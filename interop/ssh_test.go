@@ -84,7 +84,7 @@ func (g *sshGateway) user(t *testing.T, name string) *sshUser {
 // sshArgs are the client's options: extra (ssh takes the first value
 // of an option), then this key only, no configuration, no prompts.
 func (u *sshUser) sshArgs(extra ...string) []string {
-	return append(extra, "-F", "/dev/null", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=" + u.known,
+	return append(extra, "-F", "/dev/null", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile="+u.known,
 		"-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes", "-o", "LogLevel=ERROR", "-i", u.key, "-p", u.g.port)
 }
 
