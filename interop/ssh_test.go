@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"ferry/service/api"
 	"ferry/service/domain"
 )
@@ -371,5 +373,40 @@ func TestSSHGatewayTerminal(t *testing.T) {
 	alice.decode(&ended, "task", "show", id)
 	if ended.Status != domain.StatusFailed {
 		t.Errorf("canceled task is %s", ended.Status)
+	}
+}
+
+// TestWebAccount: the web app's account page adds a public key, which
+// then logs in over SSH, and removes it.
+func TestWebAccount(t *testing.T) {
+	chromium := needChromium(t)
+	g := startSSHGateway(t)
+	g.svc.addUser("alice", "alice-pw", "")
+	dir := t.TempDir()
+	alice := &sshUser{t: t, g: g, name: "alice", key: newKey(t, dir), known: filepath.Join(dir, "known_hosts")}
+	pub, err := os.ReadFile(alice.key + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newPage(t, chromium, g.svc.URL())
+	p.do("sign in", chromedp.Navigate(g.svc.URL()+"/"), chromedp.WaitVisible(chromedp.ID("signin-title")),
+		chromedp.SendKeys(chromedp.CSS(`input[name=username]`), "alice"), chromedp.SendKeys(chromedp.CSS(`input[name=password]`), "alice-pw"),
+		chromedp.Click(chromedp.CSS(`form.signin button`)))
+	p.waitText(`#user`, "alice")
+	p.do("account page", chromedp.Click(chromedp.CSS(`#nav a[href="#/account"]`)), chromedp.WaitVisible(chromedp.CSS(`.heading button.primary`)))
+	p.waitText(`.keys`, "No SSH keys yet")
+	if r := alice.run("endpoint", "list"); r.code != 255 {
+		t.Fatalf("a key not yet added logged in:\n%s", r)
+	}
+	p.do("add a key", chromedp.Click(chromedp.CSS(`.heading button.primary`)))
+	p.dialogSubmit("add a key", "key", string(pub))
+	p.waitText(`.keys td`, "SHA256:")
+	p.shot("account")
+	alice.ok("endpoint", "list")
+	p.do("remove the key", chromedp.Click(chromedp.CSS(`.keys button.danger`)))
+	p.dialogSubmit("confirm")
+	p.waitText(`.keys`, "No SSH keys yet")
+	if r := alice.run("endpoint", "list"); r.code != 255 {
+		t.Fatalf("a removed key logged in:\n%s", r)
 	}
 }

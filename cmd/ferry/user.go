@@ -80,36 +80,25 @@ func newUserCmd() *cobra.Command {
 	sf.register(add)
 	add.Flags().StringVar(&email, "email", "", "address for task notifications")
 
-	var sf2 storeFlags
-	setpw := &cobra.Command{
-		Use:   "set-password NAME --data DIR [--db DSN]",
-		Short: "Change a user's password (read from standard input)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+	var pwS userStore
+	setpw := pwS.cmd("set-password NAME --data DIR [--db DSN]", "Change a user's password (read from standard input)", cobra.ExactArgs(1),
+		func(cmd *cobra.Command, st *sqlstore.DB, u domain.User, _ []string) error {
 			hash, err := readPasswordHash(cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
-			st, err := sf2.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			u, err := st.UserByName(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
 			return st.SetPassword(cmd.Context(), u.ID, string(hash))
-		},
-	}
-	sf2.register(setpw)
+		})
 	cmd.AddCommand(add, setpw, newUserKeyCmd())
 	return cmd
 }
 
-// userStore runs fn on the store of --data/--db and the user named name.
+// userStore makes the commands that change a user in the store of
+// --data/--db: the first argument names the user.
 type userStore struct{ sf storeFlags }
 
+// cmd is a command that runs fn on the store, the user, and the other
+// arguments.
 func (us *userStore) cmd(use, short string, args cobra.PositionalArgs, fn func(cmd *cobra.Command, st *sqlstore.DB, u domain.User, args []string) error) *cobra.Command {
 	c := &cobra.Command{
 		Use: use, Short: short, Args: args,

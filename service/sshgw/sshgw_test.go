@@ -279,18 +279,24 @@ func TestExec(t *testing.T) {
 	}
 }
 
-// TestCtrlC: on a terminal, Ctrl-C ends the running command.
-func TestCtrlC(t *testing.T) {
-	g := newGateway(t, nil)
-	c := g.login(t)
+// ptySession is a new session of c with a terminal.
+func ptySession(t *testing.T, c *ssh.Client) *ssh.Session {
+	t.Helper()
 	s, err := c.NewSession()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
 	if err := s.RequestPty("xterm", 24, 80, ssh.TerminalModes{}); err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+// TestCtrlC: on a terminal, Ctrl-C ends the running command.
+func TestCtrlC(t *testing.T) {
+	g := newGateway(t, nil)
+	s := ptySession(t, g.login(t))
 	in, _ := s.StdinPipe()
 	if err := s.Start("wait"); err != nil {
 		t.Fatal(err)
@@ -306,15 +312,7 @@ func TestCtrlC(t *testing.T) {
 // until exit.
 func TestPrompt(t *testing.T) {
 	g := newGateway(t, nil)
-	c := g.login(t)
-	s, err := c.NewSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := s.RequestPty("xterm", 24, 80, ssh.TerminalModes{}); err != nil {
-		t.Fatal(err)
-	}
+	s := ptySession(t, g.login(t))
 	var out bytes.Buffer
 	s.Stdout = &out
 	s.Stdin = strings.NewReader("echo one\rterminal\rexit 3\rexit\r")

@@ -3,7 +3,7 @@
 // remove.
 
 import { get, post, del } from './api.js';
-import { h, field, dialog, confirm, toast, date, errorText } from './ui.js';
+import { h, field, dialog, confirm, date, listing } from './ui.js';
 
 // addKey asks for a public key (a .pub file, or its line pasted).
 function addKey() {
@@ -27,27 +27,14 @@ function addKey() {
 export function account(main, { user }) {
   const list = h('div', { class: 'keys', 'aria-busy': 'true' });
   const status = h('p', { class: 'error', role: 'alert' });
-  const refresh = async () => {
-    try {
-      const l = await get('ssh_keys');
-      list.replaceChildren(l.DATA.length
-        ? h('table', {},
-          h('thead', {}, h('tr', {}, ['Fingerprint', 'Key', 'Added', ''].map((t) => h('th', { text: t })))),
-          h('tbody', {}, l.DATA.map(row)))
-        : h('p', { class: 'muted', text: 'No SSH keys yet: add one to use ferry over SSH.' }));
-      status.textContent = '';
-    } catch (err) {
-      status.textContent = errorText(err);
-    }
-    list.removeAttribute('aria-busy');
-  };
-  const run = async (what) => {
-    try {
-      if (await what()) await refresh();
-    } catch (err) {
-      toast(errorText(err), { kind: 'bad' });
-    }
-  };
+  const { refresh, run } = listing(list, status, async () => {
+    const l = await get('ssh_keys');
+    return l.DATA.length
+      ? h('table', {},
+        h('thead', {}, h('tr', {}, ['Fingerprint', 'Key', 'Added', ''].map((t) => h('th', { text: t })))),
+        h('tbody', {}, l.DATA.map(row)))
+      : h('p', { class: 'muted', text: 'No SSH keys yet: add one to use ferry over SSH.' });
+  });
   const row = (k) => h('tr', {},
     h('td', {}, h('code', { text: k.fingerprint })),
     h('td', { class: 'key', text: k.key.split(' ').slice(2).join(' ') || k.key.split(' ')[0] }),
