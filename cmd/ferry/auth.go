@@ -31,7 +31,7 @@ unless given --url, --token, $FERRY_URL or $FERRY_TOKEN.`,
 				return err
 			}
 			username = cmp.Or(username, c.osUser())
-			pw, err := readSecret(cmd, fmt.Sprintf("Password for %s at %s: ", username, base))
+			pw, err := c.readSecret(cmd, fmt.Sprintf("Password for %s at %s: ", username, base))
 			if err != nil {
 				return err
 			}

@@ -368,15 +368,18 @@ func (c *cli) osUser() string {
 }
 
 // readSecret reads a password from the first line of standard input. On
-// a terminal it prompts on standard error and does not echo. Ctrl-C ends
-// the wait.
-func readSecret(cmd *cobra.Command, prompt string) (string, error) {
+// a terminal it prompts on standard error and does not echo (over SSH the
+// gateway's terminal echoes nothing). Ctrl-C ends the wait.
+func (c *cli) readSecret(cmd *cobra.Command, prompt string) (string, error) {
 	in := cmd.InOrStdin()
 	if f, ok := in.(*os.File); ok && isTerminal(f, false) {
 		fmt.Fprint(cmd.ErrOrStderr(), prompt)
 		defer fmt.Fprintln(cmd.ErrOrStderr())
 		restore := noEcho(f)
 		defer restore()
+	} else if c.remote != nil && c.remote.tty {
+		fmt.Fprint(cmd.ErrOrStderr(), prompt)
+		defer fmt.Fprintln(cmd.ErrOrStderr())
 	}
 	type answer struct {
 		pw  string

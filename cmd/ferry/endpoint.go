@@ -355,7 +355,7 @@ ferry connect command that pairs the machine with it.`,
 			if a.MyProxyUsername == "" {
 				return usagef("--myproxy-user: want your MyProxy username")
 			}
-			if a.MyProxyPassphrase, err = readSecret(cmd, fmt.Sprintf("MyProxy pass phrase of %s: ", myproxyUser)); err != nil {
+			if a.MyProxyPassphrase, err = c.readSecret(cmd, fmt.Sprintf("MyProxy pass phrase of %s: ", myproxyUser)); err != nil {
 				return err
 			}
 		case takesProxy:
@@ -372,7 +372,7 @@ ferry connect command that pairs the machine with it.`,
 			return usagef("--proxy: endpoint %s is not activated with a grid proxy", ep)
 		case len(req.Data) > 0:
 			a.Username = cmp.Or(username, c.osUser())
-			if a.Password, err = readSecret(cmd, fmt.Sprintf("Password of %s on %s: ", a.Username, ep)); err != nil {
+			if a.Password, err = c.readSecret(cmd, fmt.Sprintf("Password of %s on %s: ", a.Username, ep)); err != nil {
 				return err
 			}
 		}

@@ -17,11 +17,9 @@ import (
 	"ferry/service/domain"
 )
 
-// Exit statuses the gateway gives by itself.
-const (
-	exitFailure  = 1
-	exitNotFound = 127 // as a shell's: no such command
-)
+// exitFailure is the exit status of a session the gateway could not
+// begin.
+const exitFailure = 1
 
 // prompt is the interactive prompt.
 const prompt = "ferry> "
@@ -42,29 +40,15 @@ type session struct {
 	term    *term.Terminal
 }
 
-// Request types of a session channel, and what the gateway answers.
+// Request types of a session channel that the gateway grants: a
+// terminal, its size, and one command line or prompt. Every other (env,
+// subsystem, auth-agent-req@openssh.com, x11-req, signal, ...) is refused.
 const (
-	reqPty     = "pty-req"
-	reqWindow  = "window-change"
-	reqExec    = "exec"
-	reqShell   = "shell"
-	reqSubsys  = "subsystem"
-	reqEnv     = "env"
-	reqAgent   = "auth-agent-req@openssh.com"
-	reqX11     = "x11-req"
-	exitStatus = "exit-status"
+	reqPty    = "pty-req"
+	reqWindow = "window-change"
+	reqExec   = "exec"
+	reqShell  = "shell"
 )
-
-// allowed says whether the gateway grants a session request of type typ.
-// Everything but a terminal, its size, and one command or prompt is
-// refused.
-func allowed(typ string) bool {
-	switch typ {
-	case reqPty, reqWindow, reqExec, reqShell:
-		return true
-	}
-	return false
-}
 
 func (s *session) serve(ctx context.Context, reqs <-chan *ssh.Request) {
 	ctx, cancel := context.WithCancel(ctx)
@@ -81,32 +65,29 @@ func (s *session) serve(ctx context.Context, reqs <-chan *ssh.Request) {
 		if req == nil {
 			return // the client closed the channel
 		}
-		ok := allowed(req.Type)
+		ok := false
 		switch req.Type {
 		case reqPty:
 			ok = s.setPty(req.Payload)
 		case reqWindow:
-			s.setSize(req.Payload)
+			ok = s.setSize(req.Payload)
 		case reqExec, reqShell:
+			line, parsed := "", true
+			if req.Type == reqExec {
+				line, parsed = sshString(req.Payload)
+			}
 			s.mu.Lock()
-			ok = !s.started
-			s.started = true
+			ok = parsed && !s.started
+			s.started = s.started || ok
 			s.mu.Unlock()
 			if ok {
-				line := ""
-				if req.Type == reqExec {
-					line, ok = sshString(req.Payload)
-				}
-				if ok {
-					go func() {
-						defer close(done)
-						s.exit(s.run(ctx, cancel, req.Type == reqShell, line))
-					}()
-				}
+				go func() {
+					defer close(done)
+					s.exit(s.run(ctx, cancel, req.Type == reqShell, line))
+				}()
 			}
-		case reqSubsys:
-			name, _ := sshString(req.Payload)
-			s.log.Info("ssh: refused a subsystem", "name", name)
+		default:
+			s.log.Info("ssh: refused a request", "type", req.Type)
 		}
 		if req.WantReply {
 			req.Reply(ok, nil)
@@ -175,7 +156,7 @@ func (s *session) prompt(ctx context.Context, run Runner, in *pumped) int {
 		cmdCtx, cancel := context.WithCancel(ctx)
 		in.from.setIntr(cancel)
 		done := s.idle.busy()
-		status = run(cmdCtx, IO{In: lines{t}, Out: t, Err: t, Terminal: true}, line)
+		status = run(cmdCtx, IO{In: &lines{t: t}, Out: t, Err: t, Terminal: true}, line)
 		done()
 		in.from.setIntr(nil)
 		cancel()
@@ -189,7 +170,7 @@ func (s *session) prompt(ctx context.Context, run Runner, in *pumped) int {
 func (s *session) exit(code int) {
 	var b [4]byte
 	binary.BigEndian.PutUint32(b[:], uint32(code))
-	s.ch.SendRequest(exitStatus, false, b[:])
+	s.ch.SendRequest("exit-status", false, b[:])
 	s.ch.CloseWrite()
 	s.ch.Close()
 }
@@ -214,10 +195,10 @@ func (s *session) setPty(p []byte) bool {
 }
 
 // setSize takes a window-change: width, height, pixels.
-func (s *session) setSize(p []byte) {
+func (s *session) setSize(p []byte) bool {
 	var r struct{ W, H, PW, PH uint32 }
 	if ssh.Unmarshal(p, &r) != nil {
-		return
+		return false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -225,6 +206,7 @@ func (s *session) setSize(p []byte) {
 	if s.term != nil {
 		s.term.SetSize(s.w, s.h)
 	}
+	return true
 }
 
 // sshString reads the one string of an exec or subsystem request.
@@ -313,15 +295,24 @@ func pump(in *input) *pumped {
 }
 
 // lines is a command's standard input at the prompt: what is typed, a
-// line at a time (echoed), until Ctrl-D.
-type lines struct{ t *term.Terminal }
+// line at a time, until Ctrl-D. It is not echoed, nor kept in the
+// prompt's history: it may be a password.
+type lines struct {
+	t    *term.Terminal
+	left []byte // of the last line, what the last Read had no room for
+}
 
-func (l lines) Read(p []byte) (int, error) {
-	s, err := l.t.ReadLine()
-	if err != nil {
-		return 0, err
+func (l *lines) Read(p []byte) (int, error) {
+	if len(l.left) == 0 {
+		s, err := l.t.ReadPassword("")
+		if err != nil {
+			return 0, err
+		}
+		l.left = []byte(s + "\n")
 	}
-	return copy(p, s+"\n"), nil
+	n := copy(p, l.left)
+	l.left = l.left[n:]
+	return n, nil
 }
 
 // crlf writes to a raw terminal: each newline as CR LF.

@@ -67,7 +67,8 @@ type Server struct {
 	HostKey ssh.Signer
 	Login   Login
 	Logger  *slog.Logger // nil: none
-	// Sessions bounds each user's sessions at once (0: DefaultSessions);
+	// Sessions bounds each user's sessions at once, and their
+	// connections, whether or not they hold a session (0: DefaultSessions);
 	// Idle closes a connection that has neither input nor a running
 	// command for that long (0: DefaultIdle); Handshake bounds the time to
 	// log in (0: DefaultHandshake); Unauthenticated bounds the connections
@@ -81,6 +82,7 @@ type Server struct {
 	unauth   chan struct{}
 	mu       sync.Mutex
 	sessions map[int64]int // by user ID
+	conns    map[int64]int // by user ID
 }
 
 // userExt is the Permissions extension that carries the user's ID from
@@ -104,7 +106,7 @@ func (s *Server) init() {
 		s.Unauthenticated = DefaultUnauthenticated
 	}
 	s.unauth = make(chan struct{}, s.Unauthenticated)
-	s.sessions = map[int64]int{}
+	s.sessions, s.conns = map[int64]int{}, map[int64]int{}
 	s.config = &ssh.ServerConfig{
 		MaxAuthTries:      6,
 		ServerVersion:     "SSH-2.0-ferry",
@@ -177,6 +179,11 @@ func (s *Server) serveConn(c net.Conn) {
 		return
 	}
 	log := s.Logger.With("user", u.Name, "from", c.RemoteAddr())
+	if !s.take(s.conns, u.ID) {
+		log.Warn("ssh: too many connections of the user; closed one")
+		return
+	}
+	defer s.give(s.conns, u.ID)
 	log.Info("ssh: logged in")
 	idle := newIdle(s.Idle, func() { log.Info("ssh: idle; closed"); conn.Close() })
 	defer idle.stop()
@@ -188,19 +195,19 @@ func (s *Server) serveConn(c net.Conn) {
 			nc.Reject(ssh.Prohibited, "only commands are served: no port forwarding")
 			continue
 		}
-		if !s.take(u.ID) {
+		if !s.take(s.sessions, u.ID) {
 			nc.Reject(ssh.ResourceShortage, fmt.Sprintf("at most %d sessions at once", s.Sessions))
 			continue
 		}
 		ch, chReqs, err := nc.Accept()
 		if err != nil {
-			s.give(u.ID)
+			s.give(s.sessions, u.ID)
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer s.give(u.ID)
+			defer s.give(s.sessions, u.ID)
 			(&session{srv: s, user: u, addr: c.RemoteAddr(), ch: ch, idle: idle, log: log}).serve(ctx, chReqs)
 		}()
 	}
@@ -208,22 +215,23 @@ func (s *Server) serveConn(c net.Conn) {
 	wg.Wait()
 }
 
-// take counts a new session of user id, if the user has one left.
-func (s *Server) take(id int64) bool {
+// take counts a new session or connection (in count) of user id, if the
+// user has one left.
+func (s *Server) take(count map[int64]int, id int64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.sessions[id] >= s.Sessions {
+	if count[id] >= s.Sessions {
 		return false
 	}
-	s.sessions[id]++
+	count[id]++
 	return true
 }
 
-func (s *Server) give(id int64) {
+func (s *Server) give(count map[int64]int, id int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.sessions[id]--; s.sessions[id] <= 0 {
-		delete(s.sessions, id)
+	if count[id]--; count[id] <= 0 {
+		delete(count, id)
 	}
 }
 

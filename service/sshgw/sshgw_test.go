@@ -351,6 +351,19 @@ func TestLimits(t *testing.T) {
 			t.Fatal("a third session of alice was opened")
 		}
 	})
+	t.Run("connections per user", func(t *testing.T) {
+		g := newGateway(t, func(s *sshgw.Server) { s.Sessions = 2 })
+		g.login(t)
+		g.login(t)
+		c := g.login(t) // the gateway closes it once logged in
+		closed := make(chan error, 1)
+		go func() { closed <- c.Wait() }()
+		select {
+		case <-closed:
+		case <-time.After(5 * time.Second):
+			t.Fatal("a third connection of alice stayed open")
+		}
+	})
 	t.Run("idle", func(t *testing.T) {
 		g := newGateway(t, func(s *sshgw.Server) { s.Idle = 200 * time.Millisecond })
 		c := g.login(t)
