@@ -330,6 +330,18 @@ func TestPrompt(t *testing.T) {
 	}
 }
 
+// waitClosed fails the test unless the gateway closes c soon.
+func waitClosed(t *testing.T, c *ssh.Client, what string) {
+	t.Helper()
+	closed := make(chan error, 1)
+	go func() { closed <- c.Wait() }()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s stayed open", what)
+	}
+}
+
 // TestLimits: each user's sessions, idle connections, handshakes and
 // connections not logged in are bounded.
 func TestLimits(t *testing.T) {
@@ -355,25 +367,11 @@ func TestLimits(t *testing.T) {
 		g := newGateway(t, func(s *sshgw.Server) { s.Sessions = 2 })
 		g.login(t)
 		g.login(t)
-		c := g.login(t) // the gateway closes it once logged in
-		closed := make(chan error, 1)
-		go func() { closed <- c.Wait() }()
-		select {
-		case <-closed:
-		case <-time.After(5 * time.Second):
-			t.Fatal("a third connection of alice stayed open")
-		}
+		waitClosed(t, g.login(t), "a third connection of alice")
 	})
 	t.Run("idle", func(t *testing.T) {
 		g := newGateway(t, func(s *sshgw.Server) { s.Idle = 200 * time.Millisecond })
-		c := g.login(t)
-		closed := make(chan error, 1)
-		go func() { closed <- c.Wait() }()
-		select {
-		case <-closed:
-		case <-time.After(5 * time.Second):
-			t.Fatal("an idle connection stayed open")
-		}
+		waitClosed(t, g.login(t), "an idle connection")
 	})
 	t.Run("busy is not idle", func(t *testing.T) {
 		g := newGateway(t, func(s *sshgw.Server) { s.Idle = 200 * time.Millisecond })
