@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"slices"
@@ -42,25 +43,45 @@ service's host are not read: --batch and --proxy take - (standard input).`,
 // expansion, no pipes), a leading "ferry" may be left out; a first word
 // that is none of sshRoot's commands (a shell, a program's path) runs
 // nothing.
-func sshCommand(ctx context.Context, r remote, io sshgw.IO, line string) int {
+func sshCommand(ctx context.Context, r remote, rw sshgw.IO, line string) int {
 	args, err := shellWords(line)
 	if err != nil {
-		fmt.Fprintf(io.Err, "ferry: %v\n", err)
+		fmt.Fprintf(rw.Err, "ferry: %v\n", err)
 		return exitUsage
 	}
 	if len(args) > 0 && args[0] == "ferry" {
 		args = args[1:]
 	}
-	r.tty = io.Terminal
+	r.tty = rw.Terminal
 	root := sshRoot(&r)
 	if len(args) > 0 && !knownCommand(root, args[0]) {
-		fmt.Fprintf(io.Err, "ferry: %s: not a ferry command; only ferry's service commands run here (type help)\n", args[0])
+		fmt.Fprintf(rw.Err, "ferry: %s: not a ferry command; only ferry's service commands run here (type help)\n", args[0])
 		return exitNotFound
 	}
-	root.SetIn(io.In)
-	root.SetOut(io.Out)
-	root.SetErr(io.Err)
-	return execute(ctx, root, args, io.Err)
+	root.SetIn(&capped{r: rw.In, left: maxSSHInput})
+	root.SetOut(rw.Out)
+	root.SetErr(rw.Err)
+	return execute(ctx, root, args, rw.Err)
+}
+
+// maxSSHInput bounds what a command over SSH reads from standard input
+// (a --batch of items, a proxy): as much as the API takes in a submission.
+const maxSSHInput = httpapi.DefaultMaxSubmitBody
+
+// capped is a reader that fails past left bytes, so that the service's
+// process keeps no more of a client's input than the API would.
+type capped struct {
+	r    io.Reader
+	left int64
+}
+
+func (c *capped) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, fmt.Errorf("standard input over SSH is limited to %d MiB", maxSSHInput>>20)
+	}
+	n, err := c.r.Read(p[:min(int64(len(p)), c.left)])
+	c.left -= int64(n)
+	return n, err
 }
 
 // knownCommand reports whether name is a command of root, or help or a
@@ -123,7 +144,7 @@ func (f *sshFlags) start(ctx context.Context, store domain.Store, api *httpapi.S
 				return nil, nil, err
 			}
 			r := remote{api: apiURL, public: public, token: token, user: u.Name}
-			return func(ctx context.Context, io sshgw.IO, line string) int { return sshCommand(ctx, r, io, line) }, revoke, nil
+			return func(ctx context.Context, rw sshgw.IO, line string) int { return sshCommand(ctx, r, rw, line) }, revoke, nil
 		},
 	}
 	go func() {

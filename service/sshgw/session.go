@@ -113,17 +113,17 @@ func (s *session) run(ctx context.Context, cancel context.CancelFunc, shell bool
 		in.tty = true
 		return s.prompt(ctx, run, pump(in))
 	}
-	io := IO{In: in, Out: s.ch, Err: s.ch.Stderr(), Terminal: pty}
+	rw := IO{In: in, Out: s.ch, Err: s.ch.Stderr(), Terminal: pty}
 	if pty {
 		// The client's terminal is raw: translate as a pty would, and
 		// take Ctrl-C as the end of the command.
 		in.tty, in.cooked, in.intr = true, true, cancel
-		io.In, io.Out, io.Err = pump(in), crlf{s.ch}, crlf{s.ch} // one screen, as a pty has
+		rw.In, rw.Out, rw.Err = pump(in), crlf{s.ch}, crlf{s.ch} // one screen, as a pty has
 	}
 	s.log.Info("ssh: command", "line", line)
 	done := s.idle.busy()
 	defer done()
-	return run(ctx, io, line)
+	return run(ctx, rw, line)
 }
 
 // prompt reads command lines at "ferry> " with line editing and history,

@@ -54,7 +54,7 @@ type IO struct {
 
 // Runner runs one command line and returns its exit status. It stops
 // when ctx ends (the client went away, or typed Ctrl-C on a terminal).
-type Runner func(ctx context.Context, io IO, line string) int
+type Runner func(ctx context.Context, rw IO, line string) int
 
 // Login begins a session of user u, connected from addr: it returns the
 // Runner of the session's command lines, and end, called once the session

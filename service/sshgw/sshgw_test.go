@@ -75,16 +75,16 @@ func newGateway(t *testing.T, tune func(*sshgw.Server)) *gateway {
 	return g
 }
 
-func run(ctx context.Context, io sshgw.IO, line string) int {
+func run(ctx context.Context, rw sshgw.IO, line string) int {
 	word, rest, _ := strings.Cut(line, " ")
 	switch word {
 	case "exit":
 		n, _ := strconv.Atoi(rest)
 		return n
 	case "terminal":
-		fmt.Fprintf(io.Out, "terminal %v\nnext line\n", io.Terminal)
+		fmt.Fprintf(rw.Out, "terminal %v\nnext line\n", rw.Terminal)
 	case "echo":
-		fmt.Fprintln(io.Out, rest)
+		fmt.Fprintln(rw.Out, rest)
 	case "wait":
 		<-ctx.Done()
 		return 130
