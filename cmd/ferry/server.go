@@ -187,12 +187,9 @@ func runServer(ctx context.Context, cmd *cobra.Command, f serverFlags) error {
 	defer cancel()
 	// The SSH gateway runs the service commands through the API, as the
 	// user who logged in, on this process's own listener.
-	sshAddr, err := f.ssh.start(ctx, st, api, filepath.Join(f.store.data, "ssh_host_ed25519_key"), "http://"+selfAddr(ln.Addr()), base, log.With("component", "ssh"))
-	if err != nil {
+	if err := f.ssh.start(ctx, st, api, filepath.Join(f.store.data, "ssh_host_ed25519_key"), "http://"+selfAddr(ln.Addr()), base,
+		log.With("component", "ssh"), cmd.ErrOrStderr()); err != nil {
 		return err
-	}
-	if sshAddr != nil {
-		fmt.Fprintf(cmd.ErrOrStderr(), "ferry server: SSH command gateway on %s\n", sshAddr)
 	}
 	werr := make(chan error, 1)
 	if f.noWorker {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/crypto/ssh"
 
 	"ferry/service/domain"
 	"ferry/service/httpapi"
@@ -122,18 +123,19 @@ const sshSessionLifetime = 24 * time.Hour
 
 // start listens at --ssh-listen, if given, and serves the gateway there
 // until ctx ends. Its commands reach the API at apiURL with a token made
-// for each session; public is where users reach the service.
-func (f *sshFlags) start(ctx context.Context, store domain.Store, api *httpapi.Server, keyPath, apiURL, public string, log *slog.Logger) (net.Addr, error) {
+// for each session; public is where users reach the service. It says
+// where it listens, with the host key's fingerprint.
+func (f *sshFlags) start(ctx context.Context, store domain.Store, api *httpapi.Server, keyPath, apiURL, public string, log *slog.Logger, out io.Writer) error {
 	if f.listen == "" {
-		return nil, nil
+		return nil
 	}
 	hostKey, err := sshgw.LoadOrCreateHostKey(keyPath)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
-		return nil, fmt.Errorf("--ssh-listen: %w", err)
+		return fmt.Errorf("--ssh-listen: %w", err)
 	}
 	s := &sshgw.Server{
 		Store: store, HostKey: hostKey, Logger: log,
@@ -156,5 +158,6 @@ func (f *sshFlags) start(ctx context.Context, store domain.Store, api *httpapi.S
 			log.Error("ssh: serving stopped", "err", err)
 		}
 	}()
-	return ln.Addr(), nil
+	fmt.Fprintf(out, "ferry server: SSH command gateway on %s (host key %s)\n", ln.Addr(), ssh.FingerprintSHA256(hostKey.PublicKey()))
+	return nil
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"net"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -51,5 +53,20 @@ func TestSSHCommand(t *testing.T) {
 				t.Fatalf("exit %d, want %d saying %q:\nstdout: %s\nstderr: %s", code, c.code, c.says, out.String(), errOut.String())
 			}
 		})
+	}
+}
+
+// TestSelfAddr: the gateway reaches its process's API on loopback when
+// the API listens on every address.
+func TestSelfAddr(t *testing.T) {
+	for _, c := range []struct{ listen, want string }{
+		{"0.0.0.0:8080", "127.0.0.1:8080"},
+		{"[::]:8080", "[::1]:8080"},
+		{"127.0.0.1:8080", "127.0.0.1:8080"},
+		{"192.0.2.7:443", "192.0.2.7:443"},
+	} {
+		if got := selfAddr(net.TCPAddrFromAddrPort(netip.MustParseAddrPort(c.listen))); got != c.want {
+			t.Errorf("selfAddr(%s) = %s, want %s", c.listen, got, c.want)
+		}
 	}
 }
