@@ -30,8 +30,8 @@ unless given --url, --token, $FERRY_URL or $FERRY_TOKEN.`,
 			if err != nil {
 				return err
 			}
-			username = cmp.Or(username, osUser())
-			pw, err := readSecret(cmd, fmt.Sprintf("Password for %s at %s: ", username, base))
+			username = cmp.Or(username, c.osUser())
+			pw, err := c.readSecret(cmd, fmt.Sprintf("Password for %s at %s: ", username, base))
 			if err != nil {
 				return err
 			}

@@ -112,14 +112,29 @@ func errorLine(err error) string {
 // the output format, from the flags of the command that runs.
 type cli struct {
 	url, token, format string
+	// remote is set when the SSH gateway runs the commands for one of
+	// its users (sshRoot): the service and the credential are then its,
+	// and nothing local to the service's host (files, environment,
+	// saved login) is read.
+	remote *remote
+}
+
+// remote is the setting of commands run by the SSH gateway.
+type remote struct {
+	api, public string // where the commands reach the API; where users do
+	token, user string // the session's credential, and its user's name
+	tty         bool   // the client asked for a terminal
 }
 
 // flags gives a client command (and its subcommands) --url, --token and
-// -F, and checks -F before it runs.
+// -F, and checks -F before it runs. Over SSH the service and the
+// credential are the gateway's: no --url or --token.
 func (c *cli) flags(cmd *cobra.Command) *cobra.Command {
 	f := cmd.PersistentFlags()
-	f.StringVar(&c.url, "url", "", "the ferry service, http(s)://host:port (default: $FERRY_URL, else the one ferry login saved)")
-	f.StringVar(&c.token, "token", "", "API token (default: $FERRY_TOKEN, else the one ferry login saved)")
+	if c.remote == nil {
+		f.StringVar(&c.url, "url", "", "the ferry service, http(s)://host:port (default: $FERRY_URL, else the one ferry login saved)")
+		f.StringVar(&c.token, "token", "", "API token (default: $FERRY_TOKEN, else the one ferry login saved)")
+	}
 	f.StringVarP(&c.format, "format", "F", "text", "output format: text or json")
 	cmd.PersistentPreRunE = func(*cobra.Command, []string) error {
 		if c.format != "text" && c.format != "json" {
@@ -215,6 +230,9 @@ func forgetLogin() error {
 // token when the URL is the saved login's (a token is never sent to
 // another service). saved reports that the token is the saved one.
 func (c *cli) service(wantToken bool) (base, token string, saved bool, err error) {
+	if r := c.remote; r != nil {
+		return r.api, r.token, false, nil
+	}
 	base = cmp.Or(c.url, os.Getenv("FERRY_URL"))
 	if wantToken {
 		token = cmp.Or(c.token, os.Getenv("FERRY_TOKEN"))
@@ -337,8 +355,12 @@ func parseDuration(flag, s string) (time.Duration, error) {
 	return d, nil
 }
 
-// osUser is the local user's name, the default user name for logins.
-func osUser() string {
+// osUser is the local user's name, the default user name for logins;
+// over SSH, the name the user logged in with.
+func (c *cli) osUser() string {
+	if c.remote != nil {
+		return c.remote.user
+	}
 	if u, err := user.Current(); err == nil {
 		return u.Username
 	}
@@ -346,15 +368,18 @@ func osUser() string {
 }
 
 // readSecret reads a password from the first line of standard input. On
-// a terminal it prompts on standard error and does not echo. Ctrl-C ends
-// the wait.
-func readSecret(cmd *cobra.Command, prompt string) (string, error) {
+// a terminal it prompts on standard error and does not echo (over SSH the
+// gateway's terminal echoes nothing). Ctrl-C ends the wait.
+func (c *cli) readSecret(cmd *cobra.Command, prompt string) (string, error) {
 	in := cmd.InOrStdin()
-	if f, ok := in.(*os.File); ok && isTerminal(f) {
+	if f, ok := in.(*os.File); ok && isTerminal(f, false) {
 		fmt.Fprint(cmd.ErrOrStderr(), prompt)
 		defer fmt.Fprintln(cmd.ErrOrStderr())
 		restore := noEcho(f)
 		defer restore()
+	} else if c.remote != nil && c.remote.tty {
+		fmt.Fprint(cmd.ErrOrStderr(), prompt)
+		defer fmt.Fprintln(cmd.ErrOrStderr())
 	}
 	type answer struct {
 		pw  string

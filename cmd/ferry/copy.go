@@ -372,7 +372,7 @@ func runCopy(ctx context.Context, srcArg string, dstArgs []string, via map[strin
 			targets[i].Via = &head
 		}
 	}
-	bar := newProgress(out, !quiet && isTerminal(out))
+	bar := newProgress(out, !quiet && isTerminal(out, false))
 	if len(targets) == 1 && targets[0].Via == nil {
 		res, err := engine.Copy(ctx, src.ep, targets[0].Endpoint, targets[0].Items, o, bar)
 		bar.stop()
@@ -425,7 +425,12 @@ func readMC(name string) ([]string, error) {
 	return out, nil
 }
 
-func isTerminal(w io.Writer) bool {
+// isTerminal reports whether w is a terminal: told (the SSH gateway
+// knows its client has one), or a character device.
+func isTerminal(w io.Writer, told bool) bool {
+	if told {
+		return true
+	}
 	f, ok := w.(*os.File)
 	if !ok {
 		return false

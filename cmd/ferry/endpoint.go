@@ -355,7 +355,7 @@ ferry connect command that pairs the machine with it.`,
 			if a.MyProxyUsername == "" {
 				return usagef("--myproxy-user: want your MyProxy username")
 			}
-			if a.MyProxyPassphrase, err = readSecret(cmd, fmt.Sprintf("MyProxy pass phrase of %s: ", myproxyUser)); err != nil {
+			if a.MyProxyPassphrase, err = c.readSecret(cmd, fmt.Sprintf("MyProxy pass phrase of %s: ", myproxyUser)); err != nil {
 				return err
 			}
 		case takesProxy:
@@ -365,14 +365,14 @@ ferry connect command that pairs the machine with it.`,
 				a.Lifetime = 0
 			}
 			a.Username = username
-			if a.Proxy, err = proxyPEM(proxy); err != nil {
+			if a.Proxy, err = c.proxyPEM(cmd, proxy); err != nil {
 				return err
 			}
 		case cmd.Flags().Changed("proxy"):
 			return usagef("--proxy: endpoint %s is not activated with a grid proxy", ep)
 		case len(req.Data) > 0:
-			a.Username = cmp.Or(username, osUser())
-			if a.Password, err = readSecret(cmd, fmt.Sprintf("Password of %s on %s: ", a.Username, ep)); err != nil {
+			a.Username = cmp.Or(username, c.osUser())
+			if a.Password, err = c.readSecret(cmd, fmt.Sprintf("Password of %s on %s: ", a.Username, ep)); err != nil {
 				return err
 			}
 		}
@@ -460,6 +460,9 @@ func (c *cli) showSetupKey(cmd *cobra.Command, ep string, k api.SetupKey) error 
 	if err != nil {
 		return err
 	}
+	if c.remote != nil {
+		base = c.remote.public
+	}
 	return c.print(cmd, k, func(w io.Writer) {
 		fmt.Fprintf(w, "Endpoint %s: setup key (usable once, until %s):\n\n  %s\n\n", ep, when(k.Expires), k.SetupKey)
 		fmt.Fprintf(w, "On the machine to serve, run:\n\n  ferry connect --service %s --setup-key %s --root DIR\n", base, k.SetupKey)
@@ -468,8 +471,16 @@ func (c *cli) showSetupKey(cmd *cobra.Command, ep string, k api.SetupKey) error 
 
 // proxyPEM is the grid proxy file at path ("": the default one) to send
 // to the service, checked here first so that a missing or expired proxy
-// is told with what to do.
-func proxyPEM(path string) (string, error) {
+// is told with what to do. Over SSH the proxy is read from standard
+// input (--proxy -): the service host's files are not the user's.
+func (c *cli) proxyPEM(cmd *cobra.Command, path string) (string, error) {
+	if c.remote != nil {
+		if path != "-" {
+			return "", usagef("--proxy: over SSH, give --proxy - and send the proxy file on standard input")
+		}
+		b, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), 1<<20))
+		return string(b), err
+	}
 	_, path, err := readProxy(path)
 	if err != nil {
 		return "", err

@@ -8,6 +8,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -18,12 +19,20 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	root := newRoot()
-	root.SetArgs(globusStyle(os.Args[1:]))
+	code := execute(ctx, newRoot(), os.Args[1:], os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// execute runs root with args and returns the exit status; an error is
+// one line on errOut.
+func execute(ctx context.Context, root *cobra.Command, args []string, errOut io.Writer) int {
+	root.SetArgs(globusStyle(args))
 	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "ferry:", errorLine(err))
-		os.Exit(exitCode(err))
+		fmt.Fprintln(errOut, "ferry:", errorLine(err))
+		return exitCode(err)
 	}
+	return 0
 }
 
 func newRoot() *cobra.Command {
@@ -35,10 +44,16 @@ func newRoot() *cobra.Command {
 	}
 	c := &cli{}
 	root.AddCommand(newGridFTPCmd(), newConnectCmd(), newPasswdCmd(), newCopyCmd(), newServerCmd(), newUserCmd(),
-		newLoginCmd(c), newLogoutCmd(c), newTokenCmd(c), newEndpointCmd(c),
-		newLsCmd(c), newMkdirCmd(c), newRenameCmd(c), newRmCmd(c),
-		newTransferCmd(c), newScpCmd(c), newTaskCmd(c))
-	root.AddCommand(taskAliases(c)...)
+		newLoginCmd(c), newLogoutCmd(c), newTokenCmd(c))
+	root.AddCommand(serviceCommands(c)...)
 	markErrors(root)
 	return root
+}
+
+// serviceCommands are the client commands that act on the service
+// through its API alone: the installed binary's, and those the SSH
+// gateway serves (sshRoot).
+func serviceCommands(c *cli) []*cobra.Command {
+	return append([]*cobra.Command{newEndpointCmd(c), newLsCmd(c), newMkdirCmd(c), newRenameCmd(c), newRmCmd(c),
+		newTransferCmd(c), newScpCmd(c), newTaskCmd(c)}, taskAliases(c)...)
 }

@@ -32,6 +32,7 @@ import (
 type serverFlags struct {
 	store                     storeFlags
 	relay                     relayFlags
+	ssh                       sshFlags
 	listen, keyFile, logLevel string
 	endpointNetworks          string
 	gsiCADir                  string
@@ -66,6 +67,7 @@ tasks go back to the queue and continue in another process or at restart.`,
 	}
 	f.store.register(cmd)
 	f.relay.register(cmd)
+	f.ssh.register(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:8080", "HTTP address of the API and web app")
 	fl.StringVar(&f.endpointNetworks, "endpoint-networks", "", "the networks endpoints' servers may be in: CIDR prefixes or addresses, comma-separated, ! before one to refuse it (default: any address but link-local, cloud metadata, unspecified, multicast and reserved ones, and loopback unless --listen is on loopback; those stay refused unless named)")
@@ -183,6 +185,12 @@ func runServer(ctx context.Context, cmd *cobra.Command, f serverFlags) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The SSH gateway runs the service commands through the API, as the
+	// user who logged in, on this process's own listener.
+	if err := f.ssh.start(ctx, st, api, filepath.Join(f.store.data, "ssh_host_ed25519_key"), "http://"+selfAddr(ln.Addr()), base,
+		log.With("component", "ssh"), cmd.ErrOrStderr()); err != nil {
+		return err
+	}
 	werr := make(chan error, 1)
 	if f.noWorker {
 		werr <- nil
@@ -215,6 +223,20 @@ func runServer(ctx context.Context, cmd *cobra.Command, f serverFlags) error {
 		err = nil
 	}
 	return err
+}
+
+// selfAddr is where this process reaches its own listener at addr: on
+// loopback when it listens on every address.
+func selfAddr(addr net.Addr) string {
+	ap, err := netip.ParseAddrPort(addr.String())
+	if err != nil || !ap.Addr().IsUnspecified() {
+		return addr.String()
+	}
+	lo := netip.IPv6Loopback()
+	if ap.Addr().Unmap().Is4() {
+		lo = netip.MustParseAddr("127.0.0.1")
+	}
+	return netip.AddrPortFrom(lo, ap.Port()).String()
 }
 
 // notifier builds the configured notifiers; nil when there are none.

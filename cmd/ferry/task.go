@@ -70,7 +70,7 @@ func (c *cli) wait(cmd *cobra.Command, cl *apiclient.Client, id string, w waiter
 		last api.Task
 		dots bool
 	)
-	b := startBar(errOut, !w.heartbeat && !c.json() && isTerminal(errOut), func() barState {
+	b := startBar(errOut, !w.heartbeat && !c.json() && isTerminal(errOut, c.remote != nil && c.remote.tty), func() barState {
 		mu.Lock()
 		defer mu.Unlock()
 		return taskState(last, time.Now())

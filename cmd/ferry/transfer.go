@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -319,8 +320,17 @@ the tree missed; ferry task show lists each destination's progress.`,
 			switch o.batch {
 			case "":
 			case "-":
-				batch = cmd.InOrStdin()
+				// All of it first: over SSH, a read past the gateway's
+				// limit is told as such, not as a cut line.
+				b, err := io.ReadAll(cmd.InOrStdin())
+				if err != nil {
+					return fmt.Errorf("--batch -: %w", err)
+				}
+				batch = bytes.NewReader(b)
 			default:
+				if c.remote != nil {
+					return usagef("--batch %s: over SSH, give --batch - and send the items on standard input", o.batch)
+				}
 				f, err := os.Open(o.batch)
 				if err != nil {
 					return usagef("--batch: %v", err)

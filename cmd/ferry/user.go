@@ -8,7 +8,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -78,17 +80,30 @@ func newUserCmd() *cobra.Command {
 	sf.register(add)
 	add.Flags().StringVar(&email, "email", "", "address for task notifications")
 
-	var sf2 storeFlags
-	setpw := &cobra.Command{
-		Use:   "set-password NAME --data DIR [--db DSN]",
-		Short: "Change a user's password (read from standard input)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+	var pwS userStore
+	setpw := pwS.cmd("set-password NAME --data DIR [--db DSN]", "Change a user's password (read from standard input)", cobra.ExactArgs(1),
+		func(cmd *cobra.Command, st *sqlstore.DB, u domain.User, _ []string) error {
 			hash, err := readPasswordHash(cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
-			st, err := sf2.open(cmd.Context())
+			return st.SetPassword(cmd.Context(), u.ID, string(hash))
+		})
+	cmd.AddCommand(add, setpw, newUserKeyCmd())
+	return cmd
+}
+
+// userStore makes the commands that change a user in the store of
+// --data/--db: the first argument names the user.
+type userStore struct{ sf storeFlags }
+
+// cmd is a command that runs fn on the store, the user, and the other
+// arguments.
+func (us *userStore) cmd(use, short string, args cobra.PositionalArgs, fn func(cmd *cobra.Command, st *sqlstore.DB, u domain.User, args []string) error) *cobra.Command {
+	c := &cobra.Command{
+		Use: use, Short: short, Args: args,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := us.sf.open(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -97,11 +112,74 @@ func newUserCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return st.SetPassword(cmd.Context(), u.ID, string(hash))
+			return fn(cmd, st, u, args[1:])
 		},
 	}
-	sf2.register(setpw)
-	cmd.AddCommand(add, setpw)
+	us.sf.register(c)
+	return c
+}
+
+// newUserKeyCmd is ferry user key: the public keys with which users log
+// in to the SSH command gateway.
+func newUserKeyCmd() *cobra.Command {
+	var addS, listS, rmS userStore
+	add := addS.cmd("add NAME [KEY_FILE] --data DIR [--db DSN]", "Let a user log in over SSH with a public key (a .pub file's line; standard input without KEY_FILE)",
+		cobra.RangeArgs(1, 2), func(cmd *cobra.Command, st *sqlstore.DB, u domain.User, args []string) error {
+			in := cmd.InOrStdin()
+			if len(args) == 1 && args[0] != "-" {
+				f, err := os.Open(args[0])
+				if err != nil {
+					return usagef("%v", err)
+				}
+				defer f.Close()
+				in = f
+			}
+			line, err := bufio.NewReader(io.LimitReader(in, 64<<10)).ReadString('\n')
+			if err != nil && line == "" {
+				return usagef("reading the public key: %v", err)
+			}
+			k, err := domain.ParseSSHKey(line)
+			if err != nil {
+				return err
+			}
+			k.UserID = u.ID
+			if err := st.AddSSHKey(cmd.Context(), &k); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "added SSH key %d of %s: %s\n", k.ID, u.Name, k.Fingerprint)
+			return nil
+		})
+	list := listS.cmd("list NAME --data DIR [--db DSN]", "List a user's SSH keys", cobra.ExactArgs(1),
+		func(cmd *cobra.Command, st *sqlstore.DB, u domain.User, _ []string) error {
+			keys, err := st.SSHKeys(cmd.Context(), u.ID)
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			row(tw, "ID", "FINGERPRINT", "ADDED", "KEY")
+			for _, k := range keys {
+				row(tw, k.ID, k.Fingerprint, when(k.Created), k.Line)
+			}
+			return tw.Flush()
+		})
+	rm := rmS.cmd("remove NAME KEY_ID --data DIR [--db DSN]", "Remove one of a user's SSH keys (an ID of ferry user key list)", cobra.ExactArgs(2),
+		func(cmd *cobra.Command, st *sqlstore.DB, u domain.User, args []string) error {
+			id, err := strconv.ParseInt(args[0], 10, 64)
+			if err != nil {
+				return usagef("key ID %q: want a number from ferry user key list", args[0])
+			}
+			if err := st.DeleteSSHKey(cmd.Context(), u.ID, id); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "removed SSH key %d of %s\n", id, u.Name)
+			return nil
+		})
+	rm.Aliases = []string{"rm"}
+	cmd := &cobra.Command{
+		Use:   "key",
+		Short: "Manage the public keys with which users log in to the SSH command gateway (ferry server --ssh-listen)",
+	}
+	cmd.AddCommand(add, list, rm)
 	return cmd
 }
 

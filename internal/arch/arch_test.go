@@ -125,6 +125,10 @@ var allowed = map[string][]string{
 	"ferry/service/relay": {"ferry/service/domain", "ferry/service/ca", "ferry/tunnel"},
 	"ferry/service/mesh":  {"ferry/service/domain", "ferry/service/ca", "ferry/tunnel"},
 
+	// The SSH command gateway: SSH and its policy; what a command line
+	// does is given to it (cmd runs the CLI's commands through the API).
+	"ferry/service/sshgw": {"ferry/service/domain"},
+
 	// The web app: embedded assets that reach the service only through
 	// the REST API, from the browser.
 	"ferry/web": {},

@@ -88,6 +88,22 @@ type TokenList struct {
 	Data     []Token `json:"DATA"`
 }
 
+// SSHKey is a public key with which the user logs in to the SSH command
+// gateway (DATA_TYPE ssh_key). To add one, POST ssh_keys with Key alone.
+type SSHKey struct {
+	DataType    string    `json:"DATA_TYPE"`
+	ID          int64     `json:"id,omitempty"`
+	Key         string    `json:"key"` // an authorized_keys line: TYPE BASE64 [COMMENT]
+	Fingerprint string    `json:"fingerprint,omitempty"`
+	Created     time.Time `json:"created,omitzero"`
+}
+
+// SSHKeyList lists the user's SSH keys (DATA_TYPE ssh_key_list).
+type SSHKeyList struct {
+	DataType string   `json:"DATA_TYPE"`
+	Data     []SSHKey `json:"DATA"`
+}
+
 // SubmissionID is the answer to GET /submission_id (DATA_TYPE
 // submission_id).
 type SubmissionID struct {

@@ -150,6 +150,28 @@ func (c *Client) RevokeToken(ctx context.Context, id int64) (api.Result, error) 
 	return r, err
 }
 
+// SSHKeys lists the user's public keys for the SSH command gateway.
+func (c *Client) SSHKeys(ctx context.Context) (api.SSHKeyList, error) {
+	var l api.SSHKeyList
+	err := c.do(ctx, "GET", "ssh_keys", nil, nil, &l)
+	return l, err
+}
+
+// AddSSHKey adds a public key, an authorized_keys line, with which the
+// user logs in to the SSH command gateway.
+func (c *Client) AddSSHKey(ctx context.Context, line string) (api.SSHKey, error) {
+	var k api.SSHKey
+	err := c.do(ctx, "POST", "ssh_keys", nil, api.SSHKey{DataType: "ssh_key", Key: line}, &k)
+	return k, err
+}
+
+// DeleteSSHKey removes one of the user's SSH keys.
+func (c *Client) DeleteSSHKey(ctx context.Context, id int64) (api.Result, error) {
+	var r api.Result
+	err := c.do(ctx, "DELETE", "ssh_keys/"+strconv.FormatInt(id, 10), nil, nil, &r)
+	return r, err
+}
+
 // SubmissionID returns a fresh submission ID, which makes a retried
 // Transfer or Delete run once.
 func (c *Client) SubmissionID(ctx context.Context) (string, error) {

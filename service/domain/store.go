@@ -26,6 +26,11 @@ type Store interface {
 	RevokeToken(ctx context.Context, userID, tokenID int64) error
 	TouchToken(ctx context.Context, tokenID int64, now time.Time) error
 
+	// SSH keys of the SSH command gateway.
+	AddSSHKey(ctx context.Context, k *SSHKey) error              // sets ID, Created; EConflict when the user has the key
+	SSHKeys(ctx context.Context, userID int64) ([]SSHKey, error) // oldest first
+	DeleteSSHKey(ctx context.Context, userID, keyID int64) error
+
 	// Endpoints. Endpoint reads fill in Owner.
 	CreateEndpoint(ctx context.Context, e *Endpoint) error // sets ID, Created; EConflict on a taken owner#name
 	Endpoint(ctx context.Context, id string) (Endpoint, error)

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -191,10 +192,8 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, c *call) error {
 		return err
 	}
 	c.user = u
-	secret := "ferry_" + rand.Text()
-	now := s.Now()
-	t := domain.Token{UserID: u.ID, Kind: kind, Name: req.Name, Hash: hashToken(secret), Expires: now.Add(lifetime), LastUsed: now}
-	if err := s.Store.CreateToken(r.Context(), &t); err != nil {
+	secret, t, err := s.newToken(r.Context(), u, kind, req.Name, lifetime)
+	if err != nil {
 		return err
 	}
 	doc := tokenDoc(t)
@@ -208,6 +207,32 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, c *call) error {
 		doc.Value = secret
 	}
 	return reply(w, http.StatusCreated, doc)
+}
+
+// newToken makes and stores a token of user u and returns its secret.
+func (s *Server) newToken(ctx context.Context, u domain.User, kind, name string, lifetime time.Duration) (string, domain.Token, error) {
+	secret := "ferry_" + rand.Text()
+	now := s.Now()
+	t := domain.Token{UserID: u.ID, Kind: kind, Name: name, Hash: hashToken(secret), Expires: now.Add(lifetime), LastUsed: now}
+	return secret, t, s.Store.CreateToken(ctx, &t)
+}
+
+// MintToken makes an API token of user u, named name, valid for lifetime,
+// for a component of the service that acts as u through the API (the SSH
+// gateway, for a session of u): it returns the secret, and revoke, which
+// ends the token. The token is listed among u's.
+func (s *Server) MintToken(ctx context.Context, u domain.User, name string, lifetime time.Duration) (secret string, revoke func(), err error) {
+	secret, t, err := s.newToken(ctx, u, domain.TokenAPI, name, lifetime)
+	if err != nil {
+		return "", nil, err
+	}
+	return secret, func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := s.Store.RevokeToken(ctx, u.ID, t.ID); err != nil {
+			s.Logger.Warn("revoking a minted token", "user", u.Name, "token", t.ID, "err", err)
+		}
+	}, nil
 }
 
 // logout revokes the credential of the request and drops the cookie.
@@ -253,6 +278,52 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request, c *call) er
 		return err
 	}
 	return result(w, r, "result", "Revoked", "the token is revoked")
+}
+
+func (s *Server) sshKeys(w http.ResponseWriter, r *http.Request, c *call) error {
+	ks, err := s.Store.SSHKeys(r.Context(), c.user.ID)
+	if err != nil {
+		return err
+	}
+	doc := api.SSHKeyList{DataType: "ssh_key_list", Data: make([]api.SSHKey, len(ks))}
+	for i, k := range ks {
+		doc.Data[i] = sshKeyDoc(k)
+	}
+	return reply(w, http.StatusOK, doc)
+}
+
+func (s *Server) addSSHKey(w http.ResponseWriter, r *http.Request, c *call) error {
+	var req api.SSHKey
+	if err := decode(r, &req, false); err != nil {
+		return err
+	}
+	if err := dataType(req.DataType, "ssh_key"); err != nil {
+		return err
+	}
+	k, err := domain.ParseSSHKey(req.Key)
+	if err != nil {
+		return err
+	}
+	k.UserID = c.user.ID
+	if err := s.Store.AddSSHKey(r.Context(), &k); err != nil {
+		return err
+	}
+	return reply(w, http.StatusCreated, sshKeyDoc(k))
+}
+
+func (s *Server) deleteSSHKey(w http.ResponseWriter, r *http.Request, c *call) error {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		return domain.Errorf(domain.ENotFound, "no SSH key %q", r.PathValue("id"))
+	}
+	if err := s.Store.DeleteSSHKey(r.Context(), c.user.ID, id); err != nil {
+		return err
+	}
+	return result(w, r, "result", "Deleted", "the SSH key is removed")
+}
+
+func sshKeyDoc(k domain.SSHKey) api.SSHKey {
+	return api.SSHKey{DataType: "ssh_key", ID: k.ID, Key: k.Line, Fingerprint: k.Fingerprint, Created: k.Created}
 }
 
 func tokenDoc(t domain.Token) api.Token {

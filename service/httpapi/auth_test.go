@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -170,5 +171,47 @@ func TestSessionCookie(t *testing.T) {
 	}
 	if a := e.raw("GET", "task_list", "", nil, "Cookie", cookie); a.status != 401 {
 		t.Errorf("after logout: %d", a.status)
+	}
+}
+
+// TestSSHKeys: each user adds, lists and removes their own public keys
+// for the SSH command gateway; others' are as missing.
+func TestSSHKeys(t *testing.T) {
+	e := newEnv(t)
+	alice, _ := e.user("alice")
+	bob, _ := e.user("bob")
+	const pub = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGb0RS8IHuw7t1iT8yHgeK4oEn9WEf5d6X3Lx3bNU3k6 alice@laptop"
+	k, err := alice.AddSSHKey(t.Context(), pub+"\n")
+	if err != nil || k.Key != pub || !strings.HasPrefix(k.Fingerprint, "SHA256:") || k.ID == 0 {
+		t.Fatalf("AddSSHKey: %+v, %v", k, err)
+	}
+	for _, c := range []struct {
+		name   string
+		try    func() error
+		status int
+	}{
+		{"the same key again", func() error { _, err := alice.AddSSHKey(t.Context(), pub); return err }, http.StatusConflict},
+		{"not a key", func() error { _, err := alice.AddSSHKey(t.Context(), "hello"); return err }, http.StatusBadRequest},
+		{"a key with options", func() error { _, err := alice.AddSSHKey(t.Context(), `command="sh" `+pub); return err }, http.StatusBadRequest},
+		{"another user's key", func() error { _, err := bob.DeleteSSHKey(t.Context(), k.ID); return err }, http.StatusNotFound},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var ae *api.Error
+			if err := c.try(); !errors.As(err, &ae) || ae.Status != c.status {
+				t.Fatalf("got %v, want status %d", err, c.status)
+			}
+		})
+	}
+	if l, err := bob.SSHKeys(t.Context()); err != nil || len(l.Data) != 0 {
+		t.Fatalf("bob's keys: %+v, %v", l, err)
+	}
+	if l, err := alice.SSHKeys(t.Context()); err != nil || len(l.Data) != 1 || l.Data[0] != k {
+		t.Fatalf("alice's keys: %+v, %v; want %+v", l, err, k)
+	}
+	if r, err := alice.DeleteSSHKey(t.Context(), k.ID); err != nil || r.Code != "Deleted" {
+		t.Fatalf("DeleteSSHKey: %+v, %v", r, err)
+	}
+	if l, err := alice.SSHKeys(t.Context()); err != nil || len(l.Data) != 0 {
+		t.Fatalf("alice's keys after delete: %+v, %v", l, err)
 	}
 }

@@ -150,6 +150,9 @@ func (s *Server) routes() []route {
 		{method: "GET", path: "auth/session", h: s.session},
 		{method: "GET", path: "tokens", h: s.tokens},
 		{method: "DELETE", path: "tokens/{id}", h: s.revokeToken},
+		{method: "GET", path: "ssh_keys", h: s.sshKeys},
+		{method: "POST", path: "ssh_keys", h: s.addSSHKey},
+		{method: "DELETE", path: "ssh_keys/{id}", h: s.deleteSSHKey},
 
 		{method: "GET", path: "submission_id", h: s.submissionID},
 		{method: "POST", path: "transfer", submit: true, h: s.transfer},

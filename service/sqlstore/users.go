@@ -100,3 +100,37 @@ func (db *DB) TouchToken(ctx context.Context, tokenID int64, now time.Time) (err
 	n, err := db.conn().exec(ctx, `UPDATE tokens SET last_used = ? WHERE id = ?`, us(now), tokenID)
 	return changed(n, err, "token %d", tokenID)
 }
+
+// AddSSHKey stores k and sets its ID and (if zero) Created.
+func (db *DB) AddSSHKey(ctx context.Context, k *domain.SSHKey) (err error) {
+	defer wrap(&err, "add SSH key")
+	nk := *k
+	nk.Created = orNow(nk.Created)
+	err = db.conn().row(ctx, `INSERT INTO ssh_keys (user_id, line, fingerprint, created) VALUES (?, ?, ?, ?) RETURNING id`,
+		nk.UserID, nk.Line, nk.Fingerprint, us(nk.Created)).Scan(&nk.ID)
+	if db.d.unique(err) {
+		return domain.Errorf(domain.EConflict, "SSH key %s is there already", nk.Fingerprint)
+	}
+	if err != nil {
+		return err
+	}
+	*k = nk
+	return nil
+}
+
+func scanSSHKey(r scanner) (domain.SSHKey, error) {
+	var k domain.SSHKey
+	err := r.Scan(&k.ID, &k.UserID, &k.Line, &k.Fingerprint, timeCol{&k.Created})
+	return k, err
+}
+
+func (db *DB) SSHKeys(ctx context.Context, userID int64) (_ []domain.SSHKey, err error) {
+	defer wrap(&err, "SSH keys")
+	return all(ctx, db.conn(), scanSSHKey, `SELECT id, user_id, line, fingerprint, created FROM ssh_keys WHERE user_id = ? ORDER BY id`, userID)
+}
+
+func (db *DB) DeleteSSHKey(ctx context.Context, userID, keyID int64) (err error) {
+	defer wrap(&err, "delete SSH key")
+	n, err := db.conn().exec(ctx, `DELETE FROM ssh_keys WHERE id = ? AND user_id = ?`, keyID, userID)
+	return changed(n, err, "SSH key %d", keyID)
+}

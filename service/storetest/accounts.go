@@ -10,6 +10,7 @@ import (
 var accountTests = []test{
 	{"Users", testUsers},
 	{"Tokens", testTokens},
+	{"SSHKeys", testSSHKeys},
 	{"Endpoints", testEndpoints},
 	{"EndpointList", testEndpointList},
 	{"Activations", testActivations},
@@ -47,6 +48,42 @@ func testUsers(t *testing.T, open Open) {
 		{"missing ID", func() error { _, err := f.s.UserByID(f.ctx, bob.ID+100); return err }, domain.ENotFound},
 		{"password of missing user", func() error { return f.s.SetPassword(f.ctx, bob.ID+100, "h") }, domain.ENotFound},
 	})
+}
+
+func testSSHKeys(t *testing.T, open Open) {
+	f := newFixture(t, open(t))
+	alice, bob := f.user("alice"), f.user("bob")
+	key := func(u domain.User, line, fp string) domain.SSHKey {
+		t.Helper()
+		k := domain.SSHKey{UserID: u.ID, Line: line, Fingerprint: fp}
+		f.ok(f.s.AddSSHKey(f.ctx, &k))
+		if k.ID == 0 || k.Created.IsZero() {
+			t.Fatalf("AddSSHKey left ID or Created unset: %+v", k)
+		}
+		return k
+	}
+	a1 := key(alice, "ssh-ed25519 AAAA1 laptop", "SHA256:a1")
+	a2 := key(alice, "ssh-ed25519 AAAA2 desk", "SHA256:a2")
+	b1 := key(bob, "ssh-ed25519 AAAA1 bob's copy", "SHA256:a1") // another user may have the same key
+	for _, c := range []struct {
+		user domain.User
+		want []domain.SSHKey
+	}{{alice, []domain.SSHKey{a1, a2}}, {bob, []domain.SSHKey{b1}}} {
+		got, err := f.s.SSHKeys(f.ctx, c.user.ID)
+		f.ok(err)
+		equal(t, "SSHKeys of "+c.user.Name, got, c.want)
+	}
+	runErrCases(t, []errCase{
+		{"same key twice", func() error {
+			return f.s.AddSSHKey(f.ctx, &domain.SSHKey{UserID: alice.ID, Line: "x", Fingerprint: "SHA256:a2"})
+		}, domain.EConflict},
+		{"another user's key", func() error { return f.s.DeleteSSHKey(f.ctx, bob.ID, a1.ID) }, domain.ENotFound},
+		{"missing key", func() error { return f.s.DeleteSSHKey(f.ctx, alice.ID, b1.ID+100) }, domain.ENotFound},
+	})
+	f.ok(f.s.DeleteSSHKey(f.ctx, alice.ID, a1.ID))
+	got, err := f.s.SSHKeys(f.ctx, alice.ID)
+	f.ok(err)
+	equal(t, "SSHKeys after delete", got, []domain.SSHKey{a2})
 }
 
 func testTokens(t *testing.T, open Open) {

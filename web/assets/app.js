@@ -1,5 +1,5 @@
 // The app: session, sign-in page, navigation and the hash routes
-// #/files, #/activity, #/task/ID and #/endpoints.
+// #/files, #/activity, #/task/ID, #/endpoints and #/account.
 
 import { get, post, setSession, onSignedOut, ApiError } from './api.js';
 import { h, field, errorText, focusHeading } from './ui.js';
@@ -7,6 +7,7 @@ import * as tasks from './tasks.js';
 import { files } from './files.js';
 import { activity, task } from './activity.js';
 import { endpoints } from './endpoints.js';
+import { account } from './account.js';
 
 const main = document.getElementById('main');
 const session = { user: '' };
@@ -16,6 +17,7 @@ const routes = [
   [/^#\/activity$/, activity, 'Activity'],
   [/^#\/task\/([\w-]+)$/, task, 'Task'],
   [/^#\/endpoints$/, endpoints, 'Endpoints'],
+  [/^#\/account$/, account, 'Account'],
   [/^#\/files$/, files, 'Files'],
 ];
 

@@ -4,7 +4,7 @@
 // and remove. activate is also the file manager's activation prompt.
 
 import { get, post, put, del, ep } from './api.js';
-import { h, field, dialog, confirm, toast, duration, errorText } from './ui.js';
+import { h, field, dialog, confirm, toast, duration, listing } from './ui.js';
 import * as tasks from './tasks.js';
 
 // activate asks for the user's login on endpoint e and gives it to the
@@ -105,23 +105,10 @@ function form(e) {
 export function endpoints(main, { user }) {
   const list = h('div', { class: 'endpoints', 'aria-busy': 'true' });
   const status = h('p', { class: 'error', role: 'alert' });
-  const refresh = async () => {
-    try {
-      const l = await get('endpoint_search', { limit: 1000 });
-      list.replaceChildren(...l.DATA.length ? l.DATA.map(card) : [h('p', { class: 'muted', text: 'No endpoints yet: add one.' })]);
-      status.textContent = '';
-    } catch (err) {
-      status.textContent = errorText(err);
-    }
-    list.removeAttribute('aria-busy');
-  };
-  const run = async (what) => {
-    try {
-      if (await what()) await refresh();
-    } catch (err) {
-      toast(errorText(err), { kind: 'bad' });
-    }
-  };
+  const { refresh, run } = listing(list, status, async () => {
+    const l = await get('endpoint_search', { limit: 1000 });
+    return l.DATA.length ? l.DATA.map(card) : h('p', { class: 'muted', text: 'No endpoints yet: add one.' });
+  });
   const card = (e) => {
     const mine = e.owner === user;
     const password = e.auth_method !== 'anonymous';

@@ -112,6 +112,30 @@ export function dialog({ title, fields = [], submit = 'OK', danger = false, acti
   });
 }
 
+// listing keeps list filled with the nodes that fill makes (from a
+// fresh answer of the API), or says in status why it could not: refresh
+// fills it again; run does an action and refreshes when it returns true,
+// or toasts its failure.
+export function listing(list, status, fill) {
+  const refresh = async () => {
+    try {
+      list.replaceChildren(...[await fill()].flat());
+      status.textContent = '';
+    } catch (err) {
+      status.textContent = errorText(err);
+    }
+    list.removeAttribute('aria-busy');
+  };
+  const run = async (what) => {
+    try {
+      if (await what()) await refresh();
+    } catch (err) {
+      toast(errorText(err), { kind: 'bad' });
+    }
+  };
+  return { refresh, run };
+}
+
 // confirm asks a yes/no question in a dialog.
 export async function confirm(title, message, submit, danger = true) {
   return !!await dialog({ title, fields: [h('p', { text: message })], submit, danger, action: () => true });
