@@ -25,10 +25,11 @@ import (
 // by wrap when given.
 type endpoint struct {
 	engine.Endpoint
-	root string
-	srv  *server.Server
-	fs   storage.Driver
-	cmds commandLog
+	root   string
+	srv    *server.Server
+	fs     storage.Driver
+	cmds   commandLog
+	wrapLn func(net.Listener) net.Listener
 }
 
 // commandLog is a slog.Handler that counts the commands a server runs, by
@@ -71,6 +72,13 @@ func (l *commandLog) take() map[string]int {
 
 func startEndpoint(t *testing.T, root string, wrap func(storage.Driver) storage.Driver) *endpoint {
 	t.Helper()
+	return startEndpointLn(t, root, wrap, nil)
+}
+
+// startEndpointLn is startEndpoint with the server's listener wrapped by
+// wrapLn (nil: not wrapped).
+func startEndpointLn(t *testing.T, root string, wrap func(storage.Driver) storage.Driver, wrapLn func(net.Listener) net.Listener) *endpoint {
+	t.Helper()
 	if root == "" {
 		root = t.TempDir()
 	}
@@ -82,7 +90,7 @@ func startEndpoint(t *testing.T, root string, wrap func(storage.Driver) storage.
 	if wrap != nil {
 		d = wrap(d)
 	}
-	e := &endpoint{root: root, fs: d}
+	e := &endpoint{root: root, fs: d, wrapLn: wrapLn}
 	e.start(t, "127.0.0.1:0")
 	return e
 }
@@ -101,6 +109,9 @@ func (e *endpoint) start(t *testing.T, addr string) {
 		t.Fatal(err)
 	}
 	e.Addr = ln.Addr().String()
+	if e.wrapLn != nil {
+		ln = e.wrapLn(ln)
+	}
 	e.srv = &server.Server{FS: e.fs, Anonymous: true, AnonymousWrite: true, DataTimeout: 5 * time.Second, MarkerInterval: 50 * time.Millisecond,
 		Logger: slog.New(&e.cmds)}
 	go e.srv.Serve(ln)

@@ -170,6 +170,10 @@ type multiFile struct {
 	sum  string
 	at   map[int]FileResult // final outcomes by destination
 	dsts map[int]string     // where it goes at each destination
+	// check are the destinations whose copy from the tree is suspect:
+	// the repair pass compares it with the head's (SyncChecksum) and
+	// sends it again only if it differs.
+	check map[int]bool
 }
 
 // probe is what the engine learns of a destination before the tree: how
@@ -408,12 +412,15 @@ func (t *treeReporter) Done(r FileResult) {
 	if m.fan == nil {
 		return
 	}
-	missed := m.fan.missedOf(r.Dst)
+	missed, suspect := m.fan.missedOf(r.Dst)
 	for j, k := range m.fan.kids {
 		m.mu.Lock()
 		f.dsts[k.index] = m.fan.dstOf(j, r.Dst)
+		if slices.Contains(suspect, j) {
+			f.check[k.index] = true
+		}
 		var got *FileResult
-		if r.Outcome == Transferred && !slices.Contains(missed, j) && !m.fan.wasDead(j, r.Dst) {
+		if r.Outcome == Transferred && !slices.Contains(missed, j) && !slices.Contains(suspect, j) && !m.fan.wasDead(j, r.Dst) {
 			got = &FileResult{Src: r.Src, Dst: f.dsts[k.index], Size: r.Size, Outcome: Transferred, Checksum: r.Checksum, Attempts: r.Attempts}
 			f.at[k.index] = *got
 		}
@@ -430,7 +437,7 @@ func (m *multi) file(src string, size int64) *multiFile {
 	defer m.mu.Unlock()
 	f := m.files[src]
 	if f == nil {
-		f = &multiFile{size: size, at: map[int]FileResult{}, dsts: map[int]string{}}
+		f = &multiFile{size: size, at: map[int]FileResult{}, dsts: map[int]string{}, check: map[int]bool{}}
 		m.files[src] = f
 		m.order = append(m.order, src)
 	}
@@ -494,22 +501,32 @@ func (m *multi) repair(ctx context.Context, i int) {
 		return
 	}
 	m.mu.Lock()
-	var fromHead []Item
+	var fromHead, toCheck []Item
 	for _, src := range m.order {
 		f := m.files[src]
 		if _, ok := f.at[i]; ok || m.has(i, src) {
 			continue
 		}
 		if h, ok := f.at[m.head]; ok && h.Outcome == Transferred && f.dsts[i] != "" {
-			fromHead = append(fromHead, Item{Src: h.Dst, Dst: f.dsts[i]})
+			if f.check[i] {
+				toCheck = append(toCheck, Item{Src: h.Dst, Dst: f.dsts[i]})
+			} else {
+				fromHead = append(fromHead, Item{Src: h.Dst, Dst: f.dsts[i]})
+			}
 		}
 	}
 	m.mu.Unlock()
-	if len(fromHead) > 0 {
+	for _, c := range []struct {
+		items []Item
+		level SyncLevel
+	}{{fromHead, SyncNone}, {toCheck, SyncChecksum}} {
+		if len(c.items) == 0 {
+			continue
+		}
 		o := m.opts
-		o.SyncLevel, o.Skip, o.Filters, o.DeleteExtra, o.Restart = SyncNone, nil, nil, false, nil
+		o.SyncLevel, o.Skip, o.Filters, o.DeleteExtra, o.Restart = c.level, nil, nil, false, nil
 		o.Recursive = false
-		r, _ := Copy(ctx, m.targets[m.head].Endpoint, t.Endpoint, fromHead, o, &repairReporter{m: m, dest: i, fromHead: true})
+		r, _ := Copy(ctx, m.targets[m.head].Endpoint, t.Endpoint, c.items, o, &repairReporter{m: m, dest: i, fromHead: true, checked: c.level == SyncChecksum})
 		m.count(r)
 	}
 	// The rest by the copy's own rules (sync level, resume), leaving out
@@ -583,6 +600,7 @@ type repairReporter struct {
 	dest     int
 	fromHead bool // its sources are the head's paths
 	direct   bool // the first copy to it, not a repair
+	checked  bool // it checks the tree's copies against the head's
 }
 
 func (r *repairReporter) Planned(_ int, bytes int64) { r.m.rep.Planned(0, bytes) }
@@ -600,10 +618,14 @@ func (r *repairReporter) Done(res FileResult) {
 	}
 	f := m.file(src, res.Size)
 	res.Src = src
+	treeCopy := r.checked && res.Outcome == Skipped
+	if treeCopy {
+		res.Outcome = Transferred // the tree's copy, the same as the head's
+	}
 	arrived(m.rep, r.dest, res)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if res.Outcome == Transferred && !r.direct {
+	if res.Outcome == Transferred && !r.direct && !treeCopy {
 		res.Outcome = repaired
 	}
 	if prev, ok := f.at[r.dest]; ok && prev.Outcome != Failed && res.Outcome == Skipped {
@@ -709,6 +731,11 @@ type fanout struct {
 	dead   map[int]string   // kids a file did not reach, and the first such file
 	missed map[string][]int // by head path: kids that file did not reach
 	sent   map[string][]int // by head path: kids the last stack named
+	ccOf   map[string]int   // by head path: the fan-out the last stack named
+	// suspect are, by head path, the kids below one that file did not
+	// reach: that hop checked their copies against what it received, which
+	// may be what was wrong with its own.
+	suspect map[string][]int
 }
 
 // kid is a destination below the head.
@@ -739,9 +766,9 @@ func (f *fanout) stack(src, dst string, size int64, p int) string {
 		}
 	}
 	if f.sent == nil {
-		f.sent = map[string][]int{}
+		f.sent, f.ccOf = map[string][]int{}, map[string]int{}
 	}
-	f.sent[dst] = live
+	f.sent[dst], f.ccOf[dst] = live, cc
 	for _, j := range live {
 		urls = append(urls, f.url(j, dst))
 	}
@@ -801,22 +828,39 @@ func (f *fanout) failed(dst string, err error) bool {
 	if f.dead == nil {
 		f.dead, f.missed = map[int]string{}, map[string][]int{}
 	}
-	for _, j := range f.sent[dst] {
-		if slices.Contains(names, forward.Show(f.url(j, dst))) {
+	sent := f.sent[dst]
+	urls := make([]string, len(sent))
+	for p, j := range sent {
+		urls[p] = f.url(j, dst)
+		if slices.Contains(names, forward.Show(urls[p])) {
 			f.missed[dst] = append(f.missed[dst], j)
 			if _, ok := f.dead[j]; !ok {
 				f.dead[j] = dst
 			}
 		}
 	}
+	for p, below := range forward.Below(urls, f.ccOf[dst]) {
+		if !slices.Contains(f.missed[dst], sent[p]) {
+			continue
+		}
+		for _, q := range below {
+			if k := sent[q]; !slices.Contains(f.missed[dst], k) && !slices.Contains(f.suspect[dst], k) {
+				if f.suspect == nil {
+					f.suspect = map[string][]int{}
+				}
+				f.suspect[dst] = append(f.suspect[dst], k)
+			}
+		}
+	}
 	return true
 }
 
-// missedOf are the kids the file at dst did not reach.
-func (f *fanout) missedOf(dst string) []int {
+// missedOf are the kids the file at dst did not reach, and those below
+// them, whose copies no hop checked against the head's.
+func (f *fanout) missedOf(dst string) (missed, suspect []int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.missed[dst]
+	return f.missed[dst], f.suspect[dst]
 }
 
 // wasDead reports a kid left out of the file at dst's tree.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"ferry/engine"
 	"ferry/stack"
@@ -334,4 +336,106 @@ func TestCopyManyOneFile(t *testing.T) {
 	if got := src.cmds.take()["RETR"]; got != 1 {
 		t.Errorf("source served %d RETR, want 1", got)
 	}
+}
+
+// TestCopyManyPollutedHop: a hop inside the tree gets a wrong stream (a
+// byte of the large file flipped on its way in) and forwards it: its
+// parent finds its copy wrong and names it, but the hop checked its own
+// child against what it received and found it right. The engine takes
+// that child's copy for suspect too and checks it against the head's:
+// every destination ends identical to the source.
+func TestCopyManyPollutedHop(t *testing.T) {
+	src := startEndpoint(t, "", nil)
+	multiTree(t, src.root)
+	var flipped atomic.Bool
+	head := forwarder(t, nil)
+	// The polluting hop answers USER late: the head is the nearest
+	// forwarder, so it is not the head; with a fan-out of 1 it is the
+	// middle of the chain head → hop → leaf.
+	hop := startEndpointLn(t, "", nil, func(ln net.Listener) net.Listener { return slowUSER{ln} })
+	reg := stack.Kinds()
+	polluting := stack.Kind{Filter: func(e stack.Entry, env stack.Env) (stack.Filter, error) {
+		f, err := forward.Kinds()[forward.Name].Filter(e, env)
+		return polluter{Filter: f, flipped: &flipped}, err
+	}}
+	reg[forward.Name], reg[forward.Alias] = polluting, polluting
+	hop.srv.Layers = reg
+	leaf := startEndpoint(t, "", nil)
+	o := fastOptions()
+	o.Verify, o.Fanout = true, 1
+	dsts := []*endpoint{head, hop, leaf}
+	res, err := engine.CopyMany(context.Background(), src.Endpoint, targets(dsts, "/copy"), o, nil)
+	if err != nil || res.Failed != 0 || res.Head != 0 {
+		t.Fatalf("head %d, %+v, %v", res.Head, res.Result, err)
+	}
+	if !flipped.Load() {
+		t.Fatal("the hop's stream was never polluted: the test did not test")
+	}
+	for i, d := range dsts {
+		compareTrees(t, filepath.Join(src.root, "set"), filepath.Join(d.root, "copy"))
+		t.Logf("destination %d: %+v", i, res.Dests[i])
+	}
+	if res.Dests[2].Repaired == 0 {
+		t.Errorf("the leaf's polluted copy was not repaired: %+v", res.Dests[2])
+	}
+}
+
+// slowUSER is a listener whose connections answer USER 20 ms late.
+type slowUSER struct{ net.Listener }
+
+func (l slowUSER) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	return slowUSERConn{c}, err
+}
+
+type slowUSERConn struct{ net.Conn }
+
+func (c slowUSERConn) Write(p []byte) (int, error) {
+	if bytes.HasPrefix(p, []byte("331")) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	return c.Conn.Write(p)
+}
+
+// polluter is the multicast layer with a byte of big.bin flipped, once,
+// before the layer sees it: the stream a hop receives is wrong.
+type polluter struct {
+	stack.Filter
+	flipped *atomic.Bool
+}
+
+func (p polluter) DeferSink(ctx context.Context, t *stack.Transfer, open func() (stack.Sink, error)) (stack.Sink, error) {
+	s, err := p.Filter.(stack.Deferrer).DeferSink(ctx, t, open)
+	if err != nil || !strings.HasSuffix(t.Name, "big.bin") {
+		return s, err
+	}
+	return &flipSink{Sink: s, flipped: p.flipped}, nil
+}
+
+type flipSink struct {
+	stack.Sink
+	flipped *atomic.Bool
+}
+
+const flipAt = 1<<20 + 5
+
+func (f *flipSink) WriteAt(b []byte, off int64) (int, error) {
+	if off <= flipAt && flipAt < off+int64(len(b)) && f.flipped.CompareAndSwap(false, true) {
+		b = bytes.Clone(b)
+		b[flipAt-off] ^= 0xff
+	}
+	return f.Sink.(io.WriterAt).WriteAt(b, off)
+}
+
+func (f *flipSink) Abort(cause error) {
+	if a, ok := f.Sink.(stack.Aborter); ok {
+		a.Abort(cause)
+	}
+}
+
+func (f *flipSink) Sum(alg string) (string, int64, bool) {
+	if s, ok := f.Sink.(stack.Summer); ok {
+		return s.Sum(alg)
+	}
+	return "", 0, false
 }

@@ -35,6 +35,17 @@ func (o Options) Spec() string {
 // (GCT without the driver) can only be a leaf.
 func Inner(urls []string, cc int) []bool {
 	inner := make([]bool, len(urls))
+	for i, b := range Below(urls, cc) {
+		inner[i] = len(b) > 0
+	}
+	return inner
+}
+
+// Below lists, for each of urls, the positions of the destinations in its
+// subtree: those it passes the file on to, directly or through others,
+// in the tree Inner describes.
+func Below(urls []string, cc int) [][]int {
+	below := make([][]int, len(urls))
 	at := make(map[string]int, len(urls))
 	for i, u := range urls {
 		at[u] = i
@@ -42,14 +53,14 @@ func Inner(urls []string, cc int) []bool {
 	var walk func([]string)
 	walk = func(us []string) {
 		for _, c := range plan(us, cc) {
-			if len(c.Sub) > 0 {
-				inner[at[c.URL]] = true
-				walk(c.Sub)
+			for _, u := range c.Sub {
+				below[at[c.URL]] = append(below[at[c.URL]], at[u])
 			}
+			walk(c.Sub)
 		}
 	}
 	walk(urls)
-	return inner
+	return below
 }
 
 // Undelivered reads a failure report from err, a server's reply to a
