@@ -17,11 +17,16 @@ export function files(main) {
   const panes = [pane('left', 'Left'), pane('right', 'Right')];
   [panes[0].other, panes[1].other] = [panes[1], panes[0]];
   main.append(h('h1', { class: 'sr-only', text: 'Files' }), h('div', { class: 'panes' }, panes.map((p) => p.section)));
-  // A pane still being restored keeps what was saved for it: the other
-  // pane's save must not write it half restored (a reload then would lose
-  // its directory).
-  const save = () => sessionStorage.setItem(saved, JSON.stringify(panes.map((p) => p.restoring || (p.ep && { id: p.ep.id, path: p.path }))));
+  // A pane still being restored, or one with no directory listed yet (a
+  // restore cut short by the page going away), keeps what was saved for
+  // it: the other pane's save must not write it half restored (a reload
+  // then would lose its directory).
   const state = JSON.parse(sessionStorage.getItem(saved) || '[]');
+  const save = () => {
+    const was = JSON.parse(sessionStorage.getItem(saved) || '[]');
+    sessionStorage.setItem(saved, JSON.stringify(panes.map((p, i) =>
+      p.restoring || (p.ep && p.path ? { id: p.ep.id, path: p.path } : was[i] ?? null))));
+  };
   panes.forEach((p, i) => {
     p.save = save;
     if (state[i]) p.restore(state[i]);
