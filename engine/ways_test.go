@@ -8,8 +8,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"ferry/engine"
+	"ferry/storage"
 )
 
 // wayRecorder is a recorder that keeps what the copy says of its ways.
@@ -31,7 +33,10 @@ func (r *wayRecorder) Way(w engine.Way, note string) {
 // (SPAS), so nothing is striped; the copy says which way it took.
 func TestWays(t *testing.T) {
 	src := startEndpoint(t, "", nil)
-	dst := startEndpoint(t, "", nil)
+	// The first server writes slowly, so that its session still holds a
+	// chunk when the second server's has logged in, however loaded the
+	// machine: the copy cannot end before the second server is used.
+	dst := startEndpoint(t, "", func(d storage.Driver) storage.Driver { return slowWrites{d} })
 	other := startEndpoint(t, dst.root, nil) // a second server of the same storage
 	spread := dst.Endpoint
 	spread.Servers = []string{other.Addr}
@@ -94,4 +99,22 @@ func compareFile(t *testing.T, p string, data []byte) {
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("%s differs from its source (%v)", p, err)
 	}
+}
+
+// slowWrites is a driver whose files take 10 ms per write.
+type slowWrites struct{ storage.Driver }
+
+func (s slowWrites) Create(ctx context.Context, name string, flag storage.OpenFlag) (storage.File, error) {
+	f, err := s.Driver.Create(ctx, name, flag)
+	if err != nil {
+		return nil, err
+	}
+	return slowFile{f}, nil
+}
+
+type slowFile struct{ storage.File }
+
+func (f slowFile) WriteAt(p []byte, off int64) (int, error) {
+	time.Sleep(10 * time.Millisecond)
+	return f.File.WriteAt(p, off)
 }
