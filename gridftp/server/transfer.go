@@ -146,6 +146,7 @@ func (ss *session) readyToTransfer(ctx context.Context) bool {
 // unless the transfer was aborted. A stream-mode connection closes before
 // a 226, since its end marks the end of the file.
 func (ss *session) finish(ctx context.Context, op string, err error, receiving bool) {
+	ss.moved = 0 // a listing's too
 	if err != nil {
 		// Connections that came during the failed transfer are its own; a
 		// sender that reads the reply below connects anew for the next.
@@ -180,7 +181,6 @@ func (ss *session) aborted(ctx context.Context) bool { return ctx.Err() != nil &
 // (ss.moved), in the server's Stats, then sends its final reply (finish).
 func (ss *session) endTransfer(ctx context.Context, op string, err error, receiving bool) {
 	ss.srv.Stats.transfer(receiving, ss.moved, err, ss.aborted(ctx))
-	ss.moved = 0
 	ss.finish(ctx, op, err, receiving)
 }
 
