@@ -9,11 +9,12 @@ import "sync/atomic"
 type Stats struct {
 	Sessions atomic.Int64 // sessions admitted so far (Server.Sessions is those open now)
 	// BytesIn and BytesOut count the file data of finished transfers,
-	// received and sent (a striped front end's data goes through its
-	// movers, which count it).
+	// received and sent. A striped endpoint's data goes through its
+	// movers, which count it; its front end counts none.
 	BytesIn, BytesOut atomic.Int64
 	// Transfers of files (RETR, ERET, STOR, ESTO, APPE) by outcome:
-	// succeeded (226), aborted (ABOR, 426) and failed.
+	// succeeded (226), aborted (ABOR, 426) and failed. A striped front
+	// end's are counted by its movers.
 	Succeeded, Aborted, Failed atomic.Int64
 	// Refusals: replies of class 4 (transient: try again) and 5
 	// (permanent), of every command.
