@@ -42,6 +42,7 @@ func newGridFTPCmd() *cobra.Command {
 		moverKey                                          string
 		useGSI, stdio                                     bool
 		hostCert, hostKey, caDir, crlDir, gridmap         string
+		metricsListen                                     string
 	)
 	cmd := &cobra.Command{
 		Use:   "gridftp --root DIR [--listen HOST:PORT] [--movers HOST:PORT,... | --mover] [--mover-key FILE] | gridftp --stdio [--root DIR]",
@@ -179,6 +180,11 @@ whole file system as GCT's -ssh mode does). Data channels are direct TCP.`,
 					return err
 				}
 			}
+			if metricsListen != "" {
+				if err := serveMetrics(cmd.Context(), metricsListen, srv, log, cmd.ErrOrStderr()); err != nil {
+					return err
+				}
+			}
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
 				return err
@@ -226,6 +232,7 @@ whole file system as GCT's -ssh mode does). Data channels are direct TCP.`,
 	f.BoolVar(&mover, "mover", false, "be a data mover of a striped endpoint: serve only the front end that holds --mover-key (no logins of its own)")
 	f.StringSliceVar(&movers, "movers", nil, "be the front end of a striped endpoint: move data through the data movers at HOST:PORT,... (run with --mover on hosts that see the same --root)")
 	f.StringVar(&moverKey, "mover-key", "", "file with the secret a front end and its movers share (head -c 32 /dev/urandom > FILE)")
+	f.StringVar(&metricsListen, "metrics-listen", "", "serve Prometheus metrics (sessions, bytes, transfers, errors) at http://HOST:PORT/metrics (default: none)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error (--stdio: warn)")
 	f.BoolVar(&stdio, "stdio", false, "serve one session on stdin and stdout as the SSH login user, for sshftp:// (what ~/.globus/sshftp or /etc/grid-security/sshftp runs): any USER and PASS is accepted, the client address is $SSH_CONNECTION's (or $SSH_CLIENT's), --root defaults to the home directory, logs go to stderr; only --root, --data-interface and --log-level apply")
 	return cmd

@@ -146,6 +146,7 @@ func runServer(ctx context.Context, cmd *cobra.Command, f serverFlags) error {
 		Tasks: f.tasks, PerUser: f.perUser, Lease: f.lease, Networks: nets, Trust: trust,
 		Notify: notifier(f, base),
 	}
+	reg.MustRegister(w.Collector())
 	api := &httpapi.Server{
 		Store: st, Ops: ops, Box: box, Logger: log, Registry: reg,
 		DefaultDeadline: f.defaultDeadline, Networks: nets, PublicURL: f.publicURL, Trust: trust,

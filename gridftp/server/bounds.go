@@ -76,20 +76,20 @@ func (ss *session) capWrites(f storage.File) storage.File {
 
 // copyCapped copies a stream-mode transfer from c to w, which writes at
 // base, and fails once the data would reach past the largest file.
-func (ss *session) copyCapped(w io.Writer, c net.Conn, base int64) error {
+func (ss *session) copyCapped(w io.Writer, c net.Conn, base int64) (int64, error) {
 	limit, ok := ss.srv.fileSizeLimit()
 	if !ok {
-		_, err := io.Copy(w, c)
-		return err
+		return io.Copy(w, c)
 	}
-	if _, err := io.Copy(w, io.LimitReader(c, limit-base)); err != nil {
-		return err
+	n, err := io.Copy(w, io.LimitReader(c, limit-base))
+	if err != nil {
+		return n, err
 	}
 	var one [1]byte
-	if n, _ := c.Read(one[:]); n > 0 {
-		return fmt.Errorf("stream past %d bytes: %w", limit, errTooLarge)
+	if k, _ := c.Read(one[:]); k > 0 {
+		return n, fmt.Errorf("stream past %d bytes: %w", limit, errTooLarge)
 	}
-	return nil
+	return n, nil
 }
 
 // sum computes alg over [off, off+n) of the file at p; n is not negative.

@@ -529,7 +529,7 @@ func (ss *session) finishFront(ctx context.Context, op string, err error) {
 	switch {
 	case err == nil:
 		ss.reply(gridftp.CodeTransferComplete, "Transfer Complete.")
-	case ctx.Err() != nil && ss.ctx.Err() == nil:
+	case ss.aborted(ctx):
 		ss.reply(gridftp.CodeTransferAborted, "Transfer aborted.")
 	case errors.As(err, &mf):
 		ss.replyf(mf.code, "%v", err)

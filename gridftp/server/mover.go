@@ -159,6 +159,7 @@ func (ss *session) sendStriped(ctx context.Context, src io.ReaderAt, segs []grid
 		}()
 	}
 	wg.Wait()
+	ss.moved += sent.Load()
 	for _, err := range errs {
 		if err != nil {
 			return ss.dataErr(ctx, err)

@@ -130,6 +130,8 @@ type Server struct {
 	MarkerInterval time.Duration // 111/112 markers while receiving; default 5 s
 	BlockSize      int           // MODE E block size when sending; default 1 MiB
 	Logger         *slog.Logger
+	// Stats, when set, counts sessions, transfers, bytes and refusals.
+	Stats *Stats
 
 	mu       sync.Mutex
 	sessions map[*session]struct{}
@@ -321,6 +323,7 @@ func (s *Server) startSession(c net.Conn) {
 	if why := s.admit(addr); why != "" {
 		c.SetWriteDeadline(time.Now().Add(5 * time.Second))
 		gridftp.Reply{Code: gridftp.CodeNotAvailable, Lines: []string{why}}.WriteTo(c)
+		s.Stats.reply(gridftp.CodeNotAvailable)
 		c.Close()
 		s.logger().Warn("session refused", "remote", c.RemoteAddr().String(), "why", why)
 		return
@@ -359,6 +362,7 @@ func (s *Server) admit(addr string) (refusal string) {
 	}
 	s.active.Add(1)
 	s.perAddr[addr]++
+	s.Stats.session()
 	return ""
 }
 

@@ -72,6 +72,7 @@ type session struct {
 	storBuf    int    // SITE STORBUFSIZE
 	retrBuf    int    // SITE RETRBUFSIZE
 	data       dataChannel
+	moved      int64               // bytes the running file transfer sent or received, for Server.Stats
 	buffers    *gridftp.BufferPool // the server's, Server.SessionBuffers at a time
 	// Data channel security (datasec.go).
 	dataCred *gridftp.DataCredential // DCSC P
@@ -130,6 +131,7 @@ func (ss *session) replyf(code int, format string, args ...any) {
 }
 
 func (ss *session) send(r gridftp.Reply) {
+	ss.srv.Stats.reply(r.Code)
 	ss.wmu.Lock()
 	defer ss.wmu.Unlock()
 	ss.conn.SetWriteDeadline(time.Now().Add(ss.srv.dataTimeout()))

@@ -64,6 +64,7 @@ func (ss *session) retrieve(p string, off, n int64) {
 	src, err := ss.sessionStack().Open(ctx, t)
 	if err != nil {
 		reported()
+		ss.srv.Stats.transfer(false, 0, err, false)
 		ss.errorReply("open", err)
 		return
 	}
@@ -78,7 +79,7 @@ func (ss *session) retrieve(p string, off, n int64) {
 	}
 	err = stack.End(src, err)
 	reported()
-	ss.finish(ctx, "send", err, false)
+	ss.endTransfer(ctx, "send", err, false)
 }
 
 // sendRanges sends the file src of size bytes, or its section [off,
@@ -118,9 +119,8 @@ func (ss *session) sendRanges(ctx context.Context, p string, src stack.Source, f
 
 // sendStream sends src, read from start to end, as one whole transfer.
 func (ss *session) sendStream(ctx context.Context, src io.Reader) error {
-	return ss.sendOut(ctx, func(c net.Conn) error {
-		_, err := io.Copy(c, src)
-		return err
+	return ss.sendOut(ctx, func(c net.Conn) (int64, error) {
+		return io.Copy(c, src)
 	}, func(streams []*gridftp.Stream, sent *atomic.Int64) error {
 		return gridftp.SendStream(ctx, streams, src, ss.buffers, sent)
 	})
@@ -146,6 +146,7 @@ func (ss *session) readyToTransfer(ctx context.Context) bool {
 // unless the transfer was aborted. A stream-mode connection closes before
 // a 226, since its end marks the end of the file.
 func (ss *session) finish(ctx context.Context, op string, err error, receiving bool) {
+	ss.moved = 0 // a listing's too
 	if err != nil {
 		// Connections that came during the failed transfer are its own; a
 		// sender that reads the reply below connects anew for the next.
@@ -165,11 +166,22 @@ func (ss *session) finish(ctx context.Context, op string, err error, receiving b
 		ss.reply(gridftp.CodeTransferComplete, "Transfer Complete.")
 	case errors.Is(err, errNoDataSetup):
 		ss.reply(gridftp.CodeCantOpenData, "Can't open data connection: send PASV or PORT first.")
-	case ctx.Err() != nil && ss.ctx.Err() == nil:
+	case ss.aborted(ctx):
 		ss.reply(gridftp.CodeTransferAborted, "Transfer aborted.")
 	default:
 		ss.errorReply(op, err)
 	}
+}
+
+// aborted reports whether the transfer of ctx was aborted (ABOR), not
+// ended with its session.
+func (ss *session) aborted(ctx context.Context) bool { return ctx.Err() != nil && ss.ctx.Err() == nil }
+
+// endTransfer counts the end of a file transfer, and the bytes it moved
+// (ss.moved), in the server's Stats, then sends its final reply (finish).
+func (ss *session) endTransfer(ctx context.Context, op string, err error, receiving bool) {
+	ss.srv.Stats.transfer(receiving, ss.moved, err, ss.aborted(ctx))
+	ss.finish(ctx, op, err, receiving)
 }
 
 // sendData sends segs, of the region [base, end), of src over the data
@@ -183,7 +195,7 @@ func (ss *session) sendData(ctx context.Context, src io.ReaderAt, segs []gridftp
 	if ss.modeE && ss.stripe.count > 1 {
 		segs = ss.layout.Split(segs, base, end, ss.stripe.index, ss.stripe.count)
 	}
-	return ss.sendOut(ctx, func(c net.Conn) error {
+	return ss.sendOut(ctx, func(c net.Conn) (int64, error) {
 		var total int64
 		for _, s := range segs {
 			total += s.Len()
@@ -192,7 +204,7 @@ func (ss *session) sendData(ctx context.Context, src io.ReaderAt, segs []gridftp
 		if err == nil && n != total {
 			err = fmt.Errorf("sent %d of %d bytes: source changed", n, total)
 		}
-		return err
+		return n, err
 	}, func(streams []*gridftp.Stream, sent *atomic.Int64) error {
 		return gridftp.Send(ctx, streams, gridftp.NewPlan(segs, ss.srv.blockSize()), src, base, ss.buffers, sent)
 	})
@@ -200,8 +212,9 @@ func (ss *session) sendData(ctx context.Context, src io.ReaderAt, segs []gridftp
 
 // sendOut runs one sending transfer: stream over the stream-mode
 // connection, or modeE over the MODE E streams, after the 150 (or 125)
-// reply and with the performance markers the client asked for.
-func (ss *session) sendOut(ctx context.Context, stream func(net.Conn) error, modeE func([]*gridftp.Stream, *atomic.Int64) error) error {
+// reply and with the performance markers the client asked for. What it
+// sent is added to ss.moved.
+func (ss *session) sendOut(ctx context.Context, stream func(net.Conn) (int64, error), modeE func([]*gridftp.Stream, *atomic.Int64) error) error {
 	if !ss.modeE {
 		c, err := ss.streamConn(ctx)
 		if err != nil {
@@ -210,7 +223,9 @@ func (ss *session) sendOut(ctx context.Context, stream func(net.Conn) error, mod
 		tune(c, ss.retrBuf)
 		stop := closeOnCancel(ctx, c)
 		defer stop()
-		return ss.dataErr(ctx, stream(c))
+		n, err := stream(c)
+		ss.moved += n
+		return ss.dataErr(ctx, err)
 	}
 	if len(ss.data.active) == 0 && ss.data.ln == nil {
 		return errNoDataSetup
@@ -225,7 +240,9 @@ func (ss *session) sendOut(ctx context.Context, stream func(net.Conn) error, mod
 		stop := ss.markers(ss.retrMarks, &sent, nil)
 		defer stop()
 	}
-	return ss.dataErr(ctx, modeE(streams, &sent))
+	err = modeE(streams, &sent)
+	ss.moved += sent.Load()
+	return ss.dataErr(ctx, err)
 }
 
 // beginReply sends 150, or 125 when cached streams carry the transfer.
@@ -398,6 +415,7 @@ func (ss *session) store(p string, flag storage.OpenFlag, base int64, appendMode
 	sink, err := ss.sessionStack().Create(ctx, t)
 	if err != nil {
 		reported()
+		ss.srv.Stats.transfer(true, 0, err, false)
 		ss.errorReply("open", err)
 		// The sender of a third-party transfer may be sending this
 		// file already, on cached streams or ones it connects now:
@@ -433,7 +451,7 @@ func (ss *session) store(p string, flag storage.OpenFlag, base int64, appendMode
 	if err == nil && want != nil && plain {
 		err = ss.verify(ctx, p, want)
 	}
-	ss.finish(ctx, "write", err, true)
+	ss.endTransfer(ctx, "write", err, true)
 }
 
 // receiveInto receives one transfer into sink, which is the file f when
@@ -524,7 +542,8 @@ func (ss *session) receiveData(ctx context.Context, sink stack.Sink, base int64)
 				w = of // os.File.ReadFrom splices from the socket
 			}
 		}
-		err = ss.copyCapped(w, c, base)
+		n, err := ss.copyCapped(w, c, base)
+		ss.moved += n
 		if errors.Is(err, errTooLarge) {
 			return nil, err
 		}
@@ -563,6 +582,7 @@ func (ss *session) receiveData(ctx context.Context, sink stack.Sink, base int64)
 	}
 	stopMarkers := ss.markers(ss.srv.markerInterval(), rcv.Counter(), rcv)
 	streams, err := rcv.Run(ctx, ss.data.cache, ss.data.accepted, func(c net.Conn) { tune(c, ss.storBuf) })
+	ss.moved += rcv.Counter().Load()
 	stopMarkers()
 	ss.data.cache = streams
 	return rcv, ss.dataErr(ctx, err)

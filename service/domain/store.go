@@ -129,6 +129,10 @@ type Store interface {
 	// worker records it FileCanceled. EConflict if the task is done.
 	CancelFile(ctx context.Context, userID int64, id, src string) error
 	CanceledFiles(ctx context.Context, taskID string) ([]string, error)
+	// TaskCounts counts every task by status (the Status* constants), in
+	// one aggregate query: what the service's metrics read at each scrape.
+	// Statuses no task has are absent.
+	TaskCounts(ctx context.Context) (map[string]int, error)
 	// Watch reports the IDs of tasks whose running work must look at them
 	// again at once — a cancel, a canceled file, a changed deadline, a
 	// changed endpoint — as any process sharing the store asks for it,

@@ -92,6 +92,13 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 	e.raw("GET", "task/x", tok, nil)
+	addEndpoint(t, alice, "ep", "anonymous", false)
+	for range 2 {
+		if _, err := alice.Transfer(t.Context(), api.Transfer{SourceEndpoint: "ep", DestinationEndpoint: "ep",
+			Data: []api.TransferItem{{SourcePath: "/in", DestinationPath: "/out"}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	a := e.raw("GET", "/metrics", "", nil)
 	if a.status != 200 {
 		t.Fatalf("/metrics: %d", a.status)
@@ -103,6 +110,11 @@ func TestMetrics(t *testing.T) {
 		`ferry_http_requests_total{code="404",route="GET /api/v0.10/task/{id}"} 1`,
 		`ferry_http_request_duration_seconds_count{route="GET /api/v0.10/task_list"} 2`,
 		`ferry_worker_test_total 3`,
+		// Read from the store at the scrape, every status present.
+		`ferry_tasks{status="ACTIVE"} 2`,
+		`ferry_tasks{status="INACTIVE"} 0`,
+		`ferry_tasks{status="SUCCEEDED"} 0`,
+		`ferry_tasks{status="FAILED"} 0`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s:\n%s", want, body)

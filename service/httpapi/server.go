@@ -215,7 +215,7 @@ func (s *Server) Handler() http.Handler {
 		Help:    "Time to serve an HTTP request, by route pattern.",
 		Buckets: prometheus.DefBuckets,
 	}, []string{"route"})
-	s.Registry.MustRegister(s.requests, s.latency)
+	s.Registry.MustRegister(s.requests, s.latency, taskCollector{s.Store, s.Logger})
 	s.exporter = promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{})
 
 	mux := http.NewServeMux()

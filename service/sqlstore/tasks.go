@@ -538,3 +538,24 @@ func addEvents(ctx context.Context, c conn, now time.Time, events ...domain.Even
 	}
 	return nil
 }
+
+// TaskCounts counts every task by status, in one query.
+func (db *DB) TaskCounts(ctx context.Context) (_ map[string]int, err error) {
+	defer wrap(&err, "count tasks")
+	type row struct {
+		status string
+		n      int
+	}
+	rows, err := all(ctx, db.conn(), func(s scanner) (row, error) {
+		var r row
+		return r, s.Scan(&r.status, &r.n)
+	}, `SELECT status, COUNT(*) FROM tasks GROUP BY status`)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]int, len(rows))
+	for _, r := range rows {
+		out[r.status] = r.n
+	}
+	return out, nil
+}

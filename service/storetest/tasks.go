@@ -21,6 +21,7 @@ var taskTests = []test{
 	{"Events", testEvents},
 	{"Destinations", testDestinations},
 	{"DestinationLimits", testDestinationLimits},
+	{"TaskCounts", testTaskCounts},
 }
 
 func testCreateTask(t *testing.T, open Open) {
@@ -458,4 +459,29 @@ func testDestinationLimits(t *testing.T, open Open) {
 		t.Fatalf("reactivated %d tasks (%v), want 1", n, err)
 	}
 	f.claim(second, "w2", t0, 0)
+}
+
+// testTaskCounts counts tasks by status across users, as they move.
+func testTaskCounts(t *testing.T, open Open) {
+	f := newFixture(t, open(t))
+	alice, bob := f.user("alice"), f.user("bob")
+	ea, eb := f.endpoint(alice, "a", false, 0), f.endpoint(bob, "b", false, 0)
+	count := func(want map[string]int) {
+		t.Helper()
+		got, err := f.s.TaskCounts(f.ctx)
+		f.ok(err)
+		equal(t, "task counts", got, want)
+	}
+	count(map[string]int{})
+	first := f.task(alice, ea, ea, t0)
+	f.task(alice, ea, ea, t0.Add(time.Second))
+	last := f.task(bob, eb, eb, t0.Add(2*time.Second))
+	count(map[string]int{domain.StatusActive: 3})
+	f.claim(first, "w1", t0, 0)
+	f.ok(f.s.SetStatus(f.ctx, first.ID, "w1", domain.StatusSucceeded, "", nil, t0, nil))
+	_, err := f.s.RequestCancel(f.ctx, bob.ID, last.ID, t0)
+	f.ok(err)
+	_, err = f.s.Deactivate(f.ctx, alice.ID, ea.ID, domain.NiceNotActivated, t0)
+	f.ok(err)
+	count(map[string]int{domain.StatusSucceeded: 1, domain.StatusFailed: 1, domain.StatusInactive: 1})
 }

@@ -232,14 +232,17 @@ func (p *progress) Progress(n int64) {
 
 // Fault counts a failure of one file that the engine retries.
 func (p *progress) Fault(path string, err error, retryIn time.Duration) {
-	p.fault(domain.EventFault, path, gridops.Tell(err), retryIn)
+	p.fault(domain.EventFault, path, err, retryIn)
 }
 
 // fault counts a failure of path ("" for the run as a whole) that is
 // retried after retryIn. Faults of one cause make one event: a server
 // that is down fails every file queued for it, and the task's history
-// says so once, with a count (see faultGroup).
-func (p *progress) fault(code, path, what string, retryIn time.Duration) {
+// says so once, with a count (see faultGroup). The worker's metrics count
+// it by what it means (classify).
+func (p *progress) fault(code, path string, err error, retryIn time.Duration) {
+	p.w.stats.fault(classify(err).code)
+	what := gridops.Tell(err)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.add(domain.Counters{Faults: 1}, nil, nil)
@@ -458,6 +461,7 @@ func (p *progress) flush(ctx context.Context) error {
 			}
 			return err
 		}
+		p.w.stats.moved(b.Delta)
 		if !more {
 			return nil
 		}

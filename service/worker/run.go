@@ -560,7 +560,7 @@ func (r *run) attempts(ctx context.Context, work func(ctx context.Context, try i
 		if !f.transient || last {
 			return failed(f.code, gridops.Tell(err))
 		}
-		r.p.fault(domain.EventConnectFailed, "", gridops.Tell(err), delay)
+		r.p.fault(domain.EventConnectFailed, "", err, delay)
 		select {
 		case <-ctx.Done():
 			e, _ := r.stopped(ctx)

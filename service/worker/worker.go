@@ -72,6 +72,7 @@ type Worker struct {
 	wake    chan struct{}
 	mu      sync.Mutex
 	running map[string]*run // by task ID; nil while the run starts
+	stats   stats           // for Collector
 }
 
 func (w *Worker) init() {
