@@ -135,7 +135,13 @@ func (c *cli) flags(cmd *cobra.Command) *cobra.Command {
 		f.StringVar(&c.url, "url", "", "the ferry service, http(s)://host:port (default: $FERRY_URL, else the one ferry login saved)")
 		f.StringVar(&c.token, "token", "", "API token (default: $FERRY_TOKEN, else the one ferry login saved)")
 	}
-	f.StringVarP(&c.format, "format", "F", "text", "output format: text or json")
+	return c.formatFlag(cmd)
+}
+
+// formatFlag gives cmd (and its subcommands) -F, and checks it before
+// cmd runs.
+func (c *cli) formatFlag(cmd *cobra.Command) *cobra.Command {
+	cmd.PersistentFlags().StringVarP(&c.format, "format", "F", "text", "output format: text or json")
 	cmd.PersistentPreRunE = func(*cobra.Command, []string) error {
 		if c.format != "text" && c.format != "json" {
 			return usagef("-F %q: want text or json", c.format)
@@ -255,6 +261,16 @@ func (c *cli) service(wantToken bool) (base, token string, saved bool, err error
 		return "", "", false, usagef("service URL %q: want http(s)://host:port", base)
 	}
 	return base, token, saved, nil
+}
+
+// publicURL is the service's URL as its users reach it: over SSH the
+// gateway's public one, not the API address it uses itself.
+func (c *cli) publicURL() (string, error) {
+	if c.remote != nil {
+		return c.remote.public, nil
+	}
+	base, _, _, err := c.service(false)
+	return base, err
 }
 
 // client is an API client of the service, logged in.

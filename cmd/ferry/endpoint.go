@@ -456,12 +456,9 @@ before are revoked: their ferry connect stops.`
 // showSetupKey shows a new setup key of connect endpoint ep, with the
 // ferry connect command that uses it.
 func (c *cli) showSetupKey(cmd *cobra.Command, ep string, k api.SetupKey) error {
-	base, _, _, err := c.service(false)
+	base, err := c.publicURL()
 	if err != nil {
 		return err
-	}
-	if c.remote != nil {
-		base = c.remote.public
 	}
 	return c.print(cmd, k, func(w io.Writer) {
 		fmt.Fprintf(w, "Endpoint %s: setup key (usable once, until %s):\n\n  %s\n\n", ep, when(k.Expires), k.SetupKey)

@@ -41,9 +41,11 @@ func newRoot() *cobra.Command {
 		Short:         "Fire-and-forget, verified, fast data movement for research data",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       readVersion().String(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	c := &cli{}
-	root.AddCommand(newGridFTPCmd(), newConnectCmd(), newPasswdCmd(), newCopyCmd(), newServerCmd(), newUserCmd(),
+	root.AddCommand(newVersionCmd(c), newGridFTPCmd(), newConnectCmd(), newPasswdCmd(), newCopyCmd(), newServerCmd(), newUserCmd(),
 		newLoginCmd(c), newLogoutCmd(c), newTokenCmd(c))
 	root.AddCommand(serviceCommands(c)...)
 	markErrors(root)
@@ -54,6 +56,6 @@ func newRoot() *cobra.Command {
 // through its API alone: the installed binary's, and those the SSH
 // gateway serves (sshRoot).
 func serviceCommands(c *cli) []*cobra.Command {
-	return append([]*cobra.Command{newEndpointCmd(c), newLsCmd(c), newMkdirCmd(c), newRenameCmd(c), newRmCmd(c),
+	return append([]*cobra.Command{newWhoamiCmd(c), newEndpointCmd(c), newLsCmd(c), newMkdirCmd(c), newRenameCmd(c), newRmCmd(c),
 		newTransferCmd(c), newScpCmd(c), newTaskCmd(c)}, taskAliases(c)...)
 }
