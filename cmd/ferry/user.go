@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -38,11 +39,24 @@ func (s *storeFlags) open(ctx context.Context) (*sqlstore.DB, error) {
 	}
 	dsn := s.db
 	if dsn == "" {
-		dsn = filepath.Join(s.data, "ferry.db")
+		dsn = s.sqlitePath()
 	} else if !strings.HasPrefix(dsn, "postgres://") && !strings.HasPrefix(dsn, "postgresql://") {
 		return nil, fmt.Errorf("--db %q: want a postgres:// DSN", dsn)
 	}
 	return sqlstore.Open(ctx, dsn)
+}
+
+// sqlitePath is the SQLite database under --data.
+func (s *storeFlags) sqlitePath() string { return filepath.Join(s.data, "ferry.db") }
+
+// fresh reports that open will create a new SQLite database: --data
+// holds none.
+func (s *storeFlags) fresh() bool {
+	if s.db != "" || s.data == "" {
+		return false
+	}
+	_, err := os.Stat(s.sqlitePath())
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 func newUserCmd() *cobra.Command {
@@ -60,6 +74,9 @@ func newUserCmd() *cobra.Command {
 			hash, err := readPasswordHash(cmd.InOrStdin())
 			if err != nil {
 				return err
+			}
+			if sf.fresh() {
+				fmt.Fprintf(cmd.ErrOrStderr(), "no database in %s: creating %s\n", sf.data, sf.sqlitePath())
 			}
 			st, err := sf.open(cmd.Context())
 			if err != nil {
