@@ -131,9 +131,9 @@ func serverState(st api.ServerState) string {
 				up++
 			}
 		}
-		return fmt.Sprintf("up, striped front end: %d stripes, %d of %d movers up", st.Stripes, up, len(st.Movers))
+		return fmt.Sprintf("up, striped front end: %s, %d of %s up", count(st.Stripes, "stripe"), up, count(len(st.Movers), "mover"))
 	case st.Stripes > 1:
-		return fmt.Sprintf("up, striped: %d stripes (SPAS)", st.Stripes)
+		return fmt.Sprintf("up, striped: %s (SPAS)", count(st.Stripes, "stripe"))
 	}
 	return "up"
 }
@@ -383,12 +383,12 @@ ferry connect command that pairs the machine with it.`,
 		return c.print(cmd, res, func(w io.Writer) {
 			fmt.Fprint(w, res.Message)
 			if res.Resumed > 0 {
-				fmt.Fprintf(w, "; %d waiting tasks resumed", res.Resumed)
+				fmt.Fprintf(w, "; %s resumed", count(res.Resumed, "waiting task"))
 			}
 			fmt.Fprintln(w)
 			if len(res.Endpoints) > 1 {
 				for _, e := range res.Endpoints {
-					fmt.Fprintf(w, "  activated: %s (%d waiting tasks resumed)\n", e.DisplayName, e.Resumed)
+					fmt.Fprintf(w, "  activated: %s (%s resumed)\n", e.DisplayName, count(e.Resumed, "waiting task"))
 				}
 			}
 		})

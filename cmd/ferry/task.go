@@ -155,9 +155,9 @@ func status(t api.Task) string {
 
 // summary is a task in one line.
 func summary(t api.Task) string {
-	return fmt.Sprintf("task %s %s: %d files: %d transferred, %d skipped, %d failed; %s, %s/s; %d faults",
-		t.TaskID, status(t), t.Files, t.FilesTransferred, t.FilesSkipped, t.SubtasksFailed,
-		humanBytes(t.BytesTransferred), humanBytes(t.EffectiveBytesPerSecond), t.Faults)
+	return fmt.Sprintf("task %s %s: %s: %d transferred, %d skipped, %d failed; %s, %s/s; %s",
+		t.TaskID, status(t), count(t.Files, "file"), t.FilesTransferred, t.FilesSkipped, t.SubtasksFailed,
+		humanBytes(t.BytesTransferred), humanBytes(t.EffectiveBytesPerSecond), count(t.Faults, "fault"))
 }
 
 // taskRow is a task as a row of ferry task list.
@@ -268,8 +268,8 @@ func taskFields(t api.Task) [][2]string {
 		// Each destination's progress: files there (arrived + there
 		// already) of the task's files, failures, bytes.
 		for _, d := range t.Destinations {
-			f = append(f, [2]string{"Destination Endpoint", fmt.Sprintf("%s (%s): %d/%d files (%d transferred, %d skipped), %d failed, %s",
-				d.EndpointDisplayName, d.EndpointID, d.FilesTransferred+d.FilesSkipped, t.Files, d.FilesTransferred, d.FilesSkipped,
+			f = append(f, [2]string{"Destination Endpoint", fmt.Sprintf("%s (%s): %d/%s (%d transferred, %d skipped), %d failed, %s",
+				d.EndpointDisplayName, d.EndpointID, d.FilesTransferred+d.FilesSkipped, count(t.Files, "file"), d.FilesTransferred, d.FilesSkipped,
 				d.FilesFailed, humanBytes(d.BytesTransferred))})
 		}
 	case t.Type == domain.TypeTransfer:
