@@ -1,8 +1,11 @@
 package interop
 
 import (
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestCLIWhoami runs ferry whoami logged in (text and -F json) and after
@@ -21,5 +24,35 @@ func TestCLIWhoami(t *testing.T) {
 	c.ok("", "logout")
 	if r := c.run("", "whoami"); r.code != 4 || !strings.Contains(r.stderr, "not logged in") {
 		t.Errorf("whoami after logout: want exit 4, not logged in:\n%s", r)
+	}
+}
+
+// TestCLITaskShowChecksum runs two transfers between ferry gridftp
+// servers: ferry task show names the checksum algorithm the endpoints
+// chose, the one the files were verified with, and the one asked for.
+func TestCLITaskShowChecksum(t *testing.T) {
+	root := t.TempDir()
+	makeServiceTree(t, filepath.Join(root, "tree"), 3, 0)
+	src := startFerryConfig(t, ferryConfig{Root: root, Anonymous: true})
+	dst := startFerry(t)
+	svc := startService(t, serviceConfig{})
+	c := newServiceUser(t, svc, "")
+	c.addEndpoint("src", src)
+	c.addEndpoint("dst", dst)
+
+	id := c.transfer("src:/tree", "dst:/a", "-r", "--verify-checksum")
+	c.succeeded(id, time.Minute)
+	var alg string
+	for _, f := range c.recorded(id) {
+		alg = f.ChecksumAlgorithm
+	}
+	if out := c.ok("", "task", "show", id); alg == "" || !regexp.MustCompile(`(?m)^Checksum Algorithm:\s+`+alg+` \(the fastest both endpoints offer\)$`).MatchString(out) {
+		t.Errorf("files verified with %q; ferry task show:\n%s", alg, out)
+	}
+
+	id = c.transfer("src:/tree", "dst:/b", "-r", "--verify-checksum", "--checksum-algorithm", "SHA1")
+	c.succeeded(id, time.Minute)
+	if out := c.ok("", "task", "show", id); !regexp.MustCompile(`(?m)^Checksum Algorithm:\s+SHA1$`).MatchString(out) {
+		t.Errorf("ferry task show of a SHA1 transfer:\n%s", out)
 	}
 }

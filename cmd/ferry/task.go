@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -238,8 +239,14 @@ func newTaskShowCmd(c *cli, use string) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			var used string
+			if t.Type == domain.TypeTransfer && !c.json() {
+				if used, err = startedAlgorithm(cmd.Context(), cl, t.TaskID); err != nil {
+					return err
+				}
+			}
 			return c.print(cmd, t, func(w io.Writer) {
-				for _, f := range taskFields(t) {
+				for _, f := range taskFields(t, used) {
 					row(w, f[0]+":", f[1])
 				}
 			})
@@ -249,8 +256,42 @@ func newTaskShowCmd(c *cli, use string) *cobra.Command {
 	return cmd
 }
 
-// taskFields is a task as ferry task show prints it.
-func taskFields(t api.Task) [][2]string {
+// startedAlgorithm is the checksum algorithm the task's latest start
+// among its first events chose (its STARTED event's details); "" before
+// it started.
+func startedAlgorithm(ctx context.Context, cl *apiclient.Client, id string) (string, error) {
+	l, err := cl.Events(ctx, id, api.Page{Limit: 100})
+	if err != nil {
+		return "", err
+	}
+	alg := ""
+	for _, e := range l.Data {
+		var d struct {
+			Algorithm string `json:"checksum_algorithm"`
+		}
+		if e.Code == domain.EventStarted && json.Unmarshal([]byte(e.Details), &d) == nil {
+			alg = cmp.Or(d.Algorithm, alg)
+		}
+	}
+	return alg, nil
+}
+
+// checksumField is task show's Checksum Algorithm: the one the task asked
+// for, else the one its start chose, else who will choose it.
+func checksumField(requested, used string) string {
+	const choice = "the fastest both endpoints offer"
+	switch {
+	case requested != "":
+		return requested
+	case used != "":
+		return used + " (" + choice + ")"
+	}
+	return choice + " (chosen when the task starts)"
+}
+
+// taskFields is a task as ferry task show prints it; used is the checksum
+// algorithm its start chose.
+func taskFields(t api.Task, used string) [][2]string {
 	n := func(v int64) string { return fmt.Sprint(v) }
 	f := [][2]string{
 		{"Task ID", t.TaskID},
@@ -292,7 +333,7 @@ func taskFields(t api.Task) [][2]string {
 			{"Sync Level", syncName(t.SyncLevel)},
 			{"Verify Checksum", fmt.Sprint(t.VerifyChecksum)},
 			{"Encrypt Data", fmt.Sprint(t.EncryptData)},
-			{"Checksum Algorithm", t.ChecksumAlgorithm},
+			{"Checksum Algorithm", checksumField(t.ChecksumAlgorithm, used)},
 			{"Preserve Timestamp", fmt.Sprint(t.PreserveTimestamp)},
 			{"Tar", cmp.Or(t.Tar, "auto")},
 			{"Compress", fmt.Sprint(t.Compress)},
