@@ -56,3 +56,45 @@ func TestCLITaskShowChecksum(t *testing.T) {
 		t.Errorf("ferry task show of a SHA1 transfer:\n%s", out)
 	}
 }
+
+// TestCLIUnixFormat checks -F unix of the list commands: one record a
+// line, its fields tab-separated, no header (which -F text has).
+func TestCLIUnixFormat(t *testing.T) {
+	root := t.TempDir()
+	makeServiceTree(t, filepath.Join(root, "tree"), 2, 0)
+	src := startFerryConfig(t, ferryConfig{Root: root, Anonymous: true})
+	dst := startFerry(t)
+	svc := startService(t, serviceConfig{})
+	c := newServiceUser(t, svc, "")
+	c.addEndpoint("src", src)
+	c.addEndpoint("dst", dst)
+	id := c.transfer("src:/tree", "dst:/tree", "-r")
+	c.succeeded(id, time.Minute)
+
+	for _, tc := range []struct {
+		args   []string
+		header string   // the first word of -F text's first line
+		first  []string // the first fields of each -F unix line
+	}{
+		{[]string{"task", "list"}, "TASK ID", []string{id + "\tSUCCEEDED\tTRANSFER\talice#src\talice#dst\t2/2\t"}},
+		{[]string{"endpoint", "list"}, "NAME", []string{"alice#dst\t", "alice#src\t"}},
+		{[]string{"token", "list"}, "ID", []string{"1\tapi\t"}},
+		{[]string{"task", "show", id, "-t"}, "SOURCE PATH", []string{"/tree/f-0000.dat\t/tree/f-0000.dat\t", "/tree/f-0001.dat\t/tree/f-0001.dat\t"}},
+	} {
+		t.Run(strings.Join(tc.args[:2], " "), func(t *testing.T) {
+			if out := c.ok("", tc.args...); !strings.HasPrefix(out, tc.header) {
+				t.Errorf("ferry %s: no header %q:\n%s", strings.Join(tc.args, " "), tc.header, out)
+			}
+			out := c.ok("", append(tc.args, "-F", "unix")...)
+			lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+			if len(lines) != len(tc.first) {
+				t.Fatalf("ferry %s -F unix: %d lines, want %d:\n%s", strings.Join(tc.args, " "), len(lines), len(tc.first), out)
+			}
+			for i, l := range lines {
+				if !strings.HasPrefix(l, tc.first[i]) {
+					t.Errorf("ferry %s -F unix: line %q, want it to start %q", strings.Join(tc.args, " "), l, tc.first[i])
+				}
+			}
+		})
+	}
+}

@@ -102,8 +102,7 @@ func newTokenCmd(c *cli) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return c.print(cmd, l, func(w io.Writer) {
-				row(w, "ID", "KIND", "NAME", "CREATED", "EXPIRES", "LAST USED", "STATE")
+			return c.table(cmd, l, []string{"ID", "KIND", "NAME", "CREATED", "EXPIRES", "LAST USED", "STATE"}, func(w io.Writer) {
 				for _, t := range l.Data {
 					state := "valid"
 					if t.Revoked {

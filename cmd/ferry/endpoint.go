@@ -266,8 +266,7 @@ ferry connect command that pairs the machine with it.`,
 			if err != nil {
 				return err
 			}
-			return c.print(cmd, l, func(w io.Writer) {
-				row(w, "NAME", "ID", "AUTH", "ACTIVATED", "SERVERS")
+			return c.table(cmd, l, []string{"NAME", "ID", "AUTH", "ACTIVATED", "SERVERS"}, func(w io.Writer) {
 				for _, ep := range l.Data {
 					row(w, ep.DisplayName, ep.ID, ep.AuthMethod, activation(ep.Activated, ep.ExpiresIn), serverURIs(ep))
 				}

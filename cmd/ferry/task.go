@@ -203,8 +203,7 @@ func newTaskListCmd(c *cli, use string) *cobra.Command {
 				}
 				l.Data = append(l.Data, t)
 			}
-			return c.print(cmd, l, func(w io.Writer) {
-				row(w, "TASK ID", "STATUS", "TYPE", "SOURCE", "DESTINATION", "FILES", "BYTES", "REQUESTED", "LABEL")
+			return c.table(cmd, l, []string{"TASK ID", "STATUS", "TYPE", "SOURCE", "DESTINATION", "FILES", "BYTES", "REQUESTED", "LABEL"}, func(w io.Writer) {
 				for _, t := range l.Data {
 					taskRow(w, t)
 				}
@@ -360,8 +359,7 @@ func (c *cli) successfulTransfers(cmd *cobra.Command, cl *apiclient.Client, id s
 		}
 		q.Marker = page.NextMarker
 	}
-	return c.print(cmd, all, func(w io.Writer) {
-		row(w, "SOURCE PATH", "DESTINATION PATH", "SIZE", "CHECKSUM")
+	return c.table(cmd, all, []string{"SOURCE PATH", "DESTINATION PATH", "SIZE", "CHECKSUM"}, func(w io.Writer) {
 		for _, f := range all.Data {
 			sum := "-"
 			if f.Checksum != "" {
@@ -401,8 +399,7 @@ func newTaskEventsCmd(c *cli, use string) *cobra.Command {
 				}
 			}
 			all.Length = len(all.Data)
-			return c.print(cmd, all, func(w io.Writer) {
-				row(w, "TIME", "CODE", "ERROR", "DESCRIPTION", "DETAILS")
+			return c.table(cmd, all, []string{"TIME", "CODE", "ERROR", "DESCRIPTION", "DETAILS"}, func(w io.Writer) {
 				for _, e := range all.Data {
 					row(w, when(e.Time), e.Code, e.IsError, e.Description, e.Details)
 				}
