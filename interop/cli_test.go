@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"ferry/service/api"
+	"ferry/service/domain"
 )
 
 // TestCLIWhoami runs ferry whoami logged in (text and -F json) and after
@@ -96,5 +99,43 @@ func TestCLIUnixFormat(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCLIUserRemove runs ferry user list and remove beside a running
+// service: removing alice is refused while her task waits for an
+// activation, and once she has canceled it her token stops working.
+func TestCLIUserRemove(t *testing.T) {
+	src, dst := startFerry(t), startFerry(t)
+	svc := startService(t, serviceConfig{})
+	c := newServiceUser(t, svc, "alice@example.org")
+	svc.addUser("bob", servicePassword, "")
+	c.addEndpoint("src", src, "--auth", "password")
+	c.addEndpoint("dst", dst)
+	id := c.transfer("src:/", "dst:/x", "-r")
+	c.waitFor(id, "INACTIVE", 30*time.Second, func(t api.Task) bool { return t.Status == domain.StatusInactive })
+
+	operator := func(args ...string) cliRun {
+		t.Helper()
+		return runFerryCLI(t, time.Minute, nil, "", append(append([]string{"user"}, args...), storeArgs(svc.cfg)...)...)
+	}
+	if r := operator("list"); r.code != 0 || !regexp.MustCompile(`^NAME +EMAIL +CREATED\nalice +alice@example.org +\S+ \S+\nbob +- `).MatchString(r.stdout) {
+		t.Errorf("user list:\n%s", r)
+	}
+	if r := operator("remove", "alice"); r.code != 1 || !strings.Contains(r.stderr, "unfinished tasks") || !strings.Contains(r.stderr, id) {
+		t.Errorf("user remove with a task waiting: want exit 1 naming it:\n%s", r)
+	}
+	c.ok("", "task", "cancel", id)
+	if r := operator("remove", "alice"); r.code != 0 || r.stdout != "removed user alice\n" {
+		t.Errorf("user remove:\n%s", r)
+	}
+	if r := c.run("", "whoami"); r.code != 4 {
+		t.Errorf("whoami of a removed user: want exit 4:\n%s", r)
+	}
+	if r := operator("list"); r.code != 0 || strings.Contains(r.stdout, "alice") {
+		t.Errorf("user list after remove:\n%s", r)
+	}
+	if r := operator("remove", "alice"); r.code != 1 || !strings.Contains(r.stderr, "not found") {
+		t.Errorf("user remove of no user: want exit 1, not found:\n%s", r)
 	}
 }
