@@ -30,19 +30,24 @@ func TestCLIWhoami(t *testing.T) {
 	}
 }
 
+// newTreeUser starts a service and logs alice in to it, with endpoints
+// src, whose /tree holds n files, and dst, each a ferry gridftp server.
+func newTreeUser(t *testing.T, n int) *serviceCLI {
+	t.Helper()
+	root := t.TempDir()
+	makeServiceTree(t, filepath.Join(root, "tree"), n, 0)
+	src := startFerryConfig(t, ferryConfig{Root: root, Anonymous: true})
+	c := newServiceUser(t, startService(t, serviceConfig{}), "")
+	c.addEndpoint("src", src)
+	c.addEndpoint("dst", startFerry(t))
+	return c
+}
+
 // TestCLITaskShowChecksum runs two transfers between ferry gridftp
 // servers: ferry task show names the checksum algorithm the endpoints
 // chose, the one the files were verified with, and the one asked for.
 func TestCLITaskShowChecksum(t *testing.T) {
-	root := t.TempDir()
-	makeServiceTree(t, filepath.Join(root, "tree"), 3, 0)
-	src := startFerryConfig(t, ferryConfig{Root: root, Anonymous: true})
-	dst := startFerry(t)
-	svc := startService(t, serviceConfig{})
-	c := newServiceUser(t, svc, "")
-	c.addEndpoint("src", src)
-	c.addEndpoint("dst", dst)
-
+	c := newTreeUser(t, 3)
 	id := c.transfer("src:/tree", "dst:/a", "-r", "--verify-checksum")
 	c.succeeded(id, time.Minute)
 	var alg string
@@ -63,14 +68,7 @@ func TestCLITaskShowChecksum(t *testing.T) {
 // TestCLIUnixFormat checks -F unix of the list commands: one record a
 // line, its fields tab-separated, no header (which -F text has).
 func TestCLIUnixFormat(t *testing.T) {
-	root := t.TempDir()
-	makeServiceTree(t, filepath.Join(root, "tree"), 2, 0)
-	src := startFerryConfig(t, ferryConfig{Root: root, Anonymous: true})
-	dst := startFerry(t)
-	svc := startService(t, serviceConfig{})
-	c := newServiceUser(t, svc, "")
-	c.addEndpoint("src", src)
-	c.addEndpoint("dst", dst)
+	c := newTreeUser(t, 2)
 	id := c.transfer("src:/tree", "dst:/tree", "-r")
 	c.succeeded(id, time.Minute)
 
