@@ -137,3 +137,12 @@ func TestCLIUserRemove(t *testing.T) {
 		t.Errorf("user remove of no user: want exit 1, not found:\n%s", r)
 	}
 }
+
+// TestSSHWhoami runs ferry whoami over the SSH gateway: the user the
+// session is of, and the service's URL.
+func TestSSHWhoami(t *testing.T) {
+	g := startSSHGateway(t)
+	if out := g.user(t, "alice").ok("whoami"); out != "alice at "+g.svc.URL()+"\n" {
+		t.Errorf("whoami over SSH: %q", out)
+	}
+}

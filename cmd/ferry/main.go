@@ -44,6 +44,7 @@ func newRoot() *cobra.Command {
 		Version:       readVersion().String(),
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
+	root.Flags().BoolP("version", "v", false, "print ferry's version, VCS revision and Go version (as ferry version)")
 	c := &cli{}
 	root.AddCommand(newVersionCmd(c), newGridFTPCmd(), newConnectCmd(), newPasswdCmd(), newCopyCmd(), newServerCmd(), newUserCmd(),
 		newLoginCmd(c), newLogoutCmd(c), newTokenCmd(c))
