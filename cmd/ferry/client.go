@@ -338,19 +338,6 @@ func row(w io.Writer, cells ...any) {
 	fmt.Fprintln(w)
 }
 
-// count is n and noun, in the plural unless n is 1: "1 file", "2 files",
-// "0 batches".
-func count[N ~int | ~int64](n N, noun string) string {
-	switch {
-	case n == 1:
-	case strings.HasSuffix(noun, "ch") || strings.HasSuffix(noun, "s") || strings.HasSuffix(noun, "x"):
-		noun += "es"
-	default:
-		noun += "s"
-	}
-	return fmt.Sprintf("%d %s", n, noun)
-}
-
 // when formats a time for a table; "-" for none.
 func when(t time.Time) string {
 	if t.IsZero() {

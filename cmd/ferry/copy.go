@@ -24,6 +24,7 @@ import (
 	"ferry/engine"
 	"ferry/gridftp/client"
 	"ferry/gridftp/server"
+	"ferry/plural"
 	"ferry/sshftp"
 	"ferry/storage/posix"
 )
@@ -507,15 +508,15 @@ func (p *progress) destinations(r engine.MultiResult, args []string) {
 func (p *progress) summary(r engine.Result) {
 	secs := max(r.Elapsed.Seconds(), 1e-3)
 	fmt.Fprintf(p.out, "%s: %d transferred, %d skipped, %d failed; %s in %v (%s/s, %.0f files/s); %s\n",
-		count(r.Files, "file"), r.Transferred, r.Skipped, r.Failed, humanBytes(r.Bytes), r.Elapsed.Round(time.Millisecond),
-		humanBytes(int64(float64(r.Bytes)/secs)), float64(r.Transferred)/secs, count(r.Faults, "fault"))
+		plural.Count(r.Files, "file"), r.Transferred, r.Skipped, r.Failed, humanBytes(r.Bytes), r.Elapsed.Round(time.Millisecond),
+		humanBytes(int64(float64(r.Bytes)/secs)), float64(r.Transferred)/secs, plural.Count(r.Faults, "fault"))
 	s := r.Settings
 	fmt.Fprintf(p.out, "settings: -cc %d -p %d -pp %d, chunks %s, rtt %v%s%s%s\n", s.Concurrency, s.Parallelism, s.Pipelining,
 		humanBytes(s.ChunkSize), s.RTT.Round(time.Microsecond), checksumNote(s), dataNote(s), wayNote(s))
 	if s.TarReason != "" {
 		fmt.Fprintf(p.out, "tar: %s", s.TarReason)
 		if s.Batches > 0 {
-			fmt.Fprintf(p.out, " (%s)", count(s.Batches, "batch"))
+			fmt.Fprintf(p.out, " (%s)", plural.Count(s.Batches, "batch"))
 		}
 		fmt.Fprintln(p.out)
 	}
@@ -525,7 +526,7 @@ func (p *progress) summary(r engine.Result) {
 func wayNote(s engine.Settings) string {
 	switch s.Way {
 	case engine.WayStriped:
-		return ", large files striped over " + count(s.Stripes, "mover")
+		return ", large files striped over " + plural.Count(s.Stripes, "mover")
 	case engine.WaySpread:
 		return ", large files spread over the endpoints' servers"
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"ferry/plural"
 	"ferry/service/api"
 	"ferry/service/domain"
 )
@@ -131,9 +132,9 @@ func serverState(st api.ServerState) string {
 				up++
 			}
 		}
-		return fmt.Sprintf("up, striped front end: %s, %d of %s up", count(st.Stripes, "stripe"), up, count(len(st.Movers), "mover"))
+		return fmt.Sprintf("up, striped front end: %s, %d of %s up", plural.Count(st.Stripes, "stripe"), up, plural.Count(len(st.Movers), "mover"))
 	case st.Stripes > 1:
-		return fmt.Sprintf("up, striped: %s (SPAS)", count(st.Stripes, "stripe"))
+		return fmt.Sprintf("up, striped: %s (SPAS)", plural.Count(st.Stripes, "stripe"))
 	}
 	return "up"
 }
@@ -382,12 +383,12 @@ ferry connect command that pairs the machine with it.`,
 		return c.print(cmd, res, func(w io.Writer) {
 			fmt.Fprint(w, res.Message)
 			if res.Resumed > 0 {
-				fmt.Fprintf(w, "; %s resumed", count(res.Resumed, "waiting task"))
+				fmt.Fprintf(w, "; %s resumed", plural.Count(res.Resumed, "waiting task"))
 			}
 			fmt.Fprintln(w)
 			if len(res.Endpoints) > 1 {
 				for _, e := range res.Endpoints {
-					fmt.Fprintf(w, "  activated: %s (%s resumed)\n", e.DisplayName, count(e.Resumed, "waiting task"))
+					fmt.Fprintf(w, "  activated: %s (%s resumed)\n", e.DisplayName, plural.Count(e.Resumed, "waiting task"))
 				}
 			}
 		})

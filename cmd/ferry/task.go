@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"ferry/plural"
 	"ferry/service/api"
 	"ferry/service/apiclient"
 	"ferry/service/domain"
@@ -157,8 +158,8 @@ func status(t api.Task) string {
 // summary is a task in one line.
 func summary(t api.Task) string {
 	return fmt.Sprintf("task %s %s: %s: %d transferred, %d skipped, %d failed; %s, %s/s; %s",
-		t.TaskID, status(t), count(t.Files, "file"), t.FilesTransferred, t.FilesSkipped, t.SubtasksFailed,
-		humanBytes(t.BytesTransferred), humanBytes(t.EffectiveBytesPerSecond), count(t.Faults, "fault"))
+		t.TaskID, status(t), plural.Count(t.Files, "file"), t.FilesTransferred, t.FilesSkipped, t.SubtasksFailed,
+		humanBytes(t.BytesTransferred), humanBytes(t.EffectiveBytesPerSecond), plural.Count(t.Faults, "fault"))
 }
 
 // taskRow is a task as a row of ferry task list.
@@ -309,7 +310,7 @@ func taskFields(t api.Task, used string) [][2]string {
 		// already) of the task's files, failures, bytes.
 		for _, d := range t.Destinations {
 			f = append(f, [2]string{"Destination Endpoint", fmt.Sprintf("%s (%s): %d/%s (%d transferred, %d skipped), %d failed, %s",
-				d.EndpointDisplayName, d.EndpointID, d.FilesTransferred+d.FilesSkipped, count(t.Files, "file"), d.FilesTransferred, d.FilesSkipped,
+				d.EndpointDisplayName, d.EndpointID, d.FilesTransferred+d.FilesSkipped, plural.Count(t.Files, "file"), d.FilesTransferred, d.FilesSkipped,
 				d.FilesFailed, humanBytes(d.BytesTransferred))})
 		}
 	case t.Type == domain.TypeTransfer:
