@@ -83,7 +83,7 @@ func mustCopy(t *testing.T, args ...string) cliRun {
 	return r
 }
 
-var summaryRE = regexp.MustCompile(`(?m)^(\d+) files: (\d+) transferred, (\d+) skipped, (\d+) failed; .*; (\d+) faults$`)
+var summaryRE = regexp.MustCompile(`(?m)^(\d+) files?: (\d+) transferred, (\d+) skipped, (\d+) failed; .*; (\d+) faults?$`)
 
 // checkSummary checks the summary line's counts.
 func checkSummary(t *testing.T, r cliRun, files, transferred, skipped int) {

@@ -96,7 +96,7 @@ func TestServiceGSI(t *testing.T) {
 	}
 	th.release()
 	out = c.ok("", "endpoint", "activate", "fgsi", "--proxy", u.Proxy)
-	if !strings.Contains(out, "1 waiting tasks resumed") {
+	if !strings.Contains(out, "1 waiting task resumed") {
 		t.Errorf("activate with a fresh proxy: %q; want it to say the task resumed", out)
 	}
 	c.succeeded(id, time.Minute)

@@ -702,7 +702,7 @@ func TestServiceActivation(t *testing.T) {
 	// would take seconds on a throttled source.
 	th := startThrottle(t, dst, time.Millisecond, 40*time.Millisecond)
 	out := c.ok("bob-secret\n", "endpoint", "activate", "src", "--username", "bob", "--lifetime", "3s")
-	if !strings.Contains(out, "1 waiting tasks resumed") {
+	if !strings.Contains(out, "1 waiting task resumed") {
 		t.Errorf("activate: %q; want it to say the task resumed", out)
 	}
 	// Some files done, then nothing moves until the credential expires.
@@ -727,7 +727,7 @@ func TestServiceActivation(t *testing.T) {
 	th.release()
 
 	out = c.ok("bob-secret\n", "endpoint", "activate", "src", "--username", "bob")
-	if !strings.Contains(out, "1 waiting tasks resumed") {
+	if !strings.Contains(out, "1 waiting task resumed") {
 		t.Errorf("activate again: %q; want it to say the task resumed", out)
 	}
 	c.succeeded(id, time.Minute)

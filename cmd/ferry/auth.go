@@ -102,8 +102,7 @@ func newTokenCmd(c *cli) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return c.print(cmd, l, func(w io.Writer) {
-				row(w, "ID", "KIND", "NAME", "CREATED", "EXPIRES", "LAST USED", "STATE")
+			return c.table(cmd, l, []string{"ID", "KIND", "NAME", "CREATED", "EXPIRES", "LAST USED", "STATE"}, func(w io.Writer) {
 				for _, t := range l.Data {
 					state := "valid"
 					if t.Revoked {
@@ -132,4 +131,39 @@ func newTokenCmd(c *cli) *cobra.Command {
 		},
 	}
 	return c.group("token", "List and revoke API tokens", list, revoke)
+}
+
+// whoami is what ferry whoami prints: the caller and the service.
+type whoami struct {
+	api.Session
+	URL string `json:"url"`
+}
+
+func newWhoamiCmd(c *cli) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "whoami",
+		Short: "Show the user the API token in use belongs to, and the service",
+		Long: `Show the user the API token in use belongs to, and the service's URL. Not
+logged in (no token, or one expired or revoked): exit status 4.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, err := c.client()
+			if err != nil {
+				return err
+			}
+			s, err := cl.Session(cmd.Context())
+			if err != nil {
+				return err
+			}
+			base, err := c.publicURL()
+			if err != nil {
+				return err
+			}
+			s.CSRFToken = ""
+			return c.print(cmd, whoami{s, base}, func(w io.Writer) {
+				fmt.Fprintf(w, "%s at %s\n", s.Username, base)
+			})
+		},
+	}
+	return c.flags(cmd)
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -135,10 +136,16 @@ func (c *cli) flags(cmd *cobra.Command) *cobra.Command {
 		f.StringVar(&c.url, "url", "", "the ferry service, http(s)://host:port (default: $FERRY_URL, else the one ferry login saved)")
 		f.StringVar(&c.token, "token", "", "API token (default: $FERRY_TOKEN, else the one ferry login saved)")
 	}
-	f.StringVarP(&c.format, "format", "F", "text", "output format: text or json")
+	return c.formatFlag(cmd)
+}
+
+// formatFlag gives cmd (and its subcommands) -F, and checks it before
+// cmd runs.
+func (c *cli) formatFlag(cmd *cobra.Command) *cobra.Command {
+	cmd.PersistentFlags().StringVarP(&c.format, "format", "F", "text", "output format: text, json, or unix (tab-separated, lists without their header)")
 	cmd.PersistentPreRunE = func(*cobra.Command, []string) error {
-		if c.format != "text" && c.format != "json" {
-			return usagef("-F %q: want text or json", c.format)
+		if !slices.Contains([]string{"text", "json", "unix"}, c.format) {
+			return usagef("-F %q: want text, json or unix", c.format)
 		}
 		return nil
 	}
@@ -257,6 +264,16 @@ func (c *cli) service(wantToken bool) (base, token string, saved bool, err error
 	return base, token, saved, nil
 }
 
+// publicURL is the service's URL as its users reach it: over SSH the
+// gateway's public one, not the API address it uses itself.
+func (c *cli) publicURL() (string, error) {
+	if c.remote != nil {
+		return c.remote.public, nil
+	}
+	base, _, _, err := c.service(false)
+	return base, err
+}
+
 // client is an API client of the service, logged in.
 func (c *cli) client() (*apiclient.Client, error) {
 	base, token, _, err := c.service(true)
@@ -272,17 +289,33 @@ func (c *cli) client() (*apiclient.Client, error) {
 // json reports -F json.
 func (c *cli) json() bool { return c.format == "json" }
 
-// print writes doc as JSON with -F json, else runs text on a tab-aligned
-// writer.
+// print writes doc as JSON with -F json, else runs text: on a tab-aligned
+// writer, or with -F unix on the output itself, its cells tab-separated.
 func (c *cli) print(cmd *cobra.Command, doc any, text func(w io.Writer)) error {
-	if c.json() {
+	switch c.format {
+	case "json":
 		enc := json.NewEncoder(cmd.OutOrStdout())
 		enc.SetIndent("", "  ")
 		return enc.Encode(doc)
+	case "unix":
+		text(cmd.OutOrStdout())
+		return nil
 	}
 	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 	text(tw)
 	return tw.Flush()
+}
+
+// table prints a list: doc as JSON with -F json, else a row of header
+// and rows' (see row): aligned, or with -F unix tab-separated and without
+// the header, one record a line.
+func (c *cli) table(cmd *cobra.Command, doc any, header []string, rows func(w io.Writer)) error {
+	return c.print(cmd, doc, func(w io.Writer) {
+		if c.format != "unix" {
+			fmt.Fprintln(w, strings.Join(header, "\t"))
+		}
+		rows(w)
+	})
 }
 
 // printResult prints the result of a call that only succeeds or fails,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -186,6 +187,31 @@ func TestService(t *testing.T) {
 			}
 			if err != nil || base != tc.base || token != tc.token || saved != tc.fromFile {
 				t.Fatalf("service() = %q, %q, %v, %v; want %q, %q, %v", base, token, saved, err, tc.base, tc.token, tc.fromFile)
+			}
+		})
+	}
+}
+
+// TestVersion checks ferry --version and ferry version [-F json]: the
+// module version and the Go release that built the binary.
+func TestVersion(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{args: []string{"--version"}, want: "ferry "},
+		{args: []string{"version"}, want: "ferry "},
+		{args: []string{"version", "-F", "json"}, want: `"DATA_TYPE": "version"`},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			root := newRoot()
+			var out strings.Builder
+			root.SetOut(&out)
+			if code := execute(t.Context(), root, tc.args, io.Discard); code != 0 {
+				t.Fatalf("exit %d", code)
+			}
+			if got := out.String(); !strings.HasPrefix(strings.TrimPrefix(got, "{\n  "), tc.want) || !strings.Contains(got, runtime.Version()) {
+				t.Errorf("ferry %s printed %q; want %q and %s", strings.Join(tc.args, " "), got, tc.want, runtime.Version())
 			}
 		})
 	}

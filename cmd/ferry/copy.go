@@ -24,6 +24,7 @@ import (
 	"ferry/engine"
 	"ferry/gridftp/client"
 	"ferry/gridftp/server"
+	"ferry/plural"
 	"ferry/sshftp"
 	"ferry/storage/posix"
 )
@@ -506,16 +507,16 @@ func (p *progress) destinations(r engine.MultiResult, args []string) {
 
 func (p *progress) summary(r engine.Result) {
 	secs := max(r.Elapsed.Seconds(), 1e-3)
-	fmt.Fprintf(p.out, "%d files: %d transferred, %d skipped, %d failed; %s in %v (%s/s, %.0f files/s); %d faults\n",
-		r.Files, r.Transferred, r.Skipped, r.Failed, humanBytes(r.Bytes), r.Elapsed.Round(time.Millisecond),
-		humanBytes(int64(float64(r.Bytes)/secs)), float64(r.Transferred)/secs, r.Faults)
+	fmt.Fprintf(p.out, "%s: %d transferred, %d skipped, %d failed; %s in %v (%s/s, %.0f files/s); %s\n",
+		plural.Count(r.Files, "file"), r.Transferred, r.Skipped, r.Failed, humanBytes(r.Bytes), r.Elapsed.Round(time.Millisecond),
+		humanBytes(int64(float64(r.Bytes)/secs)), float64(r.Transferred)/secs, plural.Count(r.Faults, "fault"))
 	s := r.Settings
 	fmt.Fprintf(p.out, "settings: -cc %d -p %d -pp %d, chunks %s, rtt %v%s%s%s\n", s.Concurrency, s.Parallelism, s.Pipelining,
 		humanBytes(s.ChunkSize), s.RTT.Round(time.Microsecond), checksumNote(s), dataNote(s), wayNote(s))
 	if s.TarReason != "" {
 		fmt.Fprintf(p.out, "tar: %s", s.TarReason)
 		if s.Batches > 0 {
-			fmt.Fprintf(p.out, " (%d batches)", s.Batches)
+			fmt.Fprintf(p.out, " (%s)", plural.Count(s.Batches, "batch"))
 		}
 		fmt.Fprintln(p.out)
 	}
@@ -525,7 +526,7 @@ func (p *progress) summary(r engine.Result) {
 func wayNote(s engine.Settings) string {
 	switch s.Way {
 	case engine.WayStriped:
-		return fmt.Sprintf(", large files striped over %d movers", s.Stripes)
+		return ", large files striped over " + plural.Count(s.Stripes, "mover")
 	case engine.WaySpread:
 		return ", large files spread over the endpoints' servers"
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"ferry/plural"
 	"ferry/service/api"
 	"ferry/service/domain"
 )
@@ -131,9 +132,9 @@ func serverState(st api.ServerState) string {
 				up++
 			}
 		}
-		return fmt.Sprintf("up, striped front end: %d stripes, %d of %d movers up", st.Stripes, up, len(st.Movers))
+		return fmt.Sprintf("up, striped front end: %s, %d of %s up", plural.Count(st.Stripes, "stripe"), up, plural.Count(len(st.Movers), "mover"))
 	case st.Stripes > 1:
-		return fmt.Sprintf("up, striped: %d stripes (SPAS)", st.Stripes)
+		return fmt.Sprintf("up, striped: %s (SPAS)", plural.Count(st.Stripes, "stripe"))
 	}
 	return "up"
 }
@@ -266,8 +267,7 @@ ferry connect command that pairs the machine with it.`,
 			if err != nil {
 				return err
 			}
-			return c.print(cmd, l, func(w io.Writer) {
-				row(w, "NAME", "ID", "AUTH", "ACTIVATED", "SERVERS")
+			return c.table(cmd, l, []string{"NAME", "ID", "AUTH", "ACTIVATED", "SERVERS"}, func(w io.Writer) {
 				for _, ep := range l.Data {
 					row(w, ep.DisplayName, ep.ID, ep.AuthMethod, activation(ep.Activated, ep.ExpiresIn), serverURIs(ep))
 				}
@@ -383,12 +383,12 @@ ferry connect command that pairs the machine with it.`,
 		return c.print(cmd, res, func(w io.Writer) {
 			fmt.Fprint(w, res.Message)
 			if res.Resumed > 0 {
-				fmt.Fprintf(w, "; %d waiting tasks resumed", res.Resumed)
+				fmt.Fprintf(w, "; %s resumed", plural.Count(res.Resumed, "waiting task"))
 			}
 			fmt.Fprintln(w)
 			if len(res.Endpoints) > 1 {
 				for _, e := range res.Endpoints {
-					fmt.Fprintf(w, "  activated: %s (%d waiting tasks resumed)\n", e.DisplayName, e.Resumed)
+					fmt.Fprintf(w, "  activated: %s (%s resumed)\n", e.DisplayName, plural.Count(e.Resumed, "waiting task"))
 				}
 			}
 		})
@@ -456,12 +456,9 @@ before are revoked: their ferry connect stops.`
 // showSetupKey shows a new setup key of connect endpoint ep, with the
 // ferry connect command that uses it.
 func (c *cli) showSetupKey(cmd *cobra.Command, ep string, k api.SetupKey) error {
-	base, _, _, err := c.service(false)
+	base, err := c.publicURL()
 	if err != nil {
 		return err
-	}
-	if c.remote != nil {
-		base = c.remote.public
 	}
 	return c.print(cmd, k, func(w io.Writer) {
 		fmt.Fprintf(w, "Endpoint %s: setup key (usable once, until %s):\n\n  %s\n\n", ep, when(k.Expires), k.SetupKey)

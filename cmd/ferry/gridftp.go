@@ -23,6 +23,7 @@ import (
 	"ferry/gridftp/server"
 	"ferry/gsi"
 	"ferry/passwd"
+	"ferry/plural"
 	"ferry/sshftp"
 	"ferry/stack/popen"
 	"ferry/storage/posix"
@@ -194,7 +195,7 @@ whole file system as GCT's -ssh mode does). Data channels are direct TCP.`,
 			case mover:
 				fmt.Fprintf(cmd.ErrOrStderr(), "ferry gridftp: data mover for %s on %s (its front end only)\n", root, ln.Addr())
 			case len(movers) > 0:
-				fmt.Fprintf(cmd.ErrOrStderr(), "ferry gridftp: serving %s on ftp://%s/ through %d data movers\n", root, ln.Addr(), len(movers))
+				fmt.Fprintf(cmd.ErrOrStderr(), "ferry gridftp: serving %s on ftp://%s/ through %s\n", root, ln.Addr(), plural.Count(len(movers), "data mover"))
 			case useGSI:
 				fmt.Fprintf(cmd.ErrOrStderr(), "ferry gridftp: serving %s on gsiftp://%s/ (grid certificates)\n", root, ln.Addr())
 			default:

@@ -41,9 +41,12 @@ func newRoot() *cobra.Command {
 		Short:         "Fire-and-forget, verified, fast data movement for research data",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       readVersion().String(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.Flags().BoolP("version", "v", false, "print ferry's version, VCS revision and Go version (as ferry version)")
 	c := &cli{}
-	root.AddCommand(newGridFTPCmd(), newConnectCmd(), newPasswdCmd(), newCopyCmd(), newServerCmd(), newUserCmd(),
+	root.AddCommand(newVersionCmd(c), newGridFTPCmd(), newConnectCmd(), newPasswdCmd(), newCopyCmd(), newServerCmd(), newUserCmd(),
 		newLoginCmd(c), newLogoutCmd(c), newTokenCmd(c))
 	root.AddCommand(serviceCommands(c)...)
 	markErrors(root)
@@ -54,6 +57,6 @@ func newRoot() *cobra.Command {
 // through its API alone: the installed binary's, and those the SSH
 // gateway serves (sshRoot).
 func serviceCommands(c *cli) []*cobra.Command {
-	return append([]*cobra.Command{newEndpointCmd(c), newLsCmd(c), newMkdirCmd(c), newRenameCmd(c), newRmCmd(c),
+	return append([]*cobra.Command{newWhoamiCmd(c), newEndpointCmd(c), newLsCmd(c), newMkdirCmd(c), newRenameCmd(c), newRmCmd(c),
 		newTransferCmd(c), newScpCmd(c), newTaskCmd(c)}, taskAliases(c)...)
 }

@@ -259,7 +259,7 @@ func notifier(f serverFlags, base string) worker.Notifier {
 // storeName says which database a server uses, without its password.
 func storeName(s storeFlags) string {
 	if s.db == "" {
-		return "SQLite " + filepath.Join(s.data, "ferry.db")
+		return "SQLite " + s.sqlitePath()
 	}
 	return "PostgreSQL"
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"ferry/plural"
 	"ferry/service/api"
 	"ferry/service/apiclient"
 	"ferry/service/domain"
@@ -155,9 +157,9 @@ func status(t api.Task) string {
 
 // summary is a task in one line.
 func summary(t api.Task) string {
-	return fmt.Sprintf("task %s %s: %d files: %d transferred, %d skipped, %d failed; %s, %s/s; %d faults",
-		t.TaskID, status(t), t.Files, t.FilesTransferred, t.FilesSkipped, t.SubtasksFailed,
-		humanBytes(t.BytesTransferred), humanBytes(t.EffectiveBytesPerSecond), t.Faults)
+	return fmt.Sprintf("task %s %s: %s: %d transferred, %d skipped, %d failed; %s, %s/s; %s",
+		t.TaskID, status(t), plural.Count(t.Files, "file"), t.FilesTransferred, t.FilesSkipped, t.SubtasksFailed,
+		humanBytes(t.BytesTransferred), humanBytes(t.EffectiveBytesPerSecond), plural.Count(t.Faults, "fault"))
 }
 
 // taskRow is a task as a row of ferry task list.
@@ -202,8 +204,7 @@ func newTaskListCmd(c *cli, use string) *cobra.Command {
 				}
 				l.Data = append(l.Data, t)
 			}
-			return c.print(cmd, l, func(w io.Writer) {
-				row(w, "TASK ID", "STATUS", "TYPE", "SOURCE", "DESTINATION", "FILES", "BYTES", "REQUESTED", "LABEL")
+			return c.table(cmd, l, []string{"TASK ID", "STATUS", "TYPE", "SOURCE", "DESTINATION", "FILES", "BYTES", "REQUESTED", "LABEL"}, func(w io.Writer) {
 				for _, t := range l.Data {
 					taskRow(w, t)
 				}
@@ -238,8 +239,14 @@ func newTaskShowCmd(c *cli, use string) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			var used string
+			if t.Type == domain.TypeTransfer && !c.json() {
+				if used, err = startedAlgorithm(cmd.Context(), cl, t.TaskID); err != nil {
+					return err
+				}
+			}
 			return c.print(cmd, t, func(w io.Writer) {
-				for _, f := range taskFields(t) {
+				for _, f := range taskFields(t, used) {
 					row(w, f[0]+":", f[1])
 				}
 			})
@@ -249,8 +256,42 @@ func newTaskShowCmd(c *cli, use string) *cobra.Command {
 	return cmd
 }
 
-// taskFields is a task as ferry task show prints it.
-func taskFields(t api.Task) [][2]string {
+// startedAlgorithm is the checksum algorithm the task's latest start
+// among its first events chose (its STARTED event's details); "" before
+// it started.
+func startedAlgorithm(ctx context.Context, cl *apiclient.Client, id string) (string, error) {
+	l, err := cl.Events(ctx, id, api.Page{Limit: 100})
+	if err != nil {
+		return "", err
+	}
+	alg := ""
+	for _, e := range l.Data {
+		var d struct {
+			Algorithm string `json:"checksum_algorithm"`
+		}
+		if e.Code == domain.EventStarted && json.Unmarshal([]byte(e.Details), &d) == nil {
+			alg = cmp.Or(d.Algorithm, alg)
+		}
+	}
+	return alg, nil
+}
+
+// checksumField is task show's Checksum Algorithm: the one the task asked
+// for, else the one its start chose, else who will choose it.
+func checksumField(requested, used string) string {
+	const choice = "the fastest both endpoints offer"
+	switch {
+	case requested != "":
+		return requested
+	case used != "":
+		return used + " (" + choice + ")"
+	}
+	return choice + " (chosen when the task starts)"
+}
+
+// taskFields is a task as ferry task show prints it; used is the checksum
+// algorithm its start chose.
+func taskFields(t api.Task, used string) [][2]string {
 	n := func(v int64) string { return fmt.Sprint(v) }
 	f := [][2]string{
 		{"Task ID", t.TaskID},
@@ -268,8 +309,8 @@ func taskFields(t api.Task) [][2]string {
 		// Each destination's progress: files there (arrived + there
 		// already) of the task's files, failures, bytes.
 		for _, d := range t.Destinations {
-			f = append(f, [2]string{"Destination Endpoint", fmt.Sprintf("%s (%s): %d/%d files (%d transferred, %d skipped), %d failed, %s",
-				d.EndpointDisplayName, d.EndpointID, d.FilesTransferred+d.FilesSkipped, t.Files, d.FilesTransferred, d.FilesSkipped,
+			f = append(f, [2]string{"Destination Endpoint", fmt.Sprintf("%s (%s): %d/%s (%d transferred, %d skipped), %d failed, %s",
+				d.EndpointDisplayName, d.EndpointID, d.FilesTransferred+d.FilesSkipped, plural.Count(t.Files, "file"), d.FilesTransferred, d.FilesSkipped,
 				d.FilesFailed, humanBytes(d.BytesTransferred))})
 		}
 	case t.Type == domain.TypeTransfer:
@@ -292,7 +333,7 @@ func taskFields(t api.Task) [][2]string {
 			{"Sync Level", syncName(t.SyncLevel)},
 			{"Verify Checksum", fmt.Sprint(t.VerifyChecksum)},
 			{"Encrypt Data", fmt.Sprint(t.EncryptData)},
-			{"Checksum Algorithm", t.ChecksumAlgorithm},
+			{"Checksum Algorithm", checksumField(t.ChecksumAlgorithm, used)},
 			{"Preserve Timestamp", fmt.Sprint(t.PreserveTimestamp)},
 			{"Tar", cmp.Or(t.Tar, "auto")},
 			{"Compress", fmt.Sprint(t.Compress)},
@@ -319,8 +360,7 @@ func (c *cli) successfulTransfers(cmd *cobra.Command, cl *apiclient.Client, id s
 		}
 		q.Marker = page.NextMarker
 	}
-	return c.print(cmd, all, func(w io.Writer) {
-		row(w, "SOURCE PATH", "DESTINATION PATH", "SIZE", "CHECKSUM")
+	return c.table(cmd, all, []string{"SOURCE PATH", "DESTINATION PATH", "SIZE", "CHECKSUM"}, func(w io.Writer) {
 		for _, f := range all.Data {
 			sum := "-"
 			if f.Checksum != "" {
@@ -360,8 +400,7 @@ func newTaskEventsCmd(c *cli, use string) *cobra.Command {
 				}
 			}
 			all.Length = len(all.Data)
-			return c.print(cmd, all, func(w io.Writer) {
-				row(w, "TIME", "CODE", "ERROR", "DESCRIPTION", "DETAILS")
+			return c.table(cmd, all, []string{"TIME", "CODE", "ERROR", "DESCRIPTION", "DETAILS"}, func(w io.Writer) {
 				for _, e := range all.Data {
 					row(w, when(e.Time), e.Code, e.IsError, e.Description, e.Details)
 				}

@@ -197,7 +197,7 @@ func TestTaskFieldsDestinations(t *testing.T) {
 		{EndpointID: "id-b", EndpointDisplayName: "u#b", FilesTransferred: 3, FilesSkipped: 4, FilesFailed: 1},
 	}}
 	var lines []string
-	for _, f := range taskFields(task) {
+	for _, f := range taskFields(task, "") {
 		if f[0] == "Destination Endpoint" {
 			lines = append(lines, f[1])
 		}
@@ -206,5 +206,20 @@ func TestTaskFieldsDestinations(t *testing.T) {
 		"u#b (id-b): 7/10 files (3 transferred, 4 skipped), 1 failed, 0 B"}
 	if !reflect.DeepEqual(lines, want) {
 		t.Fatalf("destination lines:\n%q\nwant\n%q", lines, want)
+	}
+}
+
+// TestChecksumField: ferry task show names the checksum algorithm the task
+// asked for, else the one its start chose, else says who chooses.
+func TestChecksumField(t *testing.T) {
+	for _, tc := range []struct{ requested, used, want string }{
+		{"SHA1", "SHA1", "SHA1"},
+		{"SHA1", "", "SHA1"},
+		{"", "MD5", "MD5 (the fastest both endpoints offer)"},
+		{"", "", "the fastest both endpoints offer (chosen when the task starts)"},
+	} {
+		if got := checksumField(tc.requested, tc.used); got != tc.want {
+			t.Errorf("checksumField(%q, %q) = %q; want %q", tc.requested, tc.used, got, tc.want)
+		}
 	}
 }

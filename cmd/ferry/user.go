@@ -2,10 +2,12 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -38,11 +40,24 @@ func (s *storeFlags) open(ctx context.Context) (*sqlstore.DB, error) {
 	}
 	dsn := s.db
 	if dsn == "" {
-		dsn = filepath.Join(s.data, "ferry.db")
+		dsn = s.sqlitePath()
 	} else if !strings.HasPrefix(dsn, "postgres://") && !strings.HasPrefix(dsn, "postgresql://") {
 		return nil, fmt.Errorf("--db %q: want a postgres:// DSN", dsn)
 	}
 	return sqlstore.Open(ctx, dsn)
+}
+
+// sqlitePath is the SQLite database under --data.
+func (s *storeFlags) sqlitePath() string { return filepath.Join(s.data, "ferry.db") }
+
+// fresh reports that open will create a new SQLite database: --data
+// holds none.
+func (s *storeFlags) fresh() bool {
+	if s.db != "" || s.data == "" {
+		return false
+	}
+	_, err := os.Stat(s.sqlitePath())
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 func newUserCmd() *cobra.Command {
@@ -60,6 +75,9 @@ func newUserCmd() *cobra.Command {
 			hash, err := readPasswordHash(cmd.InOrStdin())
 			if err != nil {
 				return err
+			}
+			if sf.fresh() {
+				fmt.Fprintf(cmd.ErrOrStderr(), "no database in %s: creating %s\n", sf.data, sf.sqlitePath())
 			}
 			st, err := sf.open(cmd.Context())
 			if err != nil {
@@ -89,8 +107,57 @@ func newUserCmd() *cobra.Command {
 			}
 			return st.SetPassword(cmd.Context(), u.ID, string(hash))
 		})
-	cmd.AddCommand(add, setpw, newUserKeyCmd())
+	var listF storeFlags
+	list := &cobra.Command{
+		Use:   "list --data DIR [--db DSN]",
+		Short: "List the users",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := listF.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			users, err := st.Users(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return operatorTable(cmd, []string{"NAME", "EMAIL", "CREATED"}, func(w io.Writer) {
+				for _, u := range users {
+					row(w, u.Name, cmp.Or(u.Email, "-"), when(u.Created))
+				}
+			})
+		},
+	}
+	listF.register(list)
+
+	var rmS userStore
+	rm := rmS.cmd("remove NAME --data DIR [--db DSN]", "Remove a user with their tokens, SSH keys, endpoints and ended tasks (refused while any is in use)", cobra.ExactArgs(1),
+		func(cmd *cobra.Command, st *sqlstore.DB, u domain.User, _ []string) error {
+			if err := st.RemoveUser(cmd.Context(), u.ID); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "removed user %s\n", u.Name)
+			return nil
+		})
+	rm.Aliases = []string{"rm"}
+	rm.Long = `Remove a user and all that is theirs: API tokens and web sessions (which stop
+working at once), SSH keys, endpoint activations, ended tasks, and the endpoints
+they own (with the others' activations of them). Refused, and nothing removed,
+while a task of theirs has not ended (they cancel it, or it ends), while another
+user's unfinished task uses one of their endpoints, or while one of their
+endpoints is the head node (--via) of another user's endpoint.`
+	cmd.AddCommand(add, list, rm, setpw, newUserKeyCmd())
 	return cmd
+}
+
+// operatorTable writes a table of an operator command: header, then
+// rows' (see row), aligned.
+func operatorTable(cmd *cobra.Command, header []string, rows func(w io.Writer)) error {
+	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	rows(tw)
+	return tw.Flush()
 }
 
 // userStore makes the commands that change a user in the store of
@@ -155,12 +222,11 @@ func newUserKeyCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			row(tw, "ID", "FINGERPRINT", "ADDED", "KEY")
-			for _, k := range keys {
-				row(tw, k.ID, k.Fingerprint, when(k.Created), k.Line)
-			}
-			return tw.Flush()
+			return operatorTable(cmd, []string{"ID", "FINGERPRINT", "ADDED", "KEY"}, func(w io.Writer) {
+				for _, k := range keys {
+					row(w, k.ID, k.Fingerprint, when(k.Created), k.Line)
+				}
+			})
 		})
 	rm := rmS.cmd("remove NAME KEY_ID --data DIR [--db DSN]", "Remove one of a user's SSH keys (an ID of ferry user key list)", cobra.ExactArgs(2),
 		func(cmd *cobra.Command, st *sqlstore.DB, u domain.User, args []string) error {

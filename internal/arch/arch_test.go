@@ -87,6 +87,7 @@ var allowed = map[string][]string{
 	"ferry/stack/tarstream": {"ferry/stack", "ferry/storage", "ferry/checksum"},
 	"ferry/storage/posix":   {"ferry/storage"},
 	"ferry/checksum":        {},
+	"ferry/plural":          {},
 	"ferry/passwd":          {},
 	"ferry/throttle":        {},
 	"ferry/netpolicy":       {},
@@ -114,7 +115,7 @@ var allowed = map[string][]string{
 
 	// Running tasks: file operations on endpoints, workers, notifications.
 	"ferry/service/gridops": {"ferry/service/domain", "ferry/gridftp", "ferry/gridftp/client", "ferry/engine", "ferry/netpolicy", "ferry/gsi", "ferry/gsi/gsilogin"},
-	"ferry/service/worker":  {"ferry/service/domain", "ferry/service/secret", "ferry/service/gridops", "ferry/engine", "ferry/gridftp", "ferry/netpolicy", "ferry/gsi"},
+	"ferry/service/worker":  {"ferry/service/domain", "ferry/service/secret", "ferry/service/gridops", "ferry/engine", "ferry/gridftp", "ferry/netpolicy", "ferry/gsi", "ferry/plural"},
 	"ferry/service/notify":  {"ferry/service/domain"},
 
 	// ferry connect: the tunnel protocol, the agent, the service's CA and

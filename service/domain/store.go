@@ -18,6 +18,12 @@ type Store interface {
 	UserByName(ctx context.Context, name string) (User, error)
 	UserByID(ctx context.Context, id int64) (User, error)
 	SetPassword(ctx context.Context, userID int64, hash string) error
+	Users(ctx context.Context) ([]User, error) // ordered by name
+	// RemoveUser deletes a user and all that is theirs: tokens, SSH keys,
+	// activations, finished tasks and endpoints. EConflict while a task
+	// of theirs has not ended, or one of their endpoints is in use: by
+	// another user's unfinished task, or as another's endpoint's head node.
+	RemoveUser(ctx context.Context, userID int64) error
 
 	// Tokens.
 	CreateToken(ctx context.Context, t *Token) error // sets ID, Created

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"ferry/service/domain"
@@ -48,6 +49,74 @@ func (db *DB) SetPassword(ctx context.Context, userID int64, hash string) (err e
 	defer wrap(&err, "set password")
 	n, err := db.conn().exec(ctx, `UPDATE users SET password_hash = ? WHERE id = ?`, hash, userID)
 	return changed(n, err, "user %d", userID)
+}
+
+// Users lists every user, ordered by name.
+func (db *DB) Users(ctx context.Context) (_ []domain.User, err error) {
+	defer wrap(&err, "users")
+	return all(ctx, db.conn(), scanUser, `SELECT `+userCols+` FROM users ORDER BY name`)
+}
+
+// RemoveUser deletes user id and all that is theirs (domain.Store).
+func (db *DB) RemoveUser(ctx context.Context, id int64) (err error) {
+	defer wrap(&err, "remove user")
+	return db.inTx(ctx, func(c conn) error {
+		if err := userInUse(ctx, c, id); err != nil {
+			return err
+		}
+		for _, q := range removeUser {
+			if _, err := c.exec(ctx, q, id); err != nil {
+				return err
+			}
+		}
+		n, err := c.exec(ctx, `DELETE FROM users WHERE id = ?`, id)
+		return changed(n, err, "user %d", id)
+	})
+}
+
+// userInUse is the EConflict of RemoveUser: the user's unfinished tasks,
+// and the others' tasks and endpoints that need the user's endpoints.
+func userInUse(ctx context.Context, c conn, id int64) error {
+	for _, u := range []struct{ what, q string }{
+		{"has unfinished tasks (they must be canceled or end first)",
+			`SELECT id FROM tasks WHERE user_id = ? AND ` + unfinished + ` ORDER BY 1`},
+		{"owns endpoints that other users' unfinished tasks use",
+			`SELECT DISTINCT t.id FROM tasks t JOIN endpoints e ON e.id IN (t.src_endpoint, t.dst_endpoint)
+			WHERE e.owner_id = ? AND t.` + unfinished + `
+			UNION SELECT d.task_id FROM task_destinations d JOIN endpoints e ON e.id = d.endpoint JOIN tasks t ON t.id = d.task_id
+			WHERE e.owner_id = ? AND t.` + unfinished + ` ORDER BY 1`},
+		{"owns the head node of other users' endpoints",
+			`SELECT u.name || '#' || b.name FROM endpoints b JOIN endpoints e ON e.id = b.via JOIN users u ON u.id = b.owner_id
+			WHERE e.owner_id = ? AND b.owner_id <> e.owner_id ORDER BY 1`},
+	} {
+		args := make([]any, strings.Count(u.q, "?"))
+		for i := range args {
+			args[i] = id
+		}
+		names, err := all(ctx, c, scanString, u.q, args...)
+		if err != nil {
+			return err
+		}
+		if len(names) > 0 {
+			return domain.Errorf(domain.EConflict, "the user %s: %s", u.what, strings.Join(names, ", "))
+		}
+	}
+	return nil
+}
+
+// unfinished is the condition on tasks.status of a task not yet ended.
+const unfinished = `status NOT IN ('` + domain.StatusSucceeded + `', '` + domain.StatusFailed + `')`
+
+// removeUser deletes what is user ?'s, each row before those it names.
+var removeUser = []string{
+	`DELETE FROM files WHERE task_id IN (SELECT id FROM tasks WHERE user_id = ?)`,
+	`DELETE FROM canceled_files WHERE task_id IN (SELECT id FROM tasks WHERE user_id = ?)`,
+	`DELETE FROM events WHERE task_id IN (SELECT id FROM tasks WHERE user_id = ?)`,
+	`DELETE FROM tasks WHERE user_id = ?`,
+	`DELETE FROM tokens WHERE user_id = ?`,
+	`DELETE FROM ssh_keys WHERE user_id = ?`,
+	`DELETE FROM activations WHERE user_id = ?`,
+	`DELETE FROM endpoints WHERE owner_id = ?`,
 }
 
 // CreateToken stores t and sets its ID and (if zero) Created.

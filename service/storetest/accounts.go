@@ -9,6 +9,7 @@ import (
 
 var accountTests = []test{
 	{"Users", testUsers},
+	{"RemoveUser", testRemoveUser},
 	{"Tokens", testTokens},
 	{"SSHKeys", testSSHKeys},
 	{"Endpoints", testEndpoints},
@@ -436,4 +437,57 @@ func testMyProxyEndpoints(t *testing.T, open Open) {
 	a1.MyProxyServer = ""
 	f.ok(f.s.UpdateEndpoint(f.ctx, a1))
 	equal(t, "after changes", names(alice, mp), []string{"alice#a2"})
+}
+
+// testRemoveUser removes alice: refused while a task of hers, or one of
+// bob's that uses her endpoint, has not ended, and while her endpoint is
+// the head node of bob's; then gone with all that was hers, and bob
+// left as he was.
+func testRemoveUser(t *testing.T, open Open) {
+	f := newFixture(t, open(t))
+	alice, bob := f.user("alice"), f.user("bob")
+	aEP, bEP := f.endpoint(alice, "a", true, 0), f.endpoint(bob, "b", false, 0)
+	behind := f.endpoint(alice, "behind", false, 0)
+	behind.Via = aEP.ID
+	f.ok(f.s.UpdateEndpoint(f.ctx, behind))
+	f.ok(f.s.CreateToken(f.ctx, &domain.Token{UserID: alice.ID, Kind: domain.TokenAPI, Name: "laptop", Hash: "a1"}))
+	f.ok(f.s.AddSSHKey(f.ctx, &domain.SSHKey{UserID: alice.ID, Line: "ssh-ed25519 AAAA", Fingerprint: "SHA256:a"}))
+	f.ok(f.s.PutActivation(f.ctx, domain.Activation{UserID: alice.ID, EndpointID: bEP.ID, Sealed: []byte("s"), Expires: t0.Add(time.Hour)}))
+	aTask, bTask := f.task(alice, aEP, bEP, t0), f.task(bob, bEP, aEP, t0)
+	cancel := func(u domain.User, task domain.Task) {
+		t.Helper()
+		_, err := f.s.RequestCancel(f.ctx, u.ID, task.ID, t0)
+		f.ok(err)
+	}
+	f.ok(f.s.AddEvents(f.ctx, []domain.Event{{TaskID: aTask.ID, Code: domain.EventStarted, Time: t0}}))
+	wantCode(t, f.s.RemoveUser(f.ctx, alice.ID), domain.EConflict) // her task
+	cancel(alice, aTask)
+	wantCode(t, f.s.RemoveUser(f.ctx, alice.ID), domain.EConflict) // bob's task to her endpoint
+	cancel(bob, bTask)
+	bVia := f.endpoint(bob, "via", false, 0)
+	bVia.Via = aEP.ID
+	f.ok(f.s.UpdateEndpoint(f.ctx, bVia))
+	wantCode(t, f.s.RemoveUser(f.ctx, alice.ID), domain.EConflict) // her endpoint is bob's head node
+	f.ok(f.s.DeleteEndpoint(f.ctx, bVia.ID))
+
+	f.ok(f.s.RemoveUser(f.ctx, alice.ID))
+	users, err := f.s.Users(f.ctx)
+	f.ok(err)
+	equal(t, "Users", users, []domain.User{bob})
+	runErrCases(t, []errCase{
+		{"user", func() error { _, err := f.s.UserByID(f.ctx, alice.ID); return err }, domain.ENotFound},
+		{"token", func() error { _, err := f.s.TokenByHash(f.ctx, "a1"); return err }, domain.ENotFound},
+		{"task", func() error { _, err := f.s.TaskByID(f.ctx, aTask.ID); return err }, domain.ENotFound},
+		{"endpoint", func() error { _, err := f.s.Endpoint(f.ctx, aEP.ID); return err }, domain.ENotFound},
+		{"endpoint behind", func() error { _, err := f.s.Endpoint(f.ctx, behind.ID); return err }, domain.ENotFound},
+		{"again", func() error { return f.s.RemoveUser(f.ctx, alice.ID) }, domain.ENotFound},
+	})
+	if _, err := f.s.TaskByID(f.ctx, bTask.ID); err != nil {
+		t.Fatalf("bob's task after alice's removal: %v", err)
+	}
+	keys, err := f.s.SSHKeys(f.ctx, alice.ID)
+	f.ok(err)
+	if len(keys) != 0 {
+		t.Fatalf("SSH keys of a removed user: %+v", keys)
+	}
 }

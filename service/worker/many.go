@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"ferry/engine"
+	"ferry/plural"
 	"ferry/service/domain"
 	"ferry/service/gridops"
 )
@@ -277,7 +278,7 @@ func (p *progress) settle(res engine.MultiResult, err error) error {
 			continue
 		}
 		p.add(domain.Counters{}, nil, &domain.Event{Code: domain.EventDestinationFailed, IsError: true,
-			Description: fmt.Sprintf("destination %s: %s (%d files did not arrive)", m.names[i], gridops.Tell(d.Err), d.Failed),
+			Description: fmt.Sprintf("destination %s: %s (%s did not arrive)", m.names[i], gridops.Tell(d.Err), plural.Count(d.Failed, "file")),
 			Details:     details(map[string]any{"destination": i, "endpoint": m.names[i], "files_failed": d.Failed})})
 		if again == nil && classify(d.Err).transient {
 			again = fmt.Errorf("destination %s: %w", m.names[i], d.Err)
@@ -294,7 +295,7 @@ func (p *progress) settle(res engine.MultiResult, err error) error {
 			p.failure, p.class = fmt.Sprintf("%s at %s: %v", r.Src, m.names[f.dest], r.Err), classify(r.Err)
 		}
 		p.add(domain.Counters{}, nil, &domain.Event{Code: domain.EventFileFailed, IsError: true,
-			Description: fmt.Sprintf("%s at %s: %s (after %d attempts)", r.Src, m.names[f.dest], gridops.Tell(r.Err), r.Attempts),
+			Description: fmt.Sprintf("%s at %s: %s (after %s)", r.Src, m.names[f.dest], gridops.Tell(r.Err), plural.Count(r.Attempts, "attempt")),
 			Details:     details(map[string]any{"destination": f.dest, "endpoint": m.names[f.dest]})})
 	}
 	if again != nil {

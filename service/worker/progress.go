@@ -12,6 +12,7 @@ import (
 
 	"ferry/engine"
 	"ferry/gridftp"
+	"ferry/plural"
 	"ferry/service/domain"
 	"ferry/service/gridops"
 )
@@ -358,7 +359,7 @@ func (p *progress) fileFailed(f domain.File, err error, d domain.Counters, attem
 	}
 	d.FilesFailed++
 	p.add(d, &f, &domain.Event{Code: domain.EventFileFailed, IsError: true,
-		Description: fmt.Sprintf("%s: %s (after %d attempts)", f.Src, f.Error, attempts)})
+		Description: fmt.Sprintf("%s: %s (after %s)", f.Src, f.Error, plural.Count(attempts, "attempt"))})
 }
 
 // Started records the settings the engine chose.
@@ -367,7 +368,7 @@ func (p *progress) Started(s engine.Settings) {
 	if s.TarReason != "" {
 		desc += "; " + s.TarReason
 		if s.Batches > 0 {
-			desc += fmt.Sprintf(" (%d batches)", s.Batches)
+			desc += " (" + plural.Count(s.Batches, "batch") + ")"
 		}
 	}
 	switch {

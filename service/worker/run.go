@@ -15,6 +15,7 @@ import (
 
 	"ferry/engine"
 	"ferry/gridftp"
+	"ferry/plural"
 	"ferry/service/domain"
 	"ferry/service/gridops"
 	"ferry/service/secret"
@@ -689,14 +690,14 @@ func (r *run) delete(ctx context.Context, l domain.Login) error {
 func (r *run) result(timed bool) ending {
 	c := r.p.counters()
 	if c.FilesFailed == 0 {
-		why := fmt.Sprintf("%d files: %d transferred, %d skipped; %d bytes", c.Files, c.FilesTransferred, c.FilesSkipped, c.BytesTransferred)
+		why := fmt.Sprintf("%s: %d transferred, %d skipped; %s", plural.Count(c.Files, "file"), c.FilesTransferred, c.FilesSkipped, plural.Count(c.BytesTransferred, "byte"))
 		if r.task.Type == domain.TypeDelete {
-			why = fmt.Sprintf("%d paths: %d deleted, %d missing", c.Files, c.FilesTransferred, c.FilesSkipped)
+			why = fmt.Sprintf("%s: %d deleted, %d missing", plural.Count(c.Files, "path"), c.FilesTransferred, c.FilesSkipped)
 		}
 		return ending{status: domain.StatusSucceeded, event: domain.Event{Code: domain.EventSucceeded, Description: why}}
 	}
 	first, f := r.p.firstFailure()
-	why := fmt.Sprintf("%d of %d files failed", c.FilesFailed, c.Files)
+	why := fmt.Sprintf("%d of %s failed", c.FilesFailed, plural.Count(c.Files, "file"))
 	if first != "" {
 		why += "; the first: " + first
 	}

@@ -1,0 +1,148 @@
+package interop
+
+import (
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"ferry/service/api"
+	"ferry/service/domain"
+)
+
+// TestCLIWhoami runs ferry whoami logged in (text and -F json) and after
+// ferry logout: "not logged in", exit status 4.
+func TestCLIWhoami(t *testing.T) {
+	svc := startService(t, serviceConfig{})
+	c := newServiceUser(t, svc, "")
+	if out := c.ok("", "whoami"); out != "alice at "+svc.URL()+"\n" {
+		t.Errorf("ferry whoami printed %q", out)
+	}
+	var doc struct{ Username, URL, Kind string }
+	c.decode(&doc, "whoami")
+	if doc.Username != "alice" || doc.URL != svc.URL() || doc.Kind != "api" {
+		t.Errorf("ferry whoami -F json: %+v", doc)
+	}
+	c.ok("", "logout")
+	if r := c.run("", "whoami"); r.code != 4 || !strings.Contains(r.stderr, "not logged in") {
+		t.Errorf("whoami after logout: want exit 4, not logged in:\n%s", r)
+	}
+}
+
+// newTreeUser starts a service and logs alice in to it, with endpoints
+// src, whose /tree holds n files, and dst, each a ferry gridftp server.
+func newTreeUser(t *testing.T, n int) *serviceCLI {
+	t.Helper()
+	root := t.TempDir()
+	makeServiceTree(t, filepath.Join(root, "tree"), n, 0)
+	src := startFerryConfig(t, ferryConfig{Root: root, Anonymous: true})
+	c := newServiceUser(t, startService(t, serviceConfig{}), "")
+	c.addEndpoint("src", src)
+	c.addEndpoint("dst", startFerry(t))
+	return c
+}
+
+// TestCLITaskShowChecksum runs two transfers between ferry gridftp
+// servers: ferry task show names the checksum algorithm the endpoints
+// chose, the one the files were verified with, and the one asked for.
+func TestCLITaskShowChecksum(t *testing.T) {
+	c := newTreeUser(t, 3)
+	id := c.transfer("src:/tree", "dst:/a", "-r", "--verify-checksum")
+	c.succeeded(id, time.Minute)
+	var alg string
+	for _, f := range c.recorded(id) {
+		alg = f.ChecksumAlgorithm
+	}
+	if out := c.ok("", "task", "show", id); alg == "" || !regexp.MustCompile(`(?m)^Checksum Algorithm:\s+`+alg+` \(the fastest both endpoints offer\)$`).MatchString(out) {
+		t.Errorf("files verified with %q; ferry task show:\n%s", alg, out)
+	}
+
+	id = c.transfer("src:/tree", "dst:/b", "-r", "--verify-checksum", "--checksum-algorithm", "SHA1")
+	c.succeeded(id, time.Minute)
+	if out := c.ok("", "task", "show", id); !regexp.MustCompile(`(?m)^Checksum Algorithm:\s+SHA1$`).MatchString(out) {
+		t.Errorf("ferry task show of a SHA1 transfer:\n%s", out)
+	}
+}
+
+// TestCLIUnixFormat checks -F unix of the list commands: one record a
+// line, its fields tab-separated, no header (which -F text has).
+func TestCLIUnixFormat(t *testing.T) {
+	c := newTreeUser(t, 2)
+	id := c.transfer("src:/tree", "dst:/tree", "-r")
+	c.succeeded(id, time.Minute)
+
+	for _, tc := range []struct {
+		args   []string
+		header string   // the first word of -F text's first line
+		first  []string // the first fields of each -F unix line
+	}{
+		{[]string{"task", "list"}, "TASK ID", []string{id + "\tSUCCEEDED\tTRANSFER\talice#src\talice#dst\t2/2\t"}},
+		{[]string{"endpoint", "list"}, "NAME", []string{"alice#dst\t", "alice#src\t"}},
+		{[]string{"token", "list"}, "ID", []string{"1\tapi\t"}},
+		{[]string{"task", "show", id, "-t"}, "SOURCE PATH", []string{"/tree/f-0000.dat\t/tree/f-0000.dat\t", "/tree/f-0001.dat\t/tree/f-0001.dat\t"}},
+	} {
+		t.Run(strings.Join(tc.args[:2], " "), func(t *testing.T) {
+			if out := c.ok("", tc.args...); !strings.HasPrefix(out, tc.header) {
+				t.Errorf("ferry %s: no header %q:\n%s", strings.Join(tc.args, " "), tc.header, out)
+			}
+			out := c.ok("", append(tc.args, "-F", "unix")...)
+			lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+			if len(lines) != len(tc.first) {
+				t.Fatalf("ferry %s -F unix: %d lines, want %d:\n%s", strings.Join(tc.args, " "), len(lines), len(tc.first), out)
+			}
+			for i, l := range lines {
+				if !strings.HasPrefix(l, tc.first[i]) {
+					t.Errorf("ferry %s -F unix: line %q, want it to start %q", strings.Join(tc.args, " "), l, tc.first[i])
+				}
+			}
+		})
+	}
+}
+
+// TestCLIUserRemove runs ferry user list and remove beside a running
+// service: removing alice is refused while her task waits for an
+// activation, and once she has canceled it her token stops working.
+func TestCLIUserRemove(t *testing.T) {
+	src, dst := startFerry(t), startFerry(t)
+	svc := startService(t, serviceConfig{})
+	c := newServiceUser(t, svc, "alice@example.org")
+	svc.addUser("bob", servicePassword, "")
+	c.addEndpoint("src", src, "--auth", "password")
+	c.addEndpoint("dst", dst)
+	id := c.transfer("src:/", "dst:/x", "-r")
+	c.waitFor(id, "INACTIVE", 30*time.Second, func(t api.Task) bool { return t.Status == domain.StatusInactive })
+
+	operator := func(args ...string) cliRun {
+		t.Helper()
+		return runFerryCLI(t, time.Minute, nil, "", append(append([]string{"user"}, args...), storeArgs(svc.cfg)...)...)
+	}
+	if r := operator("list"); r.code != 0 || !regexp.MustCompile(`^NAME +EMAIL +CREATED\nalice +alice@example.org +\S+ \S+\nbob +- `).MatchString(r.stdout) {
+		t.Errorf("user list:\n%s", r)
+	}
+	if r := operator("remove", "alice"); r.code != 1 || !strings.Contains(r.stderr, "unfinished tasks") || !strings.Contains(r.stderr, id) {
+		t.Errorf("user remove with a task waiting: want exit 1 naming it:\n%s", r)
+	}
+	c.ok("", "task", "cancel", id)
+	if r := operator("remove", "alice"); r.code != 0 || r.stdout != "removed user alice\n" {
+		t.Errorf("user remove:\n%s", r)
+	}
+	if r := c.run("", "whoami"); r.code != 4 {
+		t.Errorf("whoami of a removed user: want exit 4:\n%s", r)
+	}
+	if r := operator("list"); r.code != 0 || strings.Contains(r.stdout, "alice") {
+		t.Errorf("user list after remove:\n%s", r)
+	}
+	if r := operator("remove", "alice"); r.code != 1 || !strings.Contains(r.stderr, "not found") {
+		t.Errorf("user remove of no user: want exit 1, not found:\n%s", r)
+	}
+}
+
+// TestSSHWhoami runs ferry whoami over the SSH gateway: the user the
+// session is of, and the service's URL.
+func TestSSHWhoami(t *testing.T) {
+	g := startSSHGateway(t)
+	if out := g.user(t, "alice").ok("whoami"); out != "alice at "+g.svc.URL()+"\n" {
+		t.Errorf("whoami over SSH: %q", out)
+	}
+}
