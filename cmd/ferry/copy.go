@@ -34,7 +34,7 @@ func newCopyCmd() *cobra.Command {
 		o                       engine.Options
 		syncLevel, chunk, until string
 		tar                     string
-		quiet                   bool
+		quiet, noVerify         bool
 		mc                      string
 		via                     []string
 		creds                   proxies
@@ -61,6 +61,12 @@ that cannot forward get ordinary copies.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
+			if noVerify {
+				if cmd.Flags().Changed("verify-checksum") && o.Verify {
+					return usagef("--verify-checksum and --no-verify-checksum: give one")
+				}
+				o.Verify = false
+			}
 			if o.SyncLevel, err = engine.ParseSyncLevel(syncLevel); err != nil {
 				return err
 			}
@@ -100,12 +106,15 @@ that cannot forward get ordinary copies.`,
 	f.IntVar(&o.Concurrency, "cc", 0, "concurrent session pairs (default: chosen)")
 	f.IntVar(&o.Pipelining, "pp", 0, "files in flight per session pair (default: chosen, also for -pp alone, as in globus-url-copy)")
 	f.BoolVarP(&o.Recursive, "recursive", "r", false, "copy directories and their contents")
-	f.StringVar(&syncLevel, "sync-level", "", "skip files already at the destination: exists, size, mtime or checksum")
-	f.BoolVar(&o.Verify, "verify-checksum", false, "compare checksums at both ends (per chunk for large files)")
+	f.StringVarP(&syncLevel, "sync-level", "s", "", "skip files already at the destination: exists, size, mtime or checksum (default: copy every file)")
+	f.BoolVar(&o.Verify, "verify-checksum", false, "compare checksums at both ends (per chunk for large files; default off, as globus-url-copy's -verify-checksum, where ferry transfer's tasks verify by default)")
+	f.BoolVar(&noVerify, "no-verify-checksum", false, "do not compare checksums (the default here; as in ferry transfer)")
 	f.StringVar(&o.Algorithm, "checksum-algorithm", "", "MD5, ADLER32, SHA1, SHA256, SHA512, CRC32C or XXH128 (default: the fastest both ends have)")
 	f.StringVar(&chunk, "chunk-size", "", "split files larger than twice this across sessions, e.g. 256M (0: never; default: chosen)")
 	f.StringVar(&until, "deadline", "", "retry until then: a duration (2h) or an RFC 3339 time")
-	f.BoolVar(&o.PreserveMtime, "preserve-mtime", false, "give copies the source's modification time")
+	f.BoolVar(&o.PreserveMtime, "preserve-timestamp", false, "give copies the source's modification time (as ferry transfer's)")
+	f.BoolVar(&o.PreserveMtime, "preserve-mtime", false, "the old name of --preserve-timestamp")
+	f.MarkDeprecated("preserve-mtime", "use --preserve-timestamp, as ferry transfer does")
 	f.BoolVar(&o.Encrypt, "encrypt", false, "encrypt the data channels (globus-url-copy's -dcpriv); both ends must be ferry servers, whose data channels are always authenticated")
 	f.BoolVar(&o.Compress, "compress", false, "compress data in flight (zstd) where both ends are ferry servers; worth it only when the link, not the CPU, is the limit")
 	f.StringVar(&tar, "tar", "auto", "move trees of small files as tar streams: auto (when the file mix favours it), always or never")

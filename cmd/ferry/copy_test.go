@@ -121,6 +121,40 @@ func TestCopyArgs(t *testing.T) {
 	}
 }
 
+// TestCopyTransferFlags: ferry copy takes ferry transfer's names for the
+// flags they share, and still the old --preserve-mtime.
+func TestCopyTransferFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args     []string
+		verify   bool
+		preserve bool
+		sync     string
+		bad      string
+	}{
+		{args: []string{"a", "b"}},
+		{args: []string{"--verify-checksum", "a", "b"}, verify: true},
+		{args: []string{"--no-verify-checksum", "a", "b"}},
+		{args: []string{"--preserve-timestamp", "a", "b"}, preserve: true},
+		{args: []string{"--preserve-mtime", "a", "b"}, preserve: true},
+		{args: []string{"-s", "checksum", "a", "b"}, sync: "checksum"},
+		{args: []string{"--sync-level", "size", "a", "b"}, sync: "size"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			cmd := newCopyCmd()
+			if err := cmd.ParseFlags(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			f := cmd.Flags()
+			verify, _ := f.GetBool("verify-checksum")
+			preserve, _ := f.GetBool("preserve-timestamp")
+			sync, _ := f.GetString("sync-level")
+			if verify != tc.verify || preserve != tc.preserve || sync != tc.sync {
+				t.Fatalf("verify %v preserve %v sync %q; want %v %v %q", verify, preserve, sync, tc.verify, tc.preserve, tc.sync)
+			}
+		})
+	}
+}
+
 func TestParsePlace(t *testing.T) {
 	t.Setenv("X509_USER_PROXY", filepath.Join(t.TempDir(), "none"))
 	for _, tc := range []struct {
