@@ -153,10 +153,13 @@ func TestStripedGCTPair(t *testing.T) {
 			}
 			// GCT's stripes each report their own markers, but not always
 			// every stripe before the 226 (seen: only the last stripe's
-			// final markers): what they say is a lower bound, the 226 the
-			// word on the whole file.
-			if most == 0 || most > int64(len(data)) {
-				t.Errorf("perf markers add up to %d bytes, want 1 to %d", most, len(data))
+			// final markers, and once none at all): what they say is a
+			// lower bound, the 226 the word on the whole file.
+			if most > int64(len(data)) {
+				t.Errorf("perf markers add up to %d bytes, more than the %d of the file", most, len(data))
+			}
+			if most == 0 {
+				t.Logf("no perf marker before the 226")
 			}
 			if markers == 0 || have.End() > int64(len(data)) {
 				t.Errorf("%d range markers, union %s; want some, within 0-%d", markers, have, len(data))
