@@ -79,9 +79,9 @@ Ctrl-C; tasks using the endpoint wait (INACTIVE) until it runs again.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&service, "service", "", "the ferry service, http(s)://host:port")
+	f.StringVar(&service, "service", "", "the ferry service, http(s)://host:port (required)")
 	f.StringVar(&setupKey, "setup-key", "", "pair this machine with the endpoint of this one-time key")
-	f.StringVar(&root, "root", "", "directory to serve as /")
+	f.StringVar(&root, "root", "", "directory to serve as / (required)")
 	f.StringVar(&dir, "config", "", "where the agent keeps its certificate and key (default: ferry/connect in your configuration directory)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd

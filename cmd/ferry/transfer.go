@@ -416,7 +416,7 @@ bar on a terminal; its exit status is that of ferry task wait.`,
 	}
 	f := cmd.Flags()
 	f.BoolVarP(&o.recursive, "recursive", "r", false, "copy a directory and everything under it")
-	f.StringVarP(&o.syncLevel, "sync-level", "s", "", "skip files already there: exists, size, mtime or checksum (0-3)")
+	f.StringVarP(&o.syncLevel, "sync-level", "s", "", "skip files already there: exists, size, mtime or checksum (0-3) (default: copy every file)")
 	f.StringVar(&o.label, "label", "", "a label for the task")
 	wait.register(f)
 	return c.flags(cmd)
