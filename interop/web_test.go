@@ -191,7 +191,8 @@ func row(pane, name string) string {
 func (p *page) toast(text string) {
 	p.t.Helper()
 	p.waitText(`#toasts .toast`, text)
-	p.do("dismiss the toast", chromedp.Click(fmt.Sprintf(`//div[@id="toasts"]/div[contains(., %q)]/button`, text)))
+	p.do("dismiss the toast", chromedp.Evaluate[chromedp.Void](fmt.Sprintf( // unless it went by itself
+		`[...document.querySelectorAll('#toasts .toast')].find(t => t.textContent.includes(%q))?.querySelector('button').click()`, text)))
 }
 
 // dialogSubmit fills the open dialog's fields (name, value pairs) and
