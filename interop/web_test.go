@@ -168,8 +168,19 @@ func (p *page) shot(name string) {
 	if p.shots == "" {
 		return
 	}
-	// Let toasts and focus rings settle; hide the text cursor.
+	// Hide the text cursor.
 	p.do("blur", chromedp.Evaluate[chromedp.Void](`document.activeElement?.blur()`))
+	p.snap(name)
+}
+
+// snap saves a screenshot as shot does, but leaves the focus where it is
+// (a list open on a focused box stays open).
+func (p *page) snap(name string) {
+	p.t.Helper()
+	if p.shots == "" {
+		return
+	}
+	// Let toasts and focus rings settle.
 	time.Sleep(300 * time.Millisecond)
 	b, err := chromedp.Run(p.ctx, chromedp.FullScreenshot(100))
 	if err != nil {

@@ -57,7 +57,7 @@ func TestWebAppResearcher(t *testing.T) {
 		eval[string](p, `document.querySelector('`+leftPane+` input[name=endpoint]').getAttribute('aria-expanded')`) != "true" {
 		t.Errorf("endpoint list before typing: %q", got)
 	}
-	p.shot("files-endpoints")
+	p.snap("files-endpoints")
 	p.do("pick alpha", chromedp.Click(`//section[@aria-labelledby="left-title"]//li[@role="option"][span[text()="alice#alpha"]]`))
 	p.waitText(leftPane+` tbody`, "readme.txt")
 	p.do("type in the right box", chromedp.SendKeys(chromedp.CSS(rightPane+` input[name=endpoint]`), "bet"))
@@ -104,11 +104,13 @@ func TestWebAppResearcher(t *testing.T) {
 	p.do("select readme.txt", chromedp.Click(row(leftPane, "many")+`/td[3]`), chromedp.Click(row(leftPane, "readme.txt")+`/td[3]`))
 	p.do("transfer readme.txt", chromedp.Click(chromedp.CSS(leftPane+` button[aria-label^="Transfer the selection"]`)))
 	p.dialogSubmit("transfer readme.txt", "label", "readme copy")
+	p.toast("Transfer submitted")
 
 	// Activity: names, then filters.
 	p.do("activity page", chromedp.Click(chromedp.CSS(`#nav a[href="#/activity"]`)))
 	manyName := "alice#alpha:/many/ → alice#beta:/many/"
 	p.wait("both transfers succeed", taskStatus("readme copy")+` === 'SUCCEEDED' && `+taskStatus(manyName)+` === 'SUCCEEDED'`, 60*time.Second)
+	p.toast("“readme copy” succeeded")
 	rows := func() string {
 		return eval[string](p, `[...document.querySelectorAll('tr[data-task] a')].map(a => a.textContent).join('|')`)
 	}

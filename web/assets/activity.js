@@ -10,7 +10,8 @@ const syncLevels = ['if missing', 'if the size differs', 'if newer', 'if the che
 
 // cancel asks, then cancels task t.
 async function cancel(t) {
-  if (!await confirm(`Cancel ${tasks.name(t).toLowerCase()}?`, 'Files already transferred stay; the rest are not sent.', 'Cancel task')) return;
+  const name = tasks.name(t);
+  if (!await confirm(`Cancel ${name[0].toLowerCase() + name.slice(1)}?`, 'Files already transferred stay; the rest are not sent.', 'Cancel task')) return;
   try {
     toast((await post(`task/${t.task_id}/cancel`)).message);
     tasks.poke();
