@@ -228,8 +228,9 @@ export function task(main, _, id) {
     plot.replaceChildren(chart(throughput(t)));
     renderDests(t);
     const shown = events.slice(-200).reverse();
+    const today = new Date().toDateString(); // events of today show only their time
     evBody.replaceChildren(...shown.map((e) => h('tr', { class: e.is_error ? 'error' : '' },
-      h('td', {}, date(e.time, true)),
+      h('td', {}, date(e.time, new Date(e.time).toDateString() === today)),
       h('td', {}, e.is_error ? h('span', { class: 'sr-only', text: 'Error: ' }) : null, e.code),
       h('td', { text: humanize(e.description) }))));
     evNote.textContent = events.length > shown.length ? `The latest ${shown.length} of ${events.length} events.` : '';

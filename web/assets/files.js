@@ -429,7 +429,7 @@ function picker(id, title, open) {
       list.replaceChildren(...found.map((e, i) => h('li', { id: `${list.id}-${i}`, role: 'option', 'aria-selected': 'false',
         onmousedown: (ev) => ev.preventDefault(), onclick: () => choose(e) },
       h('span', { text: e.display_name }), h('small', { class: 'muted', text: e.description || '' }))));
-      if (!found.length) list.append(h('li', { class: 'muted', text: text ? `No endpoint matches “${text}”.` : 'No endpoints yet: add one on the Endpoints page.' }));
+      if (!found.length) list.append(h('li', { class: 'muted', role: 'option', 'aria-disabled': 'true', text: text ? `No endpoint matches “${text}”.` : 'No endpoints yet: add one on the Endpoints page.' }));
       mark(-1);
       list.hidden = document.activeElement !== input;
       input.setAttribute('aria-expanded', String(!list.hidden));
