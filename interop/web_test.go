@@ -168,8 +168,19 @@ func (p *page) shot(name string) {
 	if p.shots == "" {
 		return
 	}
-	// Let toasts and focus rings settle; hide the text cursor.
+	// Hide the text cursor.
 	p.do("blur", chromedp.Evaluate[chromedp.Void](`document.activeElement?.blur()`))
+	p.snap(name)
+}
+
+// snap saves a screenshot as shot does, but leaves the focus where it is
+// (a list open on a focused box stays open).
+func (p *page) snap(name string) {
+	p.t.Helper()
+	if p.shots == "" {
+		return
+	}
+	// Let toasts and focus rings settle.
 	time.Sleep(300 * time.Millisecond)
 	b, err := chromedp.Run(p.ctx, chromedp.FullScreenshot(100))
 	if err != nil {
@@ -191,7 +202,8 @@ func row(pane, name string) string {
 func (p *page) toast(text string) {
 	p.t.Helper()
 	p.waitText(`#toasts .toast`, text)
-	p.do("dismiss the toast", chromedp.Click(fmt.Sprintf(`//div[@id="toasts"]/div[contains(., %q)]/button`, text)))
+	p.do("dismiss the toast", chromedp.Evaluate[chromedp.Void](fmt.Sprintf( // unless it went by itself
+		`[...document.querySelectorAll('#toasts .toast')].find(t => t.textContent.includes(%q))?.querySelector('button').click()`, text)))
 }
 
 // dialogSubmit fills the open dialog's fields (name, value pairs) and

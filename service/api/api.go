@@ -247,6 +247,12 @@ type Task struct {
 	// progress; the task's own files_transferred, files_skipped and
 	// subtasks count a source file once it is at every destination.
 	Destinations []TaskDestination `json:"destinations,omitempty"`
+	// SourcePath and DestinationPath say where the task's items are: the
+	// one item's paths, or the deepest directories that hold them all (a
+	// delete task has no destination path). Only GET task/{id} has them:
+	// task_list leaves them out, as the items are read per task.
+	SourcePath      string `json:"source_path,omitempty"`
+	DestinationPath string `json:"destination_path,omitempty"`
 
 	Files                   int64 `json:"files"`
 	Directories             int64 `json:"directories"`

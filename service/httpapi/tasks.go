@@ -401,7 +401,52 @@ func (s *Server) task(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err != nil {
 		return err
 	}
-	return reply(w, http.StatusOK, s.taskDoc(t, s.endpointNames(r)))
+	items, err := s.Store.TaskItems(r.Context(), t.ID)
+	if err != nil {
+		return err
+	}
+	d := s.taskDoc(t, s.endpointNames(r))
+	d.SourcePath, d.DestinationPath = itemPaths(items)
+	return reply(w, http.StatusOK, d)
+}
+
+// itemPaths says where items are: the one item's source and destination
+// paths, or the deepest directories that hold all the sources and all
+// the destinations ("" when the items have none, as in a delete task).
+func itemPaths(items []domain.Item) (src, dst string) {
+	if len(items) == 1 {
+		return items[0].Src, items[0].Dst
+	}
+	for i, it := range items {
+		s, d := parentDir(it.Src), parentDir(it.Dst)
+		if i > 0 {
+			s, d = commonDir(src, s), commonDir(dst, d)
+		}
+		src, dst = s, d
+	}
+	return src, dst
+}
+
+// parentDir is the directory holding p, with a trailing slash; "" for "".
+func parentDir(p string) string {
+	if p == "" {
+		return ""
+	}
+	return strings.TrimSuffix(path.Dir(strings.TrimSuffix(p, "/")), "/") + "/"
+}
+
+// commonDir is the deepest directory that holds both directories a and
+// b (each with a trailing slash); "" if either is "".
+func commonDir(a, b string) string {
+	if a == "" || b == "" {
+		return ""
+	}
+	x, y := strings.Split(a, "/"), strings.Split(b, "/")
+	n := 0
+	for n < len(x)-1 && n < len(y)-1 && x[n] == y[n] {
+		n++
+	}
+	return strings.Join(x[:n], "/") + "/"
 }
 
 // endpointNames returns a lookup of endpoint display names by ID that

@@ -138,7 +138,7 @@ func TestTransfer(t *testing.T) {
 		DestinationEndpointID: task.DestinationEndpointID, DestinationEndpointDisplayName: "bob#dst",
 		SyncLevel: new(3), VerifyChecksum: true, ChecksumAlgorithm: "MD5", PreserveTimestamp: true,
 		FilterRules:    []api.FilterRule{{DataType: "filter_rule", Method: "exclude", Name: "*.tmp", Type: "file"}},
-		NotifyOnFailed: true, NotifyOnInactive: true,
+		NotifyOnFailed: true, NotifyOnInactive: true, SourcePath: "/", DestinationPath: "/",
 	}
 	if !equalJSON(t, task, want) || !task.Deadline.Equal(deadline) || task.DestinationEndpointID != dst.ID {
 		t.Fatalf("task %+v\nwant %+v", task, want)
@@ -364,6 +364,43 @@ func TestTaskList(t *testing.T) {
 		if a := e.raw("GET", "task_list?"+q, tok, nil); a.status != 400 {
 			t.Errorf("task_list?%s: %d, want 400", q, a.status)
 		}
+	}
+}
+
+// TestTaskPaths: GET task/{id} says where the items are, the one item's
+// paths or the directories that hold them all; task_list leaves them out.
+func TestTaskPaths(t *testing.T) {
+	e := newEnv(t)
+	alice, _ := e.user("alice")
+	addEndpoint(t, alice, "ep", "anonymous", false)
+	for _, tc := range []struct {
+		items    []api.TransferItem
+		src, dst string
+	}{
+		{[]api.TransferItem{{SourcePath: "/data/run1/", DestinationPath: "/copy/run1/", Recursive: true}}, "/data/run1/", "/copy/run1/"},
+		{[]api.TransferItem{{SourcePath: "/data/a.dat", DestinationPath: "/copy/a.dat"}}, "/data/a.dat", "/copy/a.dat"},
+		{[]api.TransferItem{{SourcePath: "/data/run1/a", DestinationPath: "/copy/a"}, {SourcePath: "/data/run2/b", DestinationPath: "/copy/b"}}, "/data/", "/copy/"},
+		{[]api.TransferItem{{SourcePath: "/data/a", DestinationPath: "/x/a"}, {SourcePath: "/data/b", DestinationPath: "/y/b"}}, "/data/", "/"},
+		{[]api.TransferItem{{SourcePath: "/a", DestinationPath: "/x/y/a"}, {SourcePath: "/b/", DestinationPath: "/x/y/b/", Recursive: true}}, "/", "/x/y/"},
+	} {
+		r, err := alice.Transfer(t.Context(), api.Transfer{SourceEndpoint: "ep", DestinationEndpoint: "ep", Data: tc.items})
+		if err != nil {
+			t.Fatal(err)
+		}
+		task, err := alice.Task(t.Context(), r.TaskID)
+		if err != nil || task.SourcePath != tc.src || task.DestinationPath != tc.dst {
+			t.Errorf("%+v: source_path %q, destination_path %q, %v; want %q, %q", tc.items, task.SourcePath, task.DestinationPath, err, tc.src, tc.dst)
+		}
+	}
+	r, err := alice.Delete(t.Context(), api.Delete{Endpoint: "ep", Data: []api.DeleteItem{{Path: "/old/a"}, {Path: "/old/b"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task, err := alice.Task(t.Context(), r.TaskID); err != nil || task.SourcePath != "/old/" || task.DestinationPath != "" {
+		t.Errorf("delete task: source_path %q, destination_path %q, %v", task.SourcePath, task.DestinationPath, err)
+	}
+	if l, err := alice.TaskList(t.Context(), api.TaskQuery{}); err != nil || l.Data[0].SourcePath != "" {
+		t.Errorf("task_list: %+v, %v (want no paths)", l.Data[0], err)
 	}
 }
 

@@ -2,7 +2,7 @@
 // page (counters, throughput chart, failed files and events).
 
 import { get, post } from './api.js';
-import { h, confirm, toast, bytes, rate, date, errorText } from './ui.js';
+import { h, field, confirm, toast, bytes, rate, date, errorText, humanize } from './ui.js';
 import * as tasks from './tasks.js';
 import { chart } from './chart.js';
 
@@ -10,7 +10,8 @@ const syncLevels = ['if missing', 'if the size differs', 'if newer', 'if the che
 
 // cancel asks, then cancels task t.
 async function cancel(t) {
-  if (!await confirm(`Cancel ${tasks.name(t).toLowerCase()}?`, 'Files already transferred stay; the rest are not sent.', 'Cancel task')) return;
+  const name = tasks.name(t);
+  if (!await confirm(`Cancel ${name[0].toLowerCase() + name.slice(1)}?`, 'Files already transferred stay; the rest are not sent.', 'Cancel task')) return;
   try {
     toast((await post(`task/${t.task_id}/cancel`)).message);
     tasks.poke();
@@ -37,11 +38,49 @@ function bar(t, p) {
     : h('progress', { max: 1, value: p.fraction, 'aria-label': label });
 }
 
+// places caches, by task ID, where an unlabeled task's items are
+// (SRC:path → DST:path), which only its own document says.
+const places = new Map();
+
+// title names a task in the activity list: its label, else where its
+// items go, else (until that is known) its endpoints.
+function title(t, then) {
+  if (t.label) return t.label;
+  if (!places.has(t.task_id)) {
+    places.set(t.task_id, null);
+    get('task/' + encodeURIComponent(t.task_id)).then((d) => {
+      places.set(t.task_id, where(d));
+      then();
+    }, () => places.delete(t.task_id));
+  }
+  return places.get(t.task_id) || route(t);
+}
+
+// where says a task's items with their endpoints: SRC:path → DST:path.
+function where(t) {
+  const src = `${t.source_endpoint_display_name || '?'}:${t.source_path || ''}`;
+  if (t.type === 'DELETE') return `delete ${src}`;
+  const more = t.destinations?.length > 1 ? ` and ${t.destinations.length - 1} more` : '';
+  return `${src} → ${t.destination_endpoint_display_name || '?'}:${t.destination_path || ''}${more}`;
+}
+
+// Filters of the activity list: each a select of the task_list filter
+// key's values, and text in the label.
+const statuses = [['', 'Any status'], ['ACTIVE', 'Active'], ['INACTIVE', 'Inactive'], ['SUCCEEDED', 'Succeeded'], ['FAILED', 'Failed']];
+const types = [['', 'Any type'], ['TRANSFER', 'Transfer'], ['DELETE', 'Delete']];
+
 export function activity(main) {
   const rows = new Map(); // task ID → its row's live parts
   const body = h('tbody');
   const note = h('p', { class: 'muted' });
-  main.append(h('div', { class: 'heading' }, h('h1', { text: 'Activity' })),
+  const status = h('p', { class: 'error', role: 'alert' });
+  const select = (name, options) => h('select', { name, onchange: () => refilter() }, options.map(([v, t]) => h('option', { value: v, text: t })));
+  const form = h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter tasks', onsubmit: (e) => e.preventDefault() },
+    field('Status', select('status', statuses)), field('Type', select('type', types)),
+    field('Label', h('input', { type: 'search', name: 'label', autocomplete: 'off', oninput: () => { clearTimeout(typing); typing = setTimeout(refilter, 250); } })));
+  let typing = 0;
+  let last = { list: [], total: 0 };
+  main.append(h('div', { class: 'heading' }, h('h1', { text: 'Activity' })), form, status,
     h('div', { class: 'scroll card' }, h('table', { class: 'tasks' },
       h('caption', { class: 'sr-only', text: 'Your tasks, newest first; progress updates by itself.' }),
       h('thead', {}, h('tr', {}, ['Task', 'Route', 'Status', 'Progress', 'Requested'].map((c) => h('th', { scope: 'col', text: c })),
@@ -52,25 +91,56 @@ export function activity(main) {
   const row = (t) => {
     let r = rows.get(t.task_id);
     if (!r) {
-      r = { status: h('td'), progress: h('td', { class: 'progress' }), cancel: h('button', { type: 'button', text: 'Cancel', onclick: () => cancel(r.t) }) };
+      r = { link: h('a', { href: '#/task/' + t.task_id }), status: h('td'), progress: h('td', { class: 'progress' }), when: h('td'),
+        cancel: h('button', { type: 'button', text: 'Cancel', onclick: () => cancel(r.t) }) };
       r.tr = h('tr', { 'data-task': t.task_id },
-        h('td', {}, h('a', { href: '#/task/' + t.task_id, text: t.label || t.task_id.slice(0, 8) })),
-        h('td', { text: route(t) }), r.status, r.progress, h('td', {}, date(t.request_time)), h('td', {}, r.cancel));
+        h('td', {}, r.link), h('td', { text: route(t) }), r.status, r.progress, r.when, h('td', {}, r.cancel));
       rows.set(t.task_id, r);
     }
     r.t = t;
     const p = tasks.progress(t);
+    r.link.textContent = title(t, () => show(last));
     r.status.replaceChildren(badge(t));
     r.progress.replaceChildren(bar(t, p), h('span', { text: p.text }));
+    r.when.replaceChildren(date(t.request_time, false, true));
     r.cancel.hidden = tasks.done(t);
     return r.tr;
   };
-  return tasks.subscribe((list, total) => {
+  const show = ({ list, total }) => {
+    last = { list, total };
     const focused = document.activeElement;
     body.replaceChildren(...list.map(row));
-    if (!list.length) body.append(h('tr', {}, h('td', { colspan: 6, class: 'muted empty' }, 'No tasks yet: start a transfer in ', h('a', { href: '#/files', text: 'Files' }), '.')));
+    if (!list.length && filter()) body.append(h('tr', {}, h('td', { colspan: 6, class: 'muted empty', text: 'No task matches these filters.' })));
+    else if (!list.length) body.append(h('tr', {}, h('td', { colspan: 6, class: 'muted empty' }, 'No tasks yet: start a transfer in ', h('a', { href: '#/files', text: 'Files' }), '.')));
     if (body.contains(focused)) focused.focus();
     note.textContent = total > list.length ? `The latest ${list.length} of ${total} tasks.` : '';
+  };
+  // filter is the task_list filter the form asks for ("" for none).
+  const filter = () => {
+    const f = new FormData(form);
+    return [['status', f.get('status')], ['type', f.get('type')], ['label', f.get('label').trim().replaceAll('/', ' ')]]
+      .filter(([, v]) => v).map(([k, v]) => `${k}:${v}`).join('/');
+  };
+  // The unfiltered list is the one polled for every page; a filtered one
+  // is asked for when the filters change and after each poll.
+  let all = { list: [], total: 0 };
+  let asked = 0;
+  const refilter = async () => {
+    const f = filter();
+    if (!f) return show(all);
+    const n = ++asked;
+    try {
+      const l = await get('task_list', { limit: 50, filter: f });
+      if (n !== asked || f !== filter()) return;
+      status.textContent = '';
+      show({ list: l.DATA, total: l.total });
+    } catch (err) {
+      status.textContent = errorText(err);
+    }
+  };
+  return tasks.subscribe((list, total) => {
+    all = { list, total };
+    refilter();
   });
 }
 
@@ -82,7 +152,8 @@ export function task(main, _, id) {
   const counters = h('dl', { class: 'counters' });
   const plot = h('div', { class: 'plot' });
   const dests = h('section', { 'aria-labelledby': 'dests-title', hidden: true });
-  const failed = h('section', { 'aria-labelledby': 'failed-title', hidden: true });
+  const done = pages(id, 'successful_transfers', 'done-title', 'Transferred files');
+  const failed = pages(id, 'failed_transfers', 'failed-title', 'Failed files');
   const evBody = h('tbody');
   const evNote = h('p', { class: 'muted' });
   main.append(
@@ -91,7 +162,7 @@ export function task(main, _, id) {
     h('div', { class: 'grid2' },
       h('section', { class: 'card', 'aria-labelledby': 'counters-title' }, h('h2', { id: 'counters-title', text: 'Details' }), counters),
       h('section', { class: 'card', 'aria-labelledby': 'chart-title' }, h('h2', { id: 'chart-title', text: 'Throughput' }), plot)),
-    dests, failed,
+    dests, failed.section, done.section,
     h('section', { class: 'card', 'aria-labelledby': 'events-title' }, h('h2', { id: 'events-title', text: 'Events' }),
       h('div', { class: 'scroll' }, h('table', { class: 'events' },
         h('thead', {}, h('tr', {}, ['Time', 'Event', 'Description'].map((c) => h('th', { scope: 'col', text: c })))), evBody)), evNote));
@@ -109,11 +180,15 @@ export function task(main, _, id) {
         events.push(...l.DATA);
         if (!l.DATA.length || events.length >= l.total) break;
       }
-      const f = t.subtasks_failed || t.destinations?.some((d) => d.files_failed) ? await get(`task/${encodeURIComponent(id)}/failed_transfers`, { limit: 100 }) : null;
       if (left) return;
+      const was = current;
       current = t;
       tasks.sample(t);
-      render(t, f);
+      render(t);
+      if (!was || !tasks.done(was)) {
+        if (t.type !== 'DELETE') done.load(t, t.files_transferred > 0);
+        failed.load(t, t.subtasks_failed > 0 || t.destinations?.some((d) => d.files_failed));
+      }
       status.textContent = '';
       if (!tasks.done(t)) timer = setTimeout(refresh, 1500);
     } catch (err) {
@@ -123,13 +198,13 @@ export function task(main, _, id) {
     }
   }
 
-  function render(t, f) {
-    title.textContent = t.label || `Task ${t.task_id.slice(0, 8)}`;
+  function render(t) {
+    title.textContent = t.label || where(t);
     document.title = `${title.textContent} · ferry`;
     cancelButton.hidden = tasks.done(t);
     const p = tasks.progress(t);
     summary.replaceChildren(badge(t), bar(t, p), h('span', { text: p.text }));
-    if (t.fatal_error) summary.append(h('p', { class: 'error', text: `${t.fatal_error.code}: ${t.fatal_error.description}` }));
+    if (t.fatal_error) summary.append(h('p', { class: 'error', text: t.fatal_error.description }));
     const o = [t.sync_level === undefined ? 'always copy' : 'copy ' + syncLevels[t.sync_level]];
     if (t.verify_checksum) o.push('verify checksums' + (t.checksum_algorithm ? ` (${t.checksum_algorithm})` : ''));
     if (t.preserve_timestamp) o.push('preserve times');
@@ -139,33 +214,25 @@ export function task(main, _, id) {
     if (t.ignore_missing) o.push('ignore missing');
     const item = (k, v) => [h('dt', { text: k }), h('dd', {}, v)];
     counters.replaceChildren(...[
-      item('Type', t.type === 'DELETE' ? 'delete' : 'transfer'), item('Route', route(t)),
+      item('Type', t.type === 'DELETE' ? 'delete' : 'transfer'),
+      item(t.type === 'DELETE' ? 'Path' : 'From', h('code', { text: `${t.source_endpoint_display_name}:${t.source_path}` })),
+      t.type !== 'DELETE' && item('To', h('span', {}, h('code', { text: `${t.destination_endpoint_display_name}:${t.destination_path}` }),
+        t.destinations?.length > 1 ? ` and ${t.destinations.length - 1} more (below)` : '')),
       item('Files', `${t.files} found, ${t.files_transferred} ${t.type === 'DELETE' ? 'deleted' : 'transferred'}, ${t.files_skipped} skipped, ${t.subtasks_failed} failed`),
       item('Directories', String(t.directories)),
       item('Bytes', `${bytes(t.bytes_transferred)} transferred` + (t.bytes_total ? ` of ${bytes(t.bytes_total)}` : '') + `, ${bytes(t.bytes_checksummed)} verified`),
       item('Average rate', rate(t.effective_bytes_per_second)), item('Faults', String(t.faults)),
       item('Requested', date(t.request_time)), item('Completed', date(t.completion_time)), item('Deadline', date(t.deadline)),
       item('Options', o.join(', ')), item('Task ID', h('code', { text: t.task_id })),
-    ].flat());
+    ].filter(Boolean).flat());
     plot.replaceChildren(chart(throughput(t)));
     renderDests(t);
-    const destName = (id) => t.destinations?.find((d) => d.endpoint_id === id)?.endpoint_display_name || id;
-    failed.hidden = !f;
-    if (f) {
-      failed.className = 'card';
-      failed.replaceChildren(h('h2', { id: 'failed-title', text: `Failed files (${t.subtasks_failed})` }),
-        h('div', { class: 'scroll' }, h('table', { class: 'failed' },
-          h('thead', {}, h('tr', {}, [...(t.destinations ? ['Destination'] : []), 'File', 'Error'].map((c) => h('th', { scope: 'col', text: c })))),
-          h('tbody', {}, f.DATA.map((x) => h('tr', {},
-            t.destinations && h('td', { text: destName(x.destination_endpoint_id) }),
-            h('td', {}, h('code', { text: x.source_path })), h('td', { text: x.error })))))));
-      if (f.next_marker) failed.append(h('p', { class: 'muted', text: `The first ${f.DATA.length} are shown.` }));
-    }
     const shown = events.slice(-200).reverse();
+    const today = new Date().toDateString(); // events of today show only their time
     evBody.replaceChildren(...shown.map((e) => h('tr', { class: e.is_error ? 'error' : '' },
-      h('td', {}, date(e.time, true)),
+      h('td', {}, date(e.time, new Date(e.time).toDateString() === today)),
       h('td', {}, e.is_error ? h('span', { class: 'sr-only', text: 'Error: ' }) : null, e.code),
-      h('td', { text: e.description }))));
+      h('td', { text: humanize(e.description) }))));
     evNote.textContent = events.length > shown.length ? `The latest ${shown.length} of ${events.length} events.` : '';
   }
 
@@ -210,5 +277,65 @@ export function task(main, _, id) {
   return () => {
     left = true;
     clearTimeout(timer);
+  };
+}
+
+// pageSize is how many files a page of a task's files shows.
+const pageSize = 50;
+
+// pages is a section of a task's files, transferred or failed (the API's
+// route kind, marker-paged), a page at a time: load shows (again) the
+// current page, or hides the section when show is false.
+function pages(id, kind, headingID, heading) {
+  const section = h('section', { class: 'card', 'aria-labelledby': headingID, hidden: true });
+  const h2 = h('h2', { id: headingID });
+  const body = h('tbody');
+  const head = h('tr');
+  const where = h('span', { class: 'muted', 'aria-live': 'polite' });
+  const prev = h('button', { type: 'button', text: `Previous ${pageSize}`, disabled: true, onclick: () => turn(-1) });
+  const next = h('button', { type: 'button', text: `Next ${pageSize}`, disabled: true, onclick: () => turn(1) });
+  let nextMarker = 0;
+  section.append(h2, h('div', { class: 'scroll' }, h('table', { class: kind === 'failed_transfers' ? 'failed' : 'done' }, h('thead', {}, head), body)),
+    h('div', { class: 'pager' }, prev, where, next));
+  const markers = [0]; // of the pages seen; the last is the current one's
+  let task = null;
+  let asked = 0;
+  async function fetchPage() {
+    const n = ++asked;
+    const l = await get(`task/${encodeURIComponent(id)}/${kind}`, { marker: markers.at(-1) || undefined, limit: pageSize });
+    if (n !== asked) return;
+    render(l);
+  }
+  function render(l) {
+    const t = task;
+    const failed = kind === 'failed_transfers';
+    const count = failed ? t.subtasks_failed : t.files_transferred;
+    h2.textContent = `${heading} (${count})`;
+    const many = t.destinations && failed;
+    const destName = (ep) => t.destinations?.find((d) => d.endpoint_id === ep)?.endpoint_display_name || ep;
+    head.replaceChildren(...[...(many ? ['Destination'] : []), 'File', ...(failed ? ['Error'] : ['To', 'Size'])]
+      .map((c) => h('th', { scope: 'col', text: c })));
+    body.replaceChildren(...l.DATA.map((x) => h('tr', {},
+      many && h('td', { text: destName(x.destination_endpoint_id) }),
+      h('td', {}, h('code', { text: x.source_path })),
+      failed ? h('td', { text: x.error }) : [h('td', {}, h('code', { text: x.destination_path })), h('td', { class: 'num', text: bytes(x.size) })])));
+    const from = (markers.length - 1) * pageSize;
+    where.textContent = l.DATA.length ? `${from + 1}–${from + l.DATA.length}` : '';
+    prev.disabled = markers.length === 1;
+    nextMarker = l.next_marker;
+    next.disabled = !nextMarker;
+  }
+  function turn(step) {
+    if (step > 0) markers.push(nextMarker);
+    else markers.pop();
+    fetchPage().catch((err) => toast(errorText(err), { kind: 'bad' }));
+  }
+  return {
+    section,
+    load(t, show) {
+      task = t;
+      section.hidden = !show;
+      if (show) fetchPage().catch(() => { /* the next refresh tries again */ });
+    },
   };
 }

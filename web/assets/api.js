@@ -9,7 +9,7 @@ let signedOut = () => {};
 // document (code, message, request_id).
 export class ApiError extends Error {
   constructor(status, doc) {
-    super(doc.message || `HTTP ${status}`);
+    super(doc.message || `The service answered HTTP ${status}.`);
     this.status = status;
     this.code = doc.code || '';
     this.requestId = doc.request_id || '';
@@ -38,12 +38,12 @@ async function call(method, path, { query, body } = {}) {
   try {
     resp = await fetch(url, { method, headers, credentials: 'same-origin', body: body === undefined ? undefined : JSON.stringify(body) });
   } catch (e) {
-    throw new ApiError(0, { code: 'Unavailable', message: `the service does not answer (${e.message})` });
+    throw new ApiError(0, { code: 'Unavailable', message: `The service does not answer (${e.message}).` });
   }
   const doc = await resp.json().catch(() => ({}));
   if (!resp.ok) {
     if (resp.status === 401 && path !== 'auth/login') signedOut();
-    throw new ApiError(resp.status, doc.code ? doc : { message: `HTTP ${resp.status} ${resp.statusText}` });
+    throw new ApiError(resp.status, doc.code ? doc : { message: `The service answered HTTP ${resp.status} ${resp.statusText}.` });
   }
   return doc;
 }

@@ -3,12 +3,14 @@
 
 import { h, s, rate, duration } from './ui.js';
 
-const W = 640, H = 200, left = 70, right = 12, top = 12, bottom = 26;
+const W = 640, H = 200, left = 84, right = 12, top = 12, bottom = 26;
 
-// nice rounds v up to 1, 2 or 5 times a power of ten.
+// nice rounds v up to 1, 2 or 5 times a power of ten of its binary
+// unit (KiB, MiB, ...), so that the axis reads 2 MiB/s, not 1.9 MiB/s.
 function nice(v) {
-  const p = 10 ** Math.floor(Math.log10(v));
-  return [1, 2, 5, 10].map((m) => m * p).find((c) => c >= v);
+  const unit = 1024 ** Math.max(0, Math.floor(Math.log2(v) / 10));
+  const p = 10 ** Math.floor(Math.log10(v / unit));
+  return [1, 2, 5, 10].map((m) => m * p * unit).find((c) => c >= v);
 }
 
 export function chart(points) {

@@ -43,25 +43,10 @@ export function files(main) {
 function pane(id, title) {
   const p = { ep: null, path: '', entries: [], view: [], selected: new Set(), sort: { key: 'name', up: true }, focus: 0 };
 
-  // Choosing the endpoint: suggestions from endpoint_search as one types.
-  const options = h('datalist', { id: `${id}-endpoints` });
-  const choose = h('input', { type: 'search', name: 'endpoint', list: options.id, placeholder: 'owner#name', autocomplete: 'off', spellcheck: 'false' });
-  let typing = 0;
-  const suggest = async () => {
-    try {
-      const l = await get('endpoint_search', { filter_fulltext: choose.value.trim(), limit: 20 });
-      options.replaceChildren(...l.DATA.map((e) => h('option', { value: e.display_name, text: e.description || e.auth_method })));
-    } catch { /* suggestions are optional */ }
-  };
-  choose.addEventListener('focus', suggest, { once: true });
-  choose.addEventListener('input', (e) => {
-    clearTimeout(typing);
-    const picked = [...options.options].some((o) => o.value === choose.value);
-    if (picked && (!e.inputType || e.inputType === 'insertReplacementText')) return open(choose.value);
-    typing = setTimeout(suggest, 200);
-  });
-  const pick = h('form', { class: 'row', role: 'search', 'aria-label': `${title} pane endpoint`, onsubmit: (e) => { e.preventDefault(); open(choose.value.trim()); } },
-    field('Endpoint', choose), h('button', { type: 'submit', text: 'Open' }), options);
+  // Choosing the endpoint: a list of the user's endpoints to pick from.
+  const choose = picker(id, title, open);
+  const pick = h('form', { class: 'row', role: 'search', 'aria-label': `${title} pane endpoint`, onsubmit: (e) => { e.preventDefault(); choose.close(); open(choose.input.value.trim()); } },
+    choose.box, h('button', { type: 'submit', text: 'Open' }));
 
   // Where the pane is: breadcrumbs, and a path to type.
   const crumbs = h('nav', { class: 'crumbs', 'aria-label': `${title} pane path` });
@@ -79,6 +64,7 @@ function pane(id, title) {
     transfer: id === 'left' ? button('Transfer →', transfer, 'Transfer the selection to the right pane')
       : button('← Transfer', transfer, 'Transfer the selection to the left pane'),
   };
+  const hidden = h('input', { type: 'checkbox', name: 'show_hidden', onchange: () => p.ep && p.list(p.path) });
   const status = h('div', { class: 'status', role: 'alert' });
   const note = h('p', { class: 'muted note' });
 
@@ -118,7 +104,8 @@ function pane(id, title) {
   const heading = h('h2', { id: `${id}-title`, text: `${title} pane` });
   p.section = h('section', { class: 'pane card', 'aria-labelledby': heading.id },
     heading, pick, crumbs, go,
-    h('div', { class: 'toolbar', role: 'group', 'aria-label': `${title} pane actions` }, Object.values(b)),
+    h('div', { class: 'toolbar', role: 'group', 'aria-label': `${title} pane actions` }, Object.values(b),
+      h('label', { class: 'check' }, hidden, 'Show hidden files')),
     status, h('div', { class: 'scroll' }, table), note);
 
   // open finds an endpoint by owner#name (or UUID) and lists its
@@ -131,7 +118,7 @@ function pane(id, title) {
     } catch (err) {
       return fail(`Cannot open ${ref}`, err);
     }
-    choose.value = p.ep.display_name;
+    choose.input.value = p.ep.display_name;
     heading.textContent = `${title} pane: ${p.ep.display_name}`;
     p.path = '';
     p.entries = [];
@@ -142,7 +129,7 @@ function pane(id, title) {
     p.restoring = { id: epID, path };
     try {
       p.ep = await get('endpoint/' + encodeURIComponent(epID));
-      choose.value = p.ep.display_name;
+      choose.input.value = p.ep.display_name;
       heading.textContent = `${title} pane: ${p.ep.display_name}`;
       await p.list(path);
     } catch { /* the endpoint is gone: start empty */ }
@@ -154,7 +141,7 @@ function pane(id, title) {
   p.list = async (path, { prompt = false, quiet = false, focus = false } = {}) => {
     table.setAttribute('aria-busy', 'true');
     try {
-      const l = await get('operation/' + ep(p.ep) + '/ls', { path, limit: 1000 });
+      const l = await get('operation/' + ep(p.ep) + '/ls', { path, limit: 1000, show_hidden: hidden.checked });
       p.path = l.path;
       p.entries = l.DATA;
       p.selected.clear();
@@ -402,4 +389,78 @@ function pane(id, title) {
 function icon(type) {
   const d = type === 'dir' ? 'M1 3h5l1.5 1.5H15V13H1z' : 'M3 1h6l4 4v10H3zM9 1v4h4';
   return s('svg', { class: `icon ${type}`, viewBox: '0 0 16 16', width: 16, height: 16, 'aria-hidden': 'true' }, s('path', { d }));
+}
+
+// picker is a pane's endpoint box: a combobox whose list, shown when it
+// is focused and filtered as one types, holds the endpoints the user may
+// use (endpoint_search). Picking one calls open with its name; Enter on
+// typed text submits the box's form.
+function picker(id, title, open) {
+  const list = h('ul', { id: `${id}-endpoints`, role: 'listbox', class: 'picker', 'aria-label': `Endpoints for the ${title.toLowerCase()} pane`, hidden: true });
+  const input = h('input', { type: 'text', name: 'endpoint', role: 'combobox', 'aria-controls': list.id, 'aria-expanded': 'false',
+    'aria-autocomplete': 'list', placeholder: 'owner#name', autocomplete: 'off', spellcheck: 'false' });
+  let found = [];
+  let active = -1;
+  let typing = 0;
+  let asked = 0;
+  const show = (on) => {
+    list.hidden = !on || !found.length;
+    input.setAttribute('aria-expanded', String(!list.hidden));
+  };
+  const mark = (i) => {
+    active = i;
+    [...list.children].forEach((li, j) => li.setAttribute('aria-selected', String(j === i)));
+    if (i < 0) return input.removeAttribute('aria-activedescendant');
+    input.setAttribute('aria-activedescendant', list.children[i].id);
+    list.children[i].scrollIntoView({ block: 'nearest' });
+  };
+  const choose = (e) => {
+    input.value = e.display_name;
+    show(false);
+    open(e.display_name);
+  };
+  // suggest lists the endpoints whose name or description has text.
+  const suggest = async (text) => {
+    const n = ++asked;
+    try {
+      const l = await get('endpoint_search', { filter_fulltext: text, limit: 100 });
+      if (n !== asked) return;
+      found = l.DATA;
+      list.replaceChildren(...found.map((e, i) => h('li', { id: `${list.id}-${i}`, role: 'option', 'aria-selected': 'false',
+        onmousedown: (ev) => ev.preventDefault(), onclick: () => choose(e) },
+      h('span', { text: e.display_name }), h('small', { class: 'muted', text: e.description || '' }))));
+      if (!found.length) list.append(h('li', { class: 'muted', role: 'option', 'aria-disabled': 'true', text: text ? `No endpoint matches “${text}”.` : 'No endpoints yet: add one on the Endpoints page.' }));
+      mark(-1);
+      list.hidden = document.activeElement !== input;
+      input.setAttribute('aria-expanded', String(!list.hidden));
+    } catch { /* the list is a help: a name can be typed */ }
+  };
+  input.addEventListener('focus', () => {
+    input.select();
+    suggest('');
+  });
+  input.addEventListener('input', () => {
+    clearTimeout(typing);
+    typing = setTimeout(() => suggest(input.value.trim()), 150);
+  });
+  input.addEventListener('blur', () => show(false));
+  input.addEventListener('keydown', (e) => {
+    const n = found.length;
+    if (e.key === 'ArrowDown' && n) {
+      show(true);
+      mark((active + 1) % n);
+    } else if (e.key === 'ArrowUp' && n) {
+      show(true);
+      mark(active <= 0 ? n - 1 : active - 1);
+    } else if (e.key === 'Enter' && !list.hidden && active >= 0) {
+      choose(found[active]);
+    } else if (e.key === 'Escape' && !list.hidden) {
+      show(false);
+    } else {
+      return;
+    }
+    e.preventDefault();
+  });
+  const box = h('div', { class: 'combo' }, field('Endpoint', input), list);
+  return { input, box, close: () => show(false) };
 }

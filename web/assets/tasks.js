@@ -80,8 +80,10 @@ async function poll() {
   if (running && document.visibilityState === 'visible') timer = setTimeout(poll, busy ? 1500 : 5000);
 }
 
-// name is how a toast calls a task.
-export const name = (t) => t.label ? `Task “${t.label}”` : `Task ${t.task_id.slice(0, 8)}`;
+// name is how a toast calls a task: by its label, else its endpoints.
+export const name = (t) => t.label ? `Task “${t.label}”`
+  : t.type === 'DELETE' ? `Delete on ${t.source_endpoint_display_name}`
+    : `Transfer from ${t.source_endpoint_display_name} to ${t.destination_endpoint_display_name}`;
 
 // sample keeps the task's bytes at this poll, to measure its current rate.
 export function sample(t) {

@@ -31,13 +31,12 @@ export function field(label, control, hint) {
   return h('label', { class: 'field' }, h('span', { text: label }), control, hint && h('small', { class: 'muted', text: hint }));
 }
 
-// bytes says n bytes in decimal units: 1.5 MB.
+// bytes says n bytes in binary units, as the CLI does: 1.5 MiB.
 export function bytes(n) {
   if (!n) return '0 B';
-  const units = ['B', 'kB', 'MB', 'GB', 'TB', 'PB'];
-  const i = Math.min(units.length - 1, Math.floor(Math.log10(Math.abs(n)) / 3));
-  const v = n / 1000 ** i;
-  return `${i === 0 ? v : v.toFixed(v < 10 ? 2 : v < 100 ? 1 : 0)} ${units[i]}`;
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+  const i = Math.max(0, Math.min(units.length - 1, Math.floor(Math.log2(Math.abs(n)) / 10)));
+  return i === 0 ? `${n} B` : `${(n / 1024 ** i).toFixed(1)} ${units[i]}`;
 }
 
 export const rate = (n) => bytes(Math.round(n)) + '/s';
@@ -53,31 +52,65 @@ export function duration(sec) {
 
 const dateFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
 const timeFormat = new Intl.DateTimeFormat(undefined, { timeStyle: 'medium' });
+const relative = new Intl.RelativeTimeFormat(undefined, { numeric: 'auto' });
 
-// date is a <time> element showing an ISO time as a date and time (or
-// only the time of day when short).
-export function date(iso, short = false) {
-  if (!iso) return '—';
-  const d = new Date(iso);
-  return h('time', { datetime: iso, text: (short ? timeFormat : dateFormat).format(d) });
+// ago says how long before now a time was (5 minutes ago, yesterday);
+// a week or more ago, the date.
+export function ago(d) {
+  const sec = (d - Date.now()) / 1000;
+  for (const [unit, size, below] of [['second', 1, 60], ['minute', 60, 3600], ['hour', 3600, 86400], ['day', 86400, 7 * 86400]]) {
+    if (Math.abs(sec) < below) return relative.format(Math.round(sec / size), unit);
+  }
+  return dateFormat.format(d);
 }
 
-// errorText words a failed request for the user.
-export const errorText = (err) => err.code ? `${err.message} (${err.code})` : err.message;
+// date is a <time> element showing an ISO time in local time: a date
+// and time (or only the time of day when short; or how long ago when
+// relative), with the full local time as its tooltip.
+export function date(iso, short = false, rel = false) {
+  if (!iso) return '—';
+  const d = new Date(iso);
+  const text = rel ? ago(d) : (short ? timeFormat : dateFormat).format(d);
+  return h('time', { datetime: iso, title: d.toLocaleString(), text });
+}
 
-// toast shows a short message in the live region for a few seconds;
-// link adds a link to follow.
+// humanize rewrites the byte counts and rates in a service's text in
+// human units: "2097152 bytes transferred, 1048576 bytes/s" reads
+// "2.0 MiB transferred, 1.0 MiB/s".
+export const humanize = (text) => text.replace(/\b(\d+) bytes?(\/s)?/g, (_, n, s) => bytes(Number(n)) + (s || ''));
+
+// errorText words a failed request for the user: the API's message, and
+// for a fault of the service (HTTP 5xx) its request ID, to report.
+export function errorText(err) {
+  const msg = err.message || 'The request failed.';
+  return err.status >= 500 && err.requestId ? `${msg} (request ID ${err.requestId})` : msg;
+}
+
+// toast shows a short message in a toast that goes by itself (errors
+// stay longer, and none goes while the pointer or the focus is on it);
+// link adds a link to follow. Errors are alerts, the rest statuses.
 export function toast(message, { kind = 'info', link } = {}) {
   const box = document.getElementById('toasts');
   const close = () => t.remove();
-  const t = h('div', { class: `toast ${kind}` },
+  const t = h('div', { class: `toast ${kind}`, role: kind === 'bad' ? 'alert' : 'status' },
     h('span', { text: message }),
     link && h('a', { href: link.href, text: link.text, onclick: close }),
     h('button', { type: 'button', class: 'icon', 'aria-label': 'Dismiss', text: '×', onclick: close }));
   box.append(t);
   while (box.children.length > 3) box.firstChild.remove();
-  setTimeout(close, 8000);
+  let timer = 0;
+  const wait = () => { timer = setTimeout(close, toastTime[kind] ?? toastTime.info); };
+  const hold = () => clearTimeout(timer);
+  const resume = () => { if (!t.matches(':hover, :focus-within')) { hold(); wait(); } };
+  t.addEventListener('mouseenter', hold);
+  t.addEventListener('focusin', hold);
+  t.addEventListener('mouseleave', resume);
+  t.addEventListener('focusout', () => setTimeout(resume));
+  wait();
 }
+
+// toastTime is how long a toast of each kind stays, in milliseconds.
+export const toastTime = { info: 6000, ok: 6000, warn: 10000, bad: 12000 };
 
 // dialog opens a modal form. fields are its controls; action is called
 // with the form's FormData when it is submitted: the dialog closes with
