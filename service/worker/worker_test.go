@@ -464,6 +464,9 @@ func TestEndings(t *testing.T) {
 		fatal  string
 		event  string // an event the task must have
 		notes  string
+		// skipped are the source paths recorded skipped for source
+		// errors.
+		skipped []string
 	}{
 		{
 			name: "missing source",
@@ -471,6 +474,14 @@ func TestEndings(t *testing.T) {
 				return f.submit(domain.Options{NotifyOnFailed: true}, domain.Item{Src: "/nope", Dst: "/x"})
 			},
 			status: domain.StatusFailed, fatal: domain.NiceFileNotFound, event: domain.EventFailed, notes: "[alice FAILED]",
+		},
+		{
+			name: "missing source skipped",
+			setup: func(f *fixture) domain.Task {
+				write(f.t, filepath.Join(f.src.root, "a"), []byte("a"))
+				return f.submit(domain.Options{SkipSourceErrors: true}, domain.Item{Src: "/a", Dst: "/a"}, domain.Item{Src: "/nope", Dst: "/x"})
+			},
+			status: domain.StatusSucceeded, event: domain.EventSkippedError, skipped: []string{"/nope"},
 		},
 		{
 			name: "source escaping its root",
@@ -490,6 +501,26 @@ func TestEndings(t *testing.T) {
 				return f.submit(domain.Options{}, domain.Item{Src: "/d", Dst: "/d", Recursive: true})
 			},
 			status: domain.StatusFailed, fatal: domain.NicePermissionDenied, event: domain.EventFileFailed,
+		},
+		{
+			name: "a file refused by the source skipped",
+			setup: func(f *fixture) domain.Task {
+				f.files("d", 2, 10)
+				if err := syscall.Mkfifo(filepath.Join(f.src.root, "d", "z"), 0o644); err != nil {
+					f.t.Fatal(err)
+				}
+				return f.submit(domain.Options{SkipSourceErrors: true}, domain.Item{Src: "/d", Dst: "/d", Recursive: true})
+			},
+			status: domain.StatusSucceeded, event: domain.EventSkippedError, skipped: []string{"/d/z"},
+		},
+		{
+			name: "destination full, failing on quota errors",
+			setup: func(f *fixture) domain.Task {
+				f.files("d", 3, 1<<20)
+				f.dst.fs.quota.Store(1 << 20)
+				return f.submit(domain.Options{FailOnQuotaErrors: true, NotifyOnFailed: true}, domain.Item{Src: "/d", Dst: "/d", Recursive: true})
+			},
+			status: domain.StatusFailed, fatal: domain.NiceNoSpace, event: domain.EventFailed, notes: "[alice FAILED]",
 		},
 		{
 			name: "not activated",
@@ -602,6 +633,14 @@ func TestEndings(t *testing.T) {
 			}
 			if _, ok := f.event(task.ID, tc.event); !ok {
 				t.Errorf("no %s event in %+v", tc.event, f.events(task.ID))
+			}
+			skipped, _, err := f.store.Files(context.Background(), task.ID, domain.FileSkippedError, 0, 100)
+			var paths []string
+			for _, s := range skipped {
+				paths = append(paths, s.Src)
+			}
+			if err != nil || !slices.Equal(paths, tc.skipped) {
+				t.Errorf("skipped for source errors: %v, want %v (%v)", paths, tc.skipped, err)
 			}
 			f.notes.expect(t, orEmpty(tc.notes))
 		})
