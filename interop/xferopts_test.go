@@ -1,0 +1,96 @@
+package interop
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"ferry/service/api"
+	"ferry/service/domain"
+)
+
+// TestCLISkipSourceErrors submits, through the CLI to a ferry server,
+// a batch between two ferry gridftp servers whose middle source file is
+// missing. With --skip-source-errors the task succeeds with the others
+// transferred, ferry task show --skipped-errors names the missing one and
+// why, and the events say it; without it the missing file fails the
+// submission, as before.
+func TestCLISkipSourceErrors(t *testing.T) {
+	root := t.TempDir()
+	writeRandomFile(t, filepath.Join(root, "in", "a.dat"), 1000)
+	writeRandomFile(t, filepath.Join(root, "in", "b.dat"), 2000)
+	src := startFerryConfig(t, ferryConfig{Root: root, Anonymous: true})
+	dst := startFerry(t)
+	c := newServiceUser(t, startService(t, serviceConfig{}), "")
+	c.addEndpoint("src", src)
+	c.addEndpoint("dst", dst)
+	batch := "a.dat a.dat\ngone.dat gone.dat\nb.dat b.dat\n"
+
+	if r := c.run(batch, "transfer", "src:/in", "dst:/out", "--batch", "-"); r.code != 1 || !strings.Contains(r.stderr, "/in/gone.dat") {
+		t.Fatalf("a batch with a missing source file, without --skip-source-errors: want it refused, naming the file:\n%s", r)
+	}
+
+	id := strings.TrimSpace(c.ok(batch, "transfer", "src:/in", "dst:/out", "--batch", "-", "--skip-source-errors"))
+	task := c.succeeded(id, time.Minute)
+	if task.FilesTransferred != 2 || task.FilesSkipped != 1 || !task.SkipSourceErrors || task.FailOnQuotaErrors {
+		t.Errorf("task %+v: want 2 transferred, 1 skipped, skip_source_errors echoed", task)
+	}
+	for _, f := range []string{"a.dat", "b.dat"} {
+		if err := compareFiles(filepath.Join(root, "in", f), dst.Path("out/"+f)); err != nil {
+			t.Error(err)
+		}
+	}
+	var skipped api.SkippedErrors
+	c.decode(&skipped, "task", "show", id, "--skipped-errors")
+	if len(skipped.Data) != 1 || skipped.Data[0].SourcePath != "/in/gone.dat" || skipped.Data[0].DestinationPath != "/out/gone.dat" ||
+		!strings.Contains(skipped.Data[0].ErrorDetails, "No such file") {
+		t.Errorf("task show --skipped-errors -F json: %+v", skipped)
+	}
+	if out := c.ok("", "task", "show", id, "--skipped-errors"); !regexp.MustCompile(`(?m)^/in/gone\.dat\s+/out/gone\.dat\s+source: .*No such file`).MatchString(out) {
+		t.Errorf("task show --skipped-errors:\n%s", out)
+	}
+	if out := c.ok("", "task", "show", id); !regexp.MustCompile(`(?m)^Skip Source Errors:\s+true$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^Fail On Quota Errors:\s+false$`).MatchString(out) {
+		t.Errorf("task show does not echo the options:\n%s", out)
+	}
+	if ev := c.events(id); !strings.Contains(ev, domain.EventSkippedError) || !strings.Contains(ev, "--skipped-errors") {
+		t.Errorf("events do not tell of the skipped file:\n%s", ev)
+	}
+}
+
+// TestCLIFailOnQuotaErrors transfers 5 MiB into a ferry gridftp server
+// whose disk holds 2: with --fail-on-quota-errors the task fails at once,
+// its fatal error (NO_SPACE) saying why; without it the task waits
+// INACTIVE (NO_SPACE) for space, as before.
+func TestCLIFailOnQuotaErrors(t *testing.T) {
+	root := t.TempDir()
+	writeRandomFile(t, filepath.Join(root, "big.dat"), 5<<20)
+	src := startFerryConfig(t, ferryConfig{Root: root, Anonymous: true})
+	dst := startFerryConfig(t, ferryConfig{Root: mountTiny(t, "2m"), Anonymous: true})
+	c := newServiceUser(t, startService(t, serviceConfig{}), "")
+	c.addEndpoint("src", src)
+	c.addEndpoint("dst", dst)
+
+	id := c.transfer("src:/big.dat", "dst:/big.dat", "--fail-on-quota-errors")
+	start := time.Now()
+	task := c.wait(id, time.Minute)
+	if task.Status != domain.StatusFailed || task.FatalError == nil || task.FatalError.Code != domain.NiceNoSpace ||
+		!strings.Contains(task.FatalError.Description, "full or over its quota") || !task.FailOnQuotaErrors {
+		t.Fatalf("task %s (%s), want FAILED NO_SPACE naming the cause; events:\n%s", task.Status, fatalText(task), c.events(id))
+	}
+	if took := time.Since(start); took > 30*time.Second {
+		t.Errorf("the task took %v to fail", took)
+	}
+	if _, err := os.Stat(dst.Path("big.dat")); err == nil {
+		t.Errorf("a partial big.dat is left at the destination")
+	}
+
+	id = c.transfer("src:/big.dat", "dst:/big.dat")
+	c.waitFor(id, "INACTIVE NO_SPACE", time.Minute, func(t api.Task) bool {
+		return t.Status == domain.StatusInactive && t.NiceStatus == domain.NiceNoSpace
+	})
+	c.ok("", "task", "cancel", id)
+}
