@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -93,4 +94,37 @@ func TestCLIFailOnQuotaErrors(t *testing.T) {
 		return t.Status == domain.StatusInactive && t.NiceStatus == domain.NiceNoSpace
 	})
 	c.ok("", "task", "cancel", id)
+}
+
+// TestCopySkipSourceErrors runs ferry copy -r between two ferry gridftp
+// servers over a tree holding a named pipe, which the source server lists
+// as a file and refuses to open: with --skip-source-errors the rest
+// arrives, the pipe is reported skipped and the copy exits 0; without it
+// the copy fails, naming it.
+func TestCopySkipSourceErrors(t *testing.T) {
+	root := t.TempDir()
+	writeRandomFile(t, filepath.Join(root, "in", "a.dat"), 1000)
+	if err := syscall.Mkfifo(filepath.Join(root, "in", "pipe"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := startFerryConfig(t, ferryConfig{Root: root, Anonymous: true})
+	for _, tc := range []struct {
+		flags []string
+		code  int
+		want  string
+	}{
+		{nil, 1, "FAILED /in/pipe"},
+		{[]string{"--skip-source-errors"}, 0, "SKIPPED /in/pipe"},
+	} {
+		t.Run(strings.Join(append([]string{"flags"}, tc.flags...), " "), func(t *testing.T) {
+			dst := startFerry(t)
+			r := ferryCopy(t, append(tc.flags, "-r", "-q", src.URL("in"), dst.URL("in"))...)
+			if r.code != tc.code || !strings.Contains(r.stdout+r.stderr, tc.want) {
+				t.Fatalf("want exit %d and %q:\n%s", tc.code, tc.want, r)
+			}
+			if err := compareFiles(filepath.Join(root, "in", "a.dat"), dst.Path("in/a.dat")); err != nil {
+				t.Error(err)
+			}
+		})
+	}
 }
