@@ -1,6 +1,7 @@
 package interop
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -8,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"ferry/service/api"
 	"ferry/service/domain"
@@ -127,4 +130,51 @@ func TestCopySkipSourceErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWebTransferOptions submits a transfer from the web app's dialog
+// with skip source errors and fail on quota errors ticked and two of the
+// three notifications unticked: the task document has those options.
+func TestWebTransferOptions(t *testing.T) {
+	chromium := needChromium(t)
+	alpha := startFerryConfig(t, ferryConfig{Anonymous: true})
+	beta := startFerryConfig(t, ferryConfig{Anonymous: true})
+	writeRandomFile(t, alpha.Path("run1/f.dat"), 3000)
+	svc := startService(t, serviceConfig{})
+	c := newServiceUser(t, svc, "")
+	c.addEndpoint("alpha", alpha)
+	c.addEndpoint("beta", beta)
+	p := newPage(t, chromium, svc.URL())
+	p.do("open the app", chromedp.Navigate(svc.URL()+"/"), chromedp.WaitVisible(chromedp.ID("signin-title")))
+	p.do("sign in", chromedp.SendKeys(chromedp.CSS(`input[name=username]`), "alice"),
+		chromedp.SendKeys(chromedp.CSS(`input[name=password]`), servicePassword), chromedp.Click(chromedp.CSS(`form.signin button`)),
+		chromedp.WaitVisible(chromedp.CSS(leftPane)))
+	p.do("files page", chromedp.Click(chromedp.CSS(`#nav a[href="#/files"]`)), chromedp.WaitVisible(chromedp.CSS(leftPane)))
+	p.do("open alpha", chromedp.SendKeys(chromedp.CSS(leftPane+` input[name=endpoint]`), "alice#alpha\r"))
+	p.waitText(leftPane+` tbody`, "run1")
+	p.do("open beta", chromedp.SendKeys(chromedp.CSS(rightPane+` input[name=endpoint]`), "alice#beta\r"))
+	p.waitText(rightPane+` tbody`, "This directory is empty")
+	p.do("select run1", chromedp.Click(row(leftPane, "run1")+`/td[3]`))
+	p.do("transfer it", chromedp.Click(chromedp.CSS(leftPane+` button[aria-label^="Transfer the selection"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`dialog[open]`)))
+	for _, name := range []string{"skip_source_errors", "fail_on_quota_errors", "notify_on_succeeded", "notify_on_inactive"} {
+		p.do("toggle "+name, chromedp.Click(chromedp.CSS(fmt.Sprintf(`dialog[open] input[name=%q]`, name))))
+	}
+	p.shot("transfer-dialog-options")
+	p.dialogSubmit("transfer run1", "label", "with options")
+	p.wait("the dialog closes", `!document.querySelector('dialog[open]')`, 10*time.Second)
+	var tasks api.TaskList
+	c.decode(&tasks, "task", "list")
+	if len(tasks.Data) != 1 || tasks.Data[0].Label != "with options" {
+		t.Fatalf("tasks %+v, want the one submitted", tasks.Data)
+	}
+	task := c.succeeded(tasks.Data[0].TaskID, time.Minute)
+	if !task.SkipSourceErrors || !task.FailOnQuotaErrors || task.NotifyOnSucceeded || !task.NotifyOnFailed || task.NotifyOnInactive {
+		t.Errorf("task %+v: want skip_source_errors and fail_on_quota_errors on, notify only on failed", task)
+	}
+	p.mu.Lock()
+	if len(p.problems) > 0 {
+		t.Errorf("the page reported:\n%s", strings.Join(p.problems, "\n"))
+	}
+	p.mu.Unlock()
 }
