@@ -145,18 +145,7 @@ func TestWebTransferOptions(t *testing.T) {
 	c.addEndpoint("alpha", alpha)
 	c.addEndpoint("beta", beta)
 	p := newPage(t, chromium, svc.URL())
-	p.do("open the app", chromedp.Navigate(svc.URL()+"/"), chromedp.WaitVisible(chromedp.ID("signin-title")))
-	p.do("sign in", chromedp.SendKeys(chromedp.CSS(`input[name=username]`), "alice"),
-		chromedp.SendKeys(chromedp.CSS(`input[name=password]`), servicePassword), chromedp.Click(chromedp.CSS(`form.signin button`)),
-		chromedp.WaitVisible(chromedp.CSS(leftPane)))
-	p.do("files page", chromedp.Click(chromedp.CSS(`#nav a[href="#/files"]`)), chromedp.WaitVisible(chromedp.CSS(leftPane)))
-	p.do("open alpha", chromedp.SendKeys(chromedp.CSS(leftPane+` input[name=endpoint]`), "alice#alpha\r"))
-	p.waitText(leftPane+` tbody`, "run1")
-	p.do("open beta", chromedp.SendKeys(chromedp.CSS(rightPane+` input[name=endpoint]`), "alice#beta\r"))
-	p.waitText(rightPane+` tbody`, "This directory is empty")
-	p.do("select run1", chromedp.Click(row(leftPane, "run1")+`/td[3]`))
-	p.do("transfer it", chromedp.Click(chromedp.CSS(leftPane+` button[aria-label^="Transfer the selection"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`dialog[open]`)))
+	p.transferRun1(svc)
 	for _, name := range []string{"skip_source_errors", "fail_on_quota_errors", "notify_on_succeeded", "notify_on_inactive"} {
 		p.do("toggle "+name, chromedp.Click(chromedp.CSS(fmt.Sprintf(`dialog[open] input[name=%q]`, name))))
 	}
@@ -177,4 +166,22 @@ func TestWebTransferOptions(t *testing.T) {
 		t.Errorf("the page reported:\n%s", strings.Join(p.problems, "\n"))
 	}
 	p.mu.Unlock()
+}
+
+// transferRun1 signs alice in to svc's web app, opens alice#alpha, whose
+// root holds run1, in the left pane and the empty alice#beta in the
+// right, selects run1 and opens the transfer dialog.
+func (p *page) transferRun1(svc *ferryService) {
+	p.do("open the app", chromedp.Navigate(svc.URL()+"/"), chromedp.WaitVisible(chromedp.ID("signin-title")))
+	p.do("sign in", chromedp.SendKeys(chromedp.CSS(`input[name=username]`), "alice"),
+		chromedp.SendKeys(chromedp.CSS(`input[name=password]`), servicePassword), chromedp.Click(chromedp.CSS(`form.signin button`)),
+		chromedp.WaitVisible(chromedp.CSS(leftPane)))
+	p.do("files page", chromedp.Click(chromedp.CSS(`#nav a[href="#/files"]`)), chromedp.WaitVisible(chromedp.CSS(leftPane)))
+	p.do("open alpha", chromedp.SendKeys(chromedp.CSS(leftPane+` input[name=endpoint]`), "alice#alpha\r"))
+	p.waitText(leftPane+` tbody`, "run1")
+	p.do("open beta", chromedp.SendKeys(chromedp.CSS(rightPane+` input[name=endpoint]`), "alice#beta\r"))
+	p.waitText(rightPane+` tbody`, "This directory is empty")
+	p.do("select run1", chromedp.Click(row(leftPane, "run1")+`/td[3]`))
+	p.do("transfer it", chromedp.Click(chromedp.CSS(leftPane+` button[aria-label^="Transfer the selection"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`dialog[open]`)))
 }
