@@ -47,10 +47,10 @@ type planner struct {
 	// skippedErrs are source paths the source refused to give, skipped
 	// (Options.SkipSourceErrors).
 	skippedErrs []FileResult
-	resumed  []FileResult // whole at the destination after an interrupted run (Options.Resume)
-	dirs     int          // directories walked
-	sources  sources
-	root     *treeRoot // the tree being placed
+	resumed     []FileResult // whole at the destination after an interrupted run (Options.Resume)
+	dirs        int          // directories walked
+	sources     sources
+	root        *treeRoot // the tree being placed
 	// summed holds, by destination, whether the checksums of a directory's
 	// files (sameSums) matched at both ends, until decide takes it.
 	summed           map[string]bool

@@ -118,6 +118,8 @@ func TestCopySkipSourceErrors(t *testing.T) {
 	}{
 		{nil, 1, "FAILED /in/pipe"},
 		{[]string{"--skip-source-errors"}, 0, "SKIPPED /in/pipe"},
+		{[]string{"--tar", "always"}, 1, "FAILED /in/pipe"},
+		{[]string{"--skip-source-errors", "--tar", "always"}, 0, "SKIPPED /in/pipe"},
 	} {
 		t.Run(strings.Join(append([]string{"flags"}, tc.flags...), " "), func(t *testing.T) {
 			dst := startFerry(t)

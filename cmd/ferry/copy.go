@@ -527,7 +527,7 @@ func (p *progress) summary(r engine.Result) {
 	secs := max(r.Elapsed.Seconds(), 1e-3)
 	skipped := fmt.Sprint(r.Skipped)
 	if r.SkippedErrors > 0 {
-		skipped = fmt.Sprintf("%d (and %d for source errors)", r.Skipped, r.SkippedErrors)
+		skipped += ", " + plural.Count(r.SkippedErrors, "source error")
 	}
 	fmt.Fprintf(p.out, "%s: %d transferred, %s skipped, %d failed; %s in %v (%s/s, %.0f files/s); %s\n",
 		plural.Count(r.Files, "file"), r.Transferred, skipped, r.Failed, humanBytes(r.Bytes), r.Elapsed.Round(time.Millisecond),
