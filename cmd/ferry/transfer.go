@@ -374,8 +374,8 @@ the tree missed; ferry task show lists each destination's progress.`,
 	f.BoolVar(&o.deleteExtra, "delete-destination-extra", false, "delete destination files the source does not have (with -r)")
 	f.BoolVar(&o.skipSourceErrors, "skip-source-errors", false, "skip source files and directories that are missing or not readable when the task reaches them, "+
 		"instead of failing the task (ferry task show --skipped-errors lists them); default off")
-	f.BoolVar(&o.failOnQuota, "fail-on-quota-errors", false, "fail the task at once when the destination is full or over quota, "+
-		"instead of pausing it until space is freed (the default)")
+	f.BoolVar(&o.failOnQuota, "fail-on-quota-errors", false, "fail the task at once when the destination is full or over quota; "+
+		"default off: the task waits INACTIVE (NO_SPACE) until space is freed and it is resumed")
 	f.Var(filterFlag{&o.filters, "include"}, "include", "with -r, transfer only names matching GLOB (repeatable; rules apply in order)")
 	f.Var(filterFlag{&o.filters, "exclude"}, "exclude", "with -r, skip names matching GLOB (repeatable; rules apply in order)")
 	f.StringVar(&o.submissionID, "submission-id", "", "an ID that makes a re-submission run the task only once")
