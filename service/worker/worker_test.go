@@ -955,3 +955,37 @@ func countDirs(t *testing.T, root string) int64 {
 	}
 	return n
 }
+
+// TestSkippedErrorsResume stops a worker after it skipped a missing source
+// item (skip_source_errors) and lets a second one finish: the item is
+// recorded skipped once, counted once, and the SUCCEEDED event, written by
+// the second worker, still says that it was skipped.
+func TestSkippedErrorsResume(t *testing.T) {
+	f := newFixture(t)
+	f.files("tree", 60, 2000)
+	f.src.fs.delay.Store(int64(5 * time.Millisecond))
+	task := f.submit(domain.Options{SkipSourceErrors: true}, domain.Item{Src: "/nope", Dst: "/nope"},
+		domain.Item{Src: "/tree", Dst: "/tree", Recursive: true})
+	w1 := f.worker("w1", f.open(), &spy{})
+	w1.Lease = time.Minute
+	stop1 := serve(t, w1)
+	f.wait(task.ID, 10*time.Second, func(domain.Task) bool { return len(f.done(task.ID)) >= 10 })
+	stop1()
+	if got := f.wait(task.ID, time.Second, func(domain.Task) bool { return true }); domain.Done(got.Status) {
+		t.Fatal("the transfer ended before the worker was stopped")
+	}
+	f.src.fs.delay.Store(0)
+	serve(t, f.worker("w2", f.store, &spy{}))
+	got := f.wait(task.ID, 10*time.Second, finished)
+	// A file whole at the destination when the first worker stopped
+	// counts skipped too.
+	if got.Status != domain.StatusSucceeded || got.Files != 61 || got.FilesTransferred+got.FilesSkipped != 61 || got.FilesSkipped < 1 {
+		t.Fatalf("task %s, counters %+v; want SUCCEEDED, 61 files transferred or skipped", got.Status, got.Counters)
+	}
+	if skipped, _, err := f.store.Files(context.Background(), task.ID, domain.FileSkippedError, 0, 100); err != nil || len(skipped) != 1 {
+		t.Errorf("skipped for source errors: %+v, %v; want /nope once", skipped, err)
+	}
+	if e, _ := f.event(task.ID, domain.EventSucceeded); !strings.Contains(e.Description, "1 for source errors") {
+		t.Errorf("SUCCEEDED event %q does not say a file was skipped for a source error", e.Description)
+	}
+}
