@@ -165,12 +165,12 @@ func (c *copier) plan(ctx context.Context, items []Item) ([]*file, error) {
 	for _, f := range p.files {
 		bytes += f.size - f.restart.Total()
 	}
-	c.rep.Planned(len(p.files)+len(p.resumed), bytes)
+	c.rep.Planned(len(p.files)+len(p.resumed)+len(p.skippedErrs), bytes)
 	c.res.Directories = p.dirs
 	if w, ok := c.rep.(Walker); ok {
 		w.Walked(p.dirs)
 	}
-	c.res.Files = len(p.files) + len(p.skipped) + len(p.failed) + len(p.resumed)
+	c.res.Files = len(p.files) + len(p.skipped) + len(p.failed) + len(p.resumed) + len(p.skippedErrs)
 	for _, r := range p.skipped {
 		c.res.Skipped++
 		c.rep.Done(r)
@@ -182,6 +182,10 @@ func (c *copier) plan(ctx context.Context, items []Item) ([]*file, error) {
 	for _, r := range p.failed {
 		c.res.Failed++
 		c.res.FailedFiles = append(c.res.FailedFiles, r)
+		c.rep.Done(r)
+	}
+	for _, r := range p.skippedErrs {
+		c.res.SkippedErrors++
 		c.rep.Done(r)
 	}
 	return p.files, nil
@@ -861,7 +865,7 @@ func (c *copier) finishFile(ctx context.Context, p *client.Pair, u *unit) error 
 	}
 	e, de, err, derr := stat(ctx, p.Src, p.Dst, f.src, dp)
 	if err != nil {
-		return err
+		return &client.EndError{Err: err}
 	}
 	if e.Size != f.size || !e.Modify.Equal(f.mtime) {
 		c.mu.Lock()
@@ -1015,8 +1019,12 @@ func (c *copier) moot(u *unit) bool {
 }
 
 // final records a file's outcome once. A canceled file's bytes so far are
-// taken back: they are not part of the copy.
+// taken back: they are not part of the copy, nor are those of a file
+// skipped for a source error (Options.SkipSourceErrors).
 func (c *copier) final(f *file, o Outcome, err error) {
+	if o == Failed && c.opts.SkipSourceErrors && SourceError(err) {
+		o = SkippedError
+	}
 	c.mu.Lock()
 	if f.ended {
 		c.mu.Unlock()
@@ -1029,6 +1037,9 @@ func (c *copier) final(f *file, o Outcome, err error) {
 	case Failed:
 		c.res.Failed++
 		c.res.FailedFiles = append(c.res.FailedFiles, r)
+	case SkippedError:
+		c.res.SkippedErrors++
+		back, f.moved = f.moved, 0
 	case Canceled:
 		c.res.Canceled++
 		back, f.moved = f.moved, 0

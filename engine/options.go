@@ -125,6 +125,11 @@ type Options struct {
 	Filters     []Filter
 	DeleteExtra bool
 
+	// SkipSourceErrors skips, instead of failing, a source path that the
+	// source cannot give when the copy reaches it: missing or not allowed
+	// (SourceError). It is reported with the Outcome SkippedError.
+	SkipSourceErrors bool
+
 	// Cancels, when set, are files the caller cancels before or while the
 	// copy runs (cancel.go).
 	Cancels *Cancels
@@ -202,11 +207,12 @@ const (
 	Transferred Outcome = iota
 	Skipped
 	Failed
-	Canceled // by the caller (Options.Cancels)
+	Canceled     // by the caller (Options.Cancels)
+	SkippedError // the source could not give it (Options.SkipSourceErrors)
 )
 
 func (o Outcome) String() string {
-	return [...]string{"transferred", "skipped", "failed", "canceled"}[o]
+	return [...]string{"transferred", "skipped", "failed", "canceled", "skipped for a source error"}[o]
 }
 
 // FileResult is the final word on one file.
@@ -234,6 +240,7 @@ type Reporter interface {
 // Result sums up a copy.
 type Result struct {
 	Files, Transferred, Skipped, Failed, Canceled int
+	SkippedErrors                                 int   // Options.SkipSourceErrors
 	Bytes                                         int64 // moved, including re-sends
 	Faults                                        int
 	FailedFiles                                   []FileResult

@@ -44,10 +44,13 @@ type planner struct {
 	files    []*file
 	skipped  []FileResult
 	failed   []FileResult // directories that could not be listed, destinations refused
-	resumed  []FileResult // whole at the destination after an interrupted run (Options.Resume)
-	dirs     int          // directories walked
-	sources  sources
-	root     *treeRoot // the tree being placed
+	// skippedErrs are source paths the source refused to give, skipped
+	// (Options.SkipSourceErrors).
+	skippedErrs []FileResult
+	resumed     []FileResult // whole at the destination after an interrupted run (Options.Resume)
+	dirs        int          // directories walked
+	sources     sources
+	root        *treeRoot // the tree being placed
 	// summed holds, by destination, whether the checksums of a directory's
 	// files (sameSums) matched at both ends, until decide takes it.
 	summed           map[string]bool
@@ -143,6 +146,9 @@ func (p *planner) plan(ctx context.Context, items []Item) error {
 		if err != nil {
 			return err
 		}
+		if l == nil {
+			continue // skipped: the source refused it
+		}
 		if l.tree != nil {
 			if err := p.listItem(ctx, l); err != nil {
 				return err
@@ -205,7 +211,8 @@ func (p *planner) listItem(ctx context.Context, l *look) error {
 
 // look looks up an item at both ends and refuses what cannot be copied
 // (an *ItemError). A file's destination is resolved: into a directory
-// that exists or that the path's trailing slash asks for.
+// that exists or that the path's trailing slash asks for. A source the
+// copy skips (skipsSource) is no look and no error.
 func (p *planner) look(ctx context.Context, it Item) (*look, error) {
 	if p.sources.byUnique == nil {
 		p.sources = newSources(p.src, p.dst)
@@ -230,6 +237,8 @@ func (p *planner) look(ctx context.Context, it Item) (*look, error) {
 		des, derrs, lerr = p.dst.StatAll(ctx, chain)
 	})
 	switch {
+	case err != nil && p.skipsSource(it.Src, it.Dst, err):
+		return nil, nil
 	case isNotFound(err):
 		return nil, &ItemError{Path: it.Src, Why: "no such file or directory", NotFound: true}
 	case err != nil:
@@ -305,8 +314,10 @@ func (p *planner) list(ctx context.Context, src, dst string) (*tree, error) {
 	entries, err := p.src.List(ctx, src)
 	var refused *gridftp.Error
 	if errors.As(err, &refused) {
-		p.failed = append(p.failed, FileResult{Src: src, Dst: dst, Outcome: Failed, Attempts: 1,
-			Err: fmt.Errorf("list source directory: %w", err)})
+		err = fmt.Errorf("list source directory: %w", err)
+		if !p.skipsSource(src, dst, err) {
+			p.failed = append(p.failed, FileResult{Src: src, Dst: dst, Outcome: Failed, Attempts: 1, Err: err})
+		}
 		return nil, nil
 	}
 	if err != nil {

@@ -448,9 +448,9 @@ func (c *copier) member(u *unit, fromSrc bool, m gridftp.Member) {
 		c.mu.Unlock()
 		return
 	case sok && s.Fault != nil:
-		err = &gridftp.Error{Reply: *s.Fault}
+		err = &client.EndError{Err: &gridftp.Error{Reply: *s.Fault}}
 	case dok && d.Fault != nil:
-		err = &gridftp.Error{Reply: *d.Fault}
+		err = &client.EndError{Dest: true, Err: &gridftp.Error{Reply: *d.Fault}}
 	case !dok || c.opts.Verify && !sok:
 		c.mu.Unlock()
 		return

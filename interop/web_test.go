@@ -484,17 +484,7 @@ func TestWebAppDestinations(t *testing.T) {
 	c.addEndpoint("beta", beta)
 	c.addEndpoint("gamma", gamma)
 	p := newPage(t, chromium, svc.URL())
-	p.do("open the app", chromedp.Navigate(svc.URL()+"/"), chromedp.WaitVisible(chromedp.ID("signin-title")))
-	p.do("sign in", chromedp.SendKeys(chromedp.CSS(`input[name=username]`), "alice"),
-		chromedp.SendKeys(chromedp.CSS(`input[name=password]`), servicePassword), chromedp.Click(chromedp.CSS(`form.signin button`)),
-		chromedp.WaitVisible(chromedp.CSS(leftPane)))
-	p.do("files page", chromedp.Click(chromedp.CSS(`#nav a[href="#/files"]`)), chromedp.WaitVisible(chromedp.CSS(leftPane)))
-	p.do("open alpha", chromedp.SendKeys(chromedp.CSS(leftPane+` input[name=endpoint]`), "alice#alpha\r"))
-	p.waitText(leftPane+` tbody`, "run1")
-	p.do("open beta", chromedp.SendKeys(chromedp.CSS(rightPane+` input[name=endpoint]`), "alice#beta\r"))
-	p.waitText(rightPane+` tbody`, "This directory is empty")
-	p.do("select run1", chromedp.Click(row(leftPane, "run1")+`/td[3]`))
-	p.do("transfer it", chromedp.Click(chromedp.CSS(leftPane+` button[aria-label^="Transfer the selection"]`)))
+	p.transferRun1(svc)
 	p.do("add a destination", chromedp.WaitVisible(chromedp.CSS(`dialog[open]`)),
 		chromedp.Click(`//dialog[@open]//button[text()="Add destination"]`), chromedp.WaitVisible(chromedp.CSS(`dialog[open] [name=more_endpoint]`)))
 	p.dialogSubmit("transfer run1 to two", "label", "to two", "more_endpoint", "alice#gamma", "more_path", "/copies")

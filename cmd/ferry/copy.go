@@ -117,6 +117,8 @@ that cannot forward get ordinary copies.`,
 	f.MarkDeprecated("preserve-mtime", "use --preserve-timestamp, as ferry transfer does")
 	f.BoolVar(&o.Encrypt, "encrypt", false, "encrypt the data channels (globus-url-copy's -dcpriv); both ends must be ferry servers, whose data channels are always authenticated")
 	f.BoolVar(&o.Compress, "compress", false, "compress data in flight (zstd) where both ends are ferry servers; worth it only when the link, not the CPU, is the limit")
+	f.BoolVar(&o.SkipSourceErrors, "skip-source-errors", false, "skip source files and directories that are missing or not readable when the copy reaches them, "+
+		"instead of failing (as ferry transfer's); each is reported, and the exit status stays 0; default off")
 	f.StringVar(&tar, "tar", "auto", "move trees of small files as tar streams: auto (when the file mix favours it), always or never")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress bar")
 	f.StringVar(&mc, "mc", "", "more destinations, a URL per line (globus-url-copy's -MC file)")
@@ -382,8 +384,12 @@ func runCopy(ctx context.Context, srcArg string, dstArgs []string, via map[strin
 			targets[i].Via = &head
 		}
 	}
+	one := len(targets) == 1 && targets[0].Via == nil
+	if o.SkipSourceErrors && !one {
+		return usagef("--skip-source-errors: with one destination only, reached directly (not through --via)")
+	}
 	bar := newProgress(out, !quiet && isTerminal(out, false))
-	if len(targets) == 1 && targets[0].Via == nil {
+	if one {
 		res, err := engine.Copy(ctx, src.ep, targets[0].Endpoint, targets[0].Items, o, bar)
 		bar.stop()
 		if err != nil {
@@ -482,8 +488,11 @@ func (p *progress) Fault(path string, err error, retry time.Duration) {
 }
 func (p *progress) Done(r engine.FileResult) {
 	p.done.Add(1)
-	if r.Outcome == engine.Failed {
+	switch r.Outcome {
+	case engine.Failed:
 		p.line(fmt.Sprintf("FAILED %s: %v", r.Src, r.Err))
+	case engine.SkippedError:
+		p.line(fmt.Sprintf("SKIPPED %s: %v", r.Src, r.Err))
 	}
 }
 
@@ -516,8 +525,12 @@ func (p *progress) destinations(r engine.MultiResult, args []string) {
 
 func (p *progress) summary(r engine.Result) {
 	secs := max(r.Elapsed.Seconds(), 1e-3)
-	fmt.Fprintf(p.out, "%s: %d transferred, %d skipped, %d failed; %s in %v (%s/s, %.0f files/s); %s\n",
-		plural.Count(r.Files, "file"), r.Transferred, r.Skipped, r.Failed, humanBytes(r.Bytes), r.Elapsed.Round(time.Millisecond),
+	skipped := fmt.Sprint(r.Skipped)
+	if r.SkippedErrors > 0 {
+		skipped += ", " + plural.Count(r.SkippedErrors, "source error")
+	}
+	fmt.Fprintf(p.out, "%s: %d transferred, %s skipped, %d failed; %s in %v (%s/s, %.0f files/s); %s\n",
+		plural.Count(r.Files, "file"), r.Transferred, skipped, r.Failed, humanBytes(r.Bytes), r.Elapsed.Round(time.Millisecond),
 		humanBytes(int64(float64(r.Bytes)/secs)), float64(r.Transferred)/secs, plural.Count(r.Faults, "fault"))
 	s := r.Settings
 	fmt.Fprintf(p.out, "settings: -cc %d -p %d -pp %d, chunks %s, rtt %v%s%s%s\n", s.Concurrency, s.Parallelism, s.Pipelining,

@@ -222,18 +222,24 @@ func newTaskListCmd(c *cli, use string) *cobra.Command {
 
 // newTaskShowCmd is ferry task show, also known as ferry details.
 func newTaskShowCmd(c *cli, use string) *cobra.Command {
-	var transfers bool
+	var transfers, skipped bool
 	cmd := &cobra.Command{
-		Use:   use + " TASK_ID [-t]",
-		Short: "Show a task in full, or (-t) the files it has transferred so far",
+		Use:   use + " TASK_ID [-t | --skipped-errors]",
+		Short: "Show a task in full, or (-t) the files it has transferred so far, or the source paths it skipped for errors",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if transfers && skipped {
+				return usagef("-t and --skipped-errors: give one")
+			}
 			cl, err := c.client()
 			if err != nil {
 				return err
 			}
-			if transfers {
+			switch {
+			case transfers:
 				return c.successfulTransfers(cmd, cl, args[0])
+			case skipped:
+				return c.skippedErrors(cmd, cl, args[0])
 			}
 			t, err := cl.Task(cmd.Context(), args[0])
 			if err != nil {
@@ -253,6 +259,7 @@ func newTaskShowCmd(c *cli, use string) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVarP(&transfers, "successful-transfers", "t", false, "list the files transferred so far, with their checksums")
+	cmd.Flags().BoolVar(&skipped, "skipped-errors", false, "list the source paths skipped for errors (a task submitted with --skip-source-errors), and why")
 	return cmd
 }
 
@@ -338,6 +345,8 @@ func taskFields(t api.Task, used string) [][2]string {
 			{"Tar", cmp.Or(t.Tar, "auto")},
 			{"Compress", fmt.Sprint(t.Compress)},
 			{"Delete Destination Extra", fmt.Sprint(t.DeleteDestinationExtra)},
+			{"Skip Source Errors", fmt.Sprint(t.SkipSourceErrors)},
+			{"Fail On Quota Errors", fmt.Sprint(t.FailOnQuotaErrors)},
 		}...)
 		for _, r := range t.FilterRules {
 			f = append(f, [2]string{"Filter", strings.TrimSpace(r.Method + " " + r.Name + " " + r.Type)})
@@ -346,19 +355,33 @@ func taskFields(t api.Task, used string) [][2]string {
 	return f
 }
 
+// allPages reads every page of a marker-paged list: get returns a page's
+// entries and its next marker.
+func allPages[T any](get func(api.MarkerQuery) ([]T, int64, error)) ([]T, error) {
+	var all []T
+	for q := (api.MarkerQuery{Limit: 1000}); ; {
+		data, next, err := get(q)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, data...)
+		if next == 0 {
+			return all, nil
+		}
+		q.Marker = next
+	}
+}
+
 // successfulTransfers prints every file task id has transferred so far.
 func (c *cli) successfulTransfers(cmd *cobra.Command, cl *apiclient.Client, id string) error {
 	all := api.SuccessfulTransfers{DataType: "successful_transfers"}
-	for q := (api.MarkerQuery{Limit: 1000}); ; {
+	var err error
+	all.Data, err = allPages(func(q api.MarkerQuery) ([]api.SuccessfulTransfer, int64, error) {
 		page, err := cl.SuccessfulTransfers(cmd.Context(), id, q)
-		if err != nil {
-			return err
-		}
-		all.Data = append(all.Data, page.Data...)
-		if page.NextMarker == 0 {
-			break
-		}
-		q.Marker = page.NextMarker
+		return page.Data, page.NextMarker, err
+	})
+	if err != nil {
+		return err
 	}
 	return c.table(cmd, all, []string{"SOURCE PATH", "DESTINATION PATH", "SIZE", "CHECKSUM"}, func(w io.Writer) {
 		for _, f := range all.Data {
@@ -367,6 +390,25 @@ func (c *cli) successfulTransfers(cmd *cobra.Command, cl *apiclient.Client, id s
 				sum = f.ChecksumAlgorithm + ":" + f.Checksum
 			}
 			row(w, f.SourcePath, f.DestinationPath, f.Size, sum)
+		}
+	})
+}
+
+// skippedErrors prints every source path task id skipped for an error
+// (skip_source_errors), and why.
+func (c *cli) skippedErrors(cmd *cobra.Command, cl *apiclient.Client, id string) error {
+	all := api.SkippedErrors{DataType: "skipped_errors"}
+	var err error
+	all.Data, err = allPages(func(q api.MarkerQuery) ([]api.SkippedError, int64, error) {
+		page, err := cl.SkippedErrors(cmd.Context(), id, q)
+		return page.Data, page.NextMarker, err
+	})
+	if err != nil {
+		return err
+	}
+	return c.table(cmd, all, []string{"SOURCE PATH", "DESTINATION PATH", "ERROR"}, func(w io.Writer) {
+		for _, f := range all.Data {
+			row(w, f.SourcePath, f.DestinationPath, f.ErrorDetails)
 		}
 	})
 }

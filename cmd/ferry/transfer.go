@@ -61,6 +61,7 @@ func (f filterFlag) Set(glob string) error {
 // transferOpts are the flags of ferry transfer.
 type transferOpts struct {
 	recursive, verify, noVerify, preserve, deleteExtra, dryRun, encrypt, compress bool
+	skipSourceErrors, failOnQuota                                                 bool
 
 	syncLevel, batch, label, deadline, algorithm, submissionID, notify, tar string
 	filters                                                                 []api.FilterRule
@@ -88,6 +89,7 @@ func (o *transferOpts) request(src string, dsts []string, batch io.Reader, now t
 		SourceEndpoint: s.ep, DestinationEndpoint: d.ep,
 		VerifyChecksum: o.verify && !o.noVerify, ChecksumAlgorithm: o.algorithm, PreserveTimestamp: o.preserve, EncryptData: o.encrypt,
 		DeleteDestinationExtra: o.deleteExtra, FilterRules: o.filters, Tar: o.tar, Compress: o.compress,
+		SkipSourceErrors: o.skipSourceErrors, FailOnQuotaErrors: o.failOnQuota,
 	}
 	if t.SyncLevel, err = parseSyncLevel(o.syncLevel); err != nil {
 		return t, err
@@ -370,6 +372,10 @@ the tree missed; ferry task show lists each destination's progress.`,
 	f.BoolVar(&o.compress, "compress", false, "compress data in flight (zstd; both endpoints must be ferry servers); worth it only when the link, not the CPU, is the limit")
 	f.StringVar(&o.tar, "tar", "", "move trees of small files as tar streams: auto (default: when the file mix favours it), always or never")
 	f.BoolVar(&o.deleteExtra, "delete-destination-extra", false, "delete destination files the source does not have (with -r)")
+	f.BoolVar(&o.skipSourceErrors, "skip-source-errors", false, "skip source files and directories that are missing or not readable when the task reaches them, "+
+		"instead of failing the task (ferry task show --skipped-errors lists them); default off")
+	f.BoolVar(&o.failOnQuota, "fail-on-quota-errors", false, "fail the task at once when the destination is full or over quota; "+
+		"default off: the task waits INACTIVE (NO_SPACE) until space is freed and it is resumed")
 	f.Var(filterFlag{&o.filters, "include"}, "include", "with -r, transfer only names matching GLOB (repeatable; rules apply in order)")
 	f.Var(filterFlag{&o.filters, "exclude"}, "exclude", "with -r, skip names matching GLOB (repeatable; rules apply in order)")
 	f.StringVar(&o.submissionID, "submission-id", "", "an ID that makes a re-submission run the task only once")

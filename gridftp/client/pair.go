@@ -324,16 +324,32 @@ func (p *Pair) Finish(ctx context.Context, part Part, m Markers) error {
 	}
 	switch {
 	case srcErr != nil && !errors.Is(srcErr, context.Canceled):
-		return fmt.Errorf("source: %w", srcErr)
+		return &EndError{Err: srcErr}
 	case dstErr != nil && !errors.Is(dstErr, context.Canceled):
-		return fmt.Errorf("destination: %w", dstErr)
+		return &EndError{Dest: true, Err: dstErr}
 	case srcErr != nil:
-		return fmt.Errorf("source: %w", srcErr)
+		return &EndError{Err: srcErr}
 	case dstErr != nil:
-		return fmt.Errorf("destination: %w", dstErr)
+		return &EndError{Dest: true, Err: dstErr}
 	}
 	return nil
 }
+
+// EndError is a failure at one end of a pair: the source's, or the
+// destination's (Dest).
+type EndError struct {
+	Dest bool
+	Err  error
+}
+
+func (e *EndError) Error() string {
+	if e.Dest {
+		return "destination: " + e.Err.Error()
+	}
+	return "source: " + e.Err.Error()
+}
+
+func (e *EndError) Unwrap() error { return e.Err }
 
 // Close ends both sessions.
 func (p *Pair) Close() {

@@ -134,16 +134,23 @@ type Transfer struct {
 	// destination_paths.
 	Destinations []TransferDestination `json:"destinations,omitempty"`
 	// SyncLevel 0 exists, 1 size, 2 mtime, 3 checksum; nil: always copy.
-	SyncLevel              *int         `json:"sync_level,omitempty"`
-	VerifyChecksum         bool         `json:"verify_checksum,omitempty"`
-	ChecksumAlgorithm      string       `json:"checksum_algorithm,omitempty"` // MD5, ADLER32, SHA1, ...; "" lets the endpoints choose
-	PreserveTimestamp      bool         `json:"preserve_timestamp,omitempty"`
-	EncryptData            bool         `json:"encrypt_data,omitempty"` // both endpoints must be ferry servers
-	Tar                    string       `json:"tar,omitempty"`          // auto (""), always or never: trees of small files as tar streams
-	Compress               bool         `json:"compress,omitempty"`     // zstd in flight, where both endpoints are ferry servers
-	DeleteDestinationExtra bool         `json:"delete_destination_extra,omitempty"`
-	Deadline               time.Time    `json:"deadline,omitzero"`
-	FilterRules            []FilterRule `json:"filter_rules,omitempty"`
+	SyncLevel              *int   `json:"sync_level,omitempty"`
+	VerifyChecksum         bool   `json:"verify_checksum,omitempty"`
+	ChecksumAlgorithm      string `json:"checksum_algorithm,omitempty"` // MD5, ADLER32, SHA1, ...; "" lets the endpoints choose
+	PreserveTimestamp      bool   `json:"preserve_timestamp,omitempty"`
+	EncryptData            bool   `json:"encrypt_data,omitempty"` // both endpoints must be ferry servers
+	Tar                    string `json:"tar,omitempty"`          // auto (""), always or never: trees of small files as tar streams
+	Compress               bool   `json:"compress,omitempty"`     // zstd in flight, where both endpoints are ferry servers
+	DeleteDestinationExtra bool   `json:"delete_destination_extra,omitempty"`
+	// SkipSourceErrors skips source paths that are missing or not allowed
+	// when the task reaches them (GET /task/{id}/skipped_errors lists
+	// them) instead of failing them; FailOnQuotaErrors fails the task at
+	// once when a destination is full or over quota, instead of pausing
+	// it until space is freed.
+	SkipSourceErrors  bool         `json:"skip_source_errors,omitempty"`
+	FailOnQuotaErrors bool         `json:"fail_on_quota_errors,omitempty"`
+	Deadline          time.Time    `json:"deadline,omitzero"`
+	FilterRules       []FilterRule `json:"filter_rules,omitempty"`
 	Notify
 	Data []TransferItem `json:"DATA"`
 }
@@ -277,6 +284,8 @@ type Task struct {
 	Tar                    string       `json:"tar,omitempty"`
 	Compress               bool         `json:"compress,omitempty"`
 	DeleteDestinationExtra bool         `json:"delete_destination_extra"`
+	SkipSourceErrors       bool         `json:"skip_source_errors"`
+	FailOnQuotaErrors      bool         `json:"fail_on_quota_errors"`
 	FilterRules            []FilterRule `json:"filter_rules,omitempty"`
 	NotifyOnSucceeded      bool         `json:"notify_on_succeeded"`
 	NotifyOnFailed         bool         `json:"notify_on_failed"`
@@ -379,6 +388,26 @@ type FailedTransfer struct {
 	// DestinationEndpointID is where the file failed, in a transfer to
 	// several destinations, whose failures are listed per destination.
 	DestinationEndpointID string `json:"destination_endpoint_id,omitempty"`
+}
+
+// SkippedError is a source path a task skipped because the source
+// refused it (DATA_TYPE skipped_error): missing or not allowed, with
+// skip_source_errors.
+type SkippedError struct {
+	DataType        string    `json:"DATA_TYPE"`
+	SourcePath      string    `json:"source_path"`
+	DestinationPath string    `json:"destination_path"`
+	ErrorDetails    string    `json:"error_details"`
+	ErrorTime       time.Time `json:"error_time"`
+}
+
+// SkippedErrors is a marker-paged list (DATA_TYPE skipped_errors), paged
+// like SuccessfulTransfers.
+type SkippedErrors struct {
+	DataType   string         `json:"DATA_TYPE"`
+	Marker     int64          `json:"marker"`
+	NextMarker int64          `json:"next_marker"`
+	Data       []SkippedError `json:"DATA"`
 }
 
 // FailedTransfers is a marker-paged list (DATA_TYPE failed_transfers),

@@ -219,8 +219,8 @@ func ParseListQuery(v url.Values) (ListQuery, error) {
 	return q, err
 }
 
-// MarkerQuery selects a page of GET /task/{id}/successful_transfers or
-// failed_transfers:
+// MarkerQuery selects a page of GET /task/{id}/successful_transfers,
+// failed_transfers or skipped_errors:
 // marker (0: from the start; else a NextMarker) and limit.
 type MarkerQuery struct {
 	Marker int64

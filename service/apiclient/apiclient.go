@@ -262,6 +262,14 @@ func (c *Client) FailedTransfers(ctx context.Context, id string, q api.MarkerQue
 	return l, err
 }
 
+// SkippedErrors returns a page of the source paths a task skipped for
+// errors (skip_source_errors), paged like SuccessfulTransfers.
+func (c *Client) SkippedErrors(ctx context.Context, id string, q api.MarkerQuery) (api.SkippedErrors, error) {
+	var l api.SkippedErrors
+	err := c.do(ctx, "GET", "task/"+esc(id)+"/skipped_errors", q.Values(), nil, &l)
+	return l, err
+}
+
 // Endpoint returns an endpoint by UUID, owner#name, or a name of the
 // user's own.
 func (c *Client) Endpoint(ctx context.Context, id string) (api.Endpoint, error) {

@@ -206,9 +206,16 @@ type Options struct {
 	Compress               bool         `json:"compress,omitempty"`
 	DeleteDestinationExtra bool         `json:"delete_destination_extra"`
 	FilterRules            []FilterRule `json:"filter_rules,omitempty"`
-	NotifyOnSucceeded      bool         `json:"notify_on_succeeded"`
-	NotifyOnFailed         bool         `json:"notify_on_failed"`
-	NotifyOnInactive       bool         `json:"notify_on_inactive"`
+	// SkipSourceErrors skips a source path that is missing or not
+	// allowed when the task reaches it (recorded FileSkippedError)
+	// instead of failing it; FailOnQuotaErrors fails the task at once
+	// when a destination is full or over quota, instead of pausing it
+	// (INACTIVE, NiceNoSpace) until someone frees space.
+	SkipSourceErrors  bool `json:"skip_source_errors,omitempty"`
+	FailOnQuotaErrors bool `json:"fail_on_quota_errors,omitempty"`
+	NotifyOnSucceeded bool `json:"notify_on_succeeded"`
+	NotifyOnFailed    bool `json:"notify_on_failed"`
+	NotifyOnInactive  bool `json:"notify_on_inactive"`
 	// Delete tasks only.
 	IgnoreMissing bool `json:"ignore_missing,omitempty"`
 }
@@ -346,6 +353,9 @@ const (
 	FileSkipped   = "SKIPPED"   // the sync level found it already there
 	FileFailed    = "FAILED"
 	FileCanceled  = "CANCELED" // the user canceled this one file
+	// FileSkippedError: the source refused it (missing, not allowed) and
+	// the task skips source errors (Options.SkipSourceErrors).
+	FileSkippedError = "SKIPPED_ERROR"
 )
 
 // File is the final record of one file of a task. A file recorded
@@ -373,6 +383,7 @@ const (
 	EventConnectFailed    = "CONNECT_FAILED"
 	EventFileFailed       = "FILE_FAILED"
 	EventFileCanceled     = "FILE_CANCELED"
+	EventSkippedError     = "SKIPPED_ERROR" // a source path skipped (Options.SkipSourceErrors)
 	EventInactive         = "INACTIVE"
 	EventResumed          = "RESUMED"
 	EventLeaseTaken       = "LEASE_TAKEN" // another worker took over the task

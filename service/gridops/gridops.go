@@ -238,7 +238,7 @@ func (o *Ops) CheckTransfer(ctx context.Context, src, dst domain.Endpoint, sl, d
 	for i, it := range items {
 		eitems[i] = engine.Item{Src: it.Src, Dst: it.Dst, Recursive: it.Recursive}
 	}
-	err := engine.Check(ctx, ends[0], ends[1], eitems, engine.Options{Encrypt: opts.EncryptData})
+	err := engine.Check(ctx, ends[0], ends[1], eitems, engine.Options{Encrypt: opts.EncryptData, SkipSourceErrors: opts.SkipSourceErrors})
 	if ie, ok := errors.AsType[*engine.ItemError](err); ok {
 		return ItemErr(ie, src, dst)
 	}

@@ -81,6 +81,7 @@ func TestOpenAPISchemas(t *testing.T) {
 		"TaskUpdate": api.TaskUpdate{}, "Cancel": api.Cancel{}, "Event": api.Event{}, "EventList": api.EventList{},
 		"SuccessfulTransfer": api.SuccessfulTransfer{}, "SuccessfulTransfers": api.SuccessfulTransfers{},
 		"FailedTransfer": api.FailedTransfer{}, "FailedTransfers": api.FailedTransfers{}, "Session": api.Session{},
+		"SkippedError": api.SkippedError{}, "SkippedErrors": api.SkippedErrors{},
 		"Server": api.Server{}, "Endpoint": api.Endpoint{}, "EndpointSpec": api.EndpointSpec{},
 		"EndpointList": api.EndpointList{}, "ActivationRequirements": api.ActivationRequirements{},
 		"ActivationRequirement": api.ActivationRequirement{}, "Activate": api.Activate{},

@@ -128,6 +128,7 @@ func (s *Server) transfer(w http.ResponseWriter, r *http.Request, c *call) error
 		}
 	}
 	o.DeleteDestinationExtra = req.DeleteDestinationExtra
+	o.SkipSourceErrors, o.FailOnQuotaErrors = req.SkipSourceErrors, req.FailOnQuotaErrors
 	for i, f := range req.FilterRules {
 		if err := checkFilterRule(i, f); err != nil {
 			return err
@@ -158,6 +159,10 @@ func (s *Server) transfer(w http.ResponseWriter, r *http.Request, c *call) error
 	dsts, err := s.destinations(r, c, req, t.Items)
 	if err != nil {
 		return err
+	}
+	if o.SkipSourceErrors && (len(dsts) > 1 || dsts[0].ep.Via != "") {
+		return domain.Errorf(domain.EInvalid, "skip_source_errors: a transfer to several destinations, or to one behind a head node, "+
+			"cannot skip source errors yet; submit it without")
 	}
 	t.SrcEndpoint, t.DstEndpoint = src.ID, dsts[0].ep.ID
 	if len(dsts) == 1 {
@@ -482,6 +487,7 @@ func (s *Server) taskDoc(t domain.Task, names func(string) string) api.Task {
 
 		VerifyChecksum: o.VerifyChecksum, ChecksumAlgorithm: o.ChecksumAlgorithm, EncryptData: o.EncryptData,
 		PreserveTimestamp: o.PreserveTimestamp, Tar: o.Tar, Compress: o.Compress, DeleteDestinationExtra: o.DeleteDestinationExtra,
+		SkipSourceErrors: o.SkipSourceErrors, FailOnQuotaErrors: o.FailOnQuotaErrors,
 		NotifyOnSucceeded: o.NotifyOnSucceeded, NotifyOnFailed: o.NotifyOnFailed,
 		NotifyOnInactive: o.NotifyOnInactive, IgnoreMissing: o.IgnoreMissing,
 	}
@@ -640,6 +646,18 @@ func (s *Server) successfulTransfers(w http.ResponseWriter, r *http.Request, c *
 	doc := api.SuccessfulTransfers{DataType: "successful_transfers", Marker: marker, NextMarker: next, Data: make([]api.SuccessfulTransfer, len(files))}
 	for i, f := range files {
 		doc.Data[i] = api.SuccessfulTransfer{DataType: "successful_transfer", SourcePath: f.Src, DestinationPath: f.Dst, Size: f.Size, ChecksumAlgorithm: f.Algorithm, Checksum: f.Checksum}
+	}
+	return reply(w, http.StatusOK, doc)
+}
+
+func (s *Server) skippedErrors(w http.ResponseWriter, r *http.Request, c *call) error {
+	files, marker, next, err := s.taskFiles(r, c, domain.FileSkippedError)
+	if err != nil {
+		return err
+	}
+	doc := api.SkippedErrors{DataType: "skipped_errors", Marker: marker, NextMarker: next, Data: make([]api.SkippedError, len(files))}
+	for i, f := range files {
+		doc.Data[i] = api.SkippedError{DataType: "skipped_error", SourcePath: f.Src, DestinationPath: f.Dst, ErrorDetails: f.Error, ErrorTime: f.Time}
 	}
 	return reply(w, http.StatusOK, doc)
 }

@@ -43,7 +43,7 @@ func TestTransferRefused(t *testing.T) {
 		{"not an object", `[1,2]`, 400, "malformed JSON"},
 		{"empty body", ``, 400, "empty request body"},
 		{"trailing data", body("") + `{}`, 400, "after the document"},
-		{"unknown field", body(`"skip_source_errors":true`), 400, "unknown field"},
+		{"unknown field", body(`"skip_errors":true`), 400, "unknown field"},
 		{"unknown item field", `{"source_endpoint":"src","destination_endpoint":"dst","DATA":[{"source_path":"/a","destination_path":"/b","size":1}]}`, 400, "unknown field"},
 		{"wrong DATA_TYPE", `{"DATA_TYPE":"delete","source_endpoint":"src","destination_endpoint":"dst","DATA":[{"source_path":"/a","destination_path":"/b"}]}`, 400, "DATA_TYPE"},
 		{"wrong item DATA_TYPE", `{"source_endpoint":"src","destination_endpoint":"dst","DATA":[{"DATA_TYPE":"delete_item","source_path":"/a","destination_path":"/b"}]}`, 400, "DATA_TYPE"},
@@ -209,8 +209,9 @@ func TestTaskProgressAndCancel(t *testing.T) {
 	for i := range 5 {
 		files = append(files, domain.File{TaskID: running, Src: fmt.Sprintf("/in/f%d", i), Dst: fmt.Sprintf("/out/f%d", i), Size: 100, State: domain.FileSucceeded, Algorithm: "MD5", Checksum: "abc", Time: now})
 	}
-	files = append(files, domain.File{TaskID: running, Src: "/in/bad", Dst: "/out/bad", State: domain.FileFailed, Error: "550", Time: now})
-	delta := domain.Counters{Files: 8, FilesTransferred: 5, FilesFailed: 1, BytesTransferred: 500, BytesTotal: 900}
+	files = append(files, domain.File{TaskID: running, Src: "/in/bad", Dst: "/out/bad", State: domain.FileFailed, Error: "550", Time: now},
+		domain.File{TaskID: running, Src: "/in/gone", Dst: "/out/gone", State: domain.FileSkippedError, Error: "source: 550 No such file", Time: now})
+	delta := domain.Counters{Files: 8, FilesTransferred: 5, FilesSkipped: 1, FilesFailed: 1, BytesTransferred: 500, BytesTotal: 900}
 	if err := e.db.Progress(t.Context(), running, "w1", domain.Batch{Delta: delta, Files: files, Events: []domain.Event{{TaskID: running, Code: domain.EventStarted, Details: "concurrency=2", Time: now}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -253,12 +254,22 @@ func TestTaskProgressAndCancel(t *testing.T) {
 		t.Errorf("failed transfers %+v, want %+v", failed, want)
 	}
 
+	skipped, err := alice.SkippedErrors(t.Context(), running, api.MarkerQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSkipped := api.SkippedErrors{DataType: "skipped_errors", Data: []api.SkippedError{{DataType: "skipped_error",
+		SourcePath: "/in/gone", DestinationPath: "/out/gone", ErrorDetails: "source: 550 No such file", ErrorTime: now.Truncate(time.Microsecond)}}}
+	if !equalJSON(t, skipped, wantSkipped) {
+		t.Errorf("skipped errors %+v, want %+v", skipped, wantSkipped)
+	}
+
 	e.clock.Add(10 * time.Second)
 	task, err := alice.Task(t.Context(), running)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if task.SubtasksTotal != 8 || task.SubtasksSucceeded != 5 || task.SubtasksFailed != 1 || task.SubtasksPending != 2 || task.BytesTransferred != 500 || task.BytesTotal != 900 || task.EffectiveBytesPerSecond <= 0 || task.EffectiveBytesPerSecond > 500 {
+	if task.SubtasksTotal != 8 || task.SubtasksSucceeded != 6 || task.SubtasksFailed != 1 || task.SubtasksPending != 1 || task.BytesTransferred != 500 || task.BytesTotal != 900 || task.EffectiveBytesPerSecond <= 0 || task.EffectiveBytesPerSecond > 500 {
 		t.Errorf("counters of %+v", task)
 	}
 
@@ -577,5 +588,33 @@ func TestTransferDestinations(t *testing.T) {
 	}
 	if err != nil || stored.Destinations != nil || stored.DstEndpoint != a.ID || stored.Items[0].Dst != "/mine" {
 		t.Fatalf("one destination: %+v, %v", stored, err)
+	}
+}
+
+// TestTransferErrorOptions: skip_source_errors and fail_on_quota_errors
+// are kept with the task and echoed in its document; a transfer to
+// several destinations cannot skip source errors.
+func TestTransferErrorOptions(t *testing.T) {
+	e := newEnv(t)
+	alice, _ := e.user("alice")
+	addEndpoint(t, alice, "src", "anonymous", false)
+	addEndpoint(t, alice, "dst", "anonymous", false)
+	addEndpoint(t, alice, "dst2", "anonymous", false)
+	items := []api.TransferItem{{SourcePath: "/a", DestinationPath: "/b"}}
+	for _, tc := range []struct{ skip, quota bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+		r, err := alice.Transfer(t.Context(), api.Transfer{SourceEndpoint: "src", DestinationEndpoint: "dst",
+			SkipSourceErrors: tc.skip, FailOnQuotaErrors: tc.quota, Data: items})
+		if err != nil {
+			t.Fatal(err)
+		}
+		task, err := alice.Task(t.Context(), r.TaskID)
+		if err != nil || task.SkipSourceErrors != tc.skip || task.FailOnQuotaErrors != tc.quota {
+			t.Errorf("submitted %+v: task %+v, %v", tc, task, err)
+		}
+	}
+	_, err := alice.Transfer(t.Context(), api.Transfer{SourceEndpoint: "src", SkipSourceErrors: true, Data: items,
+		Destinations: []api.TransferDestination{{Endpoint: "dst"}, {Endpoint: "dst2", DestinationPaths: []string{"/c"}}}})
+	if err == nil || !strings.Contains(err.Error(), "skip_source_errors") || !strings.Contains(err.Error(), "400") {
+		t.Errorf("several destinations skipping source errors: %v", err)
 	}
 }

@@ -32,7 +32,8 @@ func testCreateTask(t *testing.T, open Open) {
 		SrcEndpoint: src.ID, DstEndpoint: dst.ID, Deadline: t0.Add(24 * time.Hour), RequestTime: t0,
 		Items: []domain.Item{{Src: "/a", Dst: "/b"}, {Src: "/dir/", Dst: "/out/", Recursive: true}},
 		Options: domain.Options{SyncLevel: domain.SyncChecksum, VerifyChecksum: true, ChecksumAlgorithm: "SHA256",
-			FilterRules:       []domain.FilterRule{{Method: "exclude", Name: "*.tmp", Type: "file"}},
+			FilterRules:      []domain.FilterRule{{Method: "exclude", Name: "*.tmp", Type: "file"}},
+			SkipSourceErrors: true, FailOnQuotaErrors: true,
 			NotifyOnSucceeded: true},
 		// Set only by workers: CreateTask clears them.
 		Status: domain.StatusFailed, Worker: "w", Counters: domain.Counters{Files: 3}, CancelRequested: true,

@@ -36,6 +36,7 @@ type progress struct {
 	hits    int64           // paths left out before Planned
 	failure string          // the first file failure of this run, for the fatal error
 	class   failure         // what it means
+	skipped int             // files recorded FileSkippedError, by this run and earlier ones
 
 	lastEvent time.Time // of the last PROGRESS event
 	lastBytes int64     // total.BytesTransferred then
@@ -323,6 +324,12 @@ func (p *progress) Done(r engine.FileResult) {
 	case engine.Skipped:
 		f.State = domain.FileSkipped
 		p.add(domain.Counters{Files: 1, FilesSkipped: 1}, &f, nil)
+	case engine.SkippedError:
+		// Its bytes, if any, came back through Progress.
+		f.State, f.Error = domain.FileSkippedError, gridops.Tell(r.Err)
+		p.skipped++
+		p.add(domain.Counters{FilesSkipped: 1, BytesTotal: -r.Size}, &f, &domain.Event{Code: domain.EventSkippedError, IsError: true,
+			Description: fmt.Sprintf("%s: %s; skipped, as the task skips source errors", r.Src, f.Error)})
 	case engine.Canceled:
 		// Its bytes came back through Progress; it is no longer expected.
 		f.State = domain.FileCanceled
@@ -331,6 +338,21 @@ func (p *progress) Done(r engine.FileResult) {
 	default:
 		p.fileFailed(f, r.Err, domain.Counters{}, r.Attempts)
 	}
+}
+
+// skippedErrors counts n files that earlier runs recorded
+// FileSkippedError.
+func (p *progress) skippedErrors(n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.skipped += n
+}
+
+// skippedErrs is how many files the task skipped for source errors.
+func (p *progress) skippedErrs() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.skipped
 }
 
 // deleted records the outcome of deleting one path of a delete task.

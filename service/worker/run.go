@@ -395,7 +395,7 @@ func (r *run) loadRecords(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, state := range []string{domain.FileFailed, domain.FileCanceled} {
+	for _, state := range []string{domain.FileFailed, domain.FileCanceled, domain.FileSkippedError} {
 		for marker := int64(0); ; {
 			var files []domain.File
 			files, marker, err = r.w.Store.Files(ctx, id, state, marker, 1000)
@@ -404,6 +404,9 @@ func (r *run) loadRecords(ctx context.Context) error {
 			}
 			for _, f := range files {
 				done = append(done, f.Src)
+			}
+			if state == domain.FileSkippedError {
+				r.p.skippedErrors(len(files))
 			}
 			if marker == 0 {
 				break
@@ -546,12 +549,7 @@ func (r *run) attempts(ctx context.Context, work func(ctx context.Context, try i
 		}
 		f := classify(err)
 		if f.code == domain.NiceNoSpace {
-			full := "the destination " + r.eps[len(r.eps)-1].DisplayName()
-			if len(r.eps) > 2 {
-				full = "a destination"
-			}
-			return paused(&pause{nice: f.code, why: fmt.Sprintf("%s is full (%s); free space there, "+
-				"then resume the task (ferry task resume %s)", full, gridops.Tell(err), r.task.ID)})
+			return r.full(err)
 		}
 		if f.code == domain.NiceCredentialExpired {
 			return paused(&pause{nice: f.code,
@@ -571,6 +569,22 @@ func (r *run) attempts(ctx context.Context, work func(ctx context.Context, try i
 		}
 		delay = min(2*delay, time.Minute)
 	}
+}
+
+// full is how a run ends whose destination is full or over quota: it
+// pauses until someone frees space, or fails at once when the task was
+// submitted with fail_on_quota_errors.
+func (r *run) full(err error) ending {
+	full := "the destination " + r.eps[len(r.eps)-1].DisplayName()
+	if len(r.eps) > 2 {
+		full = "a destination"
+	}
+	if r.task.Options.FailOnQuotaErrors {
+		return failed(domain.NiceNoSpace, fmt.Sprintf("%s is full or over its quota (%s); the task fails at once, "+
+			"as it was submitted with fail_on_quota_errors", full, gridops.Tell(err)))
+	}
+	return paused(&pause{nice: domain.NiceNoSpace, why: fmt.Sprintf("%s is full (%s); free space there, "+
+		"then resume the task (ferry task resume %s)", full, gridops.Tell(err), r.task.ID)})
 }
 
 // transfer runs the engine once over the items not yet done, on the
@@ -649,6 +663,8 @@ func (r *run) options(deadline time.Time, unsure bool) engine.Options {
 		Skip:          r.p.skip,
 		DeleteExtra:   o.DeleteDestinationExtra,
 		Cancels:       &r.cancels,
+
+		SkipSourceErrors: o.SkipSourceErrors,
 	}
 	for _, f := range o.FilterRules {
 		eo.Filters = append(eo.Filters, engine.Filter{Exclude: f.Method == "exclude", Name: f.Name, Type: f.Type})
@@ -690,7 +706,11 @@ func (r *run) delete(ctx context.Context, l domain.Login) error {
 func (r *run) result(timed bool) ending {
 	c := r.p.counters()
 	if c.FilesFailed == 0 {
-		why := fmt.Sprintf("%s: %d transferred, %d skipped; %s", plural.Count(c.Files, "file"), c.FilesTransferred, c.FilesSkipped, plural.Count(c.BytesTransferred, "byte"))
+		skipped := fmt.Sprint(c.FilesSkipped)
+		if n := r.p.skippedErrs(); n > 0 {
+			skipped += fmt.Sprintf(" (%d for source errors: ferry task show --skipped-errors %s)", n, r.task.ID)
+		}
+		why := fmt.Sprintf("%s: %d transferred, %s skipped; %s", plural.Count(c.Files, "file"), c.FilesTransferred, skipped, plural.Count(c.BytesTransferred, "byte"))
 		if r.task.Type == domain.TypeDelete {
 			why = fmt.Sprintf("%s: %d deleted, %d missing", plural.Count(c.Files, "path"), c.FilesTransferred, c.FilesSkipped)
 		}

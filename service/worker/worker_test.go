@@ -464,6 +464,9 @@ func TestEndings(t *testing.T) {
 		fatal  string
 		event  string // an event the task must have
 		notes  string
+		// skipped are the source paths recorded skipped for source
+		// errors.
+		skipped []string
 	}{
 		{
 			name: "missing source",
@@ -471,6 +474,14 @@ func TestEndings(t *testing.T) {
 				return f.submit(domain.Options{NotifyOnFailed: true}, domain.Item{Src: "/nope", Dst: "/x"})
 			},
 			status: domain.StatusFailed, fatal: domain.NiceFileNotFound, event: domain.EventFailed, notes: "[alice FAILED]",
+		},
+		{
+			name: "missing source skipped",
+			setup: func(f *fixture) domain.Task {
+				write(f.t, filepath.Join(f.src.root, "a"), []byte("a"))
+				return f.submit(domain.Options{SkipSourceErrors: true}, domain.Item{Src: "/a", Dst: "/a"}, domain.Item{Src: "/nope", Dst: "/x"})
+			},
+			status: domain.StatusSucceeded, event: domain.EventSkippedError, skipped: []string{"/nope"},
 		},
 		{
 			name: "source escaping its root",
@@ -490,6 +501,26 @@ func TestEndings(t *testing.T) {
 				return f.submit(domain.Options{}, domain.Item{Src: "/d", Dst: "/d", Recursive: true})
 			},
 			status: domain.StatusFailed, fatal: domain.NicePermissionDenied, event: domain.EventFileFailed,
+		},
+		{
+			name: "a file refused by the source skipped",
+			setup: func(f *fixture) domain.Task {
+				f.files("d", 2, 10)
+				if err := syscall.Mkfifo(filepath.Join(f.src.root, "d", "z"), 0o644); err != nil {
+					f.t.Fatal(err)
+				}
+				return f.submit(domain.Options{SkipSourceErrors: true}, domain.Item{Src: "/d", Dst: "/d", Recursive: true})
+			},
+			status: domain.StatusSucceeded, event: domain.EventSkippedError, skipped: []string{"/d/z"},
+		},
+		{
+			name: "destination full, failing on quota errors",
+			setup: func(f *fixture) domain.Task {
+				f.files("d", 3, 1<<20)
+				f.dst.fs.quota.Store(1 << 20)
+				return f.submit(domain.Options{FailOnQuotaErrors: true, NotifyOnFailed: true}, domain.Item{Src: "/d", Dst: "/d", Recursive: true})
+			},
+			status: domain.StatusFailed, fatal: domain.NiceNoSpace, event: domain.EventFailed, notes: "[alice FAILED]",
 		},
 		{
 			name: "not activated",
@@ -602,6 +633,14 @@ func TestEndings(t *testing.T) {
 			}
 			if _, ok := f.event(task.ID, tc.event); !ok {
 				t.Errorf("no %s event in %+v", tc.event, f.events(task.ID))
+			}
+			skipped, _, err := f.store.Files(context.Background(), task.ID, domain.FileSkippedError, 0, 100)
+			var paths []string
+			for _, s := range skipped {
+				paths = append(paths, s.Src)
+			}
+			if err != nil || !slices.Equal(paths, tc.skipped) {
+				t.Errorf("skipped for source errors: %v, want %v (%v)", paths, tc.skipped, err)
 			}
 			f.notes.expect(t, orEmpty(tc.notes))
 		})
@@ -915,4 +954,38 @@ func countDirs(t *testing.T, root string) int64 {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestSkippedErrorsResume stops a worker after it skipped a missing source
+// item (skip_source_errors) and lets a second one finish: the item is
+// recorded skipped once, counted once, and the SUCCEEDED event, written by
+// the second worker, still says that it was skipped.
+func TestSkippedErrorsResume(t *testing.T) {
+	f := newFixture(t)
+	f.files("tree", 60, 2000)
+	f.src.fs.delay.Store(int64(5 * time.Millisecond))
+	task := f.submit(domain.Options{SkipSourceErrors: true}, domain.Item{Src: "/nope", Dst: "/nope"},
+		domain.Item{Src: "/tree", Dst: "/tree", Recursive: true})
+	w1 := f.worker("w1", f.open(), &spy{})
+	w1.Lease = time.Minute
+	stop1 := serve(t, w1)
+	f.wait(task.ID, 10*time.Second, func(domain.Task) bool { return len(f.done(task.ID)) >= 10 })
+	stop1()
+	if got := f.wait(task.ID, time.Second, func(domain.Task) bool { return true }); domain.Done(got.Status) {
+		t.Fatal("the transfer ended before the worker was stopped")
+	}
+	f.src.fs.delay.Store(0)
+	serve(t, f.worker("w2", f.store, &spy{}))
+	got := f.wait(task.ID, 10*time.Second, finished)
+	// A file whole at the destination when the first worker stopped
+	// counts skipped too.
+	if got.Status != domain.StatusSucceeded || got.Files != 61 || got.FilesTransferred+got.FilesSkipped != 61 || got.FilesSkipped < 1 {
+		t.Fatalf("task %s, counters %+v; want SUCCEEDED, 61 files transferred or skipped", got.Status, got.Counters)
+	}
+	if skipped, _, err := f.store.Files(context.Background(), task.ID, domain.FileSkippedError, 0, 100); err != nil || len(skipped) != 1 {
+		t.Errorf("skipped for source errors: %+v, %v; want /nope once", skipped, err)
+	}
+	if e, _ := f.event(task.ID, domain.EventSucceeded); !strings.Contains(e.Description, "1 for source errors") {
+		t.Errorf("SUCCEEDED event %q does not say a file was skipped for a source error", e.Description)
+	}
 }

@@ -343,7 +343,12 @@ function pane(id, title) {
         list.some(isDir) && field('Small files', h('select', { name: 'tar' }, [['', 'As tar streams when it pays (auto)'],
           ['always', 'Always as tar streams'], ['never', 'One transfer per file']].map(([v, t]) => h('option', { value: v, text: t })))),
         check('compress', 'Compress in flight (both endpoints ferry servers)'),
+        check('skip_source_errors', 'Skip missing or unreadable source files'),
+        check('fail_on_quota_errors', 'Fail at once if the destination is full'),
         field('Deadline', h('input', { name: 'deadline', type: 'datetime-local' }), 'optional: until then failing files are retried'),
+        h('fieldset', { class: 'notify' }, h('legend', { text: 'Notify me when it' }),
+          check('notify_on_succeeded', 'succeeds', true), check('notify_on_failed', 'fails', true),
+          check('notify_on_inactive', 'needs me (inactive)', true)),
       ],
       action: (f) => post('transfer', {
         source_endpoint: p.ep.id, label: f.get('label'),
@@ -352,6 +357,9 @@ function pane(id, title) {
         verify_checksum: f.has('verify_checksum'), preserve_timestamp: f.has('preserve_timestamp'),
         delete_destination_extra: f.has('delete_destination_extra'),
         tar: f.get('tar') || undefined, compress: f.has('compress') || undefined,
+        skip_source_errors: f.has('skip_source_errors') || undefined, fail_on_quota_errors: f.has('fail_on_quota_errors') || undefined,
+        notify_on_succeeded: f.has('notify_on_succeeded'), notify_on_failed: f.has('notify_on_failed'),
+        notify_on_inactive: f.has('notify_on_inactive'),
         deadline: f.get('deadline') ? new Date(f.get('deadline')).toISOString() : undefined,
         DATA: list.map((e) => {
           const slash = isDir(e) ? '/' : '';
