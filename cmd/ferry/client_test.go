@@ -87,8 +87,9 @@ func TestExitStatus(t *testing.T) {
 	}{
 		{name: "ok", args: []string{"run"}, code: 0},
 		{name: "failure", args: []string{"run"}, err: errors.New("boom"), code: exitFailure, line: "boom"},
-		{name: "API error", args: []string{"run"}, err: apiErr(404, "NotFound"), code: exitFailure, line: "it went wrong (request R1)"},
-		{name: "401", args: []string{"run"}, err: apiErr(401, "Unauthorized"), code: exitAuth, line: "it went wrong (request R1)"},
+		{name: "API error", args: []string{"run"}, err: apiErr(404, "NotFound"), code: exitFailure, line: "it went wrong$"},
+		{name: "server error", args: []string{"run"}, err: apiErr(500, "Internal"), code: exitFailure, line: "it went wrong (request R1)$"},
+		{name: "401", args: []string{"run"}, err: apiErr(401, "Unauthorized"), code: exitAuth, line: "it went wrong$"},
 		{name: "wrapped 401", args: []string{"run"}, err: fmt.Errorf("x: %w", apiErr(401, "Unauthorized")), code: exitAuth},
 		{name: "usage", args: []string{"run"}, err: usagef("bad input"), code: exitUsage, line: "bad input"},
 		{name: "timeout", args: []string{"run"}, err: &exitError{exitTimeout, errors.New("late")}, code: exitTimeout, line: "late"},
@@ -103,12 +104,14 @@ func TestExitStatus(t *testing.T) {
 			root.SetArgs(tc.args)
 			root.SetOut(io.Discard)
 			err := root.Execute()
-			code := 0
+			code, got := 0, ""
 			if err != nil {
-				code = exitCode(err)
+				code, got = exitCode(err), errorLine(err)
 			}
-			if code != tc.code || tc.line != "" && !strings.HasPrefix(errorLine(err), tc.line) {
-				t.Fatalf("exit %d, line %q; want %d, %q", code, errorLine(err), tc.code, tc.line)
+			// A line ending in $ is the whole line; others begin it.
+			line, whole := strings.CutSuffix(tc.line, "$")
+			if code != tc.code || !strings.HasPrefix(got, line) || whole && got != line {
+				t.Fatalf("exit %d, line %q; want %d, %q", code, got, tc.code, tc.line)
 			}
 		})
 	}

@@ -28,8 +28,15 @@ type Error struct {
 	Resource  string `json:"resource"` // the request's path
 }
 
+// Error is the sentence users read: the message alone, and for a failure
+// of the service itself (HTTP 5xx) the request ID too, which its log
+// knows. A refusal of the request (4xx) is the caller's to mend, and its
+// message says how.
 func (e *Error) Error() string {
-	return fmt.Sprintf("%s (%s, HTTP %d, request %s)", e.Message, e.Code, e.Status, e.RequestID)
+	if e.Status >= 500 && e.RequestID != "" {
+		return fmt.Sprintf("%s (request %s)", e.Message, e.RequestID)
+	}
+	return e.Message
 }
 
 // Result answers a request that only succeeds or fails: Code says what was

@@ -375,14 +375,15 @@ func (o *Ops) probe(ctx context.Context, sv Server, auth client.Authenticator) d
 // ops word each operation for ViaError.
 var ops = map[string]string{"list": "list", "mkdir": "make a directory", "rename": "rename", "delete": "delete"}
 
-// with runs fn on a fresh session and maps its error for op on p.
+// with runs fn on a fresh session and maps its error for op on p, naming
+// p's endpoint: "list /proj on alice#ep: no such file or directory".
 func (o *Ops) with(ctx context.Context, ep domain.Endpoint, l domain.Login, op, p string, fn func(*client.Conn) error) error {
 	c, err := o.session(ctx, ep, l, ops[op])
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	return Err(op, p, fn(c))
+	return Err(op, p+" on "+ep.DisplayName(), fn(c))
 }
 
 // Check logs in to the endpoint with l.

@@ -28,14 +28,15 @@ func checkText(field, s string, max int) error {
 	return nil
 }
 
-// itemPath cleans a required path of a submitted item.
-func itemPath(field string, i int, p string) (string, error) {
+// itemPath cleans a required path of the i-th submitted item; what is
+// the path's role in words ("source path").
+func itemPath(what string, i int, p string) (string, error) {
 	if p == "" {
-		return "", domain.Errorf(domain.EInvalid, "DATA[%d].%s is required", i, field)
+		return "", domain.Errorf(domain.EInvalid, "item %d has no %s", i+1, what)
 	}
 	c, err := domain.CleanPath(p, "")
 	if err != nil {
-		return "", domain.Errorf(domain.EInvalid, "DATA[%d].%s: %s", i, field, domain.ErrorMessage(err))
+		return "", domain.Errorf(domain.EInvalid, "%s: %s", what, domain.ErrorMessage(err))
 	}
 	return c, nil
 }
@@ -138,17 +139,17 @@ func (s *Server) transfer(w http.ResponseWriter, r *http.Request, c *call) error
 		if err := dataType(it.DataType, "transfer_item"); err != nil {
 			return err
 		}
-		src, err := itemPath("source_path", i, it.SourcePath)
+		src, err := itemPath("source path", i, it.SourcePath)
 		if err != nil {
 			return err
 		}
-		dst, err := itemPath("destination_path", i, it.DestinationPath)
+		dst, err := itemPath("destination path", i, it.DestinationPath)
 		if err != nil {
 			return err
 		}
 		t.Items = append(t.Items, domain.Item{Src: src, Dst: dst, Recursive: it.Recursive})
 	}
-	src, err := s.visibleEndpoint(r, c, "source_endpoint", req.SourceEndpoint)
+	src, err := s.visibleEndpoint(r, c, "source endpoint", req.SourceEndpoint)
 	if err != nil {
 		return err
 	}
@@ -188,7 +189,7 @@ type dest struct {
 // same storage and paths of which one is or holds the other).
 func (s *Server) destinations(r *http.Request, c *call, req api.Transfer, items []domain.Item) ([]dest, error) {
 	if len(req.Destinations) == 0 {
-		ep, err := s.visibleEndpoint(r, c, "destination_endpoint", req.DestinationEndpoint)
+		ep, err := s.visibleEndpoint(r, c, "destination endpoint", req.DestinationEndpoint)
 		return []dest{{ep: ep, items: items}}, err
 	}
 	if req.DestinationEndpoint != "" {
@@ -202,7 +203,7 @@ func (s *Server) destinations(r *http.Request, c *call, req api.Transfer, items 
 		if err := dataType(d.DataType, "transfer_destination"); err != nil {
 			return nil, err
 		}
-		ep, err := s.visibleEndpoint(r, c, fmt.Sprintf("destinations[%d].endpoint", i), d.Endpoint)
+		ep, err := s.visibleEndpoint(r, c, fmt.Sprintf("endpoint for destination %d", i+1), d.Endpoint)
 		if err != nil {
 			return nil, err
 		}
@@ -213,7 +214,7 @@ func (s *Server) destinations(r *http.Request, c *call, req api.Transfer, items 
 					i, len(d.DestinationPaths), len(items))
 			}
 			for j, p := range d.DestinationPaths {
-				cp, err := itemPath(fmt.Sprintf("destinations[%d].destination_paths", i), j, p)
+				cp, err := itemPath(fmt.Sprintf("destination path for destination %d", i+1), j, p)
 				if err != nil {
 					return nil, err
 				}
