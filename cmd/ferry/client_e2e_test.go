@@ -66,8 +66,8 @@ func gridEndpoint(t *testing.T) (root, url string) {
 type service struct {
 	t    *testing.T
 	url  string
-	home string          // $XDG_CONFIG_HOME of the CLI
-	db   *sqlstore.DB    // the service's store
+	home string       // $XDG_CONFIG_HOME of the CLI
+	db   *sqlstore.DB // the service's store
 }
 
 func startService(t *testing.T, withWorker bool) *service {
