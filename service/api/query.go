@@ -175,12 +175,21 @@ func ParseEndpointQuery(v url.Values) (EndpointQuery, error) {
 	if q.Scope == "" {
 		q.Scope = ScopeAll
 	}
-	if q.Scope != ScopeAll && q.Scope != ScopeMine {
-		return q, domain.Errorf(domain.EInvalid, "filter_scope=%q: want %s or %s", q.Scope, ScopeAll, ScopeMine)
+	if err := CheckScope(q.Scope); err != nil {
+		return q, err
 	}
 	var err error
 	q.Page, err = ParsePage(v)
 	return q, err
+}
+
+// CheckScope refuses an endpoint search scope other than ScopeAll and
+// ScopeMine.
+func CheckScope(scope string) error {
+	if scope != ScopeAll && scope != ScopeMine {
+		return domain.Errorf(domain.EInvalid, "filter scope %q: want %s or %s", scope, ScopeAll, ScopeMine)
+	}
+	return nil
 }
 
 // ListQuery selects a directory listing in GET
