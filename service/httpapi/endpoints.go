@@ -737,9 +737,7 @@ func (s *Server) ls(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err != nil {
 		return opsError(ep, err)
 	}
-	if !q.ShowHidden {
-		infos = slices.DeleteFunc(infos, func(f domain.FileInfo) bool { return strings.HasPrefix(f.Name, ".") })
-	}
+	infos = slices.DeleteFunc(infos, func(f domain.FileInfo) bool { return !q.Keeps(f.Name, f.Type) })
 	slices.SortFunc(infos, func(a, b domain.FileInfo) int { return strings.Compare(a.Name, b.Name) })
 	page := domain.Page{Limit: q.Limit, Offset: q.Offset}.Normal()
 	shown := infos[min(page.Offset, len(infos)):min(page.Offset+page.Limit, len(infos))]
