@@ -39,8 +39,8 @@ type Store interface {
 	DeleteSSHKey(ctx context.Context, userID, keyID int64) error
 
 	// Bookmarks, a user's own; reads fill in EndpointName.
-	CreateBookmark(ctx context.Context, b *Bookmark) error              // sets ID, Created; EConflict on a name the user has
-	Bookmarks(ctx context.Context, userID int64) ([]Bookmark, error)    // ordered by name
+	CreateBookmark(ctx context.Context, b *Bookmark) error           // sets ID, Created; EConflict on a name the user has
+	Bookmarks(ctx context.Context, userID int64) ([]Bookmark, error) // ordered by name
 	Bookmark(ctx context.Context, userID int64, id string) (Bookmark, error)
 	UpdateBookmark(ctx context.Context, b Bookmark) error // name and path, by ID and UserID; EConflict on a name the user has
 	DeleteBookmark(ctx context.Context, userID int64, id string) error

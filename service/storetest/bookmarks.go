@@ -50,7 +50,10 @@ func testBookmarks(t *testing.T, open Open) {
 		{"another user's", func() error { _, err := f.s.Bookmark(f.ctx, bob.ID, runs.ID); return err }, domain.ENotFound},
 		{"update another user's", func() error { b := runs; b.UserID = bob.ID; return f.s.UpdateBookmark(f.ctx, b) }, domain.ENotFound},
 		{"delete another user's", func() error { return f.s.DeleteBookmark(f.ctx, bob.ID, runs.ID) }, domain.ENotFound},
-		{"missing", func() error { _, err := f.s.Bookmark(f.ctx, alice.ID, "6a1c2b9e-0000-4000-8000-000000000000"); return err }, domain.ENotFound},
+		{"missing", func() error {
+			_, err := f.s.Bookmark(f.ctx, alice.ID, "6a1c2b9e-0000-4000-8000-000000000000")
+			return err
+		}, domain.ENotFound},
 	})
 
 	f.ok(f.s.DeleteBookmark(f.ctx, alice.ID, runs.ID))
