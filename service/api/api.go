@@ -111,6 +111,35 @@ type SSHKeyList struct {
 	Data     []SSHKey `json:"DATA"`
 }
 
+// Bookmark is a user's name for a path on an endpoint (DATA_TYPE
+// bookmark), as in the transfer API. POST bookmark makes one from name,
+// endpoint_id (a UUID, owner#name, or a name of the caller's own; an
+// endpoint the caller may see) and path; names are unique per user.
+type Bookmark struct {
+	DataType            string    `json:"DATA_TYPE"`
+	ID                  string    `json:"id,omitempty"`
+	Name                string    `json:"name"`
+	EndpointID          string    `json:"endpoint_id"`
+	EndpointDisplayName string    `json:"endpoint_display_name,omitempty"` // owner#name
+	Path                string    `json:"path"`
+	Created             time.Time `json:"created,omitzero"`
+}
+
+// BookmarkList is the answer to GET /bookmark_list (DATA_TYPE
+// bookmark_list), ordered by name.
+type BookmarkList struct {
+	DataType string     `json:"DATA_TYPE"`
+	Data     []Bookmark `json:"DATA"`
+}
+
+// BookmarkUpdate is the body of PUT /bookmark/{id} (DATA_TYPE bookmark):
+// what is given changes.
+type BookmarkUpdate struct {
+	DataType string  `json:"DATA_TYPE,omitempty"`
+	Name     *string `json:"name,omitempty"`
+	Path     *string `json:"path,omitempty"`
+}
+
 // SubmissionID is the answer to GET /submission_id (DATA_TYPE
 // submission_id).
 type SubmissionID struct {

@@ -153,6 +153,11 @@ func (s *Server) routes() []route {
 		{method: "GET", path: "ssh_keys", h: s.sshKeys},
 		{method: "POST", path: "ssh_keys", h: s.addSSHKey},
 		{method: "DELETE", path: "ssh_keys/{id}", h: s.deleteSSHKey},
+		{method: "GET", path: "bookmark_list", h: s.bookmarkList},
+		{method: "POST", path: "bookmark", h: s.createBookmark},
+		{method: "GET", path: "bookmark/{id}", h: s.bookmark},
+		{method: "PUT", path: "bookmark/{id}", h: s.updateBookmark},
+		{method: "DELETE", path: "bookmark/{id}", h: s.deleteBookmark},
 
 		{method: "GET", path: "submission_id", h: s.submissionID},
 		{method: "POST", path: "transfer", submit: true, h: s.transfer},
