@@ -140,6 +140,41 @@ type BookmarkUpdate struct {
 	Path     *string `json:"path,omitempty"`
 }
 
+// PauseInfo answers GET /task/{id}/pause_info (DATA_TYPE pause_info):
+// whether the task is paused (INACTIVE), why, and which of its endpoints
+// hold it and what resumes it. The transfer API's pause_info_limited
+// answers the same question for its pause rules; ferry pauses a task for
+// the reasons nice_status names.
+type PauseInfo struct {
+	DataType string `json:"DATA_TYPE"`
+	TaskID   string `json:"task_id"`
+	IsPaused bool   `json:"is_paused"`
+	// NiceStatus is why, as a code: NOT_ACTIVATED, CREDENTIAL_EXPIRED,
+	// ENDPOINT_OFFLINE (a connect endpoint's agent is away), NO_SPACE.
+	NiceStatus  string `json:"nice_status,omitempty"`
+	Description string `json:"description,omitempty"` // why, in words: the event that paused it
+	// Endpoints are those of the task that hold it, each with what
+	// resumes the task.
+	Endpoints []PausedEndpoint `json:"endpoints,omitempty"`
+}
+
+// What resumes a paused task, for one of its endpoints
+// (PausedEndpoint.Resume).
+const (
+	ResumeActivate  = "activate"   // activate the endpoint (again): the task resumes by itself
+	ResumeAgent     = "agent"      // the connect endpoint's agent connects: the task resumes by itself
+	ResumeFreeSpace = "free_space" // free space there, then resume the task (POST task/{id}/resume)
+)
+
+// PausedEndpoint is an endpoint that holds a paused task (DATA_TYPE
+// paused_endpoint).
+type PausedEndpoint struct {
+	DataType    string `json:"DATA_TYPE"`
+	EndpointID  string `json:"endpoint_id"`
+	DisplayName string `json:"display_name"`
+	Resume      string `json:"resume"` // ResumeActivate, ResumeAgent or ResumeFreeSpace
+}
+
 // SubmissionID is the answer to GET /submission_id (DATA_TYPE
 // submission_id).
 type SubmissionID struct {

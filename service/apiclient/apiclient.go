@@ -275,6 +275,13 @@ func (c *Client) CancelFile(ctx context.Context, id, path string) (api.Result, e
 	return r, err
 }
 
+// PauseInfo says whether task id is paused, why, and what resumes it.
+func (c *Client) PauseInfo(ctx context.Context, id string) (api.PauseInfo, error) {
+	var pi api.PauseInfo
+	err := c.do(ctx, "GET", "task/"+esc(id)+"/pause_info", nil, nil, &pi)
+	return pi, err
+}
+
 // Events returns a page of a task's events.
 func (c *Client) Events(ctx context.Context, id string, p api.Page) (api.EventList, error) {
 	var l api.EventList

@@ -168,6 +168,7 @@ func (s *Server) routes() []route {
 		{method: "POST", path: "task/{id}/cancel", h: s.cancelTask},
 		{method: "POST", path: "task/{id}/resume", h: s.resumeTask},
 		{method: "GET", path: "task/{id}/event_list", h: s.eventList},
+		{method: "GET", path: "task/{id}/pause_info", h: s.pauseInfo},
 		{method: "GET", path: "task/{id}/successful_transfers", h: s.successfulTransfers},
 		{method: "GET", path: "task/{id}/failed_transfers", h: s.failedTransfers},
 
