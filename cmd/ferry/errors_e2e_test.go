@@ -51,6 +51,8 @@ func TestCLIErrorSentences(t *testing.T) {
 		{[]string{"endpoint", "show", "nothere"}, `no endpoint "nothere"`},
 		{[]string{"transfer", "nothere:/a", "epA:/b"}, `no source endpoint "nothere"`},
 		{[]string{"transfer", "epA:/proj/a.txt", "nothere:/b"}, `no destination endpoint "nothere"`},
+		{[]string{"transfer", "epA:/proj/a.txt", "ro:/b", "ro:/b"}, "destinations 1 and 2 are one place: /b on alice#ro"},
+		{[]string{"rm", "-r", "epA:/"}, "the root of an endpoint cannot be deleted"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			r := s.ferry("", tc.args...)

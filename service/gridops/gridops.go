@@ -243,7 +243,7 @@ func (o *Ops) CheckTransfer(ctx context.Context, src, dst domain.Endpoint, sl, d
 		return ItemErr(ie, src, dst)
 	}
 	if errors.Is(err, engine.ErrNoEncryption) {
-		return domain.Errorf(domain.EInvalid, "encrypt_data: %s and %s cannot encrypt their data channels: %v",
+		return domain.Errorf(domain.EInvalid, "encrypted data: %s and %s cannot encrypt their data channels: %v",
 			src.DisplayName(), dst.DisplayName(), err)
 	}
 	return Err("check", "the transfer's paths", err)

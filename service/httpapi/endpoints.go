@@ -348,7 +348,7 @@ func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request, c *call)
 	}
 	connect := spec.AuthMethod != nil && *spec.AuthMethod == domain.AuthConnect
 	if spec.Name == nil || spec.Servers == nil && !connect {
-		return domain.Errorf(domain.EInvalid, "name and DATA (the servers) are required")
+		return domain.Errorf(domain.EInvalid, "an endpoint needs a name and its servers")
 	}
 	ep := domain.Endpoint{OwnerID: c.user.ID, Owner: c.user.Name, Auth: domain.AuthAnonymous, DefaultDir: "/"}
 	if connect {

@@ -64,7 +64,7 @@ func (s *Server) newTask(typ, submissionID, label string, deadline time.Time, n 
 		return t, domain.Errorf(domain.EInvalid, "deadline %s is in the past", deadline.Format(time.RFC3339))
 	}
 	if items == 0 {
-		return t, domain.Errorf(domain.EInvalid, "no items: DATA must list at least one")
+		return t, domain.Errorf(domain.EInvalid, "no items: a task moves at least one")
 	}
 	orTrue := func(b *bool) bool { return b == nil || *b }
 	t.Options.NotifyOnSucceeded = orTrue(n.NotifyOnSucceeded)
@@ -210,8 +210,8 @@ func (s *Server) destinations(r *http.Request, c *call, req api.Transfer, items 
 		nd := dest{ep: ep, items: items}
 		if d.DestinationPaths != nil {
 			if len(d.DestinationPaths) != len(items) {
-				return nil, domain.Errorf(domain.EInvalid, "destinations[%d].destination_paths: %d paths for %d items of DATA: want one per item",
-					i, len(d.DestinationPaths), len(items))
+				return nil, domain.Errorf(domain.EInvalid, "destination %d has %d paths for %d items: want one per item",
+					i+1, len(d.DestinationPaths), len(items))
 			}
 			for j, p := range d.DestinationPaths {
 				cp, err := itemPath(fmt.Sprintf("destination path for destination %d", i+1), j, p)
@@ -228,8 +228,8 @@ func (s *Server) destinations(r *http.Request, c *call, req api.Transfer, items 
 			}
 			for j := range items {
 				if a, b := path.Clean(prev.items[j].Dst), path.Clean(nd.items[j].Dst); a == b || inside(a, b) || inside(b, a) {
-					return nil, domain.Errorf(domain.EInvalid, "destinations[%d] and destinations[%d] are one place: %s on %s",
-						k, i, nd.items[j].Dst, ep.DisplayName())
+					return nil, domain.Errorf(domain.EInvalid, "destinations %d and %d are one place: %s on %s",
+						k+1, i+1, nd.items[j].Dst, ep.DisplayName())
 				}
 			}
 		}
@@ -325,13 +325,13 @@ func checkFilterRule(i int, f api.FilterRule) error {
 		return err
 	}
 	if f.Method != "include" && f.Method != "exclude" {
-		return domain.Errorf(domain.EInvalid, "filter_rules[%d].method %q: want include or exclude", i, f.Method)
+		return domain.Errorf(domain.EInvalid, "filter rule %d: method %q: want include or exclude", i+1, f.Method)
 	}
 	if f.Type != "" && f.Type != "file" && f.Type != "dir" {
-		return domain.Errorf(domain.EInvalid, "filter_rules[%d].type %q: want file, dir or nothing", i, f.Type)
+		return domain.Errorf(domain.EInvalid, "filter rule %d: type %q: want file, dir or nothing", i+1, f.Type)
 	}
 	if _, err := path.Match(f.Name, ""); f.Name == "" || strings.Contains(f.Name, "/") || err != nil {
-		return domain.Errorf(domain.EInvalid, "filter_rules[%d].name %q: want a glob of base names", i, f.Name)
+		return domain.Errorf(domain.EInvalid, "%s %q: want a glob of base names", f.Method, f.Name)
 	}
 	return nil
 }
@@ -359,7 +359,7 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, c *call) error {
 			return err
 		}
 		if p == "/" {
-			return domain.Errorf(domain.EInvalid, "DATA[%d].path: refusing to delete the root", i)
+			return domain.Errorf(domain.EInvalid, "the root of an endpoint cannot be deleted")
 		}
 		t.Items = append(t.Items, domain.Item{Src: p, Recursive: req.Recursive})
 	}

@@ -463,7 +463,7 @@ func TestTransferDestinationsRefused(t *testing.T) {
 		{"too few paths", doc(`{"endpoint":"a"},{"endpoint":"b","destination_paths":["/c"]}`, `{"source_path":"/a","destination_path":"/b"}`, `{"source_path":"/d","destination_path":"/e"}`), 400, "1 paths for 2 items"},
 		{"empty path", doc(`{"endpoint":"a"},{"endpoint":"b","destination_paths":[""]}`), 400, "item 1 has no destination path for destination 2"},
 		{"control character in a path", doc(`{"endpoint":"a"},{"endpoint":"b","destination_paths":["/c\nd"]}`), 400, "control character"},
-		{"same place twice", doc(`{"endpoint":"a"},{"endpoint":"a"}`), 400, "destinations[0] and destinations[1] are one place"},
+		{"same place twice", doc(`{"endpoint":"a"},{"endpoint":"a"}`), 400, "destinations 1 and 2 are one place"},
 		{"same server and path", doc(`{"endpoint":"a"},{"endpoint":"b"}`), 400, "are one place"},
 		{"one inside another", doc(`{"endpoint":"a","destination_paths":["/out"]},{"endpoint":"b","destination_paths":["/out/in"]}`), 400, "are one place"},
 		{"a destination is the source", doc(`{"endpoint":"a"},{"endpoint":"src","destination_paths":["/a"]}`), 400, "is the source"},
