@@ -500,8 +500,8 @@ func Err(op, p string, err error) error {
 }
 
 // Tell is what users are told of err, an error of a session with an
-// endpoint or of the engine: its text, except what a server sent before it
-// accepted a login. Until then nothing shows that the peer speaks GridFTP
+// endpoint or of the engine: its text, with a server's reply in one line
+// (gridftp.Told), except what a server sent before it accepted a login. Until then nothing shows that the peer speaks GridFTP
 // at all — an endpoint may name any address the network policy allows, and
 // an SSH, SMTP or HTTP server there answers too — so its words give way to
 // what kind of answer it was. What wrapped the failure ("source: ...")
@@ -509,7 +509,7 @@ func Err(op, p string, err error) error {
 func Tell(err error) string {
 	he, ok := errors.AsType[*client.HandshakeError](err)
 	if !ok {
-		return err.Error()
+		return gridftp.Told(err)
 	}
 	told := fmt.Sprintf("%s: %s: %s", he.Addr, he.Stage, handshake(he))
 	if he.Stage == client.StageConnect {
