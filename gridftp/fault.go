@@ -2,6 +2,7 @@ package gridftp
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 )
 
@@ -81,4 +82,47 @@ func containsAny(s string, words []string) bool {
 		}
 	}
 	return false
+}
+
+// Said is what e, a server's refusal, says in one line for users: its
+// code and its words, without the lines only programs read. Of a GCT-style
+// reply (GlobusError: v=1 c=CLASS, GridFTP-Errno, GridFTP-Reason,
+// GridFTP-Error-String, End.) the reason and the error string are kept,
+// or the class when nothing else is said.
+func (e *Error) Said() string {
+	var words []string
+	class := ""
+	for _, l := range e.Reply.Lines {
+		l = strings.TrimSpace(l)
+		switch {
+		case strings.HasPrefix(l, "GlobusError:"):
+			head, text, _ := strings.Cut(strings.TrimPrefix(l, "GlobusError:"), ": ")
+			if _, c, ok := strings.Cut(head, "c="); ok {
+				class = strings.Fields(c)[0]
+			}
+			if text != "" {
+				words = append(words, text)
+			}
+		case strings.HasPrefix(l, "GridFTP-Errno:"), l == "End.", l == "":
+		default:
+			for _, p := range []string{"GridFTP-Reason:", "GridFTP-Error-String:"} {
+				l = strings.TrimSpace(strings.TrimPrefix(l, p))
+			}
+			words = append(words, l)
+		}
+	}
+	if len(words) == 0 && class != "" {
+		words = []string{class}
+	}
+	return strings.TrimSpace(fmt.Sprintf("%d %s", e.Reply.Code, strings.Join(words, ": ")))
+}
+
+// Told is err's text for users, with any server's reply in it as Said
+// words it.
+func Told(err error) string {
+	full := err.Error()
+	if ge, ok := errors.AsType[*Error](err); ok {
+		return strings.Replace(full, ge.Error(), ge.Said(), 1)
+	}
+	return full
 }

@@ -2,6 +2,7 @@ package gridftp
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"testing"
 )
@@ -38,5 +39,35 @@ func TestClassify(t *testing.T) {
 		if got := Classify(tc.err); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestSaid: a refusal in one line for users, without the lines only
+// programs read.
+func TestSaid(t *testing.T) {
+	for _, tc := range []struct {
+		reply Reply
+		want  string
+	}{
+		{Reply{Code: 550, Lines: []string{"GlobusError: v=1 c=PERMISSION_DENIED", "GridFTP-Errno: 13",
+			"GridFTP-Reason: System error in stor", "GridFTP-Error-String: Permission denied", "End."}},
+			"550 System error in stor: Permission denied"},
+		{Reply{Code: 451, Lines: []string{"GlobusError: v=1 c=INTERNAL_ERROR: cannot read bad%one"}}, "451 cannot read bad%one"},
+		{Reply{Code: 550, Lines: []string{"GlobusError: v=1 c=PATH_NOT_FOUND", "End."}}, "550 PATH_NOT_FOUND"},
+		{Reply{Code: 550, Lines: []string{"/x: No such file or directory."}}, "550 /x: No such file or directory."},
+		{Reply{Code: 426, Lines: []string{"Data connection", " closed", "End"}}, "426 Data connection: closed: End"},
+		{Reply{Code: 530}, "530"},
+	} {
+		if got := (&Error{Reply: tc.reply}).Said(); got != tc.want {
+			t.Errorf("%v: %q, want %q", tc.reply.Lines, got, tc.want)
+		}
+	}
+	wrapped := fmt.Errorf("destination: %w", &Error{Reply: Reply{Code: 550,
+		Lines: []string{"GlobusError: v=1 c=PERMISSION_DENIED", "GridFTP-Error-String: Permission denied", "End."}}})
+	if got, want := Told(wrapped), "destination: 550 Permission denied"; got != want {
+		t.Errorf("Told = %q, want %q", got, want)
+	}
+	if got := Told(errors.New("plain")); got != "plain" {
+		t.Errorf("Told of a plain error = %q", got)
 	}
 }

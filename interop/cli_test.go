@@ -1,6 +1,7 @@
 package interop
 
 import (
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -149,5 +150,38 @@ func TestSSHWhoami(t *testing.T) {
 	g := startSSHGateway(t)
 	if out := g.user(t, "alice").ok("whoami"); out != "alice at "+g.svc.URL()+"\n" {
 		t.Errorf("whoami over SSH: %q", out)
+	}
+}
+
+// TestCLIErrorSentencesPeers: file operations that a ferry gridftp server
+// and GCT's server refuse, with replies of several lines, reach the user
+// of the CLI as one sentence that names the path and the endpoint.
+func TestCLIErrorSentencesPeers(t *testing.T) {
+	needTools(t, "globus-gridftp-server")
+	fg := startFerryConfig(t, ferryConfig{Args: []string{"--anonymous"}}) // anonymous sessions only read
+	gct := startGCTServer(t)
+	if err := os.Mkdir(filepath.Join(gct.root, "locked"), 0o555); err != nil { // GCT's sessions run as nobody
+		t.Fatal(err)
+	}
+	c := newServiceUser(t, startService(t, serviceConfig{}), "")
+	c.addEndpoint("fg", fg)
+	c.addEndpoint("gct", gct)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"ls", "fg:/nothere"}, "list /nothere on alice#fg: no such file or directory"},
+		{[]string{"ls", "gct:/nothere"}, "list /nothere on alice#gct: no such file or directory"},
+		{[]string{"mkdir", "fg:/new"}, "mkdir /new on alice#fg: permission denied"},
+		// GCT answers 550-GlobusError: v=1 c=PERMISSION_DENIED ... 550 End.
+		{[]string{"mkdir", "gct:/locked"}, "mkdir /locked on alice#gct: permission denied"},
+		{[]string{"rename", "gct:/nothere", "gct:/x"}, "rename /nothere on alice#gct: no such file or directory"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			r := c.run("", tc.args...)
+			if r.code != 1 || r.stderr != "ferry: "+tc.want+"\n" {
+				t.Fatalf("want exit 1 and %q:\n%s", "ferry: "+tc.want, r)
+			}
+		})
 	}
 }

@@ -641,7 +641,7 @@ func TestServiceGCT(t *testing.T) {
 	// GCT's data channels cannot take ferry's credential: encryption is
 	// refused when the transfer is submitted.
 	if r := c.run("", "transfer", "ferry-src:/tree", "gct:"+epPath(gct, "enc"), "-r", "--encrypt-data"); r.code != 1 ||
-		!strings.Contains(r.stderr, "encrypt_data") {
+		!strings.Contains(r.stderr, "cannot encrypt their data channels") {
 		t.Errorf("an encrypted transfer to GCT: %s", r)
 	}
 

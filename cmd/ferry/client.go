@@ -96,17 +96,13 @@ func markErrors(c *cobra.Command) {
 }
 
 // errorLine is the one line main prints for err (after "ferry: "): an API
-// error's message and request ID, which the service's log knows.
+// error as api.Error words it (its message; the request ID of a failure
+// of the service), anything else as it is.
 func errorLine(err error) string {
-	var ae *api.Error
-	if !errors.As(err, &ae) {
-		return err.Error()
+	if ae, ok := errors.AsType[*api.Error](err); ok {
+		return ae.Error()
 	}
-	msg := ae.Message
-	if ae.RequestID != "" {
-		msg += " (request " + ae.RequestID + ")"
-	}
-	return msg
+	return err.Error()
 }
 
 // cli is what the client commands share: the service, the credential and

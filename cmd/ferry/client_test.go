@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"reflect"
 	"runtime"
 	"strings"
@@ -87,8 +88,9 @@ func TestExitStatus(t *testing.T) {
 	}{
 		{name: "ok", args: []string{"run"}, code: 0},
 		{name: "failure", args: []string{"run"}, err: errors.New("boom"), code: exitFailure, line: "boom"},
-		{name: "API error", args: []string{"run"}, err: apiErr(404, "NotFound"), code: exitFailure, line: "it went wrong (request R1)"},
-		{name: "401", args: []string{"run"}, err: apiErr(401, "Unauthorized"), code: exitAuth, line: "it went wrong (request R1)"},
+		{name: "API error", args: []string{"run"}, err: apiErr(404, "NotFound"), code: exitFailure, line: "it went wrong$"},
+		{name: "server error", args: []string{"run"}, err: apiErr(500, "Internal"), code: exitFailure, line: "it went wrong (request R1)$"},
+		{name: "401", args: []string{"run"}, err: apiErr(401, "Unauthorized"), code: exitAuth, line: "it went wrong$"},
 		{name: "wrapped 401", args: []string{"run"}, err: fmt.Errorf("x: %w", apiErr(401, "Unauthorized")), code: exitAuth},
 		{name: "usage", args: []string{"run"}, err: usagef("bad input"), code: exitUsage, line: "bad input"},
 		{name: "timeout", args: []string{"run"}, err: &exitError{exitTimeout, errors.New("late")}, code: exitTimeout, line: "late"},
@@ -103,12 +105,14 @@ func TestExitStatus(t *testing.T) {
 			root.SetArgs(tc.args)
 			root.SetOut(io.Discard)
 			err := root.Execute()
-			code := 0
+			code, got := 0, ""
 			if err != nil {
-				code = exitCode(err)
+				code, got = exitCode(err), errorLine(err)
 			}
-			if code != tc.code || tc.line != "" && !strings.HasPrefix(errorLine(err), tc.line) {
-				t.Fatalf("exit %d, line %q; want %d, %q", code, errorLine(err), tc.code, tc.line)
+			// A line ending in $ is the whole line; others begin it.
+			line, whole := strings.CutSuffix(tc.line, "$")
+			if code != tc.code || !strings.HasPrefix(got, line) || whole && got != line {
+				t.Fatalf("exit %d, line %q; want %d, %q", code, got, tc.code, tc.line)
 			}
 		})
 	}
@@ -138,8 +142,8 @@ func TestTaskState(t *testing.T) {
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	task := api.Task{Files: 10, FilesTransferred: 3, FilesSkipped: 2, SubtasksFailed: 1, BytesTransferred: 300,
 		EffectiveBytesPerSecond: 30, RequestTime: now.Add(-10 * time.Second)}
-	want := barState{Done: 6, Files: 10, Moved: 300, Rate: 30, Elapsed: 10 * time.Second}
-	if got := taskState(task, now); !reflect.DeepEqual(got, want) {
+	want := barState{Done: 6, Files: 10, Moved: 300, Rate: 45, Elapsed: 10 * time.Second}
+	if got := taskState(task, 45, now); !reflect.DeepEqual(got, want) {
 		t.Fatalf("taskState = %+v, want %+v", got, want)
 	}
 }
@@ -212,6 +216,68 @@ func TestVersion(t *testing.T) {
 			}
 			if got := out.String(); !strings.HasPrefix(strings.TrimPrefix(got, "{\n  "), tc.want) || !strings.Contains(got, runtime.Version()) {
 				t.Errorf("ferry %s printed %q; want %q and %s", strings.Join(tc.args, " "), got, tc.want, runtime.Version())
+			}
+		})
+	}
+}
+
+// TestRateMeter: the bar's rate of a task whose bytes the worker persists
+// in batches holds between batches instead of sagging and jumping.
+func TestRateMeter(t *testing.T) {
+	t0 := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	type look struct {
+		sec   float64 // when
+		bytes int64   // what the task said (-1: no look, only a redraw)
+		avg   float64 // its effective_bytes_per_second
+		want  float64 // the rate shown then
+	}
+	for _, tc := range []struct {
+		name  string
+		looks []look
+	}{
+		{"first look takes the average", []look{{0, 500, 100, 100}}},
+		{"a batch every 2 s at 100 B/s holds between batches", []look{
+			{0, 0, 0, 0},
+			{0.5, 0, 0, 0},
+			{2, 200, 100, 100},
+			{2.5, 200, 80, 100}, // the average sags; the meter does not
+			{3.5, 200, 57, 100},
+			{4, 400, 100, 100},
+			{5.9, 400, 68, 100},
+		}},
+		{"a change is smoothed with the rate before", []look{
+			{0, 0, 100, 100},
+			{1, 300, 100, 200}, // 300 B/s now, 100 before
+		}},
+		{"silence beyond twice the last gap: the rate falls", []look{
+			{0, 0, 0, 0},
+			{2, 200, 100, 100},
+			{6, 200, 0, 100},
+			{10, -1, 0, 50}, // silent 8 s, held for 4: 100*4/8
+			{12, -1, 0, 40}, // 100*4/10
+		}},
+		{"a short gap still holds holdMin", []look{
+			{0, 0, 0, 0},
+			{0.1, 100, 0, 1000},
+			{1.9, -1, 0, 1000},
+			{4.1, -1, 0, 500}, // held 2 s of 4
+		}},
+		{"the counter went back: start again", []look{
+			{0, 0, 0, 0},
+			{1, 1000, 0, 1000},
+			{2, 10, 7, 7},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var m rateMeter
+			for _, l := range tc.looks {
+				if l.bytes >= 0 {
+					m.observe(l.bytes, at(l.sec), l.avg)
+				}
+				if got := m.rate(at(l.sec)); math.Abs(got-l.want) > 1e-3 {
+					t.Fatalf("at %gs (%d bytes): rate %g, want %g", l.sec, l.bytes, got, l.want)
+				}
 			}
 		})
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"ferry/engine"
+	"ferry/gridftp"
 	"ferry/gridftp/client"
 	"ferry/gridftp/server"
 	"ferry/plural"
@@ -397,7 +398,7 @@ func runCopy(ctx context.Context, srcArg string, dstArgs []string, via map[strin
 		}
 		bar.summary(res)
 		if res.Failed > 0 {
-			return fmt.Errorf("%d of %d files failed", res.Failed, res.Files)
+			return fmt.Errorf("%d of %s failed", res.Failed, plural.Count(res.Files, "file"))
 		}
 		return nil
 	}
@@ -490,9 +491,9 @@ func (p *progress) Done(r engine.FileResult) {
 	p.done.Add(1)
 	switch r.Outcome {
 	case engine.Failed:
-		p.line(fmt.Sprintf("FAILED %s: %v", r.Src, r.Err))
+		p.line(fmt.Sprintf("FAILED %s: %s", r.Src, gridftp.Told(r.Err)))
 	case engine.SkippedError:
-		p.line(fmt.Sprintf("SKIPPED %s: %v", r.Src, r.Err))
+		p.line(fmt.Sprintf("SKIPPED %s: %s", r.Src, gridftp.Told(r.Err)))
 	}
 }
 
@@ -518,7 +519,7 @@ func (p *progress) destinations(r engine.MultiResult, args []string) {
 	for i, d := range r.Dests {
 		fmt.Fprintf(p.out, "  %s: %d delivered (%d repaired), %d skipped, %d failed\n", names[i], d.Delivered, d.Repaired, d.Skipped, d.Failed)
 		for _, f := range d.FailedFiles {
-			fmt.Fprintf(p.out, "    FAILED %s: %v\n", f.Dst, f.Err)
+			fmt.Fprintf(p.out, "    FAILED %s: %s\n", f.Dst, gridftp.Told(f.Err))
 		}
 	}
 }

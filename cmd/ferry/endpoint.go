@@ -86,6 +86,24 @@ func (o *endpointOpts) spec(f *pflag.FlagSet) (api.EndpointSpec, bool) {
 }
 
 // showEndpoint prints an endpoint document.
+// searchEndpoints prints the endpoints q finds: what ferry endpoint list
+// and ferry endpoint search show.
+func (c *cli) searchEndpoints(cmd *cobra.Command, q api.EndpointQuery) error {
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	l, err := cl.EndpointSearch(cmd.Context(), q)
+	if err != nil {
+		return err
+	}
+	return c.table(cmd, l, []string{"NAME", "ID", "AUTH", "ACTIVATED", "SERVERS"}, func(w io.Writer) {
+		for _, ep := range l.Data {
+			row(w, ep.DisplayName, ep.ID, ep.AuthMethod, activation(ep.Activated, ep.ExpiresIn), serverURIs(ep))
+		}
+	})
+}
+
 func (c *cli) showEndpoint(cmd *cobra.Command, ep api.Endpoint) error {
 	return c.print(cmd, ep, func(w io.Writer) { endpointRows(w, ep) })
 }
@@ -253,30 +271,44 @@ ferry connect command that pairs the machine with it.`,
 	listCmd := &cobra.Command{
 		Use:   "list [--all] [--filter TEXT]",
 		Short: "List your endpoints (with --all, the public ones too)",
-		Args:  cobra.NoArgs,
+		Long: `List your endpoints (with --all, the public ones of others too), as
+ferry endpoint search TEXT --filter-scope my-endpoints (or all) does.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, err := c.client()
-			if err != nil {
-				return err
-			}
 			q := api.EndpointQuery{Page: api.Page{Limit: limit}, Text: filter, Scope: api.ScopeMine}
 			if all {
 				q.Scope = api.ScopeAll
 			}
-			l, err := cl.EndpointSearch(cmd.Context(), q)
-			if err != nil {
-				return err
-			}
-			return c.table(cmd, l, []string{"NAME", "ID", "AUTH", "ACTIVATED", "SERVERS"}, func(w io.Writer) {
-				for _, ep := range l.Data {
-					row(w, ep.DisplayName, ep.ID, ep.AuthMethod, activation(ep.Activated, ep.ExpiresIn), serverURIs(ep))
-				}
-			})
+			return c.searchEndpoints(cmd, q)
 		},
 	}
 	listCmd.Flags().BoolVar(&all, "all", false, "public endpoints of others too")
 	listCmd.Flags().StringVar(&filter, "filter", "", "only endpoints whose owner#name or description holds TEXT")
 	listCmd.Flags().IntVar(&limit, "limit", 100, "at most this many (up to 1000)")
+
+	var scope string
+	var searchLimit int
+	searchCmd := &cobra.Command{
+		Use:   "search [TEXT] [--filter-scope all|my-endpoints] [--limit N]",
+		Short: "Find endpoints whose owner#name or description holds TEXT",
+		Long: `Find the endpoints whose owner#name or description holds TEXT (any case):
+yours and the public ones of others (--filter-scope all, the default), or
+yours only (--filter-scope my-endpoints). Without TEXT, every endpoint of
+the scope.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := api.CheckScope(scope); err != nil {
+				return usagef("--filter-scope: %v", err)
+			}
+			q := api.EndpointQuery{Page: api.Page{Limit: searchLimit}, Scope: scope}
+			if len(args) == 1 {
+				q.Text = args[0]
+			}
+			return c.searchEndpoints(cmd, q)
+		},
+	}
+	searchCmd.Flags().StringVar(&scope, "filter-scope", api.ScopeAll, "all (yours and public ones) or my-endpoints")
+	searchCmd.Flags().IntVar(&searchLimit, "limit", 25, "at most this many (up to 1000)")
 
 	// byName runs fn on the endpoint named by the only argument.
 	byName := func(use, short string, fn func(cmd *cobra.Command, ep string) error) *cobra.Command {
@@ -450,7 +482,7 @@ MyProxy server. The pass phrase is not stored anywhere.`
 before are revoked: their ferry connect stops.`
 
 	return c.group("endpoint", "Add, list, show, change, activate and remove endpoints",
-		addCmd, listCmd, showCmd, updateCmd, activateCmd, deactivateCmd, removeCmd, setupKeyCmd)
+		addCmd, listCmd, searchCmd, showCmd, updateCmd, activateCmd, deactivateCmd, removeCmd, setupKeyCmd)
 }
 
 // showSetupKey shows a new setup key of connect endpoint ep, with the

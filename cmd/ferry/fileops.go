@@ -77,15 +77,33 @@ func newLsCmd(c *cli) *cobra.Command {
 	var (
 		long, all, recursive bool
 		depth                int
+		filter               string
 	)
 	cmd := &cobra.Command{
-		Use:   "ls ENDPOINT[:PATH] [-l] [-a] [-r]",
+		Use:   "ls ENDPOINT[:PATH] [-l] [-a] [-r] [--filter PATTERN]",
 		Short: "List a directory of an endpoint (by default its default directory)",
-		Args:  cobra.ExactArgs(1),
+		Long: `List a directory of an endpoint (by default its default directory).
+
+--filter PATTERN lists only the names that pass it: =NAME (that name),
+!=NAME (all others), ~GLOB (the names the glob matches: * ? [...]), !~GLOB
+(those it does not); several names or globs are comma-separated, and a
+PATTERN without an operator is =NAME. With -r it applies at every level,
+so a directory whose name does not pass is not entered.`,
+		Example: `  ferry ls alice#lab:/proj --filter '~*.txt'
+  ferry ls alice#lab:/proj --filter '!~tmp*'`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := parseEPPath(args[0], false)
 			if err != nil {
 				return err
+			}
+			q := api.ListQuery{Path: p.path, ShowHidden: all}
+			if filter != "" {
+				nf, err := api.ParseNameFilter(filter)
+				if err != nil {
+					return usagef("--filter: %v", err)
+				}
+				q.Names = []api.NameFilter{nf}
 			}
 			if !recursive {
 				depth = 0
@@ -94,7 +112,7 @@ func newLsCmd(c *cli) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			l, err := listTree(cmd.Context(), cl, p.ep, api.ListQuery{Path: p.path, ShowHidden: all}, depth)
+			l, err := listTree(cmd.Context(), cl, p.ep, q, depth)
 			if err != nil {
 				return err
 			}
@@ -118,6 +136,7 @@ func newLsCmd(c *cli) *cobra.Command {
 	f.BoolVarP(&all, "all", "a", false, "show names starting with a dot")
 	f.BoolVarP(&recursive, "recursive", "r", false, "list subdirectories too")
 	f.IntVar(&depth, "recursive-depth-limit", 3, "with -r, descend at most this many levels")
+	f.StringVar(&filter, "filter", "", "only names that pass PATTERN: =NAME, !=NAME, ~GLOB or !~GLOB")
 	return c.flags(cmd)
 }
 

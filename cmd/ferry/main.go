@@ -58,5 +58,5 @@ func newRoot() *cobra.Command {
 // gateway serves (sshRoot).
 func serviceCommands(c *cli) []*cobra.Command {
 	return append([]*cobra.Command{newWhoamiCmd(c), newEndpointCmd(c), newLsCmd(c), newMkdirCmd(c), newRenameCmd(c), newRmCmd(c),
-		newTransferCmd(c), newScpCmd(c), newTaskCmd(c)}, taskAliases(c)...)
+		newTransferCmd(c), newScpCmd(c), newTaskCmd(c), newBookmarkCmd(c)}, taskAliases(c)...)
 }

@@ -104,3 +104,51 @@ func humanBytes(n int64) string {
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
+
+// rateMeter is the rate of a counter seen now and then, such as a task's
+// bytes_transferred, which the worker persists in batches and ferry wait
+// polls: each change counts over the time since the change before it (not
+// since the last look, which may have seen no change yet), smoothed with
+// the rate before. Between changes the rate holds for twice the time the
+// last two changes came apart (at least holdMin), then falls as the
+// silence goes on, so a stalled task shows it. The first look takes the
+// rate given (the task's average since it started).
+type rateMeter struct {
+	seen bool
+	n    int64         // the counter at its last change
+	at   time.Time     // when the change was seen
+	gap  time.Duration // between the last two changes
+	r    float64       // bytes per second as of the last change
+}
+
+// holdMin is the least time a rate holds after a change.
+const holdMin = 2 * time.Second
+
+// observe records the counter n, seen at now; first is the rate to start
+// from on the first look, or when the counter went back (a task that
+// started again).
+func (m *rateMeter) observe(n int64, now time.Time, first float64) {
+	switch {
+	case !m.seen || n < m.n:
+		*m = rateMeter{seen: true, n: n, at: now, r: first}
+	case n > m.n:
+		gap := now.Sub(m.at)
+		if gap <= 0 {
+			return // seen in the same instant: wait for time to pass
+		}
+		inst := float64(n-m.n) / gap.Seconds()
+		if m.r > 0 {
+			inst = (m.r + inst) / 2
+		}
+		*m = rateMeter{seen: true, n: n, at: now, gap: gap, r: inst}
+	}
+}
+
+// rate is the rate to show at now.
+func (m *rateMeter) rate(now time.Time) float64 {
+	hold := max(2*m.gap, holdMin)
+	if quiet := now.Sub(m.at); quiet > hold {
+		return m.r * hold.Seconds() / quiet.Seconds()
+	}
+	return m.r
+}

@@ -68,18 +68,21 @@ const firstPoll = 5 * time.Millisecond
 func (c *cli) wait(cmd *cobra.Command, cl *apiclient.Client, id string, w waiter) error {
 	errOut := cmd.ErrOrStderr()
 	var (
-		mu   sync.Mutex
-		last api.Task
-		dots bool
+		mu    sync.Mutex
+		last  api.Task
+		meter rateMeter
+		dots  bool
 	)
 	b := startBar(errOut, !w.heartbeat && !c.json() && isTerminal(errOut, c.remote != nil && c.remote.tty), func() barState {
 		mu.Lock()
 		defer mu.Unlock()
-		return taskState(last, time.Now())
+		now := time.Now()
+		return taskState(last, meter.rate(now), now)
 	})
 	t, err := w.poll(cmd.Context(), cl, id, func(t api.Task) {
 		mu.Lock()
 		last = t
+		meter.observe(t.BytesTransferred, time.Now(), float64(t.EffectiveBytesPerSecond))
 		mu.Unlock()
 		if w.heartbeat && !domain.Done(t.Status) {
 			fmt.Fprint(errOut, ".")
@@ -131,11 +134,11 @@ func (w waiter) poll(ctx context.Context, cl *apiclient.Client, id string, seen 
 	}
 }
 
-// taskState is a task's progress for the bar.
-func taskState(t api.Task, now time.Time) barState {
+// taskState is a task's progress for the bar, at rate (a rateMeter's).
+func taskState(t api.Task, rate float64, now time.Time) barState {
 	s := barState{
 		Done:  t.FilesTransferred + t.FilesSkipped + t.SubtasksFailed,
-		Files: t.Files, Moved: t.BytesTransferred, Rate: float64(t.EffectiveBytesPerSecond),
+		Files: t.Files, Moved: t.BytesTransferred, Rate: rate,
 	}
 	if !t.RequestTime.IsZero() {
 		s.Elapsed = now.Sub(t.RequestTime)
@@ -496,6 +499,51 @@ func newTaskResumeCmd(c *cli, use string) *cobra.Command {
 	}
 }
 
+// newTaskPauseInfoCmd is ferry task pause-info.
+func newTaskPauseInfoCmd(c *cli, use string) *cobra.Command {
+	return &cobra.Command{
+		Use:   use + " TASK_ID",
+		Short: "Say whether a task is paused (INACTIVE), why, and what to run to resume it",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := c.client()
+			if err != nil {
+				return err
+			}
+			pi, err := cl.PauseInfo(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return c.print(cmd, pi, func(w io.Writer) {
+				row(w, "Task ID:", pi.TaskID)
+				if !pi.IsPaused {
+					row(w, "Paused:", "no")
+					return
+				}
+				row(w, "Paused:", "yes ("+pi.NiceStatus+")")
+				row(w, "Why:", cmp.Or(pi.Description, "-"))
+				for _, pe := range pi.Endpoints {
+					row(w, "Endpoint:", pe.DisplayName)
+					row(w, "To resume:", resumeHow(pi.TaskID, pe))
+				}
+			})
+		},
+	}
+}
+
+// resumeHow is what to do to resume task id, paused by pe.
+func resumeHow(id string, pe api.PausedEndpoint) string {
+	switch pe.Resume {
+	case api.ResumeActivate:
+		return "ferry endpoint activate " + pe.DisplayName + " (the task resumes by itself)"
+	case api.ResumeAgent:
+		return "start its agent, ferry connect, where it serves from (the task resumes when it connects)"
+	case api.ResumeFreeSpace:
+		return "free space there, then ferry task resume " + id
+	}
+	return pe.Resume
+}
+
 // newTaskUpdateCmd is ferry task update, also known as ferry modify.
 func newTaskUpdateCmd(c *cli, use string) *cobra.Command {
 	var label, deadline string
@@ -538,9 +586,11 @@ func newTaskWaitCmd(c *cli, use string) *cobra.Command {
 		Use:   use + " TASK_ID [--timeout N] [--polling-interval S] [-H]",
 		Short: "Wait for a task to end, with a progress bar; exit 0 only if it SUCCEEDED",
 		Long: fmt.Sprintf(`Wait for a task to end. On a terminal a bar shows the files done, the bytes
-moved, the rate and the time left. The task is printed at the end. The exit
-status is 0 when it SUCCEEDED, %d when it FAILED, --timeout-exit-code (%d) when
---timeout ends the wait first, %d when the login is no longer valid.`, exitFailure, exitTimeout, exitAuth),
+moved, the rate (measured from the bytes each poll sees arrive, so it holds
+between the worker's progress updates) and the time left. The task is printed
+at the end. The exit status is 0 when it SUCCEEDED, %d when it FAILED,
+--timeout-exit-code (%d) when --timeout ends the wait first, %d when the login
+is no longer valid.`, exitFailure, exitTimeout, exitAuth),
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			w, err := o.parse()
@@ -562,7 +612,8 @@ status is 0 when it SUCCEEDED, %d when it FAILED, --timeout-exit-code (%d) when
 func newTaskCmd(c *cli) *cobra.Command {
 	return c.group("task", "List, show, follow, change and cancel tasks",
 		newTaskListCmd(c, "list"), newTaskShowCmd(c, "show"), newTaskEventsCmd(c, "events"),
-		newTaskCancelCmd(c, "cancel"), newTaskResumeCmd(c, "resume"), newTaskUpdateCmd(c, "update"), newTaskWaitCmd(c, "wait"))
+		newTaskCancelCmd(c, "cancel"), newTaskResumeCmd(c, "resume"), newTaskPauseInfoCmd(c, "pause-info"),
+		newTaskUpdateCmd(c, "update"), newTaskWaitCmd(c, "wait"))
 }
 
 // taskAliases are the hosted CLI's top-level names for the task commands.

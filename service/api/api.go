@@ -28,8 +28,15 @@ type Error struct {
 	Resource  string `json:"resource"` // the request's path
 }
 
+// Error is the sentence users read: the message alone, and for a failure
+// of the service itself (HTTP 5xx) the request ID too, which its log
+// knows. A refusal of the request (4xx) is the caller's to mend, and its
+// message says how.
 func (e *Error) Error() string {
-	return fmt.Sprintf("%s (%s, HTTP %d, request %s)", e.Message, e.Code, e.Status, e.RequestID)
+	if e.Status >= 500 && e.RequestID != "" {
+		return fmt.Sprintf("%s (request %s)", e.Message, e.RequestID)
+	}
+	return e.Message
 }
 
 // Result answers a request that only succeeds or fails: Code says what was
@@ -102,6 +109,70 @@ type SSHKey struct {
 type SSHKeyList struct {
 	DataType string   `json:"DATA_TYPE"`
 	Data     []SSHKey `json:"DATA"`
+}
+
+// Bookmark is a user's name for a path on an endpoint (DATA_TYPE
+// bookmark), as in the transfer API. POST bookmark makes one from name,
+// endpoint_id (a UUID, owner#name, or a name of the caller's own; an
+// endpoint the caller may see) and path; names are unique per user.
+type Bookmark struct {
+	DataType            string    `json:"DATA_TYPE"`
+	ID                  string    `json:"id,omitempty"`
+	Name                string    `json:"name"`
+	EndpointID          string    `json:"endpoint_id"`
+	EndpointDisplayName string    `json:"endpoint_display_name,omitempty"` // owner#name
+	Path                string    `json:"path"`
+	Created             time.Time `json:"created,omitzero"`
+}
+
+// BookmarkList is the answer to GET /bookmark_list (DATA_TYPE
+// bookmark_list), ordered by name.
+type BookmarkList struct {
+	DataType string     `json:"DATA_TYPE"`
+	Data     []Bookmark `json:"DATA"`
+}
+
+// BookmarkUpdate is the body of PUT /bookmark/{id} (DATA_TYPE bookmark):
+// what is given changes.
+type BookmarkUpdate struct {
+	DataType string  `json:"DATA_TYPE,omitempty"`
+	Name     *string `json:"name,omitempty"`
+	Path     *string `json:"path,omitempty"`
+}
+
+// PauseInfo answers GET /task/{id}/pause_info (DATA_TYPE pause_info):
+// whether the task is paused (INACTIVE), why, and which of its endpoints
+// hold it and what resumes it. The transfer API's pause_info_limited
+// answers the same question for its pause rules; ferry pauses a task for
+// the reasons nice_status names.
+type PauseInfo struct {
+	DataType string `json:"DATA_TYPE"`
+	TaskID   string `json:"task_id"`
+	IsPaused bool   `json:"is_paused"`
+	// NiceStatus is why, as a code: NOT_ACTIVATED, CREDENTIAL_EXPIRED,
+	// ENDPOINT_OFFLINE (a connect endpoint's agent is away), NO_SPACE.
+	NiceStatus  string `json:"nice_status,omitempty"`
+	Description string `json:"description,omitempty"` // why, in words: the event that paused it
+	// Endpoints are those of the task that hold it, each with what
+	// resumes the task.
+	Endpoints []PausedEndpoint `json:"endpoints,omitempty"`
+}
+
+// What resumes a paused task, for one of its endpoints
+// (PausedEndpoint.Resume).
+const (
+	ResumeActivate  = "activate"   // activate the endpoint (again): the task resumes by itself
+	ResumeAgent     = "agent"      // the connect endpoint's agent connects: the task resumes by itself
+	ResumeFreeSpace = "free_space" // free space there, then resume the task (POST task/{id}/resume)
+)
+
+// PausedEndpoint is an endpoint that holds a paused task (DATA_TYPE
+// paused_endpoint).
+type PausedEndpoint struct {
+	DataType    string `json:"DATA_TYPE"`
+	EndpointID  string `json:"endpoint_id"`
+	DisplayName string `json:"display_name"`
+	Resume      string `json:"resume"` // ResumeActivate, ResumeAgent or ResumeFreeSpace
 }
 
 // SubmissionID is the answer to GET /submission_id (DATA_TYPE

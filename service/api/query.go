@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/url"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -101,11 +102,12 @@ func ParseTaskQuery(v url.Values) (TaskQuery, error) {
 		return q, err
 	}
 	if f := v.Get("filter"); f != "" {
-		for _, part := range strings.Split(f, "/") {
-			key, val, ok := strings.Cut(part, ":")
-			if !ok || val == "" {
-				return q, domain.Errorf(domain.EInvalid, "filter %q: want key:value parts joined by /", f)
-			}
+		parts, err := filterParts(f)
+		if err != nil {
+			return q, err
+		}
+		for _, part := range parts {
+			key, val := part[0], part[1]
 			switch key {
 			case "status":
 				q.Status, err = oneOf(key, val, domain.StatusActive, domain.StatusInactive, domain.StatusSucceeded, domain.StatusFailed)
@@ -129,6 +131,20 @@ func ParseTaskQuery(v url.Values) (TaskQuery, error) {
 		return q, domain.Errorf(domain.EInvalid, "orderby=%q: want request_time ASC or request_time DESC", v.Get("orderby"))
 	}
 	return q, nil
+}
+
+// filterParts splits a filter parameter into its key:value parts, joined
+// by /.
+func filterParts(f string) ([][2]string, error) {
+	var out [][2]string
+	for _, part := range strings.Split(f, "/") {
+		key, val, ok := strings.Cut(part, ":")
+		if !ok || val == "" {
+			return nil, domain.Errorf(domain.EInvalid, "filter %q: want key:value parts joined by /", f)
+		}
+		out = append(out, [2]string{key, val})
+	}
+	return out, nil
 }
 
 // oneOf splits a comma-separated filter value whose parts must be among
@@ -175,23 +191,36 @@ func ParseEndpointQuery(v url.Values) (EndpointQuery, error) {
 	if q.Scope == "" {
 		q.Scope = ScopeAll
 	}
-	if q.Scope != ScopeAll && q.Scope != ScopeMine {
-		return q, domain.Errorf(domain.EInvalid, "filter_scope=%q: want %s or %s", q.Scope, ScopeAll, ScopeMine)
+	if err := CheckScope(q.Scope); err != nil {
+		return q, err
 	}
 	var err error
 	q.Page, err = ParsePage(v)
 	return q, err
 }
 
+// CheckScope refuses an endpoint search scope other than ScopeAll and
+// ScopeMine.
+func CheckScope(scope string) error {
+	if scope != ScopeAll && scope != ScopeMine {
+		return domain.Errorf(domain.EInvalid, "filter scope %q: want %s or %s", scope, ScopeAll, ScopeMine)
+	}
+	return nil
+}
+
 // ListQuery selects a directory listing in GET
 // /operation/endpoint/{id}/ls: path (the endpoint's default directory when
-// empty), show_hidden, limit, offset.
+// empty), show_hidden, limit, offset, and filter, as in the transfer API:
+// key:value parts joined by / that an entry must all pass, name:PATTERN
+// (see NameFilter) and type:file,dir,link.
 type ListQuery struct {
 	Page
 	Path string
 	// ShowHidden lists names starting with '.'. On the wire show_hidden
 	// defaults to true, as in the transfer API; Values always sends it.
 	ShowHidden bool
+	Names      []NameFilter // each must pass
+	Types      []string     // any of file, dir, link; none: all
 }
 
 // Values encodes q.
@@ -201,6 +230,16 @@ func (q ListQuery) Values() url.Values {
 		v.Set("path", q.Path)
 	}
 	v.Set("show_hidden", strconv.FormatBool(q.ShowHidden))
+	var f []string
+	for _, n := range q.Names {
+		f = append(f, "name:"+n.String())
+	}
+	if len(q.Types) > 0 {
+		f = append(f, "type:"+strings.Join(q.Types, ","))
+	}
+	if len(f) > 0 {
+		v.Set("filter", strings.Join(f, "/"))
+	}
 	return v
 }
 
@@ -214,9 +253,102 @@ func ParseListQuery(v url.Values) (ListQuery, error) {
 		}
 		q.ShowHidden = b
 	}
+	if f := v.Get("filter"); f != "" {
+		parts, err := filterParts(f)
+		if err != nil {
+			return q, err
+		}
+		for _, part := range parts {
+			switch key, val := part[0], part[1]; key {
+			case "name":
+				n, err := ParseNameFilter(val)
+				if err != nil {
+					return q, err
+				}
+				q.Names = append(q.Names, n)
+			case "type":
+				types, err := oneOf(key, strings.ToUpper(val), "FILE", "DIR", "LINK")
+				if err != nil {
+					return q, err
+				}
+				for _, t := range types {
+					q.Types = append(q.Types, strings.ToLower(t))
+				}
+			default:
+				return q, domain.Errorf(domain.EInvalid, "filter %q: unknown key %q (want name or type)", f, key)
+			}
+		}
+	}
 	var err error
 	q.Page, err = ParsePage(v)
 	return q, err
+}
+
+// Keeps reports whether the listing q asks for shows the entry name of
+// type typ (file, dir or link): the one rule of show_hidden and filter.
+func (q ListQuery) Keeps(name, typ string) bool {
+	if !q.ShowHidden && strings.HasPrefix(name, ".") {
+		return false
+	}
+	if len(q.Types) > 0 && !slices.Contains(q.Types, typ) {
+		return false
+	}
+	for _, n := range q.Names {
+		if !n.Match(name) {
+			return false
+		}
+	}
+	return true
+}
+
+// NameFilter selects names in a listing, as the filter name:PATTERN of
+// the transfer API (and globus-cli's ls --filter PATTERN) does: PATTERN is
+// an operator then names or globs, comma-separated. "=a,b" keeps a and b;
+// "!=a" all but a; "~*.txt" the names the glob matches (* ? [...], as
+// path.Match); "!~tmp*" those it does not. Without an operator, "=".
+type NameFilter struct {
+	Op       string   // =, !=, ~ or !~
+	Patterns []string // names (= and !=) or globs (~ and !~)
+}
+
+// nameOps are NameFilter's operators, longest first.
+var nameOps = []string{"!=", "!~", "=", "~"}
+
+// ParseNameFilter reads a NameFilter from PATTERN.
+func ParseNameFilter(pattern string) (NameFilter, error) {
+	f, given := NameFilter{Op: "="}, pattern
+	for _, op := range nameOps {
+		if rest, ok := strings.CutPrefix(pattern, op); ok {
+			f.Op, pattern = op, rest
+			break
+		}
+	}
+	if pattern == "" || strings.Contains(pattern, "/") {
+		return f, domain.Errorf(domain.EInvalid, "name filter %q: want =NAME, !=NAME, ~GLOB or !~GLOB, without /", given)
+	}
+	f.Patterns = strings.Split(pattern, ",")
+	for _, p := range f.Patterns {
+		if _, err := path.Match(p, ""); err != nil && strings.HasSuffix(f.Op, "~") {
+			return f, domain.Errorf(domain.EInvalid, "name filter %q: %q is not a glob: %v", given, p, err)
+		}
+	}
+	return f, nil
+}
+
+// String is f as the filter writes it: ~*.txt,*.dat.
+func (f NameFilter) String() string { return f.Op + strings.Join(f.Patterns, ",") }
+
+// Match reports whether name passes f.
+func (f NameFilter) Match(name string) bool {
+	glob := strings.HasSuffix(f.Op, "~")
+	any := slices.ContainsFunc(f.Patterns, func(p string) bool {
+		if glob {
+			ok, _ := path.Match(p, name)
+			return ok
+		}
+		return p == name
+	})
+	return any != strings.HasPrefix(f.Op, "!")
 }
 
 // MarkerQuery selects a page of GET /task/{id}/successful_transfers,

@@ -1,8 +1,10 @@
 package api_test
 
 import (
+	"fmt"
 	"net/url"
 	"reflect"
+	"strings"
 	"testing"
 
 	"ferry/service/api"
@@ -30,9 +32,10 @@ func TestQueryRoundTrip(t *testing.T) {
 			t.Errorf("endpoint query %+v → %+v, %v", q, got, err)
 		}
 	}
-	for _, q := range []api.ListQuery{{}, {Path: "/a b/", ShowHidden: true, Page: api.Page{Offset: 3}}} {
+	for _, q := range []api.ListQuery{{}, {Path: "/a b/", ShowHidden: true, Page: api.Page{Offset: 3}},
+		{Names: []api.NameFilter{{Op: "~", Patterns: []string{"*.txt", "a?"}}, {Op: "!=", Patterns: []string{"b"}}}, Types: []string{"file", "link"}}} {
 		got, err := api.ParseListQuery(q.Values())
-		if err != nil || got != q {
+		if err != nil || !reflect.DeepEqual(got, q) {
 			t.Errorf("list query %+v → %+v, %v", q, got, err)
 		}
 	}
@@ -75,6 +78,11 @@ func TestQueryRefused(t *testing.T) {
 		{"endpoint", endpointQ, "filter_scope=everyone"},
 		{"endpoint", endpointQ, "offset=-2"},
 		{"list", listQ, "show_hidden=perhaps"},
+		{"list", listQ, "filter=name:"},
+		{"list", listQ, "filter=name:~"},
+		{"list", listQ, "filter=name:~[a"},
+		{"list", listQ, "filter=size:10"},
+		{"list", listQ, "filter=type:socket"},
 		{"marker", markerQ, "marker=abc"},
 		{"marker", markerQ, "marker=-1"},
 	} {
@@ -92,3 +100,52 @@ func taskQ(v url.Values) error     { _, err := api.ParseTaskQuery(v); return err
 func endpointQ(v url.Values) error { _, err := api.ParseEndpointQuery(v); return err }
 func listQ(v url.Values) error     { _, err := api.ParseListQuery(v); return err }
 func markerQ(v url.Values) error   { _, err := api.ParseMarkerQuery(v); return err }
+
+// TestListFilter: the one rule of what a listing shows (show_hidden and
+// filter, as globus-cli's ls --filter writes it).
+func TestListFilter(t *testing.T) {
+	names := []string{"a.txt", "b.TXT", "tmp1", "tmp-x.txt", ".hidden.txt", "dir"}
+	for _, tc := range []struct {
+		filter string // the filter parameter
+		hidden bool
+		want   string
+	}{
+		{"", true, "a.txt b.TXT tmp1 tmp-x.txt .hidden.txt dir"},
+		{"", false, "a.txt b.TXT tmp1 tmp-x.txt dir"},
+		{"name:~*.txt", true, "a.txt tmp-x.txt .hidden.txt"},
+		{"name:~*.txt", false, "a.txt tmp-x.txt"},
+		{"name:!~tmp*", false, "a.txt b.TXT dir"},
+		{"name:=tmp1", false, "tmp1"},
+		{"name:tmp1", false, "tmp1"},
+		{"name:=tmp1,dir", false, "tmp1 dir"},
+		{"name:!=tmp1,dir", false, "a.txt b.TXT tmp-x.txt"},
+		{"name:~*.txt,*.TXT", false, "a.txt b.TXT tmp-x.txt"},
+		{"name:~*.txt/name:!~tmp*", false, "a.txt"},
+		{"name:~[ab].*", false, "a.txt b.TXT"},
+		{"type:dir", true, "dir"},
+		{"type:file/name:~tmp*", true, "tmp1 tmp-x.txt"},
+	} {
+		t.Run(tc.filter, func(t *testing.T) {
+			q, err := api.ParseListQuery(url.Values{"filter": {tc.filter}, "show_hidden": {fmt.Sprint(tc.hidden)}})
+			if tc.filter == "" {
+				q, err = api.ParseListQuery(url.Values{"show_hidden": {fmt.Sprint(tc.hidden)}})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var kept []string
+			for _, n := range names {
+				typ := "file"
+				if n == "dir" {
+					typ = "dir"
+				}
+				if q.Keeps(n, typ) {
+					kept = append(kept, n)
+				}
+			}
+			if got := strings.Join(kept, " "); got != tc.want {
+				t.Fatalf("kept %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

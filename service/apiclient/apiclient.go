@@ -172,6 +172,42 @@ func (c *Client) DeleteSSHKey(ctx context.Context, id int64) (api.Result, error)
 	return r, err
 }
 
+// Bookmarks lists the user's bookmarks, by name.
+func (c *Client) Bookmarks(ctx context.Context) (api.BookmarkList, error) {
+	var l api.BookmarkList
+	err := c.do(ctx, "GET", "bookmark_list", nil, nil, &l)
+	return l, err
+}
+
+// CreateBookmark names path on endpoint ep (a UUID or owner#name) name.
+func (c *Client) CreateBookmark(ctx context.Context, name, ep, path string) (api.Bookmark, error) {
+	var b api.Bookmark
+	err := c.do(ctx, "POST", "bookmark", nil, api.Bookmark{DataType: "bookmark", Name: name, EndpointID: ep, Path: path}, &b)
+	return b, err
+}
+
+// Bookmark returns bookmark id.
+func (c *Client) Bookmark(ctx context.Context, id string) (api.Bookmark, error) {
+	var b api.Bookmark
+	err := c.do(ctx, "GET", "bookmark/"+esc(id), nil, nil, &b)
+	return b, err
+}
+
+// UpdateBookmark changes bookmark id as u says.
+func (c *Client) UpdateBookmark(ctx context.Context, id string, u api.BookmarkUpdate) (api.Bookmark, error) {
+	var b api.Bookmark
+	u.DataType = "bookmark"
+	err := c.do(ctx, "PUT", "bookmark/"+esc(id), nil, u, &b)
+	return b, err
+}
+
+// DeleteBookmark deletes bookmark id.
+func (c *Client) DeleteBookmark(ctx context.Context, id string) (api.Result, error) {
+	var r api.Result
+	err := c.do(ctx, "DELETE", "bookmark/"+esc(id), nil, nil, &r)
+	return r, err
+}
+
 // SubmissionID returns a fresh submission ID, which makes a retried
 // Transfer or Delete run once.
 func (c *Client) SubmissionID(ctx context.Context) (string, error) {
@@ -237,6 +273,13 @@ func (c *Client) CancelFile(ctx context.Context, id, path string) (api.Result, e
 	var r api.Result
 	err := c.do(ctx, "POST", "task/"+esc(id)+"/cancel", nil, api.Cancel{Path: path}, &r)
 	return r, err
+}
+
+// PauseInfo says whether task id is paused, why, and what resumes it.
+func (c *Client) PauseInfo(ctx context.Context, id string) (api.PauseInfo, error) {
+	var pi api.PauseInfo
+	err := c.do(ctx, "GET", "task/"+esc(id)+"/pause_info", nil, nil, &pi)
+	return pi, err
 }
 
 // Events returns a page of a task's events.

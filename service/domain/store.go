@@ -20,7 +20,8 @@ type Store interface {
 	SetPassword(ctx context.Context, userID int64, hash string) error
 	Users(ctx context.Context) ([]User, error) // ordered by name
 	// RemoveUser deletes a user and all that is theirs: tokens, SSH keys,
-	// activations, finished tasks and endpoints. EConflict while a task
+	// bookmarks, activations, finished tasks and endpoints (and the
+	// others' bookmarks of those). EConflict while a task
 	// of theirs has not ended, or one of their endpoints is in use: by
 	// another user's unfinished task, or as another's endpoint's head node.
 	RemoveUser(ctx context.Context, userID int64) error
@@ -36,6 +37,13 @@ type Store interface {
 	AddSSHKey(ctx context.Context, k *SSHKey) error              // sets ID, Created; EConflict when the user has the key
 	SSHKeys(ctx context.Context, userID int64) ([]SSHKey, error) // oldest first
 	DeleteSSHKey(ctx context.Context, userID, keyID int64) error
+
+	// Bookmarks, a user's own; reads fill in EndpointName.
+	CreateBookmark(ctx context.Context, b *Bookmark) error           // sets ID, Created; EConflict on a name the user has
+	Bookmarks(ctx context.Context, userID int64) ([]Bookmark, error) // ordered by name
+	Bookmark(ctx context.Context, userID int64, id string) (Bookmark, error)
+	UpdateBookmark(ctx context.Context, b Bookmark) error // name and path, by ID and UserID; EConflict on a name the user has
+	DeleteBookmark(ctx context.Context, userID int64, id string) error
 
 	// Endpoints. Endpoint reads fill in Owner.
 	CreateEndpoint(ctx context.Context, e *Endpoint) error // sets ID, Created; EConflict on a taken owner#name

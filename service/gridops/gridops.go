@@ -243,7 +243,7 @@ func (o *Ops) CheckTransfer(ctx context.Context, src, dst domain.Endpoint, sl, d
 		return ItemErr(ie, src, dst)
 	}
 	if errors.Is(err, engine.ErrNoEncryption) {
-		return domain.Errorf(domain.EInvalid, "encrypt_data: %s and %s cannot encrypt their data channels: %v",
+		return domain.Errorf(domain.EInvalid, "encrypted data: %s and %s cannot encrypt their data channels: %v",
 			src.DisplayName(), dst.DisplayName(), err)
 	}
 	return Err("check", "the transfer's paths", err)
@@ -375,14 +375,15 @@ func (o *Ops) probe(ctx context.Context, sv Server, auth client.Authenticator) d
 // ops word each operation for ViaError.
 var ops = map[string]string{"list": "list", "mkdir": "make a directory", "rename": "rename", "delete": "delete"}
 
-// with runs fn on a fresh session and maps its error for op on p.
+// with runs fn on a fresh session and maps its error for op on p, naming
+// p's endpoint: "list /proj on alice#ep: no such file or directory".
 func (o *Ops) with(ctx context.Context, ep domain.Endpoint, l domain.Login, op, p string, fn func(*client.Conn) error) error {
 	c, err := o.session(ctx, ep, l, ops[op])
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	return Err(op, p, fn(c))
+	return Err(op, p+" on "+ep.DisplayName(), fn(c))
 }
 
 // Check logs in to the endpoint with l.
@@ -499,8 +500,8 @@ func Err(op, p string, err error) error {
 }
 
 // Tell is what users are told of err, an error of a session with an
-// endpoint or of the engine: its text, except what a server sent before it
-// accepted a login. Until then nothing shows that the peer speaks GridFTP
+// endpoint or of the engine: its text, with a server's reply in one line
+// (gridftp.Told), except what a server sent before it accepted a login. Until then nothing shows that the peer speaks GridFTP
 // at all — an endpoint may name any address the network policy allows, and
 // an SSH, SMTP or HTTP server there answers too — so its words give way to
 // what kind of answer it was. What wrapped the failure ("source: ...")
@@ -508,7 +509,7 @@ func Err(op, p string, err error) error {
 func Tell(err error) string {
 	he, ok := errors.AsType[*client.HandshakeError](err)
 	if !ok {
-		return err.Error()
+		return gridftp.Told(err)
 	}
 	told := fmt.Sprintf("%s: %s: %s", he.Addr, he.Stage, handshake(he))
 	if he.Stage == client.StageConnect {

@@ -29,13 +29,15 @@ const (
 // visibleEndpoint finds the endpoint ref names — a UUID, owner#name, or
 // a name of the caller's own — if the caller may see it: its own or a
 // public one. Anything else is "not found", whether it exists or not.
-func (s *Server) visibleEndpoint(r *http.Request, c *call, field, ref string) (domain.Endpoint, error) {
+// role is what the request calls the endpoint, in words ("endpoint",
+// "source endpoint"), for the messages.
+func (s *Server) visibleEndpoint(r *http.Request, c *call, role, ref string) (domain.Endpoint, error) {
 	ctx := r.Context()
 	var ep domain.Endpoint
 	var err error
 	switch {
 	case ref == "":
-		return ep, domain.Errorf(domain.EInvalid, "%s is required", field)
+		return ep, domain.Errorf(domain.EInvalid, "no %s given", role)
 	case strings.Contains(ref, "#"):
 		owner, name := domain.SplitName(ref, c.user.Name)
 		ep, err = s.Store.EndpointByName(ctx, owner, name)
@@ -45,7 +47,7 @@ func (s *Server) visibleEndpoint(r *http.Request, c *call, field, ref string) (d
 		}
 	}
 	if domain.IsNotFound(err) || err == nil && !ep.UsableBy(c.user.ID) {
-		return domain.Endpoint{}, domain.Errorf(domain.ENotFound, "%s: no endpoint %q", field, ref)
+		return domain.Endpoint{}, domain.Errorf(domain.ENotFound, "no %s %q", role, ref)
 	}
 	return ep, err
 }
@@ -130,8 +132,9 @@ func serverDoc(uri string) api.Server {
 var defaultPorts = map[string]string{"ftp": "21", "gsiftp": "2811"}
 
 // serverURI checks a server of a request and writes it as the store keeps
-// it: ftp://host:port, or gsiftp://host:port for a GSI server.
-func serverURI(i int, sv api.Server) (string, error) {
+// it: ftp://host:port, or gsiftp://host:port for a GSI server. Its
+// messages name the server as the request gave it.
+func serverURI(sv api.Server) (string, error) {
 	if err := dataType(sv.DataType, "server"); err != nil {
 		return "", err
 	}
@@ -139,20 +142,21 @@ func serverURI(i int, sv api.Server) (string, error) {
 	if sv.URI != "" {
 		u, err := url.Parse(sv.URI)
 		if err != nil || u.User != nil || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
-			return "", domain.Errorf(domain.EInvalid, "DATA[%d].uri %q: want ftp://host:port or gsiftp://host:port", i, sv.URI)
+			return "", domain.Errorf(domain.EInvalid, "server %q is not a server's URL: want ftp://host:port or gsiftp://host:port", sv.URI)
 		}
 		scheme, host = u.Scheme, u.Hostname()
 		if port, err = strconv.Atoi(cmp.Or(u.Port(), defaultPorts[scheme], "21")); err != nil {
-			return "", domain.Errorf(domain.EInvalid, "DATA[%d].uri %q: bad port", i, sv.URI)
+			return "", domain.Errorf(domain.EInvalid, "server %q: its port is not a number", sv.URI)
 		}
 	}
+	named := cmp.Or(sv.URI, sv.Hostname)
 	switch {
 	case defaultPorts[scheme] == "":
-		return "", domain.Errorf(domain.EInvalid, "DATA[%d]: scheme %q is not supported (want ftp or gsiftp)", i, scheme)
+		return "", domain.Errorf(domain.EInvalid, "server %q: scheme %q is not supported: want ftp://host:port or gsiftp://host:port", named, scheme)
 	case host == "" || strings.ContainsAny(host, "/@?#% "):
-		return "", domain.Errorf(domain.EInvalid, "DATA[%d]: want a host name", i)
+		return "", domain.Errorf(domain.EInvalid, "server %q names no host: want ftp://host:port or gsiftp://host:port", named)
 	case port < 1 || port > 65535:
-		return "", domain.Errorf(domain.EInvalid, "DATA[%d]: port %d out of range", i, port)
+		return "", domain.Errorf(domain.EInvalid, "server %q: port %d is out of range (1 to 65535)", named, port)
 	}
 	return scheme + "://" + net.JoinHostPort(host, strconv.Itoa(port)), nil
 }
@@ -160,13 +164,13 @@ func serverURI(i int, sv api.Server) (string, error) {
 // checkGSI refuses an endpoint whose auth method and servers disagree: a
 // gsi endpoint's servers are gsiftp:// ones, and only a gsi endpoint's.
 func checkGSI(ep domain.Endpoint) error {
-	for i, sv := range ep.Servers {
+	for _, sv := range ep.Servers {
 		gsiftp := strings.HasPrefix(sv, "gsiftp://")
 		switch {
 		case ep.Auth == domain.AuthGSI && !gsiftp:
-			return domain.Errorf(domain.EInvalid, "DATA[%d] %s: a %s endpoint's servers are gsiftp://host:port", i, sv, domain.AuthGSI)
+			return domain.Errorf(domain.EInvalid, "server %s: a %s endpoint's servers are gsiftp://host:port", sv, domain.AuthGSI)
 		case ep.Auth != domain.AuthGSI && gsiftp:
-			return domain.Errorf(domain.EInvalid, "DATA[%d] %s: a gsiftp:// server takes grid credentials: auth_method must be %s", i, sv, domain.AuthGSI)
+			return domain.Errorf(domain.EInvalid, "server %s: a gsiftp:// server takes grid credentials: the endpoint's auth method must be %s", sv, domain.AuthGSI)
 		}
 	}
 	if ep.Auth == domain.AuthGSI && ep.Via != "" {
@@ -181,7 +185,7 @@ const resolveWithin = 5 * time.Second
 // checkServers refuses a server (as serverURI writes it) whose address
 // the network policy refuses, or whose name resolves to one.
 func (s *Server) checkServers(ctx context.Context, servers []string) error {
-	for i, sv := range servers {
+	for _, sv := range servers {
 		u, err := url.Parse(sv)
 		if err != nil {
 			return err
@@ -190,7 +194,7 @@ func (s *Server) checkServers(ctx context.Context, servers []string) error {
 		err = s.Networks.CheckHost(lctx, u.Hostname())
 		cancel()
 		if err != nil {
-			return domain.Errorf(domain.EInvalid, "DATA[%d] %s: %v", i, sv, err)
+			return domain.Errorf(domain.EInvalid, "server %s: %v", sv, err)
 		}
 	}
 	return nil
@@ -215,14 +219,14 @@ func applySpec(ep *domain.Endpoint, spec api.EndpointSpec) error {
 	}
 	if spec.Servers != nil {
 		if ep.Auth == domain.AuthConnect {
-			return domain.Errorf(domain.EInvalid, "DATA: a connect endpoint has no servers; its agent (ferry connect) serves it")
+			return domain.Errorf(domain.EInvalid, "a connect endpoint has no servers: its agent (ferry connect) serves it")
 		}
 		if len(spec.Servers) == 0 || len(spec.Servers) > maxServers {
-			return domain.Errorf(domain.EInvalid, "DATA: want 1 to %d servers", maxServers)
+			return domain.Errorf(domain.EInvalid, "an endpoint has 1 to %d servers", maxServers)
 		}
 		ep.Servers = nil
-		for i, sv := range spec.Servers {
-			u, err := serverURI(i, sv)
+		for _, sv := range spec.Servers {
+			u, err := serverURI(sv)
 			if err != nil {
 				return err
 			}
@@ -271,7 +275,7 @@ func (s *Server) applyVia(r *http.Request, c *call, ep *domain.Endpoint, spec ap
 	if ep.Auth == domain.AuthConnect {
 		return domain.Errorf(domain.EInvalid, "via: a connect endpoint is reached through its agent, not through a head node")
 	}
-	via, err := s.visibleEndpoint(r, c, "via", *spec.Via)
+	via, err := s.visibleEndpoint(r, c, "head node (via) endpoint", *spec.Via)
 	switch {
 	case err != nil:
 		return err
@@ -344,7 +348,7 @@ func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request, c *call)
 	}
 	connect := spec.AuthMethod != nil && *spec.AuthMethod == domain.AuthConnect
 	if spec.Name == nil || spec.Servers == nil && !connect {
-		return domain.Errorf(domain.EInvalid, "name and DATA (the servers) are required")
+		return domain.Errorf(domain.EInvalid, "an endpoint needs a name and its servers")
 	}
 	ep := domain.Endpoint{OwnerID: c.user.ID, Owner: c.user.Name, Auth: domain.AuthAnonymous, DefaultDir: "/"}
 	if connect {
@@ -733,9 +737,7 @@ func (s *Server) ls(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err != nil {
 		return opsError(ep, err)
 	}
-	if !q.ShowHidden {
-		infos = slices.DeleteFunc(infos, func(f domain.FileInfo) bool { return strings.HasPrefix(f.Name, ".") })
-	}
+	infos = slices.DeleteFunc(infos, func(f domain.FileInfo) bool { return !q.Keeps(f.Name, f.Type) })
 	slices.SortFunc(infos, func(a, b domain.FileInfo) int { return strings.Compare(a.Name, b.Name) })
 	page := domain.Page{Limit: q.Limit, Offset: q.Offset}.Normal()
 	shown := infos[min(page.Offset, len(infos)):min(page.Offset+page.Limit, len(infos))]

@@ -74,7 +74,7 @@ func TestOpenAPISchemas(t *testing.T) {
 	doc := loadOpenAPI(t)
 	types := map[string]any{
 		"Error": api.Error{}, "Result": api.Result{}, "Login": api.Login{}, "Token": api.Token{},
-		"TokenList": api.TokenList{}, "SSHKey": api.SSHKey{}, "SSHKeyList": api.SSHKeyList{}, "SubmissionID": api.SubmissionID{}, "FilterRule": api.FilterRule{},
+		"TokenList": api.TokenList{}, "SSHKey": api.SSHKey{}, "SSHKeyList": api.SSHKeyList{}, "Bookmark": api.Bookmark{}, "PauseInfo": api.PauseInfo{}, "PausedEndpoint": api.PausedEndpoint{}, "BookmarkList": api.BookmarkList{}, "BookmarkUpdate": api.BookmarkUpdate{}, "SubmissionID": api.SubmissionID{}, "FilterRule": api.FilterRule{},
 		"Transfer": api.Transfer{}, "TransferItem": api.TransferItem{}, "Delete": api.Delete{},
 		"DeleteItem": api.DeleteItem{}, "SubmitResult": api.SubmitResult{}, "Link": api.Link{},
 		"FatalError": api.FatalError{}, "Task": api.Task{}, "TaskList": api.TaskList{},

@@ -34,7 +34,7 @@ func TestEndpointNetworks(t *testing.T) {
 	}{
 		{"cloud metadata", `{"name":"x","DATA":[{"uri":"ftp://169.254.169.254:80"}]}`, "link-local"},
 		{"cloud metadata by host and port", `{"name":"x","DATA":[{"hostname":"169.254.169.254","port":80}]}`, "link-local"},
-		{"loopback", `{"name":"x","DATA":[{"uri":"ftp://192.0.2.1:2811"},{"uri":"ftp://127.0.0.1:22"}]}`, "DATA[1] ftp://127.0.0.1:22: address 127.0.0.1 is not allowed: loopback"},
+		{"loopback", `{"name":"x","DATA":[{"uri":"ftp://192.0.2.1:2811"},{"uri":"ftp://127.0.0.1:22"}]}`, "server ftp://127.0.0.1:22: address 127.0.0.1 is not allowed: loopback"},
 		{"IPv6 loopback", `{"name":"x","DATA":[{"hostname":"::1","port":22}]}`, "loopback"},
 		{"a name for loopback", `{"name":"x","DATA":[{"uri":"ftp://localhost:22"}]}`, "loopback"},
 		{"this host", `{"name":"x","DATA":[{"uri":"ftp://0.0.0.0:22"}]}`, "unspecified"},

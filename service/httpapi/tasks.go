@@ -28,14 +28,15 @@ func checkText(field, s string, max int) error {
 	return nil
 }
 
-// itemPath cleans a required path of a submitted item.
-func itemPath(field string, i int, p string) (string, error) {
+// itemPath cleans a required path of the i-th submitted item; what is
+// the path's role in words ("source path").
+func itemPath(what string, i int, p string) (string, error) {
 	if p == "" {
-		return "", domain.Errorf(domain.EInvalid, "DATA[%d].%s is required", i, field)
+		return "", domain.Errorf(domain.EInvalid, "item %d has no %s", i+1, what)
 	}
 	c, err := domain.CleanPath(p, "")
 	if err != nil {
-		return "", domain.Errorf(domain.EInvalid, "DATA[%d].%s: %s", i, field, domain.ErrorMessage(err))
+		return "", domain.Errorf(domain.EInvalid, "%s: %s", what, domain.ErrorMessage(err))
 	}
 	return c, nil
 }
@@ -63,7 +64,7 @@ func (s *Server) newTask(typ, submissionID, label string, deadline time.Time, n 
 		return t, domain.Errorf(domain.EInvalid, "deadline %s is in the past", deadline.Format(time.RFC3339))
 	}
 	if items == 0 {
-		return t, domain.Errorf(domain.EInvalid, "no items: DATA must list at least one")
+		return t, domain.Errorf(domain.EInvalid, "no items: a task moves at least one")
 	}
 	orTrue := func(b *bool) bool { return b == nil || *b }
 	t.Options.NotifyOnSucceeded = orTrue(n.NotifyOnSucceeded)
@@ -139,17 +140,17 @@ func (s *Server) transfer(w http.ResponseWriter, r *http.Request, c *call) error
 		if err := dataType(it.DataType, "transfer_item"); err != nil {
 			return err
 		}
-		src, err := itemPath("source_path", i, it.SourcePath)
+		src, err := itemPath("source path", i, it.SourcePath)
 		if err != nil {
 			return err
 		}
-		dst, err := itemPath("destination_path", i, it.DestinationPath)
+		dst, err := itemPath("destination path", i, it.DestinationPath)
 		if err != nil {
 			return err
 		}
 		t.Items = append(t.Items, domain.Item{Src: src, Dst: dst, Recursive: it.Recursive})
 	}
-	src, err := s.visibleEndpoint(r, c, "source_endpoint", req.SourceEndpoint)
+	src, err := s.visibleEndpoint(r, c, "source endpoint", req.SourceEndpoint)
 	if err != nil {
 		return err
 	}
@@ -193,7 +194,7 @@ type dest struct {
 // same storage and paths of which one is or holds the other).
 func (s *Server) destinations(r *http.Request, c *call, req api.Transfer, items []domain.Item) ([]dest, error) {
 	if len(req.Destinations) == 0 {
-		ep, err := s.visibleEndpoint(r, c, "destination_endpoint", req.DestinationEndpoint)
+		ep, err := s.visibleEndpoint(r, c, "destination endpoint", req.DestinationEndpoint)
 		return []dest{{ep: ep, items: items}}, err
 	}
 	if req.DestinationEndpoint != "" {
@@ -207,18 +208,18 @@ func (s *Server) destinations(r *http.Request, c *call, req api.Transfer, items 
 		if err := dataType(d.DataType, "transfer_destination"); err != nil {
 			return nil, err
 		}
-		ep, err := s.visibleEndpoint(r, c, fmt.Sprintf("destinations[%d].endpoint", i), d.Endpoint)
+		ep, err := s.visibleEndpoint(r, c, fmt.Sprintf("endpoint for destination %d", i+1), d.Endpoint)
 		if err != nil {
 			return nil, err
 		}
 		nd := dest{ep: ep, items: items}
 		if d.DestinationPaths != nil {
 			if len(d.DestinationPaths) != len(items) {
-				return nil, domain.Errorf(domain.EInvalid, "destinations[%d].destination_paths: %d paths for %d items of DATA: want one per item",
-					i, len(d.DestinationPaths), len(items))
+				return nil, domain.Errorf(domain.EInvalid, "destination %d has %d paths for %d items: want one per item",
+					i+1, len(d.DestinationPaths), len(items))
 			}
 			for j, p := range d.DestinationPaths {
-				cp, err := itemPath(fmt.Sprintf("destinations[%d].destination_paths", i), j, p)
+				cp, err := itemPath(fmt.Sprintf("destination path for destination %d", i+1), j, p)
 				if err != nil {
 					return nil, err
 				}
@@ -232,8 +233,8 @@ func (s *Server) destinations(r *http.Request, c *call, req api.Transfer, items 
 			}
 			for j := range items {
 				if a, b := path.Clean(prev.items[j].Dst), path.Clean(nd.items[j].Dst); a == b || inside(a, b) || inside(b, a) {
-					return nil, domain.Errorf(domain.EInvalid, "destinations[%d] and destinations[%d] are one place: %s on %s",
-						k, i, nd.items[j].Dst, ep.DisplayName())
+					return nil, domain.Errorf(domain.EInvalid, "destinations %d and %d are one place: %s on %s",
+						k+1, i+1, nd.items[j].Dst, ep.DisplayName())
 				}
 			}
 		}
@@ -329,13 +330,13 @@ func checkFilterRule(i int, f api.FilterRule) error {
 		return err
 	}
 	if f.Method != "include" && f.Method != "exclude" {
-		return domain.Errorf(domain.EInvalid, "filter_rules[%d].method %q: want include or exclude", i, f.Method)
+		return domain.Errorf(domain.EInvalid, "filter rule %d: method %q: want include or exclude", i+1, f.Method)
 	}
 	if f.Type != "" && f.Type != "file" && f.Type != "dir" {
-		return domain.Errorf(domain.EInvalid, "filter_rules[%d].type %q: want file, dir or nothing", i, f.Type)
+		return domain.Errorf(domain.EInvalid, "filter rule %d: type %q: want file, dir or nothing", i+1, f.Type)
 	}
 	if _, err := path.Match(f.Name, ""); f.Name == "" || strings.Contains(f.Name, "/") || err != nil {
-		return domain.Errorf(domain.EInvalid, "filter_rules[%d].name %q: want a glob of base names", i, f.Name)
+		return domain.Errorf(domain.EInvalid, "%s %q: want a glob of base names", f.Method, f.Name)
 	}
 	return nil
 }
@@ -363,7 +364,7 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, c *call) error {
 			return err
 		}
 		if p == "/" {
-			return domain.Errorf(domain.EInvalid, "DATA[%d].path: refusing to delete the root", i)
+			return domain.Errorf(domain.EInvalid, "the root of an endpoint cannot be deleted")
 		}
 		t.Items = append(t.Items, domain.Item{Src: p, Recursive: req.Recursive})
 	}

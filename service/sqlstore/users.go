@@ -115,6 +115,7 @@ var removeUser = []string{
 	`DELETE FROM tasks WHERE user_id = ?`,
 	`DELETE FROM tokens WHERE user_id = ?`,
 	`DELETE FROM ssh_keys WHERE user_id = ?`,
+	`DELETE FROM bookmarks WHERE user_id = ?`,
 	`DELETE FROM activations WHERE user_id = ?`,
 	`DELETE FROM endpoints WHERE owner_id = ?`,
 }

@@ -12,6 +12,7 @@ var accountTests = []test{
 	{"RemoveUser", testRemoveUser},
 	{"Tokens", testTokens},
 	{"SSHKeys", testSSHKeys},
+	{"Bookmarks", testBookmarks},
 	{"Endpoints", testEndpoints},
 	{"EndpointList", testEndpointList},
 	{"Activations", testActivations},

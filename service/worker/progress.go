@@ -375,7 +375,7 @@ func (p *progress) deleted(path string, err error, ignoreMissing bool) {
 // fileFailed records a file that failed for good, with the counters d.
 // Called with p.mu held.
 func (p *progress) fileFailed(f domain.File, err error, d domain.Counters, attempts int) {
-	f.State, f.Error = domain.FileFailed, fmt.Sprint(err)
+	f.State, f.Error = domain.FileFailed, gridops.Tell(err)
 	if p.failure == "" {
 		p.failure, p.class = f.Src+": "+f.Error, classify(err)
 	}
