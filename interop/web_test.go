@@ -315,7 +315,7 @@ func TestWebApp(t *testing.T) {
 	// A bad path is an error, and the pane stays where it was.
 	p.do("go to a missing directory", chromedp.SetValue(chromedp.CSS(leftPane+` input[name=path]`), "/no/such/dir"),
 		chromedp.Click(`//section[@aria-labelledby="left-title"]//button[text()="Go"]`))
-	p.waitText(leftPane+` .status`, "Cannot list /no/such/dir")
+	p.waitText(leftPane+` .status`, "list /no/such/dir on alice#alpha: ")
 	p.waitText(leftPane+` .crumbs [aria-current]`, "run1")
 
 	// The right pane: beta asks to be activated. Not yet.

@@ -81,9 +81,9 @@ func TestWebAppResearcher(t *testing.T) {
 	// An error is the API's message, without its code.
 	p.do("go to a missing directory", chromedp.SetValue(chromedp.CSS(leftPane+` input[name=path]`), "/no/such/dir"),
 		chromedp.Click(`//section[@aria-labelledby="left-title"]//button[text()="Go"]`))
-	p.waitText(leftPane+` .status`, "Cannot list /no/such/dir")
+	p.waitText(leftPane+` .status`, "list /no/such/dir on alice#alpha: ")
 	api := eval[map[string]any](p, `fetch('/api/v0.10/operation/endpoint/' + encodeURIComponent('alice#alpha') + '/ls?path=/no/such/dir').then(r => r.json())`)
-	if got, want := eval[string](p, `document.querySelector('`+leftPane+` .status').textContent`), "Cannot list /no/such/dir: "+fmt.Sprint(api["message"]); got != want {
+	if got, want := eval[string](p, `document.querySelector('`+leftPane+` .status').textContent`), fmt.Sprint(api["message"]); got != want {
 		t.Errorf("the pane says %q, want %q", got, want)
 	}
 	for _, tc := range []struct{ err, want string }{

@@ -166,7 +166,7 @@ func TestDocsFlagsExist(t *testing.T) {
 			if !strings.Contains(s, "ferry") && !strings.HasPrefix(strings.Trim(s, "`"), "--") {
 				continue // another program's command line
 			}
-			for _, m := range regexp.MustCompile(`(?:^|[\s\[(|` + "`" + `])(--[a-z][a-z0-9-]*)`).FindAllStringSubmatch(s, -1) {
+			for _, m := range regexp.MustCompile(`(?:^|[\s\[(|`+"`"+`])(--[a-z][a-z0-9-]*)`).FindAllStringSubmatch(s, -1) {
 				if !known[m[1]] {
 					t.Errorf("%s: %q names %s, which no ferry command takes", filepath.Base(path), s, m[1])
 				}

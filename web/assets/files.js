@@ -158,7 +158,7 @@ function pane(id, title) {
           h('button', { type: 'button', text: 'Activate…', onclick: () => activateAndList(path) }));
         if (prompt) activateAndList(path);
       } else if (!quiet) {
-        fail(`Cannot list ${path}`, err);
+        fail('', err); // the message names the path and the endpoint
       }
     } finally {
       table.removeAttribute('aria-busy');
@@ -176,7 +176,7 @@ function pane(id, title) {
   }
 
   function fail(what, err) {
-    status.replaceChildren(h('span', { text: `${what}: ${errorText(err)}` }));
+    status.replaceChildren(h('span', { text: what ? `${what}: ${errorText(err)}` : errorText(err) }));
   }
 
   function enter(f) {
