@@ -377,7 +377,10 @@ func (p *progress) deleted(path string, err error, ignoreMissing bool) {
 func (p *progress) fileFailed(f domain.File, err error, d domain.Counters, attempts int) {
 	f.State, f.Error = domain.FileFailed, gridops.Tell(err)
 	if p.failure == "" {
-		p.failure, p.class = f.Src+": "+f.Error, classify(err)
+		p.failure, p.class = f.Error, classify(err)
+		if !strings.Contains(f.Error, f.Src) {
+			p.failure = f.Src + ": " + f.Error
+		}
 	}
 	d.FilesFailed++
 	p.add(d, &f, &domain.Event{Code: domain.EventFileFailed, IsError: true,

@@ -467,6 +467,8 @@ func TestEndings(t *testing.T) {
 		// skipped are the source paths recorded skipped for source
 		// errors.
 		skipped []string
+		// once is a path the fatal error's description names once.
+		once string
 	}{
 		{
 			name: "missing source",
@@ -616,7 +618,7 @@ func TestEndings(t *testing.T) {
 				f.store.CreateTask(context.Background(), &t)
 				return t
 			},
-			status: domain.StatusFailed, fatal: domain.NiceFileNotFound, event: domain.EventFileFailed,
+			status: domain.StatusFailed, fatal: domain.NiceFileNotFound, event: domain.EventFileFailed, once: "/missing",
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -633,6 +635,9 @@ func TestEndings(t *testing.T) {
 			}
 			if _, ok := f.event(task.ID, tc.event); !ok {
 				t.Errorf("no %s event in %+v", tc.event, f.events(task.ID))
+			}
+			if tc.once != "" && strings.Count(got.FatalError.Description, tc.once) != 1 {
+				t.Errorf("fatal error %q: want %s named once", got.FatalError.Description, tc.once)
 			}
 			skipped, _, err := f.store.Files(context.Background(), task.ID, domain.FileSkippedError, 0, 100)
 			var paths []string
