@@ -717,7 +717,11 @@ func (r *run) result(timed bool) ending {
 		return ending{status: domain.StatusSucceeded, event: domain.Event{Code: domain.EventSucceeded, Description: why}}
 	}
 	first, f := r.p.firstFailure()
-	why := fmt.Sprintf("%d of %s failed", c.FilesFailed, plural.Count(c.Files, "file"))
+	noun := "file"
+	if r.task.Type == domain.TypeDelete {
+		noun = "path"
+	}
+	why := fmt.Sprintf("%d of %s failed", c.FilesFailed, plural.Count(c.Files, noun))
 	if first != "" {
 		why += "; the first: " + first
 	}

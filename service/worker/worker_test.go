@@ -469,6 +469,7 @@ func TestEndings(t *testing.T) {
 		skipped []string
 		// once is a path the fatal error's description names once.
 		once string
+		said string // the start of the fatal error's description
 	}{
 		{
 			name: "missing source",
@@ -618,7 +619,7 @@ func TestEndings(t *testing.T) {
 				f.store.CreateTask(context.Background(), &t)
 				return t
 			},
-			status: domain.StatusFailed, fatal: domain.NiceFileNotFound, event: domain.EventFileFailed, once: "/missing",
+			status: domain.StatusFailed, fatal: domain.NiceFileNotFound, event: domain.EventFileFailed, once: "/missing", said: "1 of 1 path failed",
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -638,6 +639,9 @@ func TestEndings(t *testing.T) {
 			}
 			if tc.once != "" && strings.Count(got.FatalError.Description, tc.once) != 1 {
 				t.Errorf("fatal error %q: want %s named once", got.FatalError.Description, tc.once)
+			}
+			if tc.said != "" && !strings.HasPrefix(got.FatalError.Description, tc.said) {
+				t.Errorf("fatal error %q: want it to start %q", got.FatalError.Description, tc.said)
 			}
 			skipped, _, err := f.store.Files(context.Background(), task.ID, domain.FileSkippedError, 0, 100)
 			var paths []string
