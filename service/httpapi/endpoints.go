@@ -246,15 +246,15 @@ func applySpec(ep *domain.Endpoint, spec api.EndpointSpec) error {
 	if spec.AuthMethod != nil && *spec.AuthMethod != ep.Auth {
 		switch {
 		case ep.Auth == domain.AuthConnect || *spec.AuthMethod == domain.AuthConnect:
-			return domain.Errorf(domain.EInvalid, "auth_method: an endpoint is a %s endpoint from its creation on, or never", domain.AuthConnect)
+			return domain.Errorf(domain.EInvalid, "auth method: an endpoint is a %s endpoint from its creation on, or never", domain.AuthConnect)
 		case !slices.Contains(domain.AuthMethods, *spec.AuthMethod):
-			return domain.Errorf(domain.EInvalid, "auth_method %q: want one of %s", *spec.AuthMethod, strings.Join(domain.AuthMethods, ", "))
+			return domain.Errorf(domain.EInvalid, "auth method %q: want one of %s", *spec.AuthMethod, strings.Join(domain.AuthMethods, ", "))
 		}
 		ep.Auth = *spec.AuthMethod
 	}
 	if spec.MaxConcurrent != nil {
 		if *spec.MaxConcurrent < 0 || *spec.MaxConcurrent > maxConcurrentLimit {
-			return domain.Errorf(domain.EInvalid, "max_concurrent %d: want 0 (no limit) to %d", *spec.MaxConcurrent, maxConcurrentLimit)
+			return domain.Errorf(domain.EInvalid, "at most %d concurrent tasks: want 0 (no limit) to %d", *spec.MaxConcurrent, maxConcurrentLimit)
 		}
 		ep.MaxConcurrent = *spec.MaxConcurrent
 	}
@@ -540,7 +540,7 @@ func (s *Server) activate(w http.ResponseWriter, r *http.Request, c *call) error
 	} else {
 		if viaMyProxy {
 			// myproxyLogin refused it already.
-			return domain.Errorf(domain.EInvalid, "myproxy_username: endpoint %s is not a %s endpoint", ep.DisplayName(), domain.AuthGSI)
+			return domain.Errorf(domain.EInvalid, "a MyProxy username: endpoint %s is not a %s endpoint", ep.DisplayName(), domain.AuthGSI)
 		}
 		if req.Proxy != "" {
 			return domain.Errorf(domain.EInvalid, "proxy: endpoint %s is a %s endpoint; a grid proxy activates %s endpoints only",

@@ -37,7 +37,7 @@ const defaultMyProxyWithin = 30 * time.Second
 // so one server has one spelling.
 func myproxyServer(s string) (string, error) {
 	bad := func(why string) error {
-		return domain.Errorf(domain.EInvalid, "myproxy_server %q: %s: want host[:port]", s, why)
+		return domain.Errorf(domain.EInvalid, "MyProxy server %q: %s: want host[:port]", s, why)
 	}
 	if strings.Contains(s, "://") || strings.ContainsAny(s, "/@?#% \t") {
 		return "", bad("not a host name")
@@ -83,7 +83,7 @@ func applyMyProxy(ep *domain.Endpoint, spec api.EndpointSpec) error {
 			return err
 		}
 		if dn != "" && !strings.HasPrefix(dn, "/") {
-			return domain.Errorf(domain.EInvalid, "myproxy_server_dn %q: want a one-line DN, /O=.../CN=...", dn)
+			return domain.Errorf(domain.EInvalid, "MyProxy server DN %q: want a one-line DN, /O=.../CN=...", dn)
 		}
 		ep.MyProxyServerDN = dn
 	}
@@ -95,10 +95,10 @@ func applyMyProxy(ep *domain.Endpoint, spec api.EndpointSpec) error {
 func checkMyProxy(ep domain.Endpoint) error {
 	switch {
 	case ep.MyProxyServer != "" && ep.Auth != domain.AuthGSI:
-		return domain.Errorf(domain.EInvalid, "myproxy_server: a MyProxy server gives grid proxies: only a %s endpoint names one (auth_method is %s)",
+		return domain.Errorf(domain.EInvalid, "a MyProxy server gives grid proxies: only a %s endpoint names one (this one's auth method is %s)",
 			domain.AuthGSI, ep.Auth)
 	case ep.MyProxyServerDN != "" && ep.MyProxyServer == "":
-		return domain.Errorf(domain.EInvalid, "myproxy_server_dn: the endpoint names no MyProxy server (myproxy_server)")
+		return domain.Errorf(domain.EInvalid, "a MyProxy server DN, but the endpoint names no MyProxy server")
 	}
 	return nil
 }
@@ -116,7 +116,7 @@ func (s *Server) checkMyProxyHost(ctx context.Context, server string) error {
 	lctx, cancel := context.WithTimeout(ctx, resolveWithin)
 	defer cancel()
 	if err := s.Networks.CheckHost(lctx, host); err != nil {
-		return domain.Errorf(domain.EInvalid, "myproxy_server %s: %v", server, err)
+		return domain.Errorf(domain.EInvalid, "MyProxy server %s: %v", server, err)
 	}
 	return nil
 }
@@ -128,20 +128,20 @@ func (s *Server) checkMyProxyHost(ctx context.Context, server string) error {
 func (s *Server) myproxyLogin(ctx context.Context, ep domain.Endpoint, req api.Activate, lifetime time.Duration) (string, error) {
 	switch {
 	case ep.Auth != domain.AuthGSI:
-		return "", domain.Errorf(domain.EInvalid, "myproxy_username: endpoint %s is a %s endpoint; a MyProxy server activates %s endpoints only",
+		return "", domain.Errorf(domain.EInvalid, "a MyProxy username: endpoint %s is a %s endpoint; a MyProxy server activates %s endpoints only",
 			ep.DisplayName(), ep.Auth, domain.AuthGSI)
 	case ep.MyProxyServer == "":
-		return "", domain.Errorf(domain.EInvalid, "myproxy_username: endpoint %s names no MyProxy server (myproxy_server): activate it with a grid proxy (proxy)",
+		return "", domain.Errorf(domain.EInvalid, "a MyProxy username: endpoint %s names no MyProxy server: activate it with a grid proxy",
 			ep.DisplayName())
 	case req.Proxy != "" || req.Password != "":
-		return "", domain.Errorf(domain.EInvalid, "myproxy_username: give either a grid proxy (proxy) or a MyProxy username and pass phrase, not both")
+		return "", domain.Errorf(domain.EInvalid, "give either a grid proxy or a MyProxy username and pass phrase, not both")
 	case req.MyProxyUsername == "" || req.MyProxyPassphrase == "":
-		return "", domain.Errorf(domain.EInvalid, "myproxy_username and myproxy_passphrase are both required to activate through MyProxy server %s",
+		return "", domain.Errorf(domain.EInvalid, "a MyProxy username and pass phrase are both required to activate through MyProxy server %s",
 			ep.MyProxyServer)
 	case len(req.MyProxyPassphrase) > maxPassphrase:
 		return "", domain.Errorf(domain.ELimit, "myproxy_passphrase: over %d bytes", maxPassphrase)
 	case strings.ContainsAny(req.MyProxyPassphrase, "\n\r\x00"):
-		return "", domain.Errorf(domain.EInvalid, "myproxy_passphrase: holds a newline or NUL")
+		return "", domain.Errorf(domain.EInvalid, "the MyProxy pass phrase holds a newline or NUL")
 	case s.Trust == nil:
 		return "", domain.Errorf(domain.EUnavailable, "the service has no grid CAs to check MyProxy server %s with (ferry server --gsi-ca-dir)",
 			ep.MyProxyServer)

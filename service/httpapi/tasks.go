@@ -109,13 +109,13 @@ func (s *Server) transfer(w http.ResponseWriter, r *http.Request, c *call) error
 	o.SyncLevel = domain.SyncNone
 	if req.SyncLevel != nil {
 		if *req.SyncLevel < domain.SyncExists || *req.SyncLevel > domain.SyncChecksum {
-			return domain.Errorf(domain.EInvalid, "sync_level %d: want 0 (exists), 1 (size), 2 (mtime) or 3 (checksum)", *req.SyncLevel)
+			return domain.Errorf(domain.EInvalid, "sync level %d: want 0 (exists), 1 (size), 2 (mtime) or 3 (checksum)", *req.SyncLevel)
 		}
 		o.SyncLevel = *req.SyncLevel
 	}
 	if req.ChecksumAlgorithm != "" {
 		if o.ChecksumAlgorithm, err = checksum.Canonical(req.ChecksumAlgorithm); err != nil {
-			return domain.Errorf(domain.EInvalid, "checksum_algorithm %q: want one of %s", req.ChecksumAlgorithm, strings.Join(checksum.Names(), ", "))
+			return domain.Errorf(domain.EInvalid, "checksum algorithm %q: want one of %s", req.ChecksumAlgorithm, strings.Join(checksum.Names(), ", "))
 		}
 	}
 	o.VerifyChecksum = req.VerifyChecksum
@@ -162,8 +162,8 @@ func (s *Server) transfer(w http.ResponseWriter, r *http.Request, c *call) error
 		return err
 	}
 	if o.SkipSourceErrors && (len(dsts) > 1 || dsts[0].ep.Via != "") {
-		return domain.Errorf(domain.EInvalid, "skip_source_errors: a transfer to several destinations, or to one behind a head node, "+
-			"cannot skip source errors yet; submit it without")
+		return domain.Errorf(domain.EInvalid, "a transfer to several destinations, or to one behind a head node, "+
+			"cannot skip source errors yet; submit it without skipping them")
 	}
 	t.SrcEndpoint, t.DstEndpoint = src.ID, dsts[0].ep.ID
 	if len(dsts) == 1 {

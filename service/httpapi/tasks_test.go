@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -51,10 +52,10 @@ func TestTransferRefused(t *testing.T) {
 		{"no source path", `{"source_endpoint":"src","destination_endpoint":"dst",` + items("", "/b") + `}`, 400, "item 1 has no source path"},
 		{"NUL in a path", `{"source_endpoint":"src","destination_endpoint":"dst",` + items("/a\x00b", "/b") + `}`, 400, "control character"},
 		{"newline in a path", `{"source_endpoint":"src","destination_endpoint":"dst",` + items("/a", "/b\nc") + `}`, 400, "control character"},
-		{"sync level 4", body(`"sync_level":4`), 400, "sync_level"},
-		{"sync level -1", body(`"sync_level":-1`), 400, "sync_level"},
+		{"sync level 4", body(`"sync_level":4`), 400, "sync level 4"},
+		{"sync level -1", body(`"sync_level":-1`), 400, "sync level -1"},
 		{"sync level as a word", body(`"sync_level":"checksum"`), 400, "malformed JSON"},
-		{"checksum algorithm", body(`"checksum_algorithm":"CRC64"`), 400, "checksum_algorithm"},
+		{"checksum algorithm", body(`"checksum_algorithm":"CRC64"`), 400, "checksum algorithm"},
 		{"filter method", body(`"filter_rules":[{"method":"drop","name":"*.tmp"}]`), 400, "method"},
 		{"filter glob", body(`"filter_rules":[{"method":"exclude","name":"[a"}]`), 400, "glob"},
 		{"filter type", body(`"filter_rules":[{"method":"exclude","name":"x","type":"socket"}]`), 400, "type"},
@@ -614,7 +615,8 @@ func TestTransferErrorOptions(t *testing.T) {
 	}
 	_, err := alice.Transfer(t.Context(), api.Transfer{SourceEndpoint: "src", SkipSourceErrors: true, Data: items,
 		Destinations: []api.TransferDestination{{Endpoint: "dst"}, {Endpoint: "dst2", DestinationPaths: []string{"/c"}}}})
-	if err == nil || !strings.Contains(err.Error(), "skip_source_errors") || !strings.Contains(err.Error(), "400") {
+	var ae *api.Error
+	if !errors.As(err, &ae) || ae.Status != 400 || !strings.Contains(ae.Message, "cannot skip source errors") {
 		t.Errorf("several destinations skipping source errors: %v", err)
 	}
 }
