@@ -115,6 +115,7 @@ type Server struct {
 	MyProxyWithin time.Duration
 
 	logins   *logins
+	where    whereCache // where tasks' items are
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	exporter http.Handler // serves Registry

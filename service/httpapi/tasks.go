@@ -8,6 +8,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -407,13 +408,52 @@ func (s *Server) task(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err != nil {
 		return err
 	}
-	items, err := s.Store.TaskItems(r.Context(), t.ID)
+	where, err := s.where.get(t.ID, func() (itemsWhere, error) {
+		items, err := s.Store.TaskItems(r.Context(), t.ID)
+		src, dst := itemPaths(items)
+		return itemsWhere{src, dst}, err
+	})
 	if err != nil {
 		return err
 	}
 	d := s.taskDoc(t, s.endpointNames(r))
-	d.SourcePath, d.DestinationPath = itemPaths(items)
+	d.SourcePath, d.DestinationPath = where.src, where.dst
 	return reply(w, http.StatusOK, d)
+}
+
+// itemsWhere is where a task's items are (itemPaths).
+type itemsWhere struct{ src, dst string }
+
+// whereCache keeps where tasks' items are, which never changes once a
+// task is submitted, so that polling a task (ferry task wait) does not
+// read all its items each time. It forgets everything when full.
+type whereCache struct {
+	mu sync.Mutex
+	m  map[string]itemsWhere
+}
+
+// whereCacheSize bounds whereCache: tasks polled at once, with room.
+const whereCacheSize = 4096
+
+// get returns id's entry, computing it with load the first time.
+func (c *whereCache) get(id string, load func() (itemsWhere, error)) (itemsWhere, error) {
+	c.mu.Lock()
+	w, ok := c.m[id]
+	c.mu.Unlock()
+	if ok {
+		return w, nil
+	}
+	w, err := load()
+	if err != nil {
+		return w, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= whereCacheSize {
+		c.m = map[string]itemsWhere{}
+	}
+	c.m[id] = w
+	return w, nil
 }
 
 // itemPaths says where items are: the one item's source and destination
