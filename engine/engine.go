@@ -1100,6 +1100,7 @@ func (c *copier) optimize(ctx context.Context, start func()) {
 			c.mu.Unlock()
 			rate := float64(bytes-prevBytes) / now.Sub(last).Seconds()
 			prevBytes, last = bytes, now
+			was := pairs
 			switch decide(prevRate, rate, pairs, floor, ceiling) {
 			case 1:
 				if c.q.len() > 0 {
@@ -1112,6 +1113,9 @@ func (c *copier) optimize(ctx context.Context, start func()) {
 					pairs--
 				default:
 				}
+			}
+			if tu, ok := c.rep.(Tuner); ok && pairs != was {
+				tu.Tuned(was, pairs, prevRate, rate)
 			}
 			prevRate = rate
 			c.mu.Lock()

@@ -270,4 +270,7 @@ type Settings struct {
 	// when it does not stripe, or no file was large enough to ask.
 	Way     Way
 	Stripes int
+	// Why says why tune chose these settings, in words, for ferry copy
+	// -v and the task's STARTED event.
+	Why string
 }

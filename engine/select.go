@@ -76,6 +76,13 @@ type Starter interface {
 	Started(Settings)
 }
 
+// Tuner is an optional interface of a Reporter: Tuned is called when the
+// optimizer changes the number of session pairs, from to to, because the
+// rate (bytes per second over its last interval) went from prev to cur.
+type Tuner interface {
+	Tuned(from, to int, prev, cur float64)
+}
+
 // Walker is an optional interface of a Reporter: Walked is called once
 // the copy has listed its work, with the number of source directories it
 // walked (every one, also those whose files were all skipped).

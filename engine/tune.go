@@ -1,6 +1,12 @@
 package engine
 
-import "time"
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"ferry/plural"
+)
 
 // wideArea is the round trip from which the link is treated as a WAN:
 // more streams per file and more files in flight pay off there.
@@ -22,6 +28,14 @@ func tune(o Options, files []*file, s Settings) Settings {
 		avg = total / int64(len(files))
 	}
 	wan := s.RTT >= wideArea
+	link := "a local link (round trip under " + wideArea.String() + ")"
+	if wan {
+		link = "a wide-area link (round trip " + s.RTT.Round(time.Millisecond).String() + ")"
+	}
+	why := []string{fmt.Sprintf("%s averaging %s, the largest %s, over %s", plural.Count(len(files), "file"), plural.Bytes(avg), plural.Bytes(largest), link)}
+	if len(files) == 0 {
+		why[0] = "no file to move, over " + link
+	}
 	const mib = 1 << 20
 	switch {
 	case avg < mib:
@@ -29,22 +43,27 @@ func tune(o Options, files []*file, s Settings) Settings {
 		if wan {
 			s.Concurrency, s.Pipelining = 8, 32
 		}
+		why = append(why, "small files: many in flight on each session pair (pipelining), one stream each")
 	case avg < 64*mib:
 		s.Concurrency, s.Parallelism, s.Pipelining = 4, 1, 4
+		why = append(why, "medium files: several session pairs, a few files in flight on each")
 		if wan {
 			s.Parallelism = 4
+			why = append(why, "4 streams per file to fill a long window")
 		}
 	default:
 		// On a LAN one stream per file runs as fast as the disks and
 		// costs least CPU (20 × 100 MB on loopback: 0.82 s with -p 1,
 		// 1.07 s with -p 2; bench/RESULTS.md).
 		s.Concurrency, s.Parallelism, s.Pipelining = 2, 1, 2
+		why = append(why, "large files on a local link: one stream per file runs as fast as the disks and costs least CPU")
 		if wan {
 			// Streams cost no logins; each pair costs its logins and a
 			// congestion window's ramp, and may add nothing where one
 			// pair's streams fill the link (bbr). So a pair per file,
 			// up to 4, and the optimizer adds more while the rate rises.
 			s.Concurrency, s.Parallelism = min(len(files), 4), 4
+			why[len(why)-1] = "large files over a wide-area link: a session pair per file, up to 4, with 4 streams each"
 		}
 	}
 	s.ChunkSize = 0
@@ -56,6 +75,7 @@ func tune(o Options, files []*file, s Settings) Settings {
 	// and there is room to spread them.
 	if largest >= 512*mib && (wan || largest > 4096*mib) {
 		s.ChunkSize = max(64*mib, min(largest/8, 1024*mib))
+		why = append(why, fmt.Sprintf("chunks of %s, so that the largest file can be spread over the session pairs the optimizer adds", plural.Bytes(s.ChunkSize)))
 	}
 	if s.Live {
 		// Live checksums need each stream's blocks in order: one stream
@@ -65,24 +85,43 @@ func tune(o Options, files []*file, s Settings) Settings {
 		if largest >= 256*mib {
 			s.ChunkSize = max(64*mib, min(largest/int64(2*s.Concurrency), 512*mib))
 		}
+		why = append(why, "checksums computed as data moves need each stream's blocks in order: one stream per transfer, parallelism from more session pairs and chunks")
 	}
+	var given []string
 	if o.Concurrency > 0 {
 		s.Concurrency = o.Concurrency
+		given = append(given, fmt.Sprintf("-cc %d", o.Concurrency))
 	}
 	if o.Parallelism > 0 {
 		s.Parallelism = o.Parallelism
+		given = append(given, fmt.Sprintf("-p %d", o.Parallelism))
 	}
 	if o.Pipelining > 0 {
 		s.Pipelining = o.Pipelining
+		given = append(given, fmt.Sprintf("-pp %d", o.Pipelining))
 	}
 	if o.ChunkSize != 0 {
 		s.ChunkSize = max(o.ChunkSize, 0)
+		chunks := "0 (no chunks)"
+		if s.ChunkSize > 0 {
+			chunks = plural.Bytes(s.ChunkSize)
+		}
+		given = append(given, "--chunk-size "+chunks)
+	}
+	if len(given) > 0 {
+		why = append(why, strings.Join(given, ", ")+" as given")
 	}
 	units := len(files)
 	if s.ChunkSize > 0 {
 		units += int(largest / s.ChunkSize)
 	}
+	if units < s.Concurrency {
+		why = append(why, fmt.Sprintf("no more session pairs than there are files and chunks (%d)", max(1, units)))
+	}
 	s.Concurrency = max(1, min(s.Concurrency, units))
+	why = append(why, fmt.Sprintf("then every %v the optimizer adds a session pair while the rate rises by %.0f %% (up to %d) and takes one away when it falls by %.0f %%",
+		tuneInterval(s.RTT).Round(100*time.Millisecond), (tuneGain-1)*100, maxConcurrency(s), (1-tuneLoss)*100))
+	s.Why = strings.Join(why, "; ")
 	return s
 }
 
@@ -120,4 +159,14 @@ func decide(prev, cur float64, pairs, floor, ceiling int) int {
 		return -1
 	}
 	return 0
+}
+
+// TuneNote says an optimizer step (Tuner.Tuned) in words: "4 → 5 session
+// pairs: the rate rose from 70.1 MiB/s to 85.2 MiB/s".
+func TuneNote(from, to int, prev, cur float64) string {
+	verb := "rose"
+	if to < from {
+		verb = "fell"
+	}
+	return fmt.Sprintf("%d → %d session pairs: the rate %s from %s/s to %s/s", from, to, verb, plural.Bytes(int64(prev)), plural.Bytes(int64(cur)))
 }

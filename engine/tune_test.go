@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -62,9 +63,65 @@ func TestTune(t *testing.T) {
 		{"options win", Options{Concurrency: 3, Parallelism: 5, Pipelining: 7, ChunkSize: -1}, files(1, 4096*mib), lan, Settings{Concurrency: 1, Parallelism: 5, Pipelining: 7, RTT: lan.RTT}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := tune(tc.o, tc.files, tc.in); got != tc.want {
+			got := tune(tc.o, tc.files, tc.in)
+			if got.Why == "" {
+				t.Error("tune gave no reason")
+			}
+			if got.Why = ""; got != tc.want {
 				t.Fatalf("tune = %+v, want %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestTuneWhy: the reasons name what decided the settings.
+func TestTuneWhy(t *testing.T) {
+	const mib = 1 << 20
+	files := func(n int, size int64) []*file {
+		var fs []*file
+		for range n {
+			fs = append(fs, &file{size: size})
+		}
+		return fs
+	}
+	lan, wan := Settings{RTT: 100 * time.Microsecond}, Settings{RTT: 61 * time.Millisecond}
+	for _, tc := range []struct {
+		name  string
+		o     Options
+		files []*file
+		in    Settings
+		want  []string
+	}{
+		{"small files, WAN", Options{}, files(2000, 50_000), wan, []string{"2000 files averaging 48.8 KiB", "wide-area link (round trip 61ms)", "small files: many in flight", "up to 32"}},
+		{"large file, WAN", Options{}, files(1, 512*mib), wan, []string{"large files over a wide-area link", "chunks of 64.0 MiB", "up to 4, with 4 streams"}},
+		{"nothing to move", Options{}, nil, wan, []string{"no file to move, over a wide-area link"}},
+		{"one small file", Options{}, files(1, 10), lan, []string{"1 file averaging 10 B", "no more session pairs than there are files and chunks (1)"}},
+		{"large file, LAN", Options{}, files(1, 2048*mib), lan, []string{"local link", "one stream per file"}},
+		{"live checksums", Options{}, files(1, 2048*mib), Settings{RTT: lan.RTT, Live: true}, []string{"blocks in order"}},
+		{"options", Options{Parallelism: 8, ChunkSize: -1}, files(10, 20*mib), wan, []string{"medium files", "-p 8, --chunk-size 0 (no chunks) as given"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			why := tune(tc.o, tc.files, tc.in).Why
+			for _, w := range tc.want {
+				if !strings.Contains(why, w) {
+					t.Errorf("why %q: want %q in it", why, w)
+				}
+			}
+		})
+	}
+}
+
+func TestTuneNote(t *testing.T) {
+	for _, tc := range []struct {
+		from, to  int
+		prev, cur float64
+		want      string
+	}{
+		{4, 5, 70 << 20, 85 << 20, "4 → 5 session pairs: the rate rose from 70.0 MiB/s to 85.0 MiB/s"},
+		{6, 5, 100 << 20, 50 << 20, "6 → 5 session pairs: the rate fell from 100.0 MiB/s to 50.0 MiB/s"},
+	} {
+		if got := TuneNote(tc.from, tc.to, tc.prev, tc.cur); got != tc.want {
+			t.Errorf("TuneNote(%d, %d, %v, %v) = %q, want %q", tc.from, tc.to, tc.prev, tc.cur, got, tc.want)
+		}
 	}
 }

@@ -127,6 +127,12 @@ func TestCopyCLIFerry(t *testing.T) {
 		t.Fatalf("up: %v", err)
 	}
 
+	// -v says what the tuner chose and why.
+	r = mustCopy(t, "-v", "-r", tree, srv.URL("again/"))
+	if !strings.Contains(r.stderr, "tuner: -cc ") || !strings.Contains(r.stderr, "averaging") || !strings.Contains(r.stderr, "local link") {
+		t.Errorf("-v: want the tuner's settings and why:\n%s", r.stderr)
+	}
+
 	r = mustCopy(t, "-r", "--sync-level", "size", tree, srv.URL("up/"))
 	checkSummary(t, r, n, 0, n)
 	if !strings.Contains(r.stderr, " 0 transferred,") {

@@ -1,9 +1,11 @@
 // Package plural writes counts of things in English: "1 file", "2 files",
-// for the messages users read (the CLI's output, a task's events).
+// "1.5 GiB", for the messages users read (the CLI's output, a task's
+// events, the engine's reasons).
 package plural
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -18,4 +20,19 @@ func Count[N ~int | ~int64](n N, noun string) string {
 		noun += "s"
 	}
 	return fmt.Sprintf("%d %s", n, noun)
+}
+
+// Bytes is n bytes in binary units, to one decimal: "512 B", "1.0 KiB",
+// "1.5 GiB".
+func Bytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return strconv.FormatInt(n, 10) + " B"
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

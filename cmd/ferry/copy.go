@@ -32,13 +32,13 @@ import (
 
 func newCopyCmd() *cobra.Command {
 	var (
-		o                       engine.Options
-		syncLevel, chunk, until string
-		tar                     string
-		quiet, noVerify         bool
-		mc                      string
-		via                     []string
-		creds                   proxies
+		o                        engine.Options
+		syncLevel, chunk, until  string
+		tar                      string
+		quiet, noVerify, verbose bool
+		mc                       string
+		via                      []string
+		creds                    proxies
 	)
 	cmd := &cobra.Command{
 		Use:   "copy [flags] SRC DST [DST...]",
@@ -99,7 +99,7 @@ that cannot forward get ordinary copies.`,
 			if err != nil {
 				return err
 			}
-			return runCopy(cmd.Context(), args[0], dsts, routes, creds, o, cmd.ErrOrStderr(), quiet)
+			return runCopy(cmd.Context(), args[0], dsts, routes, creds, o, cmd.ErrOrStderr(), quiet, verbose)
 		},
 	}
 	f := cmd.Flags()
@@ -122,6 +122,7 @@ that cannot forward get ordinary copies.`,
 		"instead of failing (as ferry transfer's); each is reported, and the exit status stays 0; default off")
 	f.StringVar(&tar, "tar", "auto", "move trees of small files as tar streams: auto (when the file mix favours it), always or never")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress bar")
+	f.BoolVarP(&verbose, "verbose", "v", false, "say which settings the tuner chose and why, and each change its optimizer makes")
 	f.StringVar(&mc, "mc", "", "more destinations, a URL per line (globus-url-copy's -MC file)")
 	f.StringArrayVar(&via, "via", nil, "HOST[:PORT]=URL: reach destinations on HOST through the ferry server at URL (a head node in front of a private network), which forwards and writes nothing; repeatable")
 	f.StringVar(&creds.src, "src-cred", "", "the grid proxy for a gsiftp:// source (default: $X509_USER_PROXY or /tmp/x509up_u<uid>)")
@@ -342,7 +343,7 @@ func parseVia(flags []string) (map[string]engine.Endpoint, error) {
 	return routes, nil
 }
 
-func runCopy(ctx context.Context, srcArg string, dstArgs []string, via map[string]engine.Endpoint, creds proxies, o engine.Options, out io.Writer, quiet bool) error {
+func runCopy(ctx context.Context, srcArg string, dstArgs []string, via map[string]engine.Endpoint, creds proxies, o engine.Options, out io.Writer, quiet, verbose bool) error {
 	src, err := parsePlace(srcArg, creds.src)
 	if err != nil {
 		return err
@@ -390,6 +391,7 @@ func runCopy(ctx context.Context, srcArg string, dstArgs []string, via map[strin
 		return usagef("--skip-source-errors: with one destination only, reached directly (not through --via)")
 	}
 	bar := newProgress(out, !quiet && isTerminal(out, false))
+	bar.verbose = verbose
 	if one {
 		res, err := engine.Copy(ctx, src.ep, targets[0].Endpoint, targets[0].Items, o, bar)
 		bar.stop()
@@ -463,6 +465,7 @@ type progress struct {
 	files, done  atomic.Int64
 	bytes, moved atomic.Int64
 	start        time.Time
+	verbose      bool // say the tuner's choices (Started, Tuned)
 }
 
 func newProgress(out io.Writer, live bool) *progress {
@@ -487,6 +490,25 @@ func (p *progress) Progress(d int64) { p.moved.Add(d) }
 func (p *progress) Fault(path string, err error, retry time.Duration) {
 	p.line(fmt.Sprintf("retrying %s in %v: %v", path, retry.Round(time.Millisecond), err))
 }
+
+// Started says, with -v, the settings the tuner chose and why.
+func (p *progress) Started(s engine.Settings) {
+	if p.verbose {
+		chunks := "no chunks"
+		if s.ChunkSize > 0 {
+			chunks = "chunks of " + plural.Bytes(s.ChunkSize)
+		}
+		p.line(fmt.Sprintf("tuner: -cc %d -p %d -pp %d, %s: %s", s.Concurrency, s.Parallelism, s.Pipelining, chunks, s.Why))
+	}
+}
+
+// Tuned says, with -v, each change of the optimizer.
+func (p *progress) Tuned(from, to int, prev, cur float64) {
+	if p.verbose {
+		p.line("tuner: " + engine.TuneNote(from, to, prev, cur))
+	}
+}
+
 func (p *progress) Done(r engine.FileResult) {
 	p.done.Add(1)
 	switch r.Outcome {
@@ -531,11 +553,11 @@ func (p *progress) summary(r engine.Result) {
 		skipped += ", " + plural.Count(r.SkippedErrors, "source error")
 	}
 	fmt.Fprintf(p.out, "%s: %d transferred, %s skipped, %d failed; %s in %v (%s/s, %.0f files/s); %s\n",
-		plural.Count(r.Files, "file"), r.Transferred, skipped, r.Failed, humanBytes(r.Bytes), r.Elapsed.Round(time.Millisecond),
-		humanBytes(int64(float64(r.Bytes)/secs)), float64(r.Transferred)/secs, plural.Count(r.Faults, "fault"))
+		plural.Count(r.Files, "file"), r.Transferred, skipped, r.Failed, plural.Bytes(r.Bytes), r.Elapsed.Round(time.Millisecond),
+		plural.Bytes(int64(float64(r.Bytes)/secs)), float64(r.Transferred)/secs, plural.Count(r.Faults, "fault"))
 	s := r.Settings
 	fmt.Fprintf(p.out, "settings: -cc %d -p %d -pp %d, chunks %s, rtt %v%s%s%s\n", s.Concurrency, s.Parallelism, s.Pipelining,
-		humanBytes(s.ChunkSize), s.RTT.Round(time.Microsecond), checksumNote(s), dataNote(s), wayNote(s))
+		plural.Bytes(s.ChunkSize), s.RTT.Round(time.Microsecond), checksumNote(s), dataNote(s), wayNote(s))
 	if s.TarReason != "" {
 		fmt.Fprintf(p.out, "tar: %s", s.TarReason)
 		if s.Batches > 0 {

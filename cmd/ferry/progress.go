@@ -1,9 +1,9 @@
 package main
 
 import (
+	"ferry/plural"
 	"fmt"
 	"io"
-	"strconv"
 	"sync"
 	"time"
 )
@@ -85,24 +85,11 @@ func (s barState) String() string {
 	case s.Bytes == 0 && s.Done > 0 && s.Files > s.Done:
 		eta = (s.Elapsed * time.Duration(s.Files-s.Done) / time.Duration(s.Done)).Round(time.Second).String()
 	}
-	bytes := humanBytes(s.Moved)
+	bytes := plural.Bytes(s.Moved)
 	if s.Bytes > 0 {
-		bytes += "/" + humanBytes(s.Bytes)
+		bytes += "/" + plural.Bytes(s.Bytes)
 	}
-	return fmt.Sprintf("files %d/%d  %s  %s/s  ETA %s", s.Done, s.Files, bytes, humanBytes(int64(s.Rate)), eta)
-}
-
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return strconv.FormatInt(n, 10) + " B"
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+	return fmt.Sprintf("files %d/%d  %s  %s/s  ETA %s", s.Done, s.Files, bytes, plural.Bytes(int64(s.Rate)), eta)
 }
 
 // rateMeter is the rate of a counter seen now and then, such as a task's

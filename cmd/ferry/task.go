@@ -162,7 +162,7 @@ func status(t api.Task) string {
 func summary(t api.Task) string {
 	return fmt.Sprintf("task %s %s: %s: %d transferred, %d skipped, %d failed; %s, %s/s; %s",
 		t.TaskID, status(t), plural.Count(t.Files, "file"), t.FilesTransferred, t.FilesSkipped, t.SubtasksFailed,
-		humanBytes(t.BytesTransferred), humanBytes(t.EffectiveBytesPerSecond), plural.Count(t.Faults, "fault"))
+		plural.Bytes(t.BytesTransferred), plural.Bytes(t.EffectiveBytesPerSecond), plural.Count(t.Faults, "fault"))
 }
 
 // taskRow is a task as a row of ferry task list.
@@ -175,7 +175,7 @@ func taskRow(w io.Writer, t api.Task) {
 		dst += fmt.Sprintf(" +%d", n-1)
 	}
 	row(w, t.TaskID, t.Status, t.Type, t.SourceEndpointDisplayName, dst,
-		fmt.Sprintf("%d/%d", t.FilesTransferred+t.FilesSkipped, t.Files), humanBytes(t.BytesTransferred), when(t.RequestTime), t.Label)
+		fmt.Sprintf("%d/%d", t.FilesTransferred+t.FilesSkipped, t.Files), plural.Bytes(t.BytesTransferred), when(t.RequestTime), t.Label)
 }
 
 // newTaskListCmd is ferry task list, also known as ferry status.
@@ -321,7 +321,7 @@ func taskFields(t api.Task, used string) [][2]string {
 		for _, d := range t.Destinations {
 			f = append(f, [2]string{"Destination Endpoint", fmt.Sprintf("%s (%s): %d/%s (%d transferred, %d skipped), %d failed, %s",
 				d.EndpointDisplayName, d.EndpointID, d.FilesTransferred+d.FilesSkipped, plural.Count(t.Files, "file"), d.FilesTransferred, d.FilesSkipped,
-				d.FilesFailed, humanBytes(d.BytesTransferred))})
+				d.FilesFailed, plural.Bytes(d.BytesTransferred))})
 		}
 	case t.Type == domain.TypeTransfer:
 		f = append(f, [2]string{"Destination Endpoint", t.DestinationEndpointDisplayName + " (" + t.DestinationEndpointID + ")"})

@@ -94,7 +94,7 @@ var allowed = map[string][]string{
 	"ferry/sshftp":          {}, // GridFTP control channels over ssh: pipes as a net.Conn
 	"ferry/gsi":             {}, // GSI's PKI: credentials, proxies, chain checks, grid-mapfile
 	"ferry/gridftp/client":  {"ferry/gridftp", "ferry/gsi/gss"},
-	"ferry/engine":          {"ferry/gridftp", "ferry/gridftp/client", "ferry/stack/forward"}, // builds multicast trees
+	"ferry/engine":          {"ferry/gridftp", "ferry/gridftp/client", "ferry/stack/forward", "ferry/plural"}, // builds multicast trees
 	"ferry/service/domain":  {},
 	"ferry/service/secret":  {"ferry/service/domain"},
 

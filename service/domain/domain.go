@@ -396,6 +396,9 @@ const (
 	// How large files move: striped over an endpoint's data movers,
 	// spread over its servers, and which one trials chose.
 	EventWay = "WAY"
+	// EventTuned: the engine's optimizer changed the number of session
+	// pairs, and why (the rate it saw).
+	EventTuned = "TUNED"
 )
 
 // Event is one entry of a task's history.

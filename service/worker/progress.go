@@ -390,6 +390,12 @@ func (p *progress) fileFailed(f domain.File, err error, d domain.Counters, attem
 // Started records the settings the engine chose.
 func (p *progress) Started(s engine.Settings) {
 	desc := fmt.Sprintf("concurrency %d, parallelism %d, pipelining %d", s.Concurrency, s.Parallelism, s.Pipelining)
+	if s.ChunkSize > 0 {
+		desc += ", chunks of " + plural.Bytes(s.ChunkSize)
+	}
+	if s.Why != "" {
+		desc += " (" + s.Why + ")"
+	}
 	if s.TarReason != "" {
 		desc += "; " + s.TarReason
 		if s.Batches > 0 {
@@ -412,7 +418,13 @@ func (p *progress) Started(s engine.Settings) {
 		Details: details(map[string]any{"concurrency": s.Concurrency, "parallelism": s.Parallelism,
 			"pipelining": s.Pipelining, "chunk_size": s.ChunkSize, "checksum_algorithm": s.Algorithm,
 			"rtt_ms": float64(s.RTT.Microseconds()) / 1000, "tar_batches": s.Batches, "tar_reason": s.TarReason, "compressed": s.Compressed,
-			"authenticated": s.Authenticated, "encrypted": s.Encrypted})})
+			"authenticated": s.Authenticated, "encrypted": s.Encrypted, "why": s.Why})})
+}
+
+// Tuned records a change of the engine's optimizer.
+func (p *progress) Tuned(from, to int, prev, cur float64) {
+	p.event(domain.Event{Code: domain.EventTuned, Description: engine.TuneNote(from, to, prev, cur),
+		Details: details(map[string]any{"from": from, "to": to, "bytes_per_second_before": int64(prev), "bytes_per_second": int64(cur)})})
 }
 
 // Way records how large files move, and why (engine.Ways).
@@ -424,6 +436,7 @@ func (p *progress) Way(w engine.Way, note string) {
 var (
 	_ engine.Ways     = (*progress)(nil)
 	_ engine.Starter  = (*progress)(nil)
+	_ engine.Tuner    = (*progress)(nil)
 	_ engine.Walker   = (*progress)(nil)
 	_ engine.Partials = (*progress)(nil)
 )

@@ -449,8 +449,9 @@ func TestTransferSucceeds(t *testing.T) {
 	if s := strings.Join(codes, " "); s != "QUEUED FILE_CANCELED STARTED SUCCEEDED" {
 		t.Errorf("events %s", s)
 	}
-	if e, _ := f.event(task.ID, domain.EventStarted); !strings.Contains(e.Details, `"concurrency":2`) {
-		t.Errorf("STARTED details %q", e.Details)
+	if e, _ := f.event(task.ID, domain.EventStarted); !strings.Contains(e.Details, `"concurrency":2`) ||
+		!strings.Contains(e.Description, "averaging") || !strings.Contains(e.Details, `"why":"`) {
+		t.Errorf("STARTED %q, details %q: want the settings and why the engine chose them", e.Description, e.Details)
 	}
 	f.notes.expect(t, "[alice SUCCEEDED]")
 }
