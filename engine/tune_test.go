@@ -31,13 +31,6 @@ func TestDecide(t *testing.T) {
 
 func TestTune(t *testing.T) {
 	const mib = 1 << 20
-	files := func(n int, size int64) []*file {
-		var fs []*file
-		for range n {
-			fs = append(fs, &file{size: size})
-		}
-		return fs
-	}
 	lan, wan := Settings{RTT: 100 * time.Microsecond}, Settings{RTT: 60 * time.Millisecond}
 	for _, tc := range []struct {
 		name  string
@@ -46,21 +39,21 @@ func TestTune(t *testing.T) {
 		in    Settings
 		want  Settings
 	}{
-		{"small files, LAN", Options{}, files(5000, 50_000), lan, Settings{Concurrency: 4, Parallelism: 1, Pipelining: 16, RTT: lan.RTT}},
-		{"small files, WAN", Options{}, files(5000, 50_000), wan, Settings{Concurrency: 8, Parallelism: 1, Pipelining: 32, RTT: wan.RTT}},
-		{"medium files, WAN", Options{}, files(20, 100*mib), wan, Settings{Concurrency: 4, Parallelism: 4, Pipelining: 2, RTT: wan.RTT}},
-		{"one large file, LAN: no chunks", Options{}, files(1, 2048*mib), lan, Settings{Concurrency: 1, Parallelism: 1, Pipelining: 2, RTT: lan.RTT}},
-		{"one huge file, LAN", Options{}, files(1, 8192*mib), lan, Settings{Concurrency: 2, Parallelism: 1, Pipelining: 2, ChunkSize: 1024 * mib, RTT: lan.RTT}},
+		{"small files, LAN", Options{}, sameFiles(5000, 50_000), lan, Settings{Concurrency: 4, Parallelism: 1, Pipelining: 16, RTT: lan.RTT}},
+		{"small files, WAN", Options{}, sameFiles(5000, 50_000), wan, Settings{Concurrency: 8, Parallelism: 1, Pipelining: 32, RTT: wan.RTT}},
+		{"medium files, WAN", Options{}, sameFiles(20, 100*mib), wan, Settings{Concurrency: 4, Parallelism: 4, Pipelining: 2, RTT: wan.RTT}},
+		{"one large file, LAN: no chunks", Options{}, sameFiles(1, 2048*mib), lan, Settings{Concurrency: 1, Parallelism: 1, Pipelining: 2, RTT: lan.RTT}},
+		{"one huge file, LAN", Options{}, sameFiles(1, 8192*mib), lan, Settings{Concurrency: 2, Parallelism: 1, Pipelining: 2, ChunkSize: 1024 * mib, RTT: lan.RTT}},
 		// Over a WAN a large file starts on one pair, in chunks that the
 		// optimizer can hand to the pairs it adds while the rate rises.
-		{"one large file, WAN: one pair, chunks", Options{}, files(1, 2048*mib), wan, Settings{Concurrency: 1, Parallelism: 4, Pipelining: 2, ChunkSize: 256 * mib, RTT: wan.RTT}},
-		{"one 512 MiB file, WAN", Options{}, files(1, 512*mib), wan, Settings{Concurrency: 1, Parallelism: 4, Pipelining: 2, ChunkSize: 64 * mib, RTT: wan.RTT}},
-		{"two large files, WAN: a pair each", Options{}, files(2, 1024*mib), wan, Settings{Concurrency: 2, Parallelism: 4, Pipelining: 2, ChunkSize: 128 * mib, RTT: wan.RTT}},
-		{"live checksums: chunks, one stream each", Options{}, files(1, 2048*mib), Settings{RTT: lan.RTT, Live: true}, Settings{Concurrency: 2, Parallelism: 1, Pipelining: 2, ChunkSize: 512 * mib, RTT: lan.RTT, Live: true}},
-		{"live checksums, 512 MiB, LAN", Options{}, files(1, 512*mib), Settings{RTT: lan.RTT, Live: true}, Settings{Concurrency: 2, Parallelism: 1, Pipelining: 2, ChunkSize: 128 * mib, RTT: lan.RTT, Live: true}},
-		{"live checksums, 512 MiB, WAN: as on a LAN", Options{}, files(1, 512*mib), Settings{RTT: wan.RTT, Live: true}, Settings{Concurrency: 2, Parallelism: 1, Pipelining: 2, ChunkSize: 128 * mib, RTT: wan.RTT, Live: true}},
-		{"one small file: one pair", Options{}, files(1, 10), lan, Settings{Concurrency: 1, Parallelism: 1, Pipelining: 16, RTT: lan.RTT}},
-		{"options win", Options{Concurrency: 3, Parallelism: 5, Pipelining: 7, ChunkSize: -1}, files(1, 4096*mib), lan, Settings{Concurrency: 1, Parallelism: 5, Pipelining: 7, RTT: lan.RTT}},
+		{"one large file, WAN: one pair, chunks", Options{}, sameFiles(1, 2048*mib), wan, Settings{Concurrency: 1, Parallelism: 4, Pipelining: 2, ChunkSize: 256 * mib, RTT: wan.RTT}},
+		{"one 512 MiB file, WAN", Options{}, sameFiles(1, 512*mib), wan, Settings{Concurrency: 1, Parallelism: 4, Pipelining: 2, ChunkSize: 64 * mib, RTT: wan.RTT}},
+		{"two large files, WAN: a pair each", Options{}, sameFiles(2, 1024*mib), wan, Settings{Concurrency: 2, Parallelism: 4, Pipelining: 2, ChunkSize: 128 * mib, RTT: wan.RTT}},
+		{"live checksums: chunks, one stream each", Options{}, sameFiles(1, 2048*mib), Settings{RTT: lan.RTT, Live: true}, Settings{Concurrency: 2, Parallelism: 1, Pipelining: 2, ChunkSize: 512 * mib, RTT: lan.RTT, Live: true}},
+		{"live checksums, 512 MiB, LAN", Options{}, sameFiles(1, 512*mib), Settings{RTT: lan.RTT, Live: true}, Settings{Concurrency: 2, Parallelism: 1, Pipelining: 2, ChunkSize: 128 * mib, RTT: lan.RTT, Live: true}},
+		{"live checksums, 512 MiB, WAN: as on a LAN", Options{}, sameFiles(1, 512*mib), Settings{RTT: wan.RTT, Live: true}, Settings{Concurrency: 2, Parallelism: 1, Pipelining: 2, ChunkSize: 128 * mib, RTT: wan.RTT, Live: true}},
+		{"one small file: one pair", Options{}, sameFiles(1, 10), lan, Settings{Concurrency: 1, Parallelism: 1, Pipelining: 16, RTT: lan.RTT}},
+		{"options win", Options{Concurrency: 3, Parallelism: 5, Pipelining: 7, ChunkSize: -1}, sameFiles(1, 4096*mib), lan, Settings{Concurrency: 1, Parallelism: 5, Pipelining: 7, RTT: lan.RTT}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := tune(tc.o, tc.files, tc.in)
@@ -77,13 +70,6 @@ func TestTune(t *testing.T) {
 // TestTuneWhy: the reasons name what decided the settings.
 func TestTuneWhy(t *testing.T) {
 	const mib = 1 << 20
-	files := func(n int, size int64) []*file {
-		var fs []*file
-		for range n {
-			fs = append(fs, &file{size: size})
-		}
-		return fs
-	}
 	lan, wan := Settings{RTT: 100 * time.Microsecond}, Settings{RTT: 61 * time.Millisecond}
 	for _, tc := range []struct {
 		name  string
@@ -92,13 +78,13 @@ func TestTuneWhy(t *testing.T) {
 		in    Settings
 		want  []string
 	}{
-		{"small files, WAN", Options{}, files(2000, 50_000), wan, []string{"2000 files averaging 48.8 KiB", "wide-area link (round trip 61ms)", "small files: many in flight", "up to 32"}},
-		{"large file, WAN", Options{}, files(1, 512*mib), wan, []string{"large files over a wide-area link", "chunks of 64.0 MiB", "up to 4, with 4 streams"}},
+		{"small files, WAN", Options{}, sameFiles(2000, 50_000), wan, []string{"2000 files averaging 48.8 KiB", "wide-area link (round trip 61ms)", "small files: many in flight", "up to 32"}},
+		{"large file, WAN", Options{}, sameFiles(1, 512*mib), wan, []string{"large files over a wide-area link", "chunks of 64.0 MiB", "up to 4, with 4 streams"}},
 		{"nothing to move", Options{}, nil, wan, []string{"no file to move, over a wide-area link"}},
-		{"one small file", Options{}, files(1, 10), lan, []string{"1 file averaging 10 B", "no more session pairs than there are files and chunks (1)"}},
-		{"large file, LAN", Options{}, files(1, 2048*mib), lan, []string{"local link", "one stream per file"}},
-		{"live checksums", Options{}, files(1, 2048*mib), Settings{RTT: lan.RTT, Live: true}, []string{"blocks in order"}},
-		{"options", Options{Parallelism: 8, ChunkSize: -1}, files(10, 20*mib), wan, []string{"medium files", "-p 8, --chunk-size 0 (no chunks) as given"}},
+		{"one small file", Options{}, sameFiles(1, 10), lan, []string{"1 file averaging 10 B", "no more session pairs than there are files and chunks (1)"}},
+		{"large file, LAN", Options{}, sameFiles(1, 2048*mib), lan, []string{"local link", "one stream per file"}},
+		{"live checksums", Options{}, sameFiles(1, 2048*mib), Settings{RTT: lan.RTT, Live: true}, []string{"blocks in order"}},
+		{"options", Options{Parallelism: 8, ChunkSize: -1}, sameFiles(10, 20*mib), wan, []string{"medium files", "-p 8, --chunk-size 0 (no chunks) as given"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			why := tune(tc.o, tc.files, tc.in).Why
@@ -124,4 +110,13 @@ func TestTuneNote(t *testing.T) {
 			t.Errorf("TuneNote(%d, %d, %v, %v) = %q, want %q", tc.from, tc.to, tc.prev, tc.cur, got, tc.want)
 		}
 	}
+}
+
+// sameFiles are n files of size bytes.
+func sameFiles(n int, size int64) []*file {
+	var fs []*file
+	for range n {
+		fs = append(fs, &file{size: size})
+	}
+	return fs
 }
