@@ -266,6 +266,10 @@ func TestCLITransfer(t *testing.T) {
 	if want := []string{"/out/.hidden", "/out/a.txt", "/out/sub/b.txt"}; !slices.Equal(paths, want) {
 		t.Fatalf("task show -t: %v, want %v", paths, want)
 	}
+	if out := s.ok("", "events", id); !strings.HasPrefix(out, "TIME ") || !strings.Contains(strings.SplitN(out, "\n", 2)[0], "DESCRIPTION") ||
+		strings.Contains(out, "DETAILS") || !strings.Contains(out, "averaging") {
+		t.Errorf("task events: want a table ending in the description (why in STARTED's), no details:\n%s", out)
+	}
 	if out := s.ok("", "events", id); !strings.Contains(out, "SUCCEEDED") {
 		t.Fatalf("events:\n%s", out)
 	}

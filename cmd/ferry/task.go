@@ -445,6 +445,15 @@ func newTaskEventsCmd(c *cli, use string) *cobra.Command {
 				}
 			}
 			all.Length = len(all.Data)
+			if c.format == "text" {
+				// The description last, unpadded; the details (JSON) are
+				// for -F json and -F unix.
+				return c.table(cmd, all, []string{"TIME", "CODE", "ERROR", "DESCRIPTION"}, func(w io.Writer) {
+					for _, e := range all.Data {
+						row(w, when(e.Time), e.Code, e.IsError, e.Description)
+					}
+				})
+			}
 			return c.table(cmd, all, []string{"TIME", "CODE", "ERROR", "DESCRIPTION", "DETAILS"}, func(w io.Writer) {
 				for _, e := range all.Data {
 					row(w, when(e.Time), e.Code, e.IsError, e.Description, e.Details)
