@@ -179,7 +179,8 @@ func SendStripe(ctx context.Context, streams []*Stream, plan *Plan, src io.Reade
 }
 
 // sendPlan sends the blocks of plan from src, ending the streams as end
-// says. A file's blocks go out by sendfile on a bare TCP stream.
+// says. A file's blocks go out by sendfile on a bare TCP stream to
+// another host (sendFileBlock).
 func sendPlan(ctx context.Context, streams []*Stream, plan *Plan, src io.ReaderAt, base int64, pool *BufferPool, sent *atomic.Int64, end ending) error {
 	next := func(payload []byte) (int64, int, error) {
 		off, n, ok := plan.Next()
@@ -196,7 +197,7 @@ func sendPlan(ctx context.Context, streams []*Stream, plan *Plan, src io.ReaderA
 	}
 	f, isFile := src.(*os.File)
 	return send(ctx, streams, end, func(c net.Conn) (int, error) {
-		if tc, ok := plainTCP(c); ok && isFile {
+		if tc, ok := plainTCP(c); ok && isFile && !sameHost(tc) {
 			return sendFileBlock(tc, f, plan, base, pool)
 		}
 		return sendBlock(c, pool, next)

@@ -77,8 +77,8 @@ func sendFileTo(t *testing.T, src *os.File, size int64, bs, n int, r *gridftp.Re
 	return sendErr, runErr
 }
 
-// TestZeroCopy: a file sent over bare TCP streams (sendfile) into a file
-// (splice) arrives whole, its ranges recorded, with most of it spliced
+// TestZeroCopy: a file sent over bare TCP streams on loopback (through
+// buffers: same host) into a file (splice) arrives whole, its ranges recorded, with most of it spliced
 // rather than written from a buffer; with a live hash the buffers carry
 // it and the sum is right; a file shorter than announced fails the send;
 // a splice past the destination's limit fails the transfer.
