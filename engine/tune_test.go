@@ -48,7 +48,11 @@ func TestTune(t *testing.T) {
 		{"small files, LAN", Options{}, files(5000, 50_000), lan, Settings{Concurrency: 4, Parallelism: 1, Pipelining: 16, RTT: lan.RTT}},
 		{"small files, WAN", Options{}, files(5000, 50_000), wan, Settings{Concurrency: 8, Parallelism: 1, Pipelining: 32, RTT: wan.RTT}},
 		{"medium files, WAN", Options{}, files(20, 100*mib), wan, Settings{Concurrency: 4, Parallelism: 4, Pipelining: 2, RTT: wan.RTT}},
-		{"one large file, LAN: no chunks", Options{}, files(1, 2048*mib), lan, Settings{Concurrency: 1, Parallelism: 1, Pipelining: 2, RTT: lan.RTT}},
+		// On a LAN a lone large file is split over the two sessions: one
+		// receiving session's copy into the page cache is the limit.
+		{"one large file, LAN: two sessions, chunks", Options{}, files(1, 2048*mib), lan, Settings{Concurrency: 2, Parallelism: 1, Pipelining: 2, ChunkSize: 256 * mib, RTT: lan.RTT}},
+		{"two large files, LAN: a session each, no chunks", Options{}, files(2, 2048*mib), lan, Settings{Concurrency: 2, Parallelism: 1, Pipelining: 2, RTT: lan.RTT}},
+		{"one 256 MiB file, LAN: no chunks", Options{}, files(1, 256*mib), lan, Settings{Concurrency: 1, Parallelism: 1, Pipelining: 2, RTT: lan.RTT}},
 		{"one huge file, LAN", Options{}, files(1, 8192*mib), lan, Settings{Concurrency: 2, Parallelism: 1, Pipelining: 2, ChunkSize: 1024 * mib, RTT: lan.RTT}},
 		// Over a WAN a large file starts on one pair, in chunks that the
 		// optimizer can hand to the pairs it adds while the rate rises.
