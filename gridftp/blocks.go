@@ -347,7 +347,9 @@ func (s *Stream) Close() error {
 }
 
 // Receiver writes one MODE E transfer to Dst. Block offsets are shifted by
-// Base. It records the ranges written, for 111 markers and restarts.
+// Base. It records the ranges written, for 111 markers and restarts. A Dst
+// that is a file (an *os.File, or a FileAt) takes the payload of bare TCP
+// streams by splice, socket to file, unless a Hash needs the bytes.
 type Receiver struct {
 	Dst     io.WriterAt
 	Base    int64
