@@ -42,7 +42,11 @@ func TestTune(t *testing.T) {
 		{"small files, LAN", Options{}, sameFiles(5000, 50_000), lan, Settings{Concurrency: 4, Parallelism: 1, Pipelining: 16, RTT: lan.RTT}},
 		{"small files, WAN", Options{}, sameFiles(5000, 50_000), wan, Settings{Concurrency: 8, Parallelism: 1, Pipelining: 32, RTT: wan.RTT}},
 		{"medium files, WAN", Options{}, sameFiles(20, 100*mib), wan, Settings{Concurrency: 4, Parallelism: 4, Pipelining: 2, RTT: wan.RTT}},
-		{"one large file, LAN: no chunks", Options{}, sameFiles(1, 2048*mib), lan, Settings{Concurrency: 1, Parallelism: 1, Pipelining: 2, RTT: lan.RTT}},
+		// On a LAN a lone large file is split over the two sessions: one
+		// receiving session's copy into the page cache is the limit.
+		{"one large file, LAN: two sessions, chunks", Options{}, sameFiles(1, 2048*mib), lan, Settings{Concurrency: 2, Parallelism: 1, Pipelining: 2, ChunkSize: 256 * mib, RTT: lan.RTT}},
+		{"two large files, LAN: a session each, no chunks", Options{}, sameFiles(2, 2048*mib), lan, Settings{Concurrency: 2, Parallelism: 1, Pipelining: 2, RTT: lan.RTT}},
+		{"one 256 MiB file, LAN: no chunks", Options{}, sameFiles(1, 256*mib), lan, Settings{Concurrency: 1, Parallelism: 1, Pipelining: 2, RTT: lan.RTT}},
 		{"one huge file, LAN", Options{}, sameFiles(1, 8192*mib), lan, Settings{Concurrency: 2, Parallelism: 1, Pipelining: 2, ChunkSize: 1024 * mib, RTT: lan.RTT}},
 		// Over a WAN a large file starts on one pair, in chunks that the
 		// optimizer can hand to the pairs it adds while the rate rises.
@@ -82,7 +86,7 @@ func TestTuneWhy(t *testing.T) {
 		{"large file, WAN", Options{}, sameFiles(1, 512*mib), wan, []string{"large files over a wide-area link", "chunks of 64.0 MiB", "up to 4, with 4 streams"}},
 		{"nothing to move", Options{}, nil, wan, []string{"no file to move, over a wide-area link"}},
 		{"one small file", Options{}, sameFiles(1, 10), lan, []string{"1 file averaging 10 B", "no more session pairs than there are files and chunks (1)"}},
-		{"large file, LAN", Options{}, sameFiles(1, 2048*mib), lan, []string{"local link", "one stream per file"}},
+		{"large file, LAN", Options{}, sameFiles(1, 2048*mib), lan, []string{"local link", "one stream per file", "one receiving session's copy into memory is the limit"}},
 		{"live checksums", Options{}, sameFiles(1, 2048*mib), Settings{RTT: lan.RTT, Live: true}, []string{"blocks in order"}},
 		{"options", Options{Parallelism: 8, ChunkSize: -1}, sameFiles(10, 20*mib), wan, []string{"medium files", "-p 8, --chunk-size 0 (no chunks) as given"}},
 	} {

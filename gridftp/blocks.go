@@ -179,9 +179,10 @@ func SendStripe(ctx context.Context, streams []*Stream, plan *Plan, src io.Reade
 }
 
 // sendPlan sends the blocks of plan from src, ending the streams as end
-// says.
+// says. A file's blocks go out by sendfile on a bare TCP stream to
+// another host (sendFileBlock).
 func sendPlan(ctx context.Context, streams []*Stream, plan *Plan, src io.ReaderAt, base int64, pool *BufferPool, sent *atomic.Int64, end ending) error {
-	return send(ctx, streams, end, func(payload []byte) (int64, int, error) {
+	next := func(payload []byte) (int64, int, error) {
 		off, n, ok := plan.Next()
 		if !ok {
 			return 0, 0, io.EOF
@@ -193,7 +194,14 @@ func sendPlan(ctx context.Context, streams []*Stream, plan *Plan, src io.ReaderA
 			return 0, 0, err
 		}
 		return off - base, int(n), nil
-	}, pool, sent)
+	}
+	f, isFile := src.(*os.File)
+	return send(ctx, streams, end, func(c net.Conn) (int, error) {
+		if tc, ok := plainTCP(c); ok && isFile && !sameHost(tc) {
+			return sendFileBlock(tc, f, plan, base, pool)
+		}
+		return sendBlock(c, pool, next)
+	}, sent)
 }
 
 // SendStream sends src, read from start to end, over streams: each worker
@@ -206,7 +214,7 @@ func SendStream(ctx context.Context, streams []*Stream, src io.Reader, pool *Buf
 		pos  int64
 		done bool
 	)
-	return send(ctx, streams, ending{eof: len(streams)}, func(payload []byte) (int64, int, error) {
+	return send(ctx, streams, ending{eof: len(streams)}, buffered(pool, func(payload []byte) (int64, int, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if done {
@@ -225,7 +233,7 @@ func SendStream(ctx context.Context, streams []*Stream, src io.Reader, pool *Buf
 		off := pos
 		pos += int64(n)
 		return off, n, nil
-	}, pool, sent)
+	}), sent)
 }
 
 // SendFunc sends the blocks next hands out over streams, one worker per
@@ -234,7 +242,13 @@ func SendStream(ctx context.Context, streams []*Stream, src io.Reader, pool *Buf
 // there are no more. Workers call next concurrently. For a sender whose
 // blocks arrive from elsewhere (a forwarding layer).
 func SendFunc(ctx context.Context, streams []*Stream, next func(payload []byte) (off int64, n int, err error), pool *BufferPool, sent *atomic.Int64) error {
-	return send(ctx, streams, ending{eof: len(streams)}, next, pool, sent)
+	return send(ctx, streams, ending{eof: len(streams)}, buffered(pool, next), sent)
+}
+
+// buffered is a block sender that sends the blocks next fills into
+// buffers of pool.
+func buffered(pool *BufferPool, next func([]byte) (int64, int, error)) func(net.Conn) (int, error) {
+	return func(c net.Conn) (int, error) { return sendBlock(c, pool, next) }
 }
 
 // ending is how the streams of one send end: the last to finish carries
@@ -243,10 +257,10 @@ type ending struct {
 	eof int
 }
 
-// send runs one worker per stream. next fills payload (a block's worth)
-// with the next block and says at what offset it goes; io.EOF when there
-// are no more. Each stream ends as end says.
-func send(ctx context.Context, streams []*Stream, end ending, next func(payload []byte) (off int64, n int, err error), pool *BufferPool, sent *atomic.Int64) error {
+// send runs one worker per stream. block sends the next block over a
+// stream and returns its payload size; io.EOF when there are no more.
+// Each stream ends as end says.
+func send(ctx context.Context, streams []*Stream, end ending, block func(c net.Conn) (int, error), sent *atomic.Int64) error {
 	var (
 		wg       sync.WaitGroup
 		errOnce  sync.Once
@@ -269,7 +283,7 @@ func send(ctx context.Context, streams []*Stream, end ending, next func(payload 
 		go func(c net.Conn) {
 			defer wg.Done()
 			for {
-				n, err := sendBlock(c, pool, next)
+				n, err := block(c)
 				if err == io.EOF {
 					break
 				}
@@ -333,7 +347,9 @@ func (s *Stream) Close() error {
 }
 
 // Receiver writes one MODE E transfer to Dst. Block offsets are shifted by
-// Base. It records the ranges written, for 111 markers and restarts.
+// Base. It records the ranges written, for 111 markers and restarts. A Dst
+// that is a file (an *os.File, or a FileAt) takes the payload of bare TCP
+// streams by splice, socket to file, unless a Hash needs the bytes.
 type Receiver struct {
 	Dst     io.WriterAt
 	Base    int64
@@ -397,11 +413,9 @@ type hashJob struct {
 // claimed prefix, together with anything written earlier out of order that
 // it makes contiguous. ok is false when there is none.
 func (r *Receiver) wrote(start int64, p []byte) (job hashJob, ok bool) {
-	end := start + int64(len(p))
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.ranges.Add(start, end)
-	r.pending.Add(start, end)
+	r.record(start, start+int64(len(p)))
 	if r.Hash == nil || r.broken {
 		return job, false
 	}
@@ -418,6 +432,12 @@ func (r *Receiver) wrote(start int64, p []byte) (job hashJob, ok bool) {
 	job = hashJob{from: start, to: to, own: p, ticket: r.issued}
 	r.issued++
 	return job, true
+}
+
+// record notes, under mu, that Dst holds [start, end).
+func (r *Receiver) record(start, end int64) {
+	r.ranges.Add(start, end)
+	r.pending.Add(start, end)
 }
 
 // hash does one job once the jobs issued before it are done, reading back
@@ -657,7 +677,11 @@ func (r *Receiver) Run(ctx context.Context, streams []*Stream, accept <-chan net
 // sender dropped.
 func (r *Receiver) readStream(s *Stream, events chan<- streamEvent, finished *atomic.Bool, cached bool) {
 	ev := streamEvent{s: s, done: true}
-	defer func() { events <- ev }()
+	var z zeroCopy
+	defer func() {
+		z.close()
+		events <- ev
+	}()
 	carried := false
 	for {
 		if _, err := s.R.Peek(1); err != nil {
@@ -693,7 +717,7 @@ func (r *Receiver) readStream(s *Stream, events chan<- streamEvent, finished *at
 			events <- streamEvent{s: s, eofCount: int(h.Offset)}
 		} else if h.Count > 0 {
 			bp := r.Pool.Get()
-			err := r.readBlock(s.R, h, *bp)
+			err := r.readBlock(s, h, *bp, &z)
 			r.Pool.Put(bp)
 			if err != nil {
 				ev.err = err
@@ -708,24 +732,103 @@ func (r *Receiver) readStream(s *Stream, events chan<- streamEvent, finished *at
 	}
 }
 
-// readBlock copies one block's payload to Dst and, with a Hash, hashes
-// what that makes contiguous.
-func (r *Receiver) readBlock(src io.Reader, h Header, buf []byte) error {
+// readBlock copies one block's payload from s to Dst and, with a Hash,
+// hashes what that makes contiguous. Where z can, the payload goes from
+// the socket into the file by splice instead, with no copy through buf.
+func (r *Receiver) readBlock(s *Stream, h Header, buf []byte, z *zeroCopy) error {
 	pos, left := r.Base+int64(h.Offset), int64(h.Count)
 	for left > 0 {
-		n := min(int64(len(buf)), left)
-		if _, err := io.ReadFull(src, buf[:n]); err != nil {
-			return fmt.Errorf("%w: cut inside a block: %v", ErrDataStream, err)
-		}
-		if _, err := r.Dst.WriteAt(buf[:n], pos); err != nil {
+		n, err := r.splice(s, z, buf, pos, left)
+		if err != nil {
 			return err
 		}
-		r.bytes.Add(n)
-		if job, ok := r.wrote(pos, buf[:n]); ok {
-			r.hash(job, buf)
+		if n == 0 {
+			n = min(int64(len(buf)), left)
+			if b := s.R.Buffered(); !z.off && b > 0 {
+				n = min(n, int64(b)) // the read-ahead first, then splice
+			}
+			if _, err := io.ReadFull(s.R, buf[:n]); err != nil {
+				return fmt.Errorf("%w: cut inside a block: %v", ErrDataStream, err)
+			}
+			if _, err := r.Dst.WriteAt(buf[:n], pos); err != nil {
+				return err
+			}
+			r.bytes.Add(n)
+			if job, ok := r.wrote(pos, buf[:n]); ok {
+				r.hash(job, buf)
+			}
 		}
 		pos += n
 		left -= n
 	}
 	return nil
+}
+
+// FileAt is implemented by a Receiver's Dst that writes to a file
+// unchanged, so that payload may go from the socket into the file by
+// splice: it returns the file once it has checked, as WriteAt would, that
+// n bytes may go at off; nil when there is no file to splice into.
+type FileAt interface {
+	FileAt(off, n int64) (*os.File, error)
+}
+
+// zeroCopy is one stream's state for splicing into Dst: its pipe, made
+// at the first splice, and whether splicing is off (not possible here, or
+// refused by the kernel).
+type zeroCopy struct {
+	sp  *splicer
+	off bool
+}
+
+func (z *zeroCopy) close() {
+	if z.sp != nil {
+		z.sp.close()
+	}
+}
+
+// splice moves up to n bytes of payload from s into Dst at pos by
+// splice and returns how many, or 0 when it cannot: a Hash wants the
+// bytes, Dst is not a file (FileAt), s is not a bare TCP connection, or
+// its read-ahead holds bytes still.
+func (r *Receiver) splice(s *Stream, z *zeroCopy, buf []byte, pos, n int64) (int64, error) {
+	if z.off || s.R.Buffered() > 0 {
+		return 0, nil
+	}
+	f, err := r.fileAt(pos, n)
+	if err != nil {
+		return 0, err
+	}
+	tc, bare := plainTCP(s.Conn)
+	if f == nil || !bare || r.Hash != nil {
+		z.off = true
+		return 0, nil
+	}
+	if z.sp == nil {
+		if z.sp, err = newSplicer(); err != nil {
+			z.off = true
+			return 0, nil
+		}
+	}
+	m, err := z.sp.splice(tc, f, r.Dst, buf, pos, n)
+	if m > 0 {
+		r.bytes.Add(m)
+		r.mu.Lock()
+		r.record(pos, pos+m)
+		r.mu.Unlock()
+	}
+	if errors.Is(err, errNoZeroCopy) {
+		z.off, err = true, nil
+	}
+	return m, err
+}
+
+// fileAt is the file under Dst to splice n bytes into at off, or nil.
+func (r *Receiver) fileAt(off, n int64) (*os.File, error) {
+	switch d := r.Dst.(type) {
+	case *os.File:
+		return d, nil
+	case FileAt:
+		return d.FileAt(off, n)
+	}
+	return nil, nil
 }

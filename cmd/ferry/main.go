@@ -19,8 +19,10 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	stopProfile := startProfile(os.Getenv(profileEnv), os.Stderr)
 	code := execute(ctx, newRoot(), os.Args[1:], os.Stderr)
 	stop()
+	stopProfile()
 	os.Exit(code)
 }
 

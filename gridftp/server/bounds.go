@@ -51,10 +51,28 @@ type sizeCapped struct {
 }
 
 func (f sizeCapped) WriteAt(p []byte, off int64) (int, error) {
-	if off+int64(len(p)) > f.limit {
-		return 0, fmt.Errorf("write at %d+%d, past %d: %w", off, len(p), f.limit, errTooLarge)
+	if err := f.fits(off, int64(len(p))); err != nil {
+		return 0, err
 	}
 	return f.File.WriteAt(p, off)
+}
+
+// FileAt is the *os.File under f, for a MODE E receiver to splice n
+// bytes into at off, once they fit (gridftp.FileAt); nil for another file.
+func (f sizeCapped) FileAt(off, n int64) (*os.File, error) {
+	if err := f.fits(off, n); err != nil {
+		return nil, err
+	}
+	of, _ := f.File.(*os.File)
+	return of, nil
+}
+
+// fits fails a write of n bytes at off that would reach past the limit.
+func (f sizeCapped) fits(off, n int64) error {
+	if off+n > f.limit {
+		return fmt.Errorf("write at %d+%d, past %d: %w", off, n, f.limit, errTooLarge)
+	}
+	return nil
 }
 
 // storageFile is the file a capWrites wrapper holds, or f itself.

@@ -1,0 +1,187 @@
+package gridftp
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// sendFile writes hdr to c, then [off, off+n) of f by sendfile. hdr goes
+// with MSG_MORE, so that it shares a segment with the payload. It returns
+// the payload bytes sent; errNoZeroCopy when the kernel refuses
+// sendfile from f (then the rest is the caller's), io.ErrUnexpectedEOF
+// when f ends first.
+func sendFile(c *net.TCPConn, hdr []byte, f *os.File, off, n int64) (sent int64, err error) {
+	sock, err := c.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	file, err := f.SyscallConn()
+	if err != nil {
+		return 0, errNoZeroCopy
+	}
+	var opErr error
+	cerr := file.Control(func(fd uintptr) {
+		err = sock.Write(func(s uintptr) bool {
+			for len(hdr) > 0 {
+				k, e := unix.SendmsgN(int(s), hdr, nil, nil, unix.MSG_MORE)
+				if e == unix.EINTR {
+					continue
+				}
+				if e != nil {
+					opErr = e
+					return e != unix.EAGAIN
+				}
+				hdr = hdr[k:]
+			}
+			for sent < n {
+				k, e := unix.Sendfile(int(s), int(fd), &off, int(min(n-sent, 1<<30)))
+				if k > 0 {
+					sent += int64(k)
+				}
+				switch {
+				case e == unix.EINTR:
+					continue
+				case e == unix.EAGAIN:
+					opErr = nil
+					return false
+				case e == unix.EINVAL || e == unix.ENOSYS || e == unix.EOPNOTSUPP:
+					opErr = errNoZeroCopy
+					return true
+				case e != nil:
+					opErr = e
+					return true
+				case k == 0:
+					opErr = io.ErrUnexpectedEOF
+					return true
+				}
+			}
+			opErr = nil
+			return true
+		})
+	})
+	if cerr != nil {
+		return sent, cerr
+	}
+	if err != nil {
+		return sent, err
+	}
+	if errors.Is(opErr, unix.EAGAIN) {
+		opErr = nil
+	}
+	return sent, opErr
+}
+
+// spliceMax is the pipe a splicer asks for: one MODE E block, so that a
+// block goes in two splices when the socket has it all.
+const spliceMax = 1 << 20
+
+// splicer moves payload from a socket into a file through a pipe of its
+// own: splice(2) from the socket hands the pipe the socket's pages, and
+// splice(2) into the file copies them once, into the page cache, with no
+// copy through this process.
+type splicer struct {
+	r, w int // the pipe's ends
+	size int // its capacity
+}
+
+// newSplicer makes a splicer, or returns errNoZeroCopy.
+func newSplicer() (*splicer, error) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+		return nil, errNoZeroCopy
+	}
+	sp := &splicer{r: p[0], w: p[1], size: 64 << 10}
+	if n, err := unix.FcntlInt(uintptr(p[1]), unix.F_SETPIPE_SZ, spliceMax); err == nil {
+		sp.size = n
+	}
+	return sp, nil
+}
+
+// close closes the pipe.
+func (sp *splicer) close() {
+	unix.Close(sp.r)
+	unix.Close(sp.w)
+}
+
+// splice moves up to n bytes (at most the pipe's capacity) from c into f
+// at off and returns how many it moved. A failure of c (cut, or ended
+// first) is an ErrDataStream. When f will not take a splice, what the pipe holds is written
+// to dst at off through buf instead, counted, and the error is
+// errNoZeroCopy: the caller goes on through buffers.
+func (sp *splicer) splice(c *net.TCPConn, f *os.File, dst io.WriterAt, buf []byte, off, n int64) (int64, error) {
+	sock, err := c.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var got int64
+	var opErr error
+	err = sock.Read(func(s uintptr) bool {
+		for {
+			got, opErr = unix.Splice(int(s), nil, sp.w, nil, int(min(n, int64(sp.size))), unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
+			if opErr != unix.EINTR {
+				return opErr != unix.EAGAIN
+			}
+		}
+	})
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("%w: cut inside a block: %v", ErrDataStream, err)
+	case opErr != nil:
+		return 0, fmt.Errorf("%w: cut inside a block: %v", ErrDataStream, opErr)
+	case got <= 0:
+		return 0, fmt.Errorf("%w: cut inside a block: %v", ErrDataStream, io.ErrUnexpectedEOF)
+	}
+	file, err := f.SyscallConn()
+	if err != nil {
+		return sp.drain(dst, buf, off, int(got))
+	}
+	left := got
+	var werr error
+	cerr := file.Control(func(fd uintptr) {
+		for left > 0 {
+			k, e := unix.Splice(sp.r, nil, int(fd), &off, int(left), unix.SPLICE_F_MOVE)
+			if e == unix.EINTR {
+				continue
+			}
+			if e != nil || k <= 0 {
+				werr = e
+				return
+			}
+			left -= k
+		}
+	})
+	if left == 0 {
+		return got, nil
+	}
+	if cerr == nil && werr != nil && !errors.Is(werr, unix.EINVAL) && !errors.Is(werr, syscall.EOPNOTSUPP) {
+		return got - left, &os.PathError{Op: "write", Path: f.Name(), Err: werr}
+	}
+	m, err := sp.drain(dst, buf, off, int(left))
+	return got - left + m, err
+}
+
+// drain writes the n bytes the pipe holds to dst at off through buf and
+// returns them counted, with errNoZeroCopy, or the error that stopped it.
+func (sp *splicer) drain(dst io.WriterAt, buf []byte, off int64, n int) (int64, error) {
+	var done int64
+	for n > 0 {
+		k, err := unix.Read(sp.r, buf[:min(len(buf), n)])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || k <= 0 {
+			return done, errors.Join(errors.New("gridftp: splice pipe lost data"), err)
+		}
+		if _, err := dst.WriteAt(buf[:k], off); err != nil {
+			return done, err
+		}
+		off, n, done = off+int64(k), n-k, done+int64(k)
+	}
+	return done, errNoZeroCopy
+}
