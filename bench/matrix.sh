@@ -38,8 +38,10 @@
 # with -v, why). Goals (the issue): ferry ≥ 1.0× the best tuned
 # globus-url-copy on every row, and the big and medium rows ≥ 85 % of
 # iperf3's best.
+# FERRY_HAND="-p 16" adds ferry copy with those flags to every row (shown in
+# the runs, not in the tables): is a miss the tuner's plan or the engine?
 # Environment: CELLS RUNS ROWS RATE LOSS_MODEL BIG_MIB MED_FILES MED_BYTES
-#   SMALL_FILES SMALL_BYTES IPERF_SECS COPY_TIMEOUT OUT WAN_WAIT PORT_BASE
+#   SMALL_FILES SMALL_BYTES IPERF_SECS COPY_TIMEOUT FERRY_HAND OUT WAN_WAIT PORT_BASE
 #   (5 ports) FERRY KEEP_LOGS=1.
 # Needs: go, globus-gridftp-server, globus-url-copy, iperf3, iproute2, root.
 # Listens only in the namespaces; takes the link down on exit.
@@ -61,6 +63,7 @@ COPY_TIMEOUT=${COPY_TIMEOUT:-300}
 WAN_WAIT=${WAN_WAIT:-1200}
 PORT_BASE=${PORT_BASE:-29891}
 KEEP_LOGS=${KEEP_LOGS:-0}
+FERRY_HAND=${FERRY_HAND:-}
 WARMUP=0 WARMUP_ROWS="" CAP=0
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -116,11 +119,14 @@ PHASE=""
 # globus-url-copy settings tried (labels "guc tuned ..."; the best counts):
 # parallel streams for one file, sessions × streams for 100 MB files,
 # pipelined sessions for small files, around the best of bench/copy.sh's
-# hand search on the 60 ms link (RESULTS.md).
+# hand search on the 60 ms link (RESULTS.md). With FERRY_HAND, also ferry
+# copy with those flags, to tell the tuner's plan from the engine (shown,
+# not counted).
 kinds() {
 	local R=""
 	[[ $2 == big ]] || R="-r "
 	printf 'ferry|ferry|ferry|%s%s%%S %%D|\n' "$V" "$R"
+	[[ -z $FERRY_HAND ]] || printf 'ferry hand %s|ferry|ferry|%s%s %%S %%D|\n' "$FERRY_HAND" "$R" "$FERRY_HAND"
 	case $2 in
 	big) cat <<EOF
 guc tuned -p 4 -fast|gct|guc|-p 4 -fast %S %D|
