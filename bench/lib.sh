@@ -202,11 +202,13 @@ wan_ready() {
 	return 0
 }
 
-# wan_up: bring the link up: 60 ms RTT, 1 Gbit/s, 0.01 % loss each way
-# (WAN_CC: congestion control in the namespaces); print its congestion
-# control and ping; sets WAN_RTT_MS (ping's average).
+# wan_up [SETUP-ARG...]: bring the link up with bench/wan/setup.sh's ARGs,
+# by default 60 ms RTT, 1 Gbit/s, 0.01 % loss each way (WAN_CC: congestion
+# control in the namespaces); print its congestion control and ping; sets
+# WAN_RTT_MS (ping's average).
 wan_up() {
 	local args=(-delay 30ms -rate 1gbit -loss 0.0001)
+	(($#)) && args=("$@")
 	[[ -n ${WAN_CC:-} ]] && args+=(-cc "$WAN_CC")
 	show "$WANDIR/setup.sh up ${args[*]}"
 	WAN_UP=1
@@ -248,4 +250,242 @@ wan_down() {
 		"$WANDIR/setup.sh" down >>"$LOG/wan-setup.log" 2>&1 || true
 		WAN_UP=0
 	fi
+}
+
+# --- copies: the rows, their data, servers and timed runs ------------------
+# What bench/copy.sh and bench/matrix.sh share. A script sets WORK (data:
+# gct-src, gct-dst, ferry-src, ferry-dst), BIG_BYTES, NSMALL, SMALL_BYTES,
+# NMED, MED_BYTES, IP_A, IP_B, NS_A, NS_B, CLIENT (the client's "ip netns
+# exec NS" prefix, or none), the ports P_GSRC, P_GDST, P_FSRC, P_FDST,
+# FERRY, PHASE (the name results are kept under), RUNS, WARMUP,
+# WARMUP_ROWS, CAP, HZ (getconf CLK_TCK), optionally COPY_TIMEOUT (s: a
+# copy that takes longer fails), and defines kinds PHASE ROW: one
+# line per kind, label|servers|tool|args|flags (see bench/copy.sh).
+# --- data --------------------------------------------------------------------
+# Made once per phase and row group in gct-src, hard-linked into ferry-src
+# (one inode, two roots), removed when no later row of the phase needs it.
+data_of() { case $1 in big | cksum) echo big ;; *) echo "$1" ;; esac; }
+make_data() { # GROUP
+	local g=$1 src=$WORK/gct-src
+	case $g in
+	big)
+		[[ -f $src/big.bin ]] && return 0
+		show "head -c $BIG_BYTES /dev/urandom > $src/big.bin"
+		head -c "$BIG_BYTES" /dev/urandom >"$src/big.bin"
+		chmod 0666 "$src/big.bin"
+		ln "$src/big.bin" "$WORK/ferry-src/big.bin"
+		;;
+	small | medium)
+		local dir=small n=$NSMALL sz=$SMALL_BYTES pre=f
+		[[ $g == medium ]] && dir=med n=$NMED sz=$MED_BYTES pre=m
+		[[ -d $src/$dir ]] && return 0
+		mkdir -m 0777 "$src/$dir"
+		show "head -c $((n * sz)) /dev/urandom | split -b $sz -a 5 -d - $src/$dir/$pre"
+		head -c $((n * sz)) /dev/urandom | split -b "$sz" -a 5 -d - "$src/$dir/$pre"
+		chmod 0666 "$src/$dir"/*
+		cp -al "$src/$dir" "$WORK/ferry-src/$dir"
+		local got
+		got=$(find "$WORK/ferry-src/$dir" -type f | wc -l)
+		[[ $got == "$n" ]] || { say "made $got files, want $n" >&2; return 1; }
+		;;
+	esac
+}
+drop_data() { # GROUP
+	case $1 in
+	big) rm -f "$WORK"/{gct,ferry}-{src,dst}/big.bin ;;
+	small) rm -rf "$WORK"/{gct,ferry}-{src,dst}/small ;;
+	medium) rm -rf "$WORK"/{gct,ferry}-{src,dst}/med ;;
+	esac
+}
+path_of() { case $1 in big | cksum) echo big.bin ;; small) echo small/ ;; medium) echo med/ ;; esac; }
+
+# --- servers -----------------------------------------------------------------
+start_servers() {
+	ports_free "$NS_A $NS_B" "$P_GSRC" "$P_GDST" "$P_FSRC" "$P_FDST"
+	gct_server gsrc "$NS_A" "$IP_A" "$P_GSRC" "$WORK/gct-src"
+	gct_server gdst "$NS_B" "$IP_B" "$P_GDST" "$WORK/gct-dst"
+	ferry_server fsrc "$NS_A" "$IP_A" "$P_FSRC" "$WORK/ferry-src"
+	ferry_server fdst "$NS_B" "$IP_B" "$P_FDST" "$WORK/ferry-dst"
+}
+
+
+# cmd_of KINDLINE ROW: the client command line, one word per line.
+cmd_of() {
+	local label servers tool args flags src dst path
+	IFS='|' read -r label servers tool args flags <<<"$1"
+	path=$(path_of "$2")
+	if [[ $servers == gct ]]; then
+		src=ftp://$IP_A:$P_GSRC$WORK/gct-src/$path dst=ftp://$IP_B:$P_GDST$WORK/gct-dst/$path
+	else
+		src=ftp://$IP_A:$P_FSRC/$path dst=ftp://$IP_B:$P_FDST/$path
+	fi
+	args=${args//%S/$src}
+	args=${args//%D/$dst}
+	if [[ $tool == ferry ]]; then printf '%s\n' "$FERRY" copy; else printf '%s\n' globus-url-copy; fi
+	# shellcheck disable=SC2086 # split on purpose: no argument has spaces
+	printf '%s\n' $args
+}
+
+# --- measuring ---------------------------------------------------------------
+cpu_ticks() { awk '{print $14 + $15 + $16 + $17}' "/proc/$1/stat"; }
+settle() { sleep 0.2; }
+
+prepare() { # ROW SERVERS: empty the destination
+	local dst=$WORK/$2-dst
+	rm -rf "${dst:?}/big.bin" "$dst/small" "$dst/med"
+	case $1 in small) mkdir -m 0777 "$dst/small" ;; medium) mkdir -m 0777 "$dst/med" ;; esac
+	settle
+}
+
+# verify ROW SERVERS CAPPED: prints the number of files that arrived intact.
+verify() {
+	local src=$WORK/$2-src dst=$WORK/$2-dst dir n=0 sz
+	case $1 in
+	big | cksum) cmp "$src/big.bin" "$dst/big.bin" >&2 && echo 1 ;;
+	small | medium)
+		dir=small n=$NSMALL sz=$SMALL_BYTES
+		[[ $1 == medium ]] && dir=med n=$NMED sz=$MED_BYTES
+		if [[ $3 == cap ]]; then
+			local ok=0 f
+			for f in "$dst/$dir"/*; do
+				[[ -f $f && $(stat -c %s "$f") == "$sz" ]] && cmp -s "$f" "$src/$dir/${f##*/}" && ok=$((ok + 1))
+			done
+			echo "$ok"
+			return 0
+		fi
+		local got
+		got=$(find "$dst/$dir" -type f | wc -l)
+		[[ $got == "$n" ]] || { say "$2: $got files arrived, want $n" >&2; return 1; }
+		diff -rq "$src/$dir" "$dst/$dir" >&2 || return 1
+		echo "$n"
+		;;
+	esac
+}
+
+NFAIL=0
+# fail REASON: one() reports a failed copy; the client's output is kept.
+fail() {
+	cp "$TMP/client.out" "$LOG/failed-$$-$RANDOM.out"
+	echo "FAIL $*"
+}
+
+# one ROW KINDLINE: one timed, verified copy; prints
+# "secs files src_cpu dst_cpu client_cpu" (cpu in s).
+one() {
+	local row=$1 line=$2 label servers tool args flags spid dpid t0 t1 s0 d0 s1 d1 rc=0 files
+	IFS='|' read -r label servers tool args flags <<<"$line"
+	if [[ $servers == gct ]]; then spid=$PID_gsrc dpid=$PID_gdst; else spid=$PID_fsrc dpid=$PID_fdst; fi
+	local cmd=()
+	mapfile -t cmd < <(cmd_of "$line" "$row")
+	if [[ $flags == cap ]]; then
+		cmd=(timeout "$CAP" "${cmd[@]}")
+	elif [[ -n ${COPY_TIMEOUT:-} ]]; then
+		cmd=(timeout "$COPY_TIMEOUT" "${cmd[@]}")
+	fi
+	prepare "$row" "$servers"
+	s0=$(cpu_ticks "$spid") d0=$(cpu_ticks "$dpid")
+	echo "### $PHASE $row [$label] ${cmd[*]}" >>"$LOG/client.log"
+	t0=$(date +%s%N)
+	/usr/bin/time -f '%U %S' -o "$TMP/client.time" "${CLIENT[@]}" "${cmd[@]}" >"$TMP/client.out" 2>&1 || rc=$?
+	t1=$(date +%s%N)
+	cat "$TMP/client.out" >>"$LOG/client.log"
+	[[ $flags == cap || $rc == 124 ]] && sleep 1 # let the servers' sessions of a killed client end
+	: >"$TMP/settings"
+	if [[ $tool == ferry ]]; then
+		grep '^settings:' "$TMP/client.out" | sed 's/^settings: //' >"$TMP/settings" || true
+	fi
+	# A failed copy is reported and counted, not fatal: the other kinds still run.
+	if [[ $rc == 124 && $flags != cap ]]; then
+		fail "timed out after $COPY_TIMEOUT s"
+		return 0
+	fi
+	if [[ $rc != 0 && ! ($flags == cap && $rc == 124) ]]; then
+		fail "exit $rc: $(grep -v '^$' "$TMP/client.out" | tail -n 2 | tr '\n' ' ')"
+		return 0
+	fi
+	if [[ $tool == ferry ]] && ! grep -Eq ' 0 failed' "$TMP/client.out"; then
+		fail "ferry copy reported failed files"
+		return 0
+	fi
+	settle
+	s1=$(cpu_ticks "$spid") d1=$(cpu_ticks "$dpid")
+	if ! files=$(verify "$row" "$servers" "$flags"); then
+		fail "verification failed (exit $rc)"
+		return 0
+	fi
+	# time(1) puts "Command exited with non-zero status N" first when it did
+	awk -v ns=$((t1 - t0)) -v f="$files" -v s=$((s1 - s0)) -v d=$((d1 - d0)) -v hz="$HZ" 'NF {u = $1; y = $2} END {
+		printf "%.4f %d %.2f %.2f %.2f\n", ns / 1e9, f, s / hz, d / hz, u + y }' "$TMP/client.time"
+}
+
+declare -A RES SET # RES[phase,row,i] = result lines; SET[phase,row,i] = ferry settings seen
+declare -A LABEL CMDLINE FAILS
+run_row() {
+	local row=$1 i n r line res order=()
+	local lines=()
+	mapfile -t lines < <(kinds "$PHASE" "$row")
+	n=${#lines[@]}
+	say "== $PHASE row $row"
+	for ((i = 0; i < n; i++)); do
+		LABEL[$PHASE,$row,$i]=${lines[i]%%|*}
+		local cmd=()
+		mapfile -t cmd < <(cmd_of "${lines[i]}" "$row")
+		[[ ${lines[i]} == *'|cap' ]] && cmd=(timeout "$CAP" "${cmd[@]}")
+		CMDLINE[$PHASE,$row,$i]="$(nsexec "$NS_A")${cmd[*]}"
+		show "${CMDLINE[$PHASE,$row,$i]}"
+	done
+	if [[ $WARMUP == 1 && $PHASE == loop && " $WARMUP_ROWS " == *" $row "* ]]; then
+		for ((i = 0; i < n; i++)); do
+			[[ ${lines[i]} == *'|cap' ]] && continue
+			one "$row" "${lines[i]}" >/dev/null
+		done
+		say "  (warm-up: one untimed copy of each kind)"
+	fi
+	for ((r = 1; r <= RUNS; r++)); do
+		for i in $(run_order "$r" "$n"); do
+			line=${lines[i]}
+			[[ $line == *'|cap' && $r -gt 1 ]] && continue
+			res=$(one "$row" "$line")
+			if [[ $res == FAIL* ]]; then
+				FAILS[$PHASE,$row,$i]=$((${FAILS[$PHASE,$row,$i]:-0} + 1))
+				say "  run $r $(printf '%-44s' "${LABEL[$PHASE,$row,$i]}:") FAILED: ${res#FAIL }"
+				KEEP_LOGS=1 NFAIL=$((NFAIL + 1))
+				continue
+			fi
+			RES[$PHASE,$row,$i]+="$res"$'\n'
+			local st=""
+			if [[ $line == *'|ferry|ferry|'* ]]; then
+				st=$(<"$TMP/settings")
+				SET[$PHASE,$row,$i]+="$st"$'\n'
+				st="  [$st]"
+			fi
+			say "  run $r $(printf '%-44s' "${LABEL[$PHASE,$row,$i]}:") $(awk '{printf "%7.3f s  %5d files  cpu s: src %.2f dst %.2f client %.2f", $1, $2, $3, $4, $5}' <<<"$res")$st"
+		done
+	done
+	prepare "$row" gct
+	prepare "$row" ferry
+	NK[$PHASE,$row]=$n
+}
+declare -A NK
+
+# field PHASE ROW I COL: median of one column.
+field() { printf '%s' "${RES[$1,$2,$3]:-}" | awk -v c="$4" 'NF {print $c}' | median; }
+nruns() { printf '%s' "${RES[$1,$2,$3]:-}" | awk 'NF' | wc -l; }
+
+# --- results of run_row ---
+want_files() { case $1 in small) echo "$NSMALL" ;; medium) echo "$NMED" ;; *) echo 1 ;; esac; }
+# rate PHASE ROW I: files per second (the measure every ratio uses).
+rate() { awk -v s="$(field "$1" "$2" "$3" 1)" -v n="$(field "$1" "$2" "$3" 2)" 'BEGIN {printf "%.6f", n / s}'; }
+# best PHASE ROW GLOB: the index of the fastest kind whose label matches GLOB
+# (kinds against the ferry servers, "@ferry", left out).
+best() {
+	local i b=-1 br=-1 r
+	for ((i = 0; i < ${NK[$1,$2]}; i++)); do
+		# shellcheck disable=SC2053 # glob on purpose
+		[[ ${LABEL[$1,$2,$i]} == $3 && ${LABEL[$1,$2,$i]} != *@ferry* ]] || continue
+		[[ $(nruns "$1" "$2" "$i") != 0 ]] || continue
+		r=$(rate "$1" "$2" "$i")
+		if awk -v a="$r" -v b="$br" 'BEGIN {exit !(a > b)}'; then b=$i br=$r; fi
+	done
+	echo "$b"
 }

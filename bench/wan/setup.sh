@@ -3,9 +3,12 @@
 # for machines without netem: a user-space delay line (bench/wan/delayline)
 # owns TUN device tunA in namespace ferryA (10.77.0.1) and tunB in ferryB
 # (10.77.0.2) and forwards packets between them with a one-way delay, a
-# rate cap with a bounded drop-tail queue, and random loss, each direction.
+# rate cap with a bounded drop-tail queue, and random or bursty loss, each
+# direction (the same both ways unless a -*-ba option gives B->A its own).
 #
-#   bench/wan/setup.sh up [-delay 30ms] [-rate 1gbit] [-loss 0.0001] [-queue auto] [-cc bbr|cubic|reno]
+#   bench/wan/setup.sh up [-delay 30ms] [-rate 1gbit] [-loss 0.0001] [-queue auto|PKTS|BYTES|0.25bdp|2bdp]
+#                         [-loss-model random|bursty|bursty:B] [-delay-ba D] [-rate-ba R] [-loss-ba P] [-queue-ba Q]
+#                         [-cc bbr|cubic|reno]
 #   bench/wan/setup.sh down
 #   bench/wan/setup.sh status
 #
@@ -147,6 +150,11 @@ up() {
 			[[ $1 != -delay ]] || delay_set=1
 			shift 2
 			;;
+		-loss-model | -delay-ba | -rate-ba | -loss-ba | -queue-ba)
+			(($# >= 2)) || die "$1 needs a value"
+			args+=("$1" "$2")
+			shift 2
+			;;
 		-nodes)
 			(($# >= 2)) || die "-nodes needs a value"
 			[[ $2 =~ ^[0-9]+$ ]] && (($2 >= 2 && $2 <= 64)) || die "-nodes $2: want 2 to 64"
@@ -164,10 +172,11 @@ up() {
 			cc=$2
 			shift 2
 			;;
-		*) die "unknown option $1 (want -delay -rate -loss -queue -cc -nodes -link)" ;;
+		*) die "unknown option $1 (want -delay -rate -loss -queue -loss-model -delay-ba -rate-ba -loss-ba -queue-ba -cc -nodes -link)" ;;
 		esac
 	done
 	((nodes || ! ${#links[@]})) || die "-link needs -nodes"
+	((!nodes)) || [[ " ${args[*]} " != *-ba\ * ]] || die "the -*-ba options are the pair's (the star: -link I:up=R:down=R)"
 	((nodes == 0 || delay_set)) || args[1]=15ms
 	local l
 	for l in "${links[@]}"; do ((${l%%:*} < nodes)) || die "-link $l: there is no node ${l%%:*} of $nodes"; done
@@ -288,5 +297,5 @@ case ${1:-} in
 up) shift; up "$@" ;;
 down) down ;;
 status) status ;;
-*) die "usage: $0 up [-delay 30ms] [-rate 1gbit] [-loss 0.0001] [-queue auto|PKTS|BYTES] [-cc ALG] [-nodes N [-link I:key=value...]] | down | status" ;;
+*) die "usage: $0 up [-delay 30ms] [-rate 1gbit] [-loss 0.0001] [-queue auto|PKTS|BYTES|Fbdp] [-loss-model random|bursty[:B]] [-delay-ba D] [-rate-ba R] [-loss-ba P] [-queue-ba Q] [-cc ALG] [-nodes N [-link I:key=value...]] | down | status" ;;
 esac

@@ -31,8 +31,9 @@ import (
 type linkConf struct {
 	upRate, downRate int64 // bit/s, 0 = unlimited
 	delay            time.Duration
-	loss             float64
-	queue            string // parseQueue's syntax; "auto": one BDP of the path (rate x 4 x delay)
+	loss             float64 // mean loss probability
+	burst            float64 // mean loss burst in packets (the loss model; 1 = random)
+	queue            string  // parseQueue's syntax; a BDP is of the path (rate x 4 x delay)
 }
 
 // nodeSpec is one node of the star: -node NS:DEV:IP[:key=value...].
@@ -89,7 +90,7 @@ func parseNode(s string, def linkConf) (nodeSpec, error) {
 			}
 			n.link.loss = p
 		case "queue":
-			if _, _, err := parseQueue(v); err != nil {
+			if _, err := parseQueue(v); err != nil {
 				return nodeSpec{}, fmt.Errorf("-node %q: %v", s, err)
 			}
 			n.link.queue = v
@@ -101,18 +102,11 @@ func parseNode(s string, def linkConf) (nodeSpec, error) {
 }
 
 // hubShaper is the shaper of one link direction at rate, with the queue
-// of spec; auto is one BDP of a path between two such links (rate x 4 x
-// delay), at least 64 KB.
+// of spec; a BDP is of a path between two such links (rate x 4 x delay).
 func hubShaper(rate int64, delay time.Duration, spec string) (*shaper, string) {
-	pkts, bytes, _ := parseQueue(spec) // checked by parseNode or main
-	if pkts == 0 && bytes == 0 && rate > 0 {
-		bytes = max(rate/8*int64(4*delay)/int64(time.Second), 64<<10)
-	}
-	q := fmt.Sprintf("%d packets", pkts)
-	if bytes > 0 {
-		q = fmt.Sprintf("%d bytes", bytes)
-	}
-	return newShaper(rate, pkts, bytes), q
+	q, _ := parseQueue(spec) // checked by parseNode or main
+	pkts, bytes := q.limits(rate, 4*delay)
+	return newShaper(rate, pkts, bytes), describeQueue(pkts, bytes)
 }
 
 // hubLink is one direction of a node's access link.
@@ -159,9 +153,9 @@ func newHub(specs []nodeSpec, devs []io.ReadWriter, seed uint64, slots, mtu int)
 		h.nodes = append(h.nodes, &hubNode{
 			name: name, ip: ip, dev: devs[i],
 			up: &hubLink{name: name + " up", delay: int64(s.link.delay), shaper: up,
-				loss: newLoss(s.link.loss, seed+uint64(2*i)), queue: make(chan packet, slots)},
+				loss: newLoss(s.link.loss, s.link.burst, seed+uint64(2*i)), queue: make(chan packet, slots)},
 			down: &hubLink{name: name + " down", delay: int64(s.link.delay), shaper: down,
-				loss: newLoss(s.link.loss, seed+uint64(2*i+1)), queue: make(chan packet, slots)},
+				loss: newLoss(s.link.loss, s.link.burst, seed+uint64(2*i+1)), queue: make(chan packet, slots)},
 		})
 	}
 	return h, nil

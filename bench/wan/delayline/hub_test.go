@@ -216,6 +216,9 @@ func TestParseNode(t *testing.T) {
 	if _, q := hubShaper(1e8, 15*time.Millisecond, "auto"); q != "750000 bytes" {
 		t.Errorf("auto queue %s", q)
 	}
+	if _, q := hubShaper(1e8, 15*time.Millisecond, "0.25bdp"); q != "187500 bytes" {
+		t.Errorf("0.25bdp queue %s", q)
+	}
 }
 
 func TestHubNoAllocs(t *testing.T) {

@@ -48,22 +48,32 @@ func parseRate(s string) (int64, error) {
 	return int64(v * mult), nil
 }
 
+// queueSpec is a bottleneck queue limit as given: a count of packets, a
+// number of bytes, or a multiple of the path's bandwidth-delay product
+// (rate x RTT). At most one field is set; none is one BDP ("auto").
+type queueSpec struct {
+	packets int
+	bytes   int64
+	bdp     float64
+}
+
 // parseQueue reads the bottleneck queue limit: a bare number is a count of
 // packets ("5000"), a number with a byte unit is bytes ("8MB", "8MiB",
-// "64kb"), "auto" (or "") leaves both zero for the caller to fill in.
-func parseQueue(s string) (packets int, bytes int64, err error) {
+// "64kb"), a number with "bdp" is that fraction of the bandwidth-delay
+// product ("0.25bdp", "2bdp"), and "auto" (or "") is one BDP.
+func parseQueue(s string) (queueSpec, error) {
 	s = strings.ToLower(strings.TrimSpace(s))
 	if s == "" || s == "auto" {
-		return 0, 0, nil
+		return queueSpec{}, nil
 	}
 	if n, err := strconv.Atoi(strings.TrimSuffix(s, "p")); err == nil && n > 0 {
-		return n, 0, nil
+		return queueSpec{packets: n}, nil
 	}
 	units := []struct {
 		suffix string
 		mult   float64
 	}{
-		{"gib", 1 << 30}, {"mib", 1 << 20}, {"kib", 1 << 10},
+		{"bdp", 0}, {"gib", 1 << 30}, {"mib", 1 << 20}, {"kib", 1 << 10},
 		{"gb", 1e9}, {"mb", 1e6}, {"kb", 1e3}, {"b", 1},
 	}
 	for _, u := range units {
@@ -72,10 +82,39 @@ func parseQueue(s string) (packets int, bytes int64, err error) {
 			if err != nil || v <= 0 || math.IsInf(v, 0) {
 				break
 			}
-			return 0, int64(v * u.mult), nil
+			if u.mult == 0 {
+				return queueSpec{bdp: v}, nil
+			}
+			return queueSpec{bytes: int64(v * u.mult)}, nil
 		}
 	}
-	return 0, 0, fmt.Errorf("bad queue %q (want packets like 5000, or bytes like 8MB)", s)
+	return queueSpec{}, fmt.Errorf("bad queue %q (want packets like 5000, bytes like 8MB, or a fraction of the BDP like 0.25bdp)", s)
+}
+
+// minQueue is the smallest queue a BDP-relative spec gives, in bytes.
+const minQueue = 64 << 10
+
+// limits is the queue's packet and byte limit on a link of rate bits/s on
+// a path of round trip rtt: a BDP-relative spec (or "auto", one BDP)
+// becomes bytes, at least minQueue. An unlimited link has no queue.
+func (q queueSpec) limits(rate int64, rtt time.Duration) (packets int, bytes int64) {
+	if q.packets > 0 || q.bytes > 0 || rate <= 0 {
+		return q.packets, q.bytes
+	}
+	frac := q.bdp
+	if frac == 0 {
+		frac = 1
+	}
+	bdp := rate / 8 * int64(rtt) / int64(time.Second)
+	return 0, max(int64(frac*float64(bdp)), minQueue)
+}
+
+// describeQueue says what limits gives, for the log.
+func describeQueue(packets int, bytes int64) string {
+	if bytes > 0 {
+		return fmt.Sprintf("%d bytes", bytes)
+	}
+	return fmt.Sprintf("%d packets", packets)
 }
 
 // shaper is the bottleneck link of one direction: a drop-tail queue in
@@ -145,33 +184,68 @@ func (s *shaper) admit(now int64, size int) (depart int64, ok bool) {
 	return depart, true
 }
 
-// loss drops packets independently with probability p. Instead of one random
-// number per packet it draws the gap to the next loss from the geometric
-// distribution, so the common case is a decrement.
-type loss struct {
-	p   float64
-	l1p float64 // log(1-p)
-	gap int64   // packets still to pass before the next drop
-	rng *rand.Rand
+// parseLossModel reads the loss model: "random" (independent losses, a
+// mean burst of 1 packet), "bursty" (Gilbert, bursts of 3 packets on
+// average) or "bursty:B" (bursts of B packets on average, B >= 1). It
+// returns the mean burst length.
+func parseLossModel(s string) (float64, error) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	switch s {
+	case "", "random":
+		return 1, nil
+	case "bursty":
+		return 3, nil
+	}
+	if b, ok := strings.CutPrefix(s, "bursty:"); ok {
+		v, err := strconv.ParseFloat(b, 64)
+		if err == nil && v >= 1 && !math.IsInf(v, 0) {
+			return v, nil
+		}
+	}
+	return 0, fmt.Errorf("bad loss model %q (want random, bursty, or bursty:B with a mean burst of B >= 1 packets)", s)
 }
 
-func newLoss(p float64, seed uint64) *loss {
-	l := &loss{p: p, l1p: math.Log1p(-p), rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
-	l.gap = l.nextGap()
+// loss drops packets with the Gilbert model, a two-state Markov chain
+// (Gilbert-Elliott with no loss in the good state and every packet lost
+// in the bad one): from the good state the next packet turns bad with
+// probability g, from the bad state good again with probability 1/burst.
+// A burst of losses is then geometric with a mean of burst packets, a good
+// run geometric with a mean of (1-g)/g, and the mean loss is p when
+// g = p / (p + burst (1-p)).
+// With burst = 1 (or less) the losses are independent with probability p:
+// random loss.
+// Instead of one random number per packet it draws the run of passing
+// packets and the run of lost ones from the geometric distribution, so the
+// common case is a decrement.
+type loss struct {
+	lGood float64 // log(1-g): the good run is geometric in g
+	lBad  float64 // log(1-1/burst): a burst beyond its first packet is geometric in 1/burst
+	gap   int64   // packets still to pass before the next burst
+	lost  int64   // packets of this burst still to drop
+	rng   *rand.Rand
+}
+
+func newLoss(p, burst float64, seed uint64) *loss {
+	burst = max(burst, 1)
+	g := 0.0
+	if p > 0 {
+		g = p / (p + burst*(1-p))
+	}
+	l := &loss{lGood: math.Log1p(-g), lBad: math.Log1p(-1 / burst),
+		rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+	l.gap = l.geometric(l.lGood)
 	return l
 }
 
-// nextGap draws the number of packets that pass before the next drop:
-// P(gap = k) = (1-p)^k p.
-func (l *loss) nextGap() int64 {
-	switch {
-	case l.p <= 0:
+// geometric draws k >= 0 with P(k) = (1-q)^k q, given l1q = log(1-q):
+// the failures before the first success of chance q. q = 0 (l1q = 0)
+// never succeeds; q = 1 (l1q = -Inf) at once.
+func (l *loss) geometric(l1q float64) int64 {
+	if l1q == 0 {
 		return math.MaxInt64
-	case l.p >= 1:
-		return 0
 	}
 	u := 1 - l.rng.Float64() // (0, 1]
-	g := math.Floor(math.Log(u) / l.l1p)
+	g := math.Floor(math.Log(u) / l1q)
 	if g > math.MaxInt64/2 {
 		return math.MaxInt64 / 2
 	}
@@ -180,11 +254,17 @@ func (l *loss) nextGap() int64 {
 
 // drop reports whether the next packet is lost.
 func (l *loss) drop() bool {
+	if l.lost > 0 {
+		l.lost--
+		return true
+	}
 	if l.gap > 0 {
 		l.gap--
 		return false
 	}
-	l.gap = l.nextGap()
+	// This packet starts a burst; the rest of it, then the next good run.
+	l.lost = l.geometric(l.lBad)
+	l.gap = l.geometric(l.lGood)
 	return true
 }
 

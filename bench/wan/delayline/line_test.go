@@ -29,21 +29,53 @@ func TestParseRate(t *testing.T) {
 
 func TestParseQueue(t *testing.T) {
 	for _, c := range []struct {
-		in    string
+		in   string
+		want queueSpec
+	}{
+		{"5000", queueSpec{packets: 5000}}, {"100p", queueSpec{packets: 100}},
+		{"8MB", queueSpec{bytes: 8e6}}, {"8MiB", queueSpec{bytes: 8 << 20}}, {"64kb", queueSpec{bytes: 64e3}},
+		{"0.25bdp", queueSpec{bdp: 0.25}}, {"2BDP", queueSpec{bdp: 2}},
+		{"auto", queueSpec{}}, {"", queueSpec{}},
+	} {
+		got, err := parseQueue(c.in)
+		if err != nil || got != c.want {
+			t.Errorf("parseQueue(%q) = %+v, %v; want %+v", c.in, got, err, c.want)
+		}
+	}
+	for _, in := range []string{"-3", "lots", "0", "0bdp", "-1bdp", "bdp"} {
+		if _, err := parseQueue(in); err == nil {
+			t.Errorf("parseQueue(%q): no error", in)
+		}
+	}
+}
+
+func TestQueueLimits(t *testing.T) {
+	const ms = time.Millisecond
+	for _, c := range []struct {
+		spec  string
+		rate  int64
+		rtt   time.Duration
 		pkts  int
 		bytes int64
 	}{
-		{"5000", 5000, 0}, {"100p", 100, 0}, {"8MB", 0, 8e6}, {"8MiB", 0, 8 << 20},
-		{"64kb", 0, 64e3}, {"auto", 0, 0}, {"", 0, 0},
+		{"auto", 1e9, 60 * ms, 0, 7_500_000},     // one BDP: 1 Gbit/s x 60 ms
+		{"1bdp", 1e9, 60 * ms, 0, 7_500_000},     //
+		{"0.25bdp", 1e9, 60 * ms, 0, 1_875_000},  // shallow
+		{"2bdp", 1e9, 60 * ms, 0, 15_000_000},    // deep
+		{"0.25bdp", 1e9, 20 * ms, 0, 625_000},    //
+		{"2bdp", 1e9, 150 * ms, 0, 37_500_000},   //
+		{"0.25bdp", 1e9, 150 * ms, 0, 4_687_500}, //
+		{"0.25bdp", 10e6, 20 * ms, 0, minQueue},  // 6,250 B: the floor
+		{"500", 1e9, 60 * ms, 500, 0},            // packets and bytes as given
+		{"8MB", 1e9, 60 * ms, 0, 8e6},            //
+		{"2bdp", 0, 60 * ms, 0, 0},               // unlimited: no queue
 	} {
-		p, b, err := parseQueue(c.in)
-		if err != nil || p != c.pkts || b != c.bytes {
-			t.Errorf("parseQueue(%q) = %d, %d, %v; want %d, %d", c.in, p, b, err, c.pkts, c.bytes)
+		q, err := parseQueue(c.spec)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	for _, in := range []string{"-3", "lots", "0"} {
-		if _, _, err := parseQueue(in); err == nil {
-			t.Errorf("parseQueue(%q): no error", in)
+		if p, b := q.limits(c.rate, c.rtt); p != c.pkts || b != c.bytes {
+			t.Errorf("%s at %d bit/s, %v: %d packets, %d bytes; want %d, %d", c.spec, c.rate, c.rtt, p, b, c.pkts, c.bytes)
 		}
 	}
 }
@@ -133,7 +165,7 @@ func TestShaperDropTailPackets(t *testing.T) {
 
 func TestLossRate(t *testing.T) {
 	for _, p := range []float64{0.0001, 0.01, 0.3} {
-		l := newLoss(p, 42)
+		l := newLoss(p, 1, 42)
 		const n = 4_000_000
 		drops := 0
 		for range n {
@@ -147,7 +179,7 @@ func TestLossRate(t *testing.T) {
 			t.Errorf("p=%g: %d drops of %d; want %.0f ± %.0f", p, drops, n, mean, 5*sd)
 		}
 	}
-	if l := newLoss(0, 1); func() bool {
+	if l := newLoss(0, 1, 1); func() bool {
 		for range 1_000_000 {
 			if l.drop() {
 				return true
@@ -157,7 +189,7 @@ func TestLossRate(t *testing.T) {
 	}() {
 		t.Error("p=0 dropped a packet")
 	}
-	l := newLoss(1, 1)
+	l := newLoss(1, 1, 1)
 	for range 1000 {
 		if !l.drop() {
 			t.Fatal("p=1 passed a packet")
@@ -169,7 +201,7 @@ func TestLossIndependent(t *testing.T) {
 	// Losses are independent: the chance that the packet after a loss is
 	// lost is still p (no bursts).
 	const p = 0.2
-	l := newLoss(p, 7)
+	l := newLoss(p, 1, 7)
 	prev, pairs, afterLoss := false, 0, 0
 	for range 1_000_000 {
 		d := l.drop()
@@ -183,6 +215,53 @@ func TestLossIndependent(t *testing.T) {
 	}
 	if got := float64(pairs) / float64(afterLoss); math.Abs(got-p) > 0.01 {
 		t.Errorf("P(loss | previous lost) = %.3f; want %.2f", got, p)
+	}
+}
+
+func TestParseLossModel(t *testing.T) {
+	for in, want := range map[string]float64{"random": 1, "": 1, "bursty": 3, "bursty:5": 5, "Bursty:1.5": 1.5} {
+		if got, err := parseLossModel(in); err != nil || got != want {
+			t.Errorf("parseLossModel(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"gilbert", "bursty:0.5", "bursty:", "bursty:x"} {
+		if _, err := parseLossModel(in); err == nil {
+			t.Errorf("parseLossModel(%q): no error", in)
+		}
+	}
+}
+
+// TestLossBursty: over many packets the Gilbert model's mean loss is -loss
+// and its bursts (runs of consecutive losses) have the mean length asked
+// for; with a burst of 1 it is random loss (bursts of 1/(1-p)).
+func TestLossBursty(t *testing.T) {
+	for _, c := range []struct {
+		p, burst, wantBurst float64
+	}{
+		{0.0001, 3, 3}, {0.001, 3, 3}, {0.01, 3, 3}, {0.001, 5, 5}, {0.01, 1.5, 1.5},
+		{0.01, 1, 1 / 0.99}, {0.1, 1, 1 / 0.9},
+	} {
+		l := newLoss(c.p, c.burst, 99)
+		const n = 20_000_000
+		drops, bursts := 0, 0
+		prev := false
+		for range n {
+			d := l.drop()
+			if d {
+				drops++
+				if !prev {
+					bursts++
+				}
+			}
+			prev = d
+		}
+		gotP := float64(drops) / n
+		gotB := float64(drops) / float64(bursts)
+		// Bursts are ~n p / burst independent events: tolerance from their count.
+		tol := 5 / math.Sqrt(float64(bursts))
+		if math.Abs(gotP/c.p-1) > tol*math.Sqrt(c.burst) || math.Abs(gotB/c.wantBurst-1) > tol*math.Sqrt(c.burst) {
+			t.Errorf("p %g burst %g: mean loss %.6f, mean burst %.3f (%d bursts); want %g, %.3f", c.p, c.burst, gotP, gotB, bursts, c.p, c.wantBurst)
+		}
 	}
 }
 
@@ -248,7 +327,7 @@ func TestDelayQueueOrderAndDelay(t *testing.T) {
 		in.sizes[i] = 100 + i
 	}
 	out := &fakeOut{}
-	d := newDirection("t", in, out, delay, newShaper(0, 0, 0), newLoss(0, 1), 1024, 1500)
+	d := newDirection("t", in, out, delay, newShaper(0, 0, 0), newLoss(0, 1, 1), 1024, 1500)
 	run(t, d)
 	if len(out.got) != len(in.sizes) {
 		t.Fatalf("got %d packets; want %d", len(out.got), len(in.sizes))
@@ -275,7 +354,7 @@ func TestDelayQueueRate(t *testing.T) {
 		in.sizes[i] = 1250
 	}
 	out := &fakeOut{}
-	d := newDirection("t", in, out, 5*time.Millisecond, newShaper(100e6, 0, 1<<20), newLoss(0, 1), 1024, 1500)
+	d := newDirection("t", in, out, 5*time.Millisecond, newShaper(100e6, 0, 1<<20), newLoss(0, 1, 1), 1024, 1500)
 	run(t, d)
 	if len(out.got) != 200 {
 		t.Fatalf("got %d packets", len(out.got))
@@ -303,7 +382,7 @@ func TestDelayQueueDropsAndPool(t *testing.T) {
 		in.sizes[i] = 1000
 	}
 	out := &fakeOut{}
-	d := newDirection("t", in, out, time.Millisecond, newShaper(10e6, 10, 0), newLoss(0, 1), 4, 1500)
+	d := newDirection("t", in, out, time.Millisecond, newShaper(10e6, 10, 0), newLoss(0, 1, 1), 4, 1500)
 	run(t, d)
 	kept := d.stats.pkts.Load()
 	t.Logf("%s", &d.stats)
@@ -318,7 +397,7 @@ func TestDelayQueueDropsAndPool(t *testing.T) {
 
 func TestForwardNoAllocs(t *testing.T) {
 	// The per-packet path (shaper, loss, queue, pool) does not allocate once warm.
-	d := newDirection("t", nil, io.Discard, 0, newShaper(1e9, 1000, 0), newLoss(0.01, 1), 64, 1500)
+	d := newDirection("t", nil, io.Discard, 0, newShaper(1e9, 1000, 0), newLoss(0.01, 1, 1), 64, 1500)
 	step := func() {
 		b := d.getBuf()
 		dep, _ := d.shaper.admit(now(), 1500)
