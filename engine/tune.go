@@ -74,21 +74,24 @@ func tune(o Options, files []*file, s Settings) Settings {
 		}
 	}
 	s.ChunkSize = 0
-	// Chunks spread a file over sessions: worth it over a WAN, where one
-	// session's window may limit it and the optimizer needs units to hand
-	// to the sessions it adds, or for files too large for one session to
-	// finish soon; on a LAN one session's streams run as fast. The largest
-	// file makes eight: one session runs them back to back (pipelined),
-	// and there is room to spread them. On a LAN a large file with fewer
+	// Chunks spread a file over sessions: worth it for files too large
+	// for one session to finish soon. The largest file makes eight: one
+	// session runs them back to back (pipelined), and there is room to
+	// spread them. On a LAN a large file with fewer
 	// files than sessions is split too: there one receiving session's copy
 	// into the page cache is the limit, and two share it (2 GiB on
 	// loopback into tmpfs, median of 5: 1.50 s in one session, 1.22 s in
 	// two with 256 MiB chunks; bench/RESULTS.md, issue 17).
-	lone := len(files) < s.Concurrency
-	if largest >= 512*mib && (wan || largest > 4096*mib || lone) {
+	// Over a WAN a file up to 4 GiB is one transfer over its 16 streams:
+	// chunks there end each in a wait for the slowest stream, which loss
+	// makes long (one 512 MiB file, 16 streams, median of 2: 60 ms, 0.01
+	// %, bbr 5.4 s in one, 5.6 s in 64 MiB chunks; 150 ms, cubic 7.5 s
+	// against 10.4 s; 20 ms, 0.1 %, cubic 14.1 s against 16.3 s).
+	lone := len(files) < s.Concurrency && !wan
+	if largest >= 512*mib && (largest > 4096*mib || lone) {
 		s.ChunkSize = max(64*mib, min(largest/8, 1024*mib))
 		reason := "so that the largest file can be spread over the session pairs the optimizer adds"
-		if !wan && lone {
+		if lone {
 			reason = "so that a lone large file is spread over the sessions: on a local link one receiving session's copy into memory is the limit"
 		}
 		why = append(why, fmt.Sprintf("chunks of %s, %s", plural.Bytes(s.ChunkSize), reason))

@@ -48,11 +48,10 @@ func TestTune(t *testing.T) {
 		{"two large files, LAN: a session each, no chunks", Options{}, sameFiles(2, 2048*mib), lan, Settings{Concurrency: 2, Parallelism: 1, Pipelining: 2, RTT: lan.RTT}},
 		{"one 256 MiB file, LAN: no chunks", Options{}, sameFiles(1, 256*mib), lan, Settings{Concurrency: 1, Parallelism: 1, Pipelining: 2, RTT: lan.RTT}},
 		{"one huge file, LAN", Options{}, sameFiles(1, 8192*mib), lan, Settings{Concurrency: 2, Parallelism: 1, Pipelining: 2, ChunkSize: 1024 * mib, RTT: lan.RTT}},
-		// Over a WAN a large file starts on one pair, in chunks that the
-		// optimizer can hand to the pairs it adds while the rate rises.
-		{"one large file, WAN: one pair, chunks", Options{}, sameFiles(1, 2048*mib), wan, Settings{Concurrency: 1, Parallelism: 16, Pipelining: 2, ChunkSize: 256 * mib, RTT: wan.RTT}},
-		{"one 512 MiB file, WAN", Options{}, sameFiles(1, 512*mib), wan, Settings{Concurrency: 1, Parallelism: 16, Pipelining: 2, ChunkSize: 64 * mib, RTT: wan.RTT}},
-		{"two large files, WAN: a pair each", Options{}, sameFiles(2, 1024*mib), wan, Settings{Concurrency: 2, Parallelism: 8, Pipelining: 2, ChunkSize: 128 * mib, RTT: wan.RTT}},
+		// Over a WAN a large file is one transfer over 16 streams.
+		{"one large file, WAN: one pair, no chunks", Options{}, sameFiles(1, 2048*mib), wan, Settings{Concurrency: 1, Parallelism: 16, Pipelining: 2, RTT: wan.RTT}},
+		{"one 512 MiB file, WAN", Options{}, sameFiles(1, 512*mib), wan, Settings{Concurrency: 1, Parallelism: 16, Pipelining: 2, RTT: wan.RTT}},
+		{"two large files, WAN: a pair each", Options{}, sameFiles(2, 1024*mib), wan, Settings{Concurrency: 2, Parallelism: 8, Pipelining: 2, RTT: wan.RTT}},
 		{"live checksums: chunks, one stream each", Options{}, sameFiles(1, 2048*mib), Settings{RTT: lan.RTT, Live: true}, Settings{Concurrency: 2, Parallelism: 1, Pipelining: 2, ChunkSize: 512 * mib, RTT: lan.RTT, Live: true}},
 		{"live checksums, 512 MiB, LAN", Options{}, sameFiles(1, 512*mib), Settings{RTT: lan.RTT, Live: true}, Settings{Concurrency: 2, Parallelism: 1, Pipelining: 2, ChunkSize: 128 * mib, RTT: lan.RTT, Live: true}},
 		{"live checksums, 512 MiB, WAN: streams become pairs", Options{}, sameFiles(1, 512*mib), Settings{RTT: wan.RTT, Live: true}, Settings{Concurrency: 8, Parallelism: 1, Pipelining: 2, ChunkSize: 64 * mib, RTT: wan.RTT, Live: true}},
@@ -83,7 +82,8 @@ func TestTuneWhy(t *testing.T) {
 		want  []string
 	}{
 		{"small files, WAN", Options{}, sameFiles(2000, 50_000), wan, []string{"2000 files averaging 48.8 KiB", "wide-area link (round trip 61ms)", "small files: many in flight", "up to 32"}},
-		{"large file, WAN", Options{}, sameFiles(1, 512*mib), wan, []string{"large files over a wide-area link", "chunks of 64.0 MiB", "up to 4, with 16 streams each, 16 in all"}},
+		{"large file, WAN", Options{}, sameFiles(1, 512*mib), wan, []string{"large files over a wide-area link", "up to 4, with 16 streams each, 16 in all"}},
+		{"huge file, WAN", Options{}, sameFiles(1, 8192*mib), wan, []string{"chunks of 1.0 GiB, so that the largest file can be spread"}},
 		{"four large files, WAN", Options{}, sameFiles(4, 512*mib), wan, []string{"with 4 streams each, 16 in all"}},
 		{"nothing to move", Options{}, nil, wan, []string{"no file to move, over a wide-area link"}},
 		{"one small file", Options{}, sameFiles(1, 10), lan, []string{"1 file averaging 10 B", "no more session pairs than there are files and chunks (1)"}},
