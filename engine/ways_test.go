@@ -101,7 +101,10 @@ func compareFile(t *testing.T, p string, data []byte) {
 	}
 }
 
-// slowWrites is a driver whose files take 10 ms per write.
+// slowWrites is a driver whose files take 40 ms per write: the second
+// server's session must log in, however loaded the machine, while the
+// first still writes (24 MiB is about a second of it; 10 ms was once too
+// short while the whole suite ran).
 type slowWrites struct{ storage.Driver }
 
 func (s slowWrites) Create(ctx context.Context, name string, flag storage.OpenFlag) (storage.File, error) {
@@ -115,6 +118,6 @@ func (s slowWrites) Create(ctx context.Context, name string, flag storage.OpenFl
 type slowFile struct{ storage.File }
 
 func (f slowFile) WriteAt(p []byte, off int64) (int, error) {
-	time.Sleep(10 * time.Millisecond)
+	time.Sleep(40 * time.Millisecond)
 	return f.File.WriteAt(p, off)
 }
