@@ -402,33 +402,40 @@ func (f *corruptFile) WriteAt(p []byte, off int64) (int, error) {
 	return f.File.WriteAt(p, off)
 }
 
+// TestCorruptChunkRepaired: a chunk corrupted on its way into the
+// destination's file is caught by the live checksums and sent again, with
+// one stream per transfer and with several (the ends hash on every stream).
 func TestCorruptChunkRepaired(t *testing.T) {
-	src := startEndpoint(t, "", nil)
-	bad := &corrupting{at: 5<<20 + 77}
-	dst := startEndpoint(t, "", func(d storage.Driver) storage.Driver { bad.Driver = d; return bad })
-	data := random(8 << 20)
-	writeFile(t, filepath.Join(src.root, "big"), data)
-	o := fastOptions()
-	o.ChunkSize, o.Verify = 1<<20, true
-	rep := &recorder{}
-	res, err := engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/big", Dst: "/big"}}, o, rep)
-	if err != nil || res.Transferred != 1 {
-		t.Fatalf("%+v %v", res, err)
-	}
-	if !res.Settings.Live {
-		t.Error("two ferry endpoints did not use live checksums")
-	}
-	if !bad.done.Load() || res.Faults != 1 {
-		t.Fatalf("corruption injected %v, faults %d (%v): want one fault", bad.done.Load(), res.Faults, rep.faults)
-	}
-	if got, _ := os.ReadFile(filepath.Join(dst.root, "big")); !bytes.Equal(got, data) {
-		t.Fatal("corrupted chunk was not repaired")
-	}
-	if res.Bytes > int64(len(data))+1<<20 {
-		t.Errorf("moved %d bytes for a %d-byte file: more than the bad chunk was sent again", res.Bytes, len(data))
-	}
-	if got := rep.progress.Load(); got != int64(len(data)) {
-		t.Errorf("progress %d bytes, want %d (moved %d)", got, len(data), res.Bytes)
+	for _, streams := range []int{1, 4} {
+		t.Run(fmt.Sprint(streams, " streams"), func(t *testing.T) {
+			src := startEndpoint(t, "", nil)
+			bad := &corrupting{at: 5<<20 + 77}
+			dst := startEndpoint(t, "", func(d storage.Driver) storage.Driver { bad.Driver = d; return bad })
+			data := random(8 << 20)
+			writeFile(t, filepath.Join(src.root, "big"), data)
+			o := fastOptions()
+			o.ChunkSize, o.Verify, o.Parallelism = 1<<20, true, streams
+			rep := &recorder{}
+			res, err := engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/big", Dst: "/big"}}, o, rep)
+			if err != nil || res.Transferred != 1 {
+				t.Fatalf("%+v %v", res, err)
+			}
+			if !res.Settings.Live {
+				t.Error("two ferry endpoints did not use live checksums")
+			}
+			if !bad.done.Load() || res.Faults != 1 {
+				t.Fatalf("corruption injected %v, faults %d (%v): want one fault", bad.done.Load(), res.Faults, rep.faults)
+			}
+			if got, _ := os.ReadFile(filepath.Join(dst.root, "big")); !bytes.Equal(got, data) {
+				t.Fatal("corrupted chunk was not repaired")
+			}
+			if res.Bytes > int64(len(data))+1<<20 {
+				t.Errorf("moved %d bytes for a %d-byte file: more than the bad chunk was sent again", res.Bytes, len(data))
+			}
+			if got := rep.progress.Load(); got != int64(len(data)) {
+				t.Errorf("progress %d bytes, want %d (moved %d)", got, len(data), res.Bytes)
+			}
+		})
 	}
 }
 

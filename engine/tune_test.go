@@ -52,9 +52,9 @@ func TestTune(t *testing.T) {
 		{"one large file, WAN: one pair, no chunks", Options{}, sameFiles(1, 2048*mib), wan, Settings{Concurrency: 1, Parallelism: 16, Pipelining: 2, RTT: wan.RTT}},
 		{"one 512 MiB file, WAN", Options{}, sameFiles(1, 512*mib), wan, Settings{Concurrency: 1, Parallelism: 16, Pipelining: 2, RTT: wan.RTT}},
 		{"two large files, WAN: a pair each", Options{}, sameFiles(2, 1024*mib), wan, Settings{Concurrency: 2, Parallelism: 8, Pipelining: 2, RTT: wan.RTT}},
-		{"live checksums: chunks, one stream each", Options{}, sameFiles(1, 2048*mib), Settings{RTT: lan.RTT, Live: true}, Settings{Concurrency: 2, Parallelism: 1, Pipelining: 2, ChunkSize: 512 * mib, RTT: lan.RTT, Live: true}},
-		{"live checksums, 512 MiB, LAN", Options{}, sameFiles(1, 512*mib), Settings{RTT: lan.RTT, Live: true}, Settings{Concurrency: 2, Parallelism: 1, Pipelining: 2, ChunkSize: 128 * mib, RTT: lan.RTT, Live: true}},
-		{"live checksums, 512 MiB, WAN: streams become pairs", Options{}, sameFiles(1, 512*mib), Settings{RTT: wan.RTT, Live: true}, Settings{Concurrency: 8, Parallelism: 1, Pipelining: 2, ChunkSize: 64 * mib, RTT: wan.RTT, Live: true}},
+		// Live checksums keep the plan: the ends hash on every stream.
+		{"live checksums, LAN", Options{}, sameFiles(1, 2048*mib), Settings{RTT: lan.RTT, Live: true}, Settings{Concurrency: 2, Parallelism: 1, Pipelining: 2, ChunkSize: 256 * mib, RTT: lan.RTT, Live: true}},
+		{"live checksums, 512 MiB, WAN: 16 streams", Options{}, sameFiles(1, 512*mib), Settings{RTT: wan.RTT, Live: true}, Settings{Concurrency: 1, Parallelism: 16, Pipelining: 2, RTT: wan.RTT, Live: true}},
 		{"one small file: one pair", Options{}, sameFiles(1, 10), lan, Settings{Concurrency: 1, Parallelism: 1, Pipelining: 16, RTT: lan.RTT}},
 		{"options win", Options{Concurrency: 3, Parallelism: 5, Pipelining: 7, ChunkSize: -1}, sameFiles(1, 4096*mib), lan, Settings{Concurrency: 1, Parallelism: 5, Pipelining: 7, RTT: lan.RTT}},
 	} {
@@ -88,7 +88,7 @@ func TestTuneWhy(t *testing.T) {
 		{"nothing to move", Options{}, nil, wan, []string{"no file to move, over a wide-area link"}},
 		{"one small file", Options{}, sameFiles(1, 10), lan, []string{"1 file averaging 10 B", "no more session pairs than there are files and chunks (1)"}},
 		{"large file, LAN", Options{}, sameFiles(1, 2048*mib), lan, []string{"local link", "one stream per file", "one receiving session's copy into memory is the limit"}},
-		{"live checksums", Options{}, sameFiles(1, 2048*mib), Settings{RTT: lan.RTT, Live: true}, []string{"blocks in order"}},
+		{"live checksums", Options{}, sameFiles(1, 2048*mib), Settings{RTT: lan.RTT, Live: true}, []string{"checksums computed as the data moves, on every stream"}},
 		{"options", Options{Parallelism: 8, ChunkSize: -1}, sameFiles(10, 20*mib), wan, []string{"medium files", "-p 8, --chunk-size 0 (no chunks) as given"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

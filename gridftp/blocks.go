@@ -178,11 +178,26 @@ func SendStripe(ctx context.Context, streams []*Stream, plan *Plan, src io.Reade
 	return sendPlan(ctx, streams, plan, src, base, pool, sent, ending{eof: eof})
 }
 
+// OrderedReaderAt is a source whose blocks must be read in the plan's
+// order even when several streams send them: one that hashes what it
+// reads (a live checksum). Its reads are serialised; the streams' writes
+// to the network still overlap.
+type OrderedReaderAt interface {
+	io.ReaderAt
+	ReadsInOrder()
+}
+
 // sendPlan sends the blocks of plan from src, ending the streams as end
 // says. A file's blocks go out by sendfile on a bare TCP stream to
 // another host (sendFileBlock).
 func sendPlan(ctx context.Context, streams []*Stream, plan *Plan, src io.ReaderAt, base int64, pool *BufferPool, sent *atomic.Int64, end ending) error {
+	var inOrder sync.Mutex
+	_, ordered := src.(OrderedReaderAt)
 	next := func(payload []byte) (int64, int, error) {
+		if ordered {
+			inOrder.Lock()
+			defer inOrder.Unlock()
+		}
 		off, n, ok := plan.Next()
 		if !ok {
 			return 0, 0, io.EOF

@@ -79,13 +79,17 @@ func (c *sumCache) forget(p string, off, n int64) {
 	}
 }
 
-// hashingReader hashes what a single sending stream reads, in order.
+// hashingReader hashes what the sending streams read. It is a
+// gridftp.OrderedReaderAt: the streams read the plan's blocks one at a
+// time, in order, so that the hash sees the range in file order.
 type hashingReader struct {
 	io.ReaderAt
 	h      hash.Hash
 	next   int64
 	broken bool
 }
+
+func (r *hashingReader) ReadsInOrder() {}
 
 func (r *hashingReader) ReadAt(p []byte, off int64) (int, error) {
 	n, err := r.ReaderAt.ReadAt(p, off)

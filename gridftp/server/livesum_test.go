@@ -194,3 +194,52 @@ func TestLiveSumCorruptWrite(t *testing.T) {
 		})
 	}
 }
+
+// TestLiveSumSendParallel: a sender's live sum holds with several streams
+// (OPTS RETR Parallelism), whole files and ranges (ERET): the streams take
+// blocks in file order, so the sum covers the range in order and CKSM
+// answers it from memory.
+func TestLiveSumSendParallel(t *testing.T) {
+	env, fs := startLive(t, -1)
+	data := pattern(300000 + 17)
+	tests := []struct {
+		name    string
+		streams int
+		cmd     string
+		off, n  int64
+	}{
+		{"RETR, 1 stream", 1, "RETR a", 0, -1},
+		{"RETR, 4 streams", 4, "RETR b", 0, -1},
+		{"ERET, 3 streams", 3, "ERET P 100000 150000 c", 100000, 150000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			name := tt.cmd[len(tt.cmd)-1:] // a file of its own: no sum from an earlier case
+			env.file(name, data)
+			c, _ := liveSession(env)
+			c.expect(fmt.Sprintf("OPTS RETR Parallelism=%d,%d,%d;", tt.streams, tt.streams, tt.streams), 200)
+			a := c.port()
+			c.send(tt.cmd)
+			var recs []received
+			for range tt.streams {
+				dc := a.accept()
+				rec, err := readModeE(dc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				recs = append(recs, rec)
+			}
+			if _, final := c.final(); final.Code != 226 {
+				t.Fatalf("%s: %q", tt.cmd, final.String())
+			}
+			want := data
+			if tt.n >= 0 {
+				want = data[tt.off : tt.off+tt.n]
+			}
+			if got := assemble(t, len(want), recs...); !bytes.Equal(got, want) {
+				t.Fatal("the blocks do not make the range")
+			}
+			cksm(t, c, fs, tt.off, tt.n, name, md5hex(want), true)
+		})
+	}
+}
