@@ -486,3 +486,63 @@ func TestReceiverTransferBoundaries(t *testing.T) {
 		}
 	})
 }
+
+// TestReceiverBlockInPieces: a block whose payload arrives in pieces, with
+// pauses between them (a slow WAN stream), is read to its end: the reader
+// waits for more than one segment at a time but never for more than the
+// block still owes, whether it reads through buffers or splices into a
+// file, and whatever its read-ahead already holds.
+func TestReceiverBlockInPieces(t *testing.T) {
+	data := randomData(t, 700<<10)
+	pieces := []int{100 << 10, 70 << 10, 300 << 10, 1, 150<<10 - 1} // the first two blocks
+	tests := []struct {
+		name string
+		dst  func(t *testing.T) (io.WriterAt, func() []byte)
+	}{
+		{"buffers", func(t *testing.T) (io.WriterAt, func() []byte) { f := &memFile{}; return f, f.bytes }},
+		{"splice into a file", func(t *testing.T) (io.WriterAt, func() []byte) {
+			p := filepath.Join(t.TempDir(), "f")
+			f, err := os.Create(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { f.Close() })
+			return f, func() []byte { b, _ := os.ReadFile(p); return b }
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dst, content := tt.dst(t)
+			// Two blocks of 310 KiB and 390 KiB on one stream, sent in the
+			// pieces above with a pause after each.
+			wire := append(modeEBlock(0, data[:310<<10]), modeEBlock(310<<10, data[310<<10:])...)
+			streams, senders := loopbackStreams(t, 1)
+			// A receive buffer as a long fat stream's grows to.
+			streams[0].Conn.(*net.TCPConn).SetReadBuffer(4 << 20)
+			go func() {
+				at := 0
+				for i, n := range pieces {
+					if i == 0 {
+						n += gridftp.HeaderLen
+					}
+					if at+n > 310<<10+gridftp.HeaderLen && at < 310<<10+gridftp.HeaderLen {
+						n += gridftp.HeaderLen // the second block's header goes with the piece that crosses into it
+					}
+					senders[0].Write(wire[at : at+n])
+					at += n
+					time.Sleep(50 * time.Millisecond)
+				}
+				senders[0].Write(wire[at:])
+				time.Sleep(50 * time.Millisecond)
+				senders[0].Write(modeEEnd(true, 1))
+			}()
+			r := &gridftp.Receiver{Dst: dst, Pool: gridftp.NewBufferPool(1 << 20), Timeout: 2 * time.Second}
+			if _, err := r.Run(context.Background(), streams, nil, nil); err != nil {
+				t.Fatalf("receive: %v", err)
+			}
+			if !bytes.Equal(content(), data) {
+				t.Fatal("the file is not the data sent")
+			}
+		})
+	}
+}

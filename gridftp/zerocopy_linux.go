@@ -185,3 +185,20 @@ func (sp *splicer) drain(dst io.WriterAt, buf []byte, off int64, n int) (int64, 
 	}
 	return done, errNoZeroCopy
 }
+
+// setLowat sets the SO_RCVLOWAT of the socket fd to n bytes, kept to at
+// most an eighth of its receive buffer (so that the window always lets
+// that much in), and returns the value set; 0 when it could not.
+func setLowat(fd uintptr, n int) int {
+	if n > 1 {
+		buf, err := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF)
+		if err != nil {
+			return 0
+		}
+		n = max(1, min(n, buf/8))
+	}
+	if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVLOWAT, n) != nil {
+		return 0
+	}
+	return n
+}

@@ -26,3 +26,6 @@ func (sp *splicer) close() {}
 func (sp *splicer) splice(c *net.TCPConn, f *os.File, dst io.WriterAt, buf []byte, off, n int64) (int64, error) {
 	return 0, errNoZeroCopy
 }
+
+// setLowat is Linux's; elsewhere a reader wakes for every segment.
+func setLowat(fd uintptr, n int) int { return 0 }
