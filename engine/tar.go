@@ -226,6 +226,22 @@ func (c *copier) chooseTar(files []*file) (bool, string) {
 	return true, why + ": they move as tar streams"
 }
 
+// wanTarStreams is how many streams a tar batch moves on over a WAN: a
+// batch is megabytes in one transfer, and one stream's window ramps too
+// slowly to carry it (2,000 × 50 KB, 60 ms, 0.01 %, cubic, 8 pairs:
+// median of 3, 5.07 s on one stream a batch, 3.46 s on 4;
+// bench/RESULTS.md, issue 17).
+const wanTarStreams = 4
+
+// tarStreams is the parallelism of a copy whose small files move as tar
+// streams, and what to add to the reason for tar.
+func tarStreams(o Options, s Settings) (int, string) {
+	if s.RTT < wideArea || o.Parallelism > 0 || s.Parallelism >= wanTarStreams {
+		return s.Parallelism, ""
+	}
+	return wanTarStreams, fmt.Sprintf(", on %d streams each over a wide-area link", wanTarStreams)
+}
+
 // tarPlan decides whether small files move as tar streams, records it in
 // the settings, and returns the batches and the files that go one by one.
 // The ends are asked what they can only when the files favour it.
@@ -239,6 +255,11 @@ func (c *copier) tarPlan(ctx context.Context, files []*file) ([]*batch, []*file)
 	p := c.listing
 	both(func() { c.tarSrc = probeTar(ctx, p.Src) }, func() { c.tarDst = probeTar(ctx, p.Dst) })
 	use, why := c.chooseTar(files)
+	if use {
+		var more string
+		c.set.Parallelism, more = tarStreams(c.opts, c.set)
+		why += more
+	}
 	c.set.TarReason = why
 	if !use {
 		return nil, files

@@ -50,6 +50,31 @@ func TestChooseTar(t *testing.T) {
 	}
 }
 
+// TestTarStreams: over a WAN a batch moves on several streams, unless -p
+// was given; on a LAN the plan's parallelism stays.
+func TestTarStreams(t *testing.T) {
+	lan, wan := 100*time.Microsecond, 61*time.Millisecond
+	for _, tc := range []struct {
+		name string
+		o    Options
+		s    Settings
+		want int
+		why  string
+	}{
+		{"WAN", Options{}, Settings{RTT: wan, Parallelism: 1}, wanTarStreams, "on 4 streams each over a wide-area link"},
+		{"WAN, -p given", Options{Parallelism: 2}, Settings{RTT: wan, Parallelism: 2}, 2, ""},
+		{"WAN, more streams already", Options{}, Settings{RTT: wan, Parallelism: 8}, 8, ""},
+		{"LAN", Options{}, Settings{RTT: lan, Parallelism: 1}, 1, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, why := tarStreams(tc.o, tc.s)
+			if p != tc.want || !strings.Contains(why, tc.why) || (tc.why == "") != (why == "") {
+				t.Errorf("tarStreams = %d, %q; want %d, %q", p, why, tc.want, tc.why)
+			}
+		})
+	}
+}
+
 func TestBatches(t *testing.T) {
 	big := &file{src: "/src/big", dst: "/dst/big", size: 5 << 20, root: &treeRoot{"/src", "/dst"}}
 	for _, tc := range []struct {
