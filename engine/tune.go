@@ -40,7 +40,7 @@ func tune(o Options, files []*file, s Settings) Settings {
 	switch {
 	case avg < mib:
 		s.Concurrency, s.Parallelism, s.Pipelining = 4, 1, 16
-		why = append(why, "small files: many in flight on each session pair (pipelining), one stream each")
+		why = append(why, "small files: many in flight on each session pair (pipelining), one stream per file")
 		if wan {
 			s.Concurrency, s.Pipelining = 8, 32
 		}
