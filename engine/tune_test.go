@@ -41,7 +41,7 @@ func TestTune(t *testing.T) {
 	}{
 		{"small files, LAN", Options{}, sameFiles(5000, 50_000), lan, Settings{Concurrency: 4, Parallelism: 1, Pipelining: 16, RTT: lan.RTT}},
 		{"small files, WAN", Options{}, sameFiles(5000, 50_000), wan, Settings{Concurrency: 8, Parallelism: 1, Pipelining: 32, RTT: wan.RTT}},
-		{"medium files, WAN", Options{}, sameFiles(20, 100*mib), wan, Settings{Concurrency: 4, Parallelism: 4, Pipelining: 2, RTT: wan.RTT}},
+		{"100 MiB files, WAN: 4 pairs of 8 streams", Options{}, sameFiles(20, 100*mib), wan, Settings{Concurrency: 4, Parallelism: 8, Pipelining: 2, RTT: wan.RTT}},
 		// On a LAN a lone large file is split over the two sessions: one
 		// receiving session's copy into the page cache is the limit.
 		{"one large file, LAN: two sessions, chunks", Options{}, sameFiles(1, 2048*mib), lan, Settings{Concurrency: 2, Parallelism: 1, Pipelining: 2, ChunkSize: 256 * mib, RTT: lan.RTT}},
@@ -51,7 +51,7 @@ func TestTune(t *testing.T) {
 		// Over a WAN a large file is one transfer over 16 streams.
 		{"one large file, WAN: one pair, no chunks", Options{}, sameFiles(1, 2048*mib), wan, Settings{Concurrency: 1, Parallelism: 16, Pipelining: 2, RTT: wan.RTT}},
 		{"one 512 MiB file, WAN", Options{}, sameFiles(1, 512*mib), wan, Settings{Concurrency: 1, Parallelism: 16, Pipelining: 2, RTT: wan.RTT}},
-		{"two large files, WAN: a pair each", Options{}, sameFiles(2, 1024*mib), wan, Settings{Concurrency: 2, Parallelism: 8, Pipelining: 2, RTT: wan.RTT}},
+		{"two large files, WAN: a pair each, 32 streams in all", Options{}, sameFiles(2, 1024*mib), wan, Settings{Concurrency: 2, Parallelism: 16, Pipelining: 2, RTT: wan.RTT}},
 		// Live checksums keep the plan: the ends hash on every stream.
 		{"live checksums, LAN", Options{}, sameFiles(1, 2048*mib), Settings{RTT: lan.RTT, Live: true}, Settings{Concurrency: 2, Parallelism: 1, Pipelining: 2, ChunkSize: 256 * mib, RTT: lan.RTT, Live: true}},
 		{"live checksums, 512 MiB, WAN: 16 streams", Options{}, sameFiles(1, 512*mib), Settings{RTT: wan.RTT, Live: true}, Settings{Concurrency: 1, Parallelism: 16, Pipelining: 2, RTT: wan.RTT, Live: true}},
@@ -84,7 +84,7 @@ func TestTuneWhy(t *testing.T) {
 		{"small files, WAN", Options{}, sameFiles(2000, 50_000), wan, []string{"2000 files averaging 48.8 KiB", "wide-area link (round trip 61ms)", "small files: many in flight", "up to 32"}},
 		{"large file, WAN", Options{}, sameFiles(1, 512*mib), wan, []string{"large files over a wide-area link", "up to 4, with 16 streams each, 16 in all"}},
 		{"huge file, WAN", Options{}, sameFiles(1, 8192*mib), wan, []string{"chunks of 1.0 GiB, so that the largest file can be spread"}},
-		{"four large files, WAN", Options{}, sameFiles(4, 512*mib), wan, []string{"with 4 streams each, 16 in all"}},
+		{"four large files, WAN", Options{}, sameFiles(4, 512*mib), wan, []string{"with 8 streams each, 32 in all"}},
 		{"nothing to move", Options{}, nil, wan, []string{"no file to move, over a wide-area link"}},
 		{"one small file", Options{}, sameFiles(1, 10), lan, []string{"1 file averaging 10 B", "no more session pairs than there are files and chunks (1)"}},
 		{"large file, LAN", Options{}, sameFiles(1, 2048*mib), lan, []string{"local link", "one stream per file", "one receiving session's copy into memory is the limit"}},
