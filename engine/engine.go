@@ -513,9 +513,9 @@ const predialPairs = 8
 // and sets their data channels up for one stream (what small files get
 // over a WAN): over a wide-area link a pair's logins, PASV and PORT cost
 // round trips that the first transfers would otherwise wait for once the
-// plan is made. connect takes them (setting them up again for another
-// parallelism, or after a long plan); those no worker takes are closed at
-// the end.
+// plan is made. connect takes them (another parallelism then costs the
+// source one command ahead of the first transfer; a long plan, a new
+// PASV and PORT); those no worker takes are closed at the end.
 func (c *copier) predial(ctx context.Context, n int) {
 	ctx, c.unspare = context.WithCancel(ctx)
 	c.spare = make(chan spare, n)

@@ -32,6 +32,7 @@ type Conn struct {
 	opts Options
 	data data
 	rtt  time.Duration // measured by Login
+	owed int           // replies to commands sent ahead, which Next reads first
 
 	diskStack string // SITE SETDISKSTACK sent last; "" for the default
 
@@ -162,9 +163,36 @@ func (c *Conn) timeout() time.Duration {
 	return 60 * time.Second
 }
 
+// ahead sends a command whose reply the next read takes first: Next
+// returns its failure, if it failed, in place of the reply asked for.
+func (c *Conn) ahead(line string) error {
+	if err := c.write(line); err != nil {
+		return err
+	}
+	c.owed++
+	return nil
+}
+
 // Next reads the next reply, preliminary or final. The wait ends with ctx
-// or after Timeout.
+// or after Timeout. The replies of commands sent ahead come first.
 func (c *Conn) Next(ctx context.Context) (gridftp.Reply, error) {
+	for c.owed > 0 {
+		rep, err := c.next(ctx)
+		if err != nil {
+			return rep, err
+		}
+		if rep.Preliminary() {
+			continue
+		}
+		c.owed--
+		if !rep.Positive() {
+			return rep, &gridftp.Error{Reply: rep}
+		}
+	}
+	return c.next(ctx)
+}
+
+func (c *Conn) next(ctx context.Context) (gridftp.Reply, error) {
 	deadline := time.Now().Add(c.timeout())
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d

@@ -242,6 +242,53 @@ func TestPairSetupPipelined(t *testing.T) {
 	}
 }
 
+// TestPairParallelismAhead: a pair set up but not yet used that is set up
+// again for another parallelism costs no round trip: the source gets the
+// new OPTS RETR ahead of the first transfer, and neither side a new PASV
+// or PORT; a refusal fails that transfer.
+func TestPairParallelismAhead(t *testing.T) {
+	for _, tc := range []struct {
+		name, optsReply, bad string
+	}{
+		{"accepted", "200 OPTS ok.\r\n", ""},
+		{"refused", "501 Too many.\r\n", "501 Too many."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := dialScripted(t, scripted(t, loginStep, step{
+				[]string{"MODE E", "OPTS RETR Parallelism=1,1,1;Markers=5;", "PORT 127,0,0,1,4,1"},
+				"200 MODE E ok.\r\n200 OPTS ok.\r\n200 PORT ok.\r\n",
+			}, step{
+				[]string{"OPTS RETR Parallelism=4,4,4;Markers=5;", "RETR /f"},
+				tc.optsReply + "226 Sent.\r\n",
+			}))
+			dst := dialScripted(t, scripted(t, loginStep, step{
+				[]string{"MODE E", "PASV"},
+				"200 MODE E ok.\r\n227 Entering Passive Mode (127,0,0,1,4,1)\r\n",
+			}, step{[]string{"STOR /g"}, "226 Stored.\r\n"}))
+			ctx := context.Background()
+			for _, c := range []*client.Conn{src, dst} {
+				if err := c.Login(ctx, "anonymous", "ferry@"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p := &client.Pair{Src: src, Dst: dst}
+			for _, n := range []int{1, 4} {
+				if err := p.Setup(ctx, n); err != nil {
+					t.Fatalf("Setup(%d): %v", n, err)
+				}
+			}
+			part := client.Part{SrcPath: "/f", DstPath: "/g", Length: -1}
+			if err := p.Start(part); err != nil {
+				t.Fatal(err)
+			}
+			err := p.Finish(ctx, part, client.Markers{})
+			if tc.bad == "" && err != nil || tc.bad != "" && (err == nil || !strings.Contains(err.Error(), tc.bad)) {
+				t.Fatalf("Finish = %v, want error %q", err, tc.bad)
+			}
+		})
+	}
+}
+
 // TestPairReverse: a reversed pair puts the source in passive mode and has
 // the destination connect its streams, between two ferry servers, over
 // cached streams for a second file and for pipelined chunks.

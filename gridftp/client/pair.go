@@ -45,6 +45,7 @@ type Pair struct {
 	parallel int
 	stripes  int // addresses of the passive side; 0 until Setup
 	ready    bool
+	used     bool // a transfer started since Setup
 }
 
 // Part names what one transfer moves: a whole file (Length < 0) or the
@@ -84,11 +85,25 @@ func (part Part) pre() (src, dst int) {
 // streams). The commands to each side go out together and only PORT
 // waits, for the reply to PASV: a round trip to each side in all. Sessions
 // that moved data to or from this client (a listing) drop that data
-// channel first. After an error, close the pair.
+// channel first. A pair set up that has moved nothing yet takes another
+// parallelism (not reversed or striped) as one command to the source,
+// sent ahead of the first transfer. After an error, close the pair.
 func (p *Pair) Setup(ctx context.Context, parallel int) error {
 	parallel = max(parallel, 1)
-	if p.ready && p.parallel == parallel && (p.stripes > 0) == (p.Striping != nil) {
-		return nil
+	if p.ready && (p.stripes > 0) == (p.Striping != nil) {
+		switch {
+		case p.parallel == parallel:
+			return nil
+		case !p.used && !p.Reverse && p.Striping == nil:
+			// Nothing moved yet, so no streams are cached: the source
+			// takes the new parallelism ahead of the first transfer,
+			// with no round trip of its own (a refusal fails that one).
+			if err := p.Src.ahead(retrOpts(parallel, "")); err != nil {
+				return err
+			}
+			p.parallel = parallel
+			return nil
+		}
 	}
 	if p.Striping != nil && p.Reverse {
 		return errors.New("client: a striped pair cannot be reversed")
@@ -109,20 +124,18 @@ func (p *Pair) Setup(ctx context.Context, parallel int) error {
 	if !p.Dst.data.modeE {
 		dst = append(dst, "MODE E")
 	}
-	// Markers from the source keep its control channel alive during long files.
-	opts := fmt.Sprintf("OPTS RETR Parallelism=%d,%d,%d;", parallel, parallel, parallel)
+	layout := ""
 	if p.Striping != nil {
-		src = append(src, opts+p.Striping.String()+"Markers=5;")
-	} else {
-		src = append(src, opts+"Markers=5;")
+		layout = p.Striping.String()
 	}
+	src = append(src, retrOpts(parallel, layout))
 	if p.Live != "" {
 		live := fmt.Sprintf("OPTS CKSM Live=%s;", p.Live)
 		src, dst = append(src, live), append(dst, live)
 	}
 	passive, pcmds, active, acmds := p.Dst, dst, p.Src, src
 	if p.Reverse {
-		passive, pcmds, active, acmds = p.Src, src, p.Dst, append(dst, opts)
+		passive, pcmds, active, acmds = p.Src, src, p.Dst, append(dst, fmt.Sprintf("OPTS RETR Parallelism=%d,%d,%d;", parallel, parallel, parallel))
 	}
 	if len(p.From) > 0 && p.Cred == nil {
 		from := make([]string, len(p.From))
@@ -161,8 +174,15 @@ func (p *Pair) Setup(ctx context.Context, parallel int) error {
 	p.Src.secured(p.Cred, p.Private)
 	p.Dst.secured(p.Cred, p.Private)
 	p.Src.data.modeE, p.Dst.data.modeE = true, true
-	p.parallel, p.stripes, p.ready = parallel, stripes, true
+	p.parallel, p.stripes, p.ready, p.used = parallel, stripes, true, false
 	return nil
+}
+
+// retrOpts is the source's OPTS RETR: the parallelism, the striped
+// layout, if any, and markers, which keep its control channel alive
+// during long files.
+func retrOpts(parallel int, layout string) string {
+	return fmt.Sprintf("OPTS RETR Parallelism=%d,%d,%d;%sMarkers=5;", parallel, parallel, parallel, layout)
 }
 
 // portFor is the command that announces the passive side's reply rep to
@@ -202,6 +222,7 @@ func (p *Pair) Start(part Part) error {
 	if !p.ready {
 		return errors.New("client: pair not set up")
 	}
+	p.used = true
 	for _, s := range []struct {
 		c    *Conn
 		spec string
