@@ -108,6 +108,7 @@ func Copy(ctx context.Context, src, dst Endpoint, items []Item, opts Options, re
 		return c.res, err
 	}
 	bs, rest := c.tarPlan(ctx, files)
+	c.planGrowth()
 	c.res.Settings = c.set
 	if st, ok := rep.(Starter); ok {
 		st.Started(c.set)
@@ -466,6 +467,7 @@ func (c *copier) configure(p *client.Pair) {
 	_, listens := p.Src.Feature("PASVSEND")
 	p.Reverse = c.dst.Outbound && !c.src.Outbound && listens
 	p.Cred, p.Private = c.cred, c.opts.Encrypt
+	p.MaxParallel = c.set.MaxParallel
 	if c.cred == nil {
 		p.From = senderAddrs(p)
 	}

@@ -257,6 +257,10 @@ type Settings struct {
 	Live                                 bool          // both ends hash data as it moves
 	Authenticated, Encrypted             bool          // the data channels prove a one-time credential (DATATLS), and are encrypted
 	RTT                                  time.Duration // the longer of the two control channels' round trips
+	// MaxParallel, above Parallelism, is how many streams a pair's source
+	// may grow to while a transfer runs, as long as they raise its rate
+	// (both ends ferry servers, over a WAN; 0: no growth).
+	MaxParallel int
 	// Batches is how many tar streams small files were packed into (0:
 	// none), and TarReason why or why not, when there is one to give.
 	Batches   int

@@ -151,6 +151,45 @@ func tune(o Options, files []*file, s Settings) Settings {
 	return s
 }
 
+// growStreams is how many streams in all the sources of a copy over a WAN
+// may grow to while transfers run (gridftp.Growth): 64 a pair for one,
+// shared by more; a ferry server receives 64 at most.
+const growStreams = 64
+
+// planGrowth lets the sources add streams while a transfer runs, as long
+// as they raise its rate (growTo), recording it in the settings.
+func (c *copier) planGrowth() {
+	p := c.listing
+	if p == nil {
+		return
+	}
+	_, src := p.Src.Feature("STREAMGROW")
+	_, dst := p.Dst.Feature("STREAMGROW")
+	if most, why := growTo(c.opts, c.set, src && dst); most > 0 {
+		c.set.MaxParallel = most
+		c.set.Why += "; " + why
+	}
+}
+
+// growTo is how many streams a pair's source may grow to, and why (0:
+// none): over a WAN, between ferry servers (both offer growth), unless -p
+// fixes the streams or the copy fans out. Over a lossy path a loss-based
+// congestion control (cubic) keeps each stream's window small, and the
+// rate grows with the number of streams well past 16 (150 ms, 0.1 %:
+// bench/RESULTS.md, issue 17); no plan made before the data moves can
+// tell such a path from one that the streams already fill.
+func growTo(o Options, s Settings, offered bool) (int, string) {
+	if !offered || o.Parallelism > 0 || s.RTT < wideArea || o.fan != nil {
+		return 0, ""
+	}
+	most := max(s.Parallelism, growStreams/max(s.Concurrency, 1))
+	if most <= s.Parallelism {
+		return 0, ""
+	}
+	return most, fmt.Sprintf("both ends are ferry servers, so a source adds streams while a transfer runs, up to %d a pair, "+
+		"as long as they raise the rate (over a lossy path each stream's window stays small)", most)
+}
+
 // Online tuning, after FTS3's optimizer: every interval the engine compares
 // its throughput with the interval before. Rising by more than a step's
 // worth adds a session pair (up to maxConcurrency); falling by a fifth or

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -124,4 +125,34 @@ func sameFiles(n int, size int64) []*file {
 		fs = append(fs, &file{size: size})
 	}
 	return fs
+}
+
+// TestGrowTo: over a WAN between ferry servers a pair's source may grow
+// its streams, to 64 in all over the pairs; not with -p, not on a LAN,
+// not when an end does not offer it, not for a fan-out.
+func TestGrowTo(t *testing.T) {
+	lan, wan := 100*time.Microsecond, 61*time.Millisecond
+	for _, tc := range []struct {
+		name    string
+		o       Options
+		s       Settings
+		offered bool
+		want    int
+	}{
+		{"one large file", Options{}, Settings{RTT: wan, Concurrency: 1, Parallelism: 16}, true, 64},
+		{"four pairs", Options{}, Settings{RTT: wan, Concurrency: 4, Parallelism: 8}, true, 16},
+		{"small files", Options{}, Settings{RTT: wan, Concurrency: 8, Parallelism: 4}, true, 8},
+		{"not offered", Options{}, Settings{RTT: wan, Concurrency: 1, Parallelism: 16}, false, 0},
+		{"-p given", Options{Parallelism: 16}, Settings{RTT: wan, Concurrency: 1, Parallelism: 16}, true, 0},
+		{"LAN", Options{}, Settings{RTT: lan, Concurrency: 2, Parallelism: 1}, true, 0},
+		{"as many as the share already", Options{}, Settings{RTT: wan, Concurrency: 4, Parallelism: 16}, true, 0},
+		{"fan-out", Options{fan: &fanout{}}, Settings{RTT: wan, Concurrency: 1, Parallelism: 16}, true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, why := growTo(tc.o, tc.s, tc.offered)
+			if got != tc.want || (got > 0) != strings.Contains(why, fmt.Sprintf("up to %d a pair", got)) {
+				t.Errorf("growTo = %d, %q; want %d", got, why, tc.want)
+			}
+		})
+	}
 }

@@ -167,7 +167,15 @@ func (p *Plan) Next() (off, n int64, ok bool) {
 // the last one also carries EOF with the EOD count. sent counts payload
 // bytes as they go out.
 func Send(ctx context.Context, streams []*Stream, plan *Plan, src io.ReaderAt, base int64, pool *BufferPool, sent *atomic.Int64) error {
-	return sendPlan(ctx, streams, plan, src, base, pool, sent, ending{eof: len(streams)})
+	_, err := sendPlan(ctx, streams, plan, src, base, pool, sent, ending{eof: len(streams)})
+	return err
+}
+
+// SendGrowing is Send that may add streams while it runs, as g says
+// (grow.go). The streams that joined are in the result, also after an
+// error: the caller keeps or closes them with the others.
+func SendGrowing(ctx context.Context, streams []*Stream, plan *Plan, src io.ReaderAt, base int64, pool *BufferPool, sent *atomic.Int64, g *Growth) (GrowthResult, error) {
+	return sendPlan(ctx, streams, plan, src, base, pool, sent, ending{eof: len(streams), grow: g})
 }
 
 // SendStripe is Send for one sender of a striped transfer to one
@@ -176,7 +184,8 @@ func Send(ctx context.Context, streams []*Stream, plan *Plan, src io.ReaderAt, b
 // only when eof is 0 (another sender announces it; PlanStripes). The
 // streams stay open for the next transfer, as with Send.
 func SendStripe(ctx context.Context, streams []*Stream, plan *Plan, src io.ReaderAt, base int64, pool *BufferPool, sent *atomic.Int64, eof int) error {
-	return sendPlan(ctx, streams, plan, src, base, pool, sent, ending{eof: eof})
+	_, err := sendPlan(ctx, streams, plan, src, base, pool, sent, ending{eof: eof})
+	return err
 }
 
 // OrderedReaderAt is a source whose blocks must be read in the plan's
@@ -191,7 +200,7 @@ type OrderedReaderAt interface {
 // sendPlan sends the blocks of plan from src, ending the streams as end
 // says. A file's blocks go out by sendfile on a bare TCP stream to
 // another host (sendFileBlock).
-func sendPlan(ctx context.Context, streams []*Stream, plan *Plan, src io.ReaderAt, base int64, pool *BufferPool, sent *atomic.Int64, end ending) error {
+func sendPlan(ctx context.Context, streams []*Stream, plan *Plan, src io.ReaderAt, base int64, pool *BufferPool, sent *atomic.Int64, end ending) (GrowthResult, error) {
 	var inOrder sync.Mutex
 	_, ordered := src.(OrderedReaderAt)
 	next := func(payload []byte) (int64, int, error) {
@@ -230,7 +239,7 @@ func SendStream(ctx context.Context, streams []*Stream, src io.Reader, pool *Buf
 		pos  int64
 		done bool
 	)
-	return send(ctx, streams, ending{eof: len(streams)}, buffered(pool, func(payload []byte) (int64, int, error) {
+	_, err := send(ctx, streams, ending{eof: len(streams)}, buffered(pool, func(payload []byte) (int64, int, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if done {
@@ -250,6 +259,7 @@ func SendStream(ctx context.Context, streams []*Stream, src io.Reader, pool *Buf
 		pos += int64(n)
 		return off, n, nil
 	}), sent)
+	return err
 }
 
 // SendFunc sends the blocks next hands out over streams, one worker per
@@ -258,7 +268,8 @@ func SendStream(ctx context.Context, streams []*Stream, src io.Reader, pool *Buf
 // there are no more. Workers call next concurrently. For a sender whose
 // blocks arrive from elsewhere (a forwarding layer).
 func SendFunc(ctx context.Context, streams []*Stream, next func(payload []byte) (off int64, n int, err error), pool *BufferPool, sent *atomic.Int64) error {
-	return send(ctx, streams, ending{eof: len(streams)}, buffered(pool, next), sent)
+	_, err := send(ctx, streams, ending{eof: len(streams)}, buffered(pool, next), sent)
+	return err
 }
 
 // buffered is a block sender that sends the blocks next fills into
@@ -267,60 +278,151 @@ func buffered(pool *BufferPool, next func([]byte) (int64, int, error)) func(net.
 	return func(c net.Conn) (int, error) { return sendBlock(c, pool, next) }
 }
 
+// sendBacklog is how much a sending stream's socket holds beyond what is
+// in flight, to another host: a block goes to the stream that can send
+// it. Without a bound a socket takes as much as its buffer (autotuned to
+// many windows), so when the data runs out the slowest streams still hold
+// megabytes that only they can send: over a lossy path, where each
+// stream's window stays small, that tail was a third of the transfer
+// (512 MiB, 16 streams, 150 ms, 0.1 %, cubic: 58.8 and 59.7 s unbounded,
+// 43.6 and 51.9 s at 256 KiB, 46.7 and 54.8 s at 1 MiB; bench/RESULTS.md,
+// issue 17).
+const sendBacklog = 256 << 10
+
 // ending is how the streams of one send end: the last to finish carries
-// the EOF announcing eof EODs unless eof is 0.
+// the EOF announcing eof EODs unless eof is 0. With grow, streams may
+// join while the send runs; eof then counts them too.
 type ending struct {
-	eof int
+	eof  int
+	grow *Growth
 }
 
 // send runs one worker per stream. block sends the next block over a
 // stream and returns its payload size; io.EOF when there are no more.
-// Each stream ends as end says.
-func send(ctx context.Context, streams []*Stream, end ending, block func(c net.Conn) (int, error), sent *atomic.Int64) error {
+// Each stream ends as end says. What growth did is returned with the
+// error, the streams that joined among it.
+func send(ctx context.Context, streams []*Stream, end ending, block func(c net.Conn) (int, error), sent *atomic.Int64) (GrowthResult, error) {
 	var (
 		wg       sync.WaitGroup
 		errOnce  sync.Once
 		firstErr error
 		left     atomic.Int32
+		moved    atomic.Int64
+		// mu guards the streams (all), the EOF's count, and over: once
+		// a worker found no more blocks (or the send failed), no stream
+		// joins.
+		mu   sync.Mutex
+		all  = slices.Clone(streams)
+		eof  = end.eof
+		over bool
+		res  GrowthResult
 	)
 	left.Store(int32(len(streams)))
 	fail := func(err error) {
 		errOnce.Do(func() {
 			firstErr = err
-			for _, s := range streams {
+			mu.Lock()
+			defer mu.Unlock()
+			over = true
+			for _, s := range all {
 				s.Conn.SetWriteDeadline(time.Unix(1, 0))
 			}
 		})
 	}
 	stop := context.AfterFunc(ctx, func() { fail(ctx.Err()) })
 	defer stop()
+	worker := func(c net.Conn) {
+		defer wg.Done()
+		if tc, ok := TCPConn(c); ok && !sameHost(tc) {
+			holdBack(c, sendBacklog)
+		}
+		for {
+			n, err := block(c)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				fail(err)
+				return
+			}
+			moved.Add(int64(n))
+			if sent != nil {
+				sent.Add(int64(n))
+			}
+		}
+		mu.Lock()
+		over = true
+		count := eof
+		mu.Unlock()
+		h := Header{Desc: DescEOD}
+		if left.Add(-1) == 0 && count > 0 {
+			h.Desc, h.Offset = h.Desc|DescEOF, uint64(count)
+		}
+		var hdr [HeaderLen]byte
+		h.Put(hdr[:])
+		if _, err := c.Write(hdr[:]); err != nil {
+			fail(fmt.Errorf("%w: %v", ErrDataStream, err))
+		}
+	}
 	for _, s := range streams {
 		wg.Add(1)
-		go func(c net.Conn) {
-			defer wg.Done()
-			for {
-				n, err := block(c)
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					fail(err)
-					return
-				}
-				if sent != nil {
-					sent.Add(int64(n))
-				}
+		go worker(s.Conn)
+	}
+	if g := end.grow; g != nil && len(streams) > 0 && len(streams) < g.Max {
+		var growing sync.WaitGroup
+		gctx, stopGrowing := context.WithCancel(ctx)
+		// add opens k streams and starts them, unless the data ran out
+		// first; the dial holds the workers' end back, so that the EOF
+		// counts every stream that carried a block or an EOD.
+		add := func(k int) int {
+			mu.Lock()
+			defer mu.Unlock()
+			if over {
+				return 0
 			}
-			h := Header{Desc: DescEOD}
-			if left.Add(-1) == 0 && end.eof > 0 {
-				h.Desc, h.Offset = h.Desc|DescEOF, uint64(end.eof)
+			joined, err := g.Dial(gctx, k)
+			if err != nil || over {
+				for _, s := range joined {
+					s.Conn.Close()
+				}
+				return 0
 			}
-			var hdr [HeaderLen]byte
-			h.Put(hdr[:])
-			if _, err := c.Write(hdr[:]); err != nil {
-				fail(fmt.Errorf("%w: %v", ErrDataStream, err))
+			for _, s := range joined {
+				all = append(all, s)
+				res.Added = append(res.Added, s)
+				eof++
+				left.Add(1)
+				wg.Add(1)
+				go worker(s.Conn)
 			}
-		}(s.Conn)
+			return len(joined)
+		}
+		// delivered is what the streams' receiver acknowledged, where the
+		// kernel says: what the sends wrote may still sit in send buffers
+		// as large as the window.
+		delivered := func() int64 {
+			mu.Lock()
+			conns := make([]net.Conn, len(all))
+			for i, s := range all {
+				conns[i] = s.Conn
+			}
+			mu.Unlock()
+			var sum int64
+			for _, c := range conns {
+				n, ok := streamAcked(c)
+				if !ok {
+					return moved.Load()
+				}
+				sum += n
+			}
+			return sum
+		}
+		growing.Go(func() {
+			res.Kept, res.Done = g.run(gctx, streams[0].Conn, len(streams), delivered, add)
+		})
+		wg.Wait()
+		stopGrowing()
+		growing.Wait()
 	}
 	wg.Wait()
 	// The context's callback may be failing the send right now: wait for
@@ -328,12 +430,12 @@ func send(ctx context.Context, streams []*Stream, end ending, block func(c net.C
 	// firstErr.
 	errOnce.Do(func() {})
 	if firstErr != nil {
-		return firstErr
+		return res, firstErr
 	}
-	for _, s := range streams {
+	for _, s := range all {
 		s.Conn.SetWriteDeadline(time.Time{})
 	}
-	return nil
+	return res, nil
 }
 
 // sendBlock fills a buffer of pool with the next block and writes it to c.

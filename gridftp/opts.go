@@ -9,8 +9,12 @@ import (
 // RetrOptions are the settings of "OPTS RETR".
 type RetrOptions struct {
 	Parallelism int // streams the sender opens; 0 when not given
-	Markers     int // seconds between 112 markers on RETR; 0 when not given
-	BlockSize   int // StripeLayout block size; 0 when not given
+	// MaxParallelism is the most streams the sender may grow to while a
+	// transfer runs (the third number; ferry's servers honour it, FEAT
+	// STREAMGROW); 0 when not given or not above Parallelism.
+	MaxParallelism int
+	Markers        int // seconds between 112 markers on RETR; 0 when not given
+	BlockSize      int // StripeLayout block size; 0 when not given
 	// Layout is StripeLayout's value, when given (HasLayout).
 	Layout    Layout
 	HasLayout bool
@@ -31,12 +35,19 @@ func ParseRetrOptions(s string) (RetrOptions, error) {
 		}
 		switch strings.ToLower(strings.TrimSpace(k)) {
 		case "parallelism":
-			first, _, _ := strings.Cut(v, ",")
-			n, err := strconv.Atoi(strings.TrimSpace(first))
+			nums := strings.Split(v, ",")
+			n, err := strconv.Atoi(strings.TrimSpace(nums[0]))
 			if err != nil || n < 1 || n > MaxStreams {
 				return o, fmt.Errorf("gridftp: parallelism %q", truncate(v))
 			}
 			o.Parallelism = n
+			if len(nums) == 3 {
+				// start,min,max (GFD.20); like GCT, a malformed min or
+				// max is not an error: only the start counts then.
+				if m, err := strconv.Atoi(strings.TrimSpace(nums[2])); err == nil && m > n {
+					o.MaxParallelism = min(m, MaxStreams)
+				}
+			}
 		case "markers":
 			n, err := strconv.Atoi(strings.TrimSpace(v))
 			if err != nil || n < 0 || n > 86400 {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -201,4 +202,54 @@ func setLowat(fd uintptr, n int) int {
 		return 0
 	}
 	return n
+}
+
+// tcpInfo is the kernel's TCP_INFO of a data stream's TCP connection.
+func tcpInfo(c net.Conn) (*unix.TCPInfo, bool) {
+	tc, ok := TCPConn(c)
+	if !ok {
+		return nil, false
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return nil, false
+	}
+	var info *unix.TCPInfo
+	rc.Control(func(fd uintptr) {
+		info, err = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
+	})
+	return info, err == nil && info != nil
+}
+
+// streamRTT is the smoothed round trip of a data stream's TCP
+// connection; 0 when it has none.
+func streamRTT(c net.Conn) time.Duration {
+	if info, ok := tcpInfo(c); ok {
+		return time.Duration(info.Rtt) * time.Microsecond
+	}
+	return 0
+}
+
+// streamAcked is how many bytes the other end of a data stream's TCP
+// connection has acknowledged (what it received, not what sits in the
+// send buffer); false when that is not known.
+func streamAcked(c net.Conn) (int64, bool) {
+	if info, ok := tcpInfo(c); ok {
+		return int64(info.Bytes_acked), true
+	}
+	return 0, false
+}
+
+// holdBack makes a data stream's socket take more data only while what
+// it holds unsent is under n bytes (TCP_NOTSENT_LOWAT).
+func holdBack(c net.Conn, n int) {
+	tc, ok := TCPConn(c)
+	if !ok {
+		return
+	}
+	if rc, err := tc.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) {
+			unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT, n)
+		})
+	}
 }

@@ -104,3 +104,47 @@ func TestSendFileBlock(t *testing.T) {
 		})
 	}
 }
+
+// TestHoldBack: a sending stream's socket is told to take data only while
+// it holds less than sendBacklog unsent (TCP_NOTSENT_LOWAT), also under
+// TLS; and the round trip and the acknowledged bytes of a stream are read
+// from the kernel.
+func TestHoldBack(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	holdBack(wrapped{c}, sendBacklog)
+	rc, _ := c.(*net.TCPConn).SyscallConn()
+	var got int
+	rc.Control(func(fd uintptr) { got, err = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT) })
+	if err != nil || got != sendBacklog {
+		t.Fatalf("TCP_NOTSENT_LOWAT = %d, %v; want %d", got, err, sendBacklog)
+	}
+	payload := bytes.Repeat([]byte("x"), 100_000)
+	c.Write(payload)
+	io.ReadFull(s, make([]byte, len(payload)))
+	if n, ok := streamAcked(wrapped{c}); !ok || n < int64(len(payload)) || n > int64(len(payload))+1 { // the SYN counts one
+		t.Errorf("streamAcked = %d, %v; want %d", n, ok, len(payload))
+	}
+	if rtt := streamRTT(c); rtt <= 0 {
+		t.Errorf("streamRTT = %v", rtt)
+	}
+}
+
+// wrapped is a connection under another layer (as TLS is), which names
+// the one below.
+type wrapped struct{ net.Conn }
+
+func (w wrapped) NetConn() net.Conn { return w.Conn }

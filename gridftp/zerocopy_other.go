@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"time"
 )
 
 // sendFile: elsewhere than on Linux the payload goes through a buffer.
@@ -29,3 +30,12 @@ func (sp *splicer) splice(c *net.TCPConn, f *os.File, dst io.WriterAt, buf []byt
 
 // setLowat is Linux's; elsewhere a reader wakes for every segment.
 func setLowat(fd uintptr, n int) int { return 0 }
+
+// streamRTT: elsewhere than on Linux the round trip is not known.
+func streamRTT(net.Conn) time.Duration { return 0 }
+
+// streamAcked: nor what the other end acknowledged.
+func streamAcked(net.Conn) (int64, bool) { return 0, false }
+
+// holdBack: elsewhere than on Linux the socket takes what fits.
+func holdBack(net.Conn, int) {}

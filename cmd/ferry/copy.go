@@ -557,7 +557,7 @@ func (p *progress) summary(r engine.Result) {
 		plural.Bytes(int64(float64(r.Bytes)/secs)), float64(r.Transferred)/secs, plural.Count(r.Faults, "fault"))
 	s := r.Settings
 	fmt.Fprintf(p.out, "settings: -cc %d -p %d -pp %d, chunks %s, rtt %v%s%s%s\n", s.Concurrency, s.Parallelism, s.Pipelining,
-		plural.Bytes(s.ChunkSize), s.RTT.Round(time.Microsecond), checksumNote(s), dataNote(s), wayNote(s))
+		plural.Bytes(s.ChunkSize), s.RTT.Round(time.Microsecond), checksumNote(s), dataNote(s), wayNote(s)+growNote(s))
 	if s.TarReason != "" {
 		fmt.Fprintf(p.out, "tar: %s", s.TarReason)
 		if s.Batches > 0 {
@@ -565,6 +565,14 @@ func (p *progress) summary(r engine.Result) {
 		}
 		fmt.Fprintln(p.out)
 	}
+}
+
+// growNote says how many streams a pair's source could grow to.
+func growNote(s engine.Settings) string {
+	if s.MaxParallel <= s.Parallelism {
+		return ""
+	}
+	return fmt.Sprintf(", streams may grow to %d a pair", s.MaxParallel)
 }
 
 // wayNote says how large files moved when not over one session pair.

@@ -42,10 +42,15 @@ type Pair struct {
 	// stripes then reports its own markers, which Finish adds up. Not
 	// with Reverse.
 	Striping *gridftp.Layout
-	parallel int
-	stripes  int // addresses of the passive side; 0 until Setup
-	ready    bool
-	used     bool // a transfer started since Setup
+	// MaxParallel, above the parallelism, lets the source add streams up
+	// to it while a transfer runs and they add throughput (OPTS RETR
+	// Parallelism's maximum; FEAT STREAMGROW at both ends, which the
+	// caller checks). Not with Reverse or Striping.
+	MaxParallel int
+	parallel    int
+	stripes     int // addresses of the passive side; 0 until Setup
+	ready       bool
+	used        bool // a transfer started since Setup
 }
 
 // Part names what one transfer moves: a whole file (Length < 0) or the
@@ -98,7 +103,7 @@ func (p *Pair) Setup(ctx context.Context, parallel int) error {
 			// Nothing moved yet, so no streams are cached: the source
 			// takes the new parallelism ahead of the first transfer,
 			// with no round trip of its own (a refusal fails that one).
-			if err := p.Src.ahead(retrOpts(parallel, "")); err != nil {
+			if err := p.Src.ahead(p.retrOpts(parallel)); err != nil {
 				return err
 			}
 			p.parallel = parallel
@@ -124,11 +129,7 @@ func (p *Pair) Setup(ctx context.Context, parallel int) error {
 	if !p.Dst.data.modeE {
 		dst = append(dst, "MODE E")
 	}
-	layout := ""
-	if p.Striping != nil {
-		layout = p.Striping.String()
-	}
-	src = append(src, retrOpts(parallel, layout))
+	src = append(src, p.retrOpts(parallel))
 	if p.Live != "" {
 		live := fmt.Sprintf("OPTS CKSM Live=%s;", p.Live)
 		src, dst = append(src, live), append(dst, live)
@@ -178,11 +179,17 @@ func (p *Pair) Setup(ctx context.Context, parallel int) error {
 	return nil
 }
 
-// retrOpts is the source's OPTS RETR: the parallelism, the striped
-// layout, if any, and markers, which keep its control channel alive
-// during long files.
-func retrOpts(parallel int, layout string) string {
-	return fmt.Sprintf("OPTS RETR Parallelism=%d,%d,%d;%sMarkers=5;", parallel, parallel, parallel, layout)
+// retrOpts is the source's OPTS RETR: the parallelism (start, minimum,
+// maximum), the striped layout, if any, and markers, which keep its
+// control channel alive during long files.
+func (p *Pair) retrOpts(parallel int) string {
+	most, layout := parallel, ""
+	if p.Striping != nil {
+		layout = p.Striping.String()
+	} else if !p.Reverse {
+		most = max(parallel, p.MaxParallel)
+	}
+	return fmt.Sprintf("OPTS RETR Parallelism=%d,%d,%d;%sMarkers=5;", parallel, parallel, most, layout)
 }
 
 // portFor is the command that announces the passive side's reply rep to

@@ -184,6 +184,10 @@ var features = []string{
 	" TVFS",
 	" CKSMLIVE", // OPTS CKSM Live=ALG; (livesum.go)
 	" PASVSEND", // in MODE E, RETR after PASV: the receiver connects (senderStreams)
+	// OPTS RETR Parallelism=start,min,max: sending, streams are added up
+	// to max while they add throughput; receiving, streams may join
+	// during a transfer, up to MaxStreams (grow.go).
+	" STREAMGROW",
 }
 
 func (ss *session) handleFEAT(string) bool {
@@ -532,6 +536,7 @@ func (ss *session) handleOPTS(arg string) bool {
 		}
 		if o.Parallelism > 0 {
 			ss.parallel = min(o.Parallelism, ss.srv.maxStreams())
+			ss.grow = growth{max: min(o.MaxParallelism, ss.srv.maxStreams())}
 		}
 		if o.Markers > 0 {
 			ss.retrMarks = time.Duration(o.Markers) * time.Second

@@ -106,6 +106,10 @@ type Server struct {
 	// Parallelism is lowered to it, and a receive that gets more fails.
 	// 0 means 64.
 	MaxStreams int
+	// GrowPeriod is the length of each step of a send's probe for more
+	// streams (OPTS RETR Parallelism's maximum; gridftp.Growth); 0: from
+	// the data streams' round trip.
+	GrowPeriod time.Duration
 	// SessionBuffers bounds the data buffers (BlockSize each) one
 	// session's transfer holds at once, whatever its streams; 0 means 32.
 	SessionBuffers int

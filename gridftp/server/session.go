@@ -62,6 +62,7 @@ type session struct {
 	cwd        string
 	modeE      bool
 	parallel   int           // OPTS RETR Parallelism
+	grow       growth        // and its maximum: streams a send may add
 	retrMarks  time.Duration // OPTS RETR Markers
 	restOffset int64         // stream REST
 	restRanges gridftp.Ranges

@@ -206,7 +206,14 @@ func (ss *session) sendData(ctx context.Context, src io.ReaderAt, segs []gridftp
 		}
 		return n, err
 	}, func(streams []*gridftp.Stream, sent *atomic.Int64) error {
-		return gridftp.Send(ctx, streams, gridftp.NewPlan(segs, ss.srv.blockSize()), src, base, ss.buffers, sent)
+		plan := gridftp.NewPlan(segs, ss.srv.blockSize())
+		g := ss.growth(len(streams))
+		if g == nil {
+			return gridftp.Send(ctx, streams, plan, src, base, ss.buffers, sent)
+		}
+		res, err := gridftp.SendGrowing(ctx, streams, plan, src, base, ss.buffers, sent, g)
+		ss.grown(len(streams), res)
+		return err
 	})
 }
 
@@ -332,7 +339,7 @@ func copyRange(w io.Writer, src io.ReaderAt, segs []gridftp.Range) (int64, error
 // receiver was given too: a receiver that accepts no connections (ferry
 // connect) connects out to it.
 func (ss *session) senderStreams(ctx context.Context) (streams []*gridftp.Stream, reused bool, err error) {
-	want := max(ss.parallel, 1)
+	want := max(ss.parallel, ss.grow.kept, 1)
 	reused = len(ss.data.cache) > 0
 	for len(ss.data.cache) > want {
 		ss.data.cache[len(ss.data.cache)-1].Close()

@@ -1,0 +1,133 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"regexp"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"ferry/gridftp/client"
+	"ferry/gridftp/server"
+	"ferry/storage"
+)
+
+// slowReads is a tree whose every read takes a while: a send's rate then
+// grows with its streams, as over a path where loss bounds each stream.
+type slowReads struct {
+	storage.Driver
+	delay time.Duration
+}
+
+func (s slowReads) Open(ctx context.Context, name string) (storage.File, error) {
+	f, err := s.Driver.Open(ctx, name)
+	return slowFile{f, s.delay}, err
+}
+
+type slowFile struct {
+	storage.File
+	delay time.Duration
+}
+
+func (f slowFile) ReadAt(p []byte, off int64) (int, error) {
+	time.Sleep(f.delay)
+	return f.File.ReadAt(p, off)
+}
+
+// logBuffer collects a server's log lines.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestSendGrows: a ferry source given OPTS RETR Parallelism's maximum
+// adds streams to a ferry destination while they add throughput, which
+// takes them in mid-transfer and stores every byte; the next file starts
+// with the streams that paid. Without a maximum nothing is added.
+func TestSendGrows(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		max  int
+	}{
+		{"maximum 8", 8},
+		{"no maximum", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			logs := &logBuffer{}
+			src := startServer(t, func(s *server.Server) {
+				s.FS = slowReads{Driver: s.FS, delay: 6 * time.Millisecond}
+				s.GrowPeriod = 60 * time.Millisecond
+				s.BlockSize = 64 << 10
+				s.Logger = slog.New(slog.NewTextHandler(logs, nil))
+			})
+			dst := startServer(t)
+			data := pattern(20 << 20)
+			src.file("f", data)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			var conns []*client.Conn
+			for _, addr := range []string{src.addr, dst.addr} {
+				c, err := client.Dial(ctx, addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				if err := c.Login(ctx, "anonymous", "ferry@"); err != nil {
+					t.Fatal(err)
+				}
+				if _, ok := c.Feature("STREAMGROW"); !ok {
+					t.Fatal("FEAT names no STREAMGROW")
+				}
+				conns = append(conns, c)
+			}
+			p := &client.Pair{Src: conns[0], Dst: conns[1], MaxParallel: tc.max}
+			if err := p.Setup(ctx, 2); err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range []string{"g1", "g2"} {
+				part := client.Part{SrcPath: "/f", DstPath: "/" + name, Length: -1}
+				if err := p.Start(part); err != nil {
+					t.Fatal(err)
+				}
+				if err := p.Finish(ctx, part, client.Markers{}); err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				if !bytes.Equal(dst.content(name), data) {
+					t.Fatalf("%s differs", name)
+				}
+			}
+			grown := regexp.MustCompile(`msg="streams grown" .*from=(\d+) to=(\d+) kept=(\d+)`).FindAllStringSubmatch(logs.String(), -1)
+			if tc.max == 0 {
+				if len(grown) > 0 {
+					t.Fatalf("streams grown without a maximum: %q", grown)
+				}
+				return
+			}
+			if len(grown) < 1 {
+				t.Fatalf("no streams grown:\n%s", logs)
+			}
+			num := func(s string) int { n, _ := strconv.Atoi(s); return n }
+			if from, to, kept := num(grown[0][1]), num(grown[0][2]), num(grown[0][3]); from != 2 || to <= 2 || to > tc.max || kept < 3 {
+				t.Fatalf("first file: %s", grown[0][0])
+			}
+			if len(grown) > 1 && num(grown[1][1]) != num(grown[0][3]) {
+				t.Fatalf("the second file started with %s streams, not the %s that paid", grown[1][1], grown[0][3])
+			}
+		})
+	}
+}
