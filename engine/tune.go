@@ -2,9 +2,11 @@ package engine
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
+	"ferry/gridftp/client"
 	"ferry/plural"
 )
 
@@ -163,26 +165,39 @@ func (c *copier) planGrowth() {
 	if p == nil {
 		return
 	}
-	_, src := p.Src.Feature("STREAMGROW")
-	_, dst := p.Dst.Feature("STREAMGROW")
-	if most, why := growTo(c.opts, c.set, src && dst); most > 0 {
+	if most, why := growTo(c.opts, c.set, min(growLimit(p.Src), growLimit(p.Dst))); most > 0 {
 		c.set.MaxParallel = most
 		c.set.Why += "; " + why
 	}
 }
 
+// growLimit is the most streams a server takes in one transfer when it
+// offers growth (FEAT STREAMGROW N); 0 when it does not.
+func growLimit(c *client.Conn) int {
+	params, ok := c.Feature("STREAMGROW")
+	if !ok {
+		return 0
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(params))
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
 // growTo is how many streams a pair's source may grow to, and why (0:
-// none): over a WAN, between ferry servers (both offer growth), unless -p
-// fixes the streams or the copy fans out. Over a lossy path a loss-based
+// none): over a WAN, between ferry servers that both offer growth, at
+// most limit (the fewer streams of the two), unless -p fixes the streams
+// or the copy fans out. Over a lossy path a loss-based
 // congestion control (cubic) keeps each stream's window small, and the
 // rate grows with the number of streams well past 16 (150 ms, 0.1 %:
 // bench/RESULTS.md, issue 17); no plan made before the data moves can
 // tell such a path from one that the streams already fill.
-func growTo(o Options, s Settings, offered bool) (int, string) {
-	if !offered || o.Parallelism > 0 || s.RTT < wideArea || o.fan != nil {
+func growTo(o Options, s Settings, limit int) (int, string) {
+	if limit <= 0 || o.Parallelism > 0 || s.RTT < wideArea || o.fan != nil {
 		return 0, ""
 	}
-	most := max(s.Parallelism, growStreams/max(s.Concurrency, 1))
+	most := min(max(s.Parallelism, growStreams/max(s.Concurrency, 1)), limit)
 	if most <= s.Parallelism {
 		return 0, ""
 	}

@@ -133,23 +133,25 @@ func sameFiles(n int, size int64) []*file {
 func TestGrowTo(t *testing.T) {
 	lan, wan := 100*time.Microsecond, 61*time.Millisecond
 	for _, tc := range []struct {
-		name    string
-		o       Options
-		s       Settings
-		offered bool
-		want    int
+		name  string
+		o     Options
+		s     Settings
+		limit int // the ends' FEAT STREAMGROW, the lower; 0: not offered
+		want  int
 	}{
-		{"one large file", Options{}, Settings{RTT: wan, Concurrency: 1, Parallelism: 16}, true, 64},
-		{"four pairs", Options{}, Settings{RTT: wan, Concurrency: 4, Parallelism: 8}, true, 16},
-		{"small files", Options{}, Settings{RTT: wan, Concurrency: 8, Parallelism: 4}, true, 8},
-		{"not offered", Options{}, Settings{RTT: wan, Concurrency: 1, Parallelism: 16}, false, 0},
-		{"-p given", Options{Parallelism: 16}, Settings{RTT: wan, Concurrency: 1, Parallelism: 16}, true, 0},
-		{"LAN", Options{}, Settings{RTT: lan, Concurrency: 2, Parallelism: 1}, true, 0},
-		{"as many as the share already", Options{}, Settings{RTT: wan, Concurrency: 4, Parallelism: 16}, true, 0},
-		{"fan-out", Options{fan: &fanout{}}, Settings{RTT: wan, Concurrency: 1, Parallelism: 16}, true, 0},
+		{"one large file", Options{}, Settings{RTT: wan, Concurrency: 1, Parallelism: 16}, 64, 64},
+		{"four pairs", Options{}, Settings{RTT: wan, Concurrency: 4, Parallelism: 8}, 64, 16},
+		{"small files", Options{}, Settings{RTT: wan, Concurrency: 8, Parallelism: 4}, 64, 8},
+		{"an end takes 24 streams at most", Options{}, Settings{RTT: wan, Concurrency: 1, Parallelism: 16}, 24, 24},
+		{"an end takes fewer than planned", Options{}, Settings{RTT: wan, Concurrency: 1, Parallelism: 16}, 8, 0},
+		{"not offered", Options{}, Settings{RTT: wan, Concurrency: 1, Parallelism: 16}, 0, 0},
+		{"-p given", Options{Parallelism: 16}, Settings{RTT: wan, Concurrency: 1, Parallelism: 16}, 64, 0},
+		{"LAN", Options{}, Settings{RTT: lan, Concurrency: 2, Parallelism: 1}, 64, 0},
+		{"as many as the share already", Options{}, Settings{RTT: wan, Concurrency: 4, Parallelism: 16}, 64, 0},
+		{"fan-out", Options{fan: &fanout{}}, Settings{RTT: wan, Concurrency: 1, Parallelism: 16}, 64, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, why := growTo(tc.o, tc.s, tc.offered)
+			got, why := growTo(tc.o, tc.s, tc.limit)
 			if got != tc.want || (got > 0) != strings.Contains(why, fmt.Sprintf("up to %d a pair", got)) {
 				t.Errorf("growTo = %d, %q; want %d", got, why, tc.want)
 			}

@@ -184,10 +184,6 @@ var features = []string{
 	" TVFS",
 	" CKSMLIVE", // OPTS CKSM Live=ALG; (livesum.go)
 	" PASVSEND", // in MODE E, RETR after PASV: the receiver connects (senderStreams)
-	// OPTS RETR Parallelism=start,min,max: sending, streams are added up
-	// to max while they add throughput; receiving, streams may join
-	// during a transfer, up to MaxStreams (grow.go).
-	" STREAMGROW",
 }
 
 func (ss *session) handleFEAT(string) bool {
@@ -197,7 +193,10 @@ func (ss *session) handleFEAT(string) bool {
 		fmt.Fprintf(&ck, "%s:%d;", n, 10+i)
 	}
 	lines := append([]string{"Extensions supported", ck.String()}, features...)
-	lines = append(lines, ss.srv.diskStackFeature())
+	// OPTS RETR Parallelism=start,min,max: sending, streams are added up
+	// to max while they add throughput; receiving, streams may join during
+	// a transfer, up to MaxStreams, which the line names (grow.go).
+	lines = append(lines, fmt.Sprintf(" STREAMGROW %d", ss.srv.maxStreams()), ss.srv.diskStackFeature())
 	ss.reply(gridftp.CodeFeatures, append(lines, "End.")...)
 	return true
 }
