@@ -16,24 +16,30 @@ import (
 )
 
 // slowReads is a tree whose every read takes a while: a send's rate then
-// grows with its streams, as over a path where loss bounds each stream.
+// grows with its streams, as over a path where loss bounds each stream;
+// or, with one, not at all, as over a link the streams fill.
 type slowReads struct {
 	storage.Driver
 	delay time.Duration
+	one   *sync.Mutex // when set, one read at a time
 }
 
 func (s slowReads) Open(ctx context.Context, name string) (storage.File, error) {
 	f, err := s.Driver.Open(ctx, name)
-	return slowFile{f, s.delay}, err
+	return slowFile{f, s}, err
 }
 
 type slowFile struct {
 	storage.File
-	delay time.Duration
+	s slowReads
 }
 
 func (f slowFile) ReadAt(p []byte, off int64) (int, error) {
-	time.Sleep(f.delay)
+	if f.s.one != nil {
+		f.s.one.Lock()
+		defer f.s.one.Unlock()
+	}
+	time.Sleep(f.s.delay)
 	return f.File.ReadAt(p, off)
 }
 
@@ -58,25 +64,33 @@ func (l *logBuffer) String() string {
 // TestSendGrows: a ferry source given OPTS RETR Parallelism's maximum
 // adds streams to a ferry destination while they add throughput, which
 // takes them in mid-transfer and stores every byte; the next file starts
-// with the streams that paid. Without a maximum nothing is added.
+// with the streams that paid (closing those of a probe that did not).
+// Without a maximum nothing is added.
 func TestSendGrows(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		max  int
+		name       string
+		max        int
+		linkBound  bool
+		kept, grew int // streams kept after the first file, and the most it had
 	}{
-		{"maximum 8", 8},
-		{"no maximum", 0},
+		{"maximum 8", 8, false, 8, 8},
+		{"link-bound: one probe", 8, true, 2, 3},
+		{"no maximum", 0, false, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			logs := &logBuffer{}
 			src := startServer(t, func(s *server.Server) {
-				s.FS = slowReads{Driver: s.FS, delay: 6 * time.Millisecond}
+				slow := slowReads{Driver: s.FS, delay: 6 * time.Millisecond}
+				if tc.linkBound {
+					slow.delay, slow.one = time.Millisecond, &sync.Mutex{}
+				}
+				s.FS = slow
 				s.GrowPeriod = 60 * time.Millisecond
 				s.BlockSize = 64 << 10
 				s.Logger = slog.New(slog.NewTextHandler(logs, nil))
 			})
 			dst := startServer(t)
-			data := pattern(20 << 20)
+			data := pattern(32 << 20)
 			src.file("f", data)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
@@ -122,11 +136,11 @@ func TestSendGrows(t *testing.T) {
 				t.Fatalf("no streams grown:\n%s", logs)
 			}
 			num := func(s string) int { n, _ := strconv.Atoi(s); return n }
-			if from, to, kept := num(grown[0][1]), num(grown[0][2]), num(grown[0][3]); from != 2 || to <= 2 || to > tc.max || kept < 3 {
-				t.Fatalf("first file: %s", grown[0][0])
+			if from, to, kept := num(grown[0][1]), num(grown[0][2]), num(grown[0][3]); from != 2 || to != tc.grew || kept != tc.kept {
+				t.Fatalf("first file: %s; want from 2 to %d, %d kept", grown[0][0], tc.grew, tc.kept)
 			}
-			if len(grown) > 1 && num(grown[1][1]) != num(grown[0][3]) {
-				t.Fatalf("the second file started with %s streams, not the %s that paid", grown[1][1], grown[0][3])
+			if len(grown) > 1 {
+				t.Fatalf("the second file grew again: %s", grown[1][0])
 			}
 		})
 	}
