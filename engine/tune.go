@@ -202,7 +202,7 @@ func growTo(o Options, s Settings, limit int) (int, string) {
 		return 0, ""
 	}
 	return most, fmt.Sprintf("both ends are ferry servers, so a source adds streams while a transfer runs, up to %d a pair, "+
-		"as long as they raise the rate (over a lossy path each stream's window stays small)", most)
+		"as long as they raise the rate (over a lossy path a loss-based congestion control keeps each stream's window small; not under bbr)", most)
 }
 
 // Online tuning, after FTS3's optimizer: every interval the engine compares

@@ -368,7 +368,7 @@ func send(ctx context.Context, streams []*Stream, end ending, block func(c net.C
 		wg.Add(1)
 		go worker(s.Conn)
 	}
-	if g := end.grow; g != nil && len(streams) > 0 && len(streams) < g.Max {
+	if g := end.grow; g != nil && len(streams) > 0 && len(streams) < g.Max && (g.AnyControl || lossBound(streams[0].Conn)) {
 		var growing sync.WaitGroup
 		gctx, stopGrowing := context.WithCancel(ctx)
 		// add opens k streams and starts them, unless the data ran out

@@ -97,7 +97,7 @@ func TestSendGrowing(t *testing.T) {
 				_, err := r.Run(ctx, streams, accept, nil)
 				got <- err
 			}()
-			g := &gridftp.Growth{Max: 8, Dial: dial, Period: 100 * time.Millisecond}
+			g := &gridftp.Growth{Max: 8, Dial: dial, Period: 100 * time.Millisecond, AnyControl: true}
 			res, err := gridftp.SendGrowing(ctx, first, gridftp.NewPlan([]gridftp.Range{{Start: 0, End: int64(len(data))}}, block),
 				src, 0, gridftp.NewBufferPool(block), nil, g)
 			if err != nil {

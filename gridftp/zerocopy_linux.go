@@ -253,3 +253,21 @@ func holdBack(c net.Conn, n int) {
 		})
 	}
 }
+
+// congestionControl names a data stream's TCP congestion control; "" when
+// it is not known.
+func congestionControl(c net.Conn) string {
+	tc, ok := TCPConn(c)
+	if !ok {
+		return ""
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return ""
+	}
+	var name string
+	rc.Control(func(fd uintptr) {
+		name, _ = unix.GetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION)
+	})
+	return name
+}

@@ -64,21 +64,7 @@ func TestSendFileBlock(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ln.Close()
-			c, err := net.Dial("tcp", ln.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			s, err := ln.Accept()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			c, s := tcpPair(t)
 			got := make(chan []byte)
 			go func() { b, _ := io.ReadAll(s); got <- b }()
 			plan := NewPlan([]Range{{Start: tt.start, End: tt.end}}, 2<<20)
@@ -107,27 +93,14 @@ func TestSendFileBlock(t *testing.T) {
 
 // TestHoldBack: a sending stream's socket is told to take data only while
 // it holds less than sendBacklog unsent (TCP_NOTSENT_LOWAT), also under
-// TLS; and the round trip and the acknowledged bytes of a stream are read
-// from the kernel.
+// TLS; and the round trip, the acknowledged bytes and the congestion
+// control of a stream are read from the kernel.
 func TestHoldBack(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	s, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	c, s := tcpPair(t)
 	holdBack(wrapped{c}, sendBacklog)
 	rc, _ := c.(*net.TCPConn).SyscallConn()
 	var got int
+	var err error
 	rc.Control(func(fd uintptr) { got, err = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT) })
 	if err != nil || got != sendBacklog {
 		t.Fatalf("TCP_NOTSENT_LOWAT = %d, %v; want %d", got, err, sendBacklog)
@@ -140,6 +113,21 @@ func TestHoldBack(t *testing.T) {
 	}
 	if rtt := streamRTT(c); rtt <= 0 {
 		t.Errorf("streamRTT = %v", rtt)
+	}
+	// Only a loss-based congestion control's streams grow.
+	for _, cc := range []struct {
+		name string
+		grow bool
+	}{{"reno", true}, {"bbr", false}} {
+		var err error
+		rc.Control(func(fd uintptr) { err = unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, cc.name) })
+		if err != nil {
+			t.Logf("%s: %v (not allowed here)", cc.name, err)
+			continue
+		}
+		if got := lossBound(wrapped{c}); got != cc.grow || congestionControl(c) != cc.name {
+			t.Errorf("under %s (read %q): lossBound = %v, want %v", cc.name, congestionControl(c), got, cc.grow)
+		}
 	}
 }
 

@@ -39,3 +39,6 @@ func streamAcked(net.Conn) (int64, bool) { return 0, false }
 
 // holdBack: elsewhere than on Linux the socket takes what fits.
 func holdBack(net.Conn, int) {}
+
+// congestionControl: elsewhere than on Linux it is not known.
+func congestionControl(net.Conn) string { return "" }

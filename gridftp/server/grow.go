@@ -44,7 +44,8 @@ func (ss *session) growth(n int) *gridftp.Growth {
 			have += len(conns)
 			return streams, nil
 		},
-		Period: ss.srv.GrowPeriod,
+		Period:     ss.srv.GrowPeriod,
+		AnyControl: ss.srv.GrowAnyControl,
 	}
 }
 

@@ -86,6 +86,7 @@ func TestSendGrows(t *testing.T) {
 				}
 				s.FS = slow
 				s.GrowPeriod = 60 * time.Millisecond
+				s.GrowAnyControl = true // loopback may run bbr
 				s.BlockSize = 64 << 10
 				s.Logger = slog.New(slog.NewTextHandler(logs, nil))
 			})

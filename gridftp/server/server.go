@@ -110,6 +110,9 @@ type Server struct {
 	// streams (OPTS RETR Parallelism's maximum; gridftp.Growth); 0: from
 	// the data streams' round trip.
 	GrowPeriod time.Duration
+	// GrowAnyControl lets sends grow whatever the data streams'
+	// congestion control; else not under bbr (gridftp.Growth).
+	GrowAnyControl bool
 	// SessionBuffers bounds the data buffers (BlockSize each) one
 	// session's transfer holds at once, whatever its streams; 0 means 32.
 	SessionBuffers int
