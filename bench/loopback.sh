@@ -16,7 +16,7 @@
 # same run as "… before" kinds. PROFILE=DIR: after the timed runs, each ferry
 # row again (PROFILE_RUNS copies) with FERRY_CPUPROFILE set for both servers
 # and the client, into DIR/<kind>-{src,dst,client}.prof, and `go tool pprof
-# -top` of each. Environment: RUNS BIG_MIB KINDS FERRY FERRY_BEFORE PROFILE
+# -top` of each. Environment: RUNS BIG_MIB FERRY FERRY_BEFORE PROFILE
 # PROFILE_RUNS PORT_BASE (6 ports) KEEP_LOGS. Needs: go, globus-url-copy,
 # globus-gridftp-server, root (GCT serves anonymous users as nobody).
 set -Eeuo pipefail
