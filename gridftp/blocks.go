@@ -198,8 +198,8 @@ type OrderedReaderAt interface {
 }
 
 // sendPlan sends the blocks of plan from src, ending the streams as end
-// says. A file's blocks go out by sendfile on a bare TCP stream to
-// another host (sendFileBlock).
+// says. A file's blocks go out by sendfile on a bare TCP stream
+// (sendFileBlock).
 func sendPlan(ctx context.Context, streams []*Stream, plan *Plan, src io.ReaderAt, base int64, pool *BufferPool, sent *atomic.Int64, end ending) (GrowthResult, error) {
 	var inOrder sync.Mutex
 	_, ordered := src.(OrderedReaderAt)
@@ -222,7 +222,7 @@ func sendPlan(ctx context.Context, streams []*Stream, plan *Plan, src io.ReaderA
 	}
 	f, isFile := src.(*os.File)
 	return send(ctx, streams, end, func(c net.Conn) (int, error) {
-		if tc, ok := plainTCP(c); ok && isFile && !sameHost(tc) {
+		if tc, ok := plainTCP(c); ok && isFile {
 			return sendFileBlock(tc, f, plan, base, pool)
 		}
 		return sendBlock(c, pool, next)

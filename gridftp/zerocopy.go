@@ -58,13 +58,9 @@ func sendRest(c net.Conn, f io.ReaderAt, off, n int64, pool *BufferPool) error {
 	return nil
 }
 
-// sameHost reports a connection whose two ends are on this host. A
-// sender there copies the payload through a buffer rather than sendfile
-// it: with sendfile the receiver's one copy would read the file's pages,
-// not yet in any cache, where after the sender's copy it reads bytes just
-// written. The copy the sender saves the receiver pays, and more, and a
-// receiver is the slower end (2 GiB on loopback into tmpfs, median of 7:
-// 1.44 s without sendfile, 1.68 s with; bench/RESULTS.md, issue 17).
+// sameHost reports a connection whose two ends are on this host, where
+// nothing queues between them: a sending socket's backlog is left as the
+// kernel sizes it (sendBacklog is for a path to another host).
 func sameHost(c *net.TCPConn) bool {
 	l, lok := c.LocalAddr().(*net.TCPAddr)
 	r, rok := c.RemoteAddr().(*net.TCPAddr)

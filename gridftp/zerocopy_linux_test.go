@@ -7,7 +7,9 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -136,3 +138,74 @@ func TestHoldBack(t *testing.T) {
 type wrapped struct{ net.Conn }
 
 func (w wrapped) NetConn() net.Conn { return w.Conn }
+
+// TestDataControl: a data socket on loopback sends under a congestion
+// control that does not pace, whatever the dialer or listener chose before
+// (bbr here, where the kernel has it), in either direction; a socket to
+// another host keeps what it had.
+func TestDataControl(t *testing.T) {
+	for _, tt := range []struct {
+		address string
+		want    bool
+	}{
+		{"127.0.0.1:2811", true},
+		{"127.0.0.9:0", true},
+		{"[::1]:2811", true},
+		{"[::ffff:127.0.0.1]:2811", true},
+		{"192.0.2.7:2811", false},
+		{"[2001:db8::1]:2811", false},
+		{"localhost:2811", false}, // names are resolved before a dial's Control
+		{"", false},
+	} {
+		if got := loopbackAddress(tt.address); got != tt.want {
+			t.Errorf("loopbackAddress(%q) = %v, want %v", tt.address, got, tt.want)
+		}
+	}
+
+	// pacing first chooses bbr, as a system whose default it is would.
+	pacing := func(network, address string, c syscall.RawConn) error {
+		c.Control(func(fd uintptr) { unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, "bbr") })
+		return DataControl(network, address, c)
+	}
+	lc := net.ListenConfig{Control: pacing}
+	ln, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	d := net.Dialer{Control: pacing}
+	a, err := d.DialContext(t.Context(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for side, c := range map[string]net.Conn{"dialed": a, "accepted": b} {
+		if got := congestionControl(c); !slices.Contains(unpaced, got) {
+			t.Errorf("%s loopback socket sends under %q, want one of %q", side, got, unpaced)
+		}
+	}
+
+	// To another host the choice stands: a socket about to dial out.
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := os.NewFile(uintptr(fd), "socket")
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after string
+	rc.Control(func(fd uintptr) { before, _ = unix.GetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION) })
+	DataControl("tcp4", "192.0.2.7:2811", rc)
+	rc.Control(func(fd uintptr) { after, _ = unix.GetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION) })
+	if before != after {
+		t.Errorf("a socket to another host went from %q to %q", before, after)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"syscall"
 	"time"
 )
 
@@ -42,3 +43,7 @@ func holdBack(net.Conn, int) {}
 
 // congestionControl: elsewhere than on Linux it is not known.
 func congestionControl(net.Conn) string { return "" }
+
+// DataControl: elsewhere than on Linux the system's congestion control
+// stands.
+func DataControl(network, address string, c syscall.RawConn) error { return nil }

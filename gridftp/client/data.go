@@ -180,7 +180,8 @@ func (c *Conn) receiveSetup(ctx context.Context, cmd string) error {
 		if err != nil {
 			return err
 		}
-		ln, err := net.Listen("tcp", netip.AddrPortFrom(local.Addr().Unmap(), 0).String())
+		lc := net.ListenConfig{Control: gridftp.DataControl}
+		ln, err := lc.Listen(context.Background(), "tcp", netip.AddrPortFrom(local.Addr().Unmap(), 0).String())
 		if err != nil {
 			return err
 		}
@@ -425,7 +426,7 @@ func (m *memFile) WriteAt(p []byte, off int64) (int, error) {
 // dialData opens a data connection to the server's passive address, and
 // authenticates it when the session's data channels are.
 func (c *Conn) dialData(ctx context.Context, _ int) (net.Conn, error) {
-	var d net.Dialer
+	d := net.Dialer{Control: gridftp.DataControl}
 	conn, err := d.DialContext(ctx, "tcp", c.data.pasv.String())
 	if err != nil {
 		return nil, fmt.Errorf("%w: connect %v: %v", gridftp.ErrDataStream, c.data.pasv, err)

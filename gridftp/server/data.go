@@ -162,15 +162,16 @@ func (ss *session) listen() (netip.AddrPort, error) {
 
 // listenData binds a data listener within the configured port range.
 func (s *Server) listenData(ip netip.Addr) (net.Listener, error) {
+	lc := net.ListenConfig{Control: gridftp.DataControl}
 	if s.PortLow <= 0 || s.PortHigh < s.PortLow {
-		return net.Listen("tcp", netip.AddrPortFrom(ip, 0).String())
+		return lc.Listen(context.Background(), "tcp", netip.AddrPortFrom(ip, 0).String())
 	}
 	span := s.PortHigh - s.PortLow + 1
 	start := int(time.Now().UnixNano() % int64(span))
 	var lastErr error
 	for i := range span {
 		port := s.PortLow + (start+i)%span
-		ln, err := net.Listen("tcp", netip.AddrPortFrom(ip, uint16(port)).String())
+		ln, err := lc.Listen(context.Background(), "tcp", netip.AddrPortFrom(ip, uint16(port)).String())
 		if err == nil {
 			return ln, nil
 		}
@@ -301,7 +302,7 @@ func (ss *session) dial(ctx context.Context, i int) (net.Conn, error) {
 	if err := ss.checkTarget(ap); err != nil {
 		return nil, fmt.Errorf("refusing data connection to %v: %v: %w", ap, err, errDataConn)
 	}
-	d := net.Dialer{Timeout: ss.srv.dataTimeout()}
+	d := net.Dialer{Timeout: ss.srv.dataTimeout(), Control: gridftp.DataControl}
 	c, err := d.DialContext(ctx, "tcp", ap.String())
 	if err != nil {
 		if ctx.Err() != nil {
