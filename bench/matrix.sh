@@ -43,7 +43,8 @@
 # Environment: CELLS RUNS ROWS RATE LOSS_MODEL BIG_MIB MED_FILES MED_BYTES
 #   SMALL_FILES SMALL_BYTES IPERF_SECS COPY_TIMEOUT FERRY_HAND OUT WAN_WAIT PORT_BASE
 #   (5 ports) FERRY KEEP_LOGS=1.
-# Needs: go, globus-gridftp-server, globus-url-copy, iperf3, iproute2, root.
+# Needs: go, globus-gridftp-server, globus-url-copy, iperf3, iproute2, root;
+# ping (iputils-ping) for the round trip shown per cell, else it shows as ?.
 # Listens only in the namespaces; takes the link down on exit.
 set -Eeuo pipefail
 shopt -s inherit_errexit
