@@ -69,6 +69,7 @@ const (
 	popenMaxMembers    = 1024
 	tarMaxBytes        = 64 << 20
 	maxBatchesInFlight = 2 // per session pair: two keep its data channel busy, more starve the other pairs
+	batchesPerPair     = 4 // at first; those not in flight go to the pairs that move fastest
 )
 
 // tarLayer is the name of ferry's tar layer in FEAT DISKSTACK.
@@ -268,7 +269,7 @@ func (c *copier) tarPlan(ctx context.Context, files []*file) ([]*batch, []*file)
 	if c.tarSrc.popen != "" {
 		per = popenMaxMembers
 	}
-	bs, rest := c.batches(files, 2*c.set.Concurrency, per)
+	bs, rest := c.batches(files, batchesPerPair*c.set.Concurrency, per)
 	c.set.Batches = len(bs)
 	return bs, rest
 }

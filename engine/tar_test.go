@@ -85,6 +85,7 @@ func TestBatches(t *testing.T) {
 		largest       int
 	}{
 		{"split for the pairs", smallTree(100, 1<<10), 8, 8, 0, 13},
+		{"four a pair for 8 pairs", smallTree(2000, 50<<10), batchesPerPair * 8, 32, 0, 63},
 		{"fewer files than pairs", smallTree(3, 1<<10), 8, 3, 0, 1},
 		{"member cap", smallTree(20000, 10), 2, 5, 0, 4000},
 		{"byte cap", smallTree(1000, 1000<<10), 1, 16, 0, 63},

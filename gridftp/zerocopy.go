@@ -17,8 +17,8 @@ var errNoZeroCopy = errors.New("gridftp: no zero-copy path")
 // the page cache to the socket with no copy through this process. Where
 // the kernel refuses (a file it cannot sendfile from), the payload goes
 // through a buffer of pool instead.
-func sendFileBlock(c *net.TCPConn, f *os.File, plan *Plan, base int64, pool *BufferPool) (int, error) {
-	off, n, ok := plan.Next()
+func sendFileBlock(c *net.TCPConn, f *os.File, plan *Plan, base int64, pool *BufferPool, limit int) (int, error) {
+	off, n, ok := plan.NextUpTo(int64(limit))
 	if !ok {
 		return 0, io.EOF
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -305,3 +306,39 @@ func loopbackAddress(address string) bool {
 // unpaced are the congestion controls DataControl tries, in turn: ones
 // that do not pace, of which the kernel always has reno.
 var unpaced = []string{"cubic", "reno"}
+
+// windowGauge reads a sending stream's congestion window (TCP_INFO) into
+// storage of its own, so that a read costs one system call and no
+// allocation.
+type windowGauge struct {
+	rc   syscall.RawConn
+	info unix.TCPInfo
+	ok   bool
+	read func(fd uintptr) // g.readFd, bound once
+}
+
+// newWindowGauge is a gauge of c's window; nil when c cannot say.
+func newWindowGauge(c *net.TCPConn) *windowGauge {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	g := &windowGauge{rc: rc}
+	g.read = g.readFd
+	return g
+}
+
+func (g *windowGauge) readFd(fd uintptr) {
+	n := uint32(unix.SizeofTCPInfo)
+	_, _, e := unix.Syscall6(unix.SYS_GETSOCKOPT, fd, unix.IPPROTO_TCP, unix.TCP_INFO,
+		uintptr(unsafe.Pointer(&g.info)), uintptr(unsafe.Pointer(&n)), 0)
+	g.ok = e == 0
+}
+
+// window is the stream's congestion window in bytes; 0 when not known.
+func (g *windowGauge) window() int {
+	if g == nil || g.rc.Control(g.read) != nil || !g.ok {
+		return 0
+	}
+	return int(g.info.Snd_cwnd) * int(g.info.Snd_mss)
+}

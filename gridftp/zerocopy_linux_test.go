@@ -3,8 +3,10 @@ package gridftp
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"os"
 	"slices"
@@ -58,10 +60,12 @@ func TestSendFileBlock(t *testing.T) {
 		name          string
 		start, end    int64
 		base          int64
+		limit         int
 		wantErr       string
 		wantN, wantAt int64
 	}{
 		{name: "a block", start: 1000, end: 1000 + 1<<20, base: 500, wantN: 1 << 20, wantAt: 500},
+		{name: "a block cut to the window", start: 1000, end: 1000 + 1<<20, base: 500, limit: 64 << 10, wantN: 64 << 10, wantAt: 500},
 		{name: "past the end", start: int64(len(data)) - 10, end: int64(len(data)) + 10, wantErr: "source shorter than announced"},
 	}
 	for _, tt := range tests {
@@ -70,7 +74,8 @@ func TestSendFileBlock(t *testing.T) {
 			got := make(chan []byte)
 			go func() { b, _ := io.ReadAll(s); got <- b }()
 			plan := NewPlan([]Range{{Start: tt.start, End: tt.end}}, 2<<20)
-			n, err := sendFileBlock(c.(*net.TCPConn), f, plan, tt.base, NewBufferPool(2<<20))
+			limit := cmp.Or(tt.limit, math.MaxInt)
+			n, err := sendFileBlock(c.(*net.TCPConn), f, plan, tt.base, NewBufferPool(2<<20), limit)
 			c.Close()
 			b := <-got
 			if tt.wantErr != "" {
@@ -86,8 +91,11 @@ func TestSendFileBlock(t *testing.T) {
 			if err != nil || h.Count != uint64(tt.wantN) || h.Offset != uint64(tt.wantAt) {
 				t.Fatalf("header %+v (%v), want count %d at %d", h, err, tt.wantN, tt.wantAt)
 			}
-			if !bytes.Equal(b[HeaderLen:], data[tt.start:tt.end]) {
-				t.Errorf("payload of %d bytes is not the file's [%d, %d)", len(b)-HeaderLen, tt.start, tt.end)
+			if end := tt.start + tt.wantN; !bytes.Equal(b[HeaderLen:], data[tt.start:end]) {
+				t.Errorf("payload of %d bytes is not the file's [%d, %d)", len(b)-HeaderLen, tt.start, end)
+			}
+			if off, n, ok := plan.Next(); tt.wantN < tt.end-tt.start && (!ok || off != tt.start+tt.wantN || n != tt.end-off) {
+				t.Errorf("after the block the plan hands out %d+%d (%v), want the rest from %d", off, n, ok, tt.start+tt.wantN)
 			}
 		})
 	}
@@ -131,6 +139,41 @@ func TestHoldBack(t *testing.T) {
 			t.Errorf("under %s (read %q): lossBound = %v, want %v", cc.name, congestionControl(c), got, cc.grow)
 		}
 	}
+}
+
+// TestWindowGauge: a stream's congestion window is read from the kernel
+// (at least the initial window of 10 segments), without allocating.
+func TestWindowGauge(t *testing.T) {
+	c, s := tcpPair(t)
+	payload := bytes.Repeat([]byte("x"), 100_000)
+	c.Write(payload)
+	io.ReadFull(s, make([]byte, len(payload)))
+	g := newWindowGauge(c.(*net.TCPConn))
+	info, err := unix.GetsockoptTCPInfo(fd(t, c), unix.IPPROTO_TCP, unix.TCP_INFO)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := g.window(), int(info.Snd_cwnd*info.Snd_mss); got != want || got < 10*int(info.Snd_mss) {
+		t.Errorf("window = %d, want cwnd × mss = %d (%d × %d)", got, want, info.Snd_cwnd, info.Snd_mss)
+	}
+	if n := testing.AllocsPerRun(100, func() { g.window() }); n != 0 {
+		t.Errorf("a reading allocates %v times", n)
+	}
+	var none *windowGauge
+	if none.window() != 0 {
+		t.Error("no gauge reads a window")
+	}
+}
+
+// fd is c's descriptor, for reading what the kernel says of it.
+func fd(t *testing.T, c net.Conn) int {
+	rc, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	rc.Control(func(f uintptr) { n = int(f) })
+	return n
 }
 
 // wrapped is a connection under another layer (as TLS is), which names

@@ -1,0 +1,49 @@
+package gridftp
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestBlockLimit: a block to another host carries about one congestion
+// window, in whole multiples of minBlock, never more than a block; to this
+// host (no window known) a whole block.
+func TestBlockLimit(t *testing.T) {
+	for _, tt := range []struct {
+		name           string
+		win, max, want int
+	}{
+		{"window not known", 0, 1 << 20, 1 << 20},
+		{"initial window", 10 * 1448, 1 << 20, minBlock},
+		{"small window, rounded up", 50 * 1448, 1 << 20, 2 * minBlock},
+		{"window of a block", 1 << 20, 1 << 20, 1 << 20},
+		{"window past a block", 3000 * 1448, 1 << 20, 1 << 20},
+		{"smaller block than the window", 40 * 1448, 32 << 10, 32 << 10},
+	} {
+		if got := blockLimit(tt.win, tt.max); got != tt.want {
+			t.Errorf("%s: blockLimit(%d, %d) = %d, want %d", tt.name, tt.win, tt.max, got, tt.want)
+		}
+	}
+}
+
+// TestPlanNextUpTo: a plan hands out blocks of at most its block size and
+// the limit asked, in order, across its segments.
+func TestPlanNextUpTo(t *testing.T) {
+	p := NewPlan([]Range{{0, 10}, {20, 23}}, 4)
+	type blk struct{ off, n int64 }
+	var got []blk
+	for _, limit := range []int64{100, 2, 3, 100, 100} {
+		off, n, ok := p.NextUpTo(limit)
+		if !ok {
+			break
+		}
+		got = append(got, blk{off, n})
+	}
+	want := []blk{{0, 4}, {4, 2}, {6, 3}, {9, 1}, {20, 3}}
+	if !slices.Equal(got, want) {
+		t.Errorf("blocks %v, want %v", got, want)
+	}
+	if _, _, ok := p.Next(); ok {
+		t.Error("a plan handed out past its end")
+	}
+}
