@@ -271,16 +271,25 @@ func SendStream(ctx context.Context, streams []*Stream, src io.Reader, pool *Buf
 // stream, and ends them as Send does. next fills payload (up to a block of
 // pool) with the next block and says at what offset it goes; io.EOF when
 // there are no more. Workers call next concurrently. For a sender whose
-// blocks arrive from elsewhere (a forwarding layer).
+// blocks arrive from elsewhere (a forwarding layer): each goes whole, its
+// payload a block of pool whatever the stream's window.
 func SendFunc(ctx context.Context, streams []*Stream, next func(payload []byte) (off int64, n int, err error), pool *BufferPool, sent *atomic.Int64) error {
-	_, err := send(ctx, streams, ending{eof: len(streams)}, buffered(pool, next), sent)
+	_, err := send(ctx, streams, ending{eof: len(streams)}, whole(pool, next), sent)
 	return err
 }
 
 // buffered is a block sender that sends the blocks next fills into
-// buffers of pool.
+// buffers of pool, each of at most the limit the stream's window sets:
+// for a source read from start to end, which a block of any size takes
+// the next piece of.
 func buffered(pool *BufferPool, next func([]byte) (int64, int, error)) func(net.Conn, int) (int, error) {
 	return func(c net.Conn, limit int) (int, error) { return sendBlock(c, pool, limit, next) }
+}
+
+// whole is buffered for blocks made elsewhere, which cannot be cut: next
+// always gets a whole block of pool to fill.
+func whole(pool *BufferPool, next func([]byte) (int64, int, error)) func(net.Conn, int) (int, error) {
+	return func(c net.Conn, _ int) (int, error) { return sendBlock(c, pool, math.MaxInt, next) }
 }
 
 // sendBacklog is how much a sending stream's socket holds beyond what is

@@ -1,6 +1,8 @@
 package gridftp
 
 import (
+	"io"
+	"net"
 	"slices"
 	"testing"
 )
@@ -45,5 +47,35 @@ func TestPlanNextUpTo(t *testing.T) {
 	}
 	if _, _, ok := p.Next(); ok {
 		t.Error("a plan handed out past its end")
+	}
+}
+
+// TestBlockSendersLimit: a block sender for a source read in order
+// (SendStream) cuts its blocks to the stream's limit; one for blocks made
+// elsewhere (SendFunc: a forwarding layer's, which must not be cut or a
+// block's tail would be lost) hands next a whole block whatever the limit.
+func TestBlockSendersLimit(t *testing.T) {
+	const block, limit = 256 << 10, 64 << 10
+	for _, tt := range []struct {
+		name   string
+		sender func(*BufferPool, func([]byte) (int64, int, error)) func(net.Conn, int) (int, error)
+		want   int
+	}{
+		{"read in order", buffered, limit},
+		{"made elsewhere", whole, block},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, s := net.Pipe()
+			defer c.Close()
+			go io.Copy(io.Discard, s)
+			var got int
+			send := tt.sender(NewBufferPool(block), func(p []byte) (int64, int, error) {
+				got = len(p)
+				return 0, len(p), nil
+			})
+			if n, err := send(c, limit); err != nil || n != tt.want || got != tt.want {
+				t.Errorf("sent %d (%v), next given %d bytes; want %d", n, err, got, tt.want)
+			}
+		})
 	}
 }
