@@ -314,22 +314,22 @@ type ending struct {
 // minBlock is the least a block to another host carries (blockLimit).
 const minBlock = 64 << 10
 
-// blockLimit is how much a stream's next block may carry, of a block of
-// max bytes: to another host about one congestion window, at least
-// minBlock. A block is delivered in order on its stream, and a stream
-// whose window is small (one loss held down on a long path, or that left
-// slow start early) takes rounds to deliver a whole block; sized to the
-// window, such a stream takes what it sends in about a round trip, and the
-// streams with large windows carry the rest (2,000 × 50 KB as tar
-// batches, 150 ms, 0.01 %, cubic: a pair whose streams sat at windows of
-// 30–80 segments took 5–8 s where the others took 2–3; bench/RESULTS.md,
-// issue 17). win is the window in bytes, 0 when not known (to this host,
-// where the blocks stay whole).
-func blockLimit(win, max int) int {
+// blockLimit is how much a stream's next block may carry: to another
+// host about one congestion window, at least minBlock, and never more than
+// a block of the sender's (the caller's cap). A block is delivered in
+// order on its stream, and a stream whose window is small (one loss held
+// down on a long path, or that left slow start early) takes rounds to
+// deliver a whole block; sized to the window, such a stream takes what it
+// sends in about a round trip, and the streams with large windows carry
+// the rest (2,000 × 50 KB as tar batches, 150 ms, 0.01 %, cubic: a pair
+// whose streams sat at windows of 30–80 segments took 5–8 s where the
+// others took 2–3; bench/RESULTS.md, issue 17). win is the window in
+// bytes, 0 when not known (to this host, where the blocks stay whole).
+func blockLimit(win int) int {
 	if win > 0 {
-		return min(max, (win+minBlock-1)/minBlock*minBlock)
+		return (win + minBlock - 1) / minBlock * minBlock
 	}
-	return max
+	return math.MaxInt
 }
 
 // send runs one worker per stream. block sends the next block over a
@@ -375,7 +375,7 @@ func send(ctx context.Context, streams []*Stream, end ending, block func(c net.C
 			gauge = newWindowGauge(tc)
 		}
 		for {
-			n, err := block(c, blockLimit(gauge.window(), math.MaxInt))
+			n, err := block(c, blockLimit(gauge.window()))
 			if err == io.EOF {
 				break
 			}
