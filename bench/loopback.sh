@@ -17,7 +17,12 @@
 # row again (PROFILE_RUNS copies) with FERRY_CPUPROFILE set for both servers
 # and the client, into DIR/<kind>-{src,dst,client}.prof, and `go tool pprof
 # -top` of each. Environment: RUNS BIG_MIB FERRY FERRY_BEFORE PROFILE
-# PROFILE_RUNS PORT_BASE (6 ports) KEEP_LOGS. Needs: go, globus-url-copy,
+# PROFILE_RUNS PORT_BASE (6 ports) KEEP_LOGS WARM_MIB. WARM_MIB (default 3072):
+# before each timed copy, touch that much fresh memory (0: none). A VM that
+# hands freed pages back to its host (free page reporting) makes the first
+# write of each such page fault on the host, inside whichever copy comes
+# next: cp of 2 GiB took 0.8-4.8 s here without it, 0.8-1.1 s with it
+# (bench/RESULTS.md, issue 17). Needs: go, globus-url-copy,
 # globus-gridftp-server, root (GCT serves anonymous users as nobody).
 set -Eeuo pipefail
 shopt -s inherit_errexit
@@ -29,6 +34,7 @@ PORT_BASE=${PORT_BASE:-29871}
 PROFILE=${PROFILE:-} PROFILE_RUNS=${PROFILE_RUNS:-3}
 FERRY_BEFORE=${FERRY_BEFORE:-}
 KEEP_LOGS=${KEEP_LOGS:-0}
+WARM_MIB=${WARM_MIB:-3072}
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 WORK=/dev/shm/ferry-loopback.$$
 TMP=$(mktemp -d /tmp/ferry-loopback.XXXXXX)
@@ -36,7 +42,7 @@ LOG=$TMP/logs PHASE=loop WAN_UP=0
 mkdir -p "$LOG"
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-need go globus-gridftp-server globus-url-copy cmp
+need go globus-gridftp-server globus-url-copy cmp python3
 [[ $(id -u) == 0 ]] || { say "run as root (GCT serves anonymous users as nobody)" >&2; exit 1; }
 
 say "== machine"
@@ -109,6 +115,7 @@ one() {
 	local k=$1 d cmd=() t0 t1 load
 	d=$(dst_of "$k")
 	rm -f "$d/big.bin"
+	((WARM_MIB > 0)) && python3 -c "b = bytearray($WARM_MIB << 20)"
 	sleep 0.3
 	mapfile -t cmd < <(cmd_of "$k")
 	load=$(cut -d' ' -f1 /proc/loadavg)

@@ -202,12 +202,27 @@ type OrderedReaderAt interface {
 	ReadsInOrder()
 }
 
+// A FileSummer is an OrderedReaderAt over a file that can take a range in
+// (hash it) without handing its bytes on: a sender hashes each block
+// through a small buffer and sends it from the file by sendfile, which
+// saves the copy of every byte into the socket (sendSummedBlock).
+type FileSummer interface {
+	OrderedReaderAt
+	// SumFile is the file the ranges are read from.
+	SumFile() *os.File
+	// Take hashes [off, off+n) of the file, reading it through p; off
+	// follows the range taken before.
+	Take(p []byte, off, n int64) error
+}
+
 // sendPlan sends the blocks of plan from src, ending the streams as end
 // says. A file's blocks go out by sendfile on a bare TCP stream
-// (sendFileBlock).
+// (sendFileBlock), hashed on the way when src is a FileSummer
+// (sendSummedBlock).
 func sendPlan(ctx context.Context, streams []*Stream, plan *Plan, src io.ReaderAt, base int64, pool *BufferPool, sent *atomic.Int64, end ending) (GrowthResult, error) {
 	var inOrder sync.Mutex
 	_, ordered := src.(OrderedReaderAt)
+	summer, summed := src.(FileSummer)
 	next := func(payload []byte) (int64, int, error) {
 		if ordered {
 			inOrder.Lock()
@@ -229,6 +244,9 @@ func sendPlan(ctx context.Context, streams []*Stream, plan *Plan, src io.ReaderA
 	return send(ctx, streams, end, func(c net.Conn, limit int) (int, error) {
 		if tc, ok := plainTCP(c); ok && isFile {
 			return sendFileBlock(tc, f, plan, base, pool, limit)
+		}
+		if tc, ok := plainTCP(c); ok && summed {
+			return sendSummedBlock(tc, summer, &inOrder, plan, base, pool, limit)
 		}
 		return sendBlock(c, pool, limit, next)
 	}, sent)

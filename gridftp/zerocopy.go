@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 )
 
 // errNoZeroCopy reports that the kernel will not sendfile or splice
@@ -22,6 +23,13 @@ func sendFileBlock(c *net.TCPConn, f *os.File, plan *Plan, base int64, pool *Buf
 	if !ok {
 		return 0, io.EOF
 	}
+	return sendFileRange(c, f, off, n, base, pool)
+}
+
+// sendFileRange sends [off, off+n) of f as one block, its offset relative
+// to base: by sendfile, the rest through a buffer of pool if the kernel
+// refuses.
+func sendFileRange(c *net.TCPConn, f *os.File, off, n, base int64, pool *BufferPool) (int, error) {
 	var hdr [HeaderLen]byte
 	Header{Count: uint64(n), Offset: uint64(off - base)}.Put(hdr[:])
 	sent, err := sendFile(c, hdr[:], f, off, n)
@@ -35,6 +43,37 @@ func sendFileBlock(c *net.TCPConn, f *os.File, plan *Plan, base int64, pool *Buf
 		return 0, fmt.Errorf("%w: %v", ErrDataStream, err)
 	}
 	return int(n), nil
+}
+
+// sumPiece is how much of a block sendSummedBlock reads at a time to hash
+// it: little enough to stay in the core's cache for the hash.
+const sumPiece = 128 << 10
+
+// sendSummedBlock is sendFileBlock for a source that hashes what it sends
+// (a live checksum): under inOrder, so that the hash sees the file in
+// order, it takes the next block and hashes it, reading it through a
+// buffer of pool; then it sends the block from the file by sendfile. Were
+// the file to change between the two, the receiver's sum would differ from
+// this one, and the copy would fail its check rather than pass.
+func sendSummedBlock(c *net.TCPConn, src FileSummer, inOrder *sync.Mutex, plan *Plan, base int64, pool *BufferPool, limit int) (int, error) {
+	bp := pool.Get()
+	defer pool.Put(bp)
+	inOrder.Lock()
+	off, n, ok := plan.NextUpTo(int64(limit))
+	var err error
+	if ok {
+		err = src.Take((*bp)[:min(len(*bp), sumPiece)], off, n)
+	}
+	inOrder.Unlock()
+	switch {
+	case !ok:
+		return 0, io.EOF
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return 0, fmt.Errorf("source shorter than announced: %w", io.ErrUnexpectedEOF)
+	case err != nil:
+		return 0, err
+	}
+	return sendFileRange(c, src.SumFile(), off, n, base, pool)
 }
 
 // sendRest writes [off, off+n) of f to c through a buffer of pool.

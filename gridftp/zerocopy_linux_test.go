@@ -4,13 +4,17 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
+	"crypto/md5"
 	"errors"
+	"fmt"
+	"hash"
 	"io"
 	"math"
 	"net"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -250,5 +254,92 @@ func TestDataControl(t *testing.T) {
 	rc.Control(func(fd uintptr) { after, _ = unix.GetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION) })
 	if before != after {
 		t.Errorf("a socket to another host went from %q to %q", before, after)
+	}
+}
+
+// summer is a FileSummer over a file that hashes what Take reads, as a
+// live checksum does, and then spoils the buffer it read through: a block
+// sent from that buffer would arrive spoiled.
+type summer struct {
+	*os.File
+	h       hash.Hash
+	next    int64
+	biggest int
+}
+
+func (s *summer) ReadsInOrder()     {}
+func (s *summer) SumFile() *os.File { return s.File }
+func (s *summer) Take(p []byte, off, n int64) error {
+	if off != s.next {
+		return fmt.Errorf("take at %d, want %d", off, s.next)
+	}
+	s.biggest = max(s.biggest, len(p))
+	for n > 0 {
+		k := min(int64(len(p)), n)
+		if _, err := s.ReadAt(p[:k], off); err != nil {
+			return err
+		}
+		s.h.Write(p[:k])
+		clear(p[:k])
+		off, n, s.next = off+k, n-k, off+k
+	}
+	return nil
+}
+
+// TestSendSummedBlock: a hashed file's blocks go out by sendfile, not
+// from the buffer they were hashed through (which the summer spoils), in
+// pieces of at most sumPiece, and the hash covers the range in order; a
+// file shorter than the plan fails the block.
+func TestSendSummedBlock(t *testing.T) {
+	data := bytes.Repeat([]byte("0123456789abcdef"), 200_000) // 3.2 MB
+	f, err := os.CreateTemp(t.TempDir(), "src")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.Write(data)
+	c, s := tcpPair(t)
+	got := make(chan []byte)
+	go func() { b, _ := io.ReadAll(s); got <- b }()
+	src := &summer{File: f, h: md5.New(), next: 1000}
+	plan := NewPlan([]Range{{Start: 1000, End: int64(len(data)) + 10}}, 1<<20)
+	var inOrder sync.Mutex
+	pool := NewBufferPool(1 << 20)
+	var sent int64
+	for {
+		n, err := sendSummedBlock(c.(*net.TCPConn), src, &inOrder, plan, 1000, pool, math.MaxInt)
+		if err != nil {
+			if !strings.Contains(err.Error(), "source shorter than announced") {
+				t.Fatalf("the block past the end failed with %v, want one saying the source is shorter", err)
+			}
+			break
+		}
+		sent += int64(n)
+	}
+	c.Close()
+	b := <-got
+	r := bufio.NewReader(bytes.NewReader(b))
+	var payload []byte
+	for {
+		h, err := ReadHeader(r)
+		if err != nil {
+			break
+		}
+		if int64(h.Offset) != int64(len(payload)) {
+			t.Fatalf("block at %d, want %d", h.Offset, len(payload))
+		}
+		p := make([]byte, h.Count)
+		io.ReadFull(r, p)
+		payload = append(payload, p...)
+	}
+	want := data[1000 : 1000+sent]
+	if sent < 3<<20 || !bytes.Equal(payload, want) {
+		t.Fatalf("received %d bytes, %d sent; not the file's", len(payload), sent)
+	}
+	if sum := md5.Sum(want); !bytes.Equal(src.h.Sum(nil), sum[:]) {
+		t.Error("the hash is not the sent range's")
+	}
+	if src.biggest > sumPiece {
+		t.Errorf("hashed through %d bytes at a time, want at most %d", src.biggest, sumPiece)
 	}
 }

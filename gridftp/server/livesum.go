@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"hash"
 	"io"
+	"os"
 	"path"
 	"strings"
 	"sync"
@@ -90,6 +91,41 @@ type hashingReader struct {
 }
 
 func (r *hashingReader) ReadsInOrder() {}
+
+// fileHasher is a hashingReader of a plain file: a gridftp.FileSummer,
+// whose blocks go out by sendfile once hashed.
+type fileHasher struct {
+	*hashingReader
+	f *os.File
+}
+
+func (r fileHasher) SumFile() *os.File { return r.f }
+
+// hashing returns a hashingReader of f from next on with h, and what the
+// streams should read: the reader, or a fileHasher when f is a plain file.
+func hashing(f io.ReaderAt, h hash.Hash, next int64) (*hashingReader, io.ReaderAt) {
+	r := &hashingReader{ReaderAt: f, h: h, next: next}
+	if of, ok := f.(*os.File); ok {
+		return r, fileHasher{r, of}
+	}
+	return r, r
+}
+
+// Take hashes [off, off+n) of the file through p.
+func (r *hashingReader) Take(p []byte, off, n int64) error {
+	for n > 0 {
+		k := min(int64(len(p)), n)
+		m, err := r.ReadAt(p[:k], off)
+		if int64(m) != k {
+			if err == nil || err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return err
+		}
+		off, n = off+k, n-k
+	}
+	return nil
+}
 
 func (r *hashingReader) ReadAt(p []byte, off int64) (int, error) {
 	n, err := r.ReaderAt.ReadAt(p, off)

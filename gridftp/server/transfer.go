@@ -107,8 +107,7 @@ func (ss *session) sendRanges(ctx context.Context, p string, src stack.Source, f
 	}
 	var live *hashingReader
 	if h := ss.liveHash(); h != nil && plain && ss.modeE && !ss.striped() && ss.stripe.count <= 1 && len(segs) == 1 {
-		live = &hashingReader{ReaderAt: f, h: h, next: segs[0].Start}
-		f = live // the streams read the blocks in order (gridftp.OrderedReaderAt)
+		live, f = hashing(f, h, segs[0].Start) // the streams read the blocks in order (gridftp.OrderedReaderAt)
 	}
 	err := ss.sendData(ctx, f, segs, base, end)
 	if err == nil && live != nil && !live.broken && live.next == segs[0].End {
