@@ -17,7 +17,9 @@
 # row again (PROFILE_RUNS copies) with FERRY_CPUPROFILE set for both servers
 # and the client, into DIR/<kind>-{src,dst,client}.prof, and `go tool pprof
 # -top` of each. Environment: RUNS BIG_MIB FERRY FERRY_BEFORE PROFILE
-# PROFILE_RUNS PORT_BASE (6 ports) KEEP_LOGS WARM_MIB. WARM_MIB (default 3072):
+# PROFILE_RUNS PORT_BASE (6 ports) KEEP_LOGS WARM_MIB ONLY. ONLY: a bash regular
+# expression; only the kinds it matches run (ONLY='MD5|verify' for the MD5
+# rows and GCT's). WARM_MIB (default 3072):
 # before each timed copy, touch that much fresh memory (0: none). A VM that
 # hands freed pages back to its host (free page reporting) makes the first
 # write of each such page fault on the host, inside whichever copy comes
@@ -35,6 +37,7 @@ PROFILE=${PROFILE:-} PROFILE_RUNS=${PROFILE_RUNS:-3}
 FERRY_BEFORE=${FERRY_BEFORE:-}
 KEEP_LOGS=${KEEP_LOGS:-0}
 WARM_MIB=${WARM_MIB:-3072}
+ONLY=${ONLY:-}
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 WORK=/dev/shm/ferry-loopback.$$
 TMP=$(mktemp -d /tmp/ferry-loopback.XXXXXX)
@@ -107,6 +110,7 @@ KINDS_ALL=("cp" "ferry" "ferry before" "guc @ferry" "guc @gct" "ferry MD5" "ferr
 KINDS=()
 for k in "${KINDS_ALL[@]}"; do
 	[[ $k == *before && -z $FERRY_BEFORE ]] && continue
+	[[ -n $ONLY && $k != cp && ! $k =~ $ONLY ]] && continue
 	KINDS+=("$k")
 done
 
