@@ -165,6 +165,7 @@ say "(÷ cp: cp's median time ÷ this kind's; ≥ 1 is as fast as cp)"
 if [[ -n $PROFILE ]]; then
 	mkdir -p "$PROFILE"
 	for k in "ferry" "ferry MD5" "ferry fast hash" ${FERRY_BEFORE:+"ferry before" "ferry MD5 before" "ferry fast hash before"}; do
+		[[ -n $ONLY && ! $k =~ $ONLY ]] && continue
 		tag=${k// /-}
 		say "== profile $k ($PROFILE_RUNS copies; servers restarted with FERRY_CPUPROFILE)"
 		servers "$PROFILE" "$tag"
