@@ -4,6 +4,8 @@ import (
 	"io"
 	"math"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 )
@@ -78,4 +80,19 @@ func TestBlockSendersLimit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TempFile makes a file in the test's directory holding data, closed when
+// the test ends: for the package's tests, internal and external.
+func TempFile(t *testing.T, name string, data []byte) *os.File {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(t.TempDir(), name), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if _, err := f.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

@@ -54,12 +54,7 @@ func TestSplicerDrain(t *testing.T) {
 // shorter than the plan fails the block.
 func TestSendFileBlock(t *testing.T) {
 	data := bytes.Repeat([]byte("0123456789abcdef"), 100_000) // 1.6 MB
-	f, err := os.CreateTemp(t.TempDir(), "src")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	f.Write(data)
+	f := TempFile(t, "src", data)
 	tests := []struct {
 		name          string
 		start, end    int64
@@ -292,12 +287,7 @@ func (s *summer) Take(p []byte, off, n int64) error {
 // file shorter than the plan fails the block.
 func TestSendSummedBlock(t *testing.T) {
 	data := bytes.Repeat([]byte("0123456789abcdef"), 200_000) // 3.2 MB
-	f, err := os.CreateTemp(t.TempDir(), "src")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	f.Write(data)
+	f := TempFile(t, "src", data)
 	c, s := tcpPair(t)
 	got := make(chan []byte)
 	go func() { b, _ := io.ReadAll(s); got <- b }()

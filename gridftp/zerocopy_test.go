@@ -7,7 +7,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,20 +36,6 @@ func (d *spliceCounter) FileAt(off, n int64) (*os.File, error) {
 		return nil, errors.New("past the limit")
 	}
 	return d.f, nil
-}
-
-// tempFile makes a file in the test's directory holding data.
-func tempFile(t *testing.T, name string, data []byte) *os.File {
-	t.Helper()
-	f, err := os.OpenFile(filepath.Join(t.TempDir(), name), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	if _, err := f.Write(data); err != nil {
-		t.Fatal(err)
-	}
-	return f
 }
 
 // sendFileTo sends [0, size) of src, base 0, over n loopback streams in
@@ -102,8 +87,8 @@ func TestZeroCopy(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			src := tempFile(t, "src", data)
-			dst := &spliceCounter{f: tempFile(t, "dst", nil), limit: cmpOr(tt.limit, 1<<40)}
+			src := gridftp.TempFile(t, "src", data)
+			dst := &spliceCounter{f: gridftp.TempFile(t, "dst", nil), limit: cmpOr(tt.limit, 1<<40)}
 			r := &gridftp.Receiver{Dst: dst, Pool: gridftp.NewBufferPool(tt.block)}
 			if tt.hash {
 				r.Hash = md5.New()
