@@ -88,23 +88,41 @@ func (d *dataChannel) dropPending() {
 	}
 }
 
+// drainStream reads and drops what the sender of a failed stream-mode
+// receive still sends, until it ends the connection or for at most wait,
+// and reports whether it ended. Done with its data, the sender then reads
+// the reply that says why, as after any transfer: replied to first,
+// globus-url-copy could finish its writes after the reply and then wait
+// for ever (TestFerryFullDisk); cut first, it could report the reset
+// instead of the reason (TestFerryMaxFileSize). A sender not done within
+// wait is cut once the reply has gone (cutStream).
+func (d *dataChannel) drainStream(wait time.Duration) bool {
+	if d.stream == nil {
+		return true
+	}
+	d.stream.SetReadDeadline(time.Now().Add(wait))
+	_, err := io.Copy(io.Discard, d.stream)
+	return err == nil
+}
+
+// cutStream closes the stream-mode connection, if any, with a reset
+// (SO_LINGER 0), so that a sender still writing sees its write fail.
+func (d *dataChannel) cutStream() {
+	if tc, ok := gridftp.TCPConn(d.stream); ok {
+		tc.SetLinger(0)
+	}
+}
+
 // lingerTime is how long the data connections of a failed transfer are
 // drained before they close.
 const lingerTime = 2 * time.Second
 
-// linger drops the data connections after a failed receive, whose state
-// is unknown. They are drained for a moment first: closing one with unread
-// data resets it, and a sender that sees the reset (globus-url-copy, in
-// either mode) reports that instead of the error reply that says why.
+// linger drops the MODE E streams after a failed receive, whose state is
+// unknown. They are drained for a moment first: closing one with unread
+// data resets it, and a sender that sees the reset (globus-url-copy)
+// reports that instead of the error reply that says why.
 func (d *dataChannel) linger() {
-	conns := make([]net.Conn, 0, len(d.cache)+1)
-	if d.stream != nil {
-		conns = append(conns, d.stream)
-		d.stream = nil
-		if d.ln != nil {
-			d.close() // a stream-mode passive listener serves one transfer
-		}
-	}
+	conns := make([]net.Conn, 0, len(d.cache))
 	for _, s := range d.cache {
 		conns = append(conns, s.Conn)
 	}

@@ -141,9 +141,11 @@ func (ss *session) readyToTransfer(ctx context.Context) bool {
 
 // finish sends a transfer's final reply. After a failure the data
 // connections are dropped, once the reply has told the peer why: their
-// state is unknown. A receiver drains them for a moment (see linger)
-// unless the transfer was aborted. A stream-mode connection closes before
-// a 226, since its end marks the end of the file.
+// state is unknown. A receiver drains its MODE E streams for a moment (see
+// linger) unless the transfer was aborted. A stream-mode connection closes
+// before a 226, since its end marks the end of the file; after a failed
+// receive it is drained before the reply (drainStream), and cut after
+// it if its sender is not done.
 func (ss *session) finish(ctx context.Context, op string, err error, receiving bool) {
 	ss.moved = 0 // a listing's too
 	if err != nil {
@@ -155,6 +157,12 @@ func (ss *session) finish(ctx context.Context, op string, err error, receiving b
 	case err == nil:
 		ss.endStream()
 	case receiving && ctx.Err() == nil:
+		if ss.data.drainStream(lingerTime) {
+			ss.endStream()
+		} else {
+			defer ss.endStream()
+			defer ss.data.cutStream()
+		}
 		defer ss.data.linger()
 	default:
 		defer ss.endStream()
