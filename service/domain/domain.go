@@ -497,7 +497,15 @@ type FileOps interface {
 	// that is the source or inside it, a file where a directory is
 	// needed), with a message naming the endpoint.
 	// With EncryptData in o, both endpoints must be able to encrypt.
+	// With DeleteDestinationExtra, a destination that holds its source is
+	// refused too (its other entries would be deleted).
 	CheckTransfer(ctx context.Context, src, dst Endpoint, srcLogin, dstLogin Login, items []Item, o Options) error
+	// Overlap refuses, by its paths alone and asking no server, an item
+	// whose source and destination are on one storage when its
+	// destination is its source, lies inside it or (deleting extras)
+	// holds it: EInvalid naming dst. It is the rule CheckTransfer and the
+	// workers apply, with symlinks followed, when they reach the servers.
+	Overlap(dst Endpoint, it Item, o Options) error
 	// ServerStates probes each of the endpoint's servers, in order.
 	ServerStates(ctx context.Context, ep Endpoint, l Login) ([]ServerState, error)
 }

@@ -262,7 +262,7 @@ const checkItems = 100
 func (s *Server) checkTransfer(r *http.Request, c *call, src, dst domain.Endpoint, items []domain.Item, o domain.Options) error {
 	if sameStorage(src, dst) {
 		for _, it := range items {
-			if err := overlap(it, dst); err != nil {
+			if err := s.Ops.Overlap(dst, it, o); err != nil {
 				return err
 			}
 		}
@@ -308,22 +308,6 @@ func sameStorage(a, b domain.Endpoint) bool {
 		}
 	}
 	return false
-}
-
-// overlap refuses an item, on one storage, whose destination is its
-// source or (recursive) inside it, in the words the engine uses.
-func overlap(it domain.Item, dst domain.Endpoint) error {
-	src, d := path.Clean(it.Src), path.Clean(it.Dst)
-	if strings.HasSuffix(it.Dst, "/") && !it.Recursive {
-		d = path.Join(d, path.Base(src))
-	}
-	switch {
-	case d == src:
-		return domain.Errorf(domain.EInvalid, "destination %s on %s: is the source %s itself", d, dst.DisplayName(), src)
-	case it.Recursive && (src == "/" || strings.HasPrefix(d, src+"/")):
-		return domain.Errorf(domain.EInvalid, "destination %s on %s: is inside the source %s", d, dst.DisplayName(), src)
-	}
-	return nil
 }
 
 func checkFilterRule(i int, f api.FilterRule) error {
