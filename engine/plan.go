@@ -49,6 +49,8 @@ type planner struct {
 	skippedErrs []FileResult
 	resumed     []FileResult // whole at the destination after an interrupted run (Options.Resume)
 	dirs        int          // directories walked
+	deleted     int          // paths deleteExtra deleted
+	deleter     Deleter      // told of each; nil: none
 	sources     sources
 	root        *treeRoot // the tree being placed
 	// summed holds, by destination, whether the checksums of a directory's

@@ -371,6 +371,17 @@ type File struct {
 	Time      time.Time
 }
 
+// Deletion is one path a transfer deleted at a destination because its
+// source does not have it (Options.DeleteDestinationExtra): an extra
+// entry, or what an extra directory held (reported before the directory).
+type Deletion struct {
+	Dest int // the destination's index in Task.Destinations; 0 for a task with one
+	Path string
+	Dir  bool
+	Size int64 // a file's size
+	Time time.Time
+}
+
 // Event codes.
 const (
 	EventQueued           = "QUEUED"
@@ -399,6 +410,10 @@ const (
 	// EventTuned: the engine's optimizer changed the number of session
 	// pairs, and why (the rate it saw).
 	EventTuned = "TUNED"
+	// EventDeleted: paths deleted at a destination because the source
+	// does not have them (Options.DeleteDestinationExtra); its details
+	// list every one (Task Deletions keeps them too).
+	EventDeleted = "DELETED"
 )
 
 // Event is one entry of a task's history.
