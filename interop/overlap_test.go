@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,5 +73,49 @@ func TestEngineOverlapSymlinks(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// TestCopyDeleteExtra runs the ferry binary's copy -r
+// --delete-destination-extra -v between two ferry servers: every path
+// deleted at the destination is named as it goes, the summary counts them,
+// and a copy onto the source's own parent is refused, deleting nothing.
+func TestCopyDeleteExtra(t *testing.T) {
+	src, dst := startFerry(t), startFerry(t)
+	writeFile(t, src.Path("s/a.txt"), []byte("a"))
+	writeFile(t, src.Path("s/sub/b.txt"), []byte("b"))
+	for _, rel := range []string{"s/old.txt", "s/olddir/x/y", "s/sub/gone", "s/a.txt"} {
+		writeFile(t, dst.Path(rel), []byte("old"))
+	}
+	r := mustCopy(t, "-r", "-q", "-v", "--delete-destination-extra", src.URL("s"), dst.URL("s"))
+	var deleted []string
+	for _, l := range strings.Split(r.stderr, "\n") {
+		if p, ok := strings.CutPrefix(l, "DELETED "); ok {
+			deleted = append(deleted, p)
+		}
+	}
+	if want := []string{"/s/old.txt", "/s/olddir/x/y", "/s/olddir/x/", "/s/olddir/", "/s/sub/gone"}; !slices.Equal(deleted, want) {
+		t.Errorf("DELETED lines %q, want %q", deleted, want)
+	}
+	if !strings.Contains(r.stderr, "\ndeleted 5 paths at the destination that the source does not have\n") {
+		t.Errorf("no count of the deletions in the summary:\n%s", r.stderr)
+	}
+	for rel, want := range map[string]string{"s/a.txt": "a", "s/sub/b.txt": "b"} {
+		if got, err := os.ReadFile(dst.Path(rel)); err != nil || string(got) != want {
+			t.Errorf("%s: %q %v", rel, got, err)
+		}
+	}
+	for _, rel := range []string{"s/old.txt", "s/olddir", "s/sub/gone"} {
+		if _, err := os.Stat(dst.Path(rel)); err == nil {
+			t.Errorf("%s: not deleted", rel)
+		}
+	}
+
+	r = ferryCopy(t, "-r", "-q", "--delete-destination-extra", src.URL("s/sub"), src.URL("s"))
+	if want := "destination /s: holds the source /s/sub"; r.code == 0 || !strings.Contains(r.stderr, want) {
+		t.Errorf("a copy onto the source's parent, deleting extras:\n%s\nwant a failure saying %q", r, want)
+	}
+	if got, err := os.ReadFile(src.Path("s/a.txt")); err != nil || string(got) != "a" {
+		t.Errorf("the source's neighbour s/a.txt: %q %v", got, err)
 	}
 }

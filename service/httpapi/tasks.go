@@ -687,6 +687,34 @@ func (s *Server) skippedErrors(w http.ResponseWriter, r *http.Request, c *call) 
 	return reply(w, http.StatusOK, doc)
 }
 
+// deletedPaths lists what a task deleted at its destinations because the
+// source does not have it (delete_destination_extra).
+func (s *Server) deletedPaths(w http.ResponseWriter, r *http.Request, c *call) error {
+	q, err := api.ParseMarkerQuery(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	t, err := s.Store.Task(r.Context(), c.user.ID, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	ds, next, err := s.Store.Deletions(r.Context(), t.ID, q.Marker, domain.Page{Limit: q.Limit}.Normal().Limit)
+	if err != nil {
+		return err
+	}
+	doc := api.DeletedPaths{DataType: "deleted_paths", Marker: q.Marker, NextMarker: next, Data: make([]api.DeletedPath, len(ds))}
+	for i, d := range ds {
+		doc.Data[i] = api.DeletedPath{DataType: "deleted_path", DestinationPath: d.Path, Type: "file", Size: d.Size, Time: d.Time}
+		if d.Dir {
+			doc.Data[i].Type = "dir"
+		}
+		if d.Dest < len(t.Destinations) {
+			doc.Data[i].DestinationEndpointID = t.Destinations[d.Dest].Endpoint
+		}
+	}
+	return reply(w, http.StatusOK, doc)
+}
+
 func (s *Server) failedTransfers(w http.ResponseWriter, r *http.Request, c *call) error {
 	t, err := s.Store.Task(r.Context(), c.user.ID, r.PathValue("id"))
 	if err != nil {
