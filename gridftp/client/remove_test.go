@@ -17,9 +17,9 @@ func TestRemoveAll(t *testing.T) {
 	c := dial(t, addr, 1)
 	keep := filepath.Join(root, "keep")
 	for _, tc := range []struct {
-		name  string
-		setup func(t *testing.T)
-		path  string
+		name    string
+		setup   func(t *testing.T)
+		path    string
 		fails   bool
 		gone    string   // relative to root
 		removed []string // what RemoveTree names, in order

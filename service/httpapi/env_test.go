@@ -21,9 +21,9 @@ import (
 
 	"ferry/gsi"
 	"ferry/service/api"
-	"ferry/service/gridops"
 	"ferry/service/apiclient"
 	"ferry/service/domain"
+	"ferry/service/gridops"
 	"ferry/service/httpapi"
 	"ferry/service/secret"
 	"ferry/service/sqlstore"
