@@ -159,7 +159,10 @@ func (c *copier) plan(ctx context.Context, items []Item) ([]*file, error) {
 		c.predial(ctx, predialPairs)
 	}
 	p := &planner{src: s, dst: d, opts: c.opts, alg: c.set.Algorithm, srcSums: &c.srcSums, dstSums: &c.dstSums}
-	if err := p.plan(ctx, items); err != nil {
+	p.deleter, _ = c.rep.(Deleter)
+	err = p.plan(ctx, items)
+	c.res.Deleted = p.deleted
+	if err != nil {
 		return nil, err
 	}
 	var bytes int64

@@ -176,6 +176,21 @@ type recorder struct {
 	progress atomic.Int64
 	faults   []string
 	done     map[string]engine.FileResult
+	deleted  []string // "dir/" for a directory
+}
+
+// Deleted keeps each deletion; a file's must have the size of what the
+// tests write at destinations ("old").
+func (r *recorder) Deleted(d engine.Deletion) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case d.Dir:
+		d.Path += "/"
+	case d.Size != int64(len("old")):
+		d.Path += fmt.Sprintf(" (size %d)", d.Size)
+	}
+	r.deleted = append(r.deleted, d.Path)
 }
 
 func (r *recorder) Planned(files int, _ int64) { r.mu.Lock(); r.planned += files; r.mu.Unlock() }

@@ -591,6 +591,7 @@ func (m *multi) count(r Result) {
 	}
 	m.res.Bytes += r.Bytes
 	m.res.Faults += r.Faults
+	m.res.Deleted += r.Deleted
 	m.mu.Unlock()
 }
 
@@ -601,6 +602,14 @@ type repairReporter struct {
 	fromHead bool // its sources are the head's paths
 	direct   bool // the first copy to it, not a repair
 	checked  bool // it checks the tree's copies against the head's
+}
+
+// Deleted passes on a path deleted at the destination, naming it.
+func (r *repairReporter) Deleted(d Deletion) {
+	if del, ok := r.m.rep.(Deleter); ok {
+		d.Dest = r.dest
+		del.Deleted(d)
+	}
 }
 
 func (r *repairReporter) Planned(_ int, bytes int64) { r.m.rep.Planned(0, bytes) }
@@ -708,6 +717,14 @@ type one struct{ rep Reporter }
 func (o *one) Planned(files int, bytes int64)                 { o.rep.Planned(files, bytes) }
 func (o *one) Progress(d int64)                               { o.rep.Progress(d) }
 func (o *one) Fault(p string, err error, retry time.Duration) { o.rep.Fault(p, err, retry) }
+
+// Deleted passes on a path deleted at the one destination.
+func (o *one) Deleted(d Deletion) {
+	if del, ok := o.rep.(Deleter); ok {
+		del.Deleted(d)
+	}
+}
+
 func (o *one) Done(r FileResult) {
 	arrived(o.rep, 0, r)
 	if dr, ok := o.rep.(DestReporter); ok {

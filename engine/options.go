@@ -120,7 +120,8 @@ type Options struct {
 	// not sent, not compared, not reported, not counted (a resumed task
 	// leaves out what it already did). Filters include or exclude entries
 	// by name. DeleteExtra deletes, in each directory walked, what the
-	// destination has and the source does not.
+	// destination has and the source does not, and reports each path it
+	// deletes (Deleter); a destination that holds its source is refused.
 	Skip        func(src, dst string) bool
 	Filters     []Filter
 	DeleteExtra bool
@@ -241,6 +242,7 @@ type Reporter interface {
 type Result struct {
 	Files, Transferred, Skipped, Failed, Canceled int
 	SkippedErrors                                 int   // Options.SkipSourceErrors
+	Deleted                                       int   // paths DeleteExtra deleted
 	Bytes                                         int64 // moved, including re-sends
 	Faults                                        int
 	FailedFiles                                   []FileResult

@@ -49,6 +49,8 @@ type planner struct {
 	skippedErrs []FileResult
 	resumed     []FileResult // whole at the destination after an interrupted run (Options.Resume)
 	dirs        int          // directories walked
+	deleted     int          // paths deleteExtra deleted
+	deleter     Deleter      // told of each; nil: none
 	sources     sources
 	root        *treeRoot // the tree being placed
 	// summed holds, by destination, whether the checksums of a directory's
@@ -219,23 +221,18 @@ func (p *planner) look(ctx context.Context, it Item) (*look, error) {
 	}
 	// The destination and its ancestors in one round trip: whether it
 	// exists, and from where directories must be made.
-	chain := []string{it.Dst}
-	for d := path.Clean(it.Dst); d != "/" && d != "."; {
-		d = path.Dir(d)
-		chain = append(chain, d)
-	}
 	var e gridftp.Entry
-	var err error
-	var des []gridftp.Entry
-	var derrs []error
-	var lerr error
+	var err, lerr error
+	var dstL lineage
 	both(func() { e, err = p.src.Stat(ctx, it.Src) }, func() {
 		if p.opts.blind() {
-			des, derrs = make([]gridftp.Entry, len(chain)), slices.Repeat([]error{errBlind}, len(chain))
+			chain := ancestry(it.Dst)
+			dstL = lineage{paths: chain, es: make([]gridftp.Entry, len(chain)), errs: slices.Repeat([]error{errBlind}, len(chain))}
 			return
 		}
-		des, derrs, lerr = p.dst.StatAll(ctx, chain)
+		dstL, lerr = lookUp(ctx, p.dst, it.Dst)
 	})
+	chain, des, derrs := dstL.paths, dstL.es, dstL.errs
 	switch {
 	case err != nil && p.skipsSource(it.Src, it.Dst, err):
 		return nil, nil
@@ -265,14 +262,8 @@ func (p *planner) look(ctx context.Context, it Item) (*look, error) {
 		if derr == nil && !de.IsDir() {
 			return nil, &ItemError{Path: it.Dst, Dest: true, Why: "is a file; a directory is needed there"}
 		}
-		for i, d := range chain {
-			if derrs[i] == nil && p.sources.same(it.Src, e, d, des[i]) {
-				why := "is inside the source " + it.Src
-				if i == 0 {
-					why = "is the source " + it.Src + " itself"
-				}
-				return nil, &ItemError{Path: it.Dst, Dest: true, Why: why}
-			}
+		if err := p.overlaps(ctx, it, dstL); err != nil {
+			return nil, err
 		}
 		l.tree = &tree{}
 		return l, nil

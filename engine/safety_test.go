@@ -20,8 +20,11 @@ import (
 
 // TestSourceNeverDestroyed runs copies whose destination is, or overlaps,
 // their own source: on one endpoint, on two servers of one root, on a
-// server whose root lies inside the other's, and through hard links. No
-// source byte may change, and every such file fails with a clear error.
+// server whose root lies inside the other's, through hard links and
+// through symlinks in the destination's path. No source byte may change,
+// and every such file fails with a clear error. Deleting extras, a
+// destination that holds the source is refused: its other entries are
+// the source's neighbours.
 func TestSourceNeverDestroyed(t *testing.T) {
 	root := t.TempDir()
 	os.MkdirAll(filepath.Join(root, "proj"), 0o755)
@@ -57,6 +60,14 @@ func TestSourceNeverDestroyed(t *testing.T) {
 		if err := os.Link(filepath.Join(root, "proj/b/linked"), filepath.Join(root, "proj/linked")); err != nil {
 			t.Fatal(err)
 		}
+		// Symlinks that lead into a source (relative, as the root confines them).
+		for link, target := range map[string]string{"looplink": "loop/sub", "projlink": "proj", "deep/link": "../loop", "deep/twice": "../looplink"} {
+			os.Remove(filepath.Join(root, link))
+			os.MkdirAll(filepath.Dir(filepath.Join(root, link)), 0o755)
+			if err := os.Symlink(target, filepath.Join(root, link)); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	intact := func(t *testing.T) {
 		t.Helper()
@@ -72,46 +83,64 @@ func TestSourceNeverDestroyed(t *testing.T) {
 		src, dst  *endpoint
 		item      engine.Item
 		level     engine.SyncLevel
+		delete    bool     // Options.DeleteExtra
 		wantFail  []string // source paths that must fail as "the same file"
 		wantFiles int      // transferred
 		wantErr   string   // the copy is refused as a whole
 	}{
 		{"same file, one endpoint", a, a, engine.Item{Src: "/proj/README.txt", Dst: "/proj/README.txt"}, engine.SyncNone,
-			nil, 0, "destination /proj/README.txt: is the source /proj/README.txt itself"},
+			false, nil, 0, "destination /proj/README.txt: is the source /proj/README.txt itself"},
 		{"same file, two servers of one root", a, b, engine.Item{Src: "/proj/README.txt", Dst: "/proj/README.txt"}, engine.SyncNone,
-			nil, 0, "destination /proj/README.txt: is the source /proj/README.txt itself"},
+			false, nil, 0, "destination /proj/README.txt: is the source /proj/README.txt itself"},
 		{"same file, a root inside the other", a, inner, engine.Item{Src: "/proj/README.txt", Dst: "/README.txt"}, engine.SyncNone,
-			nil, 0, "destination /README.txt: is the source /proj/README.txt itself"},
+			false, nil, 0, "destination /README.txt: is the source /proj/README.txt itself"},
 		{"same file into its own directory", a, a, engine.Item{Src: "/proj/README.txt", Dst: "/proj/"}, engine.SyncNone,
-			nil, 0, "destination /proj/README.txt: is the source /proj/README.txt itself"},
+			false, nil, 0, "destination /proj/README.txt: is the source /proj/README.txt itself"},
 		{"hard link", a, a, engine.Item{Src: "/proj/hardlink.in", Dst: "/proj/hardlink.out"}, engine.SyncNone,
-			nil, 0, "destination /proj/hardlink.out: is the source /proj/hardlink.in itself"},
+			false, nil, 0, "destination /proj/hardlink.out: is the source /proj/hardlink.in itself"},
 		{"same tree, recursive", a, b, engine.Item{Src: "/proj/data", Dst: "/proj/data", Recursive: true}, engine.SyncNone,
-			nil, 0, "destination /proj/data: is the source /proj/data itself"},
+			false, nil, 0, "destination /proj/data: is the source /proj/data itself"},
 		{"same tree, size sync", a, inner, engine.Item{Src: "/proj/data", Dst: "/data", Recursive: true}, engine.SyncSize,
-			nil, 0, "destination /data: is the source /proj/data itself"},
+			false, nil, 0, "destination /data: is the source /proj/data itself"},
 		{"destination above the source", a, a, engine.Item{Src: "/proj/b", Dst: "/proj", Recursive: true}, engine.SyncNone,
-			[]string{"/proj/b/b/f.txt", "/proj/b/linked"}, 1, ""},
+			false, []string{"/proj/b/b/f.txt", "/proj/b/linked"}, 1, ""},
 		{"destination above the source, with a slash", a, a, engine.Item{Src: "/proj/b", Dst: "/proj/", Recursive: true}, engine.SyncNone,
-			[]string{"/proj/b/b/f.txt", "/proj/b/linked"}, 1, ""},
+			false, []string{"/proj/b/b/f.txt", "/proj/b/linked"}, 1, ""},
 		{"destination inside the source", a, a, engine.Item{Src: "/loop", Dst: "/loop/inner", Recursive: true}, engine.SyncNone,
-			nil, 0, "destination /loop/inner: is inside the source /loop"},
+			false, nil, 0, "destination /loop/inner: is inside the source /loop"},
 		{"destination inside the source, on another server", a, inner, engine.Item{Src: "/proj/data", Dst: "/data/new", Recursive: true}, engine.SyncNone,
-			nil, 0, "destination /data/new: is inside the source /proj/data"},
+			false, nil, 0, "destination /data/new: is inside the source /proj/data"},
+		{"destination inside the source through a symlink", a, a, engine.Item{Src: "/loop", Dst: "/looplink/x", Recursive: true}, engine.SyncNone,
+			false, nil, 0, "destination /looplink/x: is inside the source /loop (through a symlink, it is /loop/sub/x)"},
+		{"destination inside the source through a symlink, on another server", a, b, engine.Item{Src: "/loop", Dst: "/looplink/x/y", Recursive: true}, engine.SyncNone,
+			false, nil, 0, "destination /looplink/x/y: is inside the source /loop (through a symlink, it is /loop/sub/x/y)"},
+		{"destination a symlink into the source", a, a, engine.Item{Src: "/loop", Dst: "/looplink", Recursive: true}, engine.SyncSize,
+			false, nil, 0, "destination /looplink: is inside the source /loop (through a symlink, it is /loop/sub)"},
+		{"destination the source through a symlink up", a, a, engine.Item{Src: "/loop", Dst: "/deep/link", Recursive: true}, engine.SyncNone,
+			false, nil, 0, "destination /deep/link: is the source /loop itself (through a symlink, it is /loop)"},
+		{"destination inside the source through two symlinks", a, a, engine.Item{Src: "/loop", Dst: "/deep/twice/x", Recursive: true}, engine.SyncNone,
+			false, nil, 0, "destination /deep/twice/x: is inside the source /loop (through a symlink, it is /loop/sub/x)"},
+		{"destination holds the source, deleting extras", a, a, engine.Item{Src: "/proj/b", Dst: "/proj", Recursive: true}, engine.SyncNone,
+			true, nil, 0, "destination /proj: holds the source /proj/b: deleting its extra entries would delete what lies beside the source"},
+		{"destination holds the source through a symlink, deleting extras", a, b, engine.Item{Src: "/proj/b/b", Dst: "/projlink/", Recursive: true}, engine.SyncNone,
+			true, nil, 0, "destination /projlink/: holds the source /proj/b/b: deleting its extra entries would delete what lies beside the source (through a symlink, it is /proj)"},
+		{"destination holds the source on another server, deleting extras", a, inner, engine.Item{Src: "/proj/b", Dst: "/", Recursive: true}, engine.SyncNone,
+			true, nil, 0, "destination /: holds the source /proj/b: deleting its extra entries would delete what lies beside the source"},
 		{"missing source", a, b, engine.Item{Src: "/proj/nothere", Dst: "/x"}, engine.SyncNone,
-			nil, 0, "source /proj/nothere: no such file or directory"},
+			false, nil, 0, "source /proj/nothere: no such file or directory"},
 		{"a directory, not recursive", a, b, engine.Item{Src: "/proj/data", Dst: "/x"}, engine.SyncNone,
-			nil, 0, "source /proj/data: is a directory: transfer it recursively"},
+			false, nil, 0, "source /proj/data: is a directory: transfer it recursively"},
 		{"a file where a directory is needed", a, b, engine.Item{Src: "/proj/data", Dst: "/proj/README.txt", Recursive: true}, engine.SyncNone,
-			nil, 0, "destination /proj/README.txt: is a file; a directory is needed there"},
+			false, nil, 0, "destination /proj/README.txt: is a file; a directory is needed there"},
 		{"a file above the destination", a, b, engine.Item{Src: "/loop/a.txt", Dst: "/proj/README.txt/a.txt"}, engine.SyncNone,
-			nil, 0, "destination /proj/README.txt: is a file; a directory is needed there"},
+			false, nil, 0, "destination /proj/README.txt: is a file; a directory is needed there"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reset(t)
 			o := fastOptions()
 			o.Recursive = false
 			o.SyncLevel = tc.level
+			o.DeleteExtra = tc.delete
 			rep := &recorder{}
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
@@ -191,31 +220,6 @@ func (d noIDs) ReadDir(ctx context.Context, name string) ([]storage.Info, error)
 		is[k].ID = ""
 	}
 	return is, err
-}
-
-// TestDeleteExtraSparesTheSource copies a directory onto its parent with
-// DeleteExtra: the parent's other entries are extra, but the source
-// directory itself is not, and must survive.
-func TestDeleteExtraSparesTheSource(t *testing.T) {
-	root := t.TempDir()
-	a := startEndpoint(t, root, nil)
-	writeFile(t, filepath.Join(root, "top/src/deep/f.txt"), []byte("keep me"))
-	writeFile(t, filepath.Join(root, "top/other.txt"), []byte("extra"))
-	o := fastOptions()
-	o.DeleteExtra = true
-	res, err := engine.Copy(context.Background(), a.Endpoint, a.Endpoint, []engine.Item{{Src: "/top/src/deep", Dst: "/top", Recursive: true}}, o, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, err := os.ReadFile(filepath.Join(root, "top/src/deep/f.txt")); err != nil || string(got) != "keep me" {
-		t.Fatalf("source gone: %q %v (%+v)", got, err, res)
-	}
-	if _, err := os.Stat(filepath.Join(root, "top/other.txt")); err == nil {
-		t.Error("the extra entry was not deleted")
-	}
-	if got, _ := os.ReadFile(filepath.Join(root, "top/f.txt")); string(got) != "keep me" {
-		t.Errorf("copy: %q", got)
-	}
 }
 
 // partials is a recorder that also keeps what Partial said last of each file.

@@ -54,7 +54,7 @@ func (p *planner) deleteExtra(ctx context.Context, t *tree, dst string, existing
 		if p.sources.protects(d, de) {
 			continue
 		}
-		err := p.dst.RemoveAll(ctx, d)
+		err := p.dst.RemoveTree(ctx, d, p.removed)
 		var refused *gridftp.Error
 		if errors.As(err, &refused) {
 			// Src is where the source would have it.
@@ -67,6 +67,31 @@ func (p *planner) deleteExtra(ctx context.Context, t *tree, dst string, existing
 		}
 	}
 	return nil
+}
+
+// Deletion is a path that DeleteExtra deleted at the destination: an
+// entry the source does not have, or what such a directory held.
+type Deletion struct {
+	Path string
+	Dir  bool
+	Size int64 // a file's
+	// Dest is the destination's index among CopyMany's targets; 0 for Copy.
+	Dest int
+}
+
+// Deleter is an optional interface of a Reporter: Deleted is called with
+// each path DeleteExtra deletes, as it goes (what a directory held before
+// the directory), so that a record of them needs no memory of the tree.
+type Deleter interface {
+	Deleted(Deletion)
+}
+
+// removed reports a path deleteExtra deleted.
+func (p *planner) removed(d string, e gridftp.Entry) {
+	p.deleted++
+	if p.deleter != nil {
+		p.deleter.Deleted(Deletion{Path: d, Dir: e.IsDir(), Size: e.Size})
+	}
 }
 
 // Starter is an optional interface of a Reporter: Started is called once

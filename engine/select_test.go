@@ -44,6 +44,7 @@ func TestFiltersSkipAndDeleteExtra(t *testing.T) {
 		want     []string // the destination tree after
 		sent     int      // files reported done
 		skipped  []string // source paths Skip was asked about and claimed
+		deleted  []string // reported deleted, in order, "dir/" for directories
 		fails    bool
 	}{
 		{
@@ -84,6 +85,7 @@ func TestFiltersSkipAndDeleteExtra(t *testing.T) {
 			want:    []string{"a.txt", "cache/", "cache/c.txt", "junk.tmp", "sub/", "sub/cache/", "sub/cache/f", "sub/d.txt"},
 			sent:    3,
 			skipped: []string{"/s/a.txt"},
+			deleted: []string{"/s/old.txt", "/s/olddir/x/y", "/s/olddir/x/", "/s/olddir/", "/s/sub/old"},
 		},
 		{
 			name:     "delete extra without filters",
@@ -91,7 +93,8 @@ func TestFiltersSkipAndDeleteExtra(t *testing.T) {
 			opts:     func(o *engine.Options) { o.DeleteExtra, o.SyncLevel = true, engine.SyncSize },
 			want: []string{"a.txt", "b.tmp", "cache/", "cache/c.txt", "keep.tmp", "sub/", "sub/cache/", "sub/cache/f",
 				"sub/d.txt", "sub/e.tmp"},
-			sent: 7,
+			sent:    7,
+			deleted: []string{"/s/gone/deep/er", "/s/gone/deep/", "/s/gone/", "/s/sub/cache/old"},
 		},
 		{
 			name:  "a bad pattern fails the copy",
@@ -144,6 +147,9 @@ func TestFiltersSkipAndDeleteExtra(t *testing.T) {
 			}
 			if len(rep.done) != tc.sent || res.Files != tc.sent || rep.planned+res.Skipped != tc.sent {
 				t.Errorf("reported %d files, result %d, planned %d: want %d", len(rep.done), res.Files, rep.planned, tc.sent)
+			}
+			if !slices.Equal(rep.deleted, tc.deleted) || res.Deleted != len(tc.deleted) {
+				t.Errorf("reported deleted %q (result %d), want %q", rep.deleted, res.Deleted, tc.deleted)
 			}
 			slices.Sort(claimed)
 			if !slices.Equal(claimed, tc.skipped) {

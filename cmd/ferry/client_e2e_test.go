@@ -458,6 +458,11 @@ func TestCLISubmissionRefusals(t *testing.T) {
 	writeFile(t, filepath.Join(aRoot, "proj/README.txt"), "read me")
 	writeFile(t, filepath.Join(aRoot, "loop/a.txt"), "a")
 	writeFile(t, filepath.Join(aRoot, "file.txt"), "f")
+	writeFile(t, filepath.Join(aRoot, "loop/sub/b.txt"), "b")
+	writeFile(t, filepath.Join(aRoot, "proj/b/c.txt"), "c")
+	if err := os.Symlink("loop/sub", filepath.Join(aRoot, "looplink")); err != nil {
+		t.Fatal(err)
+	}
 	s.login()
 	s.ok("", "endpoint", "add", "epA", "--server", aURL)
 	s.ok("", "endpoint", "add", "epA2", "--server", aURL) // another endpoint on the same server
@@ -471,6 +476,11 @@ func TestCLISubmissionRefusals(t *testing.T) {
 		{"destination /proj/README.txt on alice#epA: is the source /proj/README.txt itself", []string{"epA:/proj/README.txt", "epA:/proj/"}},
 		{"destination /loop/inner on alice#epA: is inside the source /loop", []string{"-r", "epA:/loop", "epA:/loop/inner"}},
 		{"destination /loop on alice#epA2: is the source /loop itself", []string{"-r", "epA:/loop", "epA2:/loop"}},
+		{"destination /looplink/x on alice#epA: is inside the source /loop (through a symlink, it is /loop/sub/x)", []string{"-r", "epA:/loop", "epA:/looplink/x"}},
+		{"destination /proj on alice#epA: holds the source /proj/b: deleting its extra entries would delete what lies beside the source",
+			[]string{"-r", "--delete-destination-extra", "epA:/proj/b", "epA:/proj"}},
+		{"destination /proj on alice#epA2: holds the source /proj/b: deleting its extra entries would delete what lies beside the source",
+			[]string{"-r", "--delete-destination-extra", "epA:/proj/b", "epA2:/proj"}},
 		{"source /loop on alice#epA: is a directory: transfer it recursively", []string{"epA:/loop", "epB:/x"}},
 		{"source /proj/nothere on alice#epA: no such file or directory", []string{"epA:/proj/nothere", "epB:/x"}},
 		{"destination /file.txt on alice#epA2: is a file; a directory is needed there", []string{"-r", "epA:/loop", "epA2:/file.txt"}},
@@ -478,6 +488,10 @@ func TestCLISubmissionRefusals(t *testing.T) {
 		s.fails(exitFailure, tc.want, append([]string{"transfer"}, tc.args...)...)
 	}
 	wantFile(t, filepath.Join(aRoot, "proj/README.txt"), "read me")
+	wantFile(t, filepath.Join(aRoot, "file.txt"), "f")
+	if _, err := os.Stat(filepath.Join(aRoot, "loop/sub/x")); err == nil {
+		t.Error("a refused transfer created its destination inside its source, through a symlink")
+	}
 	if _, err := os.Stat(filepath.Join(aRoot, "loop/inner")); err == nil {
 		t.Error("a refused transfer created its destination")
 	}
@@ -497,6 +511,8 @@ func TestCLISubmissionRefusals(t *testing.T) {
 	s.ok("", "endpoint", "add", "down", "--server", "ftp://"+downAddr)
 	s.fails(exitFailure, "destination /x on alice#down: is the source /x itself", "transfer", "down:/x", "down:/x")
 	s.fails(exitFailure, "destination /d/e on alice#down: is inside the source /d", "transfer", "-r", "down:/d", "down:/d/e")
+	s.fails(exitFailure, "destination /d on alice#down: holds the source /d/e: deleting its extra entries would delete what lies beside the source",
+		"transfer", "-r", "--delete-destination-extra", "down:/d/e", "down:/d")
 	id := strings.TrimSpace(s.ok("", "transfer", "down:/nothere", "epB:/x", "--deadline", "1m"))
 	_, fs := servertest.Root(t)
 	if ln, err = net.Listen("tcp", downAddr); err != nil {

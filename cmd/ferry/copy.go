@@ -120,9 +120,11 @@ that cannot forward get ordinary copies.`,
 	f.BoolVar(&o.Compress, "compress", false, "compress data in flight (zstd) where both ends are ferry servers; worth it only when the link, not the CPU, is the limit")
 	f.BoolVar(&o.SkipSourceErrors, "skip-source-errors", false, "skip source files and directories that are missing or not readable when the copy reaches them, "+
 		"instead of failing (as ferry transfer's); each is reported, and the exit status stays 0; default off")
+	f.BoolVar(&o.DeleteExtra, "delete-destination-extra", false, "with -r, delete destination files and directories the source does not have "+
+		"(as ferry transfer's); -v names each, the summary counts them; a destination that holds the source is refused")
 	f.StringVar(&tar, "tar", "auto", "move trees of small files as tar streams: auto (when the file mix favours it), always or never")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress bar")
-	f.BoolVarP(&verbose, "verbose", "v", false, "say which settings the tuner chose and why, and each change its optimizer makes")
+	f.BoolVarP(&verbose, "verbose", "v", false, "say which settings the tuner chose and why, each change its optimizer makes, and each path deleted")
 	f.StringVar(&mc, "mc", "", "more destinations, a URL per line (globus-url-copy's -MC file)")
 	f.StringArrayVar(&via, "via", nil, "HOST[:PORT]=URL: reach destinations on HOST through the ferry server at URL (a head node in front of a private network), which forwards and writes nothing; repeatable")
 	f.StringVar(&creds.src, "src-cred", "", "the grid proxy for a gsiftp:// source (default: $X509_USER_PROXY or /tmp/x509up_u<uid>)")
@@ -465,7 +467,7 @@ type progress struct {
 	files, done  atomic.Int64
 	bytes, moved atomic.Int64
 	start        time.Time
-	verbose      bool // say the tuner's choices (Started, Tuned)
+	verbose      bool // say the tuner's choices (Started, Tuned) and each deletion
 }
 
 func newProgress(out io.Writer, live bool) *progress {
@@ -506,6 +508,19 @@ func (p *progress) Started(s engine.Settings) {
 func (p *progress) Tuned(from, to int, prev, cur float64) {
 	if p.verbose {
 		p.line("tuner: " + engine.TuneNote(from, to, prev, cur))
+	}
+}
+
+var _ engine.Deleter = (*progress)(nil)
+
+// Deleted names, with -v, each path deleted at a destination because the
+// source does not have it (--delete-destination-extra).
+func (p *progress) Deleted(d engine.Deletion) {
+	if p.verbose {
+		if d.Dir {
+			d.Path += "/"
+		}
+		p.line("DELETED " + d.Path)
 	}
 }
 
@@ -555,6 +570,9 @@ func (p *progress) summary(r engine.Result) {
 	fmt.Fprintf(p.out, "%s: %d transferred, %s skipped, %d failed; %s in %v (%s/s, %.0f files/s); %s\n",
 		plural.Count(r.Files, "file"), r.Transferred, skipped, r.Failed, plural.Bytes(r.Bytes), r.Elapsed.Round(time.Millisecond),
 		plural.Bytes(int64(float64(r.Bytes)/secs)), float64(r.Transferred)/secs, plural.Count(r.Faults, "fault"))
+	if r.Deleted > 0 {
+		fmt.Fprintf(p.out, "deleted %s at the destination that the source does not have\n", plural.Count(r.Deleted, "path"))
+	}
 	s := r.Settings
 	fmt.Fprintf(p.out, "settings: -cc %d -p %d -pp %d, chunks %s, rtt %v%s%s%s\n", s.Concurrency, s.Parallelism, s.Pipelining,
 		plural.Bytes(s.ChunkSize), s.RTT.Round(time.Microsecond), checksumNote(s), dataNote(s), wayNote(s)+growNote(s))

@@ -225,14 +225,14 @@ func newTaskListCmd(c *cli, use string) *cobra.Command {
 
 // newTaskShowCmd is ferry task show, also known as ferry details.
 func newTaskShowCmd(c *cli, use string) *cobra.Command {
-	var transfers, skipped bool
+	var transfers, skipped, deleted bool
 	cmd := &cobra.Command{
-		Use:   use + " TASK_ID [-t | --skipped-errors]",
-		Short: "Show a task in full, or (-t) the files it has transferred so far, or the source paths it skipped for errors",
+		Use:   use + " TASK_ID [-t | --skipped-errors | --deleted]",
+		Short: "Show a task in full, or (-t) the files it has transferred so far, the source paths it skipped for errors, or the paths it deleted",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if transfers && skipped {
-				return usagef("-t and --skipped-errors: give one")
+			if n := btoi(transfers) + btoi(skipped) + btoi(deleted); n > 1 {
+				return usagef("-t, --skipped-errors and --deleted: give one")
 			}
 			cl, err := c.client()
 			if err != nil {
@@ -243,6 +243,8 @@ func newTaskShowCmd(c *cli, use string) *cobra.Command {
 				return c.successfulTransfers(cmd, cl, args[0])
 			case skipped:
 				return c.skippedErrors(cmd, cl, args[0])
+			case deleted:
+				return c.deletedPaths(cmd, cl, args[0])
 			}
 			t, err := cl.Task(cmd.Context(), args[0])
 			if err != nil {
@@ -263,7 +265,16 @@ func newTaskShowCmd(c *cli, use string) *cobra.Command {
 	}
 	cmd.Flags().BoolVarP(&transfers, "successful-transfers", "t", false, "list the files transferred so far, with their checksums")
 	cmd.Flags().BoolVar(&skipped, "skipped-errors", false, "list the source paths skipped for errors (a task submitted with --skip-source-errors), and why")
+	cmd.Flags().BoolVar(&deleted, "deleted", false, "list the paths deleted at the destination because the source lacks them (--delete-destination-extra), in order")
 	return cmd
+}
+
+// btoi is 1 for true.
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // startedAlgorithm is the checksum algorithm the task's latest start
@@ -412,6 +423,30 @@ func (c *cli) skippedErrors(cmd *cobra.Command, cl *apiclient.Client, id string)
 	return c.table(cmd, all, []string{"SOURCE PATH", "DESTINATION PATH", "ERROR"}, func(w io.Writer) {
 		for _, f := range all.Data {
 			row(w, f.SourcePath, f.DestinationPath, f.ErrorDetails)
+		}
+	})
+}
+
+// deletedPaths prints every path task id deleted at its destinations
+// because the source lacks it (delete_destination_extra), as
+// ENDPOINT_ID:PATH in a transfer to several destinations.
+func (c *cli) deletedPaths(cmd *cobra.Command, cl *apiclient.Client, id string) error {
+	all := api.DeletedPaths{DataType: "deleted_paths"}
+	var err error
+	all.Data, err = allPages(func(q api.MarkerQuery) ([]api.DeletedPath, int64, error) {
+		page, err := cl.DeletedPaths(cmd.Context(), id, q)
+		return page.Data, page.NextMarker, err
+	})
+	if err != nil {
+		return err
+	}
+	return c.table(cmd, all, []string{"DELETED PATH", "TYPE", "SIZE"}, func(w io.Writer) {
+		for _, d := range all.Data {
+			p := d.DestinationPath
+			if d.DestinationEndpointID != "" {
+				p = d.DestinationEndpointID + ":" + p
+			}
+			row(w, p, d.Type, d.Size)
 		}
 	})
 }

@@ -4,29 +4,35 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+
+	"ferry/gridftp"
 )
 
+// TestRemoveAll removes files and trees with RemoveTree, which names each
+// path it deleted as it goes, a directory after what it held.
 func TestRemoveAll(t *testing.T) {
 	addr, root := startServer(t)
 	c := dial(t, addr, 1)
 	keep := filepath.Join(root, "keep")
 	for _, tc := range []struct {
-		name  string
-		setup func(t *testing.T)
-		path  string
-		fails bool
-		gone  string // relative to root
+		name    string
+		setup   func(t *testing.T)
+		path    string
+		fails   bool
+		gone    string   // relative to root
+		removed []string // what RemoveTree names, in order
 	}{
-		{name: "file", path: "/f", gone: "f", setup: func(t *testing.T) {
+		{name: "file", path: "/f", gone: "f", removed: []string{"/f"}, setup: func(t *testing.T) {
 			os.WriteFile(filepath.Join(root, "f"), []byte("x"), 0o644)
 		}},
-		{name: "tree", path: "/t", gone: "t", setup: func(t *testing.T) {
+		{name: "tree", path: "/t", gone: "t", removed: []string{"/t/a/b/empty", "/t/a/b/f", "/t/a/b", "/t/a", "/t/g", "/t"}, setup: func(t *testing.T) {
 			os.MkdirAll(filepath.Join(root, "t", "a", "b", "empty"), 0o755)
 			os.WriteFile(filepath.Join(root, "t", "a", "b", "f"), []byte("x"), 0o644)
 			os.WriteFile(filepath.Join(root, "t", "g"), nil, 0o644)
 		}},
-		{name: "links are removed, never followed", path: "/l", gone: "l", setup: func(t *testing.T) {
+		{name: "links are removed, never followed", path: "/l", gone: "l", removed: []string{"/l/file-in", "/l/in", "/l/out", "/l"}, setup: func(t *testing.T) {
 			os.MkdirAll(filepath.Join(root, "l"), 0o755)
 			os.Symlink("../keep", filepath.Join(root, "l", "in"))        // inside the root
 			os.Symlink("/etc", filepath.Join(root, "l", "out"))          // leads out
@@ -41,9 +47,13 @@ func TestRemoveAll(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(t)
 			}
-			err := c.RemoveAll(context.Background(), tc.path)
+			var removed []string
+			err := c.RemoveTree(context.Background(), tc.path, func(p string, _ gridftp.Entry) { removed = append(removed, p) })
 			if (err != nil) != tc.fails {
-				t.Fatalf("RemoveAll(%s) = %v, want failure %v", tc.path, err, tc.fails)
+				t.Fatalf("RemoveTree(%s) = %v, want failure %v", tc.path, err, tc.fails)
+			}
+			if !slices.Equal(removed, tc.removed) {
+				t.Errorf("removed %q, want %q", removed, tc.removed)
 			}
 			if tc.gone != "" {
 				if _, err := os.Lstat(filepath.Join(root, tc.gone)); !os.IsNotExist(err) {

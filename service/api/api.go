@@ -447,6 +447,29 @@ type SuccessfulTransfers struct {
 	Data       []SuccessfulTransfer `json:"DATA"`
 }
 
+// DeletedPath is a path a transfer deleted at its destination because its
+// source does not have it, with delete_destination_extra (DATA_TYPE
+// deleted_path): an extra entry, or what an extra directory held, listed
+// before the directory.
+type DeletedPath struct {
+	DataType        string    `json:"DATA_TYPE"`
+	DestinationPath string    `json:"destination_path"`
+	Type            string    `json:"type"` // "file" or "dir"
+	Size            int64     `json:"size"`
+	Time            time.Time `json:"time"`
+	// DestinationEndpointID is where, in a transfer to several destinations.
+	DestinationEndpointID string `json:"destination_endpoint_id,omitempty"`
+}
+
+// DeletedPaths is a marker-paged list (DATA_TYPE deleted_paths), in the
+// order the paths were deleted, paged like SuccessfulTransfers.
+type DeletedPaths struct {
+	DataType   string        `json:"DATA_TYPE"`
+	Marker     int64         `json:"marker"`
+	NextMarker int64         `json:"next_marker"`
+	Data       []DeletedPath `json:"DATA"`
+}
+
 // FailedTransfer is one file a task gave up on (DATA_TYPE
 // failed_transfer), and why.
 type FailedTransfer struct {

@@ -313,6 +313,14 @@ func (c *Client) SkippedErrors(ctx context.Context, id string, q api.MarkerQuery
 	return l, err
 }
 
+// DeletedPaths returns a page of the paths a task deleted at its
+// destinations (delete_destination_extra), paged like SuccessfulTransfers.
+func (c *Client) DeletedPaths(ctx context.Context, id string, q api.MarkerQuery) (api.DeletedPaths, error) {
+	var l api.DeletedPaths
+	err := c.do(ctx, "GET", "task/"+esc(id)+"/deleted_paths", q.Values(), nil, &l)
+	return l, err
+}
+
 // Endpoint returns an endpoint by UUID, owner#name, or a name of the
 // user's own.
 func (c *Client) Endpoint(ctx context.Context, id string) (api.Endpoint, error) {

@@ -371,6 +371,17 @@ type File struct {
 	Time      time.Time
 }
 
+// Deletion is one path a transfer deleted at a destination because its
+// source does not have it (Options.DeleteDestinationExtra): an extra
+// entry, or what an extra directory held (reported before the directory).
+type Deletion struct {
+	Dest int // the destination's index in Task.Destinations; 0 for a task with one
+	Path string
+	Dir  bool
+	Size int64 // a file's size
+	Time time.Time
+}
+
 // Event codes.
 const (
 	EventQueued           = "QUEUED"
@@ -399,6 +410,10 @@ const (
 	// EventTuned: the engine's optimizer changed the number of session
 	// pairs, and why (the rate it saw).
 	EventTuned = "TUNED"
+	// EventDeleted: paths deleted at a destination because the source
+	// does not have them (Options.DeleteDestinationExtra); its details
+	// list every one (Task Deletions keeps them too).
+	EventDeleted = "DELETED"
 )
 
 // Event is one entry of a task's history.
@@ -497,7 +512,15 @@ type FileOps interface {
 	// that is the source or inside it, a file where a directory is
 	// needed), with a message naming the endpoint.
 	// With EncryptData in o, both endpoints must be able to encrypt.
+	// With DeleteDestinationExtra, a destination that holds its source is
+	// refused too (its other entries would be deleted).
 	CheckTransfer(ctx context.Context, src, dst Endpoint, srcLogin, dstLogin Login, items []Item, o Options) error
+	// Overlap refuses, by its paths alone and asking no server, an item
+	// whose source and destination are on one storage when its
+	// destination is its source, lies inside it or (deleting extras)
+	// holds it: EInvalid naming dst. It is the rule CheckTransfer and the
+	// workers apply, with symlinks followed, when they reach the servers.
+	Overlap(dst Endpoint, it Item, o Options) error
 	// ServerStates probes each of the endpoint's servers, in order.
 	ServerStates(ctx context.Context, ep Endpoint, l Login) ([]ServerState, error)
 }

@@ -220,6 +220,10 @@ type Store interface {
 	// several destinations, of destination dest (every one if dest < 0)
 	// in state (all if ""), paged as Files.
 	DestFiles(ctx context.Context, taskID string, dest int, state string, marker int64, limit int) ([]DestFile, int64, error)
+	// Deletions lists what a task deleted at its destinations because
+	// the source lacks it (Options.DeleteDestinationExtra), in the order
+	// it went, paged as Files.
+	Deletions(ctx context.Context, taskID string, marker int64, limit int) ([]Deletion, int64, error)
 	Events(ctx context.Context, taskID string, page Page) ([]Event, int, error)
 	AddEvents(ctx context.Context, events []Event) error
 
@@ -227,11 +231,13 @@ type Store interface {
 }
 
 // Batch is what a worker persists of a task at once: counter deltas, file
-// records, events, and partials to put (or, with an empty State, delete).
+// records, deletions, events, and partials to put (or, with an empty
+// State, delete).
 type Batch struct {
 	Delta     Counters
 	Files     []File
 	DestFiles []DestFile
+	Deletions []Deletion
 	Events    []Event
 	Partials  []Partial
 }

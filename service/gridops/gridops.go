@@ -238,7 +238,8 @@ func (o *Ops) CheckTransfer(ctx context.Context, src, dst domain.Endpoint, sl, d
 	for i, it := range items {
 		eitems[i] = engine.Item{Src: it.Src, Dst: it.Dst, Recursive: it.Recursive}
 	}
-	err := engine.Check(ctx, ends[0], ends[1], eitems, engine.Options{Encrypt: opts.EncryptData, SkipSourceErrors: opts.SkipSourceErrors})
+	err := engine.Check(ctx, ends[0], ends[1], eitems, engine.Options{Encrypt: opts.EncryptData, SkipSourceErrors: opts.SkipSourceErrors,
+		DeleteExtra: opts.DeleteDestinationExtra})
 	if ie, ok := errors.AsType[*engine.ItemError](err); ok {
 		return ItemErr(ie, src, dst)
 	}
@@ -247,6 +248,16 @@ func (o *Ops) CheckTransfer(ctx context.Context, src, dst domain.Endpoint, sl, d
 			src.DisplayName(), dst.DisplayName(), err)
 	}
 	return Err("check", "the transfer's paths", err)
+}
+
+// Overlap applies the engine's rule (engine.Overlap) to an item on one
+// storage, by its paths.
+func (o *Ops) Overlap(dst domain.Endpoint, it domain.Item, opts domain.Options) error {
+	err := engine.Overlap(engine.Item{Src: it.Src, Dst: it.Dst, Recursive: it.Recursive}, opts.DeleteDestinationExtra)
+	if ie, ok := errors.AsType[*engine.ItemError](err); ok {
+		return ItemErr(ie, dst, dst)
+	}
+	return err
 }
 
 // ItemErr words an item the engine refused, naming its endpoint: ENotFound

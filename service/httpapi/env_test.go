@@ -23,6 +23,7 @@ import (
 	"ferry/service/api"
 	"ferry/service/apiclient"
 	"ferry/service/domain"
+	"ferry/service/gridops"
 	"ferry/service/httpapi"
 	"ferry/service/secret"
 	"ferry/service/sqlstore"
@@ -325,6 +326,11 @@ func (f *fakeOps) CheckTransfer(ctx context.Context, src, dst domain.Endpoint, s
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.refuse
+}
+
+// Overlap is the real rule: it asks no server.
+func (f *fakeOps) Overlap(dst domain.Endpoint, it domain.Item, o domain.Options) error {
+	return new(gridops.Ops).Overlap(dst, it, o)
 }
 
 func (f *fakeOps) ServerStates(ctx context.Context, ep domain.Endpoint, l domain.Login) ([]domain.ServerState, error) {

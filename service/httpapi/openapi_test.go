@@ -82,6 +82,7 @@ func TestOpenAPISchemas(t *testing.T) {
 		"SuccessfulTransfer": api.SuccessfulTransfer{}, "SuccessfulTransfers": api.SuccessfulTransfers{},
 		"FailedTransfer": api.FailedTransfer{}, "FailedTransfers": api.FailedTransfers{}, "Session": api.Session{},
 		"SkippedError": api.SkippedError{}, "SkippedErrors": api.SkippedErrors{},
+		"DeletedPath": api.DeletedPath{}, "DeletedPaths": api.DeletedPaths{},
 		"Server": api.Server{}, "Endpoint": api.Endpoint{}, "EndpointSpec": api.EndpointSpec{},
 		"EndpointList": api.EndpointList{}, "ActivationRequirements": api.ActivationRequirements{},
 		"ActivationRequirement": api.ActivationRequirement{}, "Activate": api.Activate{},

@@ -262,7 +262,7 @@ const checkItems = 100
 func (s *Server) checkTransfer(r *http.Request, c *call, src, dst domain.Endpoint, items []domain.Item, o domain.Options) error {
 	if sameStorage(src, dst) {
 		for _, it := range items {
-			if err := overlap(it, dst); err != nil {
+			if err := s.Ops.Overlap(dst, it, o); err != nil {
 				return err
 			}
 		}
@@ -308,22 +308,6 @@ func sameStorage(a, b domain.Endpoint) bool {
 		}
 	}
 	return false
-}
-
-// overlap refuses an item, on one storage, whose destination is its
-// source or (recursive) inside it, in the words the engine uses.
-func overlap(it domain.Item, dst domain.Endpoint) error {
-	src, d := path.Clean(it.Src), path.Clean(it.Dst)
-	if strings.HasSuffix(it.Dst, "/") && !it.Recursive {
-		d = path.Join(d, path.Base(src))
-	}
-	switch {
-	case d == src:
-		return domain.Errorf(domain.EInvalid, "destination %s on %s: is the source %s itself", d, dst.DisplayName(), src)
-	case it.Recursive && (src == "/" || strings.HasPrefix(d, src+"/")):
-		return domain.Errorf(domain.EInvalid, "destination %s on %s: is inside the source %s", d, dst.DisplayName(), src)
-	}
-	return nil
 }
 
 func checkFilterRule(i int, f api.FilterRule) error {
@@ -699,6 +683,34 @@ func (s *Server) skippedErrors(w http.ResponseWriter, r *http.Request, c *call) 
 	doc := api.SkippedErrors{DataType: "skipped_errors", Marker: marker, NextMarker: next, Data: make([]api.SkippedError, len(files))}
 	for i, f := range files {
 		doc.Data[i] = api.SkippedError{DataType: "skipped_error", SourcePath: f.Src, DestinationPath: f.Dst, ErrorDetails: f.Error, ErrorTime: f.Time}
+	}
+	return reply(w, http.StatusOK, doc)
+}
+
+// deletedPaths lists what a task deleted at its destinations because the
+// source does not have it (delete_destination_extra).
+func (s *Server) deletedPaths(w http.ResponseWriter, r *http.Request, c *call) error {
+	q, err := api.ParseMarkerQuery(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	t, err := s.Store.Task(r.Context(), c.user.ID, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	ds, next, err := s.Store.Deletions(r.Context(), t.ID, q.Marker, domain.Page{Limit: q.Limit}.Normal().Limit)
+	if err != nil {
+		return err
+	}
+	doc := api.DeletedPaths{DataType: "deleted_paths", Marker: q.Marker, NextMarker: next, Data: make([]api.DeletedPath, len(ds))}
+	for i, d := range ds {
+		doc.Data[i] = api.DeletedPath{DataType: "deleted_path", DestinationPath: d.Path, Type: "file", Size: d.Size, Time: d.Time}
+		if d.Dir {
+			doc.Data[i].Type = "dir"
+		}
+		if d.Dest < len(t.Destinations) {
+			doc.Data[i].DestinationEndpointID = t.Destinations[d.Dest].Endpoint
+		}
 	}
 	return reply(w, http.StatusOK, doc)
 }

@@ -337,6 +337,12 @@ func (db *DB) Progress(ctx context.Context, taskID, worker string, b domain.Batc
 		if err := putDestFiles(ctx, c, taskID, b.DestFiles, now); err != nil {
 			return err
 		}
+		for _, d := range b.Deletions {
+			if _, err := c.exec(ctx, `INSERT INTO deleted_paths (task_id, dest, path, dir, size, time) VALUES (?, ?, ?, ?, ?, ?)`,
+				taskID, d.Dest, d.Path, d.Dir, d.Size, us(cmp.Or(d.Time, now))); err != nil {
+				return err
+			}
+		}
 		for _, p := range b.Partials {
 			q := `INSERT INTO partials (task_id, src, state) VALUES (?, ?, ?)
 				ON CONFLICT (task_id, src) DO UPDATE SET state = excluded.state`
@@ -480,6 +486,26 @@ func (db *DB) Files(ctx context.Context, taskID, state string, marker int64, lim
 		return nil, 0, err
 	}
 	return page(rows, limit, func(r fileRow) (int64, domain.File) { return r.id, r.File })
+}
+
+// deletionRow is a deletion and its insertion marker.
+type deletionRow struct {
+	id int64
+	domain.Deletion
+}
+
+func (db *DB) Deletions(ctx context.Context, taskID string, marker int64, limit int) (_ []domain.Deletion, _ int64, err error) {
+	defer wrap(&err, "deletions")
+	limit = domain.Page{Limit: limit}.Normal().Limit
+	rows, err := all(ctx, db.conn(), func(r scanner) (deletionRow, error) {
+		var d deletionRow
+		err := r.Scan(&d.id, &d.Dest, &d.Path, &d.Dir, &d.Size, timeCol{&d.Time})
+		return d, err
+	}, `SELECT id, dest, path, dir, size, time FROM deleted_paths WHERE task_id = ? AND id > ? ORDER BY id LIMIT ?`, taskID, marker, limit+1)
+	if err != nil {
+		return nil, 0, err
+	}
+	return page(rows, limit, func(r deletionRow) (int64, domain.Deletion) { return r.id, r.Deletion })
 }
 
 // page is the first limit of rows, read one past it (limit+1), and the

@@ -18,6 +18,7 @@ var taskTests = []test{
 	{"Cancel", testCancel},
 	{"CancelFile", testCancelFile},
 	{"Files", testFiles},
+	{"Deletions", testDeletions},
 	{"Events", testEvents},
 	{"Destinations", testDestinations},
 	{"DestinationLimits", testDestinationLimits},
@@ -304,6 +305,50 @@ func testFiles(t *testing.T, open Open) {
 	f.ok(err)
 	sort.Strings(done)
 	equal(t, "DoneFiles", done, []string{"/s/0", "/s/2", "/s/4", "/s/6"})
+}
+
+// testDeletions stores deletions in two batches, of two tasks, and reads
+// them back in order, in pages; a removed user's go with her tasks.
+func testDeletions(t *testing.T, open Open) {
+	f := newFixture(t, open(t))
+	alice := f.user("alice")
+	ep := f.endpoint(alice, "ep", false, 0)
+	task, other := f.task(alice, ep, ep, t0), f.task(alice, ep, ep, t0.Add(time.Second))
+	f.claim(task, "w", t0, 0)
+	f.claim(other, "w", t0, 0)
+	var dels []domain.Deletion
+	for i := range 5 {
+		dels = append(dels, domain.Deletion{Dest: i % 2, Path: fmt.Sprintf("/d/extra %d", i), Dir: i == 4, Size: int64(i * 10),
+			Time: t0.Add(time.Duration(i) * time.Second)})
+	}
+	f.ok(f.s.Progress(f.ctx, task.ID, "w", domain.Batch{Deletions: dels[:2]}))
+	f.ok(f.s.Progress(f.ctx, other.ID, "w", domain.Batch{Deletions: []domain.Deletion{{Path: "/other", Time: t0}}}))
+	f.ok(f.s.Progress(f.ctx, task.ID, "w", domain.Batch{Deletions: dels[2:]}))
+	var pages [][]domain.Deletion
+	for marker := int64(0); ; {
+		page, next, err := f.s.Deletions(f.ctx, task.ID, marker, 2)
+		f.ok(err)
+		pages = append(pages, page)
+		if next == 0 {
+			break
+		}
+		if len(pages) > 3 {
+			t.Fatal("Deletions pages never end")
+		}
+		marker = next
+	}
+	equal(t, "pages of deletions", pages, [][]domain.Deletion{dels[0:2], dels[2:4], dels[4:5]})
+	wantCode(t, f.s.Progress(f.ctx, task.ID, "another", domain.Batch{Deletions: dels[:1]}), domain.ENotFound)
+	if got, _, err := f.s.Deletions(f.ctx, task.ID, 0, 0); err != nil || len(got) != len(dels) {
+		t.Fatalf("after a batch of a worker without the lease: %d deletions, %v; want %d", len(got), err, len(dels))
+	}
+	for _, id := range []string{task.ID, other.ID} {
+		f.ok(f.s.SetStatus(f.ctx, id, "w", domain.StatusSucceeded, "", nil, t0, nil))
+	}
+	f.ok(f.s.RemoveUser(f.ctx, alice.ID))
+	if got, _, err := f.s.Deletions(f.ctx, task.ID, 0, 0); err != nil || len(got) != 0 {
+		t.Fatalf("deletions of a removed user's task: %v %v", got, err)
+	}
 }
 
 func testEvents(t *testing.T, open Open) {

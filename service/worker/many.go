@@ -319,7 +319,11 @@ type manyReporter struct{ p *progress }
 var (
 	_ engine.DestReporter = (*manyReporter)(nil)
 	_ engine.Arrivals     = (*manyReporter)(nil)
+	_ engine.Deleter      = (*manyReporter)(nil)
 )
+
+// Deleted records a path deleted at one of the destinations.
+func (mr *manyReporter) Deleted(d engine.Deletion) { mr.p.Deleted(d) }
 
 // Planned counts the bytes to move as a single copy does; the files the
 // tree plans count toward the task's files (countFiles).

@@ -52,6 +52,8 @@ type progress struct {
 
 	many      *manyState        // a task with several destinations (many.go); nil: one
 	destFiles []domain.DestFile // per-destination records not yet flushed
+	deletions []domain.Deletion // paths deleted at a destination, not yet flushed
+	untold    int               // the last deletions, not yet in a DELETED event
 }
 
 func newProgress(w *Worker, t domain.Task) *progress {
@@ -127,6 +129,7 @@ func (p *progress) add(d domain.Counters, f *domain.File, e *domain.Event) {
 		p.kickIf()
 	}
 	if e != nil {
+		p.tellDeleted()
 		e.Time = p.w.now()
 		p.events = append(p.events, *e)
 	}
@@ -134,7 +137,7 @@ func (p *progress) add(d domain.Counters, f *domain.File, e *domain.Event) {
 
 // kickIf asks for a flush when enough records wait. Called with p.mu held.
 func (p *progress) kickIf() {
-	if len(p.files)+len(p.destFiles) >= orInt(p.w.FlushFiles, 100) {
+	if len(p.files)+len(p.destFiles)+len(p.deletions) >= orInt(p.w.FlushFiles, 100) {
 		select {
 		case p.kick <- struct{}{}:
 		default:
@@ -340,6 +343,55 @@ func (p *progress) Done(r engine.FileResult) {
 	}
 }
 
+// Deleted records a path the engine deleted at a destination because the
+// source does not have it, stored with the next flush. The deletions not
+// yet told make DELETED events before the next other event, or at the
+// next flush (tellDeleted): the history keeps the order of what happened.
+func (p *progress) Deleted(d engine.Deletion) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.deletions = append(p.deletions, domain.Deletion{Dest: d.Dest, Path: d.Path, Dir: d.Dir, Size: d.Size, Time: p.w.now()})
+	p.untold++
+	p.kickIf()
+}
+
+// tellDeleted turns the deletions not yet told into DELETED events: one
+// for each destination and at most maxBatchFiles paths, listing every path
+// in its details (a directory's with a trailing slash), the first few in
+// its description. Called with p.mu held.
+func (p *progress) tellDeleted() {
+	ds := p.deletions[len(p.deletions)-p.untold:]
+	p.untold = 0
+	for len(ds) > 0 {
+		dest := ds[0].Dest
+		var paths []string
+		for len(ds) > 0 && ds[0].Dest == dest && len(paths) < maxBatchFiles {
+			paths = append(paths, shownPath(ds[0]))
+			ds = ds[1:]
+		}
+		desc := fmt.Sprintf("deleted %s at the destination that the source does not have: %s",
+			plural.Count(len(paths), "path"), strings.Join(paths[:min(len(paths), 3)], ", "))
+		if len(paths) > 3 {
+			desc += fmt.Sprintf(" and %d more", len(paths)-3)
+		}
+		d := map[string]any{"paths": paths}
+		if p.many != nil {
+			d["destination"] = dest
+		}
+		p.events = append(p.events, domain.Event{Code: domain.EventDeleted, Time: p.w.now(),
+			Description: desc + " (ferry task show --deleted " + p.taskID + ")", Details: details(d)})
+	}
+}
+
+// shownPath is a deletion's path as events show it: a directory's with a
+// trailing slash.
+func shownPath(d domain.Deletion) string {
+	if d.Dir {
+		return d.Path + "/"
+	}
+	return d.Path
+}
+
 // skippedErrors counts n files that earlier runs recorded
 // FileSkippedError.
 func (p *progress) skippedErrors(n int) {
@@ -439,6 +491,7 @@ var (
 	_ engine.Tuner    = (*progress)(nil)
 	_ engine.Walker   = (*progress)(nil)
 	_ engine.Partials = (*progress)(nil)
+	_ engine.Deleter  = (*progress)(nil)
 )
 
 // counters is the task's counters as this run knows them.
@@ -473,15 +526,17 @@ func (p *progress) flush(ctx context.Context) error {
 		p.mu.Lock()
 		n := min(len(p.files), maxBatchFiles)
 		nd := min(len(p.destFiles), maxBatchFiles)
-		b := domain.Batch{Delta: p.delta, Files: p.files[:n:n], DestFiles: p.destFiles[:nd:nd], Events: p.events}
+		nx := min(len(p.deletions), maxBatchFiles)
+		p.tellDeleted()
+		b := domain.Batch{Delta: p.delta, Files: p.files[:n:n], DestFiles: p.destFiles[:nd:nd], Deletions: p.deletions[:nx:nx], Events: p.events}
 		for src, state := range p.partials {
 			b.Partials = append(b.Partials, domain.Partial{Src: src, State: state})
 		}
 		sent := p.partials
-		p.delta, p.files, p.destFiles, p.events, p.partials = domain.Counters{}, p.files[n:], p.destFiles[nd:], nil, map[string]string{}
-		more := len(p.files) > 0 || len(p.destFiles) > 0
+		p.delta, p.files, p.destFiles, p.deletions, p.events, p.partials = domain.Counters{}, p.files[n:], p.destFiles[nd:], p.deletions[nx:], nil, map[string]string{}
+		more := len(p.files) > 0 || len(p.destFiles) > 0 || len(p.deletions) > 0
 		p.mu.Unlock()
-		if b.Delta == (domain.Counters{}) && len(b.Files) == 0 && len(b.DestFiles) == 0 && len(b.Events) == 0 && len(b.Partials) == 0 {
+		if b.Delta == (domain.Counters{}) && len(b.Files) == 0 && len(b.DestFiles) == 0 && len(b.Deletions) == 0 && len(b.Events) == 0 && len(b.Partials) == 0 {
 			return nil
 		}
 		err := p.w.Store.Progress(ctx, p.taskID, p.w.ID, b)
@@ -490,7 +545,7 @@ func (p *progress) flush(ctx context.Context) error {
 				p.mu.Lock()
 				b.Delta.Add(p.delta)
 				p.delta, p.files, p.events = b.Delta, append(b.Files, p.files...), append(b.Events, p.events...)
-				p.destFiles = append(b.DestFiles, p.destFiles...)
+				p.destFiles, p.deletions = append(b.DestFiles, p.destFiles...), append(b.Deletions, p.deletions...)
 				for src, state := range sent {
 					if _, newer := p.partials[src]; !newer {
 						p.partials[src] = state

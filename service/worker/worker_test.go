@@ -446,8 +446,15 @@ func TestTransferSucceeds(t *testing.T) {
 	for _, e := range f.events(task.ID) {
 		codes = append(codes, e.Code)
 	}
-	if s := strings.Join(codes, " "); s != "QUEUED FILE_CANCELED STARTED SUCCEEDED" {
+	if s := strings.Join(codes, " "); s != "QUEUED FILE_CANCELED DELETED STARTED SUCCEEDED" {
 		t.Errorf("events %s", s)
+	}
+	if e, _ := f.event(task.ID, domain.EventDeleted); e.Details != `{"paths":["/out/data/extra"]}` {
+		t.Errorf("DELETED %q, details %q: want the path deleted", e.Description, e.Details)
+	}
+	dels, _, err := f.store.Deletions(context.Background(), task.ID, 0, 0)
+	if err != nil || len(dels) != 1 || dels[0].Path != "/out/data/extra" || dels[0].Dir || dels[0].Size != int64(len("not in the source")) {
+		t.Errorf("deletions %+v %v, want /out/data/extra", dels, err)
 	}
 	if e, _ := f.event(task.ID, domain.EventStarted); !strings.Contains(e.Details, `"concurrency":2`) ||
 		!strings.Contains(e.Description, "averaging") || !strings.Contains(e.Details, `"why":"`) {
