@@ -83,8 +83,9 @@ type Server struct {
 	// *net.TCPAddr): ferry connect listens on the service's relay.
 	Listen func() (net.Listener, error)
 
-	// TargetPolicy decides where unauthenticated active data connections
-	// (PORT, EPRT, SPOR with DCAU N) may go besides the client (datasec.go).
+	// TargetPolicy decides where active data connections (PORT, EPRT,
+	// SPOR, whatever DCAU says) and the connections of layers (multicast
+	// children, their data) may go besides the client (datasec.go).
 	TargetPolicy TargetPolicy
 	// PassiveFromAnywhere lets passive ports admit unauthenticated data
 	// connections from any address, as GCT does, instead of only the
