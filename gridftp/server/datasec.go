@@ -102,9 +102,11 @@ func (ss *session) checkTarget(ap netip.AddrPort) error {
 }
 
 // dialOut opens a connection a layer makes to another host (a multicast
-// child) to the first of addr's addresses that the TargetPolicy allows,
-// as for an unauthenticated PORT: a client cannot make the server connect
-// to what it could not reach with one (an FTP bounce by another road).
+// child's control connection, and its data connections to wherever the
+// child's PASV answer points) to the first of addr's addresses that the
+// TargetPolicy allows, as for a PORT: a client cannot make the server
+// connect to what it could not reach with one (an FTP bounce by another
+// road), nor can a hostile child.
 func (ss *session) dialOut(ctx context.Context, network, addr string) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -125,7 +127,7 @@ func (ss *session) dialOut(ctx context.Context, network, addr string) (net.Conn,
 			refused = cmp.Or(refused, fmt.Errorf("%s: %w", addr, err))
 			continue
 		}
-		var d net.Dialer
+		d := net.Dialer{Control: gridftp.DataControl}
 		return d.DialContext(ctx, network, ap.String())
 	}
 	if refused == nil {

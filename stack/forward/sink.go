@@ -9,6 +9,7 @@ import (
 	"hash"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path"
 	"slices"
@@ -459,7 +460,7 @@ func (s *sink) report() error {
 type kid struct {
 	plan    child
 	hop     hop
-	dial    client.DialFunc       // the session's, under the server's target policy
+	dial    client.DialFunc       // the session's, under the server's target policy: control and data
 	grid    *stack.GridCredential // for gsiftp:// children
 	p       int
 	blocks  *blocks
@@ -522,7 +523,7 @@ func (k *kid) transfer(ctx context.Context) (named []string, err error) {
 	if err := k.setup(sctx, c); err != nil {
 		return nil, err
 	}
-	c.SetOptions(client.Options{Parallel: k.p, BlockSize: BlockSize, Pool: k.blocks.bufs})
+	c.SetOptions(client.Options{Parallel: k.p, BlockSize: BlockSize, Pool: k.blocks.bufs, Dial: k.dialData})
 	_, err = c.PutFunc(ctx, k.hop.URL.Path, k.next)
 	if err != nil {
 		if named = reported(err, k.plan.Sub); named == nil {
@@ -535,6 +536,20 @@ func (k *kid) transfer(ctx context.Context) (named []string, err error) {
 		}
 	}
 	return named, err
+}
+
+// dialData opens a data stream to where the child's PASV answer points,
+// under the same policy as its control connection (a hostile child may
+// point anywhere). A stream that cannot be opened drops the child at
+// once, with why, instead of holding the transfer back while the child
+// waits for it.
+func (k *kid) dialData(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := k.dial(ctx, network, addr)
+	if err != nil {
+		k.fail(fmt.Errorf("data connection to %s: %w", addr, err))
+		k.abort()
+	}
+	return c, err
 }
 
 // login logs the child in: a gsiftp:// one with the session's delegated

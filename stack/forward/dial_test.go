@@ -1,0 +1,218 @@
+package forward
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"ferry/gridftp/server"
+	"ferry/gridftp/server/servertest"
+	"ferry/stack"
+)
+
+// startWith is start with the server adjusted by configure before it
+// serves.
+func startWith(t *testing.T, configure func(*server.Server)) *node {
+	t.Helper()
+	root, fs := servertest.Root(t)
+	reg := stack.Kinds()
+	maps.Copy(reg, Kinds())
+	srv := &server.Server{FS: fs, Anonymous: true, Layers: reg, DataTimeout: 10 * time.Second}
+	configure(srv)
+	return &node{root: root, addr: servertest.Serve(t, srv), srv: srv}
+}
+
+// syncBuffer is a log a server writes while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// fakeChild is a child that speaks just enough FTP for a hop to start a
+// STOR on it, and answers PASV with an address of the test's choosing:
+// what a hostile server a client names as a destination can do.
+type fakeChild struct {
+	addr string
+	pasv netip.AddrPort
+	// stored is closed when the STOR's data connection (the one PASV
+	// pointed at) has ended; nil when nothing listens there.
+	stored <-chan struct{}
+}
+
+// startFakeChild serves fake children on 127.0.0.1 that answer PASV with
+// pasv.
+func startFakeChild(t *testing.T, pasv netip.AddrPort, stored <-chan struct{}) *fakeChild {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	f := &fakeChild{addr: ln.Addr().String(), pasv: pasv, stored: stored}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go f.serve(c)
+		}
+	}()
+	return f
+}
+
+// serve answers one control connection until it ends.
+func (f *fakeChild) serve(c net.Conn) {
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(bound))
+	fmt.Fprint(c, "220 fake\r\n")
+	r := bufio.NewReader(c)
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return
+		}
+		verb, _, _ := strings.Cut(strings.TrimSpace(line), " ")
+		switch strings.ToUpper(verb) {
+		case "USER":
+			fmt.Fprint(c, "331 password\r\n")
+		case "PASS":
+			fmt.Fprint(c, "230 in\r\n")
+		case "FEAT":
+			fmt.Fprint(c, "211-Features:\r\n PARALLEL\r\n211 End.\r\n")
+		case "PASV":
+			a := f.pasv.Addr().As4()
+			fmt.Fprintf(c, "227 Entering Passive Mode (%d,%d,%d,%d,%d,%d)\r\n", a[0], a[1], a[2], a[3], f.pasv.Port()>>8, f.pasv.Port()&0xff)
+		case "STOR":
+			fmt.Fprint(c, "150 Opening data connection.\r\n")
+			if f.stored != nil { // else the hop gives up on this child
+				<-f.stored
+				fmt.Fprint(c, "226 Transfer complete.\r\n")
+			}
+		case "CKSM":
+			fmt.Fprint(c, "500 no checksums here\r\n")
+		default:
+			fmt.Fprint(c, "200 OK.\r\n")
+		}
+	}
+}
+
+// listenSink listens on addr and counts the bytes the first connection to
+// it brings; done is closed when it brought want or ended (a MODE E
+// sender keeps its streams open after the file).
+func listenSink(t *testing.T, addr string, want int) (ap netip.AddrPort, got func() int, done <-chan struct{}) {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Skip("cannot listen on", addr, err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var mu sync.Mutex
+	n := 0
+	ended := make(chan struct{})
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(bound))
+		buf := make([]byte, 64<<10)
+		var once sync.Once
+		defer once.Do(func() { close(ended) })
+		for {
+			k, err := c.Read(buf)
+			mu.Lock()
+			n += k
+			all := n >= want
+			mu.Unlock()
+			if all {
+				once.Do(func() { close(ended) })
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).AddrPort(), func() int { mu.Lock(); defer mu.Unlock(); return n }, ended
+}
+
+// TestChildDataOutsideTargetPolicy: a child's answer to PASV is where the
+// hop connects its data streams, so it passes the server's target policy
+// as a PORT does. A fake child on the client's address (which the policy
+// allows) points the hop at another address: a port of this host the
+// policy does not allow (the test listens there, and must get nothing),
+// a system port, a link-local or cloud metadata address (refused before
+// any connection is tried, never reached off this host). The hop drops
+// the child and names it; its own copy is whole.
+func TestChildDataOutsideTargetPolicy(t *testing.T) {
+	data := payload(1 << 20)
+	// Only the client's own address and 192.0.2.0/24: 127.0.0.2 is out.
+	allowOnly := func(s *server.Server) {
+		s.TargetPolicy.Allow = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
+	}
+	for _, tc := range []struct {
+		name   string
+		pasv   string // "" for a listener of the test's on 127.0.0.2
+		policy func(*server.Server)
+		why    string // in the hop's log
+	}{
+		{"another loopback address", "", allowOnly, "outside the networks"},
+		{"a system port", "127.0.0.2:80", func(*server.Server) {}, "port 80 is a system port"},
+		{"link-local", "169.254.1.1:8080", func(*server.Server) {}, "link-local"},
+		{"cloud metadata", "169.254.169.254:80", func(*server.Server) {}, "port 80 is a system port"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var log syncBuffer
+			a := startWith(t, func(s *server.Server) {
+				tc.policy(s)
+				s.Logger = slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			})
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("the hop's log:\n%s", log.String())
+				}
+			})
+			got := func() int { return 0 }
+			var pasv netip.AddrPort
+			var stored <-chan struct{}
+			if tc.pasv == "" {
+				pasv, got, stored = listenSink(t, "127.0.0.2:0", len(data))
+			} else {
+				pasv = netip.MustParseAddrPort(tc.pasv)
+			}
+			child := startFakeChild(t, pasv, stored)
+			url := "ftp://" + child.addr + "/f?"
+			names(t, upload(t, a, mcStack("cc=1", url), "f", bytes.NewReader(data), int64(len(data))), url)
+			if n := got(); n > 0 {
+				t.Errorf("the hop sent %d bytes to %v, where its target policy forbids", n, pasv)
+			}
+			if !strings.Contains(log.String(), tc.why) {
+				t.Errorf("the hop's log does not say %q", tc.why)
+			}
+			if !bytes.Equal(a.content(t, "f"), data) {
+				t.Error("the hop's own copy differs")
+			}
+		})
+	}
+}
