@@ -83,7 +83,7 @@ func (ss *session) siteSETDISKSTACK(arg string) {
 }
 
 func (ss *session) stackEnv() stack.Env {
-	env := stack.Env{FS: ss.srv.FS, ReadOnly: ss.readOnly, Log: ss.log, Dial: ss.dialOut}
+	env := stack.Env{FS: ss.srv.FS, ReadOnly: ss.readOnly, Log: ss.log, Dial: ss.dialOut, Reserve: ss.reserveFanout}
 	if d, ok := ss.srv.FS.(interface{ Dir() string }); ok {
 		env.Dir = d.Dir()
 	}

@@ -3,16 +3,19 @@ package forward
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
 	"net"
 	"net/netip"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"ferry/gridftp"
 	"ferry/gridftp/server"
 	"ferry/gridftp/server/servertest"
 	"ferry/stack"
@@ -214,5 +217,96 @@ func TestChildDataOutsideTargetPolicy(t *testing.T) {
 				t.Error("the hop's own copy differs")
 			}
 		})
+	}
+}
+
+// countingListener counts the connections made to it and answers none.
+func countingListener(t *testing.T) (addr string, count func() int) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	n := 0
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			n++
+			mu.Unlock()
+			defer c.Close()
+		}
+	}()
+	t.Cleanup(func() { ln.Close() })
+	return ln.Addr().String(), func() int { mu.Lock(); defer mu.Unlock(); return n }
+}
+
+// TestFanoutCaps: a transfer whose fan-out passes the server's caps is
+// refused with a clear reply before the hop connects to any child or
+// writes anything: more data streams to children than one transfer may
+// open (cc × P, one STOR with cc=330;P=64 once opened some 16,000
+// connections), more than the server has left for all its hops, or more
+// children than the client's address has sessions left.
+func TestFanoutCaps(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		configure func(*server.Server)
+		opts      string
+		children  int
+		code      int
+		want      string
+	}{
+		{"one transfer", func(*server.Server) {}, "cc=5;P=64", 5, 501,
+			"320 data streams to other servers; this server opens at most 256 for one transfer"},
+		{"one transfer, the operator's cap", func(s *server.Server) { s.MaxForwardStreams = 4 }, "cc=3;P=2", 3, 501,
+			"6 data streams to other servers; this server opens at most 4 for one transfer"},
+		{"the server", func(s *server.Server) { s.MaxForwardTotal = 4 }, "cc=2;P=4", 2, 451,
+			"8 more data streams to other servers would pass this server's limit of 4 at once"},
+		{"sessions of the address", func(s *server.Server) { s.MaxSessionsPerAddress = 3 }, "cc=3", 3, 451,
+			"3 more connections to other servers would pass your address's limit of 3 sessions"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := startWith(t, tc.configure)
+			addr, count := countingListener(t)
+			var urls []string
+			for i := range tc.children {
+				urls = append(urls, fmt.Sprintf("ftp://%s/f%d?", addr, i))
+			}
+			data := payload(1 << 20)
+			err := upload(t, a, mcStack(tc.opts, urls...), "f", bytes.NewReader(data), int64(len(data)))
+			if text := shown(t, err); !strings.Contains(text, tc.want) {
+				t.Errorf("reply does not say %q", tc.want)
+			}
+			if ge, _ := errors.AsType[*gridftp.Error](err); ge.Reply.Code != tc.code {
+				t.Errorf("reply code %d, want %d", ge.Reply.Code, tc.code)
+			}
+			if n := count(); n > 0 {
+				t.Errorf("the hop connected %d times to its children", n)
+			}
+			if fileExists(filepath.Join(a.root, "f")) {
+				t.Error("the refused transfer made the hop's own file")
+			}
+		})
+	}
+}
+
+// TestFanoutReleased: what a transfer took of the server's caps is given
+// back when it ends: transfers one after the other, each at the cap, all
+// succeed.
+func TestFanoutReleased(t *testing.T) {
+	a := startWith(t, func(s *server.Server) { s.MaxForwardTotal = 2 })
+	b := start(t)
+	data := payload(1 << 20)
+	for i := range 3 {
+		if err := upload(t, a, mcStack("cc=1;P=2", b.url("f", "")), "f", bytes.NewReader(data), int64(len(data))); err != nil {
+			t.Fatalf("transfer %d: %v", i, err)
+		}
+	}
+	if !bytes.Equal(b.content(t, "f"), data) {
+		t.Error("the child's copy differs")
 	}
 }
