@@ -77,7 +77,7 @@ func (ss *session) siteSETDISKSTACK(arg string) {
 		ss.reply(gridftp.CodeSyntaxError, append(lines, "End.")...)
 		return
 	}
-	ss.log.Debug("disk stack", "stack", arg)
+	ss.log.Debug("disk stack", "stack", gridftp.Redact(arg))
 	ss.disk = s
 	ss.reply(gridftp.CodeFileActionOK, "OK.")
 }
