@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net"
 	"net/netip"
 	"path/filepath"
@@ -17,21 +16,7 @@ import (
 
 	"ferry/gridftp"
 	"ferry/gridftp/server"
-	"ferry/gridftp/server/servertest"
-	"ferry/stack"
 )
-
-// startWith is start with the server adjusted by configure before it
-// serves.
-func startWith(t *testing.T, configure func(*server.Server)) *node {
-	t.Helper()
-	root, fs := servertest.Root(t)
-	reg := stack.Kinds()
-	maps.Copy(reg, Kinds())
-	srv := &server.Server{FS: fs, Anonymous: true, Layers: reg, DataTimeout: 10 * time.Second}
-	configure(srv)
-	return &node{root: root, addr: servertest.Serve(t, srv), srv: srv}
-}
 
 // syncBuffer is a log a server writes while the test reads it.
 type syncBuffer struct {
@@ -57,8 +42,8 @@ func (s *syncBuffer) String() string {
 type fakeChild struct {
 	addr string
 	pasv netip.AddrPort
-	// stored is closed when the STOR's data connection (the one PASV
-	// pointed at) has ended; nil when nothing listens there.
+	// stored is closed once the STOR's data reached where PASV pointed
+	// (listenSink); nil when nothing listens there.
 	stored <-chan struct{}
 }
 
@@ -187,7 +172,7 @@ func TestChildDataOutsideTargetPolicy(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var log syncBuffer
-			a := startWith(t, func(s *server.Server) {
+			a := start(t, func(s *server.Server) {
 				tc.policy(s)
 				s.Logger = slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 			})
@@ -238,7 +223,7 @@ func countingListener(t *testing.T) (addr string, count func() int) {
 			mu.Lock()
 			n++
 			mu.Unlock()
-			defer c.Close()
+			defer c.Close() // held open, unanswered, until the test ends
 		}
 	}()
 	t.Cleanup(func() { ln.Close() })
@@ -270,7 +255,7 @@ func TestFanoutCaps(t *testing.T) {
 			"3 more connections to other servers would pass your address's limit of 3 sessions"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a := startWith(t, tc.configure)
+			a := start(t, tc.configure)
 			addr, count := countingListener(t)
 			var urls []string
 			for i := range tc.children {
@@ -298,7 +283,7 @@ func TestFanoutCaps(t *testing.T) {
 // back when it ends: transfers one after the other, each at the cap, all
 // succeed.
 func TestFanoutReleased(t *testing.T) {
-	a := startWith(t, func(s *server.Server) { s.MaxForwardTotal = 2 })
+	a := start(t, func(s *server.Server) { s.MaxForwardTotal = 2 })
 	b := start(t)
 	data := payload(1 << 20)
 	for i := range 3 {
