@@ -1,7 +1,9 @@
 package interop
 
 // FTP bounce: an anonymous client must not make ferry gridftp send bytes
-// it chose to a service only the server's host can reach. The server runs
+// it chose to a service only the server's host can reach, nor connect to
+// one at all, whether or not it hands the server a data credential of its
+// own (DCSC P, DCAU A). The server runs
 // in a network namespace on a routable address, beside a service that
 // listens on the namespace's loopback; the client is outside.
 
@@ -76,20 +78,41 @@ while True:
 	if rep := cmd("PASS x"); rep.Code != gridftp.CodeLoggedIn {
 		t.Fatalf("login: %s", rep)
 	}
-	for _, tc := range []struct{ line, why string }{
-		{"PORT 127,0,0,1,19,136", "loopback address of this host"},
-		{"EPRT |1|127.0.0.1|5000|", "loopback address of this host"},
-		{"PORT 169,254,169,254,0,80", "system port"},
-		{"EPRT |1|169.254.169.254|8080|", "link-local"},
-		{"SPOR 127,0,0,1,19,136", "loopback address of this host"},
-	} {
-		if rep := cmd(tc.line); rep.Code != gridftp.CodeBadArguments || !strings.Contains(rep.Text(), tc.why) {
-			t.Errorf("%s: %s, want 501 saying %q", tc.line, rep, tc.why)
+	refused := func() {
+		t.Helper()
+		for _, tc := range []struct{ line, why string }{
+			{"PORT 127,0,0,1,19,136", "loopback address of this host"},
+			{"EPRT |1|127.0.0.1|5000|", "loopback address of this host"},
+			{"PORT 169,254,169,254,0,80", "system port"},
+			{"EPRT |1|169.254.169.254|8080|", "link-local"},
+			{"SPOR 127,0,0,1,19,136", "loopback address of this host"},
+		} {
+			if rep := cmd(tc.line); rep.Code != gridftp.CodeBadArguments || !strings.Contains(rep.Text(), tc.why) {
+				t.Errorf("%s: %s, want 501 saying %q", tc.line, rep, tc.why)
+			}
+		}
+		if rep := cmd("RETR payload"); rep.Code/100 == 1 || rep.Code/100 == 2 {
+			t.Errorf("RETR after refused PORTs: %s", rep)
 		}
 	}
-	if rep := cmd("RETR payload"); rep.Code/100 == 1 || rep.Code/100 == 2 {
-		t.Errorf("RETR after refused PORTs: %s", rep)
+	refused()
+	// A credential the client made itself proves nothing of the target:
+	// the same are refused with DCAU A.
+	cred, err := gridftp.NewDataCredential(time.Hour)
+	if err != nil {
+		t.Fatal(err)
 	}
+	blob, err := cred.DCSC()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := cmd("DCSC P " + blob); rep.Code != gridftp.CodeFileActionOK {
+		t.Fatalf("DCSC P: %s", rep)
+	}
+	if rep := cmd("DCAU A"); rep.Code != gridftp.CodeOK {
+		t.Fatalf("DCAU A: %s", rep)
+	}
+	refused()
 	// The client's own address is fine, also on a system port.
 	hostPort := fmt.Sprintf("PORT %s,0,21", strings.ReplaceAll(ns.hostIP, ".", ","))
 	if rep := cmd(hostPort); rep.Code != gridftp.CodeOK {

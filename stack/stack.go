@@ -114,6 +114,12 @@ type Env struct {
 	// children), under the server's rules for where it may connect; nil:
 	// none may be made.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Reserve counts, for one transfer, the connections a layer is about
+	// to open to other hosts (children control connections, and streams
+	// data streams to them) against the server's limits, and says why
+	// not when they would pass one (a ShownError); release gives them
+	// back once they are closed. nil: no limits.
+	Reserve func(children, streams int) (release func(), err error)
 	// Grid is the credential a GSI session's client delegated, for the
 	// layers that log in to other servers as that user (forward's
 	// gsiftp:// children); nil when the session has none.

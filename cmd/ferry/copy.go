@@ -193,9 +193,11 @@ func parsePlace(s, proxy string) (place, error) {
 		}
 		return place{local: filepath.Dir(abs), path: "/" + filepath.Base(abs)}, nil
 	}
+	shown := gridftp.Redact(s) // the place as errors name it
 	u, err := url.Parse(s)
 	if err != nil {
-		return place{}, fmt.Errorf("%q is not a URL: %v", s, err)
+		// Unwrapped: a *url.Error names the URL, password and all.
+		return place{}, fmt.Errorf("%q is not a URL: %v", shown, errors.Unwrap(err))
 	}
 	port := ""
 	switch u.Scheme {
@@ -206,10 +208,10 @@ func parsePlace(s, proxy string) (place, error) {
 	case "sshftp":
 		port = strconv.Itoa(sshftp.DefaultPort)
 	default:
-		return place{}, fmt.Errorf("%s: unsupported scheme %q (want ftp://, gsiftp://, sshftp:// or a local path)", s, u.Scheme)
+		return place{}, fmt.Errorf("%s: unsupported scheme %q (want ftp://, gsiftp://, sshftp:// or a local path)", shown, u.Scheme)
 	}
 	if u.Hostname() == "" {
-		return place{}, fmt.Errorf("%s: no host", s)
+		return place{}, fmt.Errorf("%s: no host", shown)
 	}
 	if u.Port() != "" {
 		port = u.Port()
@@ -227,7 +229,7 @@ func parsePlace(s, proxy string) (place, error) {
 		// The user is ssh's; the session on the far side accepts any
 		// login, and logs in anonymously as globus-url-copy's does.
 		if ep.Password != "" {
-			return place{}, fmt.Errorf("%s: sshftp:// takes no password: ssh logs in with keys (or an agent)", s)
+			return place{}, fmt.Errorf("%s: sshftp:// takes no password: ssh logs in with keys (or an agent)", shown)
 		}
 		ep.Dial = sshDialer(ep.User, os.Getenv).Dial
 		ep.User, ep.Password = "", ""
@@ -235,7 +237,7 @@ func parsePlace(s, proxy string) (place, error) {
 	if u.Scheme == "gsiftp" {
 		login, err := gridLogin(u.Hostname(), ep.User, proxy)
 		if err != nil {
-			return place{}, fmt.Errorf("%s: %w", s, err)
+			return place{}, fmt.Errorf("%s: %w", shown, err)
 		}
 		ep.Auth = login
 	}
@@ -538,10 +540,7 @@ func (p *progress) Done(r engine.FileResult) {
 func (p *progress) destinations(r engine.MultiResult, args []string) {
 	names := make([]string, len(args))
 	for i, a := range args {
-		names[i] = a
-		if u, err := url.Parse(a); err == nil && strings.Contains(a, "://") {
-			names[i] = u.Redacted()
-		}
+		names[i] = gridftp.Redact(a)
 	}
 	switch {
 	case r.Head < 0:

@@ -35,6 +35,7 @@ func newGridFTPCmd() *cobra.Command {
 		maxFileSize, checksumHoles                        string
 		anonymous, anonymousWrite, pasvAny                bool
 		maxSessions, perAddress, maxStreams               int
+		mcStreams, mcTotal                                int
 		loginTimeout, idleTimeout                         time.Duration
 		portAllow, popenEnv                               []string
 		popenWhitelist                                    string
@@ -106,8 +107,8 @@ whole file system as GCT's -ssh mode does). Data channels are direct TCP.`,
 			if anonymousWrite && !anonymous {
 				return errors.New("--anonymous-write needs --anonymous")
 			}
-			if loginTimeout <= 0 || idleTimeout <= 0 || maxSessions < 0 || perAddress < 0 || maxStreams < 1 {
-				return errors.New("--login-timeout, --idle-timeout and --max-streams must be positive, session limits not negative")
+			if loginTimeout <= 0 || idleTimeout <= 0 || maxSessions < 0 || perAddress < 0 || maxStreams < 1 || mcStreams < 0 || mcTotal < 0 {
+				return errors.New("--login-timeout, --idle-timeout and --max-streams must be positive, session and multicast limits not negative")
 			}
 			sizeLimit, err := sizeFlag("--max-file-size", maxFileSize)
 			if err != nil {
@@ -128,7 +129,8 @@ whole file system as GCT's -ssh mode does). Data channels are direct TCP.`,
 			srv := &server.Server{FS: fs, Anonymous: anonymous, AnonymousWrite: anonymousWrite,
 				MaxSessions: maxSessions, MaxSessionsPerAddress: noLimit(perAddress),
 				LoginTimeout: loginTimeout, IdleTimeout: idleTimeout,
-				MaxFileSize: sizeLimit, ChecksumHoles: holes, MaxStreams: maxStreams, Logger: log}
+				MaxFileSize: sizeLimit, ChecksumHoles: holes, MaxStreams: maxStreams, Logger: log,
+				MaxForwardStreams: noLimit(mcStreams), MaxForwardTotal: noLimit(mcTotal)}
 			srv.PassiveFromAnywhere = pasvAny
 			if moverKey != "" {
 				if srv.MoverKey, err = server.LoadMoverKey(moverKey); err != nil {
@@ -221,7 +223,9 @@ whole file system as GCT's -ssh mode does). Data channels are direct TCP.`,
 	f.StringVar(&maxFileSize, "max-file-size", "16T", "largest file, size or offset a client may write, e.g. 500G (0: no limit)")
 	f.StringVar(&checksumHoles, "max-checksum-holes", "4G", "most bytes of holes (of a sparse file) one checksum hashes (0: no limit)")
 	f.IntVar(&maxStreams, "max-streams", 64, "parallel data streams of one transfer")
-	f.BoolVar(&multicast, "multicast", false, "offer the multicast disk stack (globus-url-copy -MC): while a file arrives it is also sent on to the servers the client names, within --port-allow's rules for where this server may connect (default: off)")
+	f.BoolVar(&multicast, "multicast", false, "offer the multicast disk stack (globus-url-copy -MC): while a file arrives it is also sent on to the servers the client names, within --port-allow's rules for where this server may connect, its data streams included, and --multicast-max-streams and --multicast-max-total (default: off)")
+	f.IntVar(&mcStreams, "multicast-max-streams", 256, "with --multicast: data streams one transfer may open to the servers it is sent on to (children × P); more is refused (0: no limit)")
+	f.IntVar(&mcTotal, "multicast-max-total", 1024, "with --multicast: data streams all transfers may have open to the servers they are sent on to at once; more is refused until some end (0: no limit)")
 	f.StringVar(&popenWhitelist, "popen-whitelist", "", "programs clients may run through the popen disk stack (globus-url-copy -src-pipe/-dst-pipe), [alias:]/full/path,... (default: none, no popen)")
 	f.StringArrayVar(&popenEnv, "popen-env", nil, "KEY=VALUE in the environment of popen programs, repeatable (default: an empty environment)")
 	f.BoolVar(&useGSI, "gsi", false, "let clients log in with grid certificates (AUTH GSSAPI, gsiftp://), mapped to users by --gridmap")

@@ -19,6 +19,11 @@ type Options struct {
 	Parallel  int                 // MODE E streams per transfer; < 1 means 1
 	BlockSize int                 // MODE E block size when sending; 0: 1 MiB
 	Pool      *gridftp.BufferPool // shared block buffers; nil: one per Conn
+	// Dial opens the data connections to the address the server's answer
+	// to PASV names; nil: TCP. A server that relays to servers a client
+	// named (a multicast hop) passes its target policy here, since a
+	// hostile server may answer with any address.
+	Dial DialFunc
 }
 
 // data is the client side of the data channel, cached across transfers as
@@ -423,11 +428,15 @@ func (m *memFile) WriteAt(p []byte, off int64) (int, error) {
 	return len(p), nil
 }
 
-// dialData opens a data connection to the server's passive address, and
-// authenticates it when the session's data channels are.
+// dialData opens a data connection to the server's passive address
+// (through Options.Dial when set), and authenticates it when the
+// session's data channels are.
 func (c *Conn) dialData(ctx context.Context, _ int) (net.Conn, error) {
-	d := net.Dialer{Control: gridftp.DataControl}
-	conn, err := d.DialContext(ctx, "tcp", c.data.pasv.String())
+	dial := c.options().Dial
+	if dial == nil {
+		dial = (&net.Dialer{Control: gridftp.DataControl}).DialContext
+	}
+	conn, err := dial(ctx, "tcp", c.data.pasv.String())
 	if err != nil {
 		return nil, fmt.Errorf("%w: connect %v: %v", gridftp.ErrDataStream, c.data.pasv, err)
 	}

@@ -8,10 +8,12 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"sync"
 	"syscall"
 
 	"ferry/checksum"
 	"ferry/gridftp"
+	"ferry/stack"
 	"ferry/storage"
 )
 
@@ -168,4 +170,64 @@ func holeBytes(ctx context.Context, f storage.File, off, n, limit int64) (holes 
 		}
 	}
 	return holes, true
+}
+
+// errForwardBusy is a transfer whose connections to other servers would
+// pass what the server or the client's address has left.
+var errForwardBusy = errors.New("too many connections to other servers")
+
+// reserveFanout counts the connections a layer of the session is about to
+// open to other servers for one transfer (stack.Env.Reserve): streams
+// data streams against MaxForwardStreams (one transfer) and
+// MaxForwardTotal (all sessions), and children control connections, each
+// as a session of the client's address, against MaxSessions and
+// MaxSessionsPerAddress: a client reaches no further through a hop than
+// it could itself.
+func (ss *session) reserveFanout(children, streams int) (release func(), err error) {
+	s := ss.srv
+	if limit, ok := s.forwardStreams(); ok && streams > limit {
+		return nil, refuseFanout(gridftp.ErrTooManyStreams, "%d data streams to other servers; this server opens at most %d for one transfer.", streams, limit)
+	}
+	if err := s.takeFanout(ss.addr, children, streams); err != nil {
+		return nil, err
+	}
+	var once sync.Once
+	return func() { once.Do(func() { s.giveFanout(ss.addr, children, streams) }) }, nil
+}
+
+// takeFanout counts children and streams in for a session from addr, or
+// says which limit they would pass.
+func (s *Server) takeFanout(addr string, children, streams int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.MaxSessions > 0 && s.active.Load()+int64(s.children+children) > int64(s.MaxSessions) {
+		return refuseFanout(errForwardBusy, "%d more connections to other servers would pass this server's limit of %d sessions; try again later.", children, s.MaxSessions)
+	}
+	if limit, ok := s.perAddressLimit(); ok && s.perAddr[addr]+children > limit {
+		return refuseFanout(errForwardBusy, "%d more connections to other servers would pass your address's limit of %d sessions; try again later.", children, limit)
+	}
+	if limit, ok := s.forwardTotal(); ok && s.forwards+streams > limit {
+		return refuseFanout(errForwardBusy, "%d more data streams to other servers would pass this server's limit of %d at once; try again later.", streams, limit)
+	}
+	s.children += children
+	s.perAddr[addr] += children
+	s.forwards += streams
+	return nil
+}
+
+// refuseFanout is a refusal of reserveFanout: its text for the client's
+// reply, its kind for the reply's code.
+func refuseFanout(kind error, format string, args ...any) error {
+	return &stack.ShownError{Text: fmt.Sprintf(format, args...), Err: kind}
+}
+
+// giveFanout counts what takeFanout took out again.
+func (s *Server) giveFanout(addr string, children, streams int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.children -= children
+	s.forwards -= streams
+	if s.perAddr[addr] -= children; s.perAddr[addr] <= 0 {
+		delete(s.perAddr, addr)
+	}
 }

@@ -17,22 +17,27 @@ import (
 //
 // Authenticated (DCAU A, with the credential a client handed over by DCSC
 // P, FEAT DATATLS): every data connection proves the credential in a TLS
-// handshake (gridftp.SecureData), so passive ports admit any address and
-// active ones may go anywhere: a stranger gets nothing and injects nothing,
-// and a PORT aimed at another service moves no payload to it.
+// handshake (gridftp.SecureData), so passive ports admit any address: a
+// stranger gets nothing and injects nothing, and a PORT aimed at another
+// service moves no payload to it.
 //
 // Unauthenticated (DCAU N, the default, what GCT without GSI and plain FTP
 // clients speak): a passive port admits only the control connection's
 // peer and the addresses the client named with OPTS PASV From=IP,...; (the
 // sender of a third-party transfer), unless the operator lets it admit any
-// (Server.PassiveFromAnywhere, as GCT does). PORT, EPRT and SPOR may name
-// the control connection's peer, and else only addresses the TargetPolicy
-// allows: by default neither loopback (unless the control connection came
-// in on loopback), link-local nor a cloud metadata address, and no port
-// below 1024; an FTP bounce needs one of those.
+// (Server.PassiveFromAnywhere, as GCT does).
+//
+// Either way, PORT, EPRT and SPOR may name the control connection's peer,
+// and else only addresses the TargetPolicy allows: by default neither
+// loopback (unless the control connection came in on loopback), link-local
+// nor a cloud metadata address, and no port below 1024. A credential the
+// client made itself proves nothing of the target it names, and the
+// connection is made before any handshake: without the policy, DCSC P and
+// DCAU A would make the server a blind scanner of its host and network.
 
-// TargetPolicy decides where unauthenticated active data connections may
-// go besides the control connection's peer.
+// TargetPolicy decides where active data connections, and the connections
+// a layer makes to other hosts, may go besides the control connection's
+// peer.
 type TargetPolicy struct {
 	// Allow, when set, lists the networks a target may be in, in place of
 	// the default rule; ports below 1024 stay refused.
@@ -45,8 +50,8 @@ var metadata = []netip.Addr{
 	netip.MustParseAddr("fd00:ec2::254"),   // AWS over IPv6
 }
 
-// allows reports whether an unauthenticated data connection may go to
-// target; peer is the control connection's remote address and local its
+// allows reports whether a connection the server makes for a client may
+// go to target; peer is the control connection's remote address and local its
 // local one.
 func (p TargetPolicy) allows(target netip.AddrPort, peer, local netip.Addr) error {
 	ip := target.Addr().Unmap()
@@ -90,19 +95,18 @@ func addrOf(a net.Addr) netip.Addr {
 	return ap.Addr().Unmap()
 }
 
-// checkTarget refuses an unauthenticated data target the policy does not
-// allow; authenticated sessions may name any.
+// checkTarget refuses a data target the policy does not allow, whatever
+// DCAU says.
 func (ss *session) checkTarget(ap netip.AddrPort) error {
-	if ss.dcauA {
-		return nil
-	}
 	return ss.srv.TargetPolicy.allows(ap, ss.peerIP(), ss.localIP())
 }
 
 // dialOut opens a connection a layer makes to another host (a multicast
-// child) to the first of addr's addresses that the TargetPolicy allows,
-// as for an unauthenticated PORT: a client cannot make the server connect
-// to what it could not reach with one (an FTP bounce by another road).
+// child's control connection, and its data connections to wherever the
+// child's PASV answer points) to the first of addr's addresses that the
+// TargetPolicy allows, as for a PORT: a client cannot make the server
+// connect to what it could not reach with one (an FTP bounce by another
+// road), nor can a hostile child.
 func (ss *session) dialOut(ctx context.Context, network, addr string) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -119,11 +123,11 @@ func (ss *session) dialOut(ctx context.Context, network, addr string) (net.Conn,
 	var refused error
 	for _, ip := range ips {
 		ap := netip.AddrPortFrom(ip.Unmap(), uint16(pn))
-		if err := ss.srv.TargetPolicy.allows(ap, ss.peerIP(), ss.localIP()); err != nil {
+		if err := ss.checkTarget(ap); err != nil {
 			refused = cmp.Or(refused, fmt.Errorf("%s: %w", addr, err))
 			continue
 		}
-		var d net.Dialer
+		d := net.Dialer{Control: gridftp.DataControl}
 		return d.DialContext(ctx, network, ap.String())
 	}
 	if refused == nil {

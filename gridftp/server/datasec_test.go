@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"ferry/gridftp"
+	"ferry/gridftp/server"
+	"ferry/storage/posix"
 )
 
 // dialFrom opens a data connection from a local address of the test's
@@ -228,4 +230,90 @@ func (r *recorder) bytes() []byte {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return bytes.Clone(r.buf.Bytes())
+}
+
+// TestTargetPolicyAuthenticated: a credential the client made itself
+// (DCSC P, DCAU A) protects the bytes, not the choice of target: PORT,
+// EPRT and SPOR still follow the target policy, on a server, a striped
+// front end and a session served on one connection (--stdio), so that
+// no client turns the server into a blind port scanner of its host and
+// network. The control connection comes in on loopback, so loopback
+// targets on unprivileged ports stay allowed (ferry↔ferry third-party
+// transfers on one host).
+func TestTargetPolicyAuthenticated(t *testing.T) {
+	cred, err := gridftp.NewDataCredential(time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob, err := cred.DCSC()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, srv := range []struct {
+		name  string
+		login func(t *testing.T) *ctl
+	}{
+		{"server", func(t *testing.T) *ctl { return startServer(t).login() }},
+		{"striped front end", func(t *testing.T) *ctl { return startStriped(t, 2).login() }},
+		{"one connection", serveOneConn},
+	} {
+		t.Run(srv.name, func(t *testing.T) {
+			c := srv.login(t)
+			c.expect("DCSC P "+blob, gridftp.CodeFileActionOK)
+			c.expect("DCAU A", gridftp.CodeOK)
+			for _, tc := range []struct{ port, want string }{
+				{"EPRT |1|127.0.0.2|22|", "501 EPRT to 127.0.0.2:22 refused: port 22 is a system port of another host than the client."},
+				{"PORT 169,254,169,254,31,144", "501 PORT to 169.254.169.254:8080 refused: 169.254.169.254 is a link-local address."},
+				{"EPRT |2|fd00:ec2::254|8080|", "501 EPRT to [fd00:ec2::254]:8080 refused: fd00:ec2::254 is a cloud metadata address."},
+				{"SPOR 127,0,0,2,31,144 169,254,1,1,0,80", "501 SPOR to 169.254.1.1:80 refused: port 80 is a system port of another host than the client."},
+				{"EPRT |1|127.0.0.2|8080|", "200 EPRT Command successful."},
+			} {
+				c.expectText(tc.port, tc.want)
+			}
+		})
+	}
+}
+
+// serveOneConn serves one accepted connection with ServeConn, as ferry
+// gridftp --stdio serves its SSH session, and logs in on it.
+func serveOneConn(t *testing.T) *ctl {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	env := &testEnv{t: t, addr: ln.Addr().String()}
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			close(accepted)
+			return
+		}
+		accepted <- c
+	}()
+	c := env.dialRaw()
+	conn, ok := <-accepted
+	if !ok {
+		t.Fatal("accept failed")
+	}
+	fsys, err := posix.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &server.Server{FS: fsys, Anonymous: true}
+	done := make(chan error, 1)
+	go func() { done <- srv.ServeConn(conn) }()
+	t.Cleanup(func() {
+		srv.Close()
+		<-done
+		fsys.Close()
+	})
+	if r := c.read(); r.Code != gridftp.CodeReady {
+		t.Fatalf("banner %q", r.String())
+	}
+	c.expect("USER anonymous", 331)
+	c.expect("PASS ferry@", 230)
+	return c
 }

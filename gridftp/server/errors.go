@@ -42,6 +42,7 @@ var errorTable = []errorKind{
 	{errTooSparse, gridftp.CodeParamNotSupported, "UNSUPPORTED", 95, "Checksum of a sparse file: more holes than the server hashes"},
 	{errTooLarge, gridftp.CodeBadArguments, "FILE_TOO_LARGE", 27, "Larger than the server's maximum file size"},
 	{gridftp.ErrTooManyStreams, gridftp.CodeBadArguments, "TOO_MANY_STREAMS", 24, "More parallel data streams than the server takes"},
+	{errForwardBusy, gridftp.CodeLocalError, "SERVER_BUSY", 11, "Too many connections to other servers now; try again later"},
 	{errChecksumMismatch, gridftp.CodeFileUnavailable, "INCORRECT_CHECKSUM", 5, "Checksum mismatch"},
 	{errAborted, gridftp.CodeTransferAborted, "ABORTED", 125, "Transfer aborted"},
 	{errDataConn, gridftp.CodeTransferAborted, "DATA_CHANNEL", 104, "Data connection failed"},

@@ -77,13 +77,13 @@ func (ss *session) siteSETDISKSTACK(arg string) {
 		ss.reply(gridftp.CodeSyntaxError, append(lines, "End.")...)
 		return
 	}
-	ss.log.Debug("disk stack", "stack", arg)
+	ss.log.Debug("disk stack", "stack", gridftp.Redact(arg))
 	ss.disk = s
 	ss.reply(gridftp.CodeFileActionOK, "OK.")
 }
 
 func (ss *session) stackEnv() stack.Env {
-	env := stack.Env{FS: ss.srv.FS, ReadOnly: ss.readOnly, Log: ss.log, Dial: ss.dialOut}
+	env := stack.Env{FS: ss.srv.FS, ReadOnly: ss.readOnly, Log: ss.log, Dial: ss.dialOut, Reserve: ss.reserveFanout}
 	if d, ok := ss.srv.FS.(interface{ Dir() string }); ok {
 		env.Dir = d.Dir()
 	}

@@ -83,8 +83,9 @@ type Server struct {
 	// *net.TCPAddr): ferry connect listens on the service's relay.
 	Listen func() (net.Listener, error)
 
-	// TargetPolicy decides where unauthenticated active data connections
-	// (PORT, EPRT, SPOR with DCAU N) may go besides the client (datasec.go).
+	// TargetPolicy decides where active data connections (PORT, EPRT,
+	// SPOR, whatever DCAU says) and the connections of layers (multicast
+	// children, their data) may go besides the client (datasec.go).
 	TargetPolicy TargetPolicy
 	// PassiveFromAnywhere lets passive ports admit unauthenticated data
 	// connections from any address, as GCT does, instead of only the
@@ -120,6 +121,19 @@ type Server struct {
 	// Layers are the kinds of layer SITE SETDISKSTACK may stack (package
 	// stack); nil means stack.Kinds(), the file layer and ordering.
 	Layers stack.Registry
+	// MaxForwardStreams bounds the data streams a layer (a multicast hop)
+	// opens to other servers for one transfer: its children times the
+	// streams to each (GCT's cc and P). A transfer that asks for more is
+	// refused (501 TOO_MANY_STREAMS) before any is opened. 0 means 256
+	// (the widest tree ferry's engine plans, 4 children, at 64 streams
+	// each), negative means no limit.
+	MaxForwardStreams int
+	// MaxForwardTotal bounds those streams of all sessions at once; a
+	// transfer that would pass it is refused (451, try again later). 0
+	// means 1024, negative means no limit. Each child's control connection
+	// also counts, while it is open, as a session of the client's address
+	// against MaxSessions and MaxSessionsPerAddress.
+	MaxForwardTotal int
 
 	// Striping (mover.go, front.go). With Mover, this server is a data
 	// mover: it serves only a front end that proves MoverKey (Serve
@@ -148,7 +162,9 @@ type Server struct {
 	wg       sync.WaitGroup
 	poolOnce sync.Once
 	pool     *gridftp.BufferPool
-	perAddr  map[string]int    // open sessions by addressKey
+	perAddr  map[string]int    // open sessions by addressKey, with their layers' children
+	children int               // layers' children's control connections open (bounds.go)
+	forwards int               // layers' data streams to other servers open (bounds.go)
 	logins   throttle.Throttle // when Logins is nil
 	sums     sumCache          // live checksums (livesum.go)
 	tlsOnce  sync.Once         // moverTLS, from MoverKey
@@ -213,6 +229,8 @@ func (s *Server) loginFailures() int { return intOr(s.LoginFailures, 10) }
 func (s *Server) perAddressLimit() (int, bool) { return limitOr(s.MaxSessionsPerAddress, 64) }
 func (s *Server) fileSizeLimit() (int64, bool) { return limitOr(s.MaxFileSize, 16<<40) }
 func (s *Server) checksumHoles() (int64, bool) { return limitOr(s.ChecksumHoles, 4<<30) }
+func (s *Server) forwardStreams() (int, bool)  { return limitOr(s.MaxForwardStreams, 256) }
+func (s *Server) forwardTotal() (int, bool)    { return limitOr(s.MaxForwardTotal, 1024) }
 
 // limitOr reads a limit field: 0 means def, negative means no limit.
 func limitOr[T int | int64](n, def T) (limit T, ok bool) {
@@ -361,7 +379,7 @@ func (s *Server) startSession(c net.Conn) {
 func (s *Server) admit(addr string) (refusal string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.MaxSessions > 0 && s.active.Load() >= int64(s.MaxSessions) {
+	if s.MaxSessions > 0 && s.active.Load()+int64(s.children) >= int64(s.MaxSessions) {
 		return fmt.Sprintf("Too many sessions (limit %d); try again later.", s.MaxSessions)
 	}
 	if limit, ok := s.perAddressLimit(); ok && s.perAddr[addr] >= limit {

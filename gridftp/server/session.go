@@ -358,7 +358,7 @@ func (ss *session) dispatch(cmd gridftp.Command) bool {
 		return true
 	}
 	if ss.log.Enabled(ss.ctx, slog.LevelDebug) {
-		arg := cmd.Arg
+		arg := gridftp.Redact(cmd.Arg) // a stack's destinations may carry passwords
 		if cmd.Verb == "PASS" {
 			arg = "***"
 		}

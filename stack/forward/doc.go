@@ -34,6 +34,12 @@
 // good copy — the child's own report of its subtree when it sent one,
 // else the child and its whole subtree.
 //
+// Every connection to a child, control and data (to wherever its PASV
+// answer points), is opened through stack.Env.Dial, under the server's
+// rules for where it may connect, and a transfer's children and their
+// streams are counted against the server's limits (stack.Env.Reserve)
+// before any is opened: over them, the transfer is refused.
+//
 // A child is given the directories its destination needs (MKD of each
 // parent, when MLST finds the parent missing) before the STOR. A relay-only
 // hop (local_write=n) never opens the layer below (stack.Deferrer), so a

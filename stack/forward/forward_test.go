@@ -33,18 +33,23 @@ type node struct {
 	srv  *server.Server
 }
 
-func start(t *testing.T) *node {
+// start serves a fresh tree with the multicast layer; configure adjusts
+// the server before it serves.
+func start(t *testing.T, configure ...func(*server.Server)) *node {
 	t.Helper()
 	root, fs := servertest.Root(t)
-	return serve(t, root, fs)
+	return serve(t, root, fs, configure...)
 }
 
 // serve serves fs, the tree at root, with the multicast layer.
-func serve(t *testing.T, root string, fs storage.Driver) *node {
+func serve(t *testing.T, root string, fs storage.Driver, configure ...func(*server.Server)) *node {
 	t.Helper()
 	reg := stack.Kinds()
 	maps.Copy(reg, Kinds())
 	srv := &server.Server{FS: fs, Anonymous: true, Layers: reg, DataTimeout: 10 * time.Second}
+	for _, f := range configure {
+		f(srv)
+	}
 	return &node{root: root, addr: servertest.Serve(t, srv), srv: srv}
 }
 

@@ -1,12 +1,14 @@
 package forward
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"strconv"
 	"strings"
 
+	"ferry/gridftp"
 	"ferry/stack"
 )
 
@@ -114,7 +116,8 @@ func parseHop(raw string) (hop, error) {
 	base, opts, _ := strings.Cut(raw, "?")
 	u, err := url.Parse(base)
 	if err != nil {
-		return hop{}, fmt.Errorf("destination %q: %v", Show(raw), err)
+		// Unwrapped: a *url.Error names the URL, password and all.
+		return hop{}, fmt.Errorf("destination %q: %v", Show(raw), errors.Unwrap(err))
 	}
 	if (u.Scheme != "ftp" && u.Scheme != "gsiftp") || u.Host == "" || u.Path == "" {
 		return hop{}, fmt.Errorf("destination %q: want ftp://host:port/path or gsiftp://", Show(raw))
@@ -150,15 +153,15 @@ func (h hop) addr() string {
 // grid reports a gsiftp:// destination.
 func (h hop) grid() bool { return h.URL.Scheme == "gsiftp" }
 
-// Show is how a destination is named to users: without its options and
-// without a password.
+// Show is how a destination is named to users and in logs: without its
+// options and without a password (gridftp.Redact), in the form a ferry
+// hop's failure report names it, whoever wrote the URL.
 func Show(raw string) string {
 	base, _, _ := strings.Cut(raw, "?")
-	u, err := url.Parse(base)
-	if err != nil {
-		return base
+	if u, err := url.Parse(base); err == nil {
+		base = u.String()
 	}
-	return u.Redacted()
+	return gridftp.Redact(base)
 }
 
 // child is one direct child of a hop: its destination and the ones it

@@ -9,6 +9,7 @@ import (
 	"hash"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path"
 	"slices"
@@ -118,10 +119,15 @@ func (l layer) DeferSink(ctx context.Context, t *stack.Transfer, open func() (st
 	if t.Flag&storage.Keep != 0 && len(l.o.URLs) > 0 {
 		return nil, fmt.Errorf("%s: %w", Name, stack.ErrNotSeekable) // children get a plain STOR
 	}
+	plans := plan(l.o.URLs, l.o.CC)
+	release, err := l.reserve(len(plans))
+	if err != nil {
+		return nil, err
+	}
 	var below stack.Sink
 	if l.o.LocalWrite {
-		var err error
 		if below, err = open(); err != nil {
+			release()
 			return nil, err
 		}
 		if len(l.o.URLs) == 0 {
@@ -141,6 +147,7 @@ func (l layer) DeferSink(ctx context.Context, t *stack.Transfer, open func() (st
 		aborted: make(chan struct{}),
 		eof:     make(chan struct{}),
 		log:     log,
+		release: release,
 	}
 	if below != nil {
 		s.w = below.(io.WriterAt)
@@ -148,7 +155,7 @@ func (l layer) DeferSink(ctx context.Context, t *stack.Transfer, open func() (st
 	}
 	s.room.L = &s.mu
 	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	for _, c := range plan(l.o.URLs, l.o.CC) {
+	for _, c := range plans {
 		h, _ := parseHop(c.URL) // checked by ParseOptions
 		k := &kid{plan: c, hop: h, p: l.o.P, blocks: s.blocks, q: make(chan *shared, QueueBlocks), dial: l.env.Dial, grid: l.env.Grid,
 			dead: make(chan struct{}), done: make(chan struct{}), eof: s.eof, aborted: s.aborted, sent: &s.sent, log: log}
@@ -156,6 +163,16 @@ func (l layer) DeferSink(ctx context.Context, t *stack.Transfer, open func() (st
 		go k.run(ctx)
 	}
 	return s, nil
+}
+
+// reserve counts a transfer's children and their data streams against the
+// server's limits (stack.Env.Reserve); the release it returns is safe to
+// call more than once.
+func (l layer) reserve(children int) (release func(), err error) {
+	if l.env.Reserve == nil || children == 0 {
+		return func() {}, nil
+	}
+	return l.env.Reserve(children, children*l.o.P)
 }
 
 // sink writes each block below as it comes, and passes the blocks on to
@@ -183,6 +200,7 @@ type sink struct {
 	sent  sent              // what the children were sent: set before eof closes
 
 	cancel    context.CancelFunc
+	release   func()        // gives back what the children took of the server's limits
 	eof       chan struct{} // closed by Close: no more blocks
 	aborted   chan struct{}
 	abortOnce sync.Once
@@ -370,6 +388,7 @@ func (s *sink) Close() error {
 			}
 		}
 		s.cancel()
+		s.release()
 		if s.below != nil {
 			if cerr := stack.End(s.below, err); err == nil {
 				err = cerr
@@ -430,10 +449,20 @@ func (s *sink) Abort(cause error) {
 		for _, k := range s.kids {
 			k.abort()
 		}
+		go s.releaseWhenDone()
 	})
 	if a, ok := s.below.(stack.Aborter); ok {
 		a.Abort(cause)
 	}
+}
+
+// releaseWhenDone gives back what the children took of the server's
+// limits once their connections are closed.
+func (s *sink) releaseWhenDone() {
+	for _, k := range s.kids {
+		<-k.done
+	}
+	s.release()
 }
 
 // report is a ShownError naming the destinations that did not get a good
@@ -459,7 +488,7 @@ func (s *sink) report() error {
 type kid struct {
 	plan    child
 	hop     hop
-	dial    client.DialFunc       // the session's, under the server's target policy
+	dial    client.DialFunc       // the session's, under the server's target policy: control and data
 	grid    *stack.GridCredential // for gsiftp:// children
 	p       int
 	blocks  *blocks
@@ -522,7 +551,7 @@ func (k *kid) transfer(ctx context.Context) (named []string, err error) {
 	if err := k.setup(sctx, c); err != nil {
 		return nil, err
 	}
-	c.SetOptions(client.Options{Parallel: k.p, BlockSize: BlockSize, Pool: k.blocks.bufs})
+	c.SetOptions(client.Options{Parallel: k.p, BlockSize: BlockSize, Pool: k.blocks.bufs, Dial: k.dialData})
 	_, err = c.PutFunc(ctx, k.hop.URL.Path, k.next)
 	if err != nil {
 		if named = reported(err, k.plan.Sub); named == nil {
@@ -535,6 +564,20 @@ func (k *kid) transfer(ctx context.Context) (named []string, err error) {
 		}
 	}
 	return named, err
+}
+
+// dialData opens a data stream to where the child's PASV answer points,
+// under the same policy as its control connection (a hostile child may
+// point anywhere). A stream that cannot be opened drops the child at
+// once, with why, instead of holding the transfer back while the child
+// waits for it.
+func (k *kid) dialData(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := k.dial(ctx, network, addr)
+	if err != nil {
+		k.fail(fmt.Errorf("data connection to %s: %w", addr, err))
+		k.abort()
+	}
+	return c, err
 }
 
 // login logs the child in: a gsiftp:// one with the session's delegated

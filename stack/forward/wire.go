@@ -81,7 +81,7 @@ func Undelivered(err error) (dests []string, ok bool) {
 		case strings.HasPrefix(l, marker):
 			ok = true
 		case ok && strings.Contains(l, "://"):
-			dests = append(dests, l)
+			dests = append(dests, Show(l)) // a GCT child lists URLs as it was given them, passwords and all
 		}
 	}
 	return dests, ok && len(dests) > 0
