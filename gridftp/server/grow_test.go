@@ -71,27 +71,33 @@ func TestSendGrows(t *testing.T) {
 		name       string
 		max        int
 		linkBound  bool
+		mib        int // the file's size
 		kept, grew int // streams kept after the first file, and the most it had
 	}{
-		{"maximum 8", 8, false, 8, 8},
-		{"link-bound: one probe", 8, true, 2, 3},
-		{"no maximum", 0, false, 0, 0},
+		{"maximum 8", 8, false, 64, 8, 8},
+		{"link-bound: one probe", 8, true, 32, 2, 3},
+		{"no maximum", 0, false, 16, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			logs := &logBuffer{}
 			src := startServer(t, func(s *server.Server) {
-				slow := slowReads{Driver: s.FS, delay: 6 * time.Millisecond}
+				// Reads slow enough that the rate is the reads' sleeps, not
+				// the CPU a loaded machine has left (8 streams: ~26 MB/s),
+				// and periods long enough to hold ten reads a stream, so
+				// that a period's rate varies by a few percent, not by the
+				// one read more or less that decides a probe.
+				slow := slowReads{Driver: s.FS, delay: 20 * time.Millisecond}
 				if tc.linkBound {
-					slow.delay, slow.one = time.Millisecond, &sync.Mutex{}
+					slow.delay, slow.one = 4*time.Millisecond, &sync.Mutex{}
 				}
 				s.FS = slow
-				s.GrowPeriod = 60 * time.Millisecond
+				s.GrowPeriod = 200 * time.Millisecond
 				s.GrowAnyControl = true // loopback may run bbr
 				s.BlockSize = 64 << 10
 				s.Logger = slog.New(slog.NewTextHandler(logs, nil))
 			})
 			dst := startServer(t)
-			data := pattern(32 << 20)
+			data := pattern(tc.mib << 20)
 			src.file("f", data)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
