@@ -3,6 +3,7 @@ package server_test
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"crypto/md5"
 	"encoding/hex"
 	"fmt"
@@ -118,17 +119,37 @@ func stor(c *ctl, spec string, data []byte) (set, final string) {
 	return "250", last.String()
 }
 
-// tarOf is a tar archive of one file, name, holding data.
+// tarOf is a tar archive of one member, name: a file holding data, or
+// for names "evil*" a symlink to data and "hard*" a hard link to it.
 func tarOf(t *testing.T, name, data string) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	w := tar.NewWriter(&b)
-	if err := w.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg}); err != nil {
+	h := &tar.Header{Name: name, Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg}
+	switch {
+	case strings.HasPrefix(name, "evil") && !strings.Contains(name, "/"):
+		h = &tar.Header{Name: name, Mode: 0o777, Linkname: data, Typeflag: tar.TypeSymlink}
+	case strings.HasPrefix(name, "hard"):
+		h = &tar.Header{Name: name, Mode: 0o644, Linkname: data, Typeflag: tar.TypeLink}
+	}
+	if err := w.WriteHeader(h); err != nil {
 		t.Fatal(err)
 	}
-	w.Write([]byte(data))
+	if h.Typeflag == tar.TypeReg {
+		w.Write([]byte(data))
+	}
 	w.Close()
 	return b.Bytes()
+}
+
+// gzipped is b compressed with gzip.
+func gzipped(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	z := gzip.NewWriter(&out)
+	z.Write(b)
+	z.Close()
+	return out.Bytes()
 }
 
 // TestPopenAttacks: a session that may use popen runs tar and md5sum only
@@ -142,6 +163,7 @@ func TestPopenAttacks(t *testing.T) {
 		}
 	}
 	env := popenEnv(t, []popen.Program{{Alias: "tar", Path: "/bin/tar"}, {Path: "/usr/bin/md5sum"}})
+	openUp(t, filepath.Join(env.root, "pub"))
 	c := env.loginAlice()
 	marker := filepath.Join(env.outside, "ran")
 	sum := md5.Sum([]byte(secret))
@@ -190,6 +212,13 @@ func TestPopenAttacks(t *testing.T) {
 		name, spec string
 		archive    []byte
 	}{
+		{"extract a symlink out", "popen:argv=#tar#xf#-#-C#pub", tarOf(t, "evil", env.outside)},
+		{"extract through it", "popen:argv=#tar#xf#-#-C#pub", tarOf(t, "evil/planted", "x")},
+		{"extract a relative symlink out", "popen:argv=#tar#xf#-#-C#pub", tarOf(t, "evil2", "../../outside")},
+		{"extract through that", "popen:argv=#tar#xf#-#-C#pub", tarOf(t, "evil2/planted", "x")},
+		{"extract a symlink out, gzip", "popen:argv=#tar#xzf#-#-C#pub", gzipped(t, tarOf(t, "evil3", env.outside))},
+		{"extract through that, gzip", "popen:argv=#tar#xzf#-#-C#pub", gzipped(t, tarOf(t, "evil3/planted", "x"))},
+		{"extract a hard link out", "popen:argv=#tar#xf#-#-C#pub", tarOf(t, "hard", "../../outside/secret.txt")},
 		{"extract -C outside", "popen:argv=#tar#xf#-#-C#" + env.outside, tarOf(t, "planted", "x")},
 		{"extract -C dot-dot", "popen:argv=#tar#xf#-#-C#../outside", tarOf(t, "planted", "x")},
 		{"extract -C symlink", "popen:argv=#tar#xf#-#-C#link", tarOf(t, "planted", "x")},

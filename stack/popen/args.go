@@ -14,7 +14,15 @@ import (
 // every path operand confined to the session's tree. A program whose
 // policy is nil takes no arguments.
 type Policy interface {
-	approve(args []string, t *tree) ([]string, error)
+	approve(args []string, t *tree) (command, error)
+}
+
+// command is a program's approved arguments and, for a program that
+// unpacks what it is fed, the check its input passes on its way (nil:
+// none).
+type command struct {
+	args  []string
+	input inputCheck
 }
 
 // profiles are the built-in policies, by the base name of the program.
@@ -43,12 +51,12 @@ func Profile(name string) Policy { return profiles[path.Base(name)] }
 var errNoArgs = errors.New("the program takes no arguments from clients")
 
 // approve applies p, nil taking no arguments.
-func approve(p Policy, args []string, t *tree) ([]string, error) {
+func approve(p Policy, args []string, t *tree) (command, error) {
 	if p == nil {
 		if len(args) > 0 {
-			return nil, errNoArgs
+			return command{}, errNoArgs
 		}
-		return nil, nil
+		return command{}, nil
 	}
 	return p.approve(args, t)
 }
@@ -276,13 +284,13 @@ var tarOptions = options{
 // tarModes are the options that choose what tar does.
 var tarModes = map[string]bool{"create": true, "extract": true, "get": true, "list": true}
 
-func (tarPolicy) approve(args []string, t *tree) ([]string, error) {
+func (tarPolicy) approve(args []string, t *tree) (command, error) {
 	args, err := tarOldStyle(args)
 	if err != nil {
-		return nil, err
+		return command{}, err
 	}
 	var out []string
-	mode, dir, dashes := "", "/", false
+	mode, dir, dashes, compressed := "", "/", false, ""
 	err = tarOptions.cmdline(args, func(p parsed) error {
 		switch {
 		case tarModes[p.long]:
@@ -290,6 +298,8 @@ func (tarPolicy) approve(args []string, t *tree) ([]string, error) {
 				return errors.New("tar takes one of -c, -x and -t")
 			}
 			mode = p.long
+		case tarCompressions[p.long] != "":
+			compressed = tarCompressions[p.long]
 		case p.long == "directory":
 			name, err := t.resolve(dir, p.val)
 			if err != nil {
@@ -312,13 +322,23 @@ func (tarPolicy) approve(args []string, t *tree) ([]string, error) {
 		out = append(out, a)
 		return nil
 	})
-	if err != nil {
-		return nil, err
+	switch {
+	case err != nil:
+		return command{}, err
+	case mode == "":
+		return command{}, errors.New("tar needs one of -c, -x and -t")
+	case mode == "extract" || mode == "get":
+		check, err := tarCheck(compressed)
+		return command{args: out, input: check}, err
 	}
-	if mode == "" {
-		return nil, errors.New("tar needs one of -c, -x and -t")
-	}
-	return out, nil
+	return command{args: out}, nil
+}
+
+// tarCompressions are tar's compression options, by the name of the
+// compression.
+var tarCompressions = map[string]string{
+	"gzip": "gzip", "gunzip": "gzip", "ungzip": "gzip",
+	"bzip2": "bzip2", "xz": "xz", "zstd": "zstd",
 }
 
 // tarOldStyle turns tar's old-style first word ("cvf -", "xzfC - dir")
@@ -388,17 +408,17 @@ var sumOptions = options{
 	{long: "zero", short: 'z'},
 }
 
-func (sumPolicy) approve(args []string, t *tree) ([]string, error) {
+func (sumPolicy) approve(args []string, t *tree) (command, error) {
 	flags, operands, err := files(sumOptions, args, t)
-	return joined(flags, operands), err
+	return command{args: joined(flags, operands)}, err
 }
 
 // catPolicy is cat's: files of the tree, or the standard input.
 type catPolicy struct{}
 
-func (catPolicy) approve(args []string, t *tree) ([]string, error) {
+func (catPolicy) approve(args []string, t *tree) (command, error) {
 	flags, operands, err := files(nil, args, t)
-	return joined(flags, operands), err
+	return command{args: joined(flags, operands)}, err
 }
 
 // compressPolicy is gzip's, xz's, bzip2's and zstd's (and their
@@ -421,13 +441,13 @@ var compressOptions = options{
 	{short: '6'}, {short: '7'}, {short: '8'}, {short: '9'},
 }
 
-func (c compressPolicy) approve(args []string, t *tree) ([]string, error) {
+func (c compressPolicy) approve(args []string, t *tree) (command, error) {
 	flags, operands, err := files(compressOptions, args, t)
 	if err != nil {
-		return nil, err
+		return command{}, err
 	}
 	if len(operands) > 0 && !c.toStdout && !slices.ContainsFunc(flags, func(f string) bool { return f == "--stdout" || f == "--to-stdout" }) {
-		return nil, errors.New("name files only with -c: the program writes the transfer, not files")
+		return command{}, errors.New("name files only with -c: the program writes the transfer, not files")
 	}
-	return joined(flags, operands), nil
+	return command{args: joined(flags, operands)}, nil
 }

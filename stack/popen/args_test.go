@@ -47,7 +47,10 @@ func TestProfiles(t *testing.T) {
 		{"tar", "xf#-#-C#/pub", "--extract#--file=-#--directory=" + root + "/pub"},
 		{"tar", "xf#-#-C#pub#file.txt", "--extract#--file=-#--directory=" + root + "/pub#file.txt"},
 		{"tar", "tvf#-", "--list#--verbose#--file=-"},
-		{"tar", "xzfC#-#pub", "--extract#--gzip#--file=-#--directory=" + root + "/pub"},
+		{"tar", "tzfC#-#pub", "--list#--gzip#--file=-#--directory=" + root + "/pub"},
+		{"tar", "czf#-#pub", "--create#--gzip#--file=-#pub"},
+		{"tar", "xzf#-", "!tar x unpacks plain archives only, not gzip"},
+		{"tar", "--get#--zstd#-f#-", "!tar x unpacks plain archives only, not zstd"},
 		{"tar", "-cvf#-#pub", "--create#--verbose#--file=-#pub"},
 		{"tar", "-cvf-#pub", "--create#--verbose#--file=-#pub"},
 		{"tar", "-cf#-#-Cpub#file.txt", "--create#--file=-#--directory=" + root + "/pub#file.txt"},
@@ -135,13 +138,13 @@ func TestProfiles(t *testing.T) {
 		want, refusal := strings.CutPrefix(tt.want, "!")
 		switch {
 		case refusal && err == nil:
-			t.Errorf("%s %s: %q, want the refusal %q", tt.prog, tt.args, got, want)
+			t.Errorf("%s %s: %q, want the refusal %q", tt.prog, tt.args, got.args, want)
 		case refusal && !strings.HasPrefix(err.Error(), want):
 			t.Errorf("%s %s: refused with %q, want %q", tt.prog, tt.args, err, want)
 		case !refusal && err != nil:
 			t.Errorf("%s %s: %v", tt.prog, tt.args, err)
-		case !refusal && strings.Join(got, "#") != tt.want:
-			t.Errorf("%s %s: %q, want %q", tt.prog, tt.args, strings.Join(got, "#"), tt.want)
+		case !refusal && strings.Join(got.args, "#") != tt.want:
+			t.Errorf("%s %s: %q, want %q", tt.prog, tt.args, strings.Join(got.args, "#"), tt.want)
 		}
 	}
 }
@@ -182,11 +185,11 @@ func TestPattern(t *testing.T) {
 		want, refusal := strings.CutPrefix(tt.want, "!")
 		switch {
 		case refusal && (err == nil || !strings.HasPrefix(err.Error(), want)):
-			t.Errorf("%q %s: %q, %v; want the refusal %q", tt.pattern, tt.args, got, err, want)
+			t.Errorf("%q %s: %q, %v; want the refusal %q", tt.pattern, tt.args, got.args, err, want)
 		case !refusal && err != nil:
 			t.Errorf("%q %s: %v", tt.pattern, tt.args, err)
-		case !refusal && strings.Join(got, "#") != tt.want:
-			t.Errorf("%q %s: %q, want %q", tt.pattern, tt.args, strings.Join(got, "#"), tt.want)
+		case !refusal && strings.Join(got.args, "#") != tt.want:
+			t.Errorf("%q %s: %q, want %q", tt.pattern, tt.args, strings.Join(got.args, "#"), tt.want)
 		}
 	}
 	for _, bad := range []string{"@nosuch", "{file}", "?", "-c {path"} {

@@ -23,6 +23,9 @@
 //     tree, checked through its storage driver (no "..", no symlink that
 //     leads out), and absolute ones become their place on disk. Arguments
 //     are approved when the stack is set and again at each transfer.
+//   - tar x reads only plain archives, each checked on its way (guard):
+//     no member absolute or holding "..", no link to such a name, so no
+//     archive makes a symlink that a later one writes through.
 //   - The program runs directly (no shell) in the served directory, with
 //     an empty environment or the one the server gives, never the
 //     client's: the options env and pass_env are refused, and so is
@@ -41,7 +44,7 @@
 //
 // What remains: a path is checked before the program opens it, so a local
 // user who swaps a directory for a symlink in between wins the race; tar x
-// follows symlinks already in the tree that lead out; hard links to files
-// outside, made by someone with shell access, are followed, as by the
-// storage driver.
+// follows symlinks that lead out if someone with shell access put them in
+// the tree, and programs follow hard links to files outside made the same
+// way, as the storage driver does.
 package popen

@@ -63,12 +63,9 @@ type token struct {
 // errNoMatch is why arguments do not match a pattern.
 var errNoMatch = errors.New("the arguments do not match what the server allows for this program")
 
-func (p pattern) approve(args []string, t *tree) ([]string, error) {
+func (p pattern) approve(args []string, t *tree) (command, error) {
 	out, err := p.match(args, t)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return command{args: out}, err
 }
 
 // match matches args against p from its first token, trying each count

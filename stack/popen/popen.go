@@ -164,23 +164,24 @@ func newPopen(e stack.Entry, senv stack.Env, c Config, iso *isolator) (stack.Ter
 		tree: tree{fs: senv.FS, dir: senv.Dir},
 		env:  c.Env, run: run, iso: iso, readOnly: senv.ReadOnly, log: log,
 	}
-	if _, err := p.argv(context.Background()); err != nil {
+	if _, err := p.command(context.Background()); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
-// argv is the command line the program runs with: the client's arguments
-// as its policy approves them now (the tree may have changed since the
-// stack was set).
-func (p *popen) argv(ctx context.Context) ([]string, error) {
+// command is what the program runs with: the client's arguments as its
+// policy approves them now (the tree may have changed since the stack
+// was set), after the program's path.
+func (p *popen) command(ctx context.Context) (command, error) {
 	t := p.tree
 	t.ctx = ctx
-	args, err := approve(p.policy, p.args, &t)
+	c, err := approve(p.policy, p.args, &t)
 	if err != nil {
-		return nil, stack.Refuse(approvalFailed, fmt.Sprintf("program '%s': %v.", p.path, err))
+		return command{}, stack.Refuse(approvalFailed, fmt.Sprintf("program '%s': %v.", p.path, err))
 	}
-	return append([]string{p.path}, args...), nil
+	c.args = append([]string{p.path}, c.args...)
+	return c, nil
 }
 
 // Create runs the program with the transfer's bytes as its standard
@@ -194,12 +195,16 @@ func (p *popen) Create(ctx context.Context, _ *stack.Transfer) (stack.Sink, erro
 		return nil, err
 	}
 	defer r.Close()
-	pr, err := p.start(ctx, r, nil)
+	pr, c, err := p.start(ctx, r, nil)
 	if err != nil {
 		w.Close()
 		return nil, err
 	}
-	return &Sink{proc: pr, stdin: w}, nil
+	s := &Sink{proc: pr, stdin: w}
+	if c.input != nil {
+		s.guard = newGuard(c.input)
+	}
+	return s, nil
 }
 
 // Open runs the program with the transfer's bytes read from its standard
@@ -210,7 +215,7 @@ func (p *popen) Open(ctx context.Context, _ *stack.Transfer) (stack.Source, erro
 		return nil, err
 	}
 	defer w.Close()
-	pr, err := p.start(ctx, nil, w)
+	pr, _, err := p.start(ctx, nil, w)
 	if err != nil {
 		r.Close()
 		return nil, err
@@ -234,11 +239,12 @@ const pipeGrace = time.Second
 
 // proc is a running program.
 type proc struct {
-	name   string // argv[0]
-	cmd    *exec.Cmd
-	stderr head
-	exited chan struct{} // closed once the program is reaped
-	stop   func() bool   // ends the watch on the transfer's context
+	name     string // argv[0]
+	cmd      *exec.Cmd
+	isolated bool // the program leads a PID namespace, not only a group
+	stderr   head
+	exited   chan struct{} // closed once the program is reaped
+	stop     func() bool   // ends the watch on the transfer's context
 
 	mu    sync.Mutex
 	cause error // why it was aborted
@@ -247,18 +253,18 @@ type proc struct {
 // start runs p's program with stdin and stdout (nil: /dev/null), as the
 // user p runs programs as, in a process tree of its own (startTree),
 // which is killed when ctx ends first.
-func (p *popen) start(ctx context.Context, stdin, stdout *os.File) (*proc, error) {
-	argv, err := p.argv(ctx)
+func (p *popen) start(ctx context.Context, stdin, stdout *os.File) (*proc, command, error) {
+	c, err := p.command(ctx)
 	if err != nil {
 		var r *stack.Refusal
 		errors.As(err, &r)
-		return nil, &stack.ShownError{Text: strings.Join(r.Lines, "\n"), Err: storage.ErrPermission}
+		return nil, c, &stack.ShownError{Text: strings.Join(r.Lines, "\n"), Err: storage.ErrPermission}
 	}
 	pr := &proc{name: p.path, exited: make(chan struct{})}
-	command := func(attr *syscall.SysProcAttr) *exec.Cmd {
+	newCmd := func(attr *syscall.SysProcAttr) *exec.Cmd {
 		cmd := &exec.Cmd{
 			Path:        p.path,
-			Args:        argv,
+			Args:        c.args,
 			Dir:         p.tree.dir,
 			Env:         p.env,
 			Stderr:      &pr.stderr,
@@ -273,15 +279,15 @@ func (p *popen) start(ctx context.Context, stdin, stdout *os.File) (*proc, error
 		}
 		return cmd
 	}
-	if pr.cmd, err = p.iso.startTree(command, p.run.cred, p.log); err != nil {
-		return nil, fmt.Errorf("popen %s: %w", p.path, err)
+	if pr.cmd, pr.isolated, err = p.iso.startTree(newCmd, p.run.cred, p.log); err != nil {
+		return nil, c, fmt.Errorf("popen %s: %w", p.path, err)
 	}
 	go func() {
 		pr.cmd.Wait() // its status is in cmd.ProcessState
 		close(pr.exited)
 	}()
 	pr.stop = context.AfterFunc(ctx, func() { pr.Abort(context.Cause(ctx)) })
-	return pr, nil
+	return pr, c, nil
 }
 
 // Abort kills the program and everything it started (its process tree,
@@ -345,13 +351,22 @@ func (pr *proc) broken(err error) error {
 	return fmt.Errorf("popen %s: %w", pr.name, err)
 }
 
-// Sink is a program fed a transfer's bytes in order.
+// Sink is a program fed a transfer's bytes in order, each checked first
+// when the program's input must be (guard).
 type Sink struct {
 	*proc
 	stdin *os.File
+	guard *guard // nil: none
 }
 
 func (s *Sink) Write(b []byte) (int, error) {
+	if s.guard != nil {
+		if err := s.guard.Check(b); err != nil {
+			err = &stack.ShownError{Text: fmt.Sprintf("popen %s refused its input: %v.", s.name, err), Err: storage.ErrPermission}
+			s.Abort(err)
+			return 0, err
+		}
+	}
 	n, err := s.stdin.Write(b)
 	if err != nil {
 		err = s.broken(err)
@@ -361,6 +376,9 @@ func (s *Sink) Write(b []byte) (int, error) {
 
 // Close ends the program's input and waits for it to exit.
 func (s *Sink) Close() error {
+	if s.guard != nil {
+		s.guard.Close()
+	}
 	s.stdin.Close()
 	return s.end()
 }

@@ -402,3 +402,46 @@ func groupGone(t *testing.T, pgid int) {
 	}
 	t.Fatalf("process group %d is still there", pgid)
 }
+
+// TestTreeDies: what a program started dies when it ends, also a child
+// that left its process group (setsid), whether the server is root (a
+// PID namespace) or not (a user namespace too, where the kernel allows).
+func TestTreeDies(t *testing.T) {
+	tag := "1000." + strconv.Itoa(os.Getpid())
+	src := open(t, context.Background(), "sh#-c#setsid sleep "+tag+" </dev/null >/dev/null 2>&1 & echo up", nil, testDir(t))
+	if _, err := io.ReadAll(src); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !src.isolated {
+		if os.Geteuid() == 0 {
+			t.Fatal("a server that runs as root started a program outside a PID namespace")
+		}
+		t.Skip("the kernel gives this user no namespaces")
+	}
+	for i := 0; sleeping(tag); i++ {
+		if i == 1000 {
+			t.Fatalf("sleep %s outlived its program", tag)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// sleeping reports whether a live process runs "sleep tag".
+func sleeping(tag string) bool {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !strings.Contains(string(b), "sleep\x00"+tag+"\x00") {
+			continue
+		}
+		if st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil {
+			if f := strings.Fields(string(st[bytes.LastIndexByte(st, ')')+1:])); len(f) > 0 && f[0] != "Z" {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -30,16 +30,17 @@ func baseAttr(cred *syscall.Credential) *syscall.SysProcAttr {
 }
 
 // startTree starts the command command makes, with cred (nil: the
-// server's user), in a process tree of its own.
-func (iso *isolator) startTree(command func(*syscall.SysProcAttr) *exec.Cmd, cred *syscall.Credential, log *slog.Logger) (*exec.Cmd, error) {
+// server's user), in a process tree of its own; isolated is false when it
+// leads only a process group.
+func (iso *isolator) startTree(command func(*syscall.SysProcAttr) *exec.Cmd, cred *syscall.Credential, log *slog.Logger) (cmd *exec.Cmd, isolated bool, err error) {
 	attr := baseAttr(cred)
 	attr.Cloneflags = syscall.CLONE_NEWPID
 	if os.Geteuid() == 0 {
 		cmd := command(attr)
 		if err := cmd.Start(); err != nil {
-			return nil, fmt.Errorf("start in a PID namespace of its own: %w", err)
+			return nil, false, fmt.Errorf("start in a PID namespace of its own: %w", err)
 		}
-		return cmd, nil
+		return cmd, true, nil
 	}
 	iso.mu.Lock()
 	groupsOnly := iso.noUserNS
@@ -51,7 +52,7 @@ func (iso *isolator) startTree(command func(*syscall.SysProcAttr) *exec.Cmd, cre
 		cmd := command(attr)
 		err := cmd.Start()
 		if err == nil || !refusedNS(err) {
-			return cmd, err
+			return cmd, err == nil, err
 		}
 		iso.mu.Lock()
 		if !iso.noUserNS {
@@ -60,8 +61,8 @@ func (iso *isolator) startTree(command func(*syscall.SysProcAttr) *exec.Cmd, cre
 		}
 		iso.mu.Unlock()
 	}
-	cmd := command(baseAttr(cred))
-	return cmd, cmd.Start()
+	cmd = command(baseAttr(cred))
+	return cmd, false, cmd.Start()
 }
 
 // refusedNS reports whether the kernel refused to make a namespace.

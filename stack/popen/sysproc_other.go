@@ -14,8 +14,8 @@ import (
 type isolator struct{}
 
 // startTree starts the command command makes, with cred (nil: the
-// server's user), in a process group of its own.
-func (*isolator) startTree(command func(*syscall.SysProcAttr) *exec.Cmd, cred *syscall.Credential, _ *slog.Logger) (*exec.Cmd, error) {
+// server's user), in a process group of its own: never isolated.
+func (*isolator) startTree(command func(*syscall.SysProcAttr) *exec.Cmd, cred *syscall.Credential, _ *slog.Logger) (*exec.Cmd, bool, error) {
 	cmd := command(&syscall.SysProcAttr{Setpgid: true, Credential: cred})
-	return cmd, cmd.Start()
+	return cmd, false, cmd.Start()
 }
