@@ -26,21 +26,20 @@ type command struct {
 }
 
 // profiles are the built-in policies, by the base name of the program.
-var profiles = map[string]Policy{
-	"tar": tarPolicy{},
-	"cat": catPolicy{},
-}
+var profiles = builtins()
 
-func init() {
+func builtins() map[string]Policy {
+	p := map[string]Policy{"tar": tarPolicy{}, "cat": catPolicy{}}
 	for _, sum := range []string{"md5sum", "sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512sum", "b2sum"} {
-		profiles[sum] = sumPolicy{}
+		p[sum] = sumPolicy{}
 	}
 	for _, c := range []string{"gzip", "xz", "bzip2", "zstd", "gunzip", "unxz", "bunzip2", "unzstd"} {
-		profiles[c] = compressPolicy{}
+		p[c] = compressPolicy{}
 	}
 	for _, c := range []string{"zcat", "xzcat", "bzcat", "zstdcat"} {
-		profiles[c] = compressPolicy{toStdout: true}
+		p[c] = compressPolicy{toStdout: true}
 	}
+	return p
 }
 
 // Profile is the built-in policy of the program named name (its base

@@ -111,6 +111,45 @@ type popen struct {
 }
 
 func newPopen(e stack.Entry, senv stack.Env, c Config, iso *isolator) (stack.Terminal, error) {
+	argv, err := parseOpts(e)
+	if err != nil {
+		return nil, err
+	}
+	if (senv.Anonymous || senv.ReadOnly) && !c.Anonymous {
+		return nil, stack.Refuse("popen is not offered to anonymous or read-only sessions.")
+	}
+	prog, err := c.program(argv[0])
+	if err != nil {
+		return nil, err
+	}
+	if senv.Dir == "" || senv.FS == nil {
+		return nil, stack.Refuse("popen runs programs only where the served tree is a local directory.")
+	}
+	dir, err := filepath.Abs(senv.Dir) // absolute paths become dir's, for programs run in dir
+	if err != nil {
+		return nil, fmt.Errorf("popen: %w", err)
+	}
+	run, err := runAsFor(senv.User, c.User)
+	if err != nil {
+		return nil, stack.Refuse(approvalFailed, err.Error()+".")
+	}
+	log := senv.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	p := &popen{
+		path: prog.Path, args: argv[1:], policy: prog.Args,
+		tree: tree{fs: senv.FS, dir: dir},
+		env:  c.Env, run: run, iso: iso, readOnly: senv.ReadOnly, log: log,
+	}
+	if _, err := p.command(context.Background()); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// parseOpts reads a popen entry's options: its argv, never empty.
+func parseOpts(e stack.Entry) ([]string, error) {
 	var argv []string
 	for _, o := range e.Opts {
 		switch o.Key {
@@ -126,48 +165,28 @@ func newPopen(e stack.Entry, senv stack.Env, c Config, iso *isolator) (stack.Ter
 			return nil, stack.Refuse(fmt.Sprintf("popen has no option %s.", o.Key))
 		}
 	}
-	if (senv.Anonymous || senv.ReadOnly) && !c.Anonymous {
-		return nil, stack.Refuse("popen is not offered to anonymous or read-only sessions.")
-	}
 	if len(argv) == 0 || argv[0] == "" {
 		return nil, stack.Refuse("popen argv not supplied.")
 	}
-	var prog *Program
-	for i, p := range c.Programs {
-		if argv[0] == p.Path || p.Alias != "" && argv[0] == p.Alias {
-			prog = &c.Programs[i]
-			break
+	return argv, nil
+}
+
+// program is the whitelisted program name names (its alias or path),
+// with its policy: its own, else its base name's profile.
+func (c Config) program(name string) (Program, error) {
+	for _, p := range c.Programs {
+		if name != p.Path && (p.Alias == "" || name != p.Alias) {
+			continue
 		}
+		if err := syscall.Access(p.Path, 0x4|0x1); err != nil { // R_OK|X_OK, as GCT checks
+			return Program{}, stack.Refuse(approvalFailed, fmt.Sprintf("program '%s' cannot be run: %v.", p.Path, err))
+		}
+		if p.Args == nil {
+			p.Args = Profile(p.Path)
+		}
+		return p, nil
 	}
-	if prog == nil {
-		return nil, stack.Refuse(approvalFailed, fmt.Sprintf("program '%s' not whitelisted.", argv[0]))
-	}
-	if err := syscall.Access(prog.Path, 0x4|0x1); err != nil { // R_OK|X_OK, as GCT checks
-		return nil, stack.Refuse(approvalFailed, fmt.Sprintf("program '%s' cannot be run: %v.", prog.Path, err))
-	}
-	if senv.Dir == "" || senv.FS == nil {
-		return nil, stack.Refuse("popen runs programs only where the served tree is a local directory.")
-	}
-	if prog.Args == nil {
-		prog = &Program{Path: prog.Path, Args: Profile(prog.Path)}
-	}
-	run, err := runAsFor(senv.User, c.User)
-	if err != nil {
-		return nil, stack.Refuse(approvalFailed, err.Error()+".")
-	}
-	log := senv.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	p := &popen{
-		path: prog.Path, args: argv[1:], policy: prog.Args,
-		tree: tree{fs: senv.FS, dir: senv.Dir},
-		env:  c.Env, run: run, iso: iso, readOnly: senv.ReadOnly, log: log,
-	}
-	if _, err := p.command(context.Background()); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return Program{}, stack.Refuse(approvalFailed, fmt.Sprintf("program '%s' not whitelisted.", name))
 }
 
 // command is what the program runs with: the client's arguments as its
