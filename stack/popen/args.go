@@ -122,7 +122,7 @@ func (p parsed) arg() string {
 // dangerous option by a prefix is as unknown as any other); "-abc" is
 // letters, the first that takes a value taking the rest of the word or
 // the next argument; anything else, and all after "--", are operands.
-// opt and operand see each in turn.
+// opt and operand (told whether it came after "--") see each in turn.
 func (os options) cmdline(args []string, opt func(parsed) error, operand func(string, bool) error) error {
 	dashes := false
 	for i := 0; i < len(args); i++ {
@@ -134,65 +134,77 @@ func (os options) cmdline(args []string, opt func(parsed) error, operand func(st
 			i++
 			return args[i], nil
 		}
+		var ps []parsed
+		var err error
 		switch {
 		case dashes || a == "-" || !strings.HasPrefix(a, "-"):
-			if err := operand(a, dashes); err != nil {
-				return err
-			}
+			err = operand(a, dashes)
 		case a == "--":
 			dashes = true
 		case strings.HasPrefix(a, "--"):
-			name, val, hasVal := strings.Cut(a[2:], "=")
-			o, ok := os.byLong(name)
-			if !ok {
-				return fmt.Errorf("option '--%s' not allowed", name)
-			}
-			p := parsed{option: o, val: val}
-			switch {
-			case o.value == nil && hasVal:
-				return fmt.Errorf("option '--%s' takes no value", name)
-			case o.value != nil && !hasVal:
-				v, err := next("--" + name)
-				if err != nil {
-					return err
-				}
-				p.val = v
-			}
-			if err := check(p); err != nil {
-				return err
-			}
-			if err := opt(p); err != nil {
-				return err
-			}
+			ps, err = os.long(a[2:], next)
 		default:
-			for j := 1; j < len(a); j++ {
-				o, ok := os.byShort(a[j])
-				if !ok {
-					return fmt.Errorf("option '-%c' not allowed", a[j])
-				}
-				p := parsed{option: o}
-				if o.value != nil {
-					if j+1 < len(a) {
-						p.val = a[j+1:]
-					} else {
-						v, err := next("-" + string(a[j]))
-						if err != nil {
-							return err
-						}
-						p.val = v
-					}
-					j = len(a)
-				}
-				if err := check(p); err != nil {
-					return err
-				}
-				if err := opt(p); err != nil {
-					return err
-				}
+			ps, err = os.short(a[1:], next)
+		}
+		for _, p := range ps {
+			if err == nil {
+				err = check(p)
 			}
+			if err == nil {
+				err = opt(p)
+			}
+		}
+		if err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// long reads a long option, "name" or "name=value", its value from next
+// when it takes one and has none.
+func (os options) long(a string, next func(string) (string, error)) ([]parsed, error) {
+	name, val, hasVal := strings.Cut(a, "=")
+	o, ok := os.byLong(name)
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("option '--%s' not allowed", name)
+	case o.value == nil && hasVal:
+		return nil, fmt.Errorf("option '--%s' takes no value", name)
+	case o.value != nil && !hasVal:
+		v, err := next("--" + name)
+		if err != nil {
+			return nil, err
+		}
+		val = v
+	}
+	return []parsed{{option: o, val: val}}, nil
+}
+
+// short reads a word of letters, the first that takes a value taking the
+// rest of the word or, if none is left, next.
+func (os options) short(letters string, next func(string) (string, error)) ([]parsed, error) {
+	var ps []parsed
+	for j := 0; j < len(letters); j++ {
+		o, ok := os.byShort(letters[j])
+		if !ok {
+			return nil, fmt.Errorf("option '-%c' not allowed", letters[j])
+		}
+		p := parsed{option: o}
+		if o.value != nil {
+			p.val = letters[j+1:]
+			if p.val == "" {
+				v, err := next("-" + string(letters[j]))
+				if err != nil {
+					return nil, err
+				}
+				p.val = v
+			}
+			return append(ps, p), nil
+		}
+		ps = append(ps, p)
+	}
+	return ps, nil
 }
 
 // check applies an option's rule to its value.
