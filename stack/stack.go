@@ -106,10 +106,14 @@ type Env struct {
 	FS storage.Driver // the session's tree
 	// Dir is the local directory FS serves, for programs to run in; ""
 	// when the tree is not a local directory.
-	Dir      string
-	ReadOnly bool  // the session may not change the tree
-	MaxFile  int64 // the largest file a transfer may make; 0: no limit
-	Log      *slog.Logger
+	Dir       string
+	ReadOnly  bool  // the session may not change the tree
+	Anonymous bool  // the session logged in anonymously
+	MaxFile   int64 // the largest file a transfer may make; 0: no limit
+	// User is the local account the session maps to (a GSI login's
+	// gridmap user), for programs to run as; "" when it maps to none.
+	User string
+	Log  *slog.Logger
 	// Dial opens the connections a layer makes to other hosts (forward's
 	// children), under the server's rules for where it may connect; nil:
 	// none may be made.

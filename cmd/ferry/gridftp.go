@@ -37,8 +37,9 @@ func newGridFTPCmd() *cobra.Command {
 		maxSessions, perAddress, maxStreams               int
 		mcStreams, mcTotal                                int
 		loginTimeout, idleTimeout                         time.Duration
-		portAllow, popenEnv                               []string
-		popenWhitelist                                    string
+		portAllow, popenEnv, popenArgs                    []string
+		popenWhitelist, popenUser                         string
+		popenAnonymous                                    bool
 		multicast, mover                                  bool
 		movers                                            []string
 		moverKey                                          string
@@ -143,18 +144,11 @@ whole file system as GCT's -ssh mode does). Data channels are direct TCP.`,
 				maps.Copy(srv.Layers, multicastLayers())
 			}
 			if popenWhitelist != "" {
-				programs, err := popen.ParseWhitelist(popenWhitelist)
-				if err != nil {
-					return fmt.Errorf("--popen-whitelist: %w", err)
+				if srv.Layers[popen.Name], err = popenKind(popenWhitelist, popenArgs, popenEnv, popenUser, popenAnonymous); err != nil {
+					return err
 				}
-				for _, kv := range popenEnv {
-					if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
-						return fmt.Errorf("--popen-env %q: want KEY=VALUE", kv)
-					}
-				}
-				srv.Layers[popen.Name] = popen.Kind(programs, popenEnv)
-			} else if len(popenEnv) > 0 {
-				return errors.New("--popen-env needs --popen-whitelist")
+			} else if f := popenFlagSet(cmd.Flags().Changed); f != "" {
+				return fmt.Errorf("--%s needs --popen-whitelist", f)
 			}
 			for _, n := range portAllow {
 				p, err := netip.ParsePrefix(strings.TrimSpace(n))
@@ -228,6 +222,9 @@ whole file system as GCT's -ssh mode does). Data channels are direct TCP.`,
 	f.IntVar(&mcTotal, "multicast-max-total", 1024, "with --multicast: data streams all transfers may have open to the servers they are sent on to at once; more is refused until some end (0: no limit)")
 	f.StringVar(&popenWhitelist, "popen-whitelist", "", "programs clients may run through the popen disk stack (globus-url-copy -src-pipe/-dst-pipe), [alias:]/full/path,... (default: none, no popen)")
 	f.StringArrayVar(&popenEnv, "popen-env", nil, "KEY=VALUE in the environment of popen programs, repeatable (default: an empty environment)")
+	f.StringArrayVar(&popenArgs, "popen-args", nil, `the arguments clients may give a whitelisted program, NAME=PATTERN, repeatable: NAME its alias or path; PATTERN "@tar" (a built-in profile: tar, cat, md5sum and sha*sum, gzip, xz, bzip2, zstd), or words in order: a literal, {path} (a path inside the root), {int}, each with ? (optional) or * (repeated), e.g. "-c {path}*"; "" none (default: the profile of the program's base name, else no arguments)`)
+	f.StringVar(&popenUser, "popen-user", "", "when the server runs as root: the user popen programs run as for sessions that map to no local account (anonymous, password logins; GSI logins run them as their gridmap user); never root (default: nobody)")
+	f.BoolVar(&popenAnonymous, "popen-anonymous", false, "let anonymous sessions, and sessions that may only read, run popen programs too (default: only sessions that log in and may write)")
 	f.BoolVar(&useGSI, "gsi", false, "let clients log in with grid certificates (AUTH GSSAPI, gsiftp://), mapped to users by --gridmap")
 	f.StringVar(&hostCert, "cert", "/etc/grid-security/hostcert.pem", "with --gsi: the host certificate (PEM)")
 	f.StringVar(&hostKey, "key", "/etc/grid-security/hostkey.pem", "with --gsi: the host certificate's key (PEM, unencrypted)")

@@ -24,6 +24,14 @@ func TestGridFTPFlagErrors(t *testing.T) {
 		{[]string{"--root", root, "--anonymous", "--popen-whitelist", "tar:bin/tar"}, "--popen-whitelist"},
 		{[]string{"--root", root, "--anonymous", "--popen-whitelist", "/bin/tar", "--popen-env", "PATH"}, "--popen-env"},
 		{[]string{"--root", root, "--anonymous", "--popen-env", "A=1"}, "--popen-env needs --popen-whitelist"},
+		{[]string{"--root", root, "--anonymous", "--popen-anonymous"}, "--popen-anonymous needs --popen-whitelist"},
+		{[]string{"--root", root, "--anonymous", "--popen-user", "nobody"}, "--popen-user needs --popen-whitelist"},
+		{[]string{"--root", root, "--anonymous", "--popen-whitelist", "/bin/tar", "--popen-args", "tar"}, "--popen-args"},
+		{[]string{"--root", root, "--anonymous", "--popen-whitelist", "/bin/tar", "--popen-args", "/bin/cat=@cat"}, "not a whitelisted program"},
+		{[]string{"--root", root, "--anonymous", "--popen-whitelist", "/bin/tar", "--popen-args", "/bin/tar=@tarball"}, "no built-in profile"},
+		{[]string{"--root", root, "--anonymous", "--popen-whitelist", "/bin/tar", "--popen-args", "/bin/tar={file}"}, "only {path}"},
+		{[]string{"--root", root, "--anonymous", "--popen-whitelist", "/bin/tar", "--popen-user", "no-such-user-here"}, "--popen-user"},
+		{[]string{"--root", root, "--anonymous", "--popen-whitelist", "/bin/tar", "--popen-user", "root"}, "never run as root"},
 	}
 	for _, tt := range tests {
 		cmd := newGridFTPCmd()

@@ -101,6 +101,8 @@ func isAnonymous(user string) bool {
 }
 
 func (ss *session) handleUSER(arg string) bool {
+	// A new login starts without the last one's stack, built for its user.
+	ss.disk, ss.anonymous = nil, false
 	if ss.gsi.dn != "" && ss.protected.Load() != nil {
 		ss.userGSI(arg)
 		return true
@@ -122,7 +124,7 @@ func (ss *session) handlePASS(arg string) bool {
 		ss.loggedIn, ss.readOnly = true, false // the gridmap allowed it; the password means nothing
 		ss.loggedInGSI()
 	case ss.srv.Anonymous && isAnonymous(ss.user):
-		ss.user = "anonymous"
+		ss.user, ss.anonymous = "anonymous", true
 		ss.loggedIn, ss.readOnly = true, !ss.srv.AnonymousWrite
 	default:
 		keys := ss.loginKeys()

@@ -83,7 +83,10 @@ func (ss *session) siteSETDISKSTACK(arg string) {
 }
 
 func (ss *session) stackEnv() stack.Env {
-	env := stack.Env{FS: ss.srv.FS, ReadOnly: ss.readOnly, Log: ss.log, Dial: ss.dialOut, Reserve: ss.reserveFanout}
+	env := stack.Env{FS: ss.srv.FS, ReadOnly: ss.readOnly, Anonymous: ss.anonymous, Log: ss.log, Dial: ss.dialOut, Reserve: ss.reserveFanout}
+	if ss.gsi.mapped {
+		env.User = ss.user
+	}
 	if d, ok := ss.srv.FS.(interface{ Dir() string }); ok {
 		env.Dir = d.Dir()
 	}

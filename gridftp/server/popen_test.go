@@ -2,33 +2,45 @@ package server_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"ferry/gridftp/server"
 	"ferry/stack"
 	"ferry/stack/popen"
 )
 
-func withPopen(s *server.Server) {
-	s.Layers = stack.Kinds()
-	s.Layers[popen.Name] = popen.Kind([]popen.Program{{Alias: "sh", Path: "/bin/sh"}}, nil)
+// startPopen starts a server whose sessions, anonymous too, may run sh
+// with any arguments, over a root the unprivileged user of programs may
+// write.
+func startPopen(t *testing.T) *testEnv {
+	t.Helper()
+	sh := popen.Program{Alias: "sh", Path: "/bin/sh"}
+	var err error
+	if sh.Args, err = popen.ParsePattern("{any}*"); err != nil {
+		t.Fatal(err)
+	}
+	env := startServer(t, func(s *server.Server) {
+		s.Layers = stack.Kinds()
+		s.Layers[popen.Name] = popen.Kind(popen.Config{Programs: []popen.Program{sh}, Anonymous: true})
+	})
+	openUp(t, env.root)
+	return env
 }
 
-// hang is a popen stack whose program writes its pid to the file "pid"
-// and then neither reads nor writes, with a child in its process group.
-const hang = "SITE SETDISKSTACK popen:argv=#sh#-c#echo $$ >pid && sleep 1000 && :"
+// hang is a popen stack whose program neither reads nor writes, with a
+// child "sleep tag" (see processes).
+func hang(tag string) string {
+	return "SITE SETDISKSTACK popen:argv=#sh#-c#sleep " + tag + " && :"
+}
 
 // TestPopen: STOR feeds a program, RETR reads one, a failing program's
 // words reach the client, and one not whitelisted is refused as GCT
 // refuses it.
 func TestPopen(t *testing.T) {
-	env := startServer(t, withPopen)
+	env := startPopen(t)
 	c := env.login()
 	c.send("SITE SETDISKSTACK popen:argv=#/bin/ls")
 	if r := c.read(); r.Code != 500 || r.Text() != "Setting filesystem driver stack failed.\nApproving popen arguments failed.\nprogram '/bin/ls' not whitelisted.\nEnd." {
@@ -78,18 +90,19 @@ func TestPopen(t *testing.T) {
 // channel is idle, feeding it or reading it, and so does the loss of the
 // control connection.
 func TestPopenAbortKills(t *testing.T) {
-	for _, verb := range []string{"STOR", "RETR"} {
+	for i, verb := range []string{"STOR", "RETR"} {
 		t.Run(verb, func(t *testing.T) {
-			env := startServer(t, withPopen)
+			tag := fmt.Sprintf("1000.%d%d", os.Getpid(), i)
+			env := startPopen(t)
 			c := env.login()
-			c.expect(hang, 250)
+			c.expect(hang(tag), 250)
 			dc := dialData(t, c.pasv())
 			defer dc.Close()
 			c.send(verb + " /x")
 			if r := c.read(); r.Code != 150 {
 				t.Fatalf("%s: %q", verb, r.String())
 			}
-			pgid := programPid(t, env)
+			waitProcess(t, tag)
 			c.send("ABOR")
 			if _, final := c.final(); final.Code != 426 {
 				t.Fatalf("%s after ABOR: %q", verb, final.String())
@@ -97,46 +110,20 @@ func TestPopenAbortKills(t *testing.T) {
 			if r := c.read(); r.Code != 226 {
 				t.Fatalf("ABOR: %q", r.String())
 			}
-			groupGone(t, pgid)
+			processesGone(t, tag)
 		})
 	}
 	t.Run("connection lost", func(t *testing.T) {
-		env := startServer(t, withPopen)
+		tag := fmt.Sprintf("1000.%d9", os.Getpid())
+		env := startPopen(t)
 		c := env.login()
-		c.expect(hang, 250)
+		c.expect(hang(tag), 250)
 		dc := dialData(t, c.pasv())
 		defer dc.Close()
 		c.send("RETR /x")
 		c.read()
-		pgid := programPid(t, env)
+		waitProcess(t, tag)
 		c.c.Close()
-		groupGone(t, pgid)
+		processesGone(t, tag)
 	})
-}
-
-// programPid waits for the pid the program of hang writes.
-func programPid(t *testing.T, env *testEnv) int {
-	t.Helper()
-	for range 500 {
-		b, _ := os.ReadFile(filepath.Join(env.root, "pid"))
-		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-			return pid
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal("the program did not start")
-	return 0
-}
-
-// groupGone fails unless process group pgid is gone within 10 s (a killed
-// child of the program is a zombie until init reaps it).
-func groupGone(t *testing.T, pgid int) {
-	t.Helper()
-	for range 1000 {
-		if err := syscall.Kill(-pgid, 0); err == syscall.ESRCH {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("the program's process group %d outlived its transfer", pgid)
 }

@@ -58,6 +58,7 @@ type session struct {
 	user       string
 	loggedIn   bool
 	readOnly   bool // an anonymous session without Server.AnonymousWrite
+	anonymous  bool // logged in anonymously
 	failures   int
 	cwd        string
 	modeE      bool

@@ -15,6 +15,7 @@ import (
 
 	"ferry/stack"
 	"ferry/storage"
+	"ferry/storage/posix"
 )
 
 func TestParseWhitelist(t *testing.T) {
@@ -23,7 +24,7 @@ func TestParseWhitelist(t *testing.T) {
 		want []Program // nil: an error
 	}{
 		{"/bin/tar", []Program{{Path: "/bin/tar"}}},
-		{"tar:/bin/tar,/usr/bin/md5sum", []Program{{"tar", "/bin/tar"}, {"", "/usr/bin/md5sum"}}},
+		{"tar:/bin/tar,/usr/bin/md5sum", []Program{{Alias: "tar", Path: "/bin/tar"}, {Path: "/usr/bin/md5sum"}}},
 		{"tar:bin/tar", nil},
 		{"tar", nil},
 		{"/bin/tar,", nil},
@@ -48,28 +49,58 @@ func equal(a, b []Program) bool {
 		return false
 	}
 	for i := range a {
-		if a[i] != b[i] {
+		if a[i].Alias != b[i].Alias || a[i].Path != b[i].Path || a[i].Args != nil || b[i].Args != nil {
 			return false
 		}
 	}
 	return true
 }
 
-var testWhitelist = []Program{{"sh", "/bin/sh"}, {"", "/usr/bin/env"}, {"gone", "/nonexistent/prog"}}
+// anyArgs lets the test programs take any arguments.
+var anyArgs = pattern{{kind: "{any}", max: -1}}
 
-// build makes the stack spec with popen on offer.
+var testWhitelist = []Program{{"sh", "/bin/sh", anyArgs}, {"", "/usr/bin/env", nil}, {"gone", "/nonexistent/prog", nil}}
+
+// sessionEnv is a session's Env for the tree dir, which it closes at
+// cleanup.
+func sessionEnv(t *testing.T, dir string, readOnly bool) stack.Env {
+	t.Helper()
+	fsys, err := posix.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fsys.Close() })
+	return stack.Env{FS: fsys, Dir: dir, ReadOnly: readOnly}
+}
+
+// testDir is a temp dir that programs, run as nobody when the tests run
+// as root, may write: t.TempDir's parent is 0700.
+func testDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "ferry-popen-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// build makes the stack spec with popen on offer to every session.
 func build(t *testing.T, spec string, env []string, senv stack.Env) (*stack.Stack, error) {
 	t.Helper()
 	entries, err := stack.Parse(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return buildEntries(spec, entries, env, senv)
+	return buildEntries(spec, entries, Config{Programs: testWhitelist, Env: env, Anonymous: true}, senv)
 }
 
-func buildEntries(spec string, entries []stack.Entry, env []string, senv stack.Env) (*stack.Stack, error) {
+func buildEntries(spec string, entries []stack.Entry, c Config, senv stack.Env) (*stack.Stack, error) {
 	reg := stack.Kinds()
-	reg[Name] = Kind(testWhitelist, env)
+	reg[Name] = Kind(c)
 	return stack.Build(spec, entries, reg, senv)
 }
 
@@ -77,7 +108,7 @@ func buildEntries(spec string, entries []stack.Entry, env []string, senv stack.E
 // by a client, its arguments may hold ";".
 func program(t *testing.T, argv string, env []string, senv stack.Env) *stack.Stack {
 	t.Helper()
-	s, err := buildEntries(argv, []stack.Entry{{Name: Name, Opts: []stack.Option{{Key: "argv", Value: "#" + argv}}}}, env, senv)
+	s, err := buildEntries(argv, []stack.Entry{{Name: Name, Opts: []stack.Option{{Key: "argv", Value: "#" + argv}}}}, Config{Programs: testWhitelist, Env: env, Anonymous: true}, senv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +118,7 @@ func program(t *testing.T, argv string, env []string, senv stack.Env) *stack.Sta
 // TestRefusals: what a client may not run is refused when it sets the
 // stack, in GCT's words where GCT refuses it too.
 func TestRefusals(t *testing.T) {
-	dir := t.TempDir()
+	senv := sessionEnv(t, testDir(t), false)
 	for _, tt := range []struct {
 		spec    string
 		refusal string // "" when the stack builds
@@ -108,7 +139,7 @@ func TestRefusals(t *testing.T) {
 		{"popen:argv=#sh;shell=1", "popen has no option shell."},
 		{"file,popen:argv=#sh", "popen must be the bottom of the stack."},
 	} {
-		_, err := build(t, tt.spec, nil, stack.Env{Dir: dir})
+		_, err := build(t, tt.spec, nil, senv)
 		var r *stack.Refusal
 		switch {
 		case tt.refusal == "" && err != nil:
@@ -122,12 +153,32 @@ func TestRefusals(t *testing.T) {
 	if !errors.As(err, &r) {
 		t.Errorf("popen without a local directory: %v", err)
 	}
+
+	// Anonymous and read-only sessions, unless the server lets them.
+	spec := []stack.Entry{{Name: Name, Opts: []stack.Option{{Key: "argv", Value: "#sh"}}}}
+	for _, tt := range []struct {
+		anonymous, readOnly, allowed bool
+	}{
+		{true, false, false},
+		{false, true, false},
+		{true, true, false},
+		{false, false, true},
+		{true, true, true},
+	} {
+		senv := sessionEnv(t, t.TempDir(), tt.readOnly)
+		senv.Anonymous = tt.anonymous
+		_, err := buildEntries("sh", spec, Config{Programs: testWhitelist, Anonymous: tt.allowed && tt.anonymous}, senv)
+		refused := errors.As(err, &r) && strings.Join(r.Lines, "|") == "popen is not offered to anonymous or read-only sessions."
+		if want := !tt.allowed; refused != want || !refused && err != nil {
+			t.Errorf("%+v: %v", tt, err)
+		}
+	}
 }
 
 // open builds a stack of argv (joined with "#") and opens it for reading.
 func open(t *testing.T, ctx context.Context, argv string, env []string, dir string) *Source {
 	t.Helper()
-	src, err := program(t, argv, env, stack.Env{Dir: dir, ReadOnly: true}).Open(ctx, &stack.Transfer{Name: "/ignored"})
+	src, err := program(t, argv, env, sessionEnv(t, dir, true)).Open(ctx, &stack.Transfer{Name: "/ignored"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +187,7 @@ func open(t *testing.T, ctx context.Context, argv string, env []string, dir stri
 
 func create(t *testing.T, ctx context.Context, argv string, dir string) *Sink {
 	t.Helper()
-	sink, err := program(t, argv, nil, stack.Env{Dir: dir}).Create(ctx, &stack.Transfer{Name: "/ignored"})
+	sink, err := program(t, argv, nil, sessionEnv(t, dir, false)).Create(ctx, &stack.Transfer{Name: "/ignored"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +199,7 @@ func create(t *testing.T, ctx context.Context, argv string, dir string) *Sink {
 // that fails shows its exit status and the start of its standard error.
 func TestRun(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
+	dir := testDir(t)
 	data := bytes.Repeat([]byte("0123456789abcdef"), 100_000)
 
 	sink := create(t, ctx, "sh#-c#cat >out", dir)
@@ -162,6 +213,7 @@ func TestRun(t *testing.T) {
 		t.Fatalf("the program got %d bytes, want %d", len(b), len(data))
 	}
 
+	var se *stack.ShownError
 	for _, tt := range []struct {
 		argv string
 		env  []string
@@ -173,7 +225,6 @@ func TestRun(t *testing.T) {
 		{"/usr/bin/env", []string{"A=1", "PATH=/bin"}, "A=1\nPATH=/bin\n", ""},
 		{"sh#-c#printf part; echo 'tar: x: Cannot open' >&2; exit 3", nil, "part", "popened program exited with an error (exit code: 3):\ntar: x: Cannot open"},
 		{"sh#-c#exit 1", nil, "", "popened program exited with an error (exit code: 1)"},
-		{"sh#-c#kill -TERM $$", nil, "", "popened program was terminated by a signal (terminated)"},
 		{"sh#-c#for i in $(seq 100); do echo line $i >&2; done; exit 2", nil, "",
 			"popened program exited with an error (exit code: 2):\nline 1\nline 2\nline 3\nline 4\nline 5\nline 6\nline 7\nline 8\nline 9\nline 10"},
 	} {
@@ -183,7 +234,6 @@ func TestRun(t *testing.T) {
 			t.Errorf("%s: read %.40q, %v; want %.40q", tt.argv, out, err, tt.out)
 		}
 		err = src.Close()
-		var se *stack.ShownError
 		switch {
 		case tt.err == "" && err != nil:
 			t.Errorf("%s: %v", tt.argv, err)
@@ -192,10 +242,21 @@ func TestRun(t *testing.T) {
 		}
 	}
 
-	// Standard error is kept up to stderrBytes.
-	src := open(t, ctx, "sh#-c#head -c 1000000 /dev/zero | tr '\\0' x >&2; exit 1", nil, dir)
+	// A program killed from outside (it leads its PID namespace: a signal
+	// it sends itself is ignored).
+	src := open(t, ctx, "sh#-c#echo up; exec sleep 1000", nil, dir)
+	if _, err := io.ReadFull(src, make([]byte, 3)); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Kill(src.cmd.Process.Pid, syscall.SIGKILL)
 	io.Copy(io.Discard, src)
-	var se *stack.ShownError
+	if err := src.Close(); !errors.As(err, &se) || se.Text != "popened program was terminated by a signal (killed)" {
+		t.Errorf("a killed program: %v", err)
+	}
+
+	// Standard error is kept up to stderrBytes.
+	src = open(t, ctx, "sh#-c#head -c 1000000 /dev/zero | tr '\\0' x >&2; exit 1", nil, dir)
+	io.Copy(io.Discard, src)
 	if err := src.Close(); !errors.As(err, &se) || len(se.Text) > stderrBytes+100 || !strings.Contains(se.Text, "xxxx") {
 		t.Errorf("a long standard error: %.100v", err)
 	}
@@ -204,7 +265,7 @@ func TestRun(t *testing.T) {
 // TestSinkExitsEarly: a program that stops reading and fails fails the
 // write with its exit status, not a broken pipe.
 func TestSinkExitsEarly(t *testing.T) {
-	sink := create(t, context.Background(), "sh#-c#echo 'bad input' >&2; exit 4", t.TempDir())
+	sink := create(t, context.Background(), "sh#-c#echo 'bad input' >&2; exit 4", testDir(t))
 	_, err := io.Copy(sink, bytes.NewReader(make([]byte, 4<<20)))
 	var se *stack.ShownError
 	if !errors.As(err, &se) || se.Text != "popened program exited with an error (exit code: 4):\nbad input" {
@@ -217,7 +278,7 @@ func TestSinkExitsEarly(t *testing.T) {
 
 // TestReadOnly: a read-only session reads programs' output but feeds none.
 func TestReadOnly(t *testing.T) {
-	s, err := build(t, "popen:argv=#sh#-c#true", nil, stack.Env{Dir: t.TempDir(), ReadOnly: true})
+	s, err := build(t, "popen:argv=#sh#-c#true", nil, sessionEnv(t, testDir(t), true))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +302,7 @@ const hang = "sh#-c#sleep 1000; :"
 // a read or write waits on a hanging program, kills its whole process
 // group and reaps it.
 func TestAbortKillsGroup(t *testing.T) {
-	dir := t.TempDir()
+	dir := testDir(t)
 	for _, tt := range []struct {
 		name string
 		run  func(t *testing.T, ctx context.Context, cancel context.CancelFunc) (*proc, io.Closer)
@@ -340,4 +401,47 @@ func groupGone(t *testing.T, pgid int) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("process group %d is still there", pgid)
+}
+
+// TestTreeDies: what a program started dies when it ends, also a child
+// that left its process group (setsid), whether the server is root (a
+// PID namespace) or not (a user namespace too, where the kernel allows).
+func TestTreeDies(t *testing.T) {
+	tag := "1000." + strconv.Itoa(os.Getpid())
+	src := open(t, context.Background(), "sh#-c#setsid sleep "+tag+" </dev/null >/dev/null 2>&1 & echo up", nil, testDir(t))
+	if _, err := io.ReadAll(src); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !src.isolated {
+		if os.Geteuid() == 0 {
+			t.Fatal("a server that runs as root started a program outside a PID namespace")
+		}
+		t.Skip("the kernel gives this user no namespaces")
+	}
+	for i := 0; sleeping(tag); i++ {
+		if i == 1000 {
+			t.Fatalf("sleep %s outlived its program", tag)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// sleeping reports whether a live process runs "sleep tag".
+func sleeping(tag string) bool {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !strings.Contains(string(b), "sleep\x00"+tag+"\x00") {
+			continue
+		}
+		if st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil {
+			if f := strings.Fields(string(st[bytes.LastIndexByte(st, ')')+1:])); len(f) > 0 && f[0] != "Z" {
+				return true
+			}
+		}
+	}
+	return false
 }
