@@ -8,9 +8,12 @@ package interop
 // its owner's alone.
 
 import (
+	"cmp"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +24,7 @@ import (
 	"ferry/internal/peertest"
 	"ferry/service/api"
 	"ferry/service/domain"
+	"ferry/service/httpapi"
 )
 
 // newCLIUser adds user name to svc's database and logs the CLI in as it.
@@ -236,6 +240,68 @@ func TestServiceLoginThrottle(t *testing.T) {
 	if r = c.run(servicePassword+"\n", "login", "--username", "alice"); r.code == 0 {
 		t.Fatalf("the right password right after 6 wrong ones was looked at:\n%s", r)
 	}
+}
+
+// TestServiceSessionCookieSecure: the web session cookie is Secure when
+// users reach the service over https (its --public-url), so a browser
+// never sends it over plain http; a service reached over plain http sets
+// it without, or browsers would drop it. Logging out clears it alike.
+func TestServiceSessionCookieSecure(t *testing.T) {
+	needFerry(t)
+	for _, tc := range []struct {
+		publicURL string
+		secure    bool
+	}{
+		{"", false},
+		{"http://ferry.example.org", false},
+		{"https://ferry.example.org", true},
+	} {
+		t.Run(cmp.Or(tc.publicURL, "no public URL"), func(t *testing.T) {
+			var args []string
+			if tc.publicURL != "" {
+				args = []string{"--public-url", tc.publicURL}
+			}
+			s := startService(t, serviceConfig{Args: args})
+			s.addUser("alice", servicePassword, "")
+			login := sessionCookie(t, s, "POST", "auth/login", "", `{"username":"alice","password":"`+servicePassword+`","kind":"session"}`)
+			if login.Secure != tc.secure {
+				t.Errorf("login: cookie %q: Secure %v, want %v", login, login.Secure, tc.secure)
+			}
+			if logout := sessionCookie(t, s, "POST", "auth/logout", login.Value, ""); logout.Secure != tc.secure || logout.MaxAge >= 0 {
+				t.Errorf("logout: cookie %q: Secure %v, want %v, and cleared", logout, logout.Secure, tc.secure)
+			}
+		})
+	}
+}
+
+// sessionCookie sends a request of the API (with the session cookie
+// value, if not "") and returns the session cookie it set.
+func sessionCookie(t *testing.T, s *ferryService, method, route, value, body string) *http.Cookie {
+	t.Helper()
+	req, err := http.NewRequest(method, s.URL()+"/api/v0.10/"+route, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if value != "" {
+		req.AddCookie(&http.Cookie{Name: httpapi.SessionCookie, Value: value})
+		req.Header.Set("X-CSRF-Token", httpapi.CSRFToken(value))
+	}
+	resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, c := range resp.Cookies() {
+		if c.Name == httpapi.SessionCookie {
+			return c
+		}
+	}
+	t.Fatalf("%s %s: %s, no session cookie:\n%s", method, route, resp.Status, b)
+	return nil
 }
 
 // TestServiceDatabaseModes: the SQLite database of a running service, its

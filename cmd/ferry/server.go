@@ -76,7 +76,7 @@ tasks go back to the queue and continue in another process or at restart.`,
 	fl.StringVar(&f.keyFile, "key-file", "", "key sealing endpoint credentials (default DIR/secret.key; created if missing)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.StringVar(&f.workerID, "worker-id", "", "this process's name, unique among the processes of one database, for the leases of its tasks and the agents connected to it; a process restarted under it takes back its running tasks at once (default HOST/LISTEN-ADDRESS)")
-	fl.StringVar(&f.publicURL, "public-url", "", "this process's URL as users, agents and the other processes reach it: links in notifications, its relay, the origin the web app logs in from behind a proxy (default: http://--listen)")
+	fl.StringVar(&f.publicURL, "public-url", "", "this process's URL as users, agents and the other processes reach it: links in notifications, its relay, the origin the web app logs in from behind a proxy; https:// makes the web session cookie Secure (default: http://--listen)")
 	fl.StringVar(&f.smtpAddr, "smtp", "", "SMTP server HOST:PORT for email notifications")
 	fl.StringVar(&f.smtpFrom, "smtp-from", "ferry@localhost", "sender of email notifications")
 	fl.StringVar(&f.webhook, "webhook", "", "URL that receives a JSON POST when a task ends or goes INACTIVE")
