@@ -8,7 +8,9 @@ package interop
 // its owner's alone.
 
 import (
+	"bufio"
 	"cmp"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -18,11 +20,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"ferry/internal/peertest"
 	"ferry/service/api"
+	"ferry/service/apiclient"
 	"ferry/service/domain"
 	"ferry/service/httpapi"
 )
@@ -302,6 +306,93 @@ func sessionCookie(t *testing.T, s *ferryService, method, route, value, body str
 	}
 	t.Fatalf("%s %s: %s, no session cookie:\n%s", method, route, resp.Status, b)
 	return nil
+}
+
+// TestServiceSlowEndpoint: an endpoint's server that greets and then
+// stalls, at the login or at the listing, holds ls only for
+// --endpoint-timeout, and the API then says what timed out, with 504
+// (it answered 502 "endpoint unreachable: read tcp ...: i/o timeout"
+// after a minute, and 500 "internal error" to a client that gave up
+// first).
+func TestServiceSlowEndpoint(t *testing.T) {
+	needFerry(t)
+	s := startService(t, serviceConfig{Args: []string{"--endpoint-timeout", "3s"}})
+	c := newCLIUser(t, s, "alice")
+	token, err := apiclient.New(s.URL(), "", nil).Login(t.Context(), api.Login{Username: "alice", Password: servicePassword})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := apiclient.New(s.URL(), token.Value, &http.Client{Timeout: time.Minute})
+	for _, tc := range []struct {
+		name    string
+		answers map[string]string // the replies it gives; it stalls at any other command
+		what    string
+	}{
+		{"at the login", nil, "log in to alice#"},
+		{"at the listing", map[string]string{"USER": "331 Password.", "PASS": "230 In.", "TYPE": "200 Binary.", "FEAT": "211 End."}, "list / on alice#"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := startStallingServer(t, tc.answers)
+			name := strings.ReplaceAll(tc.name, " ", "-")
+			c.ok("", "endpoint", "add", name, "--server", "ftp://"+addr)
+			_, err := cl.Ls(t.Context(), name, api.ListQuery{Path: "/"})
+			ae, ok := errors.AsType[*api.Error](err)
+			want := "the endpoint server at " + addr + " did not answer within 3s"
+			if !ok || ae.Status != http.StatusGatewayTimeout || ae.Code != domain.ETimeout || !strings.Contains(ae.Message, want) || !strings.Contains(ae.Message, tc.what) {
+				t.Fatalf("ls: %v (%#v), want 504 %s saying %q about %q", err, ae, domain.ETimeout, want, tc.what)
+			}
+			if r := c.run("", "ls", name+":/"); r.code != 1 || !strings.Contains(r.stderr, want) {
+				t.Fatalf("ferry ls, want exit 1 saying %q:\n%s", want, r)
+			}
+		})
+	}
+}
+
+// startStallingServer listens on 127.0.0.1 and answers each connection's
+// greeting, then each command whose verb answers holds, until the first
+// other command: then it reads on and never answers. It returns the
+// address.
+func startStallingServer(t *testing.T, answers map[string]string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, conn)
+			mu.Unlock()
+			go func() {
+				io.WriteString(conn, "220 Slow server ready.\r\n")
+				sc := bufio.NewScanner(conn)
+				for sc.Scan() {
+					verb, _, _ := strings.Cut(strings.TrimSpace(sc.Text()), " ")
+					reply, ok := answers[verb]
+					if !ok {
+						io.Copy(io.Discard, conn) // stall
+						return
+					}
+					io.WriteString(conn, reply+"\r\n")
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
 }
 
 // TestServiceDatabaseModes: the SQLite database of a running service, its

@@ -43,6 +43,7 @@ type serverFlags struct {
 	tasks, perUser            int
 	noWorker                  bool
 	lease, defaultDeadline    time.Duration
+	endpointTimeout           time.Duration
 }
 
 func newServerCmd() *cobra.Command {
@@ -86,6 +87,7 @@ tasks go back to the queue and continue in another process or at restart.`,
 	fl.BoolVar(&f.noWorker, "no-worker", false, "serve the API only; run no tasks")
 	fl.DurationVar(&f.lease, "lease", time.Minute, "how long a task stays claimed, and agents connected, by a process that stops heartbeating")
 	fl.DurationVar(&f.defaultDeadline, "default-deadline", 24*time.Hour, "deadline of tasks submitted without one")
+	fl.DurationVar(&f.endpointTimeout, "endpoint-timeout", gridops.DefaultTimeout, "how long ls, mkdir, rename, activation and rm's deletions wait for an endpoint's server to connect and to answer each command (ls, mkdir and rename then answer 504)")
 	return cmd
 }
 
@@ -130,7 +132,7 @@ func runServer(ctx context.Context, cmd *cobra.Command, f serverFlags) error {
 		ln.Close()
 		return err
 	}
-	ops := &gridops.Ops{Networks: nets, Trust: trust}
+	ops := &gridops.Ops{Networks: nets, Trust: trust, Timeout: f.endpointTimeout}
 	if f.workerID == "" {
 		// One process at a time listens on an address of a host: a process
 		// restarted there takes back its tasks at once (worker.Reclaim).

@@ -484,7 +484,8 @@ type FileInfo struct {
 // FileOps reaches endpoint servers for activation checks and the API's
 // file operations. Errors are *Error: ENotFound for a missing path,
 // EForbidden for a refused one, EUnauthorized for a rejected login,
-// EUnavailable when no server of the endpoint answers.
+// EUnavailable when no server of the endpoint answers, ETimeout when a
+// server did not answer in time.
 type FileOps interface {
 	Check(ctx context.Context, ep Endpoint, l Login) error
 	List(ctx context.Context, ep Endpoint, l Login, path string) ([]FileInfo, error)

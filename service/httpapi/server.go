@@ -339,6 +339,7 @@ var statuses = map[string]int{
 	domain.ELimit:        http.StatusRequestEntityTooLarge,
 	domain.EThrottled:    http.StatusTooManyRequests,
 	domain.EUnavailable:  http.StatusBadGateway,
+	domain.ETimeout:      http.StatusGatewayTimeout,
 	domain.EInternal:     http.StatusInternalServerError,
 }
 
