@@ -318,11 +318,7 @@ func TestServiceSlowEndpoint(t *testing.T) {
 	needFerry(t)
 	s := startService(t, serviceConfig{Args: []string{"--endpoint-timeout", "3s"}})
 	c := newCLIUser(t, s, "alice")
-	token, err := apiclient.New(s.URL(), "", nil).Login(t.Context(), api.Login{Username: "alice", Password: servicePassword})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl := apiclient.New(s.URL(), token.Value, &http.Client{Timeout: time.Minute})
+	cl := apiClient(t, s, "alice")
 	for _, tc := range []struct {
 		name    string
 		answers map[string]string // the replies it gives; it stalls at any other command
@@ -393,6 +389,85 @@ func startStallingServer(t *testing.T, answers map[string]string) string {
 		}
 	}()
 	return ln.Addr().String()
+}
+
+// apiClient is the Go client of svc's API, logged in as user, whose
+// password is servicePassword.
+func apiClient(t *testing.T, svc *ferryService, user string) *apiclient.Client {
+	t.Helper()
+	token, err := apiclient.New(svc.URL(), "", nil).Login(t.Context(), api.Login{Username: user, Password: servicePassword})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return apiclient.New(svc.URL(), token.Value, &http.Client{Timeout: time.Minute})
+}
+
+// TestServiceRenameNoReplace: ferry rename and the API's rename onto an
+// existing file or directory are refused (409 Conflict) and leave both as
+// they were, on ferry's server and on GCT's, whose RNTO replaces a file
+// (both replaced it silently). Asked to overwrite (--overwrite, the API's
+// overwrite), they replace the file; a new name needs nothing.
+func TestServiceRenameNoReplace(t *testing.T) {
+	needTools(t, "globus-gridftp-server")
+	fg := startFerryConfig(t, ferryConfig{Anonymous: true})
+	gct := startGCTServer(t)
+	s := startService(t, serviceConfig{})
+	c := newCLIUser(t, s, "alice")
+	cl := apiClient(t, s, "alice")
+	c.addEndpoint("fg", fg)
+	c.addEndpoint("gct", gct)
+	// GCT's paths are the host's, ferry's are under its root.
+	for _, ep := range []struct{ name, root, dir string }{{"fg", fg.Root(), ""}, {"gct", gct.root, gct.root}} {
+		t.Run(ep.name, func(t *testing.T) {
+			files := map[string]string{"a.txt": "A", "b.txt": "B"}
+			for name, data := range files {
+				if err := os.WriteFile(filepath.Join(ep.root, name), []byte(data), 0o666); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.Mkdir(filepath.Join(ep.root, "d"), 0o777); err != nil {
+				t.Fatal(err)
+			}
+			from := ep.dir + "/a.txt"
+			for _, to := range []string{ep.dir + "/b.txt", ep.dir + "/d"} {
+				if r := c.run("", "rename", ep.name+":"+from, ep.name+":"+to); r.code != 1 || !strings.Contains(r.stderr, to+" already exists") {
+					t.Errorf("ferry rename onto %s: want exit 1, %q:\n%s", to, to+" already exists", r)
+				}
+				_, err := cl.Rename(t.Context(), ep.name, from, to, false)
+				if ae, ok := errors.AsType[*api.Error](err); !ok || ae.Status != http.StatusConflict || ae.Code != domain.EConflict {
+					t.Errorf("the API's rename onto %s: %v, want 409 %s", to, err, domain.EConflict)
+				}
+			}
+			wantFiles(t, ep.root, files)
+
+			if err := os.WriteFile(filepath.Join(ep.root, "c.txt"), []byte("C"), 0o666); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := cl.Rename(t.Context(), ep.name, ep.dir+"/c.txt", ep.dir+"/b.txt", true); err != nil {
+				t.Errorf("the API's rename with overwrite: %v", err)
+			}
+			wantFiles(t, ep.root, map[string]string{"a.txt": "A", "b.txt": "C"})
+			c.ok("", "rename", "--overwrite", ep.name+":"+from, ep.name+":"+ep.dir+"/b.txt")
+			c.ok("", "rename", ep.name+":"+ep.dir+"/b.txt", ep.name+":"+ep.dir+"/e.txt")
+			wantFiles(t, ep.root, map[string]string{"e.txt": "A"})
+			for _, gone := range []string{"a.txt", "b.txt", "c.txt"} {
+				if _, err := os.Stat(filepath.Join(ep.root, gone)); !errors.Is(err, fs.ErrNotExist) {
+					t.Errorf("%s after the renames: %v, want it gone", gone, err)
+				}
+			}
+		})
+	}
+}
+
+// wantFiles fails the test unless each file named in want, under root,
+// holds what want says.
+func wantFiles(t *testing.T, root string, want map[string]string) {
+	t.Helper()
+	for name, data := range want {
+		if b, err := os.ReadFile(filepath.Join(root, name)); err != nil || string(b) != data {
+			t.Errorf("%s holds %q (%v), want %q", name, b, err, data)
+		}
+	}
 }
 
 // TestServiceDatabaseModes: the SQLite database of a running service, its

@@ -490,7 +490,8 @@ type FileOps interface {
 	Check(ctx context.Context, ep Endpoint, l Login) error
 	List(ctx context.Context, ep Endpoint, l Login, path string) ([]FileInfo, error)
 	Mkdir(ctx context.Context, ep Endpoint, l Login, path string) error
-	Rename(ctx context.Context, ep Endpoint, l Login, from, to string) error
+	// Rename refuses (EConflict) a to that exists, unless overwrite.
+	Rename(ctx context.Context, ep Endpoint, l Login, from, to string, overwrite bool) error
 	Delete(ctx context.Context, ep Endpoint, l Login, path string, recursive bool) error
 	// CheckTransfer looks up a transfer's items at both ends before it is
 	// accepted: EInvalid or ENotFound for an item that cannot be copied

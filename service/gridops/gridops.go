@@ -467,15 +467,39 @@ func (o *Ops) Mkdir(ctx context.Context, ep domain.Endpoint, l domain.Login, p s
 	})
 }
 
-// Rename moves from to to.
-func (o *Ops) Rename(ctx context.Context, ep domain.Endpoint, l domain.Login, from, to string) error {
+// Rename moves from to to. Unless overwrite, a to that exists is refused
+// (EConflict), whatever the server would do: RNTO replaces a file on
+// ferry's server, GCT's and most FTP servers. It is looked up (MLST) on
+// the session that then renames, right before; a file made there by
+// someone else in that round trip is replaced still.
+func (o *Ops) Rename(ctx context.Context, ep domain.Endpoint, l domain.Login, from, to string, overwrite bool) error {
 	return o.with(ctx, ep, l, "rename", from, func(c *client.Conn) error {
+		if !overwrite {
+			found, err := exists(ctx, c, to)
+			if err != nil {
+				return err
+			}
+			if found {
+				return domain.Errorf(domain.EConflict, "rename %s on %s: %s already exists (to replace it, rename with overwrite)",
+					from, ep.DisplayName(), to)
+			}
+		}
 		if _, err := c.Do(ctx, "RNFR %s", from); err != nil {
 			return err
 		}
 		_, err := c.Do(ctx, "RNTO %s", to)
 		return err
 	})
+}
+
+// exists looks p up (MLST): whether it exists, or the server's refusal
+// when it cannot tell.
+func exists(ctx context.Context, c *client.Conn, p string) (bool, error) {
+	_, err := c.Stat(ctx, p)
+	if gridftp.Classify(err) == gridftp.FaultNotFound {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // Delete deletes the file p or, when recursive, p and everything below it.
