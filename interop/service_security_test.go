@@ -8,19 +8,27 @@ package interop
 // its owner's alone.
 
 import (
+	"bufio"
+	"cmp"
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"ferry/internal/peertest"
 	"ferry/service/api"
+	"ferry/service/apiclient"
 	"ferry/service/domain"
+	"ferry/service/httpapi"
 )
 
 // newCLIUser adds user name to svc's database and logs the CLI in as it.
@@ -235,6 +243,230 @@ func TestServiceLoginThrottle(t *testing.T) {
 	}
 	if r = c.run(servicePassword+"\n", "login", "--username", "alice"); r.code == 0 {
 		t.Fatalf("the right password right after 6 wrong ones was looked at:\n%s", r)
+	}
+}
+
+// TestServiceSessionCookieSecure: the web session cookie is Secure when
+// users reach the service over https (its --public-url), so a browser
+// never sends it over plain http; a service reached over plain http sets
+// it without, or browsers would drop it. Logging out clears it alike.
+func TestServiceSessionCookieSecure(t *testing.T) {
+	needFerry(t)
+	for _, tc := range []struct {
+		publicURL string
+		secure    bool
+	}{
+		{"", false},
+		{"http://ferry.example.org", false},
+		{"https://ferry.example.org", true},
+	} {
+		t.Run(cmp.Or(tc.publicURL, "no public URL"), func(t *testing.T) {
+			var args []string
+			if tc.publicURL != "" {
+				args = []string{"--public-url", tc.publicURL}
+			}
+			s := startService(t, serviceConfig{Args: args})
+			s.addUser("alice", servicePassword, "")
+			login := sessionCookie(t, s, "POST", "auth/login", "", `{"username":"alice","password":"`+servicePassword+`","kind":"session"}`)
+			if login.Secure != tc.secure {
+				t.Errorf("login: cookie %q: Secure %v, want %v", login, login.Secure, tc.secure)
+			}
+			if logout := sessionCookie(t, s, "POST", "auth/logout", login.Value, ""); logout.Secure != tc.secure || logout.MaxAge >= 0 {
+				t.Errorf("logout: cookie %q: Secure %v, want %v, and cleared", logout, logout.Secure, tc.secure)
+			}
+		})
+	}
+}
+
+// sessionCookie sends a request of the API (with the session cookie
+// value, if not "") and returns the session cookie it set.
+func sessionCookie(t *testing.T, s *ferryService, method, route, value, body string) *http.Cookie {
+	t.Helper()
+	req, err := http.NewRequest(method, s.URL()+"/api/v0.10/"+route, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if value != "" {
+		req.AddCookie(&http.Cookie{Name: httpapi.SessionCookie, Value: value})
+		req.Header.Set("X-CSRF-Token", httpapi.CSRFToken(value))
+	}
+	resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, c := range resp.Cookies() {
+		if c.Name == httpapi.SessionCookie {
+			return c
+		}
+	}
+	t.Fatalf("%s %s: %s, no session cookie:\n%s", method, route, resp.Status, b)
+	return nil
+}
+
+// TestServiceSlowEndpoint: an endpoint's server that greets and then
+// stalls, at the login or at the listing, holds ls only for
+// --endpoint-timeout, and the API then says what timed out, with 504
+// (it answered 502 "endpoint unreachable: read tcp ...: i/o timeout"
+// after a minute, and 500 "internal error" to a client that gave up
+// first).
+func TestServiceSlowEndpoint(t *testing.T) {
+	needFerry(t)
+	s := startService(t, serviceConfig{Args: []string{"--endpoint-timeout", "3s"}})
+	c := newCLIUser(t, s, "alice")
+	cl := apiClient(t, s, "alice")
+	for _, tc := range []struct {
+		name    string
+		answers map[string]string // the replies it gives; it stalls at any other command
+		what    string
+	}{
+		{"at the login", nil, "log in to alice#"},
+		{"at the listing", map[string]string{"USER": "331 Password.", "PASS": "230 In.", "TYPE": "200 Binary.", "FEAT": "211 End."}, "list / on alice#"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := startStallingServer(t, tc.answers)
+			name := strings.ReplaceAll(tc.name, " ", "-")
+			c.ok("", "endpoint", "add", name, "--server", "ftp://"+addr)
+			_, err := cl.Ls(t.Context(), name, api.ListQuery{Path: "/"})
+			ae, ok := errors.AsType[*api.Error](err)
+			want := "the endpoint server at " + addr + " did not answer within 3s"
+			if !ok || ae.Status != http.StatusGatewayTimeout || ae.Code != domain.ETimeout || !strings.Contains(ae.Message, want) || !strings.Contains(ae.Message, tc.what) {
+				t.Fatalf("ls: %v (%#v), want 504 %s saying %q about %q", err, ae, domain.ETimeout, want, tc.what)
+			}
+			if r := c.run("", "ls", name+":/"); r.code != 1 || !strings.Contains(r.stderr, want) {
+				t.Fatalf("ferry ls, want exit 1 saying %q:\n%s", want, r)
+			}
+		})
+	}
+}
+
+// startStallingServer listens on 127.0.0.1 and answers each connection's
+// greeting, then each command whose verb answers holds, until the first
+// other command: then it reads on and never answers. It returns the
+// address.
+func startStallingServer(t *testing.T, answers map[string]string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, conn)
+			mu.Unlock()
+			go func() {
+				io.WriteString(conn, "220 Slow server ready.\r\n")
+				sc := bufio.NewScanner(conn)
+				for sc.Scan() {
+					verb, _, _ := strings.Cut(strings.TrimSpace(sc.Text()), " ")
+					reply, ok := answers[verb]
+					if !ok {
+						io.Copy(io.Discard, conn) // stall
+						return
+					}
+					io.WriteString(conn, reply+"\r\n")
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// apiClient is the Go client of svc's API, logged in as user, whose
+// password is servicePassword.
+func apiClient(t *testing.T, svc *ferryService, user string) *apiclient.Client {
+	t.Helper()
+	token, err := apiclient.New(svc.URL(), "", nil).Login(t.Context(), api.Login{Username: user, Password: servicePassword})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return apiclient.New(svc.URL(), token.Value, &http.Client{Timeout: time.Minute})
+}
+
+// TestServiceRenameNoReplace: ferry rename and the API's rename onto an
+// existing file or directory are refused (409 Conflict) and leave both as
+// they were, on ferry's server and on GCT's, whose RNTO replaces a file
+// (both replaced it silently). Asked to overwrite (--overwrite, the API's
+// overwrite), they replace the file; a new name needs nothing.
+func TestServiceRenameNoReplace(t *testing.T) {
+	needTools(t, "globus-gridftp-server")
+	fg := startFerryConfig(t, ferryConfig{Anonymous: true})
+	gct := startGCTServer(t)
+	s := startService(t, serviceConfig{})
+	c := newCLIUser(t, s, "alice")
+	cl := apiClient(t, s, "alice")
+	c.addEndpoint("fg", fg)
+	c.addEndpoint("gct", gct)
+	// GCT's paths are the host's, ferry's are under its root.
+	for _, ep := range []struct{ name, root, dir string }{{"fg", fg.Root(), ""}, {"gct", gct.root, gct.root}} {
+		t.Run(ep.name, func(t *testing.T) {
+			files := map[string]string{"a.txt": "A", "b.txt": "B"}
+			for name, data := range files {
+				if err := os.WriteFile(filepath.Join(ep.root, name), []byte(data), 0o666); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.Mkdir(filepath.Join(ep.root, "d"), 0o777); err != nil {
+				t.Fatal(err)
+			}
+			from := ep.dir + "/a.txt"
+			for _, to := range []string{ep.dir + "/b.txt", ep.dir + "/d"} {
+				if r := c.run("", "rename", ep.name+":"+from, ep.name+":"+to); r.code != 1 || !strings.Contains(r.stderr, to+" already exists") {
+					t.Errorf("ferry rename onto %s: want exit 1, %q:\n%s", to, to+" already exists", r)
+				}
+				_, err := cl.Rename(t.Context(), ep.name, from, to, false)
+				if ae, ok := errors.AsType[*api.Error](err); !ok || ae.Status != http.StatusConflict || ae.Code != domain.EConflict {
+					t.Errorf("the API's rename onto %s: %v, want 409 %s", to, err, domain.EConflict)
+				}
+			}
+			wantFiles(t, ep.root, files)
+
+			if err := os.WriteFile(filepath.Join(ep.root, "c.txt"), []byte("C"), 0o666); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := cl.Rename(t.Context(), ep.name, ep.dir+"/c.txt", ep.dir+"/b.txt", true); err != nil {
+				t.Errorf("the API's rename with overwrite: %v", err)
+			}
+			wantFiles(t, ep.root, map[string]string{"a.txt": "A", "b.txt": "C"})
+			c.ok("", "rename", "--overwrite", ep.name+":"+from, ep.name+":"+ep.dir+"/b.txt")
+			c.ok("", "rename", ep.name+":"+ep.dir+"/b.txt", ep.name+":"+ep.dir+"/e.txt")
+			wantFiles(t, ep.root, map[string]string{"e.txt": "A"})
+			for _, gone := range []string{"a.txt", "b.txt", "c.txt"} {
+				if _, err := os.Stat(filepath.Join(ep.root, gone)); !errors.Is(err, fs.ErrNotExist) {
+					t.Errorf("%s after the renames: %v, want it gone", gone, err)
+				}
+			}
+		})
+	}
+}
+
+// wantFiles fails the test unless each file named in want, under root,
+// holds what want says.
+func wantFiles(t *testing.T, root string, want map[string]string) {
+	t.Helper()
+	for name, data := range want {
+		if b, err := os.ReadFile(filepath.Join(root, name)); err != nil || string(b) != data {
+			t.Errorf("%s holds %q (%v), want %q", name, b, err, data)
+		}
 	}
 }
 

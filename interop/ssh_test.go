@@ -5,6 +5,7 @@ package interop
 // with nothing installed meets it.
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -327,6 +328,51 @@ func TestSSHGatewayRefusals(t *testing.T) {
 			t.Fatalf("the sftp subsystem was granted:\n%s", r)
 		}
 	})
+}
+
+// TestSSHGatewayOneAddress: forty idle TCP connections from one address
+// (127.0.0.2) that never log in hold only that address's share of the
+// connections logging in (8 by default), not all 32: a key login from
+// 127.0.0.1 still gets in.
+func TestSSHGatewayOneAddress(t *testing.T) {
+	g := startSSHGateway(t, "--ssh-handshake", "5m") // the idle ones stay for the whole test
+	alice := g.user(t, "alice")
+	held := 0
+	for range 40 {
+		if holdSSH(t, "127.0.0.2", "127.0.0.1:"+g.port) {
+			held++
+		}
+	}
+	if held != 8 {
+		t.Errorf("%d idle connections held from one address, want 8", held)
+	}
+	if r := alice.run("whoami"); r.code != 0 || !strings.Contains(r.stdout, "alice") {
+		t.Fatalf("a key login from another address, while one address holds %d connections:\n%s", held, r)
+	}
+}
+
+// holdSSH connects to the gateway at addr from the local address ip and
+// reports whether the gateway took the connection (it sent its version
+// line) or closed it. A connection taken is held, never logging in, until
+// the test ends.
+func holdSSH(t *testing.T, ip, addr string) bool {
+	t.Helper()
+	d := net.Dialer{Timeout: 10 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatalf("dial %s from %s: %v", addr, ip, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	line, err := bufio.NewReader(c).ReadString('\n')
+	switch {
+	case strings.HasPrefix(line, "SSH-2.0-"):
+		return true
+	case errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET):
+		return false
+	}
+	t.Fatalf("connection from %s: read %q, %v", ip, line, err)
+	return false
 }
 
 // TestSSHGatewayTerminal: ssh alone gives the ferry> prompt; with a

@@ -513,3 +513,46 @@ func TestWebAppDestinations(t *testing.T) {
 	}
 	p.mu.Unlock()
 }
+
+// TestWebRenameNoReplace: renaming a file onto a name that is taken
+// leaves both files as they were and says so in the dialog, which stays
+// open; ticking "Replace" then replaces it.
+func TestWebRenameNoReplace(t *testing.T) {
+	chromium := needChromium(t)
+	alpha := startFerryConfig(t, ferryConfig{Anonymous: true})
+	files := map[string]string{"a.txt": "A", "b.txt": "B"}
+	for name, data := range files {
+		if err := os.WriteFile(alpha.Path(name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc := startService(t, serviceConfig{})
+	c := newServiceUser(t, svc, "")
+	c.addEndpoint("alpha", alpha)
+	p := newPage(t, chromium, svc.URL())
+	p.do("open the app", chromedp.Navigate(svc.URL()+"/"), chromedp.WaitVisible(chromedp.ID("signin-title")))
+	p.do("sign in", chromedp.SendKeys(chromedp.CSS(`input[name=username]`), "alice"),
+		chromedp.SendKeys(chromedp.CSS(`input[name=password]`), servicePassword), chromedp.Click(chromedp.CSS(`form.signin button`)),
+		chromedp.WaitVisible(chromedp.CSS(leftPane)))
+	p.do("files page", chromedp.Click(chromedp.CSS(`#nav a[href="#/files"]`)), chromedp.WaitVisible(chromedp.CSS(leftPane)))
+	p.do("open alpha", chromedp.SendKeys(chromedp.CSS(leftPane+` input[name=endpoint]`), "alice#alpha\r"))
+	p.waitText(leftPane+` tbody`, "b.txt")
+	p.do("rename a.txt to b.txt", chromedp.Click(row(leftPane, "a.txt")+`/td[3]`),
+		chromedp.Click(`//section[@aria-labelledby="left-title"]//button[text()="Rename"]`),
+		chromedp.WaitVisible(chromedp.CSS(`dialog[open]`)),
+		chromedp.SetValue(chromedp.CSS(`dialog[open] [name=name]`), "b.txt"),
+		chromedp.Click(chromedp.CSS(`dialog[open] button[type=submit]`)))
+	p.waitText(`dialog[open] .error`, "/b.txt already exists")
+	wantFiles(t, alpha.Root(), files)
+	p.snap("rename-taken")
+	p.do("replace it", chromedp.Click(chromedp.CSS(`dialog[open] [name=overwrite]`)),
+		chromedp.Click(chromedp.CSS(`dialog[open] button[type=submit]`)))
+	p.wait("dialog closed", `!document.querySelector('dialog[open]')`, 15*time.Second)
+	p.wait("the pane refreshed", `!document.querySelector('`+leftPane+` tbody').textContent.includes('a.txt')`, 15*time.Second)
+	wantFiles(t, alpha.Root(), map[string]string{"b.txt": "A"})
+	p.mu.Lock()
+	if len(p.problems) > 0 {
+		t.Errorf("the page reported:\n%s", strings.Join(p.problems, "\n"))
+	}
+	p.mu.Unlock()
+}

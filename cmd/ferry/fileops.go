@@ -162,10 +162,14 @@ func newMkdirCmd(c *cli) *cobra.Command {
 }
 
 func newRenameCmd(c *cli) *cobra.Command {
+	var overwrite bool
 	cmd := &cobra.Command{
-		Use:   "rename ENDPOINT:OLD_PATH [ENDPOINT:]NEW_PATH",
+		Use:   "rename ENDPOINT:OLD_PATH [ENDPOINT:]NEW_PATH [--overwrite]",
 		Short: "Rename a file or directory on an endpoint",
-		Args:  cobra.ExactArgs(2),
+		Long: `Rename a file or directory on an endpoint. A NEW_PATH that exists, a file
+or a directory, is refused unless --overwrite: then the endpoint's server
+decides (a file is replaced; most servers refuse a directory).`,
+		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			from, err := parseEPPath(args[0], true)
 			if err != nil {
@@ -184,10 +188,11 @@ func newRenameCmd(c *cli) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res, err := cl.Rename(cmd.Context(), from.ep, from.path, to.path)
+			res, err := cl.Rename(cmd.Context(), from.ep, from.path, to.path, overwrite)
 			return c.printResult(cmd, res, err)
 		},
 	}
+	cmd.Flags().BoolVar(&overwrite, "overwrite", false, "replace NEW_PATH if it exists")
 	return c.flags(cmd)
 }
 

@@ -43,6 +43,7 @@ type serverFlags struct {
 	tasks, perUser            int
 	noWorker                  bool
 	lease, defaultDeadline    time.Duration
+	endpointTimeout           time.Duration
 }
 
 func newServerCmd() *cobra.Command {
@@ -76,7 +77,7 @@ tasks go back to the queue and continue in another process or at restart.`,
 	fl.StringVar(&f.keyFile, "key-file", "", "key sealing endpoint credentials (default DIR/secret.key; created if missing)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.StringVar(&f.workerID, "worker-id", "", "this process's name, unique among the processes of one database, for the leases of its tasks and the agents connected to it; a process restarted under it takes back its running tasks at once (default HOST/LISTEN-ADDRESS)")
-	fl.StringVar(&f.publicURL, "public-url", "", "this process's URL as users, agents and the other processes reach it: links in notifications, its relay, the origin the web app logs in from behind a proxy (default: http://--listen)")
+	fl.StringVar(&f.publicURL, "public-url", "", "this process's URL as users, agents and the other processes reach it: links in notifications, its relay, the origin the web app logs in from behind a proxy; https:// makes the web session cookie Secure (default: http://--listen)")
 	fl.StringVar(&f.smtpAddr, "smtp", "", "SMTP server HOST:PORT for email notifications")
 	fl.StringVar(&f.smtpFrom, "smtp-from", "ferry@localhost", "sender of email notifications")
 	fl.StringVar(&f.webhook, "webhook", "", "URL that receives a JSON POST when a task ends or goes INACTIVE")
@@ -86,6 +87,7 @@ tasks go back to the queue and continue in another process or at restart.`,
 	fl.BoolVar(&f.noWorker, "no-worker", false, "serve the API only; run no tasks")
 	fl.DurationVar(&f.lease, "lease", time.Minute, "how long a task stays claimed, and agents connected, by a process that stops heartbeating")
 	fl.DurationVar(&f.defaultDeadline, "default-deadline", 24*time.Hour, "deadline of tasks submitted without one")
+	fl.DurationVar(&f.endpointTimeout, "endpoint-timeout", gridops.DefaultTimeout, "how long ls, mkdir, rename, activation and rm's deletions wait for an endpoint's server to connect and to answer each command (ls, mkdir and rename then answer 504)")
 	return cmd
 }
 
@@ -130,7 +132,7 @@ func runServer(ctx context.Context, cmd *cobra.Command, f serverFlags) error {
 		ln.Close()
 		return err
 	}
-	ops := &gridops.Ops{Networks: nets, Trust: trust}
+	ops := &gridops.Ops{Networks: nets, Trust: trust, Timeout: f.endpointTimeout}
 	if f.workerID == "" {
 		// One process at a time listens on an address of a host: a process
 		// restarted there takes back its tasks at once (worker.Reclaim).

@@ -105,6 +105,7 @@ type sshFlags struct {
 	sessions        int
 	idle, handshake time.Duration
 	unauthenticated int
+	perAddress      int
 }
 
 func (f *sshFlags) register(cmd *cobra.Command) {
@@ -114,6 +115,7 @@ func (f *sshFlags) register(cmd *cobra.Command) {
 	fl.DurationVar(&f.idle, "ssh-idle", sshgw.DefaultIdle, "close an SSH connection after this long with no input and no command running")
 	fl.DurationVar(&f.handshake, "ssh-handshake", sshgw.DefaultHandshake, "time an SSH client has to log in")
 	fl.IntVar(&f.unauthenticated, "ssh-unauthenticated", sshgw.DefaultUnauthenticated, "SSH connections that have not logged in yet, at most; more are closed at once")
+	fl.IntVar(&f.perAddress, "ssh-unauthenticated-per-address", sshgw.DefaultUnauthenticatedPerAddress, "SSH connections from one client address (an IPv6 /64) that have not logged in yet, at most; more are closed at once")
 }
 
 // sshSessionLifetime bounds the API token of an SSH session, revoked when
@@ -140,6 +142,7 @@ func (f *sshFlags) start(ctx context.Context, store domain.Store, api *httpapi.S
 	s := &sshgw.Server{
 		Store: store, HostKey: hostKey, Logger: log,
 		Sessions: f.sessions, Idle: f.idle, Handshake: f.handshake, Unauthenticated: f.unauthenticated,
+		UnauthenticatedPerAddress: f.perAddress,
 		Login: func(ctx context.Context, u domain.User, from net.Addr) (sshgw.Runner, func(), error) {
 			token, revoke, err := api.MintToken(ctx, u, "ssh session from "+from.String(), sshSessionLifetime)
 			if err != nil {

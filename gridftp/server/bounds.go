@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"ferry/internal/connlimit"
 	"fmt"
 	"io"
 	"net"
@@ -200,17 +201,17 @@ func (ss *session) reserveFanout(children, streams int) (release func(), err err
 func (s *Server) takeFanout(addr string, children, streams int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.MaxSessions > 0 && s.active.Load()+int64(s.children+children) > int64(s.MaxSessions) {
-		return refuseFanout(errForwardBusy, "%d more connections to other servers would pass this server's limit of %d sessions; try again later.", children, s.MaxSessions)
-	}
-	if limit, ok := s.perAddressLimit(); ok && s.perAddr[addr]+children > limit {
-		return refuseFanout(errForwardBusy, "%d more connections to other servers would pass your address's limit of %d sessions; try again later.", children, limit)
-	}
 	if limit, ok := s.forwardTotal(); ok && s.forwards+streams > limit {
 		return refuseFanout(errForwardBusy, "%d more data streams to other servers would pass this server's limit of %d at once; try again later.", streams, limit)
 	}
+	perAddr, _ := s.perAddressLimit() // 0: none
+	switch err := s.conns.TakeN(addr, children, s.MaxSessions, perAddr); {
+	case errors.Is(err, connlimit.ErrTotal):
+		return refuseFanout(errForwardBusy, "%d more connections to other servers would pass this server's limit of %d sessions; try again later.", children, s.MaxSessions)
+	case errors.Is(err, connlimit.ErrAddress):
+		return refuseFanout(errForwardBusy, "%d more connections to other servers would pass your address's limit of %d sessions; try again later.", children, perAddr)
+	}
 	s.children += children
-	s.perAddr[addr] += children
 	s.forwards += streams
 	return nil
 }
@@ -225,9 +226,7 @@ func refuseFanout(kind error, format string, args ...any) error {
 func (s *Server) giveFanout(addr string, children, streams int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.conns.GiveN(addr, children)
 	s.children -= children
 	s.forwards -= streams
-	if s.perAddr[addr] -= children; s.perAddr[addr] <= 0 {
-		delete(s.perAddr, addr)
-	}
 }

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"ferry/gridftp"
+	"ferry/internal/connlimit"
 	"ferry/stack"
 	"ferry/storage"
 	"ferry/throttle"
@@ -158,13 +159,12 @@ type Server struct {
 	sessions map[*session]struct{}
 	lns      map[net.Listener]struct{}
 	closed   bool
-	active   atomic.Int64
 	wg       sync.WaitGroup
 	poolOnce sync.Once
 	pool     *gridftp.BufferPool
-	perAddr  map[string]int    // open sessions by addressKey, with their layers' children
-	children int               // layers' children's control connections open (bounds.go)
-	forwards int               // layers' data streams to other servers open (bounds.go)
+	conns    connlimit.Counter // open sessions by addressKey, with their layers' children
+	children int               // layers' children's control connections open (bounds.go), under mu
+	forwards int               // layers' data streams to other servers open (bounds.go), under mu
 	logins   throttle.Throttle // when Logins is nil
 	sums     sumCache          // live checksums (livesum.go)
 	tlsOnce  sync.Once         // moverTLS, from MoverKey
@@ -266,8 +266,13 @@ func (s *Server) buffers() *gridftp.BufferPool {
 	return s.pool
 }
 
-// Sessions is the number of open control connections.
-func (s *Server) Sessions() int { return int(s.active.Load()) }
+// Sessions is the number of open control connections from clients (not
+// counting those its layers hold to other servers).
+func (s *Server) Sessions() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conns.Total() - s.children
+}
 
 // Serve accepts control connections on ln until Close.
 func (s *Server) Serve(ln net.Listener) error {
@@ -335,7 +340,6 @@ func (s *Server) open(ln net.Listener) error {
 	if s.lns == nil {
 		s.lns = map[net.Listener]struct{}{}
 		s.sessions = map[*session]struct{}{}
-		s.perAddr = map[string]int{}
 	}
 	if ln != nil {
 		s.lns[ln] = struct{}{}
@@ -377,29 +381,19 @@ func (s *Server) startSession(c net.Conn) {
 // admit counts a new session from addr in, or says why it is refused:
 // the server's or the address's limit is reached.
 func (s *Server) admit(addr string) (refusal string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.MaxSessions > 0 && s.active.Load()+int64(s.children) >= int64(s.MaxSessions) {
+	perAddr, _ := s.perAddressLimit() // 0: none
+	switch err := s.conns.Take(addr, s.MaxSessions, perAddr); {
+	case errors.Is(err, connlimit.ErrTotal):
 		return fmt.Sprintf("Too many sessions (limit %d); try again later.", s.MaxSessions)
+	case errors.Is(err, connlimit.ErrAddress):
+		return fmt.Sprintf("Too many sessions from your address (limit %d); try again later.", perAddr)
 	}
-	if limit, ok := s.perAddressLimit(); ok && s.perAddr[addr] >= limit {
-		return fmt.Sprintf("Too many sessions from your address (limit %d); try again later.", limit)
-	}
-	s.active.Add(1)
-	s.perAddr[addr]++
 	s.Stats.session()
 	return ""
 }
 
 // leave counts a session from addr out.
-func (s *Server) leave(addr string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.active.Add(-1)
-	if s.perAddr[addr]--; s.perAddr[addr] <= 0 {
-		delete(s.perAddr, addr)
-	}
-}
+func (s *Server) leave(addr string) { s.conns.Give(addr) }
 
 // addressKey names the client address of a session for its limits
 // (throttle.AddressKey: an IPv6 /64 is one).

@@ -73,9 +73,9 @@ func TestEveryPackageHasADocComment(t *testing.T) {
 // allowed lists, for each protocol-layer package prefix, the ferry packages
 // it may import; anything else of ferry's is a layering violation.
 var allowed = map[string][]string{
-	"ferry/gridftp":                   {"ferry/gsi/gss"},                                                                                                              // data channels run a GSI security context
-	"ferry/gsi/gss":                   {},                                                                                                                             // GSI's GSSAPI: TLS in tokens; who is trusted is the caller's
-	"ferry/gridftp/server":            {"ferry/gridftp", "ferry/gridftp/client", "ferry/gsi/gss", "ferry/storage", "ferry/stack", "ferry/checksum", "ferry/throttle"}, // a striped front end is its movers' client
+	"ferry/gridftp":                   {"ferry/gsi/gss"},                                                                                                                                          // data channels run a GSI security context
+	"ferry/gsi/gss":                   {},                                                                                                                                                         // GSI's GSSAPI: TLS in tokens; who is trusted is the caller's
+	"ferry/gridftp/server":            {"ferry/gridftp", "ferry/gridftp/client", "ferry/gsi/gss", "ferry/storage", "ferry/stack", "ferry/checksum", "ferry/throttle", "ferry/internal/connlimit"}, // a striped front end is its movers' client
 	"ferry/gridftp/server/servertest": {"ferry/gridftp/server", "ferry/storage/posix"},
 	"ferry/storage":                   {},
 	// The storage side of a transfer as a stack of layers over a driver.
@@ -84,19 +84,20 @@ var allowed = map[string][]string{
 	"ferry/stack/compress": {"ferry/stack"},
 	"ferry/stack/forward":  {"ferry/stack", "ferry/storage", "ferry/gridftp", "ferry/gridftp/client", "ferry/gsi", "ferry/gsi/gsilogin"}, // gsiftp:// children
 	// Many-file layers: tar streams and checksum lists.
-	"ferry/stack/tarstream": {"ferry/stack", "ferry/storage", "ferry/checksum"},
-	"ferry/storage/posix":   {"ferry/storage"},
-	"ferry/checksum":        {},
-	"ferry/plural":          {},
-	"ferry/passwd":          {},
-	"ferry/throttle":        {},
-	"ferry/netpolicy":       {},
-	"ferry/sshftp":          {}, // GridFTP control channels over ssh: pipes as a net.Conn
-	"ferry/gsi":             {}, // GSI's PKI: credentials, proxies, chain checks, grid-mapfile
-	"ferry/gridftp/client":  {"ferry/gridftp", "ferry/gsi/gss"},
-	"ferry/engine":          {"ferry/gridftp", "ferry/gridftp/client", "ferry/stack/forward", "ferry/plural"}, // builds multicast trees
-	"ferry/service/domain":  {},
-	"ferry/service/secret":  {"ferry/service/domain"},
+	"ferry/stack/tarstream":    {"ferry/stack", "ferry/storage", "ferry/checksum"},
+	"ferry/storage/posix":      {"ferry/storage"},
+	"ferry/checksum":           {},
+	"ferry/plural":             {},
+	"ferry/passwd":             {},
+	"ferry/throttle":           {},
+	"ferry/internal/connlimit": {}, // connections counted in all and by address
+	"ferry/netpolicy":          {},
+	"ferry/sshftp":             {}, // GridFTP control channels over ssh: pipes as a net.Conn
+	"ferry/gsi":                {}, // GSI's PKI: credentials, proxies, chain checks, grid-mapfile
+	"ferry/gridftp/client":     {"ferry/gridftp", "ferry/gsi/gss"},
+	"ferry/engine":             {"ferry/gridftp", "ferry/gridftp/client", "ferry/stack/forward", "ferry/plural"}, // builds multicast trees
+	"ferry/service/domain":     {},
+	"ferry/service/secret":     {"ferry/service/domain"},
 
 	// The GridFTP login of a grid credential, shared by ferry copy and
 	// the service.
@@ -128,7 +129,7 @@ var allowed = map[string][]string{
 
 	// The SSH command gateway: SSH and its policy; what a command line
 	// does is given to it (cmd runs the CLI's commands through the API).
-	"ferry/service/sshgw": {"ferry/service/domain"},
+	"ferry/service/sshgw": {"ferry/service/domain", "ferry/throttle", "ferry/internal/connlimit"},
 
 	// The web app: embedded assets that reach the service only through
 	// the REST API, from the browser.

@@ -724,11 +724,13 @@ type Mkdir struct {
 	Path     string `json:"path"`
 }
 
-// Rename is the body of POST /operation/endpoint/{id}/rename.
+// Rename is the body of POST /operation/endpoint/{id}/rename. A
+// new_path that exists is refused (409 Conflict) unless Overwrite.
 type Rename struct {
-	DataType string `json:"DATA_TYPE,omitempty"`
-	OldPath  string `json:"old_path"`
-	NewPath  string `json:"new_path"`
+	DataType  string `json:"DATA_TYPE,omitempty"`
+	OldPath   string `json:"old_path"`
+	NewPath   string `json:"new_path"`
+	Overwrite bool   `json:"overwrite,omitempty"`
 }
 
 // Health answers GET /healthz (DATA_TYPE health): Status ok, or

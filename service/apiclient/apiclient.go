@@ -419,9 +419,10 @@ func (c *Client) Mkdir(ctx context.Context, id, path string) (api.Result, error)
 	return r, err
 }
 
-// Rename renames a file or directory on an endpoint.
-func (c *Client) Rename(ctx context.Context, id, oldPath, newPath string) (api.Result, error) {
+// Rename renames a file or directory on an endpoint; a newPath that
+// exists is refused unless overwrite.
+func (c *Client) Rename(ctx context.Context, id, oldPath, newPath string, overwrite bool) (api.Result, error) {
 	var r api.Result
-	err := c.do(ctx, "POST", "operation/endpoint/"+esc(id)+"/rename", nil, api.Rename{OldPath: oldPath, NewPath: newPath}, &r)
+	err := c.do(ctx, "POST", "operation/endpoint/"+esc(id)+"/rename", nil, api.Rename{OldPath: oldPath, NewPath: newPath, Overwrite: overwrite}, &r)
 	return r, err
 }

@@ -499,12 +499,14 @@ type FileInfo struct {
 // FileOps reaches endpoint servers for activation checks and the API's
 // file operations. Errors are *Error: ENotFound for a missing path,
 // EForbidden for a refused one, EUnauthorized for a rejected login,
-// EUnavailable when no server of the endpoint answers.
+// EUnavailable when no server of the endpoint answers, ETimeout when a
+// server did not answer in time.
 type FileOps interface {
 	Check(ctx context.Context, ep Endpoint, l Login) error
 	List(ctx context.Context, ep Endpoint, l Login, path string) ([]FileInfo, error)
 	Mkdir(ctx context.Context, ep Endpoint, l Login, path string) error
-	Rename(ctx context.Context, ep Endpoint, l Login, from, to string) error
+	// Rename refuses (EConflict) a to that exists, unless overwrite.
+	Rename(ctx context.Context, ep Endpoint, l Login, from, to string, overwrite bool) error
 	Delete(ctx context.Context, ep Endpoint, l Login, path string, recursive bool) error
 	// CheckTransfer looks up a transfer's items at both ends before it is
 	// accepted: EInvalid or ENotFound for an item that cannot be copied

@@ -18,6 +18,7 @@ const (
 	ELimit        = "LimitExceeded"   // too large or too many
 	EThrottled    = "TooManyRequests" // too many tries: wait, then try again
 	EUnavailable  = "Unavailable"     // an endpoint could not be reached
+	ETimeout      = "Timeout"         // an endpoint's server did not answer in time
 	EInternal     = "Internal"        // anything else; details are logged, not shown
 )
 

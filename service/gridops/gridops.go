@@ -35,7 +35,8 @@ import (
 // Ops implements domain.FileOps. The zero value is ready to use, for
 // endpoints other than connect ones.
 type Ops struct {
-	// Timeout bounds connecting to a server and each reply; 0: 1 minute.
+	// Timeout bounds connecting to a server and each reply; 0:
+	// DefaultTimeout.
 	Timeout time.Duration
 	// Agents reaches connect endpoints; nil: the service has no relay.
 	Agents domain.Agents
@@ -48,6 +49,10 @@ type Ops struct {
 }
 
 var _ domain.FileOps = (*Ops)(nil)
+
+// DefaultTimeout is the Ops' Timeout when none is given: well within
+// the minute after which proxies give up on a request.
+const DefaultTimeout = 30 * time.Second
 
 // Server is how to reach one GridFTP server of an endpoint.
 type Server struct {
@@ -278,41 +283,65 @@ func (o *Ops) timeout() time.Duration {
 	if o.Timeout > 0 {
 		return o.Timeout
 	}
-	return time.Minute
+	return DefaultTimeout
 }
 
 // session connects to the first of ep's servers that answers and logs in:
-// as anonymous on an anonymous endpoint, else with l. A refused login is
-// EUnauthorized at once (the servers of one endpoint share their users);
-// EUnavailable when no server answers. An endpoint behind a relay is
-// refused: the service cannot reach it to do what.
-func (o *Ops) session(ctx context.Context, ep domain.Endpoint, l domain.Login, what string) (*client.Conn, error) {
+// as anonymous on an anonymous endpoint, else with l; it returns the
+// session and its server. A refused login is EUnauthorized at once (the
+// servers of one endpoint share their users); EUnavailable when no server
+// answers, ETimeout when the last one tried did not answer in time. An
+// endpoint behind a relay is refused: the service cannot reach it to do
+// what.
+func (o *Ops) session(ctx context.Context, ep domain.Endpoint, l domain.Login, what string) (*client.Conn, Server, error) {
 	if ep.Via != "" {
-		return nil, ep.ViaError(what)
+		return nil, Server{}, ep.ViaError(what)
 	}
 	servers, err := Servers(ep, o.Agents, o.Networks)
 	if err != nil {
-		return nil, err
+		return nil, Server{}, err
 	}
 	var last error
+	var lastSv Server
 	for _, sv := range servers {
 		auth, err := Auth(ep, sv, l, o.Trust)
 		if err != nil {
-			return nil, err
+			return nil, sv, err
 		}
 		c, err := o.dial(ctx, sv, auth)
 		if err == nil {
-			return c, nil
+			return c, sv, nil
 		}
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, sv, ctx.Err()
 		}
 		if e := Err("log in to", ep.DisplayName(), err); domain.ErrorCode(e) != domain.EUnavailable {
-			return nil, e // refused, not unreachable: the other servers would refuse too
+			return nil, sv, e // refused, not unreachable: the other servers would refuse too
 		}
-		last = err
+		last, lastSv = err, sv
 	}
-	return nil, domain.Errorf(domain.EUnavailable, "endpoint %s: no server answers (%s)", ep.DisplayName(), Tell(last))
+	if timedOut(last) {
+		return nil, lastSv, o.slow("log in to "+ep.DisplayName(), lastSv)
+	}
+	return nil, lastSv, domain.Errorf(domain.EUnavailable, "endpoint %s: no server answers (%s)", ep.DisplayName(), Tell(last))
+}
+
+// timedOut reports a wait for a server that ran out of time: the
+// connection's deadline or the context's.
+func timedOut(err error) bool {
+	ne, ok := errors.AsType[net.Error](err)
+	return ok && ne.Timeout() || errors.Is(err, context.DeadlineExceeded)
+}
+
+// slow is the ETimeout of sv, which did not answer what the service
+// asked within the Timeout: "list /proj on alice#ep: the endpoint server
+// at host:2811 did not answer within 30s".
+func (o *Ops) slow(what string, sv Server) error {
+	who := "the endpoint server at " + sv.Addr
+	if sv.Outbound {
+		who = "the " + sv.Addr // the agent of alice#laptop
+	}
+	return domain.Errorf(domain.ETimeout, "%s: %s did not answer within %s", what, who, o.timeout())
 }
 
 func (o *Ops) dial(ctx context.Context, sv Server, auth client.Authenticator) (*client.Conn, error) {
@@ -387,19 +416,24 @@ func (o *Ops) probe(ctx context.Context, sv Server, auth client.Authenticator) d
 var ops = map[string]string{"list": "list", "mkdir": "make a directory", "rename": "rename", "delete": "delete"}
 
 // with runs fn on a fresh session and maps its error for op on p, naming
-// p's endpoint: "list /proj on alice#ep: no such file or directory".
+// p's endpoint: "list /proj on alice#ep: no such file or directory"; a
+// server that did not answer in time is ETimeout.
 func (o *Ops) with(ctx context.Context, ep domain.Endpoint, l domain.Login, op, p string, fn func(*client.Conn) error) error {
-	c, err := o.session(ctx, ep, l, ops[op])
+	c, sv, err := o.session(ctx, ep, l, ops[op])
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	return Err(op, p+" on "+ep.DisplayName(), fn(c))
+	err = fn(c)
+	if timedOut(err) {
+		return o.slow(op+" "+p+" on "+ep.DisplayName(), sv)
+	}
+	return Err(op, p+" on "+ep.DisplayName(), err)
 }
 
 // Check logs in to the endpoint with l.
 func (o *Ops) Check(ctx context.Context, ep domain.Endpoint, l domain.Login) error {
-	c, err := o.session(ctx, ep, l, "check a login")
+	c, _, err := o.session(ctx, ep, l, "check a login")
 	if err != nil {
 		return err
 	}
@@ -444,15 +478,39 @@ func (o *Ops) Mkdir(ctx context.Context, ep domain.Endpoint, l domain.Login, p s
 	})
 }
 
-// Rename moves from to to.
-func (o *Ops) Rename(ctx context.Context, ep domain.Endpoint, l domain.Login, from, to string) error {
+// Rename moves from to to. Unless overwrite, a to that exists is refused
+// (EConflict), whatever the server would do: RNTO replaces a file on
+// ferry's server, GCT's and most FTP servers. It is looked up (MLST) on
+// the session that then renames, right before; a file made there by
+// someone else in that round trip is replaced still.
+func (o *Ops) Rename(ctx context.Context, ep domain.Endpoint, l domain.Login, from, to string, overwrite bool) error {
 	return o.with(ctx, ep, l, "rename", from, func(c *client.Conn) error {
+		if !overwrite {
+			found, err := exists(ctx, c, to)
+			if err != nil {
+				return err
+			}
+			if found {
+				return domain.Errorf(domain.EConflict, "rename %s on %s: %s already exists (to replace it, rename with overwrite)",
+					from, ep.DisplayName(), to)
+			}
+		}
 		if _, err := c.Do(ctx, "RNFR %s", from); err != nil {
 			return err
 		}
 		_, err := c.Do(ctx, "RNTO %s", to)
 		return err
 	})
+}
+
+// exists looks p up (MLST): whether it exists, or the server's refusal
+// when it cannot tell.
+func exists(ctx context.Context, c *client.Conn, p string) (bool, error) {
+	_, err := c.Stat(ctx, p)
+	if gridftp.Classify(err) == gridftp.FaultNotFound {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // Delete deletes the file p or, when recursive, p and everything below it.

@@ -93,6 +93,7 @@ func TestOperations(t *testing.T) {
 	outside := t.TempDir() // a directory next to the root that no session may reach
 	write(t, filepath.Join(outside, "secret"), "do not touch")
 	write(t, filepath.Join(root, "dir", "a"), "aaa")
+	write(t, filepath.Join(root, "dir", "c"), "ccc")
 	write(t, filepath.Join(root, "dir", "sub", "b"), "b")
 	os.Symlink(outside, filepath.Join(root, "out"))
 	os.Symlink("dir", filepath.Join(root, "in"))
@@ -109,10 +110,13 @@ func TestOperations(t *testing.T) {
 		{name: "mkdir in missing parent", op: func() error { return ops.Mkdir(ctx, ep, alice, "/no/such") }, want: domain.ENotFound},
 		{name: "mkdir through a link leading out", op: func() error { return ops.Mkdir(ctx, ep, alice, "/out/x") }, want: domain.EForbidden},
 		{name: "mkdir climbing out is confined", op: func() error { return ops.Mkdir(ctx, ep, alice, "/../../../climbed") }, made: "climbed"},
-		{name: "rename", op: func() error { return ops.Rename(ctx, ep, alice, "/dir/a", "/dir/a2") }, gone: "dir/a", made: "dir/a2"},
-		{name: "rename missing", op: func() error { return ops.Rename(ctx, ep, alice, "/nope", "/x") }, want: domain.ENotFound},
-		{name: "rename out of the root", op: func() error { return ops.Rename(ctx, ep, alice, "/dir/a2", "/out/stolen") }, want: domain.EForbidden},
-		{name: "rename from outside the root", op: func() error { return ops.Rename(ctx, ep, alice, "/out/secret", "/got") }, want: domain.EForbidden},
+		{name: "rename", op: func() error { return ops.Rename(ctx, ep, alice, "/dir/a", "/dir/a2", false) }, gone: "dir/a", made: "dir/a2"},
+		{name: "rename missing", op: func() error { return ops.Rename(ctx, ep, alice, "/nope", "/x", false) }, want: domain.ENotFound},
+		{name: "rename out of the root", op: func() error { return ops.Rename(ctx, ep, alice, "/dir/a2", "/out/stolen", false) }, want: domain.EForbidden},
+		{name: "rename from outside the root", op: func() error { return ops.Rename(ctx, ep, alice, "/out/secret", "/got", false) }, want: domain.EForbidden},
+		{name: "rename onto a file", op: func() error { return ops.Rename(ctx, ep, alice, "/dir/c", "/dir/a2", false) }, want: domain.EConflict, made: "dir/c"},
+		{name: "rename onto a directory", op: func() error { return ops.Rename(ctx, ep, alice, "/dir/c", "/dir/sub", false) }, want: domain.EConflict, made: "dir/c"},
+		{name: "rename onto a file, overwriting", op: func() error { return ops.Rename(ctx, ep, alice, "/dir/c", "/dir/a2", true) }, gone: "dir/c", made: "dir/a2"},
 		{name: "command smuggled in a path", op: func() error { return ops.Mkdir(ctx, ep, alice, "/x\r\nDELE /dir/a2") }, want: domain.EInvalid},
 		{name: "delete a directory without recursive", op: func() error { return ops.Delete(ctx, ep, alice, "/dir", false) }, want: domain.EInvalid},
 		{name: "delete missing", op: func() error { return ops.Delete(ctx, ep, alice, "/nope", false) }, want: domain.ENotFound},
@@ -233,7 +237,7 @@ func TestBehindRelay(t *testing.T) {
 		{"check", "check a login", func() error { return ops.Check(ctx, ep, alice) }},
 		{"list", "list", func() error { _, err := ops.List(ctx, ep, alice, "/"); return err }},
 		{"mkdir", "make a directory", func() error { return ops.Mkdir(ctx, ep, alice, "/d") }},
-		{"rename", "rename", func() error { return ops.Rename(ctx, ep, alice, "/a", "/b") }},
+		{"rename", "rename", func() error { return ops.Rename(ctx, ep, alice, "/a", "/b", false) }},
 		{"delete", "delete", func() error { return ops.Delete(ctx, ep, alice, "/a", false) }},
 		{"transfer from it", "be a transfer's source", func() error {
 			return ops.CheckTransfer(ctx, ep, other, alice, domain.Login{}, []domain.Item{{Src: "/a", Dst: "/b"}}, domain.Options{})

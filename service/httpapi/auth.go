@@ -198,15 +198,24 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, c *call) error {
 	}
 	doc := tokenDoc(t)
 	if kind == domain.TokenSession {
-		http.SetCookie(w, &http.Cookie{
-			Name: SessionCookie, Value: secret, Path: "/", Expires: t.Expires,
-			HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode,
-		})
+		cookie := s.sessionCookie(r, secret)
+		cookie.Expires = t.Expires
+		http.SetCookie(w, cookie)
 		doc.CSRFToken = CSRFToken(secret)
 	} else {
 		doc.Value = secret
 	}
 	return reply(w, http.StatusCreated, doc)
+}
+
+// sessionCookie is the web session cookie carrying value: Secure when
+// the request came over TLS or users reach the service over https
+// (PublicURL, behind a proxy that ends TLS), so that a browser never
+// sends it over plain http.
+func (s *Server) sessionCookie(r *http.Request, value string) *http.Cookie {
+	public, err := url.Parse(s.PublicURL)
+	https := err == nil && strings.EqualFold(public.Scheme, "https")
+	return &http.Cookie{Name: SessionCookie, Value: value, Path: "/", HttpOnly: true, Secure: r.TLS != nil || https, SameSite: http.SameSiteStrictMode}
 }
 
 // newToken makes and stores a token of user u and returns its secret.
@@ -241,7 +250,9 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request, c *call) error {
 		return err
 	}
 	if c.token.Kind == domain.TokenSession {
-		http.SetCookie(w, &http.Cookie{Name: SessionCookie, Path: "/", MaxAge: -1, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+		cookie := s.sessionCookie(r, "")
+		cookie.MaxAge = -1
+		http.SetCookie(w, cookie)
 	}
 	return result(w, r, "result", "LoggedOut", "the token is revoked")
 }

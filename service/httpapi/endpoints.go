@@ -798,7 +798,7 @@ func (s *Server) rename(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err != nil {
 		return err
 	}
-	if err := s.Ops.Rename(r.Context(), ep, l, from, to); err != nil {
+	if err := s.Ops.Rename(r.Context(), ep, l, from, to, req.Overwrite); err != nil {
 		return opsError(ep, err)
 	}
 	return result(w, r, "rename_result", "FileRenamed", fmt.Sprintf("%s is renamed to %s", from, to))

@@ -293,8 +293,11 @@ func TestFileOperations(t *testing.T) {
 	if r, err := alice.Mkdir(t.Context(), "data", "/home/new/../made"); err != nil || r.Code != "DirectoryCreated" || r.DataType != "mkdir_result" || e.ops.lastCall() != "mkdir /home/made as anonymous" {
 		t.Errorf("mkdir: %+v, %v, last call %q", r, err, e.ops.lastCall())
 	}
-	if r, err := alice.Rename(t.Context(), "data", "/a", "/b"); err != nil || r.Code != "FileRenamed" || e.ops.lastCall() != "rename /a /b as anonymous" {
+	if r, err := alice.Rename(t.Context(), "data", "/a", "/b", false); err != nil || r.Code != "FileRenamed" || e.ops.lastCall() != "rename /a /b as anonymous" {
 		t.Errorf("rename: %+v, %v, last call %q", r, err, e.ops.lastCall())
+	}
+	if _, err := alice.Rename(t.Context(), "data", "/a", "/b", true); err != nil || e.ops.lastCall() != "rename /a /b overwriting as anonymous" {
+		t.Errorf("rename with overwrite: %v, last call %q", err, e.ops.lastCall())
 	}
 	for _, tc := range []struct {
 		name, method, path, body string
@@ -321,7 +324,7 @@ func TestFileOperations(t *testing.T) {
 	_, err = alice.Mkdir(t.Context(), "data", "/x")
 	wantAPIError(t, err, 502, "Unavailable")
 	e.ops.set(func(f *fakeOps) { f.fail = domain.Errorf(domain.EForbidden, "550 permission denied") })
-	_, err = alice.Rename(t.Context(), "data", "/x", "/y")
+	_, err = alice.Rename(t.Context(), "data", "/x", "/y", false)
 	wantAPIError(t, err, 403, "Forbidden")
 }
 

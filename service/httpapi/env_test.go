@@ -311,8 +311,12 @@ func (f *fakeOps) Mkdir(ctx context.Context, ep domain.Endpoint, l domain.Login,
 	return f.do(ctx, ep, l, "mkdir "+p)
 }
 
-func (f *fakeOps) Rename(ctx context.Context, ep domain.Endpoint, l domain.Login, from, to string) error {
-	return f.do(ctx, ep, l, "rename "+from+" "+to)
+func (f *fakeOps) Rename(ctx context.Context, ep domain.Endpoint, l domain.Login, from, to string, overwrite bool) error {
+	call := "rename " + from + " " + to
+	if overwrite {
+		call += " overwriting"
+	}
+	return f.do(ctx, ep, l, call)
 }
 
 func (f *fakeOps) Delete(ctx context.Context, ep domain.Endpoint, l domain.Login, p string, recursive bool) error {

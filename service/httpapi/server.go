@@ -340,6 +340,7 @@ var statuses = map[string]int{
 	domain.ELimit:        http.StatusRequestEntityTooLarge,
 	domain.EThrottled:    http.StatusTooManyRequests,
 	domain.EUnavailable:  http.StatusBadGateway,
+	domain.ETimeout:      http.StatusGatewayTimeout,
 	domain.EInternal:     http.StatusInternalServerError,
 }
 

@@ -9,8 +9,9 @@
 // SSH and enforces its policy. Nothing else is served: no other channel
 // than sessions (no port forwarding), no global requests, no
 // subsystems (sftp), no agent or X11 forwarding, no environment. The
-// gateway bounds the connections that have not logged in, each user's
-// sessions, the handshake and idle time.
+// gateway bounds the connections that have not logged in (in all and
+// from each client address), each user's sessions, the handshake and idle
+// time.
 package sshgw
 
 import (
@@ -32,7 +33,9 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"ferry/internal/connlimit"
 	"ferry/service/domain"
+	"ferry/throttle"
 )
 
 // Defaults of the Server's limits.
@@ -41,6 +44,10 @@ const (
 	DefaultIdle            = 15 * time.Minute
 	DefaultHandshake       = 10 * time.Second
 	DefaultUnauthenticated = 32
+	// DefaultUnauthenticatedPerAddress is a quarter of
+	// DefaultUnauthenticated: one address cannot keep everyone else
+	// from logging in.
+	DefaultUnauthenticatedPerAddress = 8
 )
 
 // IO is where a command line reads and writes. Terminal says that the
@@ -72,14 +79,16 @@ type Server struct {
 	// Idle closes a connection that has neither input nor a running
 	// command for that long (0: DefaultIdle); Handshake bounds the time to
 	// log in (0: DefaultHandshake); Unauthenticated bounds the connections
-	// not yet logged in (0: DefaultUnauthenticated): more are closed at once.
-	Sessions        int
-	Idle, Handshake time.Duration
-	Unauthenticated int
+	// not yet logged in (0: DefaultUnauthenticated), and
+	// UnauthenticatedPerAddress those of one client address, an IPv6 /64
+	// (0: DefaultUnauthenticatedPerAddress): more are closed at once.
+	Sessions                                   int
+	Idle, Handshake                            time.Duration
+	Unauthenticated, UnauthenticatedPerAddress int
 
 	once     sync.Once
 	config   *ssh.ServerConfig
-	unauth   chan struct{}
+	unauth   connlimit.Counter // connections logging in, by address
 	mu       sync.Mutex
 	sessions map[int64]int // by user ID
 	conns    map[int64]int // by user ID
@@ -105,7 +114,9 @@ func (s *Server) init() {
 	if s.Unauthenticated <= 0 {
 		s.Unauthenticated = DefaultUnauthenticated
 	}
-	s.unauth = make(chan struct{}, s.Unauthenticated)
+	if s.UnauthenticatedPerAddress <= 0 {
+		s.UnauthenticatedPerAddress = DefaultUnauthenticatedPerAddress
+	}
 	s.sessions, s.conns = map[int64]int{}, map[int64]int{}
 	s.config = &ssh.ServerConfig{
 		MaxAuthTries:      6,
@@ -149,21 +160,23 @@ func (s *Server) Serve(ln net.Listener) error {
 			}
 			return err
 		}
-		select {
-		case s.unauth <- struct{}{}:
-			go s.serveConn(c)
-		default:
-			s.Logger.Warn("ssh: too many connections logging in; closed one", "from", c.RemoteAddr())
+		addr := throttle.AddressKey(c.RemoteAddr().String())
+		if err := s.unauth.Take(addr, s.Unauthenticated, s.UnauthenticatedPerAddress); err != nil {
+			s.Logger.Warn("ssh: too many connections logging in; closed one", "from", c.RemoteAddr(), "why", err)
 			c.Close()
+			continue
 		}
+		go s.serveConn(c, addr)
 	}
 }
 
-func (s *Server) serveConn(c net.Conn) {
+// serveConn serves c, from the client address addr, counted among the
+// connections logging in until it has logged in or failed to.
+func (s *Server) serveConn(c net.Conn, addr string) {
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(s.Handshake))
 	conn, chans, reqs, err := ssh.NewServerConn(c, s.config)
-	<-s.unauth
+	s.unauth.Give(addr)
 	if err != nil {
 		s.Logger.Debug("ssh: no login", "from", c.RemoteAddr(), "err", err)
 		return

@@ -743,6 +743,7 @@ var failures = map[string]failure{
 	domain.ENotFound:     {domain.NiceFileNotFound, false},
 	domain.EForbidden:    {domain.NicePermissionDenied, false},
 	domain.EUnavailable:  {domain.NiceConnectFailed, true},
+	domain.ETimeout:      {domain.NiceConnectFailed, true},
 	domain.EUnauthorized: {domain.NiceCredentialExpired, false},
 }
 

@@ -280,12 +280,17 @@ function pane(id, title) {
     if (done) p.list(p.path);
   }
 
+  // rename refuses a name that is taken, unless Replace is ticked: the
+  // dialog stays open with the refusal.
   async function rename() {
     const [f] = chosen();
     const done = await dialog({
       title: `Rename ${f.name}`, submit: 'Rename',
-      fields: [field('New name', h('input', { name: 'name', required: true, pattern: '[^/]+', value: f.name, autocomplete: 'off' }))],
-      action: (form) => post('operation/' + ep(p.ep) + '/rename', { old_path: join(p.path, f.name), new_path: join(p.path, form.get('name')) }),
+      fields: [field('New name', h('input', { name: 'name', required: true, pattern: '[^/]+', value: f.name, autocomplete: 'off' })),
+        h('label', { class: 'check' }, h('input', { type: 'checkbox', name: 'overwrite' }), 'Replace a file of that name')],
+      action: (form) => post('operation/' + ep(p.ep) + '/rename', {
+        old_path: join(p.path, f.name), new_path: join(p.path, form.get('name')), overwrite: form.has('overwrite'),
+      }),
     });
     if (done) p.list(p.path);
   }
