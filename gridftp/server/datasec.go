@@ -81,16 +81,6 @@ func (p TargetPolicy) allows(target netip.AddrPort, peer, local netip.Addr) erro
 	return nil
 }
 
-// addrOf is the IP of a connection's address.
-func addrOf(a net.Addr) netip.Addr {
-	if ta, ok := a.(*net.TCPAddr); ok {
-		ip, _ := netip.AddrFromSlice(ta.IP)
-		return ip.Unmap()
-	}
-	ap, _ := netip.ParseAddrPort(a.String())
-	return ap.Addr().Unmap()
-}
-
 // checkTarget refuses an unauthenticated data target the policy does not
 // allow; authenticated sessions may name any.
 func (ss *session) checkTarget(ap netip.AddrPort) error {
@@ -165,7 +155,7 @@ func (ss *session) admitter(from []netip.Addr) func(net.Conn) (net.Conn, error) 
 		return nil
 	}
 	return func(c net.Conn) (net.Conn, error) {
-		if ip := addrOf(c.RemoteAddr()); !slices.Contains(from, ip) {
+		if ip := gridftp.AddrIP(c.RemoteAddr()); !slices.Contains(from, ip) {
 			ss.log.Warn("data connection refused: not the client's address", "remote", c.RemoteAddr().String())
 			return c, fmt.Errorf("data connection from %v: not the client", ip)
 		}
