@@ -6,7 +6,9 @@
 // The service drives the agent's GridFTP server through the tunnel; every
 // data connection the server takes part in is one it opens: to the other
 // server's passive address when it sends, and to the relay, which
-// listens in its place, when it receives.
+// listens in its place, when it receives. The relay joins it only to the
+// senders the server expects: the agent names them with each listener it
+// asks for (tunnel.Listen).
 //
 // Relays are named by relay URLs (tunnel.Dialer). The relay tells the
 // agent the URLs of all the service's relays; when the agent loses its
