@@ -6,7 +6,9 @@
 // The service drives the agent's GridFTP server through the tunnel; every
 // data connection the server takes part in is one it opens: to the other
 // server's passive address when it sends, and to the relay, which
-// listens in its place, when it receives.
+// listens in its place, when it receives. The relay joins it only to the
+// senders the server expects: the agent names them with each listener it
+// asks for (tunnel.Listen).
 //
 // Relays are named by relay URLs (tunnel.Dialer). The relay tells the
 // agent the URLs of all the service's relays; when the agent loses its
@@ -458,22 +460,33 @@ func (a *Agent) keep(der []byte) error {
 	return nil
 }
 
-// listen is the GridFTP server's passive listener: one on the relay.
-func (a *Agent) listen() (net.Listener, error) {
+// errOldRelay says that the relay closed a listen request unanswered.
+var errOldRelay = errors.New("the relay does not take this agent's listen requests (a ferry server older than the agent?)")
+
+// listen is the GridFTP server's passive listener: one on the relay,
+// which admits only senders at the addresses of from (any when nil).
+func (a *Agent) listen(from []netip.Addr) (net.Listener, error) {
 	a.mu.Lock()
 	sess, relay := a.sess, a.relay
 	a.mu.Unlock()
 	if sess == nil {
 		return nil, errors.New("no tunnel to the relay")
 	}
-	st, err := sess.Open(tunnel.KindPassive)
+	st, err := sess.Open(tunnel.KindListen)
 	if err != nil {
 		return nil, err
 	}
-	st.SetReadDeadline(time.Now().Add(dialTimeout))
+	st.SetDeadline(time.Now().Add(dialTimeout))
 	dec := json.NewDecoder(st)
 	var p tunnel.Passive
-	if err := dec.Decode(&p); err != nil || p.Error != "" {
+	err = tunnel.WriteLine(st, tunnel.Listen{Any: from == nil, From: from})
+	if err == nil {
+		err = dec.Decode(&p)
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) {
+		err = errOldRelay // it closed the stream of a kind it does not know
+	}
+	if err != nil || p.Error != "" {
 		st.Close()
 		if err == nil {
 			err = errors.New(p.Error)
@@ -485,7 +498,7 @@ func (a *Agent) listen() (net.Listener, error) {
 		st.Close()
 		return nil, err
 	}
-	st.SetReadDeadline(time.Time{})
+	st.SetDeadline(time.Time{})
 	return &relayListener{st: st, dec: dec, addr: net.TCPAddrFromAddrPort(ap), relay: relay, log: a.log()}, nil
 }
 

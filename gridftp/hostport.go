@@ -3,10 +3,22 @@ package gridftp
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"strconv"
 	"strings"
 )
+
+// AddrIP is the IP of a connection's address (IPv4 unmapped); invalid
+// for an address that names none.
+func AddrIP(a net.Addr) netip.Addr {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		ip, _ := netip.AddrFromSlice(ta.IP)
+		return ip.Unmap()
+	}
+	ap, _ := netip.ParseAddrPort(a.String())
+	return ap.Addr().Unmap()
+}
 
 // ErrBadAddress reports a malformed PORT, EPRT, PASV or SPAS address.
 var ErrBadAddress = errors.New("gridftp: bad host-port")

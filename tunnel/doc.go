@@ -3,10 +3,11 @@
 // connection to the relay, and the two multiplex streams over it
 // (Session). The relay opens a stream for each GridFTP control connection
 // it makes to the agent (KindGridFTP); the agent opens one for each
-// passive data listener it asks the relay for (KindPassive), and for each
-// data connection a sender makes to that listener it opens a plain TCP
-// connection of its own to the relay, which starts with JoinMagic and the
-// token the relay sent, and which the relay splices to the sender's.
+// passive data listener it asks the relay for (KindListen), naming the
+// senders it admits (Listen), and for each data connection an admitted
+// sender makes to that listener it opens a plain TCP connection of its
+// own to the relay, which starts with JoinMagic and the token the relay
+// sent, and which the relay splices to the sender's.
 //
 // Every stream has a flow-control window: a peer may send no more than
 // Window unread bytes on a stream, and a session has at most MaxStreams,

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
+	"slices"
 )
 
 // ALPN protocols of the relay's TLS listener.
@@ -19,7 +21,8 @@ const (
 // Stream kinds.
 const (
 	KindGridFTP = "gridftp" // relay → agent: a GridFTP control connection
-	KindPassive = "passive" // agent → relay: a passive data listener on the relay
+	KindListen  = "listen"  // agent → relay: a passive data listener on the relay (Listen)
+	KindPassive = "passive" // an older agent's KindListen, with no Listen: refused
 	KindCert    = "cert"    // relay → agent: a renewed certificate (DER), then EOF
 	KindRelays  = "relays"  // relay → agent: one Relays line, then EOF
 )
@@ -93,9 +96,27 @@ type PeerReply struct {
 	Error string `json:"error,omitempty"`
 }
 
-// Passive is what the relay sends on a KindPassive stream: first the
-// listener's address (or an error), then one Join token per sender that
-// connected to it.
+// Listen is the first line an agent sends on a KindListen stream: whom the
+// passive listener admits. With Any, every sender: the agent's server
+// authenticates each data connection itself (DCAU A, a TLS handshake under
+// the transfer's credential). Else only senders at the addresses of From:
+// the agent's server's GridFTP client and the third-party senders it named
+// (OPTS PASV From), as ferry gridftp's own passive ports admit. The relay
+// closes any other connection before the agent hears of it.
+type Listen struct {
+	Any  bool         `json:"any,omitempty"`
+	From []netip.Addr `json:"from,omitempty"`
+}
+
+// Admits reports whether the listener admits a connection from ip.
+func (l Listen) Admits(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	return l.Any || slices.ContainsFunc(l.From, func(a netip.Addr) bool { return a.Unmap() == ip })
+}
+
+// Passive is what the relay sends on a KindListen stream, after the
+// Listen: first the listener's address (or an error), then one Join token
+// per sender it admitted.
 type Passive struct {
 	Addr  string `json:"addr,omitempty"`
 	Join  string `json:"join,omitempty"`

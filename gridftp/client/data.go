@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"ferry/gridftp"
 )
@@ -104,15 +105,54 @@ func (c *Conn) SecureData(ctx context.Context, cred *gridftp.DataCredential, pri
 	return nil
 }
 
+// ownCredLifetime is how long the credential a session makes for its own
+// data connections (ownSecurity) is valid: longer than any session.
+const ownCredLifetime = 7 * 24 * time.Hour
+
+// ownSecurity authenticates the data connections a ferry server (FEAT
+// DATATLS) makes to this client's listener, when nothing else does: it
+// makes the session a credential and returns the commands that hand it
+// over (DCSC P, DCAU A, PROT C), to go before PORT. The server's
+// connection then proves it, wherever it comes from: a connect agent is
+// reached through a relay, maybe another process's, at no address this
+// client knows. None for any other server, whose connections admit
+// checks by address.
+func (c *Conn) ownSecurity() ([]string, error) {
+	if _, ok := c.Feature("DATATLS"); !ok || c.data.cred != nil || c.sec != nil {
+		return nil, nil
+	}
+	cred, err := gridftp.NewDataCredential(ownCredLifetime)
+	if err != nil {
+		return nil, err
+	}
+	cmds, err := c.securityCommands(cred, false)
+	if err != nil {
+		return nil, err
+	}
+	// As secured, but before the replies: a refusal closes the session.
+	c.closeData()
+	c.data.cred, c.data.private = cred, false
+	return cmds, nil
+}
+
 // admit is the accept step of this client's data listener: the TLS
-// handshake when the data channels are authenticated.
+// handshake when the data channels are authenticated, else the address
+// rule: only the server's control connection's address is admitted, and
+// a stranger's connection is closed, so that it never becomes a listing
+// or a file.
 func (c *Conn) admit() func(net.Conn) (net.Conn, error) {
 	cred, private, timeout := c.data.cred, c.data.private, c.timeout()
-	if cred == nil {
-		return nil
+	if cred != nil {
+		return func(conn net.Conn) (net.Conn, error) {
+			return gridftp.SecureData(context.Background(), conn, cred, false, private, timeout)
+		}
 	}
+	server := gridftp.AddrIP(c.c.RemoteAddr())
 	return func(conn net.Conn) (net.Conn, error) {
-		return gridftp.SecureData(context.Background(), conn, cred, false, private, timeout)
+		if ip := gridftp.AddrIP(conn.RemoteAddr()); ip != server {
+			return conn, fmt.Errorf("client: data connection from %v refused: not the server (%v)", ip, server)
+		}
+		return conn, nil
 	}
 }
 
@@ -165,7 +205,8 @@ func (c *Conn) closeData() {
 }
 
 // receiveSetup makes sure the server will connect to us (MODE E, the
-// parallelism, a listener of ours and PORT) and sends the transfer command
+// parallelism, the credential it proves, ownSecurity, a listener of ours
+// and PORT) and sends the transfer command
 // cmd, all in one write: a listing or a retrieval on a fresh session costs
 // one round trip, not one per command. It reads the setup commands'
 // replies; the caller reads cmd's. A refused setup leaves cmd's reply
@@ -179,6 +220,11 @@ func (c *Conn) receiveSetup(ctx context.Context, cmd string) error {
 	if c.data.parallel != want {
 		lines = append(lines, fmt.Sprintf("OPTS RETR Parallelism=%d,%d,%d;", want, want, want))
 	}
+	sec, err := c.ownSecurity()
+	if err != nil {
+		return err
+	}
+	lines = append(lines, sec...)
 	if c.data.ln == nil {
 		c.closeData()
 		local, err := netip.ParseAddrPort(c.c.LocalAddr().String())

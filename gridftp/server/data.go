@@ -147,8 +147,9 @@ func (ss *session) listen() (netip.AddrPort, error) {
 	var ln net.Listener
 	var ap netip.AddrPort
 	var err error
+	from := ss.passiveFrom()
 	if ss.srv.Listen != nil {
-		if ln, err = ss.srv.Listen(); err != nil {
+		if ln, err = ss.srv.Listen(from); err != nil {
 			return netip.AddrPort{}, err
 		}
 		ap = ln.Addr().(*net.TCPAddr).AddrPort()
@@ -169,7 +170,7 @@ func (ss *session) listen() (netip.AddrPort, error) {
 	}
 	d := &ss.data
 	d.ln, d.accepted, d.stop = ln, make(chan net.Conn, maxPendingConns), make(chan struct{})
-	admit := ss.admitter()
+	admit := ss.admitter(from)
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -85,16 +86,6 @@ func (p TargetPolicy) allows(target netip.AddrPort, peer, local netip.Addr) erro
 	return nil
 }
 
-// addrOf is the IP of a connection's address.
-func addrOf(a net.Addr) netip.Addr {
-	if ta, ok := a.(*net.TCPAddr); ok {
-		ip, _ := netip.AddrFromSlice(ta.IP)
-		return ip.Unmap()
-	}
-	ap, _ := netip.ParseAddrPort(a.String())
-	return ap.Addr().Unmap()
-}
-
 // checkTarget refuses a data target the policy does not allow, whatever
 // DCAU says.
 func (ss *session) checkTarget(ap netip.AddrPort) error {
@@ -136,9 +127,21 @@ func (ss *session) dialOut(ctx context.Context, network, addr string) (net.Conn,
 	return nil, refused
 }
 
+// passiveFrom is whom the passive listener opened now admits: nil for
+// anyone, when each connection proves the session's credential (DCAU A) or
+// the operator lets any come; else the control connection's peer and the
+// addresses the client named (OPTS PASV From).
+func (ss *session) passiveFrom() []netip.Addr {
+	if ss.dcauA || ss.srv.PassiveFromAnywhere || ss.client.anywhere {
+		return nil
+	}
+	return append([]netip.Addr{ss.peerIP()}, ss.pasvFrom...)
+}
+
 // admitter is how the passive listener opened now admits connections: the
-// TLS handshake of an authenticated session, else the address rule.
-func (ss *session) admitter() func(net.Conn) (net.Conn, error) {
+// TLS handshake of an authenticated session, else the address rule for
+// from (passiveFrom), unless Server.Listen's listener applies it.
+func (ss *session) admitter(from []netip.Addr) func(net.Conn) (net.Conn, error) {
 	if ss.dcauA {
 		cred, private, timeout := ss.dataCred, ss.protP, ss.srv.dataTimeout()
 		return func(c net.Conn) (net.Conn, error) {
@@ -150,17 +153,13 @@ func (ss *session) admitter() func(net.Conn) (net.Conn, error) {
 			return sc, nil
 		}
 	}
-	if ss.srv.PassiveFromAnywhere || ss.client.anywhere || ss.srv.Listen != nil {
-		// A connect agent's passive ports are the relay's: it checks who
-		// joins them.
+	if from == nil || ss.srv.Listen != nil {
+		// A connect agent's passive ports are the relay's: it was told
+		// whom to admit, and checks before the agent joins.
 		return nil
 	}
-	ok := map[netip.Addr]bool{ss.peerIP(): true}
-	for _, a := range ss.pasvFrom {
-		ok[a] = true
-	}
 	return func(c net.Conn) (net.Conn, error) {
-		if ip := addrOf(c.RemoteAddr()); !ok[ip] {
+		if ip := gridftp.AddrIP(c.RemoteAddr()); !slices.Contains(from, ip) {
 			ss.log.Warn("data connection refused: not the client's address", "remote", c.RemoteAddr().String())
 			return c, fmt.Errorf("data connection from %v: not the client", ip)
 		}

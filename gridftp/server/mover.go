@@ -41,7 +41,7 @@ func (ss *session) peerIP() netip.Addr {
 	if ss.client.peer.IsValid() {
 		return ss.client.peer
 	}
-	return addrOf(ss.conn.RemoteAddr())
+	return gridftp.AddrIP(ss.conn.RemoteAddr())
 }
 
 // localIP is the address the client reached this server at.
@@ -49,7 +49,7 @@ func (ss *session) localIP() netip.Addr {
 	if ss.client.local.IsValid() {
 		return ss.client.local
 	}
-	return addrOf(ss.conn.LocalAddr())
+	return gridftp.AddrIP(ss.conn.LocalAddr())
 }
 
 // siteCLIENT reads "SITE CLIENT PEER LOCAL [ANY]" (movers only).

@@ -81,8 +81,12 @@ type Server struct {
 	PortLow, PortHigh int
 	// Listen, when set, opens passive data listeners in place of a port
 	// of this host, and PASV announces the listener's address (a
-	// *net.TCPAddr): ferry connect listens on the service's relay.
-	Listen func() (net.Listener, error)
+	// *net.TCPAddr): ferry connect listens on the service's relay. The
+	// listener must admit only connections from the addresses of from,
+	// which the session cannot check itself (they reach it from the
+	// listener, not from the sender); from is nil when any may come (the
+	// session authenticates each one, DCAU A, or PassiveFromAnywhere).
+	Listen func(from []netip.Addr) (net.Listener, error)
 
 	// TargetPolicy decides where active data connections (PORT, EPRT,
 	// SPOR, whatever DCAU says) and the connections of layers (multicast

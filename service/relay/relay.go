@@ -12,7 +12,11 @@
 // and the agent's server listens for data on the relay: for each passive
 // listener the agent asks for, the relay listens on its own host and, for
 // each connection a sender makes there, asks the agent to connect out and
-// splices the two. So an agent never accepts a connection.
+// splices the two. So an agent never accepts a connection. The agent names
+// the senders a listener admits (tunnel.Listen): any, when its server
+// authenticates each data connection itself, or else only those at the
+// addresses its server's own passive ports would admit; the relay closes
+// every other connection before the agent hears of it.
 //
 // The store records which process each agent is connected to, so that the
 // other processes reach it through this one; the agent learns the URLs of
@@ -411,9 +415,12 @@ func (r *Relay) tunnel(tc *tls.Conn) {
 		if err != nil {
 			break
 		}
-		if st.Kind() == tunnel.KindPassive {
+		switch st.Kind() {
+		case tunnel.KindListen:
 			go r.passive(a, st)
-		} else {
+		case tunnel.KindPassive:
+			go r.refuseOld(a, st)
+		default:
 			st.Close()
 		}
 	}
@@ -663,11 +670,31 @@ func (r *Relay) Online(_ context.Context, endpointID string) (<-chan struct{}, b
 	return nil, false
 }
 
-// passive serves one passive listener of the agent: it listens on the
-// relay's host, and hands the agent a join token for each sender that
-// connects, until the agent closes the stream.
+// errOldAgent refuses an agent that asks for a passive listener without
+// naming whom it admits.
+var errOldAgent = errors.New("this ferry connect is older than the service: its passive listeners would admit anyone; upgrade it")
+
+// refuseOld answers an older agent's request for a passive listener,
+// which names no senders: the listener would admit anyone, and the
+// agent's server expects the relay to check.
+func (r *Relay) refuseOld(a *peer, st *tunnel.Stream) {
+	defer st.Close()
+	r.log().Warn("relay: passive listener refused", "endpoint", a.id, "err", errOldAgent)
+	tunnel.WriteLine(st, tunnel.Passive{Error: errOldAgent.Error()})
+}
+
+// passive serves one passive listener of the agent: it reads whom the
+// listener admits, listens on the relay's host, and hands the agent a join
+// token for each admitted sender that connects, until the agent closes the
+// stream. Any other connection is closed at once.
 func (r *Relay) passive(a *peer, st *tunnel.Stream) {
 	defer st.Close()
+	st.SetReadDeadline(time.Now().Add(handshakeTimeout))
+	var req tunnel.Listen
+	if err := tunnel.ReadLine(st, &req); err != nil {
+		return
+	}
+	st.SetReadDeadline(time.Time{})
 	if !r.Public.IsValid() {
 		tunnel.WriteLine(st, tunnel.Passive{Error: "the relay has no public address for passive listeners (ferry server --relay-address)"})
 		return
@@ -699,6 +726,11 @@ func (r *Relay) passive(a *peer, st *tunnel.Stream) {
 		if err != nil {
 			return
 		}
+		if ip := addrOf(c.RemoteAddr()); !req.Admits(ip) {
+			r.log().Warn("relay: data connection refused: not a sender the agent expects", "endpoint", a.id, "remote", c.RemoteAddr().String())
+			c.Close()
+			continue
+		}
 		if !a.track(c) {
 			c.Close()
 			continue
@@ -709,6 +741,12 @@ func (r *Relay) passive(a *peer, st *tunnel.Stream) {
 			return
 		}
 	}
+}
+
+// addrOf is the IP of a TCP connection's address.
+func addrOf(a net.Addr) netip.Addr {
+	ap, _ := netip.ParseAddrPort(a.String())
+	return ap.Addr().Unmap()
 }
 
 // bindAddr is where a passive listener binds: a new port of ip, or of

@@ -16,6 +16,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -23,6 +24,8 @@ import (
 
 	"ferry/agent"
 	"ferry/engine"
+	"ferry/gridftp"
+	"ferry/gridftp/client"
 	"ferry/gridftp/server"
 	"ferry/gridftp/server/servertest"
 	"ferry/service/ca"
@@ -566,5 +569,145 @@ func TestOverHTTP(t *testing.T) {
 	}
 	if e.relay.Spliced() == 0 {
 		t.Fatal("no data connection went through the relay")
+	}
+}
+
+// dialFrom connects to addr from a loopback address of the test's
+// choosing: 127.0.0.1 is the agent's client (the relay, here), the others
+// are third parties.
+func dialFrom(t *testing.T, from string, addr netip.AddrPort) net.Conn {
+	t.Helper()
+	d := net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+	c, err := d.Dial("tcp", addr.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// modeE is data as one MODE E block at offset 0, then the EOF of a
+// single stream.
+func modeE(data []byte) []byte {
+	var b [2 * gridftp.HeaderLen]byte
+	gridftp.Header{Count: uint64(len(data))}.Put(b[:])
+	gridftp.Header{Desc: gridftp.DescEOF | gridftp.DescEOD, Offset: 1}.Put(b[gridftp.HeaderLen:])
+	return slices.Concat(b[:gridftp.HeaderLen], data, b[gridftp.HeaderLen:])
+}
+
+// A passive listener on the relay admits only the senders the agent's
+// server expects. With DCAU N those at the addresses it admits (its
+// client's, and the third-party sender's it was told with OPTS PASV
+// From): the relay closes a stranger's connection and never asks the
+// agent to join it. With DCAU A any, and the agent's server closes a
+// connection that does not prove the transfer's credential. Either way the
+// stranger, first on the port, gets nothing in, and the file is the
+// sender's.
+func TestPassiveAdmits(t *testing.T) {
+	e := newEnv(t, time.Hour)
+	ep, secret := e.endpoint("laptop", time.Now().Add(time.Hour))
+	root, _ := e.agent(ep, secret)
+	e.waitOnline(ep.ID, true)
+	cred, err := gridftp.NewDataCredential(time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob, err := cred.DCSC()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name      string
+		setup     []string
+		secure    bool
+		strangers int64 // of the stranger's connections, how many the relay spliced
+	}{
+		{"DCAU N", []string{"OPTS PASV From=127.0.0.3;"}, false, 0},
+		{"DCAU A", []string{"DCSC P " + blob, "DCAU A"}, true, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(e.ctx, 30*time.Second)
+			defer cancel()
+			conn, err := client.DialWith(ctx, func(ctx context.Context, _, _ string) (net.Conn, error) { return e.relay.Dial(ctx, ep.ID) }, "agent")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if err := conn.Login(ctx, "anonymous", "x"); err != nil {
+				t.Fatal(err)
+			}
+			for _, cmd := range append([]string{"MODE E"}, c.setup...) {
+				if _, err := conn.Do(ctx, "%s", cmd); err != nil {
+					t.Fatalf("%s: %v", strings.Fields(cmd)[0], err)
+				}
+			}
+			pasv, err := conn.Passive(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			spliced := e.relay.Spliced()
+			stranger := dialFrom(t, "127.0.0.2", pasv)
+			stranger.Write(modeE([]byte("injected by a stranger")))
+			stranger.SetReadDeadline(time.Now().Add(10 * time.Second))
+			if n, err := io.Copy(io.Discard, stranger); n > 0 || errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("the stranger's connection: %d bytes, %v; want it closed", n, err)
+			}
+			if err := conn.Send("STOR f-%s", strings.ReplaceAll(c.name, " ", "")); err != nil {
+				t.Fatal(err)
+			}
+			var sender net.Conn = dialFrom(t, "127.0.0.3", pasv)
+			if c.secure {
+				if sender, err = gridftp.SecureData(ctx, sender, cred, true, false, 5*time.Second); err != nil {
+					t.Fatal(err)
+				}
+			}
+			sender.Write(modeE([]byte("the sender's data")))
+			if _, err := conn.Final(ctx, nil); err != nil {
+				t.Fatalf("STOR: %v", err)
+			}
+			got, err := os.ReadFile(filepath.Join(root, "f-"+strings.ReplaceAll(c.name, " ", "")))
+			if err != nil || string(got) != "the sender's data" {
+				t.Fatalf("stored %q, %v", got, err)
+			}
+			if n := e.relay.Spliced() - spliced; n != 1+c.strangers {
+				t.Fatalf("the relay spliced %d data connections; want the sender's and %d of the stranger's", n, c.strangers)
+			}
+		})
+	}
+}
+
+// An agent older than the relay asks for a passive listener without
+// naming whom it admits: the relay refuses, saying why.
+func TestOldAgentPassive(t *testing.T) {
+	e := newEnv(t, time.Hour)
+	_, secret := e.endpoint("laptop", time.Now().Add(time.Hour))
+	dir := t.TempDir()
+	if _, err := agent.Pair(e.ctx, e.url, secret, e.ca.Pin(), dir); err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, agent.CertFile), filepath.Join(dir, agent.KeyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, err := tls.Dial("tcp", strings.TrimPrefix(e.url, "tcp://"), &tls.Config{NextProtos: []string{tunnel.ProtoTunnel},
+		RootCAs: e.ca.Pool(), ServerName: ca.RelayName, Certificates: []tls.Certificate{cert}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	tc.SetDeadline(time.Now().Add(10 * time.Second))
+	var hello tunnel.Hello
+	if err := tunnel.ReadLine(tc, &hello); err != nil || hello.Error != "" {
+		t.Fatalf("hello: %+v, %v", hello, err)
+	}
+	sess := tunnel.Client(tc)
+	defer sess.Close()
+	st, err := sess.Open(tunnel.KindPassive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p tunnel.Passive
+	if err := tunnel.ReadLine(st, &p); err != nil || p.Addr != "" || !strings.Contains(p.Error, "older than the service") {
+		t.Fatalf("the relay answered %+v, %v; want a refusal that says the agent is too old", p, err)
 	}
 }
