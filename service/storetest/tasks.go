@@ -272,19 +272,9 @@ func testFiles(t *testing.T, open Open) {
 	f.ok(f.s.Progress(f.ctx, task.ID, "w", domain.Batch{Files: files[4:]}))
 
 	// Pages of 3, then one page of each state.
-	var pages [][]domain.File
-	for marker := int64(0); ; {
-		page, next, err := f.s.Files(f.ctx, task.ID, "", marker, 3)
-		f.ok(err)
-		pages = append(pages, page)
-		if next == 0 {
-			break
-		}
-		if len(pages) > 3 {
-			t.Fatal("Files pages never end")
-		}
-		marker = next
-	}
+	pages := pagesOf(t, "Files", func(marker int64) ([]domain.File, int64, error) {
+		return f.s.Files(f.ctx, task.ID, "", marker, 3)
+	})
 	equal(t, "pages of files", pages, [][]domain.File{files[0:3], files[3:6], files[6:7]})
 	for _, state := range states {
 		var want []domain.File
@@ -324,19 +314,9 @@ func testDeletions(t *testing.T, open Open) {
 	f.ok(f.s.Progress(f.ctx, task.ID, "w", domain.Batch{Deletions: dels[:2]}))
 	f.ok(f.s.Progress(f.ctx, other.ID, "w", domain.Batch{Deletions: []domain.Deletion{{Path: "/other", Time: t0}}}))
 	f.ok(f.s.Progress(f.ctx, task.ID, "w", domain.Batch{Deletions: dels[2:]}))
-	var pages [][]domain.Deletion
-	for marker := int64(0); ; {
-		page, next, err := f.s.Deletions(f.ctx, task.ID, marker, 2)
-		f.ok(err)
-		pages = append(pages, page)
-		if next == 0 {
-			break
-		}
-		if len(pages) > 3 {
-			t.Fatal("Deletions pages never end")
-		}
-		marker = next
-	}
+	pages := pagesOf(t, "Deletions", func(marker int64) ([]domain.Deletion, int64, error) {
+		return f.s.Deletions(f.ctx, task.ID, marker, 2)
+	})
 	equal(t, "pages of deletions", pages, [][]domain.Deletion{dels[0:2], dels[2:4], dels[4:5]})
 	wantCode(t, f.s.Progress(f.ctx, task.ID, "another", domain.Batch{Deletions: dels[:1]}), domain.ENotFound)
 	if got, _, err := f.s.Deletions(f.ctx, task.ID, 0, 0); err != nil || len(got) != len(dels) {
@@ -530,4 +510,26 @@ func testTaskCounts(t *testing.T, open Open) {
 	_, err = f.s.Deactivate(f.ctx, alice.ID, ea.ID, domain.NiceNotActivated, t0)
 	f.ok(err)
 	count(map[string]int{domain.StatusSucceeded: 1, domain.StatusFailed: 1, domain.StatusInactive: 1})
+}
+
+// pagesOf reads what fetch pages from marker 0 until its next marker is
+// 0, failing the test after more than 3 pages (they never end) or on an
+// error; what names the listing.
+func pagesOf[T any](t *testing.T, what string, fetch func(marker int64) ([]T, int64, error)) [][]T {
+	t.Helper()
+	var pages [][]T
+	for marker := int64(0); ; {
+		page, next, err := fetch(marker)
+		if err != nil {
+			t.Fatalf("%s from marker %d: %v", what, marker, err)
+		}
+		pages = append(pages, page)
+		if next == 0 {
+			return pages
+		}
+		if len(pages) > 3 {
+			t.Fatalf("%s pages never end", what)
+		}
+		marker = next
+	}
 }
