@@ -146,12 +146,24 @@ func TestWebAppResearcher(t *testing.T) {
 	}
 	next := `//section[@aria-labelledby="done-title"]//button[starts-with(text(),"Next")]`
 	prev := `//section[@aria-labelledby="done-title"]//button[starts-with(text(),"Previous")]`
+	// The files come in the order they arrived (tar batches race), so
+	// every name must be on one of the three pages, none twice.
+	const rowsText = `document.querySelector('section[aria-labelledby=done-title] tbody').innerText`
+	var shown strings.Builder
 	onPage("1–50", 50)
-	p.waitText(`section[aria-labelledby=done-title] tbody`, "/many/f000.dat")
+	shown.WriteString(eval[string](p, rowsText))
 	p.do("next page", chromedp.Click(next))
 	onPage("51–100", 50)
+	shown.WriteString(eval[string](p, rowsText))
 	p.do("last page", chromedp.Click(next))
 	onPage("101–120", 20)
+	shown.WriteString(eval[string](p, rowsText))
+	for i := range 120 {
+		// One row each: the name as the file and as where it went.
+		if n := strings.Count(shown.String(), fmt.Sprintf("/many/f%03d.dat", i)); n != 2 {
+			t.Errorf("/many/f%03d.dat is in %d cells of the three pages, want 2 (one row)", i, n)
+		}
+	}
 	if !eval[bool](p, `document.evaluate('`+next+`', document, null, 9).singleNodeValue.disabled`) {
 		t.Error("Next is enabled on the last page")
 	}
