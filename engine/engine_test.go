@@ -249,37 +249,46 @@ func TestCopyTree(t *testing.T) {
 	}
 }
 
+// TestSyncLevels: every level but none skips only a destination file of
+// the source's size; a shorter one, even newer than its source (what a
+// canceled transfer leaves), is sent again.
 func TestSyncLevels(t *testing.T) {
 	src := startEndpoint(t, "", nil)
 	dst := startEndpoint(t, "", nil)
 	old := time.Now().Add(-time.Hour).Truncate(time.Second)
 	newer := time.Now().Truncate(time.Second)
-	// same: identical; sizes: same size, other bytes; older: destination older; gone: missing
+	later := newer.Add(time.Minute)
+	// same: identical; bytes: same size, other bytes, older; size: other
+	// size, older; partial: the source's first bytes, newer; gone: missing
+	names := []string{"same", "bytes", "size", "partial", "gone"}
 	writeFile(t, filepath.Join(src.root, "d", "same"), []byte("abc"))
 	writeFile(t, filepath.Join(src.root, "d", "bytes"), []byte("xyz"))
 	writeFile(t, filepath.Join(src.root, "d", "size"), []byte("longer"))
+	writeFile(t, filepath.Join(src.root, "d", "partial"), []byte("the whole file"))
 	writeFile(t, filepath.Join(src.root, "d", "gone"), []byte("new"))
-	for _, n := range []string{"same", "bytes", "size", "gone"} {
+	for _, n := range names {
 		os.Chtimes(filepath.Join(src.root, "d", n), newer, newer)
 	}
 	for _, tc := range []struct {
 		level engine.SyncLevel
 		sent  []string
 	}{
-		{engine.SyncNone, []string{"same", "bytes", "size", "gone"}},
-		{engine.SyncExists, []string{"gone"}},
-		{engine.SyncSize, []string{"size", "gone"}},
-		{engine.SyncMtime, []string{"bytes", "size", "gone"}},
-		{engine.SyncChecksum, []string{"bytes", "size", "gone"}},
+		{engine.SyncNone, names},
+		{engine.SyncExists, []string{"size", "partial", "gone"}},
+		{engine.SyncSize, []string{"size", "partial", "gone"}},
+		{engine.SyncMtime, []string{"bytes", "size", "partial", "gone"}},
+		{engine.SyncChecksum, []string{"bytes", "size", "partial", "gone"}},
 	} {
 		t.Run(fmt.Sprint(tc.level), func(t *testing.T) {
 			os.RemoveAll(filepath.Join(dst.root, "d"))
 			writeFile(t, filepath.Join(dst.root, "d", "same"), []byte("abc"))
 			writeFile(t, filepath.Join(dst.root, "d", "bytes"), []byte("XYZ"))
 			writeFile(t, filepath.Join(dst.root, "d", "size"), []byte("short"))
+			writeFile(t, filepath.Join(dst.root, "d", "partial"), []byte("the w"))
 			os.Chtimes(filepath.Join(dst.root, "d", "same"), newer, newer)
 			os.Chtimes(filepath.Join(dst.root, "d", "bytes"), old, old)
 			os.Chtimes(filepath.Join(dst.root, "d", "size"), old, old)
+			os.Chtimes(filepath.Join(dst.root, "d", "partial"), later, later)
 			o := fastOptions()
 			o.SyncLevel = tc.level
 			rep := &recorder{}
@@ -288,14 +297,15 @@ func TestSyncLevels(t *testing.T) {
 				t.Fatal(err)
 			}
 			var sent []string
-			for _, n := range []string{"same", "bytes", "size", "gone"} {
+			for _, n := range names {
 				if rep.done["/d/"+n].Outcome == engine.Transferred {
 					sent = append(sent, n)
 				}
 			}
-			if fmt.Sprint(sent) != fmt.Sprint(tc.sent) || res.Skipped != 4-len(tc.sent) {
+			if fmt.Sprint(sent) != fmt.Sprint(tc.sent) || res.Skipped != len(names)-len(tc.sent) {
 				t.Fatalf("sent %v (skipped %d), want %v", sent, res.Skipped, tc.sent)
 			}
+			compareTrees(t, filepath.Join(src.root, "d", "partial"), filepath.Join(dst.root, "d", "partial"))
 		})
 	}
 }

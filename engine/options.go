@@ -65,12 +65,14 @@ func (e Endpoint) dial(ctx context.Context) (*client.Conn, error) {
 type SyncLevel int
 
 // Sync levels. The zero value always copies; the others are the transfer
-// API's levels 0 (exists) to 3 (checksum), in that order.
+// API's levels 0 (exists) to 3 (checksum), in that order. No level skips
+// a destination file whose size is not the source's: what a canceled or
+// broken transfer left may be short yet newer than its source.
 const (
 	SyncNone     SyncLevel = iota
-	SyncExists             // skip when the destination exists
+	SyncExists             // skip when the destination exists, of the source's size
 	SyncSize               // skip when sizes match
-	SyncMtime              // skip unless the source is newer
+	SyncMtime              // skip when sizes match and the source is not newer
 	SyncChecksum           // skip when sizes and checksums match
 )
 

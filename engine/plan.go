@@ -460,20 +460,21 @@ func (p *planner) decide(ctx context.Context, src, dst string, e gridftp.Entry, 
 			return nil
 		}
 	}
+	// No level skips a destination file of another size than its source:
+	// a canceled or broken transfer may have left it short, under its
+	// name, newer than its source.
 	skip := false
-	if have != nil && !have.IsDir() {
+	if have != nil && !have.IsDir() && have.Size == e.Size {
 		switch p.opts.SyncLevel {
-		case SyncExists:
+		case SyncExists, SyncSize:
 			skip = true
-		case SyncSize:
-			skip = have.Size == e.Size
 		case SyncMtime:
 			skip = !e.Modify.After(have.Modify)
 		case SyncChecksum:
 			if eq, known := p.summed[dst]; known {
-				skip = eq && have.Size == e.Size
+				skip = eq
 				delete(p.summed, dst)
-			} else if have.Size == e.Size {
+			} else {
 				a, b, err := checksums(ctx, p.src, p.dst, p.alg, src, dst, 0, -1)
 				if err != nil {
 					return err
