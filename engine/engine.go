@@ -614,7 +614,7 @@ func (c *copier) part(u *unit) client.Part {
 	if u.b != nil {
 		return c.batchPart(u)
 	}
-	p := client.Part{SrcPath: u.f.src, DstPath: u.f.dst, Offset: u.off, Length: u.n}
+	p := client.Part{SrcPath: u.f.src, DstPath: u.f.at(), Offset: u.off, Length: u.n}
 	if u.n < 0 {
 		c.mu.Lock()
 		p.Have.AddAll(u.f.have)
@@ -723,6 +723,12 @@ func (c *copier) unitDone(ctx context.Context, u *unit, p *client.Pair) {
 
 // needsFinishing reports whether a file needs a finisher's session.
 func (c *copier) needsFinishing(f *file) bool {
+	return f.tmp != "" || c.checksSource(f)
+}
+
+// checksSource reports whether a file's source is looked up again once its
+// data landed.
+func (c *copier) checksSource(f *file) bool {
 	return c.opts.Verify || c.opts.PreserveMtime || f.size >= sourceCheckSize || nonASCII(f.dst)
 }
 
@@ -805,7 +811,7 @@ func (c *copier) verifyChunk(ctx context.Context, p *client.Pair, u *unit) error
 		c.retryFinish(ctx, u, err, func(p *client.Pair) error { return c.verifyChunk(ctx, p, u) })
 		return err
 	}
-	a, b, err := checksums(ctx, p.Src, p.Dst, c.set.Algorithm, u.f.src, u.f.dst, u.off, u.n)
+	a, b, err := checksums(ctx, p.Src, p.Dst, c.set.Algorithm, u.f.src, u.f.at(), u.off, u.n)
 	switch {
 	case err != nil:
 		c.retryFinish(ctx, u, err, func(p *client.Pair) error { return c.verifyChunk(ctx, p, u) })
@@ -857,44 +863,42 @@ func (c *copier) finalize(ctx context.Context, p *client.Pair, u *unit) error {
 	return err
 }
 
+// finishFile ends a file whose data all landed: it checks that the source
+// did not change, verifies the whole file (unless its chunks were
+// verified), cuts what an old file had beyond the source's size, sets the
+// mtime and renames the file from its temporary name to its final one.
 func (c *copier) finishFile(ctx context.Context, p *client.Pair, u *unit) error {
 	f := u.f
 	if p == nil {
 		return errors.New("no session to finish the file")
 	}
-	// The destination is looked up with the source when its name or, after
-	// chunks, its length needs a check.
+	// The destination is looked up with the source when, after chunks,
+	// its length needs a check.
 	dp := ""
-	if (nonASCII(f.dst) || u.n >= 0) && !c.opts.blind() {
-		dp = f.dst
+	if u.n >= 0 && !c.opts.blind() {
+		dp = f.at()
 	}
-	e, de, err, derr := stat(ctx, p.Src, p.Dst, f.src, dp)
-	if err != nil {
-		return &client.EndError{Err: err}
-	}
-	if e.Size != f.size || !e.Modify.Equal(f.mtime) {
-		c.mu.Lock()
-		f.size, f.mtime = e.Size, e.Modify
-		c.mu.Unlock()
-		return fmt.Errorf("%w: now %d bytes, modified %s", errSourceChanged, e.Size, e.Modify.Format(time.RFC3339))
-	}
-	if nonASCII(f.dst) && !c.opts.blind() {
-		var refused *gridftp.Error
-		if errors.As(derr, &refused) {
-			return fmt.Errorf("%w (it cannot find the file by it): %v", errNameChanged, derr)
+	var de gridftp.Entry
+	var derr error
+	if c.checksSource(f) || dp != "" {
+		var e gridftp.Entry
+		var err error
+		e, de, err, derr = stat(ctx, p.Src, p.Dst, f.src, dp)
+		if err != nil {
+			return &client.EndError{Err: err}
 		}
-		if derr != nil {
-			return derr
-		}
-		if path.Clean(de.Name) != path.Clean(f.dst) {
-			return fmt.Errorf("%w (it stored %q)", errNameChanged, de.Name)
+		if e.Size != f.size || !e.Modify.Equal(f.mtime) {
+			c.mu.Lock()
+			f.size, f.mtime = e.Size, e.Modify
+			c.mu.Unlock()
+			return fmt.Errorf("%w: now %d bytes, modified %s", errSourceChanged, e.Size, e.Modify.Format(time.RFC3339))
 		}
 	}
 	var sum string
 	// Behind a relay, the relay's forwarding layer compares its child's
 	// copy with what it received, or fails the transfer.
 	if c.opts.Verify && u.n < 0 && !c.opts.blind() {
-		a, b, err := checksums(ctx, p.Src, p.Dst, c.set.Algorithm, f.src, f.dst, 0, -1)
+		a, b, err := checksums(ctx, p.Src, p.Dst, c.set.Algorithm, f.src, f.at(), 0, -1)
 		if err != nil {
 			return err
 		}
@@ -906,7 +910,7 @@ func (c *copier) finishFile(ctx context.Context, p *client.Pair, u *unit) error 
 	if u.n >= 0 {
 		// Chunks never shorten the file; a longer old destination is cut.
 		if derr == nil && de.Size > f.size {
-			if _, err := p.Dst.Do(ctx, "SITE TRNC %d %s", f.size, f.dst); err != nil {
+			if _, err := p.Dst.Do(ctx, "SITE TRNC %d %s", f.size, f.at()); err != nil {
 				return err
 			}
 		}
@@ -915,12 +919,39 @@ func (c *copier) finishFile(ctx context.Context, p *client.Pair, u *unit) error 
 		}
 	}
 	if c.opts.PreserveMtime && !f.mtime.IsZero() {
-		if _, err := p.Dst.Do(ctx, "MFMT %s %s", f.mtime.UTC().Format(gridftp.TimeLayout), f.dst); err != nil {
+		if _, err := p.Dst.Do(ctx, "MFMT %s %s", f.mtime.UTC().Format(gridftp.TimeLayout), f.at()); err != nil {
 			return fmt.Errorf("preserve mtime: %w", err)
+		}
+	}
+	if f.tmp != "" {
+		if err := p.Dst.Rename(ctx, f.tmp, f.dst); err != nil {
+			return fmt.Errorf("rename %s to %s: %w", f.tmp, f.dst, err)
+		}
+	}
+	if nonASCII(f.dst) && !c.opts.blind() {
+		if err := c.checkName(ctx, p.Dst, f.dst); err != nil {
+			return err
 		}
 	}
 	f.sum = sum
 	c.final(f, Transferred, nil)
+	return nil
+}
+
+// checkName looks the file dst up at the destination, whose server may
+// have stored it under another name (errNameChanged).
+func (c *copier) checkName(ctx context.Context, conn *client.Conn, dst string) error {
+	de, err := conn.Stat(ctx, dst)
+	var refused *gridftp.Error
+	if errors.As(err, &refused) {
+		return fmt.Errorf("%w (it cannot find the file by it): %v", errNameChanged, err)
+	}
+	if err != nil {
+		return err
+	}
+	if path.Clean(de.Name) != path.Clean(dst) {
+		return fmt.Errorf("%w (it stored %q)", errNameChanged, de.Name)
+	}
 	return nil
 }
 

@@ -67,6 +67,6 @@ func (c *copier) removePartials(ctx context.Context) {
 	}
 	defer conn.Close()
 	for _, f := range partial {
-		conn.Do(ctx, "DELE %s", f.dst)
+		conn.Do(ctx, "DELE %s", f.at())
 	}
 }

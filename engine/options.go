@@ -110,6 +110,12 @@ type Options struct {
 	Algorithm     string // checksum algorithm; "": the fastest both ends offer
 	PreserveMtime bool
 	Tar           TarMode // when small files move as tar streams
+	// InPlace writes each file under its final name as it arrives, for
+	// destinations that cannot rename. By default a file is written under
+	// a temporary name in its directory (partname.For) and renamed over
+	// its final name once all its data landed and, with Verify, matched:
+	// no file short of its data bears its final name.
+	InPlace bool
 	Compress      bool    // compress data in flight, where both ends offer it (ferry servers)
 
 	Deadline    time.Time     // give up retrying then; zero: MaxAttempts decides

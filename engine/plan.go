@@ -11,11 +11,13 @@ import (
 
 	"ferry/gridftp"
 	"ferry/gridftp/client"
+	"ferry/internal/partname"
 )
 
 // file is one file to copy and its progress.
 type file struct {
 	src, dst string
+	tmp      string // where its data goes until it is whole (partname); "": dst
 	size     int64
 	mtime    time.Time
 
@@ -30,6 +32,14 @@ type file struct {
 	chunks   gridftp.Ranges // chunks done
 	sum      string
 	root     *treeRoot // the listed tree it is in, by the same name below both roots; nil: none
+}
+
+// at is where f's data is written: its temporary name, or its final one.
+func (f *file) at() string {
+	if f.tmp != "" {
+		return f.tmp
+	}
+	return f.dst
 }
 
 // planner lists sources and destinations and decides what to move. It
@@ -319,6 +329,9 @@ func (p *planner) list(ctx context.Context, src, dst string) (*tree, error) {
 		if !client.ListedName(e.Name) {
 			continue // no server lists such names; a hostile one is ignored
 		}
+		if partname.Is(e.Name) {
+			continue // a file a copy is writing (or left to resume): no user's data
+		}
 		t.names[e.Name] = true
 		s, d := path.Join(src, e.Name), path.Join(dst, e.Name)
 		p.sources.add(s, e)
@@ -488,6 +501,9 @@ func (p *planner) decide(ctx context.Context, src, dst string, e gridftp.Entry, 
 		return nil
 	}
 	f := &file{src: src, dst: dst, size: e.Size, mtime: e.Modify}
+	if !p.opts.InPlace && p.opts.fan == nil {
+		f.tmp = partname.For(dst)
+	}
 	if p.root != nil && p.root.under(src, dst) {
 		f.root = p.root
 	}

@@ -383,6 +383,21 @@ func (c *Conn) Checksum(ctx context.Context, alg, path string, off, length int64
 	return strings.ToLower(strings.TrimSpace(rep.Text())), nil
 }
 
+// Rename renames from to to (RNFR, RNTO), replacing a file there, in one
+// round trip: the two commands go out together.
+func (c *Conn) Rename(ctx context.Context, from, to string) error {
+	if err := c.write("RNFR "+from, "RNTO "+to); err != nil {
+		return err
+	}
+	_, err := c.Final(ctx, nil)
+	_, toErr := c.Final(ctx, nil) // RNTO's reply comes even when RNFR failed
+	var refused *gridftp.Error
+	if err != nil && !errors.As(err, &refused) {
+		return err
+	}
+	return errors.Join(err, toErr)
+}
+
 // PipelineDepth bounds the commands DoAll sends before it reads their
 // replies: enough to hide the round trips, few enough that replies waiting
 // to be read never stall the server.

@@ -1,0 +1,126 @@
+package engine_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"ferry/engine"
+	"ferry/internal/partname"
+	"ferry/storage"
+)
+
+// watching is a destination driver that records the names files are
+// created under and, at every write, looks at the files under their final
+// names: each must be whole, equal to its source (want).
+type watching struct {
+	storage.Driver
+	root string
+	want map[string][]byte // by the destination's path
+	old  map[string][]byte // what was there before, as whole
+
+	mu      sync.Mutex
+	created []string
+	seen    []string // files seen short or different under their final names
+}
+
+func (w *watching) Create(ctx context.Context, name string, flag storage.OpenFlag) (storage.File, error) {
+	w.mu.Lock()
+	w.created = append(w.created, name)
+	w.mu.Unlock()
+	f, err := w.Driver.Create(ctx, name, flag)
+	if err != nil {
+		return nil, err
+	}
+	return &watchedFile{File: f, w: w}, nil
+}
+
+// look reads every file under its final name.
+func (w *watching) look() {
+	for p, data := range w.want {
+		got, err := os.ReadFile(filepath.Join(w.root, p))
+		if err == nil && !bytes.Equal(got, data) && !bytes.Equal(got, w.old[p]) {
+			w.mu.Lock()
+			w.seen = append(w.seen, fmt.Sprintf("%s: %d bytes of %d", p, len(got), len(data)))
+			w.mu.Unlock()
+		}
+	}
+}
+
+type watchedFile struct {
+	storage.File
+	w *watching
+}
+
+func (f *watchedFile) WriteAt(p []byte, off int64) (int, error) {
+	f.w.look()
+	return f.File.WriteAt(p, off)
+}
+
+// TestTemporaryNames: every file is written under its temporary name and
+// renamed over its final one once whole (and verified, and its mtime
+// set): whole files, parallel streams, chunks from several sessions; no
+// file is ever seen short or different under its final name, nothing
+// temporary is left, and an old destination file is replaced. InPlace
+// writes under the final names.
+func TestTemporaryNames(t *testing.T) {
+	mtime := time.Date(2021, 2, 3, 4, 5, 6, 0, time.UTC)
+	files := map[string][]byte{"/d/small": random(3000), "/d/big": random(5<<20 + 123), "/d/sub/naïve": random(70000), "/d/empty": nil}
+	for _, tc := range []struct {
+		name    string
+		opts    func(*engine.Options)
+		inPlace bool
+	}{
+		{"whole files", func(o *engine.Options) { o.ChunkSize = -1 }, false},
+		{"parallel streams, verified", func(o *engine.Options) { o.ChunkSize, o.Parallelism, o.Verify = -1, 4, true }, false},
+		{"chunks, verified, mtime", func(o *engine.Options) { o.ChunkSize, o.Concurrency, o.Verify, o.PreserveMtime = 1<<20, 3, true, true }, false},
+		{"chunks, not verified", func(o *engine.Options) { o.ChunkSize, o.Concurrency = 1<<20, 3 }, false},
+		{"in place", func(o *engine.Options) { o.InPlace = true }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := startEndpoint(t, "", nil)
+			w := &watching{want: map[string][]byte{}, old: map[string][]byte{"/d/big": random(6 << 20)}}
+			dst := startEndpoint(t, "", func(d storage.Driver) storage.Driver { w.Driver = d; return w })
+			w.root = dst.root
+			for p, data := range files {
+				writeFile(t, filepath.Join(src.root, p), data)
+				os.Chtimes(filepath.Join(src.root, p), mtime, mtime)
+				if !tc.inPlace {
+					w.want[p] = data
+				}
+			}
+			writeFile(t, filepath.Join(dst.root, "d", "big"), w.old["/d/big"]) // an old file, longer
+			o := fastOptions()
+			o.Tar = engine.TarNever
+			tc.opts(&o)
+			res, err := engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/d", Dst: "/d"}}, o, nil)
+			if err != nil || res.Transferred != len(files) || res.Faults != 0 {
+				t.Fatalf("%+v %v", res, err)
+			}
+			compareTrees(t, filepath.Join(src.root, "d"), filepath.Join(dst.root, "d"))
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if len(w.seen) > 0 {
+				t.Errorf("files seen under their final names before they were whole: %v", w.seen)
+			}
+			for _, name := range w.created {
+				if partname.Is(path.Base(name)) == tc.inPlace {
+					t.Errorf("created %s", name)
+				}
+			}
+			if o.PreserveMtime {
+				for p := range files {
+					if st, err := os.Stat(filepath.Join(dst.root, p)); err != nil || !st.ModTime().Equal(mtime) {
+						t.Errorf("%s: mtime %v, want %v (%v)", p, st.ModTime(), mtime, err)
+					}
+				}
+			}
+		})
+	}
+}
