@@ -159,6 +159,9 @@ func (c *copier) plan(ctx context.Context, items []Item) ([]*file, error) {
 		c.predial(ctx, predialPairs)
 	}
 	p := &planner{src: s, dst: d, opts: c.opts, alg: c.set.Algorithm, srcSums: &c.srcSums, dstSums: &c.dstSums}
+	if p.alg == "" {
+		p.alg, _ = chooseAlgorithm("", s.Checksums(), d.Checksums()) // for what earlier runs left (goodBlocks)
+	}
 	p.deleter, _ = c.rep.(Deleter)
 	err = p.plan(ctx, items)
 	c.res.Deleted = p.deleted

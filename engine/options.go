@@ -115,8 +115,8 @@ type Options struct {
 	// a temporary name in its directory (partname.For) and renamed over
 	// its final name once all its data landed and, with Verify, matched:
 	// no file short of its data bears its final name.
-	InPlace bool
-	Compress      bool    // compress data in flight, where both ends offer it (ferry servers)
+	InPlace  bool
+	Compress bool // compress data in flight, where both ends offer it (ferry servers)
 
 	Deadline    time.Time     // give up retrying then; zero: MaxAttempts decides
 	MaxAttempts int           // tries per file or chunk; 0: 5
