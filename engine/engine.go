@@ -122,6 +122,7 @@ func Copy(ctx context.Context, src, dst Endpoint, items []Item, opts Options, re
 		c.removePartials(outer)
 		return c.res, full
 	}
+	c.settleTemps(outer)
 	if err := ctx.Err(); err != nil && c.pending > 0 {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return c.res, fmt.Errorf("deadline reached with %d of %d files not done: %w", c.pending, c.res.Files, err)
@@ -1069,7 +1070,7 @@ func (c *copier) final(f *file, o Outcome, err error) {
 		c.mu.Unlock()
 		return
 	}
-	f.ended = true
+	f.ended, f.outcome = true, o
 	r := FileResult{Src: f.src, Dst: f.dst, Size: f.size, Outcome: o, Checksum: f.sum, Attempts: max(f.attempts, 1), Err: err}
 	var back int64
 	switch o {

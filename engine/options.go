@@ -254,9 +254,13 @@ type Result struct {
 	Bytes                                         int64 // moved, including re-sends
 	Faults                                        int
 	FailedFiles                                   []FileResult
-	Directories                                   int // walked, the source items' own included
-	Settings                                      Settings
-	Elapsed                                       time.Duration
+	// Partial are the temporary files (destination paths) a canceled or
+	// interrupted copy left holding part of a file's data: the same copy
+	// again resumes from them. A file that failed for good leaves none.
+	Partial     []string
+	Directories int // walked, the source items' own included
+	Settings    Settings
+	Elapsed     time.Duration
 }
 
 // Settings are the tuning the engine chose (or was given).

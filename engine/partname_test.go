@@ -124,3 +124,68 @@ func TestTemporaryNames(t *testing.T) {
 		})
 	}
 }
+
+// TestTemporaryLeftOrRemoved: a copy interrupted (its context canceled)
+// or a file canceled keeps what arrived under the file's temporary name
+// and says so in Result.Partial, and the same copy again resumes from it;
+// a file that fails for good leaves no temporary file.
+func TestTemporaryLeftOrRemoved(t *testing.T) {
+	for _, how := range []string{"interrupted", "file canceled"} {
+		t.Run(how, func(t *testing.T) {
+			src := startEndpoint(t, "", nil)
+			trip := &tripwire{}
+			dst := startEndpoint(t, "", func(d storage.Driver) storage.Driver { trip.Driver = d; return trip })
+			data := random(64 << 20)
+			writeFile(t, filepath.Join(src.root, "big"), data)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			o := fastOptions()
+			o.ChunkSize, o.Concurrency = 4<<20, 2
+			o.Cancels = &engine.Cancels{}
+			trip.n.Store(16 << 20)
+			trip.fn = cancel
+			if how == "file canceled" {
+				trip.fn = func() { o.Cancels.Cancel("/big") }
+			}
+			res, _ := engine.Copy(ctx, src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/big", Dst: "/big"}}, o, nil)
+			tmp := partname.For("/big")
+			if fmt.Sprint(res.Partial) != fmt.Sprint([]string{tmp}) {
+				t.Fatalf("partial files %q, want %q", res.Partial, tmp)
+			}
+			if _, err := os.Stat(filepath.Join(dst.root, "big")); err == nil {
+				t.Fatal("the interrupted file bears its final name")
+			}
+			st, err := os.Stat(filepath.Join(dst.root, tmp))
+			if err != nil || st.Size() == 0 {
+				t.Fatalf("temporary file: %v", err)
+			}
+			o.Cancels = nil
+			res, err = engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/big", Dst: "/big"}}, o, nil)
+			if err != nil || res.Transferred != 1 || len(res.Partial) != 0 {
+				t.Fatalf("again: %+v %v", res, err)
+			}
+			if res.Bytes >= int64(len(data)) {
+				t.Errorf("again: moved %d MiB of %d: nothing resumed", res.Bytes>>20, len(data)>>20)
+			}
+			compareTrees(t, src.root, dst.root)
+		})
+	}
+	t.Run("failed", func(t *testing.T) {
+		// The source changes under the transfer: found at the end, after
+		// the file's data landed, with no try left, the file fails.
+		root := t.TempDir()
+		ch := &changing{root: root}
+		src := startEndpoint(t, root, func(d storage.Driver) storage.Driver { ch.Driver = d; return ch })
+		dst := startEndpoint(t, "", nil)
+		writeFile(t, filepath.Join(root, "f"), random(3<<20))
+		o := fastOptions()
+		o.MaxAttempts = 1
+		res, err := engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/f", Dst: "/f"}}, o, nil)
+		if err != nil || res.Failed != 1 || len(res.Partial) != 0 {
+			t.Fatalf("%+v %v", res, err)
+		}
+		if es, _ := os.ReadDir(dst.root); len(es) != 0 {
+			t.Errorf("left at the destination: %v", es)
+		}
+	})
+}

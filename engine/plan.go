@@ -26,6 +26,7 @@ type file struct {
 	have     gridftp.Ranges // restart ranges of an unchunked transfer
 	attempts int
 	ended    bool           // its outcome is reported: failed, canceled or done
+	outcome  Outcome        // when ended
 	touched  bool           // a transfer of it started: it may be partial at the destination
 	moved    int64          // bytes reported moved
 	restart  gridftp.Ranges // at the destination from an earlier run (Options.Restart)
