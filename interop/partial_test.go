@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -106,9 +107,10 @@ func TestCopyKilledResumes(t *testing.T) {
 					}
 					p.wait(10 * time.Second)
 					whole := w.look(t)
-					left := "none"
+					left, arrived := "none", int64(0)
 					if st, err := os.Stat(tmp); err == nil {
-						left = fmt.Sprintf("%d MiB", st.Size()>>20)
+						arrived = st.Sys().(*syscall.Stat_t).Blocks * 512
+						left = fmt.Sprintf("%d MiB, %d MiB of it written", st.Size()>>20, arrived>>20)
 					}
 					t.Logf("killed at %d MiB: %d files whole under their names, big's temporary file: %s",
 						dirAllocated(dst.Path(""))>>20, whole, left)
@@ -128,6 +130,11 @@ func TestCopyKilledResumes(t *testing.T) {
 					if !strings.Contains(r.stderr, " 0 failed") {
 						t.Errorf("second copy:\n%s", r)
 					}
+					// What had arrived of big goes no more, but for the
+					// chunks in flight at the kill (written in part).
+					if moved, limit := movedBytes(t, r), size-arrived+3*2*chunk; moved > limit {
+						t.Errorf("second copy moved %d MiB, more than the %d MiB missing and the chunks in flight", moved>>20, (size-arrived)>>20)
+					}
 				})
 			}
 			if killed == 0 {
@@ -135,4 +142,19 @@ func TestCopyKilledResumes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// movedRE is the bytes a summary line says moved.
+var movedRE = regexp.MustCompile(`failed; ([0-9.]+) ([KMGT]?i?B) in `)
+
+// movedBytes reads, about, the bytes a ferry copy's summary says it moved.
+func movedBytes(t *testing.T, r cliRun) int64 {
+	t.Helper()
+	m := movedRE.FindStringSubmatch(r.stderr)
+	if m == nil {
+		t.Fatalf("no bytes in the summary:\n%s", r)
+	}
+	v, _ := strconv.ParseFloat(m[1], 64)
+	unit := map[string]float64{"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}[m[2]]
+	return int64(v * unit)
 }
