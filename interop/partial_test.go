@@ -158,3 +158,75 @@ func movedBytes(t *testing.T, r cliRun) int64 {
 	unit := map[string]float64{"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}[m[2]]
 	return int64(v * unit)
 }
+
+// TestCopyInterruptedSync: `ferry copy` interrupted (SIGINT) while a large
+// file arrives says which partial file it kept and that the same command
+// resumes it; written in place (--inplace), the short file under its
+// final name is newer than its source, yet the same command with -s mtime
+// or -s exists copies it again: no sync level skips a file of another
+// size than its source's. To ferry's server and GCT's.
+func TestCopyInterruptedSync(t *testing.T) {
+	needTools(t)
+	const size = 96 << 20
+	for _, dstKind := range []struct {
+		name  string
+		start starter
+	}{{"ferry", shmFerry}, {"gct", startGCT}} {
+		for _, tc := range []struct {
+			level   string
+			inPlace bool
+		}{{"mtime", false}, {"exists", false}, {"mtime", true}, {"exists", true}} {
+			name := fmt.Sprintf("%s -s %s", dstKind.name, tc.level)
+			if tc.inPlace {
+				name += " --inplace"
+			}
+			t.Run(name, func(t *testing.T) {
+				src := shmFerry(t)
+				dst := dstKind.start(t)
+				writeRandomFile(t, src.Path("d/big"), size)
+				flags := []string{"-r", "--chunk-size", "0", "-cc", "1", "-p", "1"}
+				if tc.inPlace {
+					flags = append(flags, "--inplace")
+				}
+				var out logBuffer
+				p, err := startProc(ferryBin, append(append([]string{"copy", "-q"}, flags...), src.URL("d"), dst.URL("d")), &out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				deadline := time.Now().Add(60 * time.Second)
+				for !p.exited() && dirAllocated(dst.Path("")) < size/3 {
+					if time.Now().After(deadline) {
+						t.Fatalf("%d MiB arrived within 60s:\n%s", dirAllocated(dst.Path(""))>>20, out.String())
+					}
+					time.Sleep(time.Millisecond)
+				}
+				if p.exited() {
+					t.Fatalf("the copy ended before it could be interrupted:\n%s", out.String())
+				}
+				p.signalGroup(syscall.SIGINT)
+				if !p.wait(30 * time.Second) {
+					t.Fatalf("ferry copy still runs 30s after SIGINT:\n%s", out.String())
+				}
+				if st, err := os.Stat(dst.Path("d/big")); tc.inPlace {
+					if err != nil || st.Size() >= size {
+						t.Fatalf("in place: want a short file under the final name: %v", err)
+					}
+					later := time.Now().Add(time.Hour)
+					os.Chtimes(dst.Path("d/big"), later, later) // newer than the source, whatever the clocks
+				} else {
+					if err == nil {
+						t.Fatalf("the interrupted file bears its final name (%d bytes)", st.Size())
+					}
+					if !strings.Contains(out.String(), "1 partial file kept as .ferry-*.part; run the same command again to resume") {
+						t.Errorf("the interrupted copy does not say what it kept:\n%s", out.String())
+					}
+				}
+				r := mustCopy(t, append(append([]string{"-s", tc.level}, flags...), src.URL("d"), dst.URL("d"))...)
+				checkSummary(t, r, 1, 1, 0)
+				if err := compareTrees(src.Path("d"), dst.Path("d")); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+	}
+}
