@@ -56,6 +56,8 @@ type copier struct {
 	srcSums   sumEnd // how the ends compute checksum lists (sums.go)
 	dstSums   sumEnd
 	cred      *gridftp.DataCredential // for the data channels, when both ends are ferry's (datasec.go)
+	sumAlg    string                  // what both ends compute, for checks Verify does not ask for; "": none
+	ctx       context.Context         // the run's, for work a retry hands to finishers
 	done      <-chan struct{}         // the run is stopping: failures are no faults
 	stop      context.CancelFunc
 	noSpace   error // the destination is full (nospace.go)
@@ -92,7 +94,7 @@ func Copy(ctx context.Context, src, dst Endpoint, items []Item, opts Options, re
 	outer := ctx
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	c := &copier{src: src, dst: dst, opts: opts, rep: rep, done: ctx.Done(), stop: stop}
+	c := &copier{src: src, dst: dst, opts: opts, rep: rep, done: ctx.Done(), stop: stop, ctx: ctx}
 	defer c.closeListing()
 	defer c.closeSpares()
 	if opts.Cancels != nil {
@@ -163,6 +165,7 @@ func (c *copier) plan(ctx context.Context, items []Item) ([]*file, error) {
 	if p.alg == "" {
 		p.alg, _ = chooseAlgorithm("", s.Checksums(), d.Checksums()) // for what earlier runs left (goodBlocks)
 	}
+	c.sumAlg = p.alg
 	p.deleter, _ = c.rep.(Deleter)
 	err = p.plan(ctx, items)
 	c.res.Deleted = p.deleted
@@ -686,16 +689,21 @@ func (c *copier) progress(f *file, d int64) {
 // unitMoved accounts a unit whose transfer succeeded; what remains (chunk
 // checksums, whole-file checks, mtime) runs on a finisher.
 func (c *copier) unitMoved(ctx context.Context, u *unit) {
-	part := u.length() - u.part.Have.Total() // a restart moves only what is missing
-	if d := part - u.reported; d > 0 {
-		u.reported = part
-		c.progress(u.f, d)
-	}
+	c.reportRest(u)
 	if u.n >= 0 && c.opts.Verify {
 		c.finish(ctx, func(p *client.Pair) error { return c.verifyChunk(ctx, p, u) })
 		return
 	}
 	c.unitDone(ctx, u, nil)
+}
+
+// reportRest reports as moved what the markers of u's attempt did not.
+func (c *copier) reportRest(u *unit) {
+	part := u.length() - u.part.Have.Total() // a restart moves only what is missing
+	if d := part - u.reported; d > 0 {
+		u.reported = part
+		c.progress(u.f, d)
+	}
 }
 
 // unitDone counts a finished unit; the file's last one finalizes it, on the
@@ -971,7 +979,9 @@ func (c *copier) failFile(u *unit, err error) {
 }
 
 // fail counts a fault and retries the unit after a backoff, or gives up on
-// its file when the error is fatal or tries or time are used up.
+// its file when the error is fatal or tries or time are used up. A whole
+// file's data may have landed before the failure: a finisher looks at it
+// before it is sent again (recheck).
 func (c *copier) fail(u *unit, err error) {
 	if u.b != nil {
 		c.batchFailed(u, err)
@@ -984,8 +994,25 @@ func (c *copier) fail(u *unit, err error) {
 		c.filled(err)
 		return
 	}
-	// What this attempt reported moved goes again, but for the ranges its
-	// markers said arrived.
+	delay, give := c.retryDelay(u, err)
+	if give {
+		c.takeBack(u, err)
+		c.final(u.f, Failed, err)
+		return
+	}
+	c.rep.Fault(u.name(), err, delay)
+	if u.n < 0 && u.f.tmp != "" && u.f.size > 0 && c.sumAlg != "" && !errors.Is(err, errMismatch) && !errors.Is(err, errSourceChanged) {
+		time.AfterFunc(delay, func() { c.finish(c.ctx, func(p *client.Pair) error { return c.recheck(c.ctx, p, u, err, false) }) })
+		return
+	}
+	c.takeBack(u, err)
+	time.AfterFunc(delay, func() { c.q.push(u) })
+}
+
+// takeBack takes back from the progress what the failed attempt of u
+// reported moved, but for the ranges its markers said arrived: it goes
+// again.
+func (c *copier) takeBack(u *unit, err error) {
 	c.mu.Lock()
 	back := u.reported
 	if u.n < 0 {
@@ -1000,13 +1027,43 @@ func (c *copier) fail(u *unit, err error) {
 	if back > 0 {
 		c.progress(u.f, -back)
 	}
-	delay, give := c.retryDelay(u, err)
-	if give {
-		c.final(u.f, Failed, err)
-		return
+}
+
+// recheck looks, on a finisher's pair p, at what the failed attempt of the
+// whole file u left under its temporary name before the file is sent
+// again: all of it, equal to its source by checksum, is only finished (a
+// destination that died after the data landed, before it said so), never
+// truncated and sent again. A broken session looks once more, on a new one
+// (again).
+func (c *copier) recheck(ctx context.Context, p *client.Pair, u *unit, cause error, again bool) error {
+	if c.moot(u) {
+		return nil
 	}
-	c.rep.Fault(u.name(), err, delay)
-	time.AfterFunc(delay, func() { c.q.push(u) })
+	var err error
+	whole := false
+	if p != nil {
+		var de gridftp.Entry
+		if de, err = p.Dst.Stat(ctx, u.f.tmp); err == nil && de.Size == u.f.size {
+			var a, b string
+			a, b, err = checksums(ctx, p.Src, p.Dst, c.sumAlg, u.f.src, u.f.tmp, 0, -1)
+			whole = err == nil && a == b
+		}
+	}
+	if whole {
+		c.reportRest(u)
+		c.unitDone(ctx, u, p)
+		return nil
+	}
+	var refused *gridftp.Error
+	if p != nil && !again && err != nil && !errors.As(err, &refused) {
+		// The finisher's session broke (as the destination's did): it
+		// dials afresh, and looks again.
+		go c.finish(ctx, func(p *client.Pair) error { return c.recheck(ctx, p, u, cause, true) })
+		return err
+	}
+	c.takeBack(u, cause)
+	c.q.push(u)
+	return err
 }
 
 // retryDelay counts a fault of u and says how long to wait before the next

@@ -189,3 +189,38 @@ func TestTemporaryLeftOrRemoved(t *testing.T) {
 		}
 	})
 }
+
+// TestRetryKeepsWholeFile: the destination dies after all of a file's
+// data landed, before it could say so: the retry finds the file whole
+// under its temporary name, equal by checksum, and only finishes it
+// (renames it) instead of sending it again.
+func TestRetryKeepsWholeFile(t *testing.T) {
+	src := startEndpoint(t, "", nil)
+	trip := &tripwire{}
+	dst := startEndpoint(t, "", func(d storage.Driver) storage.Driver { trip.Driver = d; return trip })
+	data := random(32 << 20)
+	writeFile(t, filepath.Join(src.root, "big"), data)
+	trip.n.Store(int64(len(data)))
+	trip.fn = func() {
+		addr := dst.Addr
+		dst.srv.Close() // every session dies: the 226 never comes
+		dst.start(t, addr)
+	}
+	o := fastOptions()
+	o.ChunkSize, o.Parallelism = -1, 1
+	rep := &recorder{}
+	res, err := engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/big", Dst: "/big"}}, o, rep)
+	if err != nil || res.Transferred != 1 {
+		t.Fatalf("%+v %v %v", res, err, rep.faults)
+	}
+	if res.Faults == 0 {
+		t.Fatal("the destination was killed but no fault was counted")
+	}
+	compareTrees(t, src.root, dst.root)
+	if res.Bytes > int64(len(data)) {
+		t.Errorf("moved %d MiB for a %d MiB file that had arrived whole", res.Bytes>>20, len(data)>>20)
+	}
+	if got := rep.progress.Load(); got != int64(len(data)) {
+		t.Errorf("progress %d bytes, want %d", got, len(data))
+	}
+}
