@@ -23,8 +23,8 @@ import (
 // finalWatch looks at a destination tree's files under their final names
 // while a copy runs: each one must be whole and equal to its source.
 type finalWatch struct {
-	src, dst string          // the trees' local paths
-	names    []string        // the files, relative
+	src, dst string   // the trees' local paths
+	names    []string // the files, relative
 	sizes    map[string]int64
 	equal    map[string]bool // seen whole and compared
 }
