@@ -57,6 +57,8 @@ type copier struct {
 	dstSums   sumEnd
 	cred      *gridftp.DataCredential // for the data channels, when both ends are ferry's (datasec.go)
 	sumAlg    string                  // what both ends compute, for checks Verify does not ask for; "": none
+	renames   []*unit                 // files waiting for their rename alone (renameAll)
+	renaming  bool                    // a finisher's job for renames is queued
 	ctx       context.Context         // the run's, for work a retry hands to finishers
 	done      <-chan struct{}         // the run is stopping: failures are no faults
 	stop      context.CancelFunc
@@ -728,9 +730,56 @@ func (c *copier) unitDone(ctx context.Context, u *unit, p *client.Pair) {
 		c.final(u.f, Transferred, nil)
 	case p != nil:
 		c.finalize(ctx, p, u)
+	case u.n < 0 && !c.checksSource(u.f):
+		c.rename(ctx, u)
 	default:
 		c.finish(ctx, func(p *client.Pair) error { return c.finalize(ctx, p, u) })
 	}
+}
+
+// rename hands a file that needs nothing but its rename to a finisher,
+// with the others that wait: their renames go pipelined, many in a round
+// trip, not one file's each (renameAll).
+func (c *copier) rename(ctx context.Context, u *unit) {
+	c.mu.Lock()
+	c.renames = append(c.renames, u)
+	queued := c.renaming
+	c.renaming = true
+	c.mu.Unlock()
+	if !queued {
+		c.finish(ctx, func(p *client.Pair) error { return c.renameAll(ctx, p) })
+	}
+}
+
+// renameAll renames, on a finisher's pair p, the files waiting for it from
+// their temporary names to their final ones. A file whose rename fails
+// goes through finalize's retries.
+func (c *copier) renameAll(ctx context.Context, p *client.Pair) error {
+	c.mu.Lock()
+	us := c.renames
+	c.renames, c.renaming = nil, false
+	c.mu.Unlock()
+	var errs []error
+	err := errors.New("no session to rename the files")
+	if p != nil {
+		moves := make([][2]string, len(us))
+		for i, u := range us {
+			moves[i] = [2]string{u.f.tmp, u.f.dst}
+		}
+		errs, err = p.Dst.RenameAll(ctx, moves)
+	}
+	for i, u := range us {
+		ferr := err
+		if ferr == nil {
+			ferr = errs[i]
+		}
+		if ferr == nil {
+			c.final(u.f, Transferred, nil)
+			continue
+		}
+		c.retryFinish(ctx, u, fmt.Errorf("rename %s to %s: %w", u.f.tmp, u.f.dst, ferr), func(p *client.Pair) error { return c.finalize(ctx, p, u) })
+	}
+	return err
 }
 
 // needsFinishing reports whether a file needs a finisher's session.
