@@ -59,6 +59,7 @@ type copier struct {
 	sumAlg    string                  // what both ends compute, for checks Verify does not ask for; "": none
 	renames   []*unit                 // files waiting for their rename alone (renameAll)
 	renaming  bool                    // a finisher's job for renames is queued
+	dialErr   error                   // why a finisher's last dial failed
 	ctx       context.Context         // the run's, for work a retry hands to finishers
 	done      <-chan struct{}         // the run is stopping: failures are no faults
 	stop      context.CancelFunc
@@ -759,25 +760,33 @@ func (c *copier) renameAll(ctx context.Context, p *client.Pair) error {
 	us := c.renames
 	c.renames, c.renaming = nil, false
 	c.mu.Unlock()
-	var errs []error
-	err := errors.New("no session to rename the files")
-	if p != nil {
-		moves := make([][2]string, len(us))
-		for i, u := range us {
-			moves[i] = [2]string{u.f.tmp, u.f.dst}
+	if p == nil {
+		err := c.sessionless()
+		for _, u := range us {
+			c.retryFinish(ctx, u, err, func(p *client.Pair) error { return c.finalize(ctx, p, u) })
 		}
-		errs, err = p.Dst.RenameAll(ctx, moves)
+		return err
 	}
+	moves := make([][2]string, len(us))
+	for i, u := range us {
+		moves[i] = [2]string{u.f.tmp, u.f.dst}
+	}
+	errs, err := p.Dst.RenameAll(ctx, moves)
 	for i, u := range us {
 		ferr := err
 		if ferr == nil {
 			ferr = errs[i]
 		}
-		if ferr == nil {
+		switch {
+		case ferr == nil:
 			c.final(u.f, Transferred, nil)
-			continue
+		case isNotFound(ferr):
+			// An earlier try's lost reply? finalize looks (renamed), in a
+			// job of its own: a finisher does not wait for another.
+			go c.finish(ctx, func(p *client.Pair) error { return c.finalize(ctx, p, u) })
+		default:
+			c.retryFinish(ctx, u, renameError(ferr), func(p *client.Pair) error { return c.finalize(ctx, p, u) })
 		}
-		c.retryFinish(ctx, u, fmt.Errorf("rename %s to %s: %w", u.f.tmp, u.f.dst, ferr), func(p *client.Pair) error { return c.finalize(ctx, p, u) })
 	}
 	return err
 }
@@ -846,6 +855,9 @@ func (c *copier) finisher(ctx context.Context) {
 			if pair == nil {
 				p, err := c.dialPair(ctx)
 				if err != nil {
+					c.mu.Lock()
+					c.dialErr = err
+					c.mu.Unlock()
 					job(nil)
 					continue
 				}
@@ -864,11 +876,23 @@ func (c *copier) finisher(ctx context.Context) {
 	}
 }
 
+// sessionless is the error of a finisher's job that got no session: why
+// the finisher's last dial failed (the fault is the endpoint's, as the
+// workers' dials say).
+func (c *copier) sessionless() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dialErr != nil {
+		return c.dialErr
+	}
+	return errors.New("no session to finish the file")
+}
+
 // verifyChunk compares a chunk's checksum at both ends. A mismatch sends
 // the chunk again; a failure to compute the checksums retries only them.
 func (c *copier) verifyChunk(ctx context.Context, p *client.Pair, u *unit) error {
 	if p == nil {
-		err := errors.New("no session for checksums")
+		err := c.sessionless()
 		c.retryFinish(ctx, u, err, func(p *client.Pair) error { return c.verifyChunk(ctx, p, u) })
 		return err
 	}
@@ -931,7 +955,7 @@ func (c *copier) finalize(ctx context.Context, p *client.Pair, u *unit) error {
 func (c *copier) finishFile(ctx context.Context, p *client.Pair, u *unit) error {
 	f := u.f
 	if p == nil {
-		return errors.New("no session to finish the file")
+		return c.sessionless()
 	}
 	// The destination is looked up with the source when, after chunks,
 	// its length needs a check.
@@ -985,8 +1009,8 @@ func (c *copier) finishFile(ctx context.Context, p *client.Pair, u *unit) error 
 		}
 	}
 	if f.tmp != "" {
-		if err := p.Dst.Rename(ctx, f.tmp, f.dst); err != nil {
-			return fmt.Errorf("rename %s to %s: %w", f.tmp, f.dst, err)
+		if err := p.Dst.Rename(ctx, f.tmp, f.dst); err != nil && !c.renamed(ctx, p, f, err) {
+			return renameError(err)
 		}
 	}
 	if nonASCII(f.dst) && !c.opts.blind() {
@@ -997,6 +1021,36 @@ func (c *copier) finishFile(ctx context.Context, p *client.Pair, u *unit) error 
 	f.sum = sum
 	c.final(f, Transferred, nil)
 	return nil
+}
+
+// renamed reports, after the rename of f from its temporary name failed
+// with err, whether an earlier try did it: its reply was lost (the session
+// broke), the temporary name is gone and the file under its final name is
+// the source's, by size and, when both ends compute one, checksum.
+func (c *copier) renamed(ctx context.Context, p *client.Pair, f *file, err error) bool {
+	if !isNotFound(err) {
+		return false
+	}
+	de, derr := p.Dst.Stat(ctx, f.dst)
+	if derr != nil || de.Size != f.size {
+		return false
+	}
+	if c.sumAlg == "" {
+		return true
+	}
+	a, b, err := checksums(ctx, p.Src, p.Dst, c.sumAlg, f.src, f.dst, 0, -1)
+	return err == nil && a == b
+}
+
+// renameError says that the destination refused to rename a file from
+// its temporary name; a broken session is said as the workers' are (the
+// faults of an outage are one cause).
+func renameError(err error) error {
+	var refused *gridftp.Error
+	if errors.As(err, &refused) {
+		return fmt.Errorf("rename from its temporary name: %w", err)
+	}
+	return &client.EndError{Dest: true, Err: err}
 }
 
 // checkName looks the file dst up at the destination, whose server may
