@@ -5,10 +5,13 @@
 # --inplace (written under its final name), same machine, same run.
 #
 #   bench/partname.sh                 # RUNS=5
-#   RUNS=3 SMALL_FILES=500 bench/partname.sh
+#   RUNS=3 SMALL_FILES=500 ROWS="small tar" bench/partname.sh
 #
-# Rows: small  SMALL_FILES files of SMALL_BYTES, -r --tar never (the
-#              engine's own temporary names; tar streams always use them)
+# Rows (ROWS, default all):
+#       small  SMALL_FILES files of SMALL_BYTES, -r --tar never (the
+#              engine's own temporary names, renamed in pipelined batches)
+#       tar    the same files, -r as ferry chooses: tar streams between two
+#              ferry servers, which unpack through temporary names either way
 #       big    one file of BIG_MIB MiB (chunked, as ferry chooses)
 # Each row: one untimed copy of each kind, then RUNS timed copies per kind,
 # the order of kinds reversed on every other run; the destination emptied
@@ -18,7 +21,7 @@
 # (VmHWM, a fresh server per kind and row). Every copy is checked: cmp for
 # the file, the file count and diff -rq for the tree, and no .ferry-*.part
 # left.
-# Environment: RUNS SMALL_FILES SMALL_BYTES BIG_MIB PORT_BASE (2 ports)
+# Environment: RUNS ROWS SMALL_FILES SMALL_BYTES BIG_MIB PORT_BASE (2 ports)
 #   FERRY KEEP_LOGS=1. Needs: go, cmp, diff, ss, setsid, /usr/bin/time.
 # Listens on 127.0.0.1 only. Data in /dev/shm.
 set -Eeuo pipefail
@@ -26,6 +29,7 @@ shopt -s inherit_errexit
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 RUNS=${RUNS:-5}
+ROWS=${ROWS:-small tar big}
 SMALL_FILES=${SMALL_FILES:-2000} SMALL_BYTES=${SMALL_BYTES:-10240}
 BIG_MIB=${BIG_MIB:-1024}
 PORT_BASE=${PORT_BASE:-29931}
@@ -69,6 +73,8 @@ copy() {
 	rm -rf "${WORK:?}/dst/"*
 	if [[ $row == small ]]; then
 		src=ftp://127.0.0.1:$P_SRC/small dst=ftp://127.0.0.1:$P_DST/small args=(-r --tar never)
+	elif [[ $row == tar ]]; then
+		src=ftp://127.0.0.1:$P_SRC/small dst=ftp://127.0.0.1:$P_DST/small args=(-r)
 	else
 		src=ftp://127.0.0.1:$P_SRC/big dst=ftp://127.0.0.1:$P_DST/big args=()
 	fi
@@ -76,7 +82,7 @@ copy() {
 	t0=$(date +%s.%N)
 	/usr/bin/time -f %M -o "$LOG/rss" "$FERRY" copy -q "${args[@]}" $(flags_of "$kind") "$src" "$dst" >"$LOG/copy.out" 2>&1
 	t1=$(date +%s.%N)
-	if [[ $row == small ]]; then
+	if [[ $row != big ]]; then
 		[[ $(ls "$WORK/dst/small" | wc -l) == "$SMALL_FILES" ]] && diff -rq "$WORK/src/small" "$WORK/dst/small" >/dev/null
 	else
 		cmp -s "$WORK/src/big" "$WORK/dst/big"
@@ -96,7 +102,7 @@ dst_down() {
 
 say "== results (median of $RUNS; RSS: peak, KiB)"
 printf '%-6s %-8s %9s %9s %12s %12s\n' row kind seconds "÷inplace" "client RSS" "server RSS"
-for row in small big; do
+for row in $ROWS; do
 	declare -A secs=() crss=() srss=()
 	for kind in "${KINDS[@]}"; do secs[$kind]=""; crss[$kind]=0; done
 	for kind in "${KINDS[@]}"; do # warm-up
