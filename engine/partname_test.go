@@ -224,3 +224,32 @@ func TestRetryKeepsWholeFile(t *testing.T) {
 		t.Errorf("progress %d bytes, want %d", got, len(data))
 	}
 }
+
+// TestTemporaryNamesListed: a tree's listings leave temporary names
+// alone: one at the source is no file of the user's to send, one at the
+// destination (another copy may be writing it) is not deleted as extra.
+func TestTemporaryNamesListed(t *testing.T) {
+	src := startEndpoint(t, "", nil)
+	dst := startEndpoint(t, "", nil)
+	writeFile(t, filepath.Join(src.root, "d", "a"), []byte("a"))
+	writeFile(t, filepath.Join(src.root, "d", partname.For("gone")), []byte("being written at the source"))
+	writeFile(t, filepath.Join(dst.root, "d", "extra"), []byte("old"))
+	other := filepath.Join(dst.root, "d", partname.For("other"))
+	writeFile(t, other, []byte("another copy's"))
+	o := fastOptions()
+	o.DeleteExtra = true
+	rep := &recorder{}
+	res, err := engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/d", Dst: "/d"}}, o, rep)
+	if err != nil || res.Files != 1 || res.Transferred != 1 || res.Deleted != 1 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if fmt.Sprint(rep.deleted) != "[/d/extra]" {
+		t.Errorf("deleted %v, want /d/extra", rep.deleted)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("another copy's temporary file: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dst.root, "d", partname.For("gone"))); err == nil {
+		t.Error("a temporary file at the source was sent")
+	}
+}
