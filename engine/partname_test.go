@@ -253,3 +253,27 @@ func TestTemporaryNamesListed(t *testing.T) {
 		t.Error("a temporary file at the source was sent")
 	}
 }
+
+// TestStaleTemporaryDeleted: a file the sync level skips (whole at the
+// destination) loses the temporary file an earlier run left of it.
+func TestStaleTemporaryDeleted(t *testing.T) {
+	src := startEndpoint(t, "", nil)
+	dst := startEndpoint(t, "", nil)
+	data := random(5000)
+	writeFile(t, filepath.Join(src.root, "d", "f"), data)
+	writeFile(t, filepath.Join(dst.root, "d", "f"), data)
+	tmp := filepath.Join(dst.root, "d", partname.For("f"))
+	writeFile(t, tmp, data[:100])
+	for _, item := range []engine.Item{{Src: "/d", Dst: "/d"}, {Src: "/d/f", Dst: "/d/f"}} {
+		writeFile(t, tmp, data[:100])
+		o := fastOptions()
+		o.SyncLevel = engine.SyncSize
+		res, err := engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{item}, o, nil)
+		if err != nil || res.Skipped != 1 {
+			t.Fatalf("%s: %+v %v", item.Src, res, err)
+		}
+		if _, err := os.Stat(tmp); err == nil {
+			t.Errorf("%s: the temporary file of a file skipped is left", item.Src)
+		}
+	}
+}

@@ -67,7 +67,8 @@ type planner struct {
 	// summed holds, by destination, whether the checksums of a directory's
 	// files (sameSums) matched at both ends, until decide takes it.
 	summed           map[string]bool
-	srcSums, dstSums *sumEnd // how each end computes checksum lists
+	srcSums, dstSums *sumEnd  // how each end computes checksum lists
+	stale            []string // temporary files of files whole at the destination (leftOver)
 }
 
 // look is one item looked up at both ends, before anything is written.
@@ -194,6 +195,22 @@ func (p *planner) plan(ctx context.Context, items []Item) error {
 		if err != nil {
 			return err
 		}
+	}
+	return p.deleteStale(ctx)
+}
+
+// deleteStale deletes, pipelined, the temporary files leftOver noted. One
+// the server refuses to delete stays: the next run of the file finds it.
+func (p *planner) deleteStale(ctx context.Context) error {
+	if len(p.stale) == 0 {
+		return nil
+	}
+	cmds := make([]string, len(p.stale))
+	for i, t := range p.stale {
+		cmds[i] = "DELE " + t
+	}
+	if _, _, err := p.dst.DoAll(ctx, cmds); err != nil {
+		return fmt.Errorf("delete temporary files at the destination: %w", err)
 	}
 	return nil
 }
@@ -523,6 +540,7 @@ func (p *planner) decide(ctx context.Context, src, dst string, e gridftp.Entry, 
 	}
 	if skip {
 		p.skipped = append(p.skipped, FileResult{Src: src, Dst: dst, Size: e.Size, Outcome: Skipped})
+		p.leftOver(dst, part)
 		return nil
 	}
 	f := &file{src: src, dst: dst, size: e.Size, mtime: e.Modify}
@@ -534,6 +552,9 @@ func (p *planner) decide(ctx context.Context, src, dst string, e gridftp.Entry, 
 	}
 	if p.opts.Resume && have != nil && !have.IsDir() {
 		done, err := p.resume(ctx, f, *have)
+		if done {
+			p.leftOver(dst, part)
+		}
 		if err != nil || done {
 			return err
 		}
@@ -548,6 +569,14 @@ func (p *planner) decide(ctx context.Context, src, dst string, e gridftp.Entry, 
 	}
 	p.files = append(p.files, f)
 	return nil
+}
+
+// leftOver notes the temporary file (part, nil: none) of a file that is
+// whole at dst: an earlier run's, of no more use; plan deletes them.
+func (p *planner) leftOver(dst string, part *gridftp.Entry) {
+	if part != nil && !part.IsDir() && p.tempNames() {
+		p.stale = append(p.stale, partname.For(dst))
+	}
 }
 
 // resume looks at what an interrupted run may have left of f at the
