@@ -241,7 +241,9 @@ func (c *copier) schedule(files []*file, bs []*batch, rest []*file) {
 			}
 		}
 		c.enqueue(f, way)
-		if c.needsFinishing(f) {
+		// A lone file that needs only its rename is renamed on its
+		// worker's pair (worker), with no finisher.
+		if c.checksSource(f) || f.tmp != "" && len(rest) > 1 {
 			jobs := 1 // finalize; with Verify, each chunk's check before it
 			if c.opts.Verify {
 				jobs = f.units
@@ -443,6 +445,16 @@ func (c *copier) worker(ctx context.Context) {
 		}
 		if u.b != nil {
 			c.batchMoved(ctx, u)
+			continue
+		}
+		if len(inflight) == 0 && c.q.len() == 0 && c.renameOnly(u) {
+			// The pair has nothing else to do: it renames the file
+			// itself, and a copy of one small file needs no finisher.
+			c.reportRest(u)
+			var reply *gridftp.Error
+			if err := c.unitDone(ctx, u, pair); err != nil && !errors.As(err, &reply) {
+				drop()
+			}
 			continue
 		}
 		c.unitMoved(ctx, u)
@@ -710,9 +722,10 @@ func (c *copier) reportRest(u *unit) {
 }
 
 // unitDone counts a finished unit; the file's last one finalizes it, on the
-// finisher's pair p when a finisher calls (a finisher must not wait for
-// another), else handed to one.
-func (c *copier) unitDone(ctx context.Context, u *unit, p *client.Pair) {
+// pair p when a finisher calls (a finisher must not wait for another) or a
+// worker with nothing else to do, else handed to one. The error is
+// finalize's on p.
+func (c *copier) unitDone(ctx context.Context, u *unit, p *client.Pair) error {
 	c.mu.Lock()
 	u.f.units--
 	last := u.f.units == 0 && !u.f.ended
@@ -724,18 +737,25 @@ func (c *copier) unitDone(ctx context.Context, u *unit, p *client.Pair) {
 		c.partial(u.f)
 	}
 	if !last {
-		return
+		return nil
 	}
 	switch {
 	case !c.needsFinishing(u.f):
 		c.final(u.f, Transferred, nil)
 	case p != nil:
-		c.finalize(ctx, p, u)
-	case u.n < 0 && !c.checksSource(u.f):
+		return c.finalize(ctx, p, u)
+	case c.renameOnly(u):
 		c.rename(ctx, u)
 	default:
 		c.finish(ctx, func(p *client.Pair) error { return c.finalize(ctx, p, u) })
 	}
+	return nil
+}
+
+// renameOnly reports a unit whose file, once it landed, needs nothing but
+// its rename from its temporary name.
+func (c *copier) renameOnly(u *unit) bool {
+	return u.n < 0 && u.f.tmp != "" && !c.checksSource(u.f)
 }
 
 // rename hands a file that needs nothing but its rename to a finisher,
@@ -905,8 +925,7 @@ func (c *copier) verifyChunk(ctx context.Context, p *client.Pair, u *unit) error
 		c.fail(u, fmt.Errorf("%w: %s %s at source, %s at destination", errMismatch, c.set.Algorithm, a, b))
 		return nil
 	}
-	c.unitDone(ctx, u, p)
-	return nil
+	return c.unitDone(ctx, u, p)
 }
 
 // retryFinish counts a fault in a finisher's work (not in the data) and

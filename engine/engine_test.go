@@ -333,12 +333,12 @@ func TestSingleFileDestinations(t *testing.T) {
 }
 
 // TestSessions counts what a one-file copy costs each server: the sessions
-// that plan the copy move the file, the finisher (that renames the file
-// from its temporary name, and checks the source of a large one again)
+// that plan the copy move the file and rename it from its temporary name,
+// the finisher (for a file large enough that its source is checked again)
 // dials only its own pair, and each side is looked up once while
 // planning: the destination with its parent and the two temporary names
 // an earlier run may have left (as the destination, in it), in one
-// pipelined round trip. A small file written in place needs no finisher.
+// pipelined round trip.
 func TestSessions(t *testing.T) {
 	src := startEndpoint(t, "", nil)
 	dst := startEndpoint(t, "", nil)
@@ -349,7 +349,7 @@ func TestSessions(t *testing.T) {
 		logins, srcLookups, dstLookups int
 	}{
 		{"small in place: one pair", 1000, true, 1, 1, 2},
-		{"small: a finisher's pair", 1000, false, 2, 1, 4},
+		{"small: one pair", 1000, false, 1, 1, 4},
 		{"large: a finisher's pair", 2 << 20, false, 2, 2, 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
