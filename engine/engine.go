@@ -790,6 +790,7 @@ func (c *copier) renameAll(ctx context.Context, p *client.Pair) error {
 	moves := make([][2]string, len(us))
 	for i, u := range us {
 		moves[i] = [2]string{u.f.tmp, u.f.dst}
+		c.renameSent(u.f)
 	}
 	errs, err := p.Dst.RenameAll(ctx, moves)
 	for i, u := range us {
@@ -801,8 +802,8 @@ func (c *copier) renameAll(ctx context.Context, p *client.Pair) error {
 		case ferr == nil:
 			c.final(u.f, Transferred, nil)
 		case isNotFound(ferr):
-			// An earlier try's lost reply? finalize looks (renamed), in a
-			// job of its own: a finisher does not wait for another.
+			// An earlier try's lost reply? finalize looks (whereIs), in
+			// a job of its own: a finisher does not wait for another.
 			go c.finish(ctx, func(p *client.Pair) error { return c.finalize(ctx, p, u) })
 		default:
 			c.retryFinish(ctx, u, renameError(ferr), func(p *client.Pair) error { return c.finalize(ctx, p, u) })
@@ -976,11 +977,15 @@ func (c *copier) finishFile(ctx context.Context, p *client.Pair, u *unit) error 
 	if p == nil {
 		return c.sessionless()
 	}
+	at, err := c.whereIs(ctx, p, f)
+	if err != nil {
+		return err
+	}
 	// The destination is looked up with the source when, after chunks,
 	// its length needs a check.
 	dp := ""
 	if u.n >= 0 && !c.opts.blind() {
-		dp = f.at()
+		dp = at
 	}
 	var de gridftp.Entry
 	var derr error
@@ -1002,7 +1007,7 @@ func (c *copier) finishFile(ctx context.Context, p *client.Pair, u *unit) error 
 	// Behind a relay, the relay's forwarding layer compares its child's
 	// copy with what it received, or fails the transfer.
 	if c.opts.Verify && u.n < 0 && !c.opts.blind() {
-		a, b, err := checksums(ctx, p.Src, p.Dst, c.set.Algorithm, f.src, f.at(), 0, -1)
+		a, b, err := checksums(ctx, p.Src, p.Dst, c.set.Algorithm, f.src, at, 0, -1)
 		if err != nil {
 			return err
 		}
@@ -1014,7 +1019,7 @@ func (c *copier) finishFile(ctx context.Context, p *client.Pair, u *unit) error 
 	if u.n >= 0 {
 		// Chunks never shorten the file; a longer old destination is cut.
 		if derr == nil && de.Size > f.size {
-			if _, err := p.Dst.Do(ctx, "SITE TRNC %d %s", f.size, f.at()); err != nil {
+			if _, err := p.Dst.Do(ctx, "SITE TRNC %d %s", f.size, at); err != nil {
 				return err
 			}
 		}
@@ -1023,12 +1028,13 @@ func (c *copier) finishFile(ctx context.Context, p *client.Pair, u *unit) error 
 		}
 	}
 	if c.opts.PreserveMtime && !f.mtime.IsZero() {
-		if _, err := p.Dst.Do(ctx, "MFMT %s %s", f.mtime.UTC().Format(gridftp.TimeLayout), f.at()); err != nil {
+		if _, err := p.Dst.Do(ctx, "MFMT %s %s", f.mtime.UTC().Format(gridftp.TimeLayout), at); err != nil {
 			return fmt.Errorf("preserve mtime: %w", err)
 		}
 	}
-	if f.tmp != "" {
-		if err := p.Dst.Rename(ctx, f.tmp, f.dst); err != nil && !c.renamed(ctx, p, f, err) {
+	if at != f.dst {
+		c.renameSent(f)
+		if err := p.Dst.Rename(ctx, f.tmp, f.dst); err != nil {
 			return renameError(err)
 		}
 	}
@@ -1042,23 +1048,40 @@ func (c *copier) finishFile(ctx context.Context, p *client.Pair, u *unit) error 
 	return nil
 }
 
-// renamed reports, after the rename of f from its temporary name failed
-// with err, whether an earlier try did it: its reply was lost (the session
-// broke), the temporary name is gone and the file under its final name is
+// renameSent notes that the rename of f was sent: its reply may be lost.
+func (c *copier) renameSent(f *file) {
+	c.mu.Lock()
+	f.renameSent = true
+	c.mu.Unlock()
+}
+
+// whereIs is where f's data is at the destination as finishFile begins:
+// where it was written (file.at), or, when a rename sent before may have
+// been done without its reply (the session broke), its final name if that
+// is so: the temporary name is gone and the file under its final name is
 // the source's, by size and, when both ends compute one, checksum.
-func (c *copier) renamed(ctx context.Context, p *client.Pair, f *file, err error) bool {
+func (c *copier) whereIs(ctx context.Context, p *client.Pair, f *file) (string, error) {
+	c.mu.Lock()
+	sent := f.renameSent
+	c.mu.Unlock()
+	if !sent {
+		return f.at(), nil
+	}
+	_, err := p.Dst.Stat(ctx, f.tmp)
 	if !isNotFound(err) {
-		return false
+		return f.tmp, err
 	}
-	de, derr := p.Dst.Stat(ctx, f.dst)
-	if derr != nil || de.Size != f.size {
-		return false
+	de, err := p.Dst.Stat(ctx, f.dst)
+	if err != nil || de.Size != f.size {
+		return f.tmp, err // its rename fails: the file goes again
 	}
-	if c.sumAlg == "" {
-		return true
+	if c.sumAlg != "" {
+		a, b, err := checksums(ctx, p.Src, p.Dst, c.sumAlg, f.src, f.dst, 0, -1)
+		if err != nil || a != b {
+			return f.tmp, err
+		}
 	}
-	a, b, err := checksums(ctx, p.Src, p.Dst, c.sumAlg, f.src, f.dst, 0, -1)
-	return err == nil && a == b
+	return f.dst, nil
 }
 
 // renameError says that the destination refused to rename a file from

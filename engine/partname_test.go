@@ -3,6 +3,7 @@ package engine_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -275,5 +276,67 @@ func TestStaleTemporaryDeleted(t *testing.T) {
 		if _, err := os.Stat(tmp); err == nil {
 			t.Errorf("%s: the temporary file of a file skipped is left", item.Src)
 		}
+	}
+}
+
+// renameThenFail renames as asked, then says it failed, once: the reply
+// of a rename that was done is lost.
+type renameThenFail struct {
+	storage.Driver
+	once sync.Once
+}
+
+func (r *renameThenFail) Rename(ctx context.Context, oldname, newname string) error {
+	err := r.Driver.Rename(ctx, oldname, newname)
+	failed := false
+	r.once.Do(func() { failed = true })
+	if err == nil && failed {
+		return errors.New("the reply is lost")
+	}
+	return err
+}
+
+// TestLostRenameReply: a rename that was done but not confirmed is found
+// done when the file is finished again (its temporary name gone, the file
+// under its name the source's), whether the file is renamed alone or with
+// others, and with its mtime set: not failed, not sent again.
+func TestLostRenameReply(t *testing.T) {
+	mtime := time.Date(2022, 3, 4, 5, 6, 7, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		opts func(*engine.Options)
+	}{
+		{"rename alone", func(o *engine.Options) {}},
+		{"verified, mtime", func(o *engine.Options) { o.Verify, o.PreserveMtime = true, true }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := startEndpoint(t, "", nil)
+			r := &renameThenFail{}
+			dst := startEndpoint(t, "", func(d storage.Driver) storage.Driver { r.Driver = d; return r })
+			for i := range 3 {
+				p := filepath.Join(src.root, "d", fmt.Sprint(i))
+				writeFile(t, p, random(1000+i))
+				os.Chtimes(p, mtime, mtime)
+			}
+			o := fastOptions()
+			o.Tar = engine.TarNever
+			tc.opts(&o)
+			rep := &recorder{}
+			res, err := engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/d", Dst: "/d"}}, o, rep)
+			if err != nil || res.Transferred != 3 || res.Failed != 0 || res.Faults != 1 {
+				t.Fatalf("%+v %v %v", res, err, rep.faults)
+			}
+			if res.Bytes != 1000+1001+1002 {
+				t.Errorf("moved %d bytes: a file was sent again", res.Bytes)
+			}
+			compareTrees(t, filepath.Join(src.root, "d"), filepath.Join(dst.root, "d"))
+			if o.PreserveMtime {
+				for i := range 3 {
+					if st, _ := os.Stat(filepath.Join(dst.root, "d", fmt.Sprint(i))); !st.ModTime().Equal(mtime) {
+						t.Errorf("%d: mtime %v", i, st.ModTime())
+					}
+				}
+			}
+		})
 	}
 }

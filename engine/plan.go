@@ -22,17 +22,18 @@ type file struct {
 	mtime    time.Time
 
 	// guarded by copier.mu
-	units    int            // units not yet done
-	have     gridftp.Ranges // restart ranges of an unchunked transfer
-	attempts int
-	ended    bool           // its outcome is reported: failed, canceled or done
-	outcome  Outcome        // when ended
-	touched  bool           // a transfer of it started: it may be partial at the destination
-	moved    int64          // bytes reported moved
-	restart  gridftp.Ranges // at the destination from an earlier run (Options.Restart)
-	chunks   gridftp.Ranges // chunks done
-	sum      string
-	root     *treeRoot // the listed tree it is in, by the same name below both roots; nil: none
+	units      int            // units not yet done
+	have       gridftp.Ranges // restart ranges of an unchunked transfer
+	attempts   int
+	ended      bool           // its outcome is reported: failed, canceled or done
+	outcome    Outcome        // when ended
+	touched    bool           // a transfer of it started: it may be partial at the destination
+	renameSent bool           // its rename from tmp was sent (whereIs)
+	moved      int64          // bytes reported moved
+	restart    gridftp.Ranges // at the destination from an earlier run (Options.Restart)
+	chunks     gridftp.Ranges // chunks done
+	sum        string
+	root       *treeRoot // the listed tree it is in, by the same name below both roots; nil: none
 }
 
 // at is where f's data is written: its temporary name, or its final one.
