@@ -77,7 +77,20 @@ func newFaultBed(t *testing.T) *faultBed {
 	exec.Command("ip", "route", "del", "unreachable", faultSubnet, "metric", "4000").Run()
 	sh(t, "ip", "route", "add", "unreachable", faultSubnet, "metric", "4000")
 	t.Cleanup(func() { exec.Command("ip", "route", "del", "unreachable", faultSubnet, "metric", "4000").Run() })
+	// GCT looks the name of its address up; in a namespace DNS cannot be
+	// reached, and `ip netns exec` gives each one its own /etc/hosts.
+	hosts, _ := os.ReadFile("/etc/hosts")
+	hosts = fmt.Appendf(hosts, "\n%s %s\n%s %s\n%s %s\n", faultHostIP, "i30fhost", faultSrcIP, faultSrcNS, faultDstIP, faultDstNS)
 	for _, ns := range []string{faultHubNS, faultSrcNS, faultDstNS} {
+		dir := filepath.Join("/etc/netns", ns)
+		os.RemoveAll(dir)
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "hosts"), hosts, 0o644); err != nil {
+			t.Fatal(err)
+		}
 		sh(t, "ip", "netns", "add", ns)
 		sh(t, "ip", "-n", ns, "link", "set", "lo", "up")
 	}
