@@ -198,18 +198,40 @@ func faultSeed(t *testing.T) uint64 {
 // gct is set) and watches the destination.
 func newFaultRun(t *testing.T, bed *faultBed, gct bool) *faultRun {
 	t.Helper()
-	r := &faultRun{t: t, bed: bed, seed: faultSeed(t)}
-	r.rng = rand.New(rand.NewPCG(r.seed, r.seed>>1|1))
-	t.Logf("seed %d (replay: FERRY_FAULT_SEED=%d go test -run '%s' ./interop/)", r.seed, r.seed, t.Name())
-	r.src = ferryIn(t, faultSrcNS, faultSrcIP, bed.root, true)
+	r := startFaultRun(t, bed)
 	if gct {
 		r.dst = gctIn(t)
 	} else {
 		r.dst = ferryIn(t, faultDstNS, faultDstIP, t.TempDir(), false)
 	}
-	r.watch = bed.watch(r.dst.Path(""))
-	t.Cleanup(func() { r.watch.report(r) })
+	r.watchDst()
 	return r
+}
+
+// newFaultRunAt is newFaultRun with a ferry gridftp destination serving
+// root.
+func newFaultRunAt(t *testing.T, bed *faultBed, root string) *faultRun {
+	t.Helper()
+	r := startFaultRun(t, bed)
+	r.dst = ferryIn(t, faultDstNS, faultDstIP, root, false)
+	r.watchDst()
+	return r
+}
+
+// startFaultRun draws the scenario's seed and starts its source server.
+func startFaultRun(t *testing.T, bed *faultBed) *faultRun {
+	t.Helper()
+	r := &faultRun{t: t, bed: bed, seed: faultSeed(t)}
+	r.rng = rand.New(rand.NewPCG(r.seed, r.seed>>1|1))
+	t.Logf("seed %d (replay: FERRY_FAULT_SEED=%d go test -run '%s' ./interop/)", r.seed, r.seed, t.Name())
+	r.src = ferryIn(t, faultSrcNS, faultSrcIP, bed.root, true)
+	return r
+}
+
+// watchDst watches the destination until the scenario ends.
+func (r *faultRun) watchDst() {
+	r.watch = r.bed.watch(r.dst.Path(""))
+	r.t.Cleanup(func() { r.watch.report(r) })
 }
 
 // errorf is t.Errorf naming the seed.
@@ -496,37 +518,48 @@ func (r *faultRun) checkTask(c *serviceCLI, id, what string, wantSuccess bool) a
 	return task
 }
 
-// verifiedFiles is what a task had recorded done when a fault struck:
-// none of it may be sent again.
-type verifiedFiles struct {
-	src    []string          // source paths
-	dst    map[string]string // source path → destination file
-	ids    map[string]fileID // of the destination files
-	logEnd int               // length of the source server's log
+// doneFiles is what was done when a fault struck: the files the task
+// had recorded done, and those whole under their final names (which ferry
+// writes only once they are whole and verified). None of it may be sent
+// again.
+type doneFiles struct {
+	src      []string          // source paths
+	dst      map[string]string // source path → destination file
+	recorded int               // of src, those the task had recorded
+	ids      map[string]fileID // of the destination files
+	logEnd   int               // length of the source server's log
 }
 
-// recordedDone snapshots what task id has recorded done, and its copies.
-func (r *faultRun) recordedDone(c *serviceCLI, id string) verifiedFiles {
+// done snapshots what task id has recorded done and what is whole at the
+// destination, and their copies.
+func (r *faultRun) done(c *serviceCLI, id string) doneFiles {
 	r.t.Helper()
-	rec := c.recorded(id)
-	v := verifiedFiles{src: sortedKeys(rec), dst: map[string]string{}}
-	var locals []string
-	for _, p := range v.src {
-		local := rec[p].DestinationPath // GCT's paths are its file names
+	v := doneFiles{dst: map[string]string{}, logEnd: len(r.src.log.Bytes())}
+	for p, f := range c.recorded(id) {
+		local := f.DestinationPath // GCT's paths are its file names
 		if _, ok := r.dst.(*ferryServer); ok {
 			local = r.dst.Path(local)
 		}
 		v.dst[p] = local
-		locals = append(locals, local)
+		v.recorded++
+	}
+	for rel := range r.bed.files {
+		if compareFiles(r.bed.path(rel), r.dst.Path(rel)) == nil {
+			v.dst["/"+rel] = r.dst.Path(rel)
+		}
+	}
+	v.src = sortedKeys(v.dst)
+	var locals []string
+	for _, p := range v.src {
+		locals = append(locals, v.dst[p])
 	}
 	v.ids = fileIDs(r.t, "/", locals)
-	v.logEnd = len(r.src.log.Bytes())
 	return v
 }
 
 // checkNotSentAgain fails the scenario for every file of v retrieved from
 // the source again or written again at the destination.
-func (r *faultRun) checkNotSentAgain(v verifiedFiles, what string) {
+func (r *faultRun) checkNotSentAgain(v doneFiles, what string) {
 	r.t.Helper()
 	again := retrieved(r.t, r.src.log.Bytes()[v.logEnd:])
 	var locals []string
@@ -537,15 +570,16 @@ func (r *faultRun) checkNotSentAgain(v verifiedFiles, what string) {
 	bad := 0
 	for _, p := range v.src {
 		if n := again[p]; n > 0 {
-			r.errorf("%s was recorded done before %s, then retrieved %d more times", p, what, n)
+			r.errorf("%s was done before %s, then retrieved %d more times", p, what, n)
 			bad++
 		}
 		if after[v.dst[p]] != v.ids[v.dst[p]] {
-			r.errorf("%s was recorded done before %s, then its copy was written again: %+v, was %+v", p, what, after[v.dst[p]], v.ids[v.dst[p]])
+			r.errorf("%s was done before %s, then its copy was written again: %+v, was %+v", p, what, after[v.dst[p]], v.ids[v.dst[p]])
 			bad++
 		}
 	}
-	r.t.Logf("%d files recorded done before %s; %d sent again", len(v.src), what, bad)
+	r.t.Logf("%d files done before %s (%d recorded, the others whole under their final names); %d sent again",
+		len(v.src), what, v.recorded, bad)
 }
 
 // serviceFault is a scenario of the service: a task moves the tree and,
@@ -556,7 +590,7 @@ func serviceFault(t *testing.T, bed *faultBed, s *faultService, gct bool, fault 
 	c := s.cli(t)
 	id := r.submit(c)
 	r.midway(0.15+0.7*r.rng.Float64(), taskEnded(c, id))
-	v := r.recordedDone(c, id)
+	v := r.done(c, id)
 	what := fault(r)
 	r.checkTask(c, id, what, true)
 	r.checkNotSentAgain(v, what)
@@ -601,7 +635,9 @@ func TestFaultCampaign(t *testing.T) {
 				c := s.cli(t)
 				id := r.submit(c)
 				r.midway(0.15+0.7*r.rng.Float64(), taskEnded(c, id))
-				c.ok("", "task", "cancel", id)
+				if cr := c.run("", "task", "cancel", id); cr.code != 0 && !domain.Done(c.task(id).Status) {
+					t.Fatalf("ferry task cancel failed:\n%s", cr)
+				}
 				r.checkTask(c, id, "ferry task cancel", false)
 				again := r.submit(c, "--sync-level", level)
 				r.checkTask(c, again, "the resubmission with --sync-level "+level, true)
@@ -663,6 +699,25 @@ func TestFaultCampaign(t *testing.T) {
 		})
 	}
 
+	t.Run("full-disk", func(t *testing.T) {
+		// The destination's root is a tmpfs too small for the tree; the
+		// task waits INACTIVE (NO_SPACE) until space is freed (the tmpfs
+		// grown) and it is resumed.
+		root := t.TempDir()
+		sh(t, "mount", "-t", "tmpfs", "-o", "size=12m,mode=0777", "i30ffull", root)
+		t.Cleanup(func() { exec.Command("umount", "-l", root).Run() })
+		r := newFaultRunAt(t, bed, root)
+		c := s.cli(t)
+		id := r.submit(c)
+		c.waitFor(id, "INACTIVE (NO_SPACE)", time.Minute, func(t api.Task) bool {
+			return t.Status == domain.StatusInactive && t.NiceStatus == domain.NiceNoSpace
+		})
+		r.checkFinalNames("the destination filled up (task INACTIVE, NO_SPACE)")
+		sh(t, "mount", "-o", "remount,size=128m", root)
+		c.ok("", "task", "resume", id)
+		r.checkTask(c, id, "space freed and ferry task resume", true)
+	})
+
 	t.Run("kill9-service", func(t *testing.T) {
 		// A service of its own, on SQLite, which takes its own lease back
 		// when it starts again.
@@ -671,7 +726,7 @@ func TestFaultCampaign(t *testing.T) {
 		c := own.cli(t)
 		id := r.submit(c)
 		r.midway(0.15+0.7*r.rng.Float64(), taskEnded(c, id))
-		v := r.recordedDone(c, id)
+		v := r.done(c, id)
 		own.svc.kill9()
 		down := r.between(0, 2*time.Second)
 		time.Sleep(down)
