@@ -113,7 +113,9 @@ func newFaultBed(t *testing.T) *faultBed {
 		"tbf", "rate", faultRate, "burst", "32kb", "latency", "200ms")
 
 	b := &faultBed{root: t.TempDir(), files: map[string]int64{}}
-	for i, size := range []int64{10 << 20, 10<<20 + 12345, 6<<20 + 1} {
+	// Each big file's last chunk is a few bytes: it lands at once, and
+	// the file is full size while the chunks before it are in flight.
+	for i, size := range []int64{10<<20 + 1, 8<<20 + 7, 6<<20 + 1} {
 		rel := fmt.Sprintf("tree/big-%d.dat", i)
 		b.big = append(b.big, rel)
 		b.files[rel] = size
