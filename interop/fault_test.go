@@ -47,7 +47,7 @@ const (
 	faultRate    = "100mbit"
 	faultPort    = "2811" // ferry gridftp in each namespace
 	gctFaultPort = "2812"
-	faultChunk   = "2M" // ferry copy's --chunk-size: the big files go in chunks
+	faultChunk   = "1M" // ferry copy's --chunk-size: the big files go in chunks
 )
 
 // faultBed is the network and the source tree every scenario shares.
@@ -415,9 +415,9 @@ func (r *faultRun) copyURL(src bool) string {
 }
 
 // copyArgs are the flags of every ferry copy of the campaign: the big files
-// go in chunks over three session pairs, checksums verified.
+// go in chunks over two session pairs, checksums verified.
 func copyArgs(extra ...string) []string {
-	return append([]string{"copy", "-r", "-q", "--verify-checksum", "--chunk-size", faultChunk, "--cc", "3"}, extra...)
+	return append([]string{"copy", "-r", "-q", "--verify-checksum", "--chunk-size", faultChunk, "--cc", "2"}, extra...)
 }
 
 // copyInterrupted is a scenario of ferry copy: a copy of the tree is
