@@ -178,7 +178,7 @@ type faultRun struct {
 	rng   *rand.Rand
 	src   *ferryServer
 	dst   restartable
-	watch *finalWatch
+	watch *faultWatch
 }
 
 // faultSeed is the seed of scenario name: $FERRY_FAULT_SEED, which replays
@@ -247,17 +247,17 @@ func (r *faultRun) between(lo, hi time.Duration) time.Duration {
 	return lo + time.Duration(r.rng.Int64N(int64(hi-lo)+1))
 }
 
-// finalWatch polls a destination tree while a scenario runs and keeps,
+// faultWatch polls a destination tree while a scenario runs and keeps,
 // for each file of the source tree, the first time it was seen under its
 // final name with another size than its source's.
-type finalWatch struct {
+type faultWatch struct {
 	mu         sync.Mutex
 	seen       map[string]string
 	quit, done chan struct{}
 }
 
-func (b *faultBed) watch(dst string) *finalWatch {
-	w := &finalWatch{seen: map[string]string{}, quit: make(chan struct{}), done: make(chan struct{})}
+func (b *faultBed) watch(dst string) *faultWatch {
+	w := &faultWatch{seen: map[string]string{}, quit: make(chan struct{}), done: make(chan struct{})}
 	start := time.Now()
 	go func() {
 		defer close(w.done)
@@ -286,7 +286,7 @@ func (b *faultBed) watch(dst string) *finalWatch {
 
 // report stops the watch and fails the scenario for every file seen
 // under its final name before it was whole.
-func (w *finalWatch) report(r *faultRun) {
+func (w *faultWatch) report(r *faultRun) {
 	close(w.quit)
 	<-w.done
 	w.mu.Lock()
