@@ -13,7 +13,6 @@ package interop
 
 import (
 	"fmt"
-	"hash/fnv"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -181,8 +180,8 @@ type faultRun struct {
 	watch *faultWatch
 }
 
-// faultSeed is the seed of scenario name: $FERRY_FAULT_SEED, which replays
-// a run, or a fresh one.
+// faultSeed is a scenario's seed: $FERRY_FAULT_SEED, which replays a run,
+// or a fresh one (each scenario its own, each run new ones).
 func faultSeed(t *testing.T) uint64 {
 	if s := os.Getenv("FERRY_FAULT_SEED"); s != "" {
 		n, err := strconv.ParseUint(s, 10, 64)
@@ -191,9 +190,7 @@ func faultSeed(t *testing.T) uint64 {
 		}
 		return n
 	}
-	h := fnv.New64a()
-	h.Write([]byte(t.Name()))
-	return rand.Uint64() ^ h.Sum64()
+	return rand.Uint64()
 }
 
 // newFaultRun starts a source server and a fresh destination (GCT when
