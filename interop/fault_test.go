@@ -583,16 +583,18 @@ func (r *faultRun) checkNotSentAgain(v doneFiles, what string) {
 
 // serviceFault is a scenario of the service: a task moves the tree and,
 // midway, fault strikes and mends (it returns what it did); the task must
-// then succeed without sending again what it had recorded done.
-func serviceFault(t *testing.T, bed *faultBed, s *faultService, gct bool, fault func(r *faultRun) string) {
+// then succeed without sending again what was done. It returns the task's
+// events, and the task as it ended.
+func serviceFault(t *testing.T, bed *faultBed, s *faultService, gct bool, fault func(r *faultRun) string) (string, api.Task) {
 	r := newFaultRun(t, bed, gct)
 	c := s.cli(t)
 	id := r.submit(c)
 	r.midway(0.15+0.7*r.rng.Float64(), taskEnded(c, id))
 	v := r.done(c, id)
 	what := fault(r)
-	r.checkTask(c, id, what, true)
+	task := r.checkTask(c, id, what, true)
 	r.checkNotSentAgain(v, what)
+	return c.events(id), task
 }
 
 // blackHole drops, silently, every packet between the destination and
@@ -697,6 +699,22 @@ func TestFaultCampaign(t *testing.T) {
 			})
 		})
 	}
+
+	t.Run("blackhole-data-stall", func(t *testing.T) {
+		// Longer than the engine's stall bound on this link (15 s, the
+		// least it waits): the silent data channel is declared stalled,
+		// a fault and an event, whenever the path comes back.
+		var d time.Duration
+		events, task := serviceFault(t, bed, s, false, func(r *faultRun) string {
+			d = r.between(22*time.Second, 26*time.Second)
+			blackHole(t, faultSrcIP, d)
+			return fmt.Sprintf("a silent black hole of the data path for %v", d)
+		})
+		if task.Faults == 0 || !strings.Contains(strings.ToLower(events), "stall") {
+			t.Errorf("the data path was black-holed for %v in the middle of the task; it counts %d faults and no event names a stall:\n%s",
+				d, task.Faults, events)
+		}
+	})
 
 	t.Run("full-disk", func(t *testing.T) {
 		// The destination's root is a tmpfs too small for the tree; the
