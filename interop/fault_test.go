@@ -491,7 +491,28 @@ func (r *faultRun) submit(c *serviceCLI, extra ...string) string {
 	if g, ok := r.dst.(*gctServer); ok {
 		dst = "gct:" + epPath(g, "tree")
 	}
-	return c.transfer(append([]string{"src:/tree", dst, "-r", "--deadline", "3m"}, extra...)...)
+	return c.transfer(append([]string{"src:/tree", dst, "-r", "--deadline", faultDeadline.String()}, extra...)...)
+}
+
+// faultDeadline is the deadline of the campaign's tasks: they end by then,
+// whatever their retries' backoff.
+const faultDeadline = 3 * time.Minute
+
+// waitEnd waits for task id to end, at most faultDeadline and a minute,
+// in runs of ferry task wait that fit the CLI's time limit (serviceCLI.run),
+// and returns it as it ended.
+func waitEnd(c *serviceCLI, id string) api.Task {
+	c.t.Helper()
+	for deadline := time.Now().Add(faultDeadline + time.Minute); ; {
+		c.run("", "task", "wait", id, "--timeout", "40s")
+		task := c.task(id)
+		switch {
+		case domain.Done(task.Status):
+			return task
+		case time.Now().After(deadline):
+			c.t.Fatalf("task %s is still %s %s past its deadline; events:\n%s", id, task.Status, task.NiceStatus, c.events(id))
+		}
+	}
 }
 
 // taskEnded is a midway condition: the task is over.
@@ -503,7 +524,7 @@ func taskEnded(c *serviceCLI, id string) func() bool {
 // when want is SUCCEEDED, a task that ended otherwise fails the scenario.
 func (r *faultRun) checkTask(c *serviceCLI, id, what string, wantSuccess bool) api.Task {
 	r.t.Helper()
-	task := c.wait(id, 2*time.Minute)
+	task := waitEnd(c, id)
 	r.t.Logf("%s: task %s %s: %d files, %d transferred, %d skipped, %d bytes, %d faults", what, id, task.Status,
 		task.Files, task.FilesTransferred, task.FilesSkipped, task.BytesTransferred, task.Faults)
 	switch {
