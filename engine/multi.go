@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"ferry/gridftp/client"
+	"ferry/internal/partname"
 	"ferry/stack/forward"
 )
 
@@ -25,7 +26,11 @@ import (
 // its children's copies by checksum. The engine checks the head's copy
 // against the source as any copy does. A destination that a file did not
 // reach is named in the head's reply; the tree leaves it out of the files
-// that follow.
+// that follow. Every copy in the tree is written under its temporary name
+// (partname): the head's is renamed once whole and verified, as in any
+// copy; the others' are renamed by the repair pass, each destination's in
+// a round trip (land), so that none bears its final name before the
+// head's copy was found equal to its source.
 //
 // The repair pass then brings every destination up to date with ordinary
 // copies, all destinations at once: the files the tree did not deliver
@@ -174,6 +179,9 @@ type multiFile struct {
 	// the repair pass compares it with the head's (SyncChecksum) and
 	// sends it again only if it differs.
 	check map[int]bool
+	// landed are the copies the tree left under their temporary names, by
+	// destination, until the repair pass renames them (land).
+	landed map[int]FileResult
 }
 
 // probe is what the engine learns of a destination before the tree: how
@@ -378,7 +386,7 @@ func (m *multi) treePass(ctx context.Context) error {
 		o.Skip = func(src, dst string) bool { return skip != nil && skip(src, dst) || m.has(m.head, src) }
 	}
 	if len(m.tree) > 0 {
-		m.fan = &fanout{heads: m.targets[m.head].Items, cc: m.res.Fanout, ccSmall: m.res.FanoutSmall, smallBelow: m.smallBelow}
+		m.fan = &fanout{heads: m.targets[m.head].Items, cc: m.res.Fanout, ccSmall: m.res.FanoutSmall, smallBelow: m.smallBelow, inPlace: o.InPlace}
 		for _, k := range m.tree {
 			m.fan.kids = append(m.fan.kids, kid{target: m.targets[k], index: k})
 		}
@@ -422,7 +430,11 @@ func (t *treeReporter) Done(r FileResult) {
 		var got *FileResult
 		if r.Outcome == Transferred && !slices.Contains(missed, j) && !slices.Contains(suspect, j) && !m.fan.wasDead(j, r.Dst) {
 			got = &FileResult{Src: r.Src, Dst: f.dsts[k.index], Size: r.Size, Outcome: Transferred, Checksum: r.Checksum, Attempts: r.Attempts}
-			f.at[k.index] = *got
+			if !m.fan.inPlace {
+				f.landed[k.index], got = *got, nil // it arrives once renamed
+			} else {
+				f.at[k.index] = *got
+			}
 		}
 		m.mu.Unlock()
 		if got != nil {
@@ -437,7 +449,7 @@ func (m *multi) file(src string, size int64) *multiFile {
 	defer m.mu.Unlock()
 	f := m.files[src]
 	if f == nil {
-		f = &multiFile{size: size, at: map[int]FileResult{}, dsts: map[int]string{}, check: map[int]bool{}}
+		f = &multiFile{size: size, at: map[int]FileResult{}, dsts: map[int]string{}, check: map[int]bool{}, landed: map[int]FileResult{}}
 		m.files[src] = f
 		m.order = append(m.order, src)
 	}
@@ -476,7 +488,7 @@ func (m *multi) relay(ctx context.Context, i int) {
 		skip := o.Skip
 		o.Skip = func(src, dst string) bool { return t.Has(src) || skip != nil && skip(src, dst) }
 	}
-	o.fan = &fanout{heads: t.Items, kids: []kid{{target: t, index: i}}, cc: 1, relay: true}
+	o.fan = &fanout{heads: t.Items, kids: []kid{{target: t, index: i}}, cc: 1, relay: true, inPlace: true}
 	items := m.kept(i, t.Items)
 	if len(items) == 0 {
 		return
@@ -500,6 +512,7 @@ func (m *multi) repair(ctx context.Context, i int) {
 		m.relay(ctx, i)
 		return
 	}
+	m.land(ctx, i)
 	m.mu.Lock()
 	var fromHead, toCheck []Item
 	for _, src := range m.order {
@@ -549,6 +562,48 @@ func (m *multi) repair(ctx context.Context, i int) {
 		m.mu.Lock()
 		m.res.Dests[i].Err = err
 		m.mu.Unlock()
+	}
+}
+
+// land renames the copies the tree left at destination i under their
+// temporary names to their final ones, pipelined on one session: the
+// head's copy of each is whole and verified, and the hop that sent it
+// checked it. A copy whose rename fails (its temporary file is gone, the
+// server refuses, the session breaks) is not delivered: the repair pass
+// sends it from the head.
+func (m *multi) land(ctx context.Context, i int) {
+	m.mu.Lock()
+	var rs []FileResult
+	var moves [][2]string
+	for _, src := range m.order {
+		if r, ok := m.files[src].landed[i]; ok {
+			rs = append(rs, r)
+			moves = append(moves, [2]string{partname.For(r.Dst), r.Dst})
+		}
+	}
+	m.mu.Unlock()
+	if len(moves) == 0 {
+		return
+	}
+	c, err := m.targets[i].Endpoint.dial(ctx)
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	errs, err := c.RenameAll(ctx, moves)
+	if err != nil {
+		return
+	}
+	for n, r := range rs {
+		if errs[n] != nil {
+			continue
+		}
+		m.mu.Lock()
+		f := m.files[r.Src]
+		f.at[i] = r
+		delete(f.landed, i)
+		m.mu.Unlock()
+		arrived(m.rep, i, r)
 	}
 }
 
@@ -663,6 +718,9 @@ func (m *multi) finish() {
 			}
 			if !ok {
 				r = FileResult{Src: src, Dst: f.dsts[i], Size: f.size, Outcome: Failed, Err: errors.New("not delivered")}
+				if _, left := f.landed[i]; left {
+					r.Err = fmt.Errorf("not delivered: whole under its temporary name %s, not renamed", partname.For(f.dsts[i]))
+				}
 			}
 			d := &m.res.Dests[i]
 			switch r.Outcome {
@@ -740,6 +798,10 @@ type fanout struct {
 	kids  []kid
 	cc    int
 	relay bool // the head only forwards (Target.Via)
+	// inPlace: the kids write under final names (Options.InPlace, and
+	// behind a relay, where the engine cannot rename), not temporary ones
+	// (kidPath).
+	inPlace bool
 	// ccSmall is the fan-out for files smaller than smallBelow.
 	ccSmall    int
 	smallBelow int64
@@ -803,7 +865,7 @@ func (f *fanout) stack(src, dst string, size int64, p int) string {
 // credential delegated to it.
 func (f *fanout) url(j int, dst string) string {
 	e := f.kids[j].target.Endpoint
-	u := url.URL{Scheme: "ftp", Host: e.Addr, Path: f.dstOf(j, dst)}
+	u := url.URL{Scheme: "ftp", Host: e.Addr, Path: f.kidPath(j, dst)}
 	switch g, ok := e.Auth.(client.GSILogin); {
 	case ok:
 		u.Scheme = "gsiftp"
@@ -814,6 +876,15 @@ func (f *fanout) url(j int, dst string) string {
 		u.User = url.UserPassword(e.User, e.Password)
 	}
 	return u.String()
+}
+
+// kidPath is where kid j writes the file the head receives at dst: the
+// temporary name of its place there (dstOf), unless in place.
+func (f *fanout) kidPath(j int, dst string) string {
+	if f.inPlace {
+		return f.dstOf(j, dst)
+	}
+	return partname.For(f.dstOf(j, dst))
 }
 
 // dstOf maps the head's path dst to kid j's: the same place below the
