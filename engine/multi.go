@@ -488,7 +488,7 @@ func (m *multi) relay(ctx context.Context, i int) {
 		skip := o.Skip
 		o.Skip = func(src, dst string) bool { return t.Has(src) || skip != nil && skip(src, dst) }
 	}
-	o.fan = &fanout{heads: t.Items, kids: []kid{{target: t, index: i}}, cc: 1, relay: true, inPlace: true}
+	o.fan = &fanout{heads: t.Items, kids: []kid{{target: t, index: i}}, cc: 1, relay: true, inPlace: o.InPlace}
 	items := m.kept(i, t.Items)
 	if len(items) == 0 {
 		return
@@ -798,9 +798,8 @@ type fanout struct {
 	kids  []kid
 	cc    int
 	relay bool // the head only forwards (Target.Via)
-	// inPlace: the kids write under final names (Options.InPlace, and
-	// behind a relay, where the engine cannot rename), not temporary ones
-	// (kidPath).
+	// inPlace: the kids write under final names (Options.InPlace), not
+	// temporary ones (kidPath).
 	inPlace bool
 	// ccSmall is the fan-out for files smaller than smallBelow.
 	ccSmall    int
@@ -857,7 +856,8 @@ func (f *fanout) stack(src, dst string, size int64, p int) string {
 			urls[n] += fmt.Sprintf("?cc=%d;P=%d", cc, max(p, 1))
 		}
 	}
-	return forward.Options{URLs: urls, CC: cc, P: max(p, 1), LocalWrite: !f.relay}.Spec()
+	// A relay renames its child's copy once checked: the engine cannot.
+	return forward.Options{URLs: urls, CC: cc, P: max(p, 1), LocalWrite: !f.relay, Part: f.relay && !f.inPlace}.Spec()
 }
 
 // url is where kid j receives the file the head receives at dst: a
@@ -879,9 +879,10 @@ func (f *fanout) url(j int, dst string) string {
 }
 
 // kidPath is where kid j writes the file the head receives at dst: the
-// temporary name of its place there (dstOf), unless in place.
+// temporary name of its place there (dstOf), unless in place or behind a
+// relay, which writes under the temporary name itself (forward.Options.Part).
 func (f *fanout) kidPath(j int, dst string) string {
-	if f.inPlace {
+	if f.inPlace || f.relay {
 		return f.dstOf(j, dst)
 	}
 	return partname.For(f.dstOf(j, dst))

@@ -159,3 +159,44 @@ func TestCopyManyInterrupted(t *testing.T) {
 		t.Errorf("again: moved %d bytes, want at most the %d files not whole at the head (%d bytes)", res.Bytes, n-whole, (n-whole)*(size+n))
 	}
 }
+
+// TestCopyManyViaTemporaryNames: a destination reached through a relay
+// (Target.Via), which the engine cannot see, is written under temporary
+// names too: the relay's multicast layer renames each copy once it
+// checked it. No file is ever seen short under its final name there.
+func TestCopyManyViaTemporaryNames(t *testing.T) {
+	src := startEndpoint(t, "", nil)
+	multiTree(t, src.root)
+	os.Remove(filepath.Join(src.root, "set", "empty")) // a relay makes only the directories of files
+	want := map[string][]byte{}
+	filepath.WalkDir(filepath.Join(src.root, "set"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(filepath.Join(src.root, "set"), p)
+			want["/copy/"+filepath.ToSlash(rel)], _ = os.ReadFile(p)
+		}
+		return nil
+	})
+	relay := forwarder(t, nil)
+	w := &watching{want: want}
+	dst := startEndpoint(t, "", func(d storage.Driver) storage.Driver { w.Driver = d; return w })
+	w.root = dst.root
+	ts := targets([]*endpoint{dst}, "/copy")
+	ts[0].Via = &relay.Endpoint
+	o := fastOptions()
+	o.Verify = true
+	res, err := engine.CopyMany(context.Background(), src.Endpoint, ts, o, nil)
+	if err != nil || res.Failed != 0 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	compareTrees(t, filepath.Join(src.root, "set"), filepath.Join(dst.root, "copy"))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.seen) > 0 {
+		t.Errorf("files seen under their final names before they were whole: %v", w.seen)
+	}
+	for _, name := range w.created {
+		if !partname.Is(path.Base(name)) {
+			t.Errorf("created %s", name)
+		}
+	}
+}
