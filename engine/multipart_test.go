@@ -2,9 +2,11 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"ferry/engine"
@@ -120,9 +122,15 @@ func TestCopyManyInterrupted(t *testing.T) {
 	trip.fn = cancel
 	o := fastOptions()
 	o.Verify, o.Fanout, o.Concurrency, o.SyncLevel = true, 2, 1, engine.SyncSize
-	res, err := engine.CopyMany(ctx, src.Endpoint, targets(dsts, "/copy"), o, nil)
+	rep := &arrivals{}
+	res, err := engine.CopyMany(ctx, src.Endpoint, targets(dsts, "/copy"), o, rep)
 	if err == nil || res.Head != 0 {
 		t.Fatalf("not interrupted, or not a tree: %+v %v", res, err)
+	}
+	// Nothing is at the others until renamed: a resumed task (Target.Has)
+	// must not leave it out there.
+	if len(rep.got[1])+len(rep.got[2]) > 0 {
+		t.Errorf("arrived at the others before the repair pass: %v", rep.got)
 	}
 	whole := 0 // files whole at the head
 	for i, d := range dsts {
@@ -198,5 +206,48 @@ func TestCopyManyViaTemporaryNames(t *testing.T) {
 		if !partname.Is(path.Base(name)) {
 			t.Errorf("created %s", name)
 		}
+	}
+}
+
+// refuseRename refuses, once, to rename a file over the name given.
+type refuseRename struct {
+	storage.Driver
+	name string
+	done atomic.Bool
+}
+
+func (r *refuseRename) Rename(ctx context.Context, oldname, newname string) error {
+	if path.Base(newname) == r.name && r.done.CompareAndSwap(false, true) {
+		return fmt.Errorf("refused by the test: %w", storage.ErrPermission)
+	}
+	return r.Driver.Rename(ctx, oldname, newname)
+}
+
+// TestCopyManyLandRefused: a destination that refuses to rename a copy the
+// tree left under its temporary name has not got it: the file is sent
+// there again, from the head, and the destination ends whole.
+func TestCopyManyLandRefused(t *testing.T) {
+	src := startEndpoint(t, "", nil)
+	multiTree(t, src.root)
+	bad := &refuseRename{name: "f05"}
+	// The head is the one that forwards; the others are its leaves.
+	dsts := []*endpoint{forwarder(t, nil), startEndpoint(t, "", func(d storage.Driver) storage.Driver { bad.Driver = d; return bad }), startEndpoint(t, "", nil)}
+	o := fastOptions()
+	o.Verify, o.Fanout = true, 2
+	res, err := engine.CopyMany(context.Background(), src.Endpoint, targets(dsts, "/copy"), o, nil)
+	if err != nil || res.Failed != 0 || res.Head != 0 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if !bad.done.Load() {
+		t.Fatal("no rename was refused: the test did not test")
+	}
+	for _, d := range dsts {
+		compareTrees(t, filepath.Join(src.root, "set"), filepath.Join(d.root, "copy"))
+	}
+	if r := res.Dests[1]; r.Repaired != 1 || r.Delivered != 14 {
+		t.Errorf("the refusing destination: %+v, want f05 repaired", r)
+	}
+	if r := res.Dests[2]; r.Repaired != 0 || r.Delivered != 14 {
+		t.Errorf("the other leaf: %+v, want all through the tree", r)
 	}
 }
