@@ -138,6 +138,8 @@ func CopyMany(ctx context.Context, src Endpoint, targets []Target, opts Options,
 		m.repairPass(ctx)
 	}
 	m.finish()
+	slices.Sort(m.res.Partial)
+	m.res.Partial = slices.Compact(m.res.Partial)
 	m.res.Elapsed = time.Since(start)
 	if err == nil {
 		err = ctx.Err()
@@ -393,8 +395,18 @@ func (m *multi) treePass(ctx context.Context) error {
 		o.fan = m.fan
 	}
 	r, err := Copy(ctx, m.src, m.targets[m.head].Endpoint, m.targets[m.head].Items, o, &treeReporter{m: m})
+	m.mu.Lock()
 	m.res.Settings, m.res.Directories, m.res.Faults = r.Settings, r.Directories, r.Faults
 	m.res.Bytes += r.Bytes
+	m.keep(m.head, r.Partial...)
+	for _, p := range r.Partial {
+		if m.fan != nil {
+			for j, kp := range m.fan.kidTemps(p) {
+				m.keep(m.fan.kids[j].index, kp)
+			}
+		}
+	}
+	m.mu.Unlock()
 	m.whole = err == nil && r.Failed == 0 && r.Canceled == 0
 	return err
 }
@@ -494,7 +506,7 @@ func (m *multi) relay(ctx context.Context, i int) {
 		return
 	}
 	r, err := Copy(ctx, m.src, *t.Via, items, o, &repairReporter{m: m, dest: i, direct: true})
-	m.count(r)
+	m.count(i, r)
 	if err != nil {
 		m.mu.Lock()
 		m.res.Dests[i].Err = fmt.Errorf("through %s: %w", t.Via, err)
@@ -540,7 +552,7 @@ func (m *multi) repair(ctx context.Context, i int) {
 		o.SyncLevel, o.Skip, o.Filters, o.DeleteExtra, o.Restart = c.level, nil, nil, false, nil
 		o.Recursive = false
 		r, _ := Copy(ctx, m.targets[m.head].Endpoint, t.Endpoint, c.items, o, &repairReporter{m: m, dest: i, fromHead: true, checked: c.level == SyncChecksum})
-		m.count(r)
+		m.count(i, r)
 	}
 	// The rest by the copy's own rules (sync level, resume), leaving out
 	// what the tree or the head delivered, verified (each hop checks its
@@ -557,7 +569,7 @@ func (m *multi) repair(ctx context.Context, i int) {
 		return
 	}
 	r, err := Copy(ctx, m.src, t.Endpoint, items, o, &repairReporter{m: m, dest: i, direct: !inTree})
-	m.count(r)
+	m.count(i, r)
 	if err != nil {
 		m.mu.Lock()
 		m.res.Dests[i].Err = err
@@ -637,10 +649,21 @@ func (m *multi) delivered(i int, src string) bool {
 	return ok && (r.Outcome == Transferred || r.Outcome == repaired)
 }
 
-// count adds a repair copy's bytes and faults; without a tree pass, the
-// first one's settings stand for the run's.
-func (m *multi) count(r Result) {
+// keep adds paths, temporary files left at destination i, to the run's
+// Result.Partial, each named with its destination ("host:port/path").
+// m.mu is held.
+func (m *multi) keep(i int, paths ...string) {
+	for _, p := range paths {
+		m.res.Partial = append(m.res.Partial, m.targets[i].Endpoint.String()+p)
+	}
+}
+
+// count adds a copy to destination i's bytes, faults and temporary files
+// left; without a tree pass, the first one's settings stand for the
+// run's.
+func (m *multi) count(i int, r Result) {
 	m.mu.Lock()
+	m.keep(i, r.Partial...)
 	if m.head < 0 && m.res.Settings.Concurrency == 0 {
 		m.res.Settings = r.Settings
 	}
@@ -720,6 +743,7 @@ func (m *multi) finish() {
 				r = FileResult{Src: src, Dst: f.dsts[i], Size: f.size, Outcome: Failed, Err: errors.New("not delivered")}
 				if _, left := f.landed[i]; left {
 					r.Err = fmt.Errorf("not delivered: whole under its temporary name %s, not renamed", partname.For(f.dsts[i]))
+					m.keep(i, partname.For(f.dsts[i]))
 				}
 			}
 			d := &m.res.Dests[i]
@@ -950,6 +974,24 @@ func (f *fanout) missedOf(dst string) (missed, suspect []int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.missed[dst], f.suspect[dst]
+}
+
+// kidTemps are, by kid, the temporary files the kids write of the file
+// the head writes under its temporary name tmp: the kids its last stack
+// named.
+func (f *fanout) kidTemps(tmp string) map[int]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[int]string{}
+	for dst, sent := range f.sent {
+		if partname.For(dst) != tmp {
+			continue
+		}
+		for _, j := range sent {
+			out[j] = f.kidPath(j, dst)
+		}
+	}
+	return out
 }
 
 // wasDead reports a kid left out of the file at dst's tree.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -131,6 +132,19 @@ func TestCopyManyInterrupted(t *testing.T) {
 	// must not leave it out there.
 	if len(rep.got[1])+len(rep.got[2]) > 0 {
 		t.Errorf("arrived at the others before the repair pass: %v", rep.got)
+	}
+	t.Logf("left: %q", res.Partial)
+	// The copy says what it left: every whole temporary copy, each named
+	// with its destination.
+	for i, d := range dsts {
+		es, _ := os.ReadDir(filepath.Join(d.root, "copy"))
+		for _, e := range es {
+			if st, err := e.Info(); err == nil && partname.Is(e.Name()) && st.Size() >= size {
+				if p := d.Addr + "/copy/" + e.Name(); !slices.Contains(res.Partial, p) {
+					t.Errorf("destination %d: %s left, not in Result.Partial %q", i, p, res.Partial)
+				}
+			}
+		}
 	}
 	whole := 0 // files whole at the head
 	for i, d := range dsts {
