@@ -16,7 +16,8 @@ import (
 // a forwarding tree (a ferry head that forwards to a ferry server and a
 // GCT server) is interrupted (SIGINT) at a random point of its tree pass,
 // one seed per subtest: while it runs and after, no destination ever
-// shows a file under its final name that is not whole; the same command
+// shows a file under its final name that is not whole, and the copy says
+// it kept partial files; the same command
 // again with -s size leaves every destination byte-equal to the source,
 // nothing temporary left, and sends again no more than the files the
 // head did not have whole: the others' copies of the rest are resumed
@@ -96,6 +97,9 @@ func copyManyInterrupted(t *testing.T, rng *rand.Rand) {
 		t.Fatalf("ferry copy still runs 30s after SIGINT:\n%s", out.String())
 	}
 	th.release()
+	if !strings.Contains(out.String(), "kept as .ferry-*.part; run the same command again to resume") {
+		t.Errorf("the interrupted copy does not say what it kept:\n%s", out.String())
+	}
 	whole := 0
 	for _, d := range dsts {
 		bad, w := short(d)
