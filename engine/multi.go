@@ -400,10 +400,8 @@ func (m *multi) treePass(ctx context.Context) error {
 	m.res.Bytes += r.Bytes
 	m.keep(m.head, r.Partial...)
 	for _, p := range r.Partial {
-		if m.fan != nil {
-			for j, kp := range m.fan.kidTemps(p) {
-				m.keep(m.fan.kids[j].index, kp)
-			}
+		for j, kp := range m.fan.kidTemps(p) {
+			m.keep(m.fan.kids[j].index, kp)
 		}
 	}
 	m.mu.Unlock()
@@ -980,6 +978,9 @@ func (f *fanout) missedOf(dst string) (missed, suspect []int) {
 // the head writes under its temporary name tmp: the kids its last stack
 // named.
 func (f *fanout) kidTemps(tmp string) map[int]string {
+	if f == nil {
+		return nil // no tree
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := map[int]string{}

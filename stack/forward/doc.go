@@ -15,9 +15,9 @@
 // part (default false), with which each child that writes stores its copy
 // under its temporary name (internal/partname) and the hop renames it over
 // its name once the copy is checked, so that it never bears its name short
-// (a relay's child, which the relay's client cannot reach to rename). Children are
-// planned front-first as GCT does (plan), and told their subtree in GCT's
-// encoding, so that a GCT server can be a child.
+// (a relay's child, which the relay's client cannot reach to rename).
+// Children are planned front-first as GCT does (plan), and told their
+// subtree in GCT's encoding, so that a GCT server can be a child.
 //
 // Unlike GCT, a hop puts the blocks in order (a bounded window of blocks
 // ahead of a gap, as the ordering layer does) before it sends them on,
