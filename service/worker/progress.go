@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,7 +48,7 @@ type progress struct {
 	// records to put or delete at the next flush (partials).
 	restart  map[string]engine.Partial
 	stored   map[string]bool
-	partials map[string]string
+	partials map[string]domain.Partial // no State: delete the record
 
 	faults map[string]*faultGroup // by code and cause
 
@@ -59,7 +61,7 @@ type progress struct {
 func newProgress(w *Worker, t domain.Task) *progress {
 	return &progress{w: w, taskID: t.ID, kick: make(chan struct{}, 1), total: t.Counters,
 		leave: map[string]bool{}, lastEvent: w.now(), lastBytes: t.BytesTransferred,
-		restart: map[string]engine.Partial{}, stored: map[string]bool{}, partials: map[string]string{},
+		restart: map[string]engine.Partial{}, stored: map[string]bool{}, partials: map[string]domain.Partial{},
 		faults: map[string]*faultGroup{}}
 }
 
@@ -88,7 +90,7 @@ func (p *progress) restartOf(src string) (engine.Partial, bool) {
 func (p *progress) Partial(src string, pt engine.Partial) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.partials[src] = encodePartial(pt)
+	p.partials[src] = domain.Partial{Src: src, State: encodePartial(pt), Size: pt.Size, Have: pt.Have.Total()}
 	p.stored[src] = true
 }
 
@@ -123,7 +125,7 @@ func (p *progress) add(d domain.Counters, f *domain.File, e *domain.Event) {
 		p.files = append(p.files, *f)
 		p.leave[f.Src] = true
 		if p.stored[f.Src] { // the file is final: its partial goes
-			p.partials[f.Src] = ""
+			p.partials[f.Src] = domain.Partial{Src: f.Src}
 			delete(p.stored, f.Src)
 		}
 		p.kickIf()
@@ -392,6 +394,26 @@ func shownPath(d domain.Deletion) string {
 	return d.Path
 }
 
+// leftPartial is the event of a task that ends with files it started and
+// did not finish, whose restart records the store keeps: it names the
+// first few (ferry task show --partial lists them all).
+func (p *progress) leftPartial() (domain.Event, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.stored) == 0 {
+		return domain.Event{}, false
+	}
+	paths := slices.Sorted(maps.Keys(p.stored))
+	desc := fmt.Sprintf("left %s partial at the destination: %s", plural.Count(len(paths), "file"), strings.Join(paths[:min(len(paths), 3)], ", "))
+	if len(paths) > 3 {
+		desc += fmt.Sprintf(" and %d more", len(paths)-3)
+	}
+	desc += fmt.Sprintf(" (ferry task show --partial %s); a transfer of them with --sync-level checksum resumes them "+
+		"from the ranges known to be there", p.taskID)
+	return domain.Event{Code: domain.EventLeftPartial, IsError: true, Time: p.w.now(), Description: desc,
+		Details: details(map[string]any{"files": len(paths)})}, true
+}
+
 // skippedErrors counts n files that earlier runs recorded
 // FileSkippedError.
 func (p *progress) skippedErrors(n int) {
@@ -529,11 +551,9 @@ func (p *progress) flush(ctx context.Context) error {
 		nx := min(len(p.deletions), maxBatchFiles)
 		p.tellDeleted()
 		b := domain.Batch{Delta: p.delta, Files: p.files[:n:n], DestFiles: p.destFiles[:nd:nd], Deletions: p.deletions[:nx:nx], Events: p.events}
-		for src, state := range p.partials {
-			b.Partials = append(b.Partials, domain.Partial{Src: src, State: state})
-		}
+		b.Partials = slices.Collect(maps.Values(p.partials))
 		sent := p.partials
-		p.delta, p.files, p.destFiles, p.deletions, p.events, p.partials = domain.Counters{}, p.files[n:], p.destFiles[nd:], p.deletions[nx:], nil, map[string]string{}
+		p.delta, p.files, p.destFiles, p.deletions, p.events, p.partials = domain.Counters{}, p.files[n:], p.destFiles[nd:], p.deletions[nx:], nil, map[string]domain.Partial{}
 		more := len(p.files) > 0 || len(p.destFiles) > 0 || len(p.deletions) > 0
 		p.mu.Unlock()
 		if b.Delta == (domain.Counters{}) && len(b.Files) == 0 && len(b.DestFiles) == 0 && len(b.Deletions) == 0 && len(b.Events) == 0 && len(b.Partials) == 0 {
@@ -546,9 +566,9 @@ func (p *progress) flush(ctx context.Context) error {
 				b.Delta.Add(p.delta)
 				p.delta, p.files, p.events = b.Delta, append(b.Files, p.files...), append(b.Events, p.events...)
 				p.destFiles, p.deletions = append(b.DestFiles, p.destFiles...), append(b.Deletions, p.deletions...)
-				for src, state := range sent {
+				for src, pt := range sent {
 					if _, newer := p.partials[src]; !newer {
-						p.partials[src] = state
+						p.partials[src] = pt
 					}
 				}
 				p.mu.Unlock()

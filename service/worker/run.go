@@ -414,11 +414,17 @@ func (r *run) loadRecords(ctx context.Context) error {
 		}
 	}
 	r.p.leaveOut(done, true)
-	partials, err := r.w.Store.Partials(ctx, id)
-	if err != nil {
-		return err
+	for marker := int64(0); ; {
+		var partials []domain.Partial
+		partials, marker, err = r.w.Store.Partials(ctx, id, marker, 1000)
+		if err != nil {
+			return err
+		}
+		r.p.loadPartials(partials)
+		if marker == 0 {
+			break
+		}
 	}
-	r.p.loadPartials(partials)
 	if len(r.task.Destinations) > 0 {
 		if err := r.loadDests(ctx); err != nil {
 			return err
@@ -791,7 +797,13 @@ func (r *run) finish(parent context.Context, e ending) {
 	}
 	now := r.w.now()
 	e.event.Time = now
-	if err := r.w.Store.SetStatus(ctx, r.task.ID, r.w.ID, e.status, e.nice, e.fatal, now, []domain.Event{e.event}); err != nil {
+	events := []domain.Event{e.event}
+	if e.status == domain.StatusFailed {
+		if left, ok := r.p.leftPartial(); ok {
+			events = append([]domain.Event{left}, events...)
+		}
+	}
+	if err := r.w.Store.SetStatus(ctx, r.task.ID, r.w.ID, e.status, e.nice, e.fatal, now, events); err != nil {
 		r.log.Warn("set status", "status", e.status, "err", err)
 		return
 	}
