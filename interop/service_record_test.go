@@ -1,0 +1,194 @@
+package interop
+
+import (
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"ferry/internal/pgtest"
+	"ferry/service/api"
+	"ferry/service/domain"
+)
+
+// The service's record of a task across restarts and at its end: what a
+// task moved adds up after kill -9s of the service, restarts are events
+// and faults, and a canceled task says what it left and how to finish it.
+
+// TestServiceRestartsRecordSQLite: a ferry server on SQLite is killed with
+// SIGKILL at random points of one transfer, several times, and started
+// again on the same data each time.
+func TestServiceRestartsRecordSQLite(t *testing.T) {
+	needFerry(t)
+	testRestartsRecord(t, serviceConfig{Lease: time.Minute})
+}
+
+// TestServiceRestartsRecordPostgreSQL: the same on PostgreSQL.
+func TestServiceRestartsRecordPostgreSQL(t *testing.T) {
+	needFerry(t)
+	testRestartsRecord(t, serviceConfig{Lease: time.Minute, DB: pgtest.DSN(t)})
+}
+
+// testRestartsRecord kills the service restarts times mid-transfer and
+// checks at the end: every file byte-equal, none recorded done or whole
+// before a kill sent again, each restart an event and a fault, and the
+// bytes transferred at least the tree's (every byte moved at least once;
+// what moved before a kill and was not yet persisted is counted when the
+// file is found whole).
+func testRestartsRecord(t *testing.T, cfg serviceConfig) {
+	const most = 3
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rnd := rand.New(rand.NewPCG(seed, 0))
+	root := t.TempDir()
+	f := &killFixture{files: makeServiceTree(t, filepath.Join(root, "tree"), 300, 8)}
+	f.src = startFerryConfig(t, ferryConfig{Root: root, Anonymous: true, Args: []string{"--log-level", "debug"}})
+	f.dst = startFerryConfig(t, ferryConfig{Anonymous: true})
+	tree := treeBytes(t, f.src.Path("tree"))
+	// The kills come at random points of the tree's bytes, in order.
+	at := make([]float64, most)
+	for i := range at {
+		at[i] = 0.05 + 0.4*rnd.Float64()
+	}
+	slices.Sort(at)
+	s := startService(t, cfg)
+	c := newServiceUser(t, s, "")
+	id := f.submit(t, c)
+	// The destination too: its socket buffers would take much of the
+	// tree between two of the source's stops.
+	startThrottle(t, f.dst, time.Millisecond, 40*time.Millisecond)
+	var done int64
+	restarts := 0
+	var d doneBefore
+	for _, frac := range at {
+		c.waitFor(id, fmt.Sprintf("%.0f%% of the bytes moved", 100*frac), time.Minute, func(t api.Task) bool {
+			return t.BytesTransferred >= int64(frac*float64(tree)) && t.FilesTransferred > done
+		})
+		f.th.freeze()
+		task := c.task(id)
+		if task.Status != domain.StatusActive || task.FilesTransferred >= int64(f.files) {
+			// Past the point already: this run is not killed.
+			t.Logf("the task was done with %d of %d files before %.0f%% of its bytes: no more kills", task.FilesTransferred, f.files, 100*frac)
+			break
+		}
+		done = task.FilesTransferred
+		t.Logf("kill %d: %d of %d files recorded done, %d bytes", restarts+1, done, f.files, task.BytesTransferred)
+		d = snapshotDone(t, c, id, f.src, f.dst, "tree")
+		s.kill9()
+		restarts++
+		d.logEnd = len(f.src.log.Bytes())
+		f.th.release()
+		s.restart()
+		f.th = startThrottle(t, f.src, time.Millisecond, 40*time.Millisecond)
+	}
+	if restarts == 0 {
+		t.Fatal("the task was done before the first kill")
+	}
+	f.th.release()
+	f.finish(t, c, id, d)
+	task := c.task(id)
+	ev := c.events(id)
+	if n := strings.Count(ev, "after a service restart"); n != restarts {
+		t.Errorf("%d events say the task resumed after a service restart, want %d:\n%s", n, restarts, ev)
+	}
+	if task.Faults < int64(restarts) {
+		t.Errorf("the task counts %d faults after %d restarts", task.Faults, restarts)
+	}
+	if task.BytesTransferred < tree {
+		t.Errorf("the task counts %d bytes transferred, %.1f%% short of the %d bytes of the tree it moved",
+			task.BytesTransferred, 100*float64(tree-task.BytesTransferred)/float64(tree), tree)
+	}
+	t.Logf("%d bytes transferred for a tree of %d bytes, %d faults", task.BytesTransferred, tree, task.Faults)
+}
+
+// treeBytes is the size of the files under dir.
+func treeBytes(t *testing.T, dir string) int64 {
+	t.Helper()
+	var n int64
+	err := filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
+		if err == nil && !de.IsDir() {
+			fi, err := de.Info()
+			if err != nil {
+				return err
+			}
+			n += fi.Size()
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestServiceCanceledLeaves: a task canceled while large files are half
+// way says what it left (events, ferry task show --partial), and ferry
+// task resume names the command that finishes the job, which does.
+func TestServiceCanceledLeaves(t *testing.T) {
+	needFerry(t)
+	root := t.TempDir()
+	writeRandomFile(t, filepath.Join(root, "tree", "big-0.dat"), 20<<20)
+	writeRandomFile(t, filepath.Join(root, "tree", "big-1.dat"), 20<<20)
+	src := startFerryConfig(t, ferryConfig{Root: root, Anonymous: true})
+	dst := startFerryConfig(t, ferryConfig{Anonymous: true})
+	s := startService(t, serviceConfig{})
+	c := newServiceUser(t, s, "")
+	c.addEndpoint("src", src)
+	c.addEndpoint("dst", dst)
+	th := startThrottle(t, src, time.Millisecond, 40*time.Millisecond)
+	id := c.transfer("src:/tree", "dst:/tree", "-r", "--label", "canceled")
+	// The destination's restart markers come every 5 s: wait for some.
+	var partial api.PartialPaths
+	for start := time.Now(); ; time.Sleep(100 * time.Millisecond) {
+		c.decode(&partial, "task", "show", id, "--partial")
+		if len(partial.Data) > 0 {
+			break
+		}
+		if time.Since(start) > time.Minute {
+			t.Fatalf("no partial file listed after a minute; events:\n%s", c.events(id))
+		}
+	}
+	c.ok("", "task", "cancel", id)
+	task := c.wait(id, time.Minute)
+	th.release()
+	if task.Status != domain.StatusFailed {
+		t.Fatalf("canceled task %s: %s", id, task.Status)
+	}
+	c.decode(&partial, "task", "show", id, "--partial")
+	if len(partial.Data) == 0 {
+		t.Fatalf("the canceled task lists no partial file")
+	}
+	for _, p := range partial.Data {
+		fi, err := os.Stat(dst.Path(p.SourcePath))
+		if err != nil {
+			t.Errorf("%s listed partial: %v", p.SourcePath, err)
+			continue
+		}
+		if p.Size != 20<<20 || p.BytesAtDestination <= 0 || p.BytesAtDestination > fi.Size() {
+			t.Errorf("%s listed partial: size %d, %d bytes at the destination; the copy has %d", p.SourcePath, p.Size, p.BytesAtDestination, fi.Size())
+		}
+	}
+	if ev := c.events(id); !strings.Contains(ev, "left partial") || !strings.Contains(ev, partial.Data[0].SourcePath) {
+		t.Errorf("no event says which files the task left partial:\n%s", ev)
+	}
+
+	r := c.run("", "task", "resume", id)
+	if r.code == 0 {
+		t.Fatalf("resume of a canceled task succeeded:\n%s", r)
+	}
+	want := "ferry transfer " + task.SourceEndpointID + ":/tree " + task.DestinationEndpointID + ":/tree -r --sync-level checksum"
+	if !strings.Contains(r.stderr, want) {
+		t.Fatalf("ferry task resume of a canceled task does not name %q:\n%s", want, r)
+	}
+	args := strings.Fields(want)[1:]
+	again := c.transfer(args...)
+	c.succeeded(again, time.Minute)
+	if err := compareTrees(src.Path("tree"), dst.Path("tree")); err != nil {
+		t.Fatal(err)
+	}
+}
