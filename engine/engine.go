@@ -415,6 +415,9 @@ func (c *copier) worker(ctx context.Context) {
 
 		u := inflight[0]
 		inflight = inflight[1:]
+		if u.b == nil && c.opts.fan == nil {
+			c.partial(u.f) // its data moves: a later run knows this copy began it
+		}
 		err := pair.Finish(life.ctx, u.part, c.markers(u))
 		c.land(u)
 		if err != nil {
@@ -1036,7 +1039,7 @@ func (c *copier) final(f *file, o Outcome, err error) {
 		return
 	}
 	f.ended = true
-	r := FileResult{Src: f.src, Dst: f.dst, Size: f.size, Outcome: o, Checksum: f.sum, Attempts: max(f.attempts, 1), Err: err}
+	r := FileResult{Src: f.src, Dst: f.dst, Size: f.size, Outcome: o, Checksum: f.sum, Attempts: max(f.attempts, 1), Err: err, Moved: f.moved}
 	var back int64
 	switch o {
 	case Failed:

@@ -418,6 +418,9 @@ const (
 	// EventLeftPartial: a task that is over left files it started and
 	// did not finish at the destination (Store.Partials lists them).
 	EventLeftPartial = "LEFT_PARTIAL"
+	// EventStoreOut: the database was unreachable for a while, and the
+	// task's worker recorded what it did meanwhile once it was back.
+	EventStoreOut = "DATABASE_UNREACHABLE"
 )
 
 // Event is one entry of a task's history.

@@ -18,10 +18,9 @@ const finishShown = 3
 // They ask for --sync-level checksum whatever level the task had: a file
 // the task left partial (a cancel, a crash) may have its full size and a
 // newer mtime at the destination, so only checksum tells it from a whole
-// one; every whole file is skipped, and every partial one resumes from
-// its restart ranges or is sent again. (Once every path into a
-// destination writes under a temporary name until the file is whole,
-// size will be enough; checksum stays the safe choice.)
+// one; every whole file is skipped, and every other one sent. (Once every
+// path into a destination writes under a temporary name until the file is
+// whole, size will be enough; checksum stays the safe choice.)
 func FinishCommands(t Task) (cmds []string, more int) {
 	if t.Type != TypeTransfer || len(t.Destinations) > 0 {
 		return nil, 0
