@@ -27,7 +27,7 @@ type progress struct {
 	w      *Worker
 	taskID string
 	kick   chan struct{} // FlushFiles records wait
-	soon   chan struct{} // a file ended: flush within FlushSoon
+	soon   chan struct{} // a file started, moved on or ended: flush within FlushSoon
 
 	mu      sync.Mutex
 	total   domain.Counters // the task's counters, unflushed ones included
@@ -90,11 +90,20 @@ func (p *progress) restartOf(src string) (engine.Partial, bool) {
 }
 
 // Partial keeps what the engine knows of a file it has not finished, for
-// the next flush: a file it started, and the ranges at the destination.
+// a flush soon: a file it started, and the ranges at the destination.
 func (p *progress) Partial(src string, pt engine.Partial) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.partials[src] = domain.Partial{Src: src, State: encodePartial(pt), Size: pt.Size, Have: pt.Have.Total()}
+	p.flushSoon()
+}
+
+// flushSoon asks for a flush within FlushSoon. Called with p.mu held.
+func (p *progress) flushSoon() {
+	select {
+	case p.soon <- struct{}{}:
+	default:
+	}
 }
 
 // encodePartial is a partial record's State: "SIZE MTIME [RANGES]", the
@@ -130,10 +139,7 @@ func (p *progress) add(d domain.Counters, f *domain.File, e *domain.Event) {
 	if f != nil {
 		f.TaskID, f.Time = p.taskID, p.w.now()
 		p.files = append(p.files, *f)
-		select {
-		case p.soon <- struct{}{}:
-		default:
-		}
+		p.flushSoon()
 		p.leave[f.Src] = true
 		// The file is final: its partial record goes, or never comes.
 		if p.stored[f.Src] {
@@ -640,10 +646,10 @@ func (p *progress) storeBack() {
 const maxBatchFiles = 500
 
 // flusher flushes every FlushEvery, whenever FlushFiles records wait, and
-// FlushSoon after the last flush once a file ended (its record, and the
-// bytes that made it, are what a crash must not lose: a file whole at the
+// FlushSoon after the last flush once a file started, moved on (restart
+// ranges) or ended: what a crash must not lose (a file whole at the
 // destination and recorded nowhere is not sent again, so its bytes would
-// never count), until ctx ends; a lost lease stops the run. A flush under
+// never count; ranges not recorded go again), until ctx ends; a lost lease stops the run. A flush under
 // way when ctx ends goes on to its end: a write cut off while it commits
 // may have committed, and the batch, put back for the run's last flush,
 // would count twice.
