@@ -38,12 +38,14 @@ func TestServiceRestartsRecordPostgreSQL(t *testing.T) {
 	testRestartsRecord(t, serviceConfig{Lease: time.Minute, DB: pgtest.DSN(t)})
 }
 
-// testRestartsRecord kills the service restarts times mid-transfer and
+// testRestartsRecord kills the service up to three times mid-transfer, at
+// random points of the tree's bytes (the seed is logged), each time once
+// the source is frozen and the service has recorded what it knew, and
 // checks at the end: every file byte-equal, none recorded done or whole
-// before a kill sent again, each restart an event and a fault, and the
-// bytes transferred at least the tree's (every byte moved at least once;
-// what moved before a kill and was not yet persisted is counted when the
-// file is found whole).
+// at a kill sent again, each restart an event and a fault, and the bytes
+// transferred at least the tree's (every byte moved at least once: what a
+// killed run moved and had not counted, files whole at the destination
+// that it had not checked, counts when the next run finds them whole).
 func testRestartsRecord(t *testing.T, cfg serviceConfig) {
 	const most = 3
 	seed := uint64(time.Now().UnixNano())
@@ -68,7 +70,7 @@ func testRestartsRecord(t *testing.T, cfg serviceConfig) {
 	startThrottle(t, f.dst, time.Millisecond, 40*time.Millisecond)
 	var done int64
 	restarts := 0
-	var d doneBefore
+	var snaps []doneBefore // at each kill
 	for _, frac := range at {
 		c.waitFor(id, fmt.Sprintf("%.0f%% of the bytes moved", 100*frac), time.Minute, func(t api.Task) bool {
 			return t.BytesTransferred >= int64(frac*float64(tree)) && t.FilesTransferred > done
@@ -85,13 +87,14 @@ func testRestartsRecord(t *testing.T, cfg serviceConfig) {
 		task = settled(c, id)
 		done = task.FilesTransferred
 		t.Logf("kill %d: %d of %d files recorded done, %d bytes", restarts+1, done, f.files, task.BytesTransferred)
-		d = snapshotDone(t, c, id, f.src, f.dst, "tree")
+		d := snapshotDone(t, c, id, f.src, f.dst, "tree")
 		s.kill9()
 		if fi, err := os.Stat(f.dst.Path("tree")); err == nil && fi.IsDir() {
 			t.Logf("kill %d: %d bytes at the destination", restarts+1, treeBytes(t, f.dst.Path("tree")))
 		}
 		restarts++
 		d.logEnd = len(f.src.log.Bytes())
+		snaps = append(snaps, d)
 		f.th.release()
 		s.restart()
 		f.th = startThrottle(t, f.src, time.Millisecond, 40*time.Millisecond)
@@ -100,7 +103,11 @@ func testRestartsRecord(t *testing.T, cfg serviceConfig) {
 		t.Fatal("the task was done before the first kill")
 	}
 	f.th.release()
-	f.finish(t, c, id, d)
+	f.finish(t, c, id, snaps[len(snaps)-1])
+	// Nor was anything recorded done or whole at an earlier kill.
+	for _, d := range snaps[:len(snaps)-1] {
+		checkNotResent(t, d, f.src, f.dst)
+	}
 	task := c.task(id)
 	ev := c.events(id)
 	if n := strings.Count(ev, "after a service restart"); n != restarts {
