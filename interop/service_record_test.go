@@ -1,6 +1,8 @@
 package interop
 
 import (
+	"context"
+	"database/sql"
 	"fmt"
 	"io"
 	"io/fs"
@@ -18,6 +20,8 @@ import (
 	"ferry/internal/pgtest"
 	"ferry/service/api"
 	"ferry/service/domain"
+
+	_ "modernc.org/sqlite" // registers "sqlite", to lock the service's database
 )
 
 // The service's record of a task across restarts and at its end: what a
@@ -281,6 +285,51 @@ func TestServiceDatabaseOutage(t *testing.T) {
 		t.Errorf("no event says the database was out:\n%s", ev)
 	}
 	t.Logf("%d files, %d bytes; events:\n%s", task.Files, task.BytesTransferred, ev)
+}
+
+// TestServiceDatabaseLockedSQLite: another process holds the service's
+// SQLite database locked (BEGIN EXCLUSIVE) mid-transfer, longer than the
+// service waits for a lock; the task goes on, its events say for how
+// long the database was out, and it ends SUCCEEDED with every file whole.
+func TestServiceDatabaseLockedSQLite(t *testing.T) {
+	needFerry(t)
+	data := t.TempDir()
+	f := newKillFixture(t)
+	s := startService(t, serviceConfig{Data: data, Lease: time.Minute})
+	c := newServiceUser(t, s, "")
+	id := f.submit(t, c)
+	c.waitFor(id, "files recorded done", time.Minute, func(t api.Task) bool { return t.FilesTransferred > 0 })
+	db, err := sql.Open("sqlite", filepath.Join(data, "ferry.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, "BEGIN EXCLUSIVE"); err != nil {
+		t.Fatal(err)
+	}
+	f.th.release()
+	// Locked for longer than the service's busy timeout (10 s).
+	time.Sleep(15 * time.Second)
+	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	task := c.succeeded(id, 2*time.Minute)
+	if err := compareTrees(f.src.Path("tree"), f.dst.Path("tree")); err != nil {
+		t.Fatal(err)
+	}
+	ev := c.events(id)
+	if !strings.Contains(ev, "the database was unreachable for") {
+		t.Errorf("no event says the database was out:\n%s", ev)
+	}
+	if tree := treeBytes(t, f.src.Path("tree")); task.BytesTransferred < tree {
+		t.Errorf("the task counts %d bytes transferred, less than the %d bytes of the tree", task.BytesTransferred, tree)
+	}
 }
 
 // cutProxy forwards TCP connections to a server until cut, which closes
