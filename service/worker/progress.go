@@ -647,12 +647,12 @@ const maxBatchFiles = 500
 
 // flusher flushes every FlushEvery, whenever FlushFiles records wait, and
 // FlushSoon after the last flush once a file started, moved on (restart
-// ranges) or ended: what a crash must not lose (a file whole at the
-// destination and recorded nowhere is not sent again, so its bytes would
-// never count; ranges not recorded go again), until ctx ends; a lost lease stops the run. A flush under
-// way when ctx ends goes on to its end: a write cut off while it commits
-// may have committed, and the batch, put back for the run's last flush,
-// would count twice.
+// ranges) or ended, until ctx ends; a lost lease stops the run. Those are
+// what a crash must not lose: a file whole at the destination and recorded
+// nowhere is not sent again, so its bytes would never count, and ranges
+// not recorded go again. A flush under way when ctx ends goes on to its
+// end: a write cut off while it commits may have committed, and the
+// batch, put back for the run's last flush, would count twice.
 func (p *progress) flusher(ctx context.Context, stop context.CancelCauseFunc) {
 	t := time.NewTicker(orDuration(p.w.FlushEvery, time.Second))
 	defer t.Stop()
