@@ -398,6 +398,7 @@ func (c *copier) worker(ctx context.Context) {
 				continue
 			}
 			c.fly(u, life.abort)
+			c.started(u)
 			if u.f != nil {
 				c.touch(u.f) // a batch's members go to temporary names first
 				if c.ways != nil {
@@ -415,9 +416,6 @@ func (c *copier) worker(ctx context.Context) {
 
 		u := inflight[0]
 		inflight = inflight[1:]
-		if u.b == nil && c.opts.fan == nil {
-			c.partial(u.f) // its data moves: a later run knows this copy began it
-		}
 		err := pair.Finish(life.ctx, u.part, c.markers(u))
 		c.land(u)
 		if err != nil {
@@ -664,6 +662,28 @@ func (c *copier) partial(f *file) {
 	c.mu.Unlock()
 	if !ended {
 		pr.Partial(f.src, p)
+	}
+}
+
+// started tells a Partials reporter that the files of u are on their way:
+// what lands of them, even after this copy stops, a later run knows this
+// copy sent.
+func (c *copier) started(u *unit) {
+	if c.opts.fan != nil {
+		return
+	}
+	if u.b == nil {
+		c.partial(u.f)
+		return
+	}
+	c.mu.Lock()
+	fs := make([]*file, 0, len(u.b.byName))
+	for _, f := range u.b.byName {
+		fs = append(fs, f)
+	}
+	c.mu.Unlock()
+	for _, f := range fs {
+		c.partial(f)
 	}
 }
 

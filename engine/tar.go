@@ -474,11 +474,7 @@ func (c *copier) member(u *unit, fromSrc bool, m gridftp.Member) {
 	case dok && d.Fault != nil:
 		err = &client.EndError{Dest: true, Err: &gridftp.Error{Reply: *d.Fault}}
 	case !dok || c.opts.Verify && !sok:
-		f := b.byName[m.Name]
 		c.mu.Unlock()
-		if dok && f != nil {
-			c.partial(f) // arrived, its check to come: a later run knows this copy sent it
-		}
 		return
 	}
 	f := b.byName[m.Name]

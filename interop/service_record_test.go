@@ -1,11 +1,13 @@
 package interop
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/url"
@@ -14,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -29,37 +32,58 @@ import (
 // and faults, and a canceled task says what it left and how to finish it.
 
 // TestServiceRestartsRecordSQLite: a ferry server on SQLite is killed with
-// SIGKILL at random points of one transfer, several times, and started
-// again on the same data each time.
+// SIGKILL at random points of one transfer between ferry servers, several
+// times, and started again on the same data each time.
 func TestServiceRestartsRecordSQLite(t *testing.T) {
 	needFerry(t)
-	testRestartsRecord(t, serviceConfig{Lease: time.Minute})
+	dst := startFerryConfig(t, ferryConfig{Anonymous: true})
+	testRestartsRecord(t, serviceConfig{Lease: time.Minute}, dst, dst)
 }
 
 // TestServiceRestartsRecordPostgreSQL: the same on PostgreSQL.
 func TestServiceRestartsRecordPostgreSQL(t *testing.T) {
 	needFerry(t)
-	testRestartsRecord(t, serviceConfig{Lease: time.Minute, DB: pgtest.DSN(t)})
+	dst := startFerryConfig(t, ferryConfig{Anonymous: true})
+	testRestartsRecord(t, serviceConfig{Lease: time.Minute, DB: pgtest.DSN(t)}, dst, dst)
 }
 
-// testRestartsRecord kills the service up to three times mid-transfer, at
-// random points of the tree's bytes (the seed is logged), each time once
-// the source is frozen and the service has recorded what it knew, and
-// checks at the end: every file byte-equal, none recorded done or whole
-// at a kill sent again, each restart an event and a fault, and the bytes
-// transferred at least the tree's (every byte moved at least once: what a
-// killed run moved and had not counted, files whole at the destination
-// that it had not checked, counts when the next run finds them whole).
-func testRestartsRecord(t *testing.T, cfg serviceConfig) {
+// TestServiceRestartsRecordGCT: the same on SQLite, to a GCT server.
+func TestServiceRestartsRecordGCT(t *testing.T) {
+	needTools(t)
+	dst := startGCTServer(t)
+	testRestartsRecord(t, serviceConfig{Lease: time.Minute}, dst, dst)
+}
+
+// signaler is a server process that takes signals (a throttle's).
+type signaler interface{ signal(syscall.Signal) }
+
+// signal signals the GCT daemon and its sessions.
+func (s *gctServer) signal(sig syscall.Signal) {
+	s.mu.Lock()
+	p := s.p
+	s.mu.Unlock()
+	p.signalGroup(sig)
+}
+
+// testRestartsRecord kills the service up to three times mid-transfer to
+// dst, at random points of the tree's bytes (the seed is logged), each
+// time once the source and dst are frozen and the service has recorded
+// what it knew, and checks at the end: every file byte-equal, none
+// recorded done or whole at a kill sent again (retrieved from the source
+// or its copy written again), each restart an event and a fault, and the
+// bytes transferred at least the tree's (every byte moved at least once:
+// what a killed run moved and had not counted, files whole at the
+// destination that it had not checked, counts when the next run finds
+// them whole).
+func testRestartsRecord(t *testing.T, cfg serviceConfig, dst server, dstSig signaler) {
 	const most = 3
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rnd := rand.New(rand.NewPCG(seed, 0))
 	root := t.TempDir()
-	f := &killFixture{files: makeServiceTree(t, filepath.Join(root, "tree"), 300, 8)}
-	f.src = startFerryConfig(t, ferryConfig{Root: root, Anonymous: true, Args: []string{"--log-level", "debug"}})
-	f.dst = startFerryConfig(t, ferryConfig{Anonymous: true})
-	tree := treeBytes(t, f.src.Path("tree"))
+	files := makeServiceTree(t, filepath.Join(root, "tree"), 300, 8)
+	src := startFerryConfig(t, ferryConfig{Root: root, Anonymous: true, Args: []string{"--log-level", "debug"}})
+	tree := treeBytes(t, src.Path("tree"))
 	// The kills come at random points of the tree's bytes, in order.
 	at := make([]float64, most)
 	for i := range at {
@@ -68,63 +92,128 @@ func testRestartsRecord(t *testing.T, cfg serviceConfig) {
 	slices.Sort(at)
 	s := startService(t, cfg)
 	c := newServiceUser(t, s, "")
-	id := f.submit(t, c)
+	c.addEndpoint("src", src)
+	c.addEndpoint("dst", dst)
+	th := startThrottle(t, src, time.Millisecond, 40*time.Millisecond)
 	// The destination too: its socket buffers would take much of the
 	// tree between two of the source's stops.
-	startThrottle(t, f.dst, time.Millisecond, 40*time.Millisecond)
+	dth := startThrottle(t, dstSig, time.Millisecond, 40*time.Millisecond)
+	id := c.transfer("src:/tree", "dst:"+epPath(dst, "tree"), "-r", "--label", "kill -9")
 	var done int64
-	restarts := 0
-	var snaps []doneBefore // at each kill
+	var snaps []atKill
 	for _, frac := range at {
 		c.waitFor(id, fmt.Sprintf("%.0f%% of the bytes moved", 100*frac), time.Minute, func(t api.Task) bool {
 			return t.BytesTransferred >= int64(frac*float64(tree)) && t.FilesTransferred > done
 		})
-		f.th.freeze()
+		th.freeze()
+		dth.freeze()
 		task := c.task(id)
-		if task.Status != domain.StatusActive || task.FilesTransferred >= int64(f.files) {
+		if task.Status != domain.StatusActive || task.FilesTransferred >= int64(files) {
 			// Past the point already: this run is not killed.
-			t.Logf("the task was done with %d of %d files before %.0f%% of its bytes: no more kills", task.FilesTransferred, f.files, 100*frac)
+			t.Logf("the task was done with %d of %d files before %.0f%% of its bytes: no more kills", task.FilesTransferred, files, 100*frac)
+			th.release()
+			dth.release()
 			break
 		}
 		// What moved before the freeze is recorded (the next flushes):
 		// the kill loses only what is stuck in flight.
 		task = settled(c, id)
 		done = task.FilesTransferred
-		t.Logf("kill %d: %d of %d files recorded done, %d bytes", restarts+1, done, f.files, task.BytesTransferred)
-		d := snapshotDone(t, c, id, f.src, f.dst, "tree")
+		k := snapshotAt(t, c, id, src, dst)
 		s.kill9()
-		if fi, err := os.Stat(f.dst.Path("tree")); err == nil && fi.IsDir() {
-			t.Logf("kill %d: %d bytes at the destination", restarts+1, treeBytes(t, f.dst.Path("tree")))
-		}
-		restarts++
-		d.logEnd = len(f.src.log.Bytes())
-		snaps = append(snaps, d)
-		f.th.release()
+		t.Logf("kill %d: %d of %d files recorded done, %d more whole; %d bytes counted, %d at the destination",
+			len(snaps)+1, done, files, len(k.ids)-int(done), task.BytesTransferred, treeBytes(t, dst.Path("tree")))
+		k.logEnd = len(src.log.Bytes())
+		snaps = append(snaps, k)
+		th.release()
+		dth.release()
 		s.restart()
-		f.th = startThrottle(t, f.src, time.Millisecond, 40*time.Millisecond)
+		th = startThrottle(t, src, time.Millisecond, 40*time.Millisecond)
+		dth = startThrottle(t, dstSig, time.Millisecond, 40*time.Millisecond)
 	}
-	if restarts == 0 {
+	if len(snaps) == 0 {
 		t.Fatal("the task was done before the first kill")
 	}
-	f.th.release()
-	f.finish(t, c, id, snaps[len(snaps)-1])
-	// Nor was anything recorded done or whole at an earlier kill.
-	for _, d := range snaps[:len(snaps)-1] {
-		checkNotResent(t, d, f.src, f.dst)
+	th.release()
+	dth.release()
+	task := c.succeeded(id, 2*time.Minute)
+	if task.Files != int64(files) {
+		t.Errorf("task counts %d files, want %d", task.Files, files)
 	}
-	task := c.task(id)
+	if err := compareTrees(src.Path("tree"), dst.Path("tree")); err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range snaps {
+		k.check(t, i+1, src)
+	}
 	ev := c.events(id)
-	if n := strings.Count(ev, "after a service restart"); n != restarts {
-		t.Errorf("%d events say the task resumed after a service restart, want %d:\n%s", n, restarts, ev)
+	if n := strings.Count(ev, "after a service restart"); n != len(snaps) {
+		t.Errorf("%d events say the task resumed after a service restart, want %d:\n%s", n, len(snaps), ev)
 	}
-	if task.Faults < int64(restarts) {
-		t.Errorf("the task counts %d faults after %d restarts", task.Faults, restarts)
+	if task.Faults < int64(len(snaps)) {
+		t.Errorf("the task counts %d faults after %d restarts", task.Faults, len(snaps))
 	}
 	if task.BytesTransferred < tree {
 		t.Errorf("the task counts %d bytes transferred, %.1f%% short of the %d bytes of the tree it moved",
 			task.BytesTransferred, 100*float64(tree-task.BytesTransferred)/float64(tree), tree)
 	}
 	t.Logf("%d bytes transferred for a tree of %d bytes, %d faults", task.BytesTransferred, tree, task.Faults)
+}
+
+// atKill is what a test knows of a task when the service was killed: the
+// destination copies of the files recorded done then or whole without a
+// record, by source path, and how far the source's log went.
+type atKill struct {
+	ids    map[string]fileID
+	local  map[string]string // each one's local path
+	logEnd int
+}
+
+// snapshotAt takes an atKill of task id, a transfer of the tree "tree"
+// from src to dst.
+func snapshotAt(t *testing.T, c *serviceCLI, id string, src *ferryServer, dst server) atKill {
+	t.Helper()
+	rec := c.recorded(id)
+	k := atKill{local: map[string]string{}}
+	err := filepath.WalkDir(src.Path("tree"), func(p string, de fs.DirEntry, err error) error {
+		if err != nil || de.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(src.Root(), p)
+		rel = filepath.ToSlash(rel)
+		local := dst.Path(rel)
+		if _, ok := rec["/"+rel]; !ok {
+			a, _ := os.ReadFile(p)
+			if b, err := os.ReadFile(local); err != nil || !bytes.Equal(a, b) {
+				return nil
+			}
+		}
+		k.local["/"+rel] = local
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.ids = fileIDs(t, "/", slices.Collect(maps.Values(k.local)))
+	return k
+}
+
+// check fails the test if a file of k was sent again after the kill:
+// retrieved from the source, or its copy written again.
+func (k atKill) check(t *testing.T, n int, src *ferryServer) {
+	t.Helper()
+	again := retrieved(t, src.log.Bytes()[k.logEnd:])
+	after := fileIDs(t, "/", slices.Collect(maps.Values(k.local)))
+	bad := 0
+	for s, local := range k.local {
+		if again[s] > 0 || after[local] != k.ids[local] {
+			t.Errorf("kill %d: %s was done or whole then, and was sent again (retrieved %d times; copy %+v, was %+v)",
+				n, s, again[s], after[local], k.ids[local])
+			if bad++; bad > 10 {
+				t.Fatal("more files were sent again; giving up the list")
+			}
+		}
+	}
 }
 
 // settled waits until task id's record, its counters and its partial
