@@ -410,6 +410,7 @@ func (c *copier) worker(ctx context.Context) {
 				continue
 			}
 			c.fly(u, life.abort)
+			c.started(u)
 			if u.f != nil {
 				c.touch(u.f) // a batch's members go to temporary names first
 				if c.ways != nil {
@@ -683,6 +684,28 @@ func (c *copier) partial(f *file) {
 	c.mu.Unlock()
 	if !ended {
 		pr.Partial(f.src, p)
+	}
+}
+
+// started tells a Partials reporter that the files of u are on their way:
+// what lands of them, even after this copy stops, a later run knows this
+// copy sent.
+func (c *copier) started(u *unit) {
+	if c.opts.fan != nil {
+		return
+	}
+	if u.b == nil {
+		c.partial(u.f)
+		return
+	}
+	c.mu.Lock()
+	fs := make([]*file, 0, len(u.b.byName))
+	for _, f := range u.b.byName {
+		fs = append(fs, f)
+	}
+	c.mu.Unlock()
+	for _, f := range fs {
+		c.partial(f)
 	}
 }
 
@@ -1274,7 +1297,7 @@ func (c *copier) final(f *file, o Outcome, err error) {
 		return
 	}
 	f.ended, f.outcome = true, o
-	r := FileResult{Src: f.src, Dst: f.dst, Size: f.size, Outcome: o, Checksum: f.sum, Attempts: max(f.attempts, 1), Err: err}
+	r := FileResult{Src: f.src, Dst: f.dst, Size: f.size, Outcome: o, Checksum: f.sum, Attempts: max(f.attempts, 1), Err: err, Moved: f.moved}
 	var back int64
 	switch o {
 	case Failed:

@@ -173,9 +173,10 @@ type Partial struct {
 }
 
 // Partials is an optional interface of a Reporter: Partial is called as
-// the ranges of a file known to be at the destination grow (restart
-// markers, finished chunks), so that a later run can resume it
-// (Options.Restart).
+// a file's transfer starts (with what is known to be at the destination
+// already) and as the ranges known to be there grow (restart markers,
+// finished chunks), so that a later run can resume it (Options.Restart)
+// and knows that this copy started it.
 type Partials interface {
 	Partial(src string, p Partial)
 }
@@ -232,6 +233,9 @@ type FileResult struct {
 	Checksum string // "ALG:hex" when verified
 	Attempts int
 	Err      error
+	// Moved is what this copy reported moved of the file (Progress):
+	// none for a file found whole at the destination.
+	Moved int64
 }
 
 // Reporter receives progress; its methods are called from many goroutines.

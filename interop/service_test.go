@@ -314,7 +314,7 @@ func fatalText(t api.Task) string {
 // hundred MiB over loopback in a fraction of a second, too fast to stop a
 // task midway otherwise. There is no rate limit to set instead.
 type throttle struct {
-	srv   *ferryServer
+	srv   signaler
 	quit  chan struct{}
 	done  chan struct{}
 	mu    sync.Mutex
@@ -323,7 +323,7 @@ type throttle struct {
 
 // startThrottle starts throttling srv until freeze or release (release
 // runs at cleanup, before srv stops).
-func startThrottle(t *testing.T, srv *ferryServer, run, period time.Duration) *throttle {
+func startThrottle(t *testing.T, srv signaler, run, period time.Duration) *throttle {
 	th := &throttle{srv: srv, quit: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(th.done)

@@ -225,14 +225,14 @@ func newTaskListCmd(c *cli, use string) *cobra.Command {
 
 // newTaskShowCmd is ferry task show, also known as ferry details.
 func newTaskShowCmd(c *cli, use string) *cobra.Command {
-	var transfers, skipped, deleted bool
+	var transfers, skipped, deleted, partial bool
 	cmd := &cobra.Command{
-		Use:   use + " TASK_ID [-t | --skipped-errors | --deleted]",
-		Short: "Show a task in full, or (-t) the files it has transferred so far, the source paths it skipped for errors, or the paths it deleted",
+		Use:   use + " TASK_ID [-t | --skipped-errors | --deleted | --partial]",
+		Short: "Show a task in full, or (-t) the files it has transferred so far, the source paths it skipped for errors, the paths it deleted, or the files it left partial",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if n := btoi(transfers) + btoi(skipped) + btoi(deleted); n > 1 {
-				return usagef("-t, --skipped-errors and --deleted: give one")
+			if n := btoi(transfers) + btoi(skipped) + btoi(deleted) + btoi(partial); n > 1 {
+				return usagef("-t, --skipped-errors, --deleted and --partial: give one")
 			}
 			cl, err := c.client()
 			if err != nil {
@@ -245,6 +245,8 @@ func newTaskShowCmd(c *cli, use string) *cobra.Command {
 				return c.skippedErrors(cmd, cl, args[0])
 			case deleted:
 				return c.deletedPaths(cmd, cl, args[0])
+			case partial:
+				return c.partialPaths(cmd, cl, args[0])
 			}
 			t, err := cl.Task(cmd.Context(), args[0])
 			if err != nil {
@@ -266,6 +268,8 @@ func newTaskShowCmd(c *cli, use string) *cobra.Command {
 	cmd.Flags().BoolVarP(&transfers, "successful-transfers", "t", false, "list the files transferred so far, with their checksums")
 	cmd.Flags().BoolVar(&skipped, "skipped-errors", false, "list the source paths skipped for errors (a task submitted with --skip-source-errors), and why")
 	cmd.Flags().BoolVar(&deleted, "deleted", false, "list the paths deleted at the destination because the source lacks them (--delete-destination-extra), in order")
+	cmd.Flags().BoolVar(&partial, "partial", false, "list the files the task started and did not finish, with the bytes known to be at the destination "+
+		"(what a canceled or failed task left partial there)")
 	return cmd
 }
 
@@ -447,6 +451,25 @@ func (c *cli) deletedPaths(cmd *cobra.Command, cl *apiclient.Client, id string) 
 				p = d.DestinationEndpointID + ":" + p
 			}
 			row(w, p, d.Type, d.Size)
+		}
+	})
+}
+
+// partialPaths prints every file task id started and did not finish, and
+// the bytes known to be at the destination.
+func (c *cli) partialPaths(cmd *cobra.Command, cl *apiclient.Client, id string) error {
+	all := api.PartialPaths{DataType: "partial_paths"}
+	var err error
+	all.Data, err = allPages(func(q api.MarkerQuery) ([]api.PartialPath, int64, error) {
+		page, err := cl.PartialPaths(cmd.Context(), id, q)
+		return page.Data, page.NextMarker, err
+	})
+	if err != nil {
+		return err
+	}
+	return c.table(cmd, all, []string{"PARTIAL FILE", "SIZE", "AT DESTINATION"}, func(w io.Writer) {
+		for _, p := range all.Data {
+			row(w, p.SourcePath, p.Size, p.BytesAtDestination)
 		}
 	})
 }

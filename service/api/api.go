@@ -470,6 +470,25 @@ type DeletedPaths struct {
 	Data       []DeletedPath `json:"DATA"`
 }
 
+// PartialPath is a file a task started and did not finish (DATA_TYPE
+// partial_path): what it knows is at the destination, from which a later
+// run resumes it.
+type PartialPath struct {
+	DataType           string `json:"DATA_TYPE"`
+	SourcePath         string `json:"source_path"`
+	Size               int64  `json:"size"`                 // the source file's
+	BytesAtDestination int64  `json:"bytes_at_destination"` // known to be there (restart markers)
+}
+
+// PartialPaths is a marker-paged list (DATA_TYPE partial_paths) of the
+// files a task left partial, paged like SuccessfulTransfers.
+type PartialPaths struct {
+	DataType   string        `json:"DATA_TYPE"`
+	Marker     int64         `json:"marker"`
+	NextMarker int64         `json:"next_marker"`
+	Data       []PartialPath `json:"DATA"`
+}
+
 // FailedTransfer is one file a task gave up on (DATA_TYPE
 // failed_transfer), and why.
 type FailedTransfer struct {

@@ -321,6 +321,14 @@ func (c *Client) DeletedPaths(ctx context.Context, id string, q api.MarkerQuery)
 	return l, err
 }
 
+// PartialPaths returns a page of the files a task started and did not
+// finish, paged like SuccessfulTransfers.
+func (c *Client) PartialPaths(ctx context.Context, id string, q api.MarkerQuery) (api.PartialPaths, error) {
+	var l api.PartialPaths
+	err := c.do(ctx, "GET", "task/"+esc(id)+"/partial_paths", q.Values(), nil, &l)
+	return l, err
+}
+
 // Endpoint returns an endpoint by UUID, owner#name, or a name of the
 // user's own.
 func (c *Client) Endpoint(ctx context.Context, id string) (api.Endpoint, error) {

@@ -398,6 +398,7 @@ const (
 	EventInactive         = "INACTIVE"
 	EventResumed          = "RESUMED"
 	EventLeaseTaken       = "LEASE_TAKEN" // another worker took over the task
+	EventRestarted        = "RESTARTED"   // the worker's process restarted and took the task back
 	EventCanceled         = "CANCELED"
 	EventSucceeded        = "SUCCEEDED"
 	EventFailed           = "FAILED"
@@ -414,6 +415,12 @@ const (
 	// does not have them (Options.DeleteDestinationExtra); its details
 	// list every one (Task Deletions keeps them too).
 	EventDeleted = "DELETED"
+	// EventLeftPartial: a task that is over left files it started and
+	// did not finish at the destination (Store.Partials lists them).
+	EventLeftPartial = "LEFT_PARTIAL"
+	// EventStoreOut: the database was unreachable for a while, and the
+	// task's worker recorded what it did meanwhile once it was back.
+	EventStoreOut = "DATABASE_UNREACHABLE"
 )
 
 // Event is one entry of a task's history.

@@ -180,8 +180,11 @@ type Store interface {
 	// source file once, in its last state.
 	Progress(ctx context.Context, taskID, worker string, b Batch) error
 	// Partials lists what the task's workers knew of files they did not
-	// finish.
-	Partials(ctx context.Context, taskID string) ([]Partial, error)
+	// finish (the files a task that is over left partial), in the order
+	// they were first recorded, limit at most (Page's default and cap)
+	// after marker (0: from the first), and the marker of the next page
+	// (0: none), as Files does.
+	Partials(ctx context.Context, taskID string, marker int64, limit int) ([]Partial, int64, error)
 	// SetStatus ends or pauses the lease: it sets status, nice status and
 	// fatal error (and completion time when done), releases the lease and
 	// appends events, in one transaction; ENotFound if worker no longer
@@ -243,10 +246,13 @@ type Batch struct {
 }
 
 // Partial is what a worker knows of a file of a task that it has not
-// finished, in the worker's own encoding (opaque to the store), so that a
-// later run sends only the rest.
+// finished, in the worker's own encoding (State, opaque to the store), so
+// that a later run sends only the rest; and, for users, the file's size
+// and the bytes known to be at the destination. A Batch's Partial with
+// no State deletes the file's record.
 type Partial struct {
 	Src, State string
+	Size, Have int64
 }
 
 // Page is offset paging; Limit 0 means the store's default (100), and

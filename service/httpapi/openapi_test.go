@@ -83,6 +83,7 @@ func TestOpenAPISchemas(t *testing.T) {
 		"FailedTransfer": api.FailedTransfer{}, "FailedTransfers": api.FailedTransfers{}, "Session": api.Session{},
 		"SkippedError": api.SkippedError{}, "SkippedErrors": api.SkippedErrors{},
 		"DeletedPath": api.DeletedPath{}, "DeletedPaths": api.DeletedPaths{},
+		"PartialPath": api.PartialPath{}, "PartialPaths": api.PartialPaths{},
 		"Server": api.Server{}, "Endpoint": api.Endpoint{}, "EndpointSpec": api.EndpointSpec{},
 		"EndpointList": api.EndpointList{}, "ActivationRequirements": api.ActivationRequirements{},
 		"ActivationRequirement": api.ActivationRequirement{}, "Activate": api.Activate{},

@@ -174,6 +174,7 @@ func (s *Server) routes() []route {
 		{method: "GET", path: "task/{id}/failed_transfers", h: s.failedTransfers},
 		{method: "GET", path: "task/{id}/skipped_errors", h: s.skippedErrors},
 		{method: "GET", path: "task/{id}/deleted_paths", h: s.deletedPaths},
+		{method: "GET", path: "task/{id}/partial_paths", h: s.partialPaths},
 
 		{method: "GET", path: "endpoint_search", h: s.endpointSearch},
 		{method: "POST", path: "endpoint", h: s.createEndpoint},

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"fmt"
@@ -617,13 +618,34 @@ func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request, c *call) err
 }
 
 // resumeTask runs an INACTIVE task again, once the user has mended what
-// it waited for (space at a full destination).
+// it waited for (space at a full destination). A transfer that is over
+// cannot resume: the conflict names the command that finishes its job.
 func (s *Server) resumeTask(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err := s.Store.ResumeTask(r.Context(), c.user.ID, r.PathValue("id"), s.Now()); err != nil {
-		return err
+		if domain.ErrorCode(err) != domain.EConflict {
+			return err
+		}
+		return s.finishAdvice(r, c, err)
 	}
 	s.queued()
 	return result(w, r, "result", "Resumed", "the task is queued again")
+}
+
+// finishAdvice is the conflict of resuming a task that is not INACTIVE,
+// with the command that finishes its job when it is over.
+func (s *Server) finishAdvice(r *http.Request, c *call, conflict error) error {
+	t, err := s.Store.Task(r.Context(), c.user.ID, r.PathValue("id"))
+	if err != nil || !domain.Done(t.Status) {
+		return cmp.Or(err, conflict)
+	}
+	if t.Items, err = s.Store.TaskItems(r.Context(), t.ID); err != nil {
+		return err
+	}
+	advice := domain.FinishAdvice(t)
+	if advice == "" {
+		return conflict
+	}
+	return domain.Errorf(domain.EConflict, "task %s is %s: there is nothing to resume; %s", t.ID, t.Status, advice)
 }
 
 func (s *Server) eventList(w http.ResponseWriter, r *http.Request, c *call) error {
@@ -711,6 +733,28 @@ func (s *Server) deletedPaths(w http.ResponseWriter, r *http.Request, c *call) e
 		if d.Dest < len(t.Destinations) {
 			doc.Data[i].DestinationEndpointID = t.Destinations[d.Dest].Endpoint
 		}
+	}
+	return reply(w, http.StatusOK, doc)
+}
+
+// partialPaths lists the files a task started and did not finish: what
+// a task that is over left partial at the destination.
+func (s *Server) partialPaths(w http.ResponseWriter, r *http.Request, c *call) error {
+	q, err := api.ParseMarkerQuery(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	t, err := s.Store.Task(r.Context(), c.user.ID, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	ps, next, err := s.Store.Partials(r.Context(), t.ID, q.Marker, q.Limit)
+	if err != nil {
+		return err
+	}
+	doc := api.PartialPaths{DataType: "partial_paths", Marker: q.Marker, NextMarker: next, Data: make([]api.PartialPath, len(ps))}
+	for i, p := range ps {
+		doc.Data[i] = api.PartialPath{DataType: "partial_path", SourcePath: p.Src, Size: p.Size, BytesAtDestination: p.Have}
 	}
 	return reply(w, http.StatusOK, doc)
 }

@@ -267,26 +267,46 @@ func (db *DB) Claim(ctx context.Context, worker string, now time.Time, lease tim
 			return err
 		}
 		var err error
+		// Taking over from another worker is a fault of the task: its
+		// process stopped, or lost the database, while the task ran.
+		fault := 0
+		if prev != "" && prev != worker {
+			fault = 1
+		}
 		t, err = scanTask(c.row(ctx, `UPDATE tasks SET worker = ?, lease_expires = ?, nice_status = ?,
-			start_time = COALESCE(start_time, ?) WHERE id = ? RETURNING `+taskCols,
-			worker, us(now.Add(lease)), domain.NiceOK, us(now), id))
+			start_time = COALESCE(start_time, ?), faults = faults + ? WHERE id = ? RETURNING `+taskCols,
+			worker, us(now.Add(lease)), domain.NiceOK, us(now), fault, id))
 		t, err = withDestsOne(ctx, c, t, err)
-		if err != nil || prev == "" || prev == worker {
+		if err != nil || fault == 0 {
 			return err
 		}
-		return addEvents(ctx, c, now, domain.Event{TaskID: id, Code: domain.EventLeaseTaken,
-			Description: fmt.Sprintf("%s took over the task from %s, whose lease expired", worker, prev)})
+		return addEvents(ctx, c, now, domain.Event{TaskID: id, Code: domain.EventLeaseTaken, IsError: true,
+			Description: fmt.Sprintf("%s took over the task from %s, whose lease expired: resumed after a service restart "+
+				"or a lost database; what was in flight is sent again from the last recorded restart markers", worker, prev)})
 	})
 	return t, err
 }
 
-func (db *DB) Reclaim(ctx context.Context, worker string, now time.Time, lease time.Duration) (_ []domain.Task, err error) {
+func (db *DB) Reclaim(ctx context.Context, worker string, now time.Time, lease time.Duration) (tasks []domain.Task, err error) {
 	defer wrap(&err, "reclaim")
-	tasks, err := all(ctx, db.conn(), scanTask, `UPDATE tasks SET lease_expires = ?, nice_status = ?
-		WHERE worker = ? AND status = 'ACTIVE' RETURNING `+taskCols, us(now.Add(lease)), domain.NiceOK, worker)
-	if err == nil {
-		err = withDests(ctx, db.conn(), tasks)
-	}
+	err = db.inTx(ctx, func(c conn) error {
+		var err error
+		tasks, err = all(ctx, c, scanTask, `UPDATE tasks SET lease_expires = ?, nice_status = ?, faults = faults + 1
+			WHERE worker = ? AND status = 'ACTIVE' RETURNING `+taskCols, us(now.Add(lease)), domain.NiceOK, worker)
+		if err != nil {
+			return err
+		}
+		events := make([]domain.Event, len(tasks))
+		for i, t := range tasks {
+			events[i] = domain.Event{TaskID: t.ID, Code: domain.EventRestarted, IsError: true,
+				Description: fmt.Sprintf("resumed after a service restart: %s stopped while the task ran and took it back; "+
+					"what was in flight is sent again from the last recorded restart markers", worker)}
+		}
+		if err := addEvents(ctx, c, now, events...); err != nil {
+			return err
+		}
+		return withDests(ctx, c, tasks)
+	})
 	return tasks, err
 }
 
@@ -344,9 +364,9 @@ func (db *DB) Progress(ctx context.Context, taskID, worker string, b domain.Batc
 			}
 		}
 		for _, p := range b.Partials {
-			q := `INSERT INTO partials (task_id, src, state) VALUES (?, ?, ?)
-				ON CONFLICT (task_id, src) DO UPDATE SET state = excluded.state`
-			args := []any{taskID, p.Src, p.State}
+			q := `INSERT INTO partials (task_id, src, state, size, have) VALUES (?, ?, ?, ?, ?)
+				ON CONFLICT (task_id, src) DO UPDATE SET state = excluded.state, size = excluded.size, have = excluded.have`
+			args := []any{taskID, p.Src, p.State, p.Size, p.Have}
 			if p.State == "" {
 				q, args = `DELETE FROM partials WHERE task_id = ? AND src = ?`, args[:2]
 			}
@@ -358,13 +378,24 @@ func (db *DB) Progress(ctx context.Context, taskID, worker string, b domain.Batc
 	})
 }
 
-func (db *DB) Partials(ctx context.Context, taskID string) (_ []domain.Partial, err error) {
+// partialRow is a partial record and its marker.
+type partialRow struct {
+	id int64
+	domain.Partial
+}
+
+func (db *DB) Partials(ctx context.Context, taskID string, marker int64, limit int) (_ []domain.Partial, _ int64, err error) {
 	defer wrap(&err, "partials")
-	return all(ctx, db.conn(), func(r scanner) (domain.Partial, error) {
-		var p domain.Partial
-		err := r.Scan(&p.Src, &p.State)
+	limit = domain.Page{Limit: limit}.Normal().Limit
+	rows, err := all(ctx, db.conn(), func(r scanner) (partialRow, error) {
+		var p partialRow
+		err := r.Scan(&p.id, &p.Src, &p.State, &p.Size, &p.Have)
 		return p, err
-	}, `SELECT src, state FROM partials WHERE task_id = ? ORDER BY src`, taskID)
+	}, `SELECT id, src, state, size, have FROM partials WHERE task_id = ? AND id > ? ORDER BY id LIMIT ?`, taskID, marker, limit+1)
+	if err != nil {
+		return nil, 0, err
+	}
+	return page(rows, limit, func(r partialRow) (int64, domain.Partial) { return r.id, r.Partial })
 }
 
 // forTask is events with their TaskID set to taskID.

@@ -59,9 +59,11 @@ func testClaim(t *testing.T, open Open) {
 				t.Fatalf("task taken over: %+v; want worker w2, start time %v, lease until %v", got, t0, t0.Add(2*lease))
 			}
 			equal(t, "events", codes(f.events(a.ID)), []string{domain.EventQueued, domain.EventLeaseTaken})
+			equal(t, "faults after a take-over", got.Faults, int64(1))
 			// The same worker again is no take-over.
-			f.claim(a, "w2", t0.Add(2*lease), 0)
+			got = f.claim(a, "w2", t0.Add(2*lease), 0)
 			equal(t, "events", codes(f.events(a.ID)), []string{domain.EventQueued, domain.EventLeaseTaken})
+			equal(t, "faults after a claim by the same worker", got.Faults, int64(1))
 		}},
 		{"per-user limit", func(t *testing.T, f *fixture, alice, bob domain.User) {
 			ep := f.endpoint(alice, "ep", true, 0)
@@ -140,6 +142,9 @@ func testReclaim(t *testing.T, open Open) {
 	for _, task := range got {
 		ids = append(ids, task.ID)
 		equal(t, "reclaimed lease", task.LeaseExpires, now.Add(2*lease))
+		// A restart is a fault of each task it stopped, and an event.
+		equal(t, "faults of a reclaimed task", task.Faults, int64(1))
+		equal(t, "events of a reclaimed task", codes(f.events(task.ID)), []string{domain.EventQueued, domain.EventRestarted})
 	}
 	slices.Sort(ids)
 	want := []string{live.ID, lapsed.ID}
@@ -251,12 +256,21 @@ func testProgress(t *testing.T, open Open) {
 
 	// Partials: put, replaced, deleted; per task.
 	other := f.claim(f.task(alice, ep, ep, t0.Add(time.Second)), "w", t0, 0)
-	f.ok(f.s.Progress(f.ctx, task.ID, "w", domain.Batch{Partials: []domain.Partial{{Src: "/c", State: "0-10"}, {Src: "/d", State: "0-1"}}}))
+	f.ok(f.s.Progress(f.ctx, task.ID, "w", domain.Batch{Partials: []domain.Partial{{Src: "/c", State: "0-10", Size: 30, Have: 10}, {Src: "/d", State: "0-1"}}}))
 	f.ok(f.s.Progress(f.ctx, other.ID, "w", domain.Batch{Partials: []domain.Partial{{Src: "/c", State: "other"}}}))
-	f.ok(f.s.Progress(f.ctx, task.ID, "w", domain.Batch{Partials: []domain.Partial{{Src: "/c", State: "0-20"}, {Src: "/d"}, {Src: "/never"}}}))
-	ps, err := f.s.Partials(f.ctx, task.ID)
-	f.ok(err)
-	equal(t, "partials", ps, []domain.Partial{{Src: "/c", State: "0-20"}})
+	f.ok(f.s.Progress(f.ctx, task.ID, "w", domain.Batch{Partials: []domain.Partial{{Src: "/c", State: "0-20", Size: 30, Have: 20}, {Src: "/d"}, {Src: "/never"}}}))
+	f.ok(f.s.Progress(f.ctx, task.ID, "w", domain.Batch{Partials: []domain.Partial{{Src: "/e", State: "0-1", Size: 2, Have: 1}}}))
+	// Paged in the order first recorded: a replaced record keeps its place.
+	var ps []domain.Partial
+	for marker := int64(0); ; {
+		page, next, err := f.s.Partials(f.ctx, task.ID, marker, 1)
+		f.ok(err)
+		ps = append(ps, page...)
+		if marker = next; marker == 0 {
+			break
+		}
+	}
+	equal(t, "partials", ps, []domain.Partial{{Src: "/c", State: "0-20", Size: 30, Have: 20}, {Src: "/e", State: "0-1", Size: 2, Have: 1}})
 }
 
 func testSetStatus(t *testing.T, open Open) {

@@ -135,7 +135,7 @@ func TestResumeFromMarkers(t *testing.T) {
 	stop1 := serve(t, w1)
 	var recorded int64
 	f.wait(task.ID, 20*time.Second, func(domain.Task) bool {
-		ps, err := f.store.Partials(context.Background(), task.ID)
+		ps, _, err := f.store.Partials(context.Background(), task.ID, 0, 0)
 		if err != nil || len(ps) != 1 {
 			return false
 		}
@@ -168,7 +168,7 @@ func TestResumeFromMarkers(t *testing.T) {
 	if got.BytesTransferred != int64(len(data)) || got.BytesTotal != int64(len(data)) {
 		t.Errorf("counters %+v, want %d bytes transferred and in total", got.Counters, len(data))
 	}
-	if ps, _ := f.store.Partials(context.Background(), task.ID); len(ps) != 0 {
+	if ps, _, _ := f.store.Partials(context.Background(), task.ID, 0, 0); len(ps) != 0 {
 		t.Errorf("partials left after the file was done: %+v", ps)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,6 +27,7 @@ type progress struct {
 	w      *Worker
 	taskID string
 	kick   chan struct{} // FlushFiles records wait
+	soon   chan struct{} // a file started, moved on or ended: flush within FlushSoon
 
 	mu      sync.Mutex
 	total   domain.Counters // the task's counters, unflushed ones included
@@ -40,13 +43,16 @@ type progress struct {
 
 	lastEvent time.Time // of the last PROGRESS event
 	lastBytes int64     // total.BytesTransferred then
+	storeOut  time.Time // when a flush first failed, until one succeeds: the database was out
 
 	// Partials: what earlier runs knew of files they did not finish
-	// (restart), which files have a stored record (stored), and the
-	// records to put or delete at the next flush (partials).
+	// (restart), which files have a record stored or being stored
+	// (stored), and the records to put or delete at the next flush
+	// (partials). A file that ends before its record was flushed never
+	// reaches the store.
 	restart  map[string]engine.Partial
 	stored   map[string]bool
-	partials map[string]string
+	partials map[string]domain.Partial // no State: delete the record
 
 	faults map[string]*faultGroup // by code and cause
 
@@ -57,9 +63,9 @@ type progress struct {
 }
 
 func newProgress(w *Worker, t domain.Task) *progress {
-	return &progress{w: w, taskID: t.ID, kick: make(chan struct{}, 1), total: t.Counters,
+	return &progress{w: w, taskID: t.ID, kick: make(chan struct{}, 1), soon: make(chan struct{}, 1), total: t.Counters,
 		leave: map[string]bool{}, lastEvent: w.now(), lastBytes: t.BytesTransferred,
-		restart: map[string]engine.Partial{}, stored: map[string]bool{}, partials: map[string]string{},
+		restart: map[string]engine.Partial{}, stored: map[string]bool{}, partials: map[string]domain.Partial{},
 		faults: map[string]*faultGroup{}}
 }
 
@@ -84,29 +90,41 @@ func (p *progress) restartOf(src string) (engine.Partial, bool) {
 }
 
 // Partial keeps what the engine knows of a file it has not finished, for
-// the next flush.
+// a flush soon: a file it started, and the ranges at the destination.
 func (p *progress) Partial(src string, pt engine.Partial) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.partials[src] = encodePartial(pt)
-	p.stored[src] = true
+	p.partials[src] = domain.Partial{Src: src, State: encodePartial(pt), Size: pt.Size, Have: pt.Have.Total()}
+	p.flushSoon()
 }
 
-// encodePartial is a partial record's State: "SIZE MTIME RANGES", the
-// time in Unix nanoseconds.
+// flushSoon asks for a flush within FlushSoon. Called with p.mu held.
+func (p *progress) flushSoon() {
+	select {
+	case p.soon <- struct{}{}:
+	default:
+	}
+}
+
+// encodePartial is a partial record's State: "SIZE MTIME [RANGES]", the
+// time in Unix nanoseconds; no ranges for a file only started.
 func encodePartial(pt engine.Partial) string {
-	return fmt.Sprintf("%d %d %s", pt.Size, pt.Modify.UnixNano(), pt.Have)
+	return strings.TrimSpace(fmt.Sprintf("%d %d %s", pt.Size, pt.Modify.UnixNano(), pt.Have))
 }
 
 func decodePartial(s string) (engine.Partial, error) {
 	var pt engine.Partial
 	f := strings.Fields(s)
-	if len(f) != 3 {
-		return pt, fmt.Errorf("partial record %q: want SIZE MTIME RANGES", s)
+	if len(f) != 2 && len(f) != 3 {
+		return pt, fmt.Errorf("partial record %q: want SIZE MTIME [RANGES]", s)
 	}
 	size, err1 := strconv.ParseInt(f[0], 10, 64)
 	ns, err2 := strconv.ParseInt(f[1], 10, 64)
-	have, err3 := gridftp.ParseRanges(f[2])
+	var have gridftp.Ranges
+	var err3 error
+	if len(f) == 3 {
+		have, err3 = gridftp.ParseRanges(f[2])
+	}
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return pt, fmt.Errorf("partial record %q: %w", s, err)
 	}
@@ -121,10 +139,14 @@ func (p *progress) add(d domain.Counters, f *domain.File, e *domain.Event) {
 	if f != nil {
 		f.TaskID, f.Time = p.taskID, p.w.now()
 		p.files = append(p.files, *f)
+		p.flushSoon()
 		p.leave[f.Src] = true
-		if p.stored[f.Src] { // the file is final: its partial goes
-			p.partials[f.Src] = ""
+		// The file is final: its partial record goes, or never comes.
+		if p.stored[f.Src] {
+			p.partials[f.Src] = domain.Partial{Src: f.Src}
 			delete(p.stored, f.Src)
+		} else {
+			delete(p.partials, f.Src)
 		}
 		p.kickIf()
 	}
@@ -311,15 +333,28 @@ func (p *progress) endFaults() {
 	p.tellFaults(p.w.now(), true)
 }
 
-// Done records a file's outcome.
+// Done records a file's outcome. A file whole at the destination that
+// an earlier run of the task started (its partial record) was moved by
+// that run: it is transferred, not skipped, and the bytes of it that run
+// moved and did not count before it stopped (beyond the ranges its
+// record has, less what this run moved of it) count now.
 func (p *progress) Done(r engine.FileResult) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	f := domain.File{Src: r.Src, Dst: r.Dst, Size: r.Size}
+	var uncounted int64
+	if pt, ok := p.restart[r.Src]; ok && pt.Size == r.Size && (r.Outcome == engine.Transferred || r.Outcome == engine.Skipped) {
+		delete(p.restart, r.Src)
+		uncounted = max(r.Size-pt.Have.Total()-r.Moved, 0)
+		if r.Outcome == engine.Skipped {
+			p.add(domain.Counters{Files: 1}, nil, nil) // not in the plan
+			r.Outcome = engine.Transferred
+		}
+	}
 	switch r.Outcome {
 	case engine.Transferred:
 		f.State = domain.FileSucceeded
-		d := domain.Counters{FilesTransferred: 1}
+		d := domain.Counters{FilesTransferred: 1, BytesTransferred: uncounted, BytesTotal: uncounted}
 		if alg, sum, ok := strings.Cut(r.Checksum, ":"); ok {
 			f.Algorithm, f.Checksum, d.BytesChecksummed = alg, sum, r.Size
 		}
@@ -390,6 +425,25 @@ func shownPath(d domain.Deletion) string {
 		return d.Path + "/"
 	}
 	return d.Path
+}
+
+// leftPartial is the event of a task that ends with files it started and
+// did not finish, whose restart records the store keeps: it names the
+// first few (ferry task show --partial lists them all).
+func (p *progress) leftPartial() (domain.Event, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.stored) == 0 {
+		return domain.Event{}, false
+	}
+	paths := slices.Sorted(maps.Keys(p.stored))
+	desc := fmt.Sprintf("left %s partial at the destination: %s", plural.Count(len(paths), "file"), strings.Join(paths[:min(len(paths), 3)], ", "))
+	if len(paths) > 3 {
+		desc += fmt.Sprintf(" and %d more", len(paths)-3)
+	}
+	desc += fmt.Sprintf(" (ferry task show --partial %s); ferry task resume %s names the transfer that finishes the job", p.taskID, p.taskID)
+	return domain.Event{Code: domain.EventLeftPartial, IsError: true, Time: p.w.now(), Description: desc,
+		Details: details(map[string]any{"files": len(paths)})}, true
 }
 
 // skippedErrors counts n files that earlier runs recorded
@@ -529,11 +583,14 @@ func (p *progress) flush(ctx context.Context) error {
 		nx := min(len(p.deletions), maxBatchFiles)
 		p.tellDeleted()
 		b := domain.Batch{Delta: p.delta, Files: p.files[:n:n], DestFiles: p.destFiles[:nd:nd], Deletions: p.deletions[:nx:nx], Events: p.events}
-		for src, state := range p.partials {
-			b.Partials = append(b.Partials, domain.Partial{Src: src, State: state})
+		b.Partials = slices.Collect(maps.Values(p.partials))
+		for _, pt := range b.Partials {
+			if pt.State != "" {
+				p.stored[pt.Src] = true
+			}
 		}
 		sent := p.partials
-		p.delta, p.files, p.destFiles, p.deletions, p.events, p.partials = domain.Counters{}, p.files[n:], p.destFiles[nd:], p.deletions[nx:], nil, map[string]string{}
+		p.delta, p.files, p.destFiles, p.deletions, p.events, p.partials = domain.Counters{}, p.files[n:], p.destFiles[nd:], p.deletions[nx:], nil, map[string]domain.Partial{}
 		more := len(p.files) > 0 || len(p.destFiles) > 0 || len(p.deletions) > 0
 		p.mu.Unlock()
 		if b.Delta == (domain.Counters{}) && len(b.Files) == 0 && len(b.DestFiles) == 0 && len(b.Deletions) == 0 && len(b.Events) == 0 && len(b.Partials) == 0 {
@@ -543,12 +600,15 @@ func (p *progress) flush(ctx context.Context) error {
 		if err != nil {
 			if !domain.IsNotFound(err) {
 				p.mu.Lock()
+				if p.storeOut.IsZero() {
+					p.storeOut = now
+				}
 				b.Delta.Add(p.delta)
 				p.delta, p.files, p.events = b.Delta, append(b.Files, p.files...), append(b.Events, p.events...)
 				p.destFiles, p.deletions = append(b.DestFiles, p.destFiles...), append(b.Deletions, p.deletions...)
-				for src, state := range sent {
+				for src, pt := range sent {
 					if _, newer := p.partials[src]; !newer {
-						p.partials[src] = state
+						p.partials[src] = pt
 					}
 				}
 				p.mu.Unlock()
@@ -556,10 +616,27 @@ func (p *progress) flush(ctx context.Context) error {
 			return err
 		}
 		p.w.stats.moved(b.Delta)
+		p.storeBack()
 		if !more {
 			return nil
 		}
 	}
+}
+
+// storeBack tells, once a flush succeeds after failures, how long the
+// database was out: the run went on, keeping its records until then.
+func (p *progress) storeBack() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.storeOut.IsZero() {
+		return
+	}
+	out := p.w.now().Sub(p.storeOut)
+	p.add(domain.Counters{}, nil, &domain.Event{Code: domain.EventStoreOut, IsError: true,
+		Description: fmt.Sprintf("the database was unreachable for %s; the task went on, and what it did meanwhile is recorded now",
+			out.Round(time.Second)),
+		Details: details(map[string]any{"since": p.storeOut, "seconds": out.Seconds()})})
+	p.storeOut = time.Time{}
 }
 
 // maxBatchFiles bounds the file records of one Store.Progress call: a
@@ -568,24 +645,35 @@ func (p *progress) flush(ctx context.Context) error {
 // other request of the service waiting.
 const maxBatchFiles = 500
 
-// flusher flushes every FlushEvery and whenever FlushFiles records wait,
-// until ctx ends; a lost lease stops the run. A flush under way when ctx
-// ends goes on to its end: a write cut off while it commits may have
-// committed, and the batch, put back for the run's last flush, would count
-// twice.
+// flusher flushes every FlushEvery, whenever FlushFiles records wait, and
+// FlushSoon after the last flush once a file started, moved on (restart
+// ranges) or ended, until ctx ends; a lost lease stops the run. Those are
+// what a crash must not lose: a file whole at the destination and recorded
+// nowhere is not sent again, so its bytes would never count, and ranges
+// not recorded go again. A flush under way when ctx ends goes on to its
+// end: a write cut off while it commits may have committed, and the
+// batch, put back for the run's last flush, would count twice.
 func (p *progress) flusher(ctx context.Context, stop context.CancelCauseFunc) {
 	t := time.NewTicker(orDuration(p.w.FlushEvery, time.Second))
 	defer t.Stop()
+	var last time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		case <-p.kick:
+		case <-p.soon:
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Until(last.Add(orDuration(p.w.FlushSoon, 100*time.Millisecond)))):
+			}
 		}
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		err := p.flush(fctx)
 		cancel()
+		last = time.Now()
 		switch {
 		case domain.IsNotFound(err):
 			stop(errLeaseLost)

@@ -414,11 +414,17 @@ func (r *run) loadRecords(ctx context.Context) error {
 		}
 	}
 	r.p.leaveOut(done, true)
-	partials, err := r.w.Store.Partials(ctx, id)
-	if err != nil {
-		return err
+	for marker := int64(0); ; {
+		var partials []domain.Partial
+		partials, marker, err = r.w.Store.Partials(ctx, id, marker, 1000)
+		if err != nil {
+			return err
+		}
+		r.p.loadPartials(partials)
+		if marker == 0 {
+			break
+		}
 	}
-	r.p.loadPartials(partials)
 	if len(r.task.Destinations) > 0 {
 		if err := r.loadDests(ctx); err != nil {
 			return err
@@ -783,15 +789,27 @@ func (r *run) finish(parent context.Context, e ending) {
 			e = canceled
 		}
 	}
-	if err := r.p.flush(ctx); domain.IsNotFound(err) {
-		r.log.Info("lease lost")
-		return
-	} else if err != nil {
-		r.log.Warn("persist progress", "err", err)
+	// The flush that follows a database outage adds its event: a second
+	// one stores it.
+	for range 2 {
+		if err := r.stored(parent, "persist progress", r.p.flush); domain.IsNotFound(err) {
+			r.log.Info("lease lost")
+			return
+		} else if err != nil {
+			return // the worker stops: the task is taken back after a restart
+		}
 	}
 	now := r.w.now()
 	e.event.Time = now
-	if err := r.w.Store.SetStatus(ctx, r.task.ID, r.w.ID, e.status, e.nice, e.fatal, now, []domain.Event{e.event}); err != nil {
+	events := []domain.Event{e.event}
+	if e.status == domain.StatusFailed {
+		if left, ok := r.p.leftPartial(); ok {
+			events = append([]domain.Event{left}, events...)
+		}
+	}
+	if err := r.stored(parent, "set status", func(ctx context.Context) error {
+		return r.w.Store.SetStatus(ctx, r.task.ID, r.w.ID, e.status, e.nice, e.fatal, now, events)
+	}); err != nil {
 		r.log.Warn("set status", "status", e.status, "err", err)
 		return
 	}
@@ -801,6 +819,32 @@ func (r *run) finish(parent context.Context, e ending) {
 	}
 	r.notify(ctx, e.status, e.nice)
 }
+
+// stored runs write until the store takes it: while the database is
+// unreachable it tries again, after 1 s, then twice as long each time up
+// to storeWait, so that what the run did is not lost with its end. It
+// gives up on a lost lease, or when the worker stops (parent ends): then
+// the task goes on after a restart, from what was stored.
+func (r *run) stored(parent context.Context, what string, write func(context.Context) error) error {
+	for delay := time.Second; ; delay = min(2*delay, storeWait) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), time.Minute)
+		err := write(ctx)
+		cancel()
+		if err == nil || domain.IsNotFound(err) {
+			return err
+		}
+		r.log.Warn(what+"; trying again", "in", delay, "err", err)
+		select {
+		case <-parent.Done():
+			return err
+		case <-time.After(delay):
+		}
+	}
+}
+
+// storeWait bounds the wait between two tries of a write the database
+// did not take.
+const storeWait = 30 * time.Second
 
 // recheck turns a task paused with the nice status ACTIVE again when what
 // the endpoint lacked came back while it was pausing: the activation's own

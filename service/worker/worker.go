@@ -61,6 +61,7 @@ type Worker struct {
 	PerUser        int           // leased tasks per user across all workers, more queue; 0: no limit
 	FlushEvery     time.Duration // persist progress this often; 0: 1 s
 	FlushFiles     int           // or once this many file records wait; 0: 100
+	FlushSoon      time.Duration // or this long after the last flush once a file started, moved on or ended; 0: 100 ms
 	ProgressEvery  time.Duration // the least time between two PROGRESS events of a task; 0: 5 s
 	Backoff        time.Duration // first retry delay of a file or of a run that failed; 0: 1 s
 	Logger         *slog.Logger

@@ -1,0 +1,83 @@
+package domain
+
+import (
+	"fmt"
+	"strings"
+)
+
+// finishShown bounds the commands FinishCommands names: a task of many
+// items is finished by submitting them again in one batch.
+const finishShown = 3
+
+// FinishCommands are the ferry transfer commands that finish what a
+// transfer task that is over (SUCCEEDED or FAILED: canceled, deadline,
+// a fatal error) left undone, one for each of its first items, with the
+// task's options, and how many more items there are. A transfer to
+// several destinations or a delete task has none.
+//
+// They ask for --sync-level checksum whatever level the task had: a file
+// the task left partial (a cancel, a crash) may have its full size and a
+// newer mtime at the destination, so only checksum tells it from a whole
+// one; every whole file is skipped, and every other one sent. (Once every
+// path into a destination writes under a temporary name until the file is
+// whole, size will be enough; checksum stays the safe choice.)
+func FinishCommands(t Task) (cmds []string, more int) {
+	if t.Type != TypeTransfer || len(t.Destinations) > 0 {
+		return nil, 0
+	}
+	var opts []string
+	add := func(on bool, flag ...string) {
+		if on {
+			opts = append(opts, flag...)
+		}
+	}
+	o := t.Options
+	add(true, "--sync-level", "checksum")
+	add(!o.VerifyChecksum, "--no-verify-checksum")
+	add(o.ChecksumAlgorithm != "", "--checksum-algorithm", o.ChecksumAlgorithm)
+	add(o.EncryptData, "--encrypt-data")
+	add(o.PreserveTimestamp, "--preserve-timestamp")
+	add(o.Tar != "", "--tar", o.Tar)
+	add(o.Compress, "--compress")
+	add(o.DeleteDestinationExtra, "--delete-destination-extra")
+	add(o.SkipSourceErrors, "--skip-source-errors")
+	add(o.FailOnQuotaErrors, "--fail-on-quota-errors")
+	for _, f := range o.FilterRules {
+		add(true, "--"+f.Method, shellQuote(f.Name))
+	}
+	for i, it := range t.Items {
+		if i == finishShown {
+			return cmds, len(t.Items) - finishShown
+		}
+		words := []string{"ferry", "transfer", shellQuote(t.SrcEndpoint + ":" + it.Src), shellQuote(t.DstEndpoint + ":" + it.Dst)}
+		if it.Recursive {
+			words = append(words, "-r")
+		}
+		cmds = append(cmds, strings.Join(append(words, opts...), " "))
+	}
+	return cmds, 0
+}
+
+// FinishAdvice says, for a transfer task that is over, what finishes the
+// job (FinishCommands); "" when there is no such command.
+func FinishAdvice(t Task) string {
+	cmds, more := FinishCommands(t)
+	if len(cmds) == 0 {
+		return ""
+	}
+	s := "to finish the job, run: " + strings.Join(cmds, "; ")
+	if more > 0 {
+		s += fmt.Sprintf("; and the same for its %d more items (or submit them all with --batch and --sync-level checksum)", more)
+	}
+	return s
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@%+=,#", r))
+	}) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
