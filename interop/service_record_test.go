@@ -331,7 +331,7 @@ func testCanceledLeaves(t *testing.T, dst server, size int64) {
 	if r.code == 0 {
 		t.Fatalf("resume of a canceled task succeeded:\n%s", r)
 	}
-	want := "ferry transfer " + task.SourceEndpointID + ":/tree " + task.DestinationEndpointID + ":" + to + " -r --sync-level checksum"
+	want := "ferry transfer " + task.SourceEndpointID + ":/tree " + task.DestinationEndpointID + ":" + to + " -r --sync-level size"
 	if !strings.Contains(r.stderr, want) {
 		t.Fatalf("ferry task resume of a canceled task does not name %q:\n%s", want, r)
 	}

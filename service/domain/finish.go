@@ -15,12 +15,13 @@ const finishShown = 3
 // task's options, and how many more items there are. A transfer to
 // several destinations or a delete task has none.
 //
-// They ask for --sync-level checksum whatever level the task had: a file
-// the task left partial (a cancel, a crash) may have its full size and a
-// newer mtime at the destination, so only checksum tells it from a whole
-// one; every whole file is skipped, and every other one sent. (Once every
-// path into a destination writes under a temporary name until the file is
-// whole, size will be enough; checksum stays the safe choice.)
+// They ask for --sync-level size whatever level the task had: a file the
+// task left partial (a cancel, a crash) is under its temporary name, never
+// its final one (the engine renames a file only once it is whole and
+// verified), so a final name of the right size is a whole file, and the
+// transfer resumes the partial ones from their temporary files; exists or
+// mtime would also do (no level skips a file of another size), but size
+// says what is meant.
 func FinishCommands(t Task) (cmds []string, more int) {
 	if t.Type != TypeTransfer || len(t.Destinations) > 0 {
 		return nil, 0
@@ -32,7 +33,7 @@ func FinishCommands(t Task) (cmds []string, more int) {
 		}
 	}
 	o := t.Options
-	add(true, "--sync-level", "checksum")
+	add(true, "--sync-level", "size")
 	add(!o.VerifyChecksum, "--no-verify-checksum")
 	add(o.ChecksumAlgorithm != "", "--checksum-algorithm", o.ChecksumAlgorithm)
 	add(o.EncryptData, "--encrypt-data")
@@ -67,7 +68,7 @@ func FinishAdvice(t Task) string {
 	}
 	s := "to finish the job, run: " + strings.Join(cmds, "; ")
 	if more > 0 {
-		s += fmt.Sprintf("; and the same for its %d more items (or submit them all with --batch and --sync-level checksum)", more)
+		s += fmt.Sprintf("; and the same for its %d more items (or submit them all with --batch and --sync-level size)", more)
 	}
 	return s
 }
