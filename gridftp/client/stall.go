@@ -1,0 +1,68 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// ErrStalled is the error of a transfer whose data stopped moving for
+// Pair.Stall: a data path that drops packets silently (no reset) would
+// otherwise hold it for as long as TCP keeps retrying, many minutes.
+var ErrStalled = errors.New("data channel stalled")
+
+// stallWatch ends a transfer (cancel) when no marker of it has shown
+// progress for the Pair's Stall. It is armed by the first marker, so that
+// a server that sends none keeps only the reply timeout; a marker that
+// repeats the last count is no progress.
+type stallWatch struct {
+	after  time.Duration
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	timer  *time.Timer
+	fired  bool
+}
+
+// watch starts the stall watch of one transfer; with no Stall it never fires.
+func (p *Pair) watch(cancel context.CancelFunc) *stallWatch {
+	return &stallWatch{after: p.Stall, cancel: cancel}
+}
+
+// marker notes a marker of the transfer, which moved the data on or not.
+func (w *stallWatch) marker(moved bool) {
+	if w.after <= 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case w.timer == nil:
+		w.timer = time.AfterFunc(w.after, w.fire)
+	case moved && !w.fired:
+		w.timer.Reset(w.after)
+	}
+}
+
+func (w *stallWatch) fire() {
+	w.mu.Lock()
+	w.fired = true
+	w.mu.Unlock()
+	w.cancel()
+}
+
+// stalled reports whether the watch ended the transfer.
+func (w *stallWatch) stalled() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.fired
+}
+
+// stop ends the watch.
+func (w *stallWatch) stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+}
