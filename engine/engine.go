@@ -471,6 +471,7 @@ func (c *copier) configure(p *client.Pair) {
 	p.Reverse = c.dst.Outbound && !c.src.Outbound && listens
 	p.Cred, p.Private = c.cred, c.opts.Encrypt
 	p.MaxParallel = c.set.MaxParallel
+	p.Stall = c.opts.stall(c.set.RTT)
 	if c.cred == nil {
 		p.From = senderAddrs(p)
 	}
