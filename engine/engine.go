@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"path"
 	"sync"
 	"sync/atomic"
@@ -22,6 +21,8 @@ type unit struct {
 	off, n   int64 // the chunk; n < 0 for the whole file
 	striped  bool  // moves over a striped pair (ways.go)
 	attempts int
+	wait     Backoff     // its retries' waits
+	seen     int64       // the copier's recoveries when it last failed
 	part     client.Part // what the current attempt moves
 	reported int64       // bytes of the current attempt already reported
 }
@@ -70,6 +71,12 @@ type copier struct {
 	files     []*file
 	canceled  []string                     // paths canceled (cancel.go)
 	flying    map[*unit]context.CancelFunc // units on pairs, and how to stop their pair
+	waiting   map[*time.Timer]func()       // retries waiting for their backoff (after)
+
+	// down says that an endpoint did not answer since the last time
+	// both did; recoveries counts the times they answered again.
+	down       atomic.Bool
+	recoveries atomic.Int64
 
 	ways       *chooser     // how large files move; nil: plain (ways.go)
 	stripeSize int64        // from which files are large for ways
@@ -431,6 +438,7 @@ func (c *copier) worker(ctx context.Context) {
 			}
 			continue
 		}
+		c.answered()
 		if u.b != nil {
 			c.batchMoved(ctx, u)
 			continue
@@ -459,6 +467,7 @@ func (c *copier) connect(ctx context.Context) (*client.Pair, error) {
 		p.Close()
 		return nil, err
 	}
+	c.answered()
 	return p, nil
 }
 
@@ -835,7 +844,7 @@ func (c *copier) retryFinish(ctx context.Context, u *unit, err error, j job) {
 		return
 	}
 	c.rep.Fault(u.name(), err, delay)
-	time.AfterFunc(delay, func() { c.finish(ctx, j) })
+	c.after(delay, func() { c.finish(ctx, j) })
 }
 
 var errMismatch = errors.New("checksum mismatch")
@@ -849,7 +858,7 @@ func (c *copier) finalize(ctx context.Context, p *client.Pair, u *unit) error {
 	switch {
 	case err == nil:
 	case errors.Is(err, errMismatch) || errors.Is(err, errSourceChanged):
-		c.failFile(&unit{f: u.f, n: -1, attempts: u.attempts}, err)
+		c.failFile(&unit{f: u.f, n: -1, attempts: u.attempts, wait: u.wait, seen: u.seen}, err)
 	case errors.Is(err, errNameChanged):
 		c.final(u.f, Failed, err)
 	default:
@@ -972,7 +981,7 @@ func (c *copier) fail(u *unit, err error) {
 		return
 	}
 	c.rep.Fault(u.name(), err, delay)
-	time.AfterFunc(delay, func() { c.q.push(u) })
+	c.after(delay, func() { c.q.push(u) })
 }
 
 // retryDelay counts a fault of u and says how long to wait before the next
@@ -983,11 +992,63 @@ func (c *copier) retryDelay(u *unit, err error) (delay time.Duration, giveUp boo
 	c.res.Faults++
 	u.f.attempts = max(u.f.attempts, u.attempts)
 	c.mu.Unlock()
-	base, ceiling := c.opts.backoff()
-	delay = min(base<<min(u.attempts-1, 20), ceiling)
-	delay = delay/2 + rand.N(delay) // jitter: 0.5x to 1.5x
+	delay = c.backoff(&u.wait, &u.seen, err)
 	late := !c.opts.Deadline.IsZero() && time.Now().Add(delay).After(c.opts.Deadline)
 	return delay, Fatal(err) || u.attempts >= c.opts.maxAttempts() || late
+}
+
+// backoff counts a failure err of work whose backoff is b, and says how
+// long to wait before its retry. seen is the count of recoveries the work
+// knew of: when the endpoints answered again since its last failure, its
+// waits start again from the first.
+func (c *copier) backoff(b *Backoff, seen *int64, err error) time.Duration {
+	if r := c.recoveries.Load(); r != *seen {
+		b.Reset()
+		*seen = r
+	}
+	if Unanswered(err) {
+		c.down.Store(true)
+	}
+	return b.Next()
+}
+
+// answered notes that both endpoints answer: a pair connected, or a
+// transfer ended well. After a failure of an endpoint that did not
+// answer, that is a recovery: every retry's backoff starts again, and the
+// retries waiting run now.
+func (c *copier) answered() {
+	if !c.down.Swap(false) {
+		return
+	}
+	c.recoveries.Add(1)
+	c.mu.Lock()
+	waiting := c.waiting
+	c.waiting = nil
+	c.mu.Unlock()
+	for _, f := range waiting {
+		go f()
+	}
+}
+
+// after runs f after delay, or sooner when the endpoints answer again
+// (answered).
+func (c *copier) after(delay time.Duration, f func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.waiting == nil {
+		c.waiting = map[*time.Timer]func(){}
+	}
+	var t *time.Timer
+	t = time.AfterFunc(delay, func() {
+		c.mu.Lock()
+		_, ok := c.waiting[t]
+		delete(c.waiting, t)
+		c.mu.Unlock()
+		if ok {
+			f()
+		}
+	})
+	c.waiting[t] = f
 }
 
 // requeue puts back units that a pair failure interrupted; that is not

@@ -112,8 +112,8 @@ type Options struct {
 
 	Deadline    time.Time     // give up retrying then; zero: MaxAttempts decides
 	MaxAttempts int           // tries per file or chunk; 0: 5
-	Backoff     time.Duration // first retry delay, doubled each time; 0: 1 s
-	MaxBackoff  time.Duration // 0: 1 min
+	Backoff     time.Duration // first retry delay, doubled each time (Backoff); 0: 1 s
+	MaxBackoff  time.Duration // the longest retry delay; 0: 1 min
 	// StallTimeout bounds how long a transfer may move no data, by its
 	// markers, before it is stalled: ended, reported as a fault and sent
 	// again from the ranges that arrived. 0: the longer of 15 s and 100
@@ -187,16 +187,8 @@ func (o Options) maxAttempts() int {
 	return 5
 }
 
-func (o Options) backoff() (time.Duration, time.Duration) {
-	b, m := o.Backoff, o.MaxBackoff
-	if b <= 0 {
-		b = time.Second
-	}
-	if m <= 0 {
-		m = time.Minute
-	}
-	return b, m
-}
+// backoff is the Backoff of one file's, chunk's or batch's retries.
+func (o Options) backoff() Backoff { return Backoff{Base: o.Backoff, Max: o.MaxBackoff} }
 
 // Stall bounds of a transfer (Options.StallTimeout): a healthy transfer
 // shows progress in every marker (5 s apart at ferry's and GCT's servers)
