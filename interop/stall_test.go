@@ -82,23 +82,30 @@ func blackHole(whole bool) string {
 `
 }
 
-// TestStallBlackHole: a file in flight from the namespace meets a silent
-// black hole of its data path, or of its whole path, for longer than the
-// stall bound (15 s); then the path returns. The engine reports the stall
-// as a fault, retries from what arrived, and the file arrives whole.
+// TestStallBlackHole: a file in flight from the namespace to ferry
+// gridftp or GCT here meets a silent black hole of its data path, or of
+// its whole path, for longer than the stall bound (15 s); then the path
+// returns. The engine reports the stall as a fault, retries from what
+// arrived, and the file arrives whole.
 func TestStallBlackHole(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
+		gct   bool // the destination is GCT's server, else ferry's
 		whole bool
 		hold  time.Duration
 	}{
-		{"data", false, 25 * time.Second},
-		{"whole path", true, 40 * time.Second},
+		{"ferry data", false, false, 25 * time.Second},
+		{"ferry whole path", false, true, 40 * time.Second},
+		{"gct data", true, false, 25 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := newStallNS(t)
 			src := serveIn(t, ns, stallNSIP, "2811")
-			dst := serveIn(t, "", stallHost, freePortOn(t, stallHost))
+			var dst server = serveIn(t, "", stallHost, freePortOn(t, stallHost))
+			if tc.gct {
+				needTools(t)
+				dst = startGCTOn(t, stallHost, gctRoot(t, "ferry-interop-stall-"))
+			}
 			writeRandomFile(t, filepath.Join(src.root, "big"), 64<<20+17)
 			o := engineOptions()
 			o.Concurrency, o.Parallelism, o.ChunkSize = 1, 2, -1
@@ -114,8 +121,8 @@ func TestStallBlackHole(t *testing.T) {
 			}
 			done := make(chan outcome, 1)
 			go func() {
-				res, err := engine.Copy(ctx, engine.Endpoint{Addr: src.addr}, engine.Endpoint{Addr: dst.addr},
-					[]engine.Item{{Src: "/big", Dst: "/big"}}, o, rep)
+				res, err := engine.Copy(ctx, endpointOf(src), endpointOf(dst),
+					[]engine.Item{{Src: "/big", Dst: epPath(dst, "big")}}, o, rep)
 				done <- outcome{res, err}
 			}()
 			// Drop once data is seen moving (the destination's markers).
@@ -141,7 +148,7 @@ func TestStallBlackHole(t *testing.T) {
 			if r.err != nil || r.res.Transferred != 1 {
 				t.Fatalf("%+v %v\nfaults:\n%s", r.res, r.err, rep.faultLog())
 			}
-			if err := compareFiles(filepath.Join(src.root, "big"), filepath.Join(dst.root, "big")); err != nil {
+			if err := compareFiles(filepath.Join(src.root, "big"), dst.Path("big")); err != nil {
 				t.Fatal(err)
 			}
 			if !strings.Contains(rep.faultLog(), client.ErrStalled.Error()) {
