@@ -376,7 +376,7 @@ func (p *Pair) Finish(ctx context.Context, part Part, m Markers) error {
 	case srcErr == nil && dstErr == nil:
 		return nil
 	case stall.stalled():
-		return fmt.Errorf("%w: no data moved for %s", ErrStalled, p.Stall)
+		return &StallError{After: p.Stall}
 	case srcErr != nil && !errors.Is(srcErr, context.Canceled):
 		return &EndError{Err: srcErr}
 	case dstErr != nil && !errors.Is(dstErr, context.Canceled):

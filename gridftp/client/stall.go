@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -10,7 +11,24 @@ import (
 // ErrStalled is the error of a transfer whose data stopped moving for
 // Pair.Stall: a data path that drops packets silently (no reset) would
 // otherwise hold it for as long as TCP keeps retrying, many minutes.
+// Finish returns it as a *StallError.
 var ErrStalled = errors.New("data channel stalled")
+
+// StallError is a transfer that moved no data for After. It is a
+// net.Error that timed out, as a silent connection's read would be.
+type StallError struct{ After time.Duration }
+
+func (e *StallError) Error() string {
+	return fmt.Sprintf("%v: no data moved for %s", ErrStalled, e.After)
+}
+
+func (e *StallError) Is(target error) bool { return target == ErrStalled }
+
+// Timeout reports true: the transfer waited too long for data.
+func (e *StallError) Timeout() bool { return true }
+
+// Temporary reports true: another try may find the path back.
+func (e *StallError) Temporary() bool { return true }
 
 // stallWatch ends a transfer (cancel) when no marker of it has shown
 // progress for the Pair's Stall. It is armed by the first marker, so that

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
@@ -64,6 +65,10 @@ func TestFinishStalled(t *testing.T) {
 			}
 			if !tc.stalled && err != nil {
 				t.Fatalf("Finish = %v", err)
+			}
+			var timeout net.Error
+			if tc.stalled && (!errors.As(err, &timeout) || !timeout.Timeout()) {
+				t.Fatalf("Finish = %v: not a net.Error that timed out", err)
 			}
 		})
 	}
