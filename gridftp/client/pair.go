@@ -48,8 +48,8 @@ type Pair struct {
 	// caller checks). Not with Reverse or Striping.
 	MaxParallel int
 	// Stall, when positive, bounds how long a transfer may go without
-	// progress once its markers have shown that they report it: Finish
-	// then ends it with ErrStalled. Zero: never.
+	// progress once its markers have shown data moving: Finish then ends
+	// it with a *StallError (ErrStalled). Zero: never.
 	Stall    time.Duration
 	parallel int
 	stripes  int // addresses of the passive side; 0 until Setup

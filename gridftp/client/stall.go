@@ -31,9 +31,11 @@ func (e *StallError) Timeout() bool { return true }
 func (e *StallError) Temporary() bool { return true }
 
 // stallWatch ends a transfer (cancel) when no marker of it has shown
-// progress for the Pair's Stall. It is armed by the first marker, so that
-// a server that sends none keeps only the reply timeout; a marker that
-// repeats the last count is no progress.
+// progress for the Pair's Stall; a marker that repeats the last count is
+// no progress. It is armed by the first marker that shows data moved: a
+// server that sends no markers keeps only the reply timeout, and a source
+// that takes long to give its first byte (a file staged from tape) is
+// left to the servers' own data timeouts.
 type stallWatch struct {
 	after  time.Duration
 	cancel context.CancelFunc
@@ -52,12 +54,15 @@ func (w *stallWatch) marker(moved bool) {
 	if w.after <= 0 {
 		return
 	}
+	if !moved {
+		return
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch {
 	case w.timer == nil:
 		w.timer = time.AfterFunc(w.after, w.fire)
-	case moved && !w.fired:
+	case !w.fired:
 		w.timer.Reset(w.after)
 	}
 }
