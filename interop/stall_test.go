@@ -10,6 +10,7 @@ package interop
 
 import (
 	"context"
+	"math/rand/v2"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -92,7 +93,7 @@ func TestStallBlackHole(t *testing.T) {
 		name  string
 		gct   bool // the destination is GCT's server, else ferry's
 		whole bool
-		hold  time.Duration
+		hold  time.Duration // at least; up to 5 s more
 	}{
 		{"ferry data", false, false, 25 * time.Second},
 		{"ferry whole path", false, true, 40 * time.Second},
@@ -125,7 +126,13 @@ func TestStallBlackHole(t *testing.T) {
 					[]engine.Item{{Src: "/big", Dst: epPath(dst, "big")}}, o, rep)
 				done <- outcome{res, err}
 			}()
-			// Drop once data is seen moving (the destination's markers).
+			// Drop once data is seen moving (the destination's markers), at a
+			// random point of the next seconds.
+			seed := uint64(time.Now().UnixNano())
+			rng := rand.New(rand.NewPCG(seed, 0))
+			at := time.Duration(rng.Int64N(int64(3 * time.Second)))
+			hold := tc.hold + time.Duration(rng.Int64N(int64(5*time.Second)))
+			t.Logf("seed %d: the black hole comes %v after data is seen moving and lasts %v", seed, at, hold)
 			for rep.progress.Load() == 0 {
 				select {
 				case r := <-done:
@@ -133,6 +140,7 @@ func TestStallBlackHole(t *testing.T) {
 				case <-time.After(50 * time.Millisecond):
 				}
 			}
+			time.Sleep(at)
 			nft := exec.Command("ip", "netns", "exec", ns, "nft", "-f", "-")
 			nft.Stdin = strings.NewReader(blackHole(tc.whole))
 			if out, err := nft.CombinedOutput(); err != nil {
@@ -141,7 +149,7 @@ func TestStallBlackHole(t *testing.T) {
 			select {
 			case r := <-done:
 				t.Fatalf("the copy ended inside the black hole: %+v %v", r.res, r.err)
-			case <-time.After(tc.hold):
+			case <-time.After(hold):
 			}
 			sh(t, "ip", "netns", "exec", ns, "nft", "delete", "table", "inet", "stall")
 			r := <-done
