@@ -1002,6 +1002,7 @@ func (c *copier) retryDelay(u *unit, err error) (delay time.Duration, giveUp boo
 // knew of: when the endpoints answered again since its last failure, its
 // waits start again from the first.
 func (c *copier) backoff(b *Backoff, seen *int64, err error) time.Duration {
+	b.Base, b.Max = c.opts.Backoff, c.opts.MaxBackoff
 	if r := c.recoveries.Load(); r != *seen {
 		b.Reset()
 		*seen = r

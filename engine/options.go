@@ -187,9 +187,6 @@ func (o Options) maxAttempts() int {
 	return 5
 }
 
-// backoff is the Backoff of one file's, chunk's or batch's retries.
-func (o Options) backoff() Backoff { return Backoff{Base: o.Backoff, Max: o.MaxBackoff} }
-
 // Stall bounds of a transfer (Options.StallTimeout): a healthy transfer
 // shows progress in every marker (5 s apart at ferry's and GCT's servers)
 // and TCP mends a lost packet within a few round trips, so a transfer

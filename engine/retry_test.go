@@ -29,7 +29,7 @@ func TestRetryWaitAfterRestarts(t *testing.T) {
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	ep := Endpoint{Addr: ln.Addr().String()}
-	const base, ceiling = time.Second, time.Minute
+	const base, ceiling = 100 * time.Millisecond, 3 * time.Second
 	c := &copier{src: ep, dst: ep, opts: Options{Backoff: base, MaxBackoff: ceiling, Deadline: time.Now().Add(time.Hour)}}
 	u := &unit{f: &file{src: "/f", dst: "/f"}, n: -1}
 	broke := &client.EndError{Err: io.EOF} // the endpoint went away mid-transfer
