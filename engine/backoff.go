@@ -2,10 +2,10 @@ package engine
 
 import (
 	"errors"
+	"io"
 	"math/rand/v2"
+	"net"
 	"time"
-
-	"ferry/gridftp"
 )
 
 // Backoff is the wait before another try after failures in a row: Base
@@ -45,7 +45,10 @@ func (b *Backoff) Reset() { b.failures = 0 }
 
 // Unanswered reports whether err is the failure of an endpoint that did
 // not answer: no connection, a session that broke or timed out, a
-// transfer whose data stalled. A server's refusal (a reply) is an answer.
+// transfer whose data stalled (a net.Error, or an end of file). A
+// server's refusal (a reply) is an answer, and so is data that arrived
+// damaged.
 func Unanswered(err error) bool {
-	return err != nil && !errors.As(err, new(*gridftp.Error))
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }

@@ -1,8 +1,12 @@
 package engine_test
 
 import (
-	"errors"
+	"context"
+	"fmt"
 	"io"
+	"net"
+	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -61,10 +65,14 @@ func TestUnanswered(t *testing.T) {
 		err  error
 		want bool
 	}{
-		{"connection refused", &client.HandshakeError{Stage: client.StageConnect, Err: errors.New("connection refused")}, true},
+		{"connection refused", &client.HandshakeError{Stage: client.StageConnect, Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}, true},
 		{"session broke", &client.EndError{Err: io.EOF}, true},
-		{"stalled", client.ErrStalled, true},
+		{"stalled", &client.StallError{After: 15 * time.Second}, true},
 		{"refused", &client.EndError{Err: &gridftp.Error{Reply: gridftp.Reply{Code: 451, Lines: []string{"busy"}}}}, false},
+		{"cut short", &client.EndError{Dest: true, Err: io.ErrUnexpectedEOF}, true},
+		{"timed out", &client.EndError{Err: &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}}, true},
+		{"damaged", fmt.Errorf("checksum mismatch: MD5 a at source, b at destination"), false},
+		{"canceled", context.Canceled, false},
 		{"login refused", &client.HandshakeError{Stage: client.StageLogin, Err: &gridftp.Error{Reply: gridftp.Reply{Code: 530, Lines: []string{"no"}}}}, false},
 	}
 	for _, tc := range tests {

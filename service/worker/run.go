@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
-	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -756,7 +754,6 @@ var failures = map[string]failure{
 // classify says what err, from the engine or from FileOps, means.
 func classify(err error) failure {
 	var ge *gridftp.Error
-	var ne net.Error
 	switch {
 	case errors.Is(err, engine.ErrNoSpace) || gridftp.Classify(err) == gridftp.FaultNoSpace:
 		return failure{domain.NiceNoSpace, false}
@@ -764,7 +761,7 @@ func classify(err error) failure {
 		return failure{domain.NiceChecksumMismatch, false}
 	case errors.As(err, &ge):
 		err = gridops.Err("", "", err)
-	case errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+	case engine.Unanswered(err):
 		return failures[domain.EUnavailable]
 	}
 	if f, ok := failures[domain.ErrorCode(err)]; ok {
