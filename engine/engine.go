@@ -57,6 +57,11 @@ type copier struct {
 	srcSums   sumEnd // how the ends compute checksum lists (sums.go)
 	dstSums   sumEnd
 	cred      *gridftp.DataCredential // for the data channels, when both ends are ferry's (datasec.go)
+	sumAlg    string                  // what both ends compute, for checks Verify does not ask for; "": none
+	renames   []*unit                 // files waiting for their rename alone (renameAll)
+	renaming  bool                    // a finisher's job for renames is queued
+	dialErr   error                   // why a finisher's last dial failed
+	ctx       context.Context         // the run's, for work a retry hands to finishers
 	done      <-chan struct{}         // the run is stopping: failures are no faults
 	stop      context.CancelFunc
 	noSpace   error // the destination is full (nospace.go)
@@ -99,7 +104,7 @@ func Copy(ctx context.Context, src, dst Endpoint, items []Item, opts Options, re
 	outer := ctx
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	c := &copier{src: src, dst: dst, opts: opts, rep: rep, done: ctx.Done(), stop: stop}
+	c := &copier{src: src, dst: dst, opts: opts, rep: rep, done: ctx.Done(), stop: stop, ctx: ctx}
 	defer c.closeListing()
 	defer c.closeSpares()
 	if opts.Cancels != nil {
@@ -129,6 +134,7 @@ func Copy(ctx context.Context, src, dst Endpoint, items []Item, opts Options, re
 		c.removePartials(outer)
 		return c.res, full
 	}
+	c.settleTemps(outer)
 	if err := ctx.Err(); err != nil && c.pending > 0 {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return c.res, fmt.Errorf("deadline reached with %d of %d files not done: %w", c.pending, c.res.Files, err)
@@ -166,6 +172,10 @@ func (c *copier) plan(ctx context.Context, items []Item) ([]*file, error) {
 		c.predial(ctx, predialPairs)
 	}
 	p := &planner{src: s, dst: d, opts: c.opts, alg: c.set.Algorithm, srcSums: &c.srcSums, dstSums: &c.dstSums}
+	if p.alg == "" {
+		p.alg, _ = chooseAlgorithm("", s.Checksums(), d.Checksums()) // for what earlier runs left (goodBlocks)
+	}
+	c.sumAlg = p.alg
 	p.deleter, _ = c.rep.(Deleter)
 	err = p.plan(ctx, items)
 	c.res.Deleted = p.deleted
@@ -238,7 +248,9 @@ func (c *copier) schedule(files []*file, bs []*batch, rest []*file) {
 			}
 		}
 		c.enqueue(f, way)
-		if c.needsFinishing(f) {
+		// A lone file that needs only its rename is renamed on its
+		// worker's pair (worker), with no finisher.
+		if c.checksSource(f) || f.tmp != "" && len(rest) > 1 {
 			jobs := 1 // finalize; with Verify, each chunk's check before it
 			if c.opts.Verify {
 				jobs = f.units
@@ -443,6 +455,16 @@ func (c *copier) worker(ctx context.Context) {
 			c.batchMoved(ctx, u)
 			continue
 		}
+		if len(inflight) == 0 && c.q.len() == 0 && c.renameOnly(u) {
+			// The pair has nothing else to do: it renames the file
+			// itself, and a copy of one small file needs no finisher.
+			c.reportRest(u)
+			var reply *gridftp.Error
+			if err := c.unitDone(ctx, u, pair); err != nil && !errors.As(err, &reply) {
+				drop()
+			}
+			continue
+		}
 		c.unitMoved(ctx, u)
 	}
 }
@@ -624,7 +646,7 @@ func (c *copier) part(u *unit) client.Part {
 	if u.b != nil {
 		return c.batchPart(u)
 	}
-	p := client.Part{SrcPath: u.f.src, DstPath: u.f.dst, Offset: u.off, Length: u.n}
+	p := client.Part{SrcPath: u.f.src, DstPath: u.f.at(), Offset: u.off, Length: u.n}
 	if u.n < 0 {
 		c.mu.Lock()
 		p.Have.AddAll(u.f.have)
@@ -692,11 +714,7 @@ func (c *copier) progress(f *file, d int64) {
 // unitMoved accounts a unit whose transfer succeeded; what remains (chunk
 // checksums, whole-file checks, mtime) runs on a finisher.
 func (c *copier) unitMoved(ctx context.Context, u *unit) {
-	part := u.length() - u.part.Have.Total() // a restart moves only what is missing
-	if d := part - u.reported; d > 0 {
-		u.reported = part
-		c.progress(u.f, d)
-	}
+	c.reportRest(u)
 	if u.n >= 0 && c.opts.Verify {
 		c.finish(ctx, func(p *client.Pair) error { return c.verifyChunk(ctx, p, u) })
 		return
@@ -704,10 +722,20 @@ func (c *copier) unitMoved(ctx context.Context, u *unit) {
 	c.unitDone(ctx, u, nil)
 }
 
+// reportRest reports as moved what the markers of u's attempt did not.
+func (c *copier) reportRest(u *unit) {
+	part := u.length() - u.part.Have.Total() // a restart moves only what is missing
+	if d := part - u.reported; d > 0 {
+		u.reported = part
+		c.progress(u.f, d)
+	}
+}
+
 // unitDone counts a finished unit; the file's last one finalizes it, on the
-// finisher's pair p when a finisher calls (a finisher must not wait for
-// another), else handed to one.
-func (c *copier) unitDone(ctx context.Context, u *unit, p *client.Pair) {
+// pair p when a finisher calls (a finisher must not wait for another) or a
+// worker with nothing else to do, else handed to one. The error is
+// finalize's on p.
+func (c *copier) unitDone(ctx context.Context, u *unit, p *client.Pair) error {
 	c.mu.Lock()
 	u.f.units--
 	last := u.f.units == 0 && !u.f.ended
@@ -719,20 +747,89 @@ func (c *copier) unitDone(ctx context.Context, u *unit, p *client.Pair) {
 		c.partial(u.f)
 	}
 	if !last {
-		return
+		return nil
 	}
 	switch {
 	case !c.needsFinishing(u.f):
 		c.final(u.f, Transferred, nil)
 	case p != nil:
-		c.finalize(ctx, p, u)
+		return c.finalize(ctx, p, u)
+	case c.renameOnly(u):
+		c.rename(ctx, u)
 	default:
 		c.finish(ctx, func(p *client.Pair) error { return c.finalize(ctx, p, u) })
 	}
+	return nil
+}
+
+// renameOnly reports a unit whose file, once it landed, needs nothing but
+// its rename from its temporary name.
+func (c *copier) renameOnly(u *unit) bool {
+	return u.n < 0 && u.f.tmp != "" && !c.checksSource(u.f)
+}
+
+// rename hands a file that needs nothing but its rename to a finisher,
+// with the others that wait: their renames go pipelined, many in a round
+// trip, not one file's each (renameAll).
+func (c *copier) rename(ctx context.Context, u *unit) {
+	c.mu.Lock()
+	c.renames = append(c.renames, u)
+	queued := c.renaming
+	c.renaming = true
+	c.mu.Unlock()
+	if !queued {
+		c.finish(ctx, func(p *client.Pair) error { return c.renameAll(ctx, p) })
+	}
+}
+
+// renameAll renames, on a finisher's pair p, the files waiting for it from
+// their temporary names to their final ones. A file whose rename fails
+// goes through finalize's retries.
+func (c *copier) renameAll(ctx context.Context, p *client.Pair) error {
+	c.mu.Lock()
+	us := c.renames
+	c.renames, c.renaming = nil, false
+	c.mu.Unlock()
+	if p == nil {
+		err := c.sessionless()
+		for _, u := range us {
+			c.retryFinish(ctx, u, err, func(p *client.Pair) error { return c.finalize(ctx, p, u) })
+		}
+		return err
+	}
+	moves := make([][2]string, len(us))
+	for i, u := range us {
+		moves[i] = [2]string{u.f.tmp, u.f.dst}
+		c.renameSent(u.f)
+	}
+	errs, err := p.Dst.RenameAll(ctx, moves)
+	for i, u := range us {
+		ferr := err
+		if ferr == nil {
+			ferr = errs[i]
+		}
+		switch {
+		case ferr == nil:
+			c.final(u.f, Transferred, nil)
+		case isNotFound(ferr):
+			// An earlier try's lost reply? finalize looks (whereIs), in
+			// a job of its own: a finisher does not wait for another.
+			go c.finish(ctx, func(p *client.Pair) error { return c.finalize(ctx, p, u) })
+		default:
+			c.retryFinish(ctx, u, renameError(ferr), func(p *client.Pair) error { return c.finalize(ctx, p, u) })
+		}
+	}
+	return err
 }
 
 // needsFinishing reports whether a file needs a finisher's session.
 func (c *copier) needsFinishing(f *file) bool {
+	return f.tmp != "" || c.checksSource(f)
+}
+
+// checksSource reports whether a file's source is looked up again once its
+// data landed.
+func (c *copier) checksSource(f *file) bool {
 	return c.opts.Verify || c.opts.PreserveMtime || f.size >= sourceCheckSize || nonASCII(f.dst)
 }
 
@@ -789,6 +886,9 @@ func (c *copier) finisher(ctx context.Context) {
 			if pair == nil {
 				p, err := c.dialPair(ctx)
 				if err != nil {
+					c.mu.Lock()
+					c.dialErr = err
+					c.mu.Unlock()
 					job(nil)
 					continue
 				}
@@ -807,15 +907,27 @@ func (c *copier) finisher(ctx context.Context) {
 	}
 }
 
+// sessionless is the error of a finisher's job that got no session: why
+// the finisher's last dial failed (the fault is the endpoint's, as the
+// workers' dials say).
+func (c *copier) sessionless() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dialErr != nil {
+		return c.dialErr
+	}
+	return errors.New("no session to finish the file")
+}
+
 // verifyChunk compares a chunk's checksum at both ends. A mismatch sends
 // the chunk again; a failure to compute the checksums retries only them.
 func (c *copier) verifyChunk(ctx context.Context, p *client.Pair, u *unit) error {
 	if p == nil {
-		err := errors.New("no session for checksums")
+		err := c.sessionless()
 		c.retryFinish(ctx, u, err, func(p *client.Pair) error { return c.verifyChunk(ctx, p, u) })
 		return err
 	}
-	a, b, err := checksums(ctx, p.Src, p.Dst, c.set.Algorithm, u.f.src, u.f.dst, u.off, u.n)
+	a, b, err := checksums(ctx, p.Src, p.Dst, c.set.Algorithm, u.f.src, u.f.at(), u.off, u.n)
 	switch {
 	case err != nil:
 		c.retryFinish(ctx, u, err, func(p *client.Pair) error { return c.verifyChunk(ctx, p, u) })
@@ -824,8 +936,7 @@ func (c *copier) verifyChunk(ctx context.Context, p *client.Pair, u *unit) error
 		c.fail(u, fmt.Errorf("%w: %s %s at source, %s at destination", errMismatch, c.set.Algorithm, a, b))
 		return nil
 	}
-	c.unitDone(ctx, u, p)
-	return nil
+	return c.unitDone(ctx, u, p)
 }
 
 // retryFinish counts a fault in a finisher's work (not in the data) and
@@ -867,44 +978,46 @@ func (c *copier) finalize(ctx context.Context, p *client.Pair, u *unit) error {
 	return err
 }
 
+// finishFile ends a file whose data all landed: it checks that the source
+// did not change, verifies the whole file (unless its chunks were
+// verified), cuts what an old file had beyond the source's size, sets the
+// mtime and renames the file from its temporary name to its final one.
 func (c *copier) finishFile(ctx context.Context, p *client.Pair, u *unit) error {
 	f := u.f
 	if p == nil {
-		return errors.New("no session to finish the file")
+		return c.sessionless()
 	}
-	// The destination is looked up with the source when its name or, after
-	// chunks, its length needs a check.
-	dp := ""
-	if (nonASCII(f.dst) || u.n >= 0) && !c.opts.blind() {
-		dp = f.dst
-	}
-	e, de, err, derr := stat(ctx, p.Src, p.Dst, f.src, dp)
+	at, err := c.whereIs(ctx, p, f)
 	if err != nil {
-		return &client.EndError{Err: err}
+		return err
 	}
-	if e.Size != f.size || !e.Modify.Equal(f.mtime) {
-		c.mu.Lock()
-		f.size, f.mtime = e.Size, e.Modify
-		c.mu.Unlock()
-		return fmt.Errorf("%w: now %d bytes, modified %s", errSourceChanged, e.Size, e.Modify.Format(time.RFC3339))
+	// The destination is looked up with the source when, after chunks,
+	// its length needs a check.
+	dp := ""
+	if u.n >= 0 && !c.opts.blind() {
+		dp = at
 	}
-	if nonASCII(f.dst) && !c.opts.blind() {
-		var refused *gridftp.Error
-		if errors.As(derr, &refused) {
-			return fmt.Errorf("%w (it cannot find the file by it): %v", errNameChanged, derr)
+	var de gridftp.Entry
+	var derr error
+	if c.checksSource(f) || dp != "" {
+		var e gridftp.Entry
+		var err error
+		e, de, err, derr = stat(ctx, p.Src, p.Dst, f.src, dp)
+		if err != nil {
+			return &client.EndError{Err: err}
 		}
-		if derr != nil {
-			return derr
-		}
-		if path.Clean(de.Name) != path.Clean(f.dst) {
-			return fmt.Errorf("%w (it stored %q)", errNameChanged, de.Name)
+		if e.Size != f.size || !e.Modify.Equal(f.mtime) {
+			c.mu.Lock()
+			f.size, f.mtime = e.Size, e.Modify
+			c.mu.Unlock()
+			return fmt.Errorf("%w: now %d bytes, modified %s", errSourceChanged, e.Size, e.Modify.Format(time.RFC3339))
 		}
 	}
 	var sum string
 	// Behind a relay, the relay's forwarding layer compares its child's
 	// copy with what it received, or fails the transfer.
 	if c.opts.Verify && u.n < 0 && !c.opts.blind() {
-		a, b, err := checksums(ctx, p.Src, p.Dst, c.set.Algorithm, f.src, f.dst, 0, -1)
+		a, b, err := checksums(ctx, p.Src, p.Dst, c.set.Algorithm, f.src, at, 0, -1)
 		if err != nil {
 			return err
 		}
@@ -916,7 +1029,7 @@ func (c *copier) finishFile(ctx context.Context, p *client.Pair, u *unit) error 
 	if u.n >= 0 {
 		// Chunks never shorten the file; a longer old destination is cut.
 		if derr == nil && de.Size > f.size {
-			if _, err := p.Dst.Do(ctx, "SITE TRNC %d %s", f.size, f.dst); err != nil {
+			if _, err := p.Dst.Do(ctx, "SITE TRNC %d %s", f.size, at); err != nil {
 				return err
 			}
 		}
@@ -925,12 +1038,87 @@ func (c *copier) finishFile(ctx context.Context, p *client.Pair, u *unit) error 
 		}
 	}
 	if c.opts.PreserveMtime && !f.mtime.IsZero() {
-		if _, err := p.Dst.Do(ctx, "MFMT %s %s", f.mtime.UTC().Format(gridftp.TimeLayout), f.dst); err != nil {
+		if _, err := p.Dst.Do(ctx, "MFMT %s %s", f.mtime.UTC().Format(gridftp.TimeLayout), at); err != nil {
 			return fmt.Errorf("preserve mtime: %w", err)
+		}
+	}
+	if at != f.dst {
+		c.renameSent(f)
+		if err := p.Dst.Rename(ctx, f.tmp, f.dst); err != nil {
+			return renameError(err)
+		}
+	}
+	if nonASCII(f.dst) && !c.opts.blind() {
+		if err := c.checkName(ctx, p.Dst, f.dst); err != nil {
+			return err
 		}
 	}
 	f.sum = sum
 	c.final(f, Transferred, nil)
+	return nil
+}
+
+// renameSent notes that the rename of f was sent: its reply may be lost.
+func (c *copier) renameSent(f *file) {
+	c.mu.Lock()
+	f.renameSent = true
+	c.mu.Unlock()
+}
+
+// whereIs is where f's data is at the destination as finishFile begins:
+// where it was written (file.at), or, when a rename sent before may have
+// been done without its reply (the session broke), its final name if that
+// is so: the temporary name is gone and the file under its final name is
+// the source's, by size and, when both ends compute one, checksum.
+func (c *copier) whereIs(ctx context.Context, p *client.Pair, f *file) (string, error) {
+	c.mu.Lock()
+	sent := f.renameSent
+	c.mu.Unlock()
+	if !sent {
+		return f.at(), nil
+	}
+	_, err := p.Dst.Stat(ctx, f.tmp)
+	if !isNotFound(err) {
+		return f.tmp, err
+	}
+	de, err := p.Dst.Stat(ctx, f.dst)
+	if err != nil || de.Size != f.size {
+		return f.tmp, err // its rename fails: the file goes again
+	}
+	if c.sumAlg != "" {
+		a, b, err := checksums(ctx, p.Src, p.Dst, c.sumAlg, f.src, f.dst, 0, -1)
+		if err != nil || a != b {
+			return f.tmp, err
+		}
+	}
+	return f.dst, nil
+}
+
+// renameError says that the destination refused to rename a file from
+// its temporary name; a broken session is said as the workers' are (the
+// faults of an outage are one cause).
+func renameError(err error) error {
+	var refused *gridftp.Error
+	if errors.As(err, &refused) {
+		return fmt.Errorf("rename from its temporary name: %w", err)
+	}
+	return &client.EndError{Dest: true, Err: err}
+}
+
+// checkName looks the file dst up at the destination, whose server may
+// have stored it under another name (errNameChanged).
+func (c *copier) checkName(ctx context.Context, conn *client.Conn, dst string) error {
+	de, err := conn.Stat(ctx, dst)
+	var refused *gridftp.Error
+	if errors.As(err, &refused) {
+		return fmt.Errorf("%w (it cannot find the file by it): %v", errNameChanged, err)
+	}
+	if err != nil {
+		return err
+	}
+	if path.Clean(de.Name) != path.Clean(dst) {
+		return fmt.Errorf("%w (it stored %q)", errNameChanged, de.Name)
+	}
 	return nil
 }
 
@@ -946,7 +1134,9 @@ func (c *copier) failFile(u *unit, err error) {
 }
 
 // fail counts a fault and retries the unit after a backoff, or gives up on
-// its file when the error is fatal or tries or time are used up.
+// its file when the error is fatal or tries or time are used up. A whole
+// file's data may have landed before the failure: a finisher looks at it
+// before it is sent again (recheck).
 func (c *copier) fail(u *unit, err error) {
 	if u.b != nil {
 		c.batchFailed(u, err)
@@ -959,8 +1149,25 @@ func (c *copier) fail(u *unit, err error) {
 		c.filled(err)
 		return
 	}
-	// What this attempt reported moved goes again, but for the ranges its
-	// markers said arrived.
+	delay, give := c.retryDelay(u, err)
+	if give {
+		c.takeBack(u, err)
+		c.final(u.f, Failed, err)
+		return
+	}
+	c.rep.Fault(u.name(), err, delay)
+	if u.n < 0 && u.f.tmp != "" && u.f.size > 0 && c.sumAlg != "" && !errors.Is(err, errMismatch) && !errors.Is(err, errSourceChanged) {
+		c.after(delay, func() { c.finish(c.ctx, func(p *client.Pair) error { return c.recheck(c.ctx, p, u, err, false) }) })
+		return
+	}
+	c.takeBack(u, err)
+	c.after(delay, func() { c.q.push(u) })
+}
+
+// takeBack takes back from the progress what the failed attempt of u
+// reported moved, but for the ranges its markers said arrived: it goes
+// again.
+func (c *copier) takeBack(u *unit, err error) {
 	c.mu.Lock()
 	back := u.reported
 	if u.n < 0 {
@@ -975,13 +1182,43 @@ func (c *copier) fail(u *unit, err error) {
 	if back > 0 {
 		c.progress(u.f, -back)
 	}
-	delay, give := c.retryDelay(u, err)
-	if give {
-		c.final(u.f, Failed, err)
-		return
+}
+
+// recheck looks, on a finisher's pair p, at what the failed attempt of the
+// whole file u left under its temporary name before the file is sent
+// again: all of it, equal to its source by checksum, is only finished (a
+// destination that died after the data landed, before it said so), never
+// truncated and sent again. A broken session looks once more, on a new one
+// (again).
+func (c *copier) recheck(ctx context.Context, p *client.Pair, u *unit, cause error, again bool) error {
+	if c.moot(u) {
+		return nil
 	}
-	c.rep.Fault(u.name(), err, delay)
-	c.after(delay, func() { c.q.push(u) })
+	var err error
+	whole := false
+	if p != nil {
+		var de gridftp.Entry
+		if de, err = p.Dst.Stat(ctx, u.f.tmp); err == nil && de.Size == u.f.size {
+			var a, b string
+			a, b, err = checksums(ctx, p.Src, p.Dst, c.sumAlg, u.f.src, u.f.tmp, 0, -1)
+			whole = err == nil && a == b
+		}
+	}
+	if whole {
+		c.reportRest(u)
+		c.unitDone(ctx, u, p)
+		return nil
+	}
+	var refused *gridftp.Error
+	if p != nil && !again && err != nil && !errors.As(err, &refused) {
+		// The finisher's session broke (as the destination's did): it
+		// dials afresh, and looks again.
+		go c.finish(ctx, func(p *client.Pair) error { return c.recheck(ctx, p, u, cause, true) })
+		return err
+	}
+	c.takeBack(u, cause)
+	c.q.push(u)
+	return err
 }
 
 // retryDelay counts a fault of u and says how long to wait before the next
@@ -1098,7 +1335,7 @@ func (c *copier) final(f *file, o Outcome, err error) {
 		c.mu.Unlock()
 		return
 	}
-	f.ended = true
+	f.ended, f.outcome = true, o
 	r := FileResult{Src: f.src, Dst: f.dst, Size: f.size, Outcome: o, Checksum: f.sum, Attempts: max(f.attempts, 1), Err: err}
 	var back int64
 	switch o {

@@ -254,37 +254,46 @@ func TestCopyTree(t *testing.T) {
 	}
 }
 
+// TestSyncLevels: every level but none skips only a destination file of
+// the source's size; a shorter one, even newer than its source (what a
+// canceled transfer leaves), is sent again.
 func TestSyncLevels(t *testing.T) {
 	src := startEndpoint(t, "", nil)
 	dst := startEndpoint(t, "", nil)
 	old := time.Now().Add(-time.Hour).Truncate(time.Second)
 	newer := time.Now().Truncate(time.Second)
-	// same: identical; sizes: same size, other bytes; older: destination older; gone: missing
+	later := newer.Add(time.Minute)
+	// same: identical; bytes: same size, other bytes, older; size: other
+	// size, older; partial: the source's first bytes, newer; gone: missing
+	names := []string{"same", "bytes", "size", "partial", "gone"}
 	writeFile(t, filepath.Join(src.root, "d", "same"), []byte("abc"))
 	writeFile(t, filepath.Join(src.root, "d", "bytes"), []byte("xyz"))
 	writeFile(t, filepath.Join(src.root, "d", "size"), []byte("longer"))
+	writeFile(t, filepath.Join(src.root, "d", "partial"), []byte("the whole file"))
 	writeFile(t, filepath.Join(src.root, "d", "gone"), []byte("new"))
-	for _, n := range []string{"same", "bytes", "size", "gone"} {
+	for _, n := range names {
 		os.Chtimes(filepath.Join(src.root, "d", n), newer, newer)
 	}
 	for _, tc := range []struct {
 		level engine.SyncLevel
 		sent  []string
 	}{
-		{engine.SyncNone, []string{"same", "bytes", "size", "gone"}},
-		{engine.SyncExists, []string{"gone"}},
-		{engine.SyncSize, []string{"size", "gone"}},
-		{engine.SyncMtime, []string{"bytes", "size", "gone"}},
-		{engine.SyncChecksum, []string{"bytes", "size", "gone"}},
+		{engine.SyncNone, names},
+		{engine.SyncExists, []string{"size", "partial", "gone"}},
+		{engine.SyncSize, []string{"size", "partial", "gone"}},
+		{engine.SyncMtime, []string{"bytes", "size", "partial", "gone"}},
+		{engine.SyncChecksum, []string{"bytes", "size", "partial", "gone"}},
 	} {
 		t.Run(fmt.Sprint(tc.level), func(t *testing.T) {
 			os.RemoveAll(filepath.Join(dst.root, "d"))
 			writeFile(t, filepath.Join(dst.root, "d", "same"), []byte("abc"))
 			writeFile(t, filepath.Join(dst.root, "d", "bytes"), []byte("XYZ"))
 			writeFile(t, filepath.Join(dst.root, "d", "size"), []byte("short"))
+			writeFile(t, filepath.Join(dst.root, "d", "partial"), []byte("the w"))
 			os.Chtimes(filepath.Join(dst.root, "d", "same"), newer, newer)
 			os.Chtimes(filepath.Join(dst.root, "d", "bytes"), old, old)
 			os.Chtimes(filepath.Join(dst.root, "d", "size"), old, old)
+			os.Chtimes(filepath.Join(dst.root, "d", "partial"), later, later)
 			o := fastOptions()
 			o.SyncLevel = tc.level
 			rep := &recorder{}
@@ -293,14 +302,15 @@ func TestSyncLevels(t *testing.T) {
 				t.Fatal(err)
 			}
 			var sent []string
-			for _, n := range []string{"same", "bytes", "size", "gone"} {
+			for _, n := range names {
 				if rep.done["/d/"+n].Outcome == engine.Transferred {
 					sent = append(sent, n)
 				}
 			}
-			if fmt.Sprint(sent) != fmt.Sprint(tc.sent) || res.Skipped != 4-len(tc.sent) {
+			if fmt.Sprint(sent) != fmt.Sprint(tc.sent) || res.Skipped != len(names)-len(tc.sent) {
 				t.Fatalf("sent %v (skipped %d), want %v", sent, res.Skipped, tc.sent)
 			}
+			compareTrees(t, filepath.Join(src.root, "d", "partial"), filepath.Join(dst.root, "d", "partial"))
 		})
 	}
 }
@@ -328,27 +338,33 @@ func TestSingleFileDestinations(t *testing.T) {
 }
 
 // TestSessions counts what a one-file copy costs each server: the sessions
-// that plan the copy move the file, the finisher (for a file large enough
-// that its source is checked again) dials only its own pair, and each side
-// is looked up once while planning: the destination with its parent, in
-// one pipelined round trip.
+// that plan the copy move the file and rename it from its temporary name,
+// the finisher (for a file large enough that its source is checked again)
+// dials only its own pair, and each side is looked up once while
+// planning: the destination with its parent and the two temporary names
+// an earlier run may have left (as the destination, in it), in one
+// pipelined round trip.
 func TestSessions(t *testing.T) {
 	src := startEndpoint(t, "", nil)
 	dst := startEndpoint(t, "", nil)
 	for _, tc := range []struct {
-		name               string
-		size               int
-		logins, srcLookups int
+		name                           string
+		size                           int
+		inPlace                        bool
+		logins, srcLookups, dstLookups int
 	}{
-		{"small: one pair", 1000, 1, 1},
-		{"large: a finisher's pair", 2 << 20, 2, 2},
+		{"small in place: one pair", 1000, true, 1, 1, 2},
+		{"small: one pair", 1000, false, 1, 1, 4},
+		{"large: a finisher's pair", 2 << 20, false, 2, 2, 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			writeFile(t, filepath.Join(src.root, "f"), random(tc.size))
 			os.Remove(filepath.Join(dst.root, "f"))
 			src.cmds.take()
 			dst.cmds.take()
-			res, err := engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/f", Dst: "/f"}}, fastOptions(), nil)
+			o := fastOptions()
+			o.InPlace = tc.inPlace
+			res, err := engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/f", Dst: "/f"}}, o, nil)
 			if err != nil || res.Transferred != 1 {
 				t.Fatalf("%+v %v", res, err)
 			}
@@ -356,8 +372,8 @@ func TestSessions(t *testing.T) {
 			if s["PASS"] != tc.logins || d["PASS"] != tc.logins {
 				t.Errorf("logins: %d at the source, %d at the destination; want %d each", s["PASS"], d["PASS"], tc.logins)
 			}
-			if s["MLST"] != tc.srcLookups || d["MLST"] != 2 {
-				t.Errorf("MLST: %d at the source, %d at the destination; want %d and 2", s["MLST"], d["MLST"], tc.srcLookups)
+			if s["MLST"] != tc.srcLookups || d["MLST"] != tc.dstLookups {
+				t.Errorf("MLST: %d at the source, %d at the destination; want %d and %d", s["MLST"], d["MLST"], tc.srcLookups, tc.dstLookups)
 			}
 			if s["NOOP"]+d["NOOP"] != 0 {
 				t.Errorf("NOOPs sent: the login measures the round trip")
@@ -650,7 +666,9 @@ func TestPredial(t *testing.T) {
 	s, d := src.Endpoint, dst.Endpoint
 	s.Dial, d.Dial = slow, slow
 	src.cmds.take()
-	res, err := engine.Copy(context.Background(), s, d, []engine.Item{{Src: "/tree", Dst: "/tree"}}, fastOptions(), nil)
+	o := fastOptions()
+	o.InPlace = true // no finishers' pairs (to rename) among the logins counted
+	res, err := engine.Copy(context.Background(), s, d, []engine.Item{{Src: "/tree", Dst: "/tree"}}, o, nil)
 	if err != nil || res.Transferred != 3 || res.Settings.RTT < 5*time.Millisecond {
 		t.Fatalf("%+v %v", res, err)
 	}

@@ -67,6 +67,43 @@ func (c *copier) removePartials(ctx context.Context) {
 	}
 	defer conn.Close()
 	for _, f := range partial {
-		conn.Do(ctx, "DELE %s", f.dst)
+		conn.Do(ctx, "DELE %s", f.at())
 	}
+}
+
+// settleTemps sees to the temporary files of the files that did not
+// arrive: what a canceled or interrupted file left is kept for a later
+// copy to resume from, and listed in Result.Partial; that of a file that
+// failed for good is deleted, on a session of its own (ctx is the
+// caller's: the copy's own may have ended).
+func (c *copier) settleTemps(ctx context.Context) {
+	var gone []string
+	c.mu.Lock()
+	for _, f := range c.files {
+		if f.tmp == "" || !f.touched && f.restart.Empty() {
+			continue
+		}
+		switch {
+		case !f.ended || f.outcome == Canceled:
+			c.res.Partial = append(c.res.Partial, f.tmp)
+		case f.outcome == Failed:
+			gone = append(gone, f.tmp)
+		}
+	}
+	c.mu.Unlock()
+	if len(gone) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	conn, err := c.dst.dial(ctx)
+	if err != nil {
+		return // the next copy of the files finds them, and resumes or replaces them
+	}
+	defer conn.Close()
+	cmds := make([]string, len(gone))
+	for i, p := range gone {
+		cmds[i] = "DELE " + p
+	}
+	conn.DoAll(ctx, cmds)
 }

@@ -65,12 +65,14 @@ func (e Endpoint) dial(ctx context.Context) (*client.Conn, error) {
 type SyncLevel int
 
 // Sync levels. The zero value always copies; the others are the transfer
-// API's levels 0 (exists) to 3 (checksum), in that order.
+// API's levels 0 (exists) to 3 (checksum), in that order. No level skips
+// a destination file whose size is not the source's: what a canceled or
+// broken transfer left may be short yet newer than its source.
 const (
 	SyncNone     SyncLevel = iota
-	SyncExists             // skip when the destination exists
+	SyncExists             // skip when the destination exists, of the source's size
 	SyncSize               // skip when sizes match
-	SyncMtime              // skip unless the source is newer
+	SyncMtime              // skip when sizes match and the source is not newer
 	SyncChecksum           // skip when sizes and checksums match
 )
 
@@ -108,7 +110,13 @@ type Options struct {
 	Algorithm     string // checksum algorithm; "": the fastest both ends offer
 	PreserveMtime bool
 	Tar           TarMode // when small files move as tar streams
-	Compress      bool    // compress data in flight, where both ends offer it (ferry servers)
+	// InPlace writes each file under its final name as it arrives, for
+	// destinations that cannot rename. By default a file is written under
+	// a temporary name in its directory (partname.For) and renamed over
+	// its final name once all its data landed and, with Verify, matched:
+	// no file short of its data bears its final name.
+	InPlace  bool
+	Compress bool // compress data in flight, where both ends offer it (ferry servers)
 
 	Deadline    time.Time     // give up retrying then; zero: MaxAttempts decides
 	MaxAttempts int           // tries per file or chunk; 0: 5
@@ -262,9 +270,13 @@ type Result struct {
 	Bytes                                         int64 // moved, including re-sends
 	Faults                                        int
 	FailedFiles                                   []FileResult
-	Directories                                   int // walked, the source items' own included
-	Settings                                      Settings
-	Elapsed                                       time.Duration
+	// Partial are the temporary files (destination paths) a canceled or
+	// interrupted copy left holding part of a file's data: the same copy
+	// again resumes from them. A file that failed for good leaves none.
+	Partial     []string
+	Directories int // walked, the source items' own included
+	Settings    Settings
+	Elapsed     time.Duration
 }
 
 // Settings are the tuning the engine chose (or was given).

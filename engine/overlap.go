@@ -36,11 +36,22 @@ func ancestry(p string) []string {
 	return chain
 }
 
-// lookUp describes p and its ancestors at c, in one round trip.
-func lookUp(ctx context.Context, c *client.Conn, p string) (lineage, error) {
+// lookUp describes p and its ancestors at c, in one round trip, and with
+// them the paths more: each one's entry, or nil where it is missing.
+func lookUp(ctx context.Context, c *client.Conn, p string, more ...string) (lineage, []*gridftp.Entry, error) {
 	paths := ancestry(p)
-	es, errs, err := c.StatAll(ctx, paths)
-	return lineage{paths: paths, es: es, errs: errs}, err
+	n := len(paths)
+	es, errs, err := c.StatAll(ctx, append(paths, more...))
+	if err != nil {
+		return lineage{}, nil, err
+	}
+	found := make([]*gridftp.Entry, len(more))
+	for i := range more {
+		if errs[n+i] == nil {
+			found[i] = &es[n+i]
+		}
+	}
+	return lineage{paths: paths[:n:n], es: es[:n:n], errs: errs[:n:n]}, found, nil
 }
 
 // real is the lineage of where l's path really is: while an existing
@@ -54,7 +65,7 @@ func (l lineage) real(ctx context.Context, c *client.Conn) (lineage, error) {
 			return l, nil
 		}
 		var err error
-		if l, err = lookUp(ctx, c, p); err != nil {
+		if l, _, err = lookUp(ctx, c, p); err != nil {
 			return lineage{}, err
 		}
 	}
@@ -118,7 +129,7 @@ func (p *planner) overlaps(ctx context.Context, it Item, dstL lineage) error {
 	var srcL lineage
 	var serr, derr error
 	both(func() {
-		if srcL, serr = lookUp(ctx, p.src, it.Src); serr == nil {
+		if srcL, _, serr = lookUp(ctx, p.src, it.Src); serr == nil {
 			srcL, serr = srcL.real(ctx, p.src)
 		}
 	}, func() { dstL, derr = dstL.real(ctx, p.dst) })

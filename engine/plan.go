@@ -11,25 +11,37 @@ import (
 
 	"ferry/gridftp"
 	"ferry/gridftp/client"
+	"ferry/internal/partname"
 )
 
 // file is one file to copy and its progress.
 type file struct {
 	src, dst string
+	tmp      string // where its data goes until it is whole (partname); "": dst
 	size     int64
 	mtime    time.Time
 
 	// guarded by copier.mu
-	units    int            // units not yet done
-	have     gridftp.Ranges // restart ranges of an unchunked transfer
-	attempts int
-	ended    bool           // its outcome is reported: failed, canceled or done
-	touched  bool           // a transfer of it started: it may be partial at the destination
-	moved    int64          // bytes reported moved
-	restart  gridftp.Ranges // at the destination from an earlier run (Options.Restart)
-	chunks   gridftp.Ranges // chunks done
-	sum      string
-	root     *treeRoot // the listed tree it is in, by the same name below both roots; nil: none
+	units      int            // units not yet done
+	have       gridftp.Ranges // restart ranges of an unchunked transfer
+	attempts   int
+	ended      bool           // its outcome is reported: failed, canceled or done
+	outcome    Outcome        // when ended
+	touched    bool           // a transfer of it started: it may be partial at the destination
+	renameSent bool           // its rename from tmp was sent (whereIs)
+	moved      int64          // bytes reported moved
+	restart    gridftp.Ranges // at the destination from an earlier run (Options.Restart)
+	chunks     gridftp.Ranges // chunks done
+	sum        string
+	root       *treeRoot // the listed tree it is in, by the same name below both roots; nil: none
+}
+
+// at is where f's data is written: its temporary name, or its final one.
+func (f *file) at() string {
+	if f.tmp != "" {
+		return f.tmp
+	}
+	return f.dst
 }
 
 // planner lists sources and destinations and decides what to move. It
@@ -56,7 +68,8 @@ type planner struct {
 	// summed holds, by destination, whether the checksums of a directory's
 	// files (sameSums) matched at both ends, until decide takes it.
 	summed           map[string]bool
-	srcSums, dstSums *sumEnd // how each end computes checksum lists
+	srcSums, dstSums *sumEnd  // how each end computes checksum lists
+	stale            []string // temporary files of files whole at the destination (leftOver)
 }
 
 // look is one item looked up at both ends, before anything is written.
@@ -65,6 +78,7 @@ type look struct {
 	e    gridftp.Entry // the source
 	dst  string        // where a file goes; a directory's destination is it.Dst
 	have *gridftp.Entry
+	part *gridftp.Entry // a file's temporary name at the destination, left by an earlier run
 	// A directory: its listing, and the nearest existing ancestor-or-self
 	// of its destination (mkdirs creates what lies below it).
 	tree  *tree
@@ -168,7 +182,7 @@ func (p *planner) plan(ctx context.Context, items []Item) error {
 			if err := p.mkdirs(ctx, l.exist, path.Dir(l.dst)); err != nil {
 				return err
 			}
-			if err := p.decide(ctx, l.it.Src, l.dst, l.e, l.have); err != nil {
+			if err := p.decide(ctx, l.it.Src, l.dst, l.e, l.have, l.part); err != nil {
 				return err
 			}
 			continue
@@ -182,6 +196,22 @@ func (p *planner) plan(ctx context.Context, items []Item) error {
 		if err != nil {
 			return err
 		}
+	}
+	return p.deleteStale(ctx)
+}
+
+// deleteStale deletes, pipelined, the temporary files leftOver noted. One
+// the server refuses to delete stays: the next run of the file finds it.
+func (p *planner) deleteStale(ctx context.Context) error {
+	if len(p.stale) == 0 {
+		return nil
+	}
+	cmds := make([]string, len(p.stale))
+	for i, t := range p.stale {
+		cmds[i] = "DELE " + t
+	}
+	if _, _, err := p.dst.DoAll(ctx, cmds); err != nil {
+		return fmt.Errorf("delete temporary files at the destination: %w", err)
 	}
 	return nil
 }
@@ -221,16 +251,23 @@ func (p *planner) look(ctx context.Context, it Item) (*look, error) {
 	}
 	// The destination and its ancestors in one round trip: whether it
 	// exists, and from where directories must be made.
+	// With them, the temporary names a file may have left there: as
+	// it.Dst or in it.
 	var e gridftp.Entry
 	var err, lerr error
 	var dstL lineage
+	var parts []*gridftp.Entry
 	both(func() { e, err = p.src.Stat(ctx, it.Src) }, func() {
 		if p.opts.blind() {
 			chain := ancestry(it.Dst)
 			dstL = lineage{paths: chain, es: make([]gridftp.Entry, len(chain)), errs: slices.Repeat([]error{errBlind}, len(chain))}
 			return
 		}
-		dstL, lerr = lookUp(ctx, p.dst, it.Dst)
+		var more []string
+		if p.tempNames() {
+			more = []string{partname.For(path.Clean(it.Dst)), partname.For(path.Join(it.Dst, path.Base(it.Src)))}
+		}
+		dstL, parts, lerr = lookUp(ctx, p.dst, it.Dst, more...)
 	})
 	chain, des, derrs := dstL.paths, dstL.es, dstL.errs
 	switch {
@@ -281,8 +318,16 @@ func (p *planner) look(ctx context.Context, it Item) (*look, error) {
 				l.have = &de
 			}
 		}
+		if len(parts) > 1 {
+			l.part = parts[1]
+		}
 	case derr == nil:
 		l.have = &de
+		fallthrough
+	default:
+		if len(parts) > 0 {
+			l.part = parts[0]
+		}
 	}
 	if !isDir && l.exist == path.Clean(it.Dst) {
 		l.exist = path.Dir(l.dst) // the file itself exists: its directory does
@@ -318,6 +363,9 @@ func (p *planner) list(ctx context.Context, src, dst string) (*tree, error) {
 	for _, e := range entries {
 		if !client.ListedName(e.Name) {
 			continue // no server lists such names; a hostile one is ignored
+		}
+		if partname.Is(e.Name) {
+			continue // a file a copy is writing (or left to resume): no user's data
 		}
 		t.names[e.Name] = true
 		s, d := path.Join(src, e.Name), path.Join(dst, e.Name)
@@ -389,14 +437,17 @@ func (p *planner) place(ctx context.Context, t *tree, dst string, existed bool) 
 		s, d := path.Join(t.src, e.Name), path.Join(dst, e.Name)
 		de, ok := existing[e.Name]
 		if !e.IsDir() {
-			var have *gridftp.Entry
+			var have, part *gridftp.Entry
 			if ok {
 				have = &de
 				if eq, known := same[e.Name]; known {
 					p.summed[d] = eq
 				}
 			}
-			if err := p.decide(ctx, s, d, e, have); err != nil {
+			if pe, ok := existing[partname.For(e.Name)]; ok && p.tempNames() {
+				part = &pe
+			}
+			if err := p.decide(ctx, s, d, e, have, part); err != nil {
 				return err
 			}
 			continue
@@ -451,8 +502,13 @@ func (p *planner) sameSums(ctx context.Context, t *tree, dst string, existing ma
 	return same, nil
 }
 
-// decide skips or schedules one file by sync level.
-func (p *planner) decide(ctx context.Context, src, dst string, e gridftp.Entry, have *gridftp.Entry) error {
+// tempNames reports whether files are written under temporary names.
+func (p *planner) tempNames() bool { return !p.opts.InPlace && p.opts.fan == nil }
+
+// decide skips or schedules one file by sync level. have is the file at
+// the destination, part what an earlier run left under its temporary name
+// (nil: none).
+func (p *planner) decide(ctx context.Context, src, dst string, e gridftp.Entry, have, part *gridftp.Entry) error {
 	if have != nil {
 		if s, ok := p.sources.find(dst, *have); ok {
 			p.failed = append(p.failed, FileResult{Src: src, Dst: dst, Size: e.Size, Outcome: Failed, Attempts: 1,
@@ -460,20 +516,21 @@ func (p *planner) decide(ctx context.Context, src, dst string, e gridftp.Entry, 
 			return nil
 		}
 	}
+	// No level skips a destination file of another size than its source:
+	// a canceled or broken transfer may have left it short, under its
+	// name, newer than its source.
 	skip := false
-	if have != nil && !have.IsDir() {
+	if have != nil && !have.IsDir() && have.Size == e.Size {
 		switch p.opts.SyncLevel {
-		case SyncExists:
+		case SyncExists, SyncSize:
 			skip = true
-		case SyncSize:
-			skip = have.Size == e.Size
 		case SyncMtime:
 			skip = !e.Modify.After(have.Modify)
 		case SyncChecksum:
 			if eq, known := p.summed[dst]; known {
-				skip = eq && have.Size == e.Size
+				skip = eq
 				delete(p.summed, dst)
-			} else if have.Size == e.Size {
+			} else {
 				a, b, err := checksums(ctx, p.src, p.dst, p.alg, src, dst, 0, -1)
 				if err != nil {
 					return err
@@ -484,45 +541,130 @@ func (p *planner) decide(ctx context.Context, src, dst string, e gridftp.Entry, 
 	}
 	if skip {
 		p.skipped = append(p.skipped, FileResult{Src: src, Dst: dst, Size: e.Size, Outcome: Skipped})
+		p.leftOver(dst, part)
 		return nil
 	}
 	f := &file{src: src, dst: dst, size: e.Size, mtime: e.Modify}
+	if p.tempNames() {
+		f.tmp = partname.For(dst)
+	}
 	if p.root != nil && p.root.under(src, dst) {
 		f.root = p.root
 	}
 	if p.opts.Resume && have != nil && !have.IsDir() {
 		done, err := p.resume(ctx, f, *have)
+		if done {
+			p.leftOver(dst, part)
+		}
 		if err != nil || done {
 			return err
 		}
+	}
+	if f.tmp != "" && part != nil && !part.IsDir() {
+		var err error
+		if f.restart, err = p.restartFrom(ctx, f, *part); err != nil {
+			return err
+		}
+	} else if f.tmp == "" && p.opts.Resume && have != nil && !have.IsDir() {
+		f.restart = p.recorded(f, *have)
 	}
 	p.files = append(p.files, f)
 	return nil
 }
 
+// leftOver notes the temporary file (part, nil: none) of a file that is
+// whole at dst: an earlier run's, of no more use; plan deletes them.
+func (p *planner) leftOver(dst string, part *gridftp.Entry) {
+	if part != nil && !part.IsDir() && p.tempNames() {
+		p.stale = append(p.stale, partname.For(dst))
+	}
+}
+
 // resume looks at what an interrupted run may have left of f at the
 // destination (have): a whole copy, equal by checksum, is done and
-// reported transferred; ranges an earlier run reported of the source as
-// it still is are not sent again.
+// reported transferred.
 func (p *planner) resume(ctx context.Context, f *file, have gridftp.Entry) (done bool, err error) {
-	if have.Size == f.size {
-		a, b, err := checksums(ctx, p.src, p.dst, p.alg, f.src, f.dst, 0, -1)
-		if err != nil {
-			return false, err
-		}
-		if a == b {
-			p.resumed = append(p.resumed, FileResult{Src: f.src, Dst: f.dst, Size: f.size, Outcome: Transferred,
-				Checksum: p.alg + ":" + a, Attempts: 1})
-			return true, nil
-		}
-	}
-	if p.opts.Restart == nil {
+	if have.Size != f.size {
 		return false, nil
 	}
-	if r, ok := p.opts.Restart(f.src); ok && r.Size == f.size && r.Modify.Equal(f.mtime) && have.Size >= r.Have.End() {
-		f.restart = r.Have
+	a, b, err := checksums(ctx, p.src, p.dst, p.alg, f.src, f.dst, 0, -1)
+	if err != nil || a != b {
+		return false, err
 	}
-	return false, nil
+	p.resumed = append(p.resumed, FileResult{Src: f.src, Dst: f.dst, Size: f.size, Outcome: Transferred,
+		Checksum: p.alg + ":" + a, Attempts: 1})
+	return true, nil
+}
+
+// recorded is what an earlier run reported at the destination of f
+// (Options.Restart) and is still good: of the source as it still is, and
+// within at, what holds its data.
+func (p *planner) recorded(f *file, at gridftp.Entry) gridftp.Ranges {
+	if p.opts.Restart == nil {
+		return gridftp.Ranges{}
+	}
+	if r, ok := p.opts.Restart(f.src); ok && r.Size == f.size && r.Modify.Equal(f.mtime) && at.Size >= r.Have.End() {
+		return r.Have
+	}
+	return gridftp.Ranges{}
+}
+
+// restartFrom is what of f the temporary file an earlier run left (part)
+// holds and need not be sent again: the ranges that run reported
+// (Options.Restart) of the source as it still is; else, when nothing was
+// reported, the blocks whose checksums match the source's (goodBlocks). A
+// temporary file of another version of the source, or longer than it, is
+// written again from the start.
+func (p *planner) restartFrom(ctx context.Context, f *file, part gridftp.Entry) (gridftp.Ranges, error) {
+	if part.Size > f.size {
+		return gridftp.Ranges{}, nil
+	}
+	if p.opts.Restart != nil {
+		if _, ok := p.opts.Restart(f.src); ok {
+			return p.recorded(f, part), nil
+		}
+	}
+	return p.goodBlocks(ctx, f, part.Size)
+}
+
+// maxBlocks bounds the blocks goodBlocks compares: their checksums go
+// pipelined, a round trip at each end at once.
+const maxBlocks = client.PipelineDepth
+
+// minBlock is the smallest block goodBlocks compares.
+const minBlock = 4 << 20
+
+// goodBlocks compares the first n bytes of f's temporary file with its
+// source block by block, by checksums computed at both ends at once, and
+// returns the blocks that match: a file with holes, even of full size, is
+// sent again only where it differs. Without an algorithm both ends compute,
+// nothing is trusted.
+func (p *planner) goodBlocks(ctx context.Context, f *file, n int64) (gridftp.Ranges, error) {
+	var good gridftp.Ranges
+	if p.alg == "" || n == 0 {
+		return good, nil
+	}
+	block := max(minBlock, (f.size+maxBlocks-1)/maxBlocks)
+	var srcCmds, dstCmds []string
+	for off := int64(0); off < n; off += block {
+		l := min(block, n-off)
+		srcCmds = append(srcCmds, fmt.Sprintf("CKSM %s %d %d %s", p.alg, off, l, f.src))
+		dstCmds = append(dstCmds, fmt.Sprintf("CKSM %s %d %d %s", p.alg, off, l, f.tmp))
+	}
+	var a, b []gridftp.Reply
+	var aerrs, berrs []error
+	var aerr, berr error
+	both(func() { a, aerrs, aerr = p.src.DoAll(ctx, srcCmds) }, func() { b, berrs, berr = p.dst.DoAll(ctx, dstCmds) })
+	if err := errors.Join(aerr, berr); err != nil {
+		return good, fmt.Errorf("checksums of %s's blocks: %w", f.src, err)
+	}
+	for i := range srcCmds {
+		if aerrs[i] == nil && berrs[i] == nil && strings.EqualFold(strings.TrimSpace(a[i].Text()), strings.TrimSpace(b[i].Text())) {
+			off := int64(i) * block
+			good.Add(off, min(off+block, n))
+		}
+	}
+	return good, nil
 }
 
 // mkdir creates d at the destination; made is false when it existed.

@@ -15,6 +15,7 @@ import (
 
 	"ferry/engine"
 	"ferry/gridftp"
+	"ferry/internal/partname"
 	"ferry/storage"
 )
 
@@ -238,9 +239,9 @@ func (p *partials) Partial(src string, pt engine.Partial) {
 }
 
 // TestResume copies again after an interrupted run: a whole copy at the
-// destination is compared by checksum, not sent; a partial one restarts
-// from the ranges the earlier run reported, chunked or not; a report of a
-// source that changed since is not trusted.
+// destination is compared by checksum, not sent; a partial one, under its
+// temporary name, restarts from the ranges the earlier run reported,
+// chunked or not; a report of a source that changed since is not trusted.
 func TestResume(t *testing.T) {
 	src := startEndpoint(t, "", nil)
 	dst := startEndpoint(t, "", nil)
@@ -261,8 +262,8 @@ func TestResume(t *testing.T) {
 			bad[150_000] ^= 1
 			writeFile(t, filepath.Join(dst.root, "d/torn"), bad) // same size, one byte wrong
 			half := append(append([]byte(nil), big[:4<<20]...), make([]byte, 4<<20)...)
-			writeFile(t, filepath.Join(dst.root, "d/big"), half) // the first half arrived
-			writeFile(t, filepath.Join(dst.root, "d/changed"), make([]byte, 1<<20))
+			writeFile(t, filepath.Join(dst.root, partname.For("d/big")), half) // the first half arrived
+			writeFile(t, filepath.Join(dst.root, partname.For("d/changed")), make([]byte, 1<<20))
 			var have gridftp.Ranges
 			have.Add(0, 4<<20)
 			o := fastOptions()
@@ -380,5 +381,53 @@ func TestDestinationFull(t *testing.T) {
 	}
 	if whole == 0 || whole >= 20 {
 		t.Errorf("%d whole files at the destination; want some, not all", whole)
+	}
+}
+
+// TestResumeFromTemporary: what an interrupted run left under a file's
+// temporary name, with no record of what arrived, is compared with the
+// source block by block: a file with a hole, even of full size, is sent
+// again only where it differs, chunked or not; a temporary file longer
+// than its source (of another version) is written again.
+func TestResumeFromTemporary(t *testing.T) {
+	src := startEndpoint(t, "", nil)
+	dst := startEndpoint(t, "", nil)
+	const size, hole = 64 << 20, 6 << 20
+	big := random(size)
+	writeFile(t, filepath.Join(src.root, "d/big"), big)
+	writeFile(t, filepath.Join(src.root, "d/other"), big[:1<<20])
+	for _, tc := range []struct {
+		name  string
+		chunk int64
+		left  []byte // at big's temporary name
+	}{
+		{"full size with a hole", -1, append(append(append([]byte(nil), big[:20<<20]...), make([]byte, hole)...), big[20<<20+hole:]...)},
+		{"short, chunked", 8 << 20, big[:40<<20]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os.RemoveAll(filepath.Join(dst.root, "d"))
+			writeFile(t, filepath.Join(dst.root, partname.For("d/big")), tc.left)
+			writeFile(t, filepath.Join(dst.root, partname.For("d/other")), big[:2<<20])
+			o := fastOptions()
+			o.ChunkSize = tc.chunk
+			rep := &recorder{}
+			res, err := engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/d", Dst: "/d"}}, o, rep)
+			if err != nil || res.Transferred != 2 || res.Failed != 0 {
+				t.Fatalf("%+v %v", res, err)
+			}
+			compareTrees(t, filepath.Join(src.root, "d"), filepath.Join(dst.root, "d"))
+			missing := int64(size - len(tc.left))
+			if tc.chunk < 0 {
+				missing = hole
+			}
+			// What is missing, at most two blocks more (a hole across
+			// blocks' edges), and other whole.
+			if low, high := missing+1<<20, missing+2*max(size/64, 4<<20)+1<<20; res.Bytes < low || res.Bytes > high {
+				t.Errorf("moved %d MiB, want %d to %d MiB", res.Bytes>>20, low>>20, high>>20)
+			}
+			if got := rep.progress.Load(); got != res.Bytes {
+				t.Errorf("progress %d, moved %d", got, res.Bytes)
+			}
+		})
 	}
 }

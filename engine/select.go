@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"ferry/gridftp"
+	"ferry/internal/partname"
 )
 
 // Filter includes or excludes entries of recursive walks by base name.
@@ -43,8 +44,8 @@ func included(filters []Filter, e gridftp.Entry) (bool, error) {
 // source of the copy (a destination above its source).
 func (p *planner) deleteExtra(ctx context.Context, t *tree, dst string, existing map[string]gridftp.Entry) error {
 	for _, name := range slices.Sorted(maps.Keys(existing)) {
-		if t.names[name] {
-			continue
+		if t.names[name] || partname.Is(name) {
+			continue // a temporary name: a copy may be writing it, or resume from it
 		}
 		de := existing[name]
 		if ok, _ := included(p.opts.Filters, de); !ok {

@@ -548,7 +548,7 @@ func (c *copier) batchMoved(ctx context.Context, u *unit) {
 // report of files and settles them. A broken session sends them again.
 func (c *copier) checkMembers(ctx context.Context, p *client.Pair, b *batch, files []*file) error {
 	if p == nil {
-		err := errors.New("no session to check the members of a tar stream")
+		err := c.sessionless()
 		for _, f := range files {
 			c.fail(&unit{f: f, n: -1}, err)
 		}

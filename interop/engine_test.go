@@ -400,7 +400,8 @@ func TestEngineSyncLevelsToGCT(t *testing.T) {
 	src, dst := shmFerry(t), startGCT(t)
 	// same: identical. gone: deleted at the destination. grown: longer at
 	// the destination. flipped: same size, one byte differs. stale:
-	// identical bytes, but older at the destination.
+	// identical bytes, but older at the destination. No level skips a file
+	// of another size than its source's (grown).
 	names := []string{"flipped.dat", "gone.dat", "grown.dat", "same.dat", "stale.dat"}
 	t0 := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
 	for _, n := range names {
@@ -413,9 +414,9 @@ func TestEngineSyncLevelsToGCT(t *testing.T) {
 		name  string
 		sent  []string
 	}{
-		{engine.SyncExists, "exists", []string{"gone.dat"}},
+		{engine.SyncExists, "exists", []string{"gone.dat", "grown.dat"}},
 		{engine.SyncSize, "size", []string{"gone.dat", "grown.dat"}},
-		{engine.SyncMtime, "mtime", []string{"gone.dat", "stale.dat"}},
+		{engine.SyncMtime, "mtime", []string{"gone.dat", "grown.dat", "stale.dat"}},
 		{engine.SyncChecksum, "checksum", []string{"flipped.dat", "gone.dat", "grown.dat"}},
 	}
 	for _, l := range levels {
@@ -571,9 +572,11 @@ func TestEnginePreserveMtime(t *testing.T) {
 // TestEnginePreserveMtimeGCTForeignFile: GCT serves anonymous sessions as
 // nobody, which may overwrite a world-writable file another user owns but
 // may not set its times (utime: EPERM, "550 ... Operation not permitted").
-// The data must still arrive intact, the file must be reported failed with
-// the reason (the mtime was asked for and not set), and the engine must not
-// re-send it over and over.
+// Written under a temporary name (nobody's own), whose mtime is set before
+// it is renamed over the foreign file, the file arrives with its mtime.
+// Written in place (InPlace), the data must still arrive intact, the file
+// must be reported failed with the reason (the mtime was asked for and not
+// set), and the engine must not re-send it over and over.
 func TestEnginePreserveMtimeGCTForeignFile(t *testing.T) {
 	needTools(t)
 	if os.Geteuid() != 0 {
@@ -583,26 +586,37 @@ func TestEnginePreserveMtimeGCTForeignFile(t *testing.T) {
 	mt := time.Date(2003, 4, 5, 6, 7, 8, 0, time.UTC)
 	writeRandomFile(t, src.Path("f.dat"), 100<<10)
 	setFileMtime(t, src.Path("f.dat"), mt)
-	writeFile(t, dst.Path("f.dat"), []byte("owned by root, writable by all")) // 0666
-	o := engineOptions()
-	o.PreserveMtime = true
-	rec := newEngineRecorder()
-	res, err := runEngine(t, src, dst, []engine.Item{{Src: epPath(src, "f.dat"), Dst: epPath(dst, "f.dat")}}, o, rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := compareFiles(src.Path("f.dat"), dst.Path("f.dat")); err != nil {
-		t.Errorf("data: %v", err)
-	}
-	if res.Failed != 1 || res.Transferred != 0 {
-		t.Fatalf("transferred %d, failed %d; want the file failed (its mtime could not be set)", res.Transferred, res.Failed)
-	}
-	f := res.FailedFiles[0]
-	if f.Err == nil || !strings.Contains(f.Err.Error(), "mtime") {
-		t.Errorf("error %v, want one naming the mtime", f.Err)
-	}
-	if f.Attempts != 1 || res.Bytes != 100<<10 {
-		t.Errorf("%d attempts, %d bytes moved: want 1 and %d (a permission error is not retried)", f.Attempts, res.Bytes, 100<<10)
+	for _, inPlace := range []bool{false, true} {
+		t.Run(fmt.Sprint("in place ", inPlace), func(t *testing.T) {
+			os.Remove(dst.Path("f.dat"))                                              // nobody's after a rename
+			writeFile(t, dst.Path("f.dat"), []byte("owned by root, writable by all")) // 0666
+			o := engineOptions()
+			o.PreserveMtime, o.InPlace = true, inPlace
+			rec := newEngineRecorder()
+			res, err := runEngine(t, src, dst, []engine.Item{{Src: epPath(src, "f.dat"), Dst: epPath(dst, "f.dat")}}, o, rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := compareFiles(src.Path("f.dat"), dst.Path("f.dat")); err != nil {
+				t.Errorf("data: %v", err)
+			}
+			if !inPlace {
+				if st, err := os.Stat(dst.Path("f.dat")); res.Transferred != 1 || err != nil || !st.ModTime().Equal(mt) {
+					t.Fatalf("transferred %d, failed %d (%v); want the file transferred with its mtime", res.Transferred, res.Failed, err)
+				}
+				return
+			}
+			if res.Failed != 1 || res.Transferred != 0 {
+				t.Fatalf("transferred %d, failed %d; want the file failed (its mtime could not be set)", res.Transferred, res.Failed)
+			}
+			f := res.FailedFiles[0]
+			if f.Err == nil || !strings.Contains(f.Err.Error(), "mtime") {
+				t.Errorf("error %v, want one naming the mtime", f.Err)
+			}
+			if f.Attempts != 1 || res.Bytes != 100<<10 {
+				t.Errorf("%d attempts, %d bytes moved: want 1 and %d (a permission error is not retried)", f.Attempts, res.Bytes, 100<<10)
+			}
+		})
 	}
 }
 

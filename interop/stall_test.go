@@ -60,10 +60,10 @@ func newStallNS(t *testing.T) string {
 	return stallNSNam
 }
 
-// blackHole is the namespace's nftables table that drops, silently, every
+// stallRules is the namespace's nftables table that drops, silently, every
 // TCP packet in and out but those of the control port (data) or all of
 // them (whole).
-func blackHole(whole bool) string {
+func stallRules(whole bool) string {
 	keep := "tcp sport 2811 accept\n\t\ttcp dport 2811 accept\n\t\t"
 	if whole {
 		keep = ""
@@ -142,7 +142,7 @@ func TestStallBlackHole(t *testing.T) {
 			}
 			time.Sleep(at)
 			nft := exec.Command("ip", "netns", "exec", ns, "nft", "-f", "-")
-			nft.Stdin = strings.NewReader(blackHole(tc.whole))
+			nft.Stdin = strings.NewReader(stallRules(tc.whole))
 			if out, err := nft.CombinedOutput(); err != nil {
 				t.Fatalf("nft: %v\n%s", err, out)
 			}

@@ -123,6 +123,7 @@ that cannot forward get ordinary copies.`,
 		"instead of failing (as ferry transfer's); each is reported, and the exit status stays 0; default off")
 	f.BoolVar(&o.DeleteExtra, "delete-destination-extra", false, "with -r, delete destination files and directories the source does not have "+
 		"(as ferry transfer's); -v names each, the summary counts them; a destination that holds the source is refused")
+	f.BoolVar(&o.InPlace, "inplace", false, "write each file under its final name as it arrives, for destinations that cannot rename (default: under a temporary name, .ferry-<hash>.part in its directory, renamed once the file is whole and verified)")
 	f.StringVar(&tar, "tar", "auto", "move trees of small files as tar streams: auto (when the file mix favours it), always or never")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress bar")
 	f.BoolVarP(&verbose, "verbose", "v", false, "say which settings the tuner chose and why, each change its optimizer makes, and each path deleted")
@@ -400,6 +401,7 @@ func runCopy(ctx context.Context, srcArg string, dstArgs []string, via map[strin
 	if one {
 		res, err := engine.Copy(ctx, src.ep, targets[0].Endpoint, targets[0].Items, o, bar)
 		bar.stop()
+		bar.partial(res.Partial)
 		if err != nil {
 			return err
 		}
@@ -411,6 +413,7 @@ func runCopy(ctx context.Context, srcArg string, dstArgs []string, via map[strin
 	}
 	res, err := engine.CopyMany(ctx, src.ep, targets, o, bar)
 	bar.stop()
+	bar.partial(res.Partial)
 	if err != nil {
 		return err
 	}
@@ -559,6 +562,20 @@ func (p *progress) destinations(r engine.MultiResult, args []string) {
 			fmt.Fprintf(p.out, "    FAILED %s: %s\n", f.Dst, gridftp.Told(f.Err))
 		}
 	}
+}
+
+// partial says which temporary files a canceled or interrupted copy left
+// for the same command to resume from.
+func (p *progress) partial(paths []string) {
+	if len(paths) == 0 {
+		return
+	}
+	if p.verbose {
+		for _, t := range paths {
+			fmt.Fprintf(p.out, "PARTIAL %s\n", t)
+		}
+	}
+	fmt.Fprintf(p.out, "%s kept as .ferry-*.part; run the same command again to resume\n", plural.Count(len(paths), "partial file"))
 }
 
 func (p *progress) summary(r engine.Result) {

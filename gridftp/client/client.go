@@ -383,6 +383,35 @@ func (c *Conn) Checksum(ctx context.Context, alg, path string, off, length int64
 	return strings.ToLower(strings.TrimSpace(rep.Text())), nil
 }
 
+// Rename renames from to to (RNFR, RNTO), replacing a file there, in one
+// round trip: the two commands go out together.
+func (c *Conn) Rename(ctx context.Context, from, to string) error {
+	errs, err := c.RenameAll(ctx, [][2]string{{from, to}})
+	if err != nil {
+		return err
+	}
+	return errs[0]
+}
+
+// RenameAll renames each move's [0] to its [1] (RNFR, RNTO), pipelined
+// (DoAll): many renames cost about a round trip. errs holds each one's
+// refusal; err is a broken session.
+func (c *Conn) RenameAll(ctx context.Context, moves [][2]string) (errs []error, err error) {
+	cmds := make([]string, 0, 2*len(moves))
+	for _, m := range moves {
+		cmds = append(cmds, "RNFR "+m[0], "RNTO "+m[1])
+	}
+	_, cerrs, err := c.DoAll(ctx, cmds)
+	if err != nil {
+		return nil, err
+	}
+	errs = make([]error, len(moves))
+	for i := range moves {
+		errs[i] = errors.Join(cerrs[2*i], cerrs[2*i+1]) // RNTO's refusal follows RNFR's
+	}
+	return errs, nil
+}
+
 // PipelineDepth bounds the commands DoAll sends before it reads their
 // replies: enough to hide the round trips, few enough that replies waiting
 // to be read never stall the server.

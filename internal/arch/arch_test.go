@@ -84,7 +84,8 @@ var allowed = map[string][]string{
 	"ferry/stack/compress": {"ferry/stack"},
 	"ferry/stack/forward":  {"ferry/stack", "ferry/storage", "ferry/gridftp", "ferry/gridftp/client", "ferry/gsi", "ferry/gsi/gsilogin"}, // gsiftp:// children
 	// Many-file layers: tar streams and checksum lists.
-	"ferry/stack/tarstream":    {"ferry/stack", "ferry/storage", "ferry/checksum"},
+	"ferry/stack/tarstream":    {"ferry/stack", "ferry/storage", "ferry/checksum", "ferry/internal/partname"},
+	"ferry/internal/partname":  {}, // the temporary names of files being written
 	"ferry/storage/posix":      {"ferry/storage"},
 	"ferry/checksum":           {},
 	"ferry/plural":             {},
@@ -95,7 +96,7 @@ var allowed = map[string][]string{
 	"ferry/sshftp":             {}, // GridFTP control channels over ssh: pipes as a net.Conn
 	"ferry/gsi":                {}, // GSI's PKI: credentials, proxies, chain checks, grid-mapfile
 	"ferry/gridftp/client":     {"ferry/gridftp", "ferry/gsi/gss"},
-	"ferry/engine":             {"ferry/gridftp", "ferry/gridftp/client", "ferry/stack/forward", "ferry/plural"}, // builds multicast trees
+	"ferry/engine":             {"ferry/gridftp", "ferry/gridftp/client", "ferry/stack/forward", "ferry/plural", "ferry/internal/partname"}, // builds multicast trees
 	"ferry/service/domain":     {},
 	"ferry/service/secret":     {"ferry/service/domain"},
 

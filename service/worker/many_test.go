@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"ferry/gridftp/server"
 	"ferry/gridftp/server/servertest"
+	"ferry/internal/partname"
 	"ferry/service/domain"
 	"ferry/stack"
 	"ferry/stack/forward"
@@ -171,14 +173,15 @@ func TestManyDestinationsResume(t *testing.T) {
 	}
 }
 
-// refusing refuses to create files whose names end in suffix.
+// refusing refuses to create files whose names end in suffix ("/name"),
+// under their final or temporary names.
 type refusing struct {
 	storage.Driver
 	suffix string
 }
 
 func (r refusing) Create(ctx context.Context, name string, flag storage.OpenFlag) (storage.File, error) {
-	if strings.HasSuffix(name, r.suffix) {
+	if strings.HasSuffix(name, r.suffix) || strings.HasSuffix(name, "/"+partname.For(path.Base(r.suffix))) {
 		return nil, fmt.Errorf("refused by the test: %w", storage.ErrPermission)
 	}
 	return r.Driver.Create(ctx, name, flag)

@@ -20,6 +20,7 @@ import (
 	"ferry/engine"
 	"ferry/gridftp/server"
 	"ferry/gridftp/server/servertest"
+	"ferry/internal/partname"
 	"ferry/service/domain"
 	"ferry/service/gridops"
 	"ferry/service/secret"
@@ -102,11 +103,12 @@ func (c *counting) count(name string) int {
 	return c.opens[name]
 }
 
-// created counts the opens of name for writing.
+// created counts the opens of name for writing, under its temporary
+// name or its own.
 func (c *counting) created(name string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.creates[name]
+	return c.creates[name] + c.creates[partname.For(name)] // written under its temporary name, then renamed
 }
 
 // endpoint is a ferry GridFTP server over a temp directory that accepts

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"ferry/internal/partname"
 	"ferry/stack"
 	"ferry/storage"
 )
@@ -316,7 +317,7 @@ type plainFS struct{ storage.Driver }
 // file; the member's next transfer replaces it, and nothing of it is left.
 func TestLeftoverReplaced(t *testing.T) {
 	tr := newTree(t)
-	tr.write("d/"+tempName("d/b"), []byte("stale, from a server killed in the middle of b"))
+	tr.write(partname.For("d/b"), []byte("stale, from a server killed in the middle of b"))
 	full := archive(t, reg("a", "first"), reg("d/b", strings.Repeat("x", 100000)))
 	if res, err := store(t, terminal(t, TarLayer, tr.env()), "/", storage.Truncate, full); err != nil || len(res) != 2 || res[1].Err != nil {
 		t.Fatalf("store: %v, %+v", err, res)

@@ -6,12 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"path"
 	"strconv"
 	"syscall"
 
+	"ferry/internal/partname"
 	"ferry/stack"
 	"ferry/storage"
 )
@@ -210,7 +210,7 @@ func (u *unpacker) file(hdr *tar.Header, rel string, tr io.Reader, buf []byte) (
 			return fail(err)
 		}
 	}
-	tmp := tempName(rel)
+	tmp := partname.For(base)
 	f, err := d.Create(u.ctx, tmp)
 	if errors.Is(err, storage.ErrExist) && d.Remove(u.ctx, tmp) == nil {
 		f, err = d.Create(u.ctx, tmp) // a killed stream's leftover
@@ -370,13 +370,4 @@ func (t *tailReader) Read(p []byte) (int, error) {
 		t.zeros = k
 	}
 	return n, err
-}
-
-// tempName is the temporary name of the member rel in its directory. It
-// is the member's own: a stream cut short by a killed server leaves at
-// most one per member, which the member's next transfer replaces.
-func tempName(rel string) string {
-	h := fnv.New64a()
-	io.WriteString(h, rel)
-	return fmt.Sprintf(".ferry-%016x.part", h.Sum64())
 }

@@ -1,0 +1,342 @@
+package engine_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"ferry/engine"
+	"ferry/internal/partname"
+	"ferry/storage"
+)
+
+// watching is a destination driver that records the names files are
+// created under and, at every write, looks at the files under their final
+// names: each must be whole, equal to its source (want).
+type watching struct {
+	storage.Driver
+	root string
+	want map[string][]byte // by the destination's path
+	old  map[string][]byte // what was there before, as whole
+
+	mu      sync.Mutex
+	created []string
+	seen    []string // files seen short or different under their final names
+}
+
+func (w *watching) Create(ctx context.Context, name string, flag storage.OpenFlag) (storage.File, error) {
+	w.mu.Lock()
+	w.created = append(w.created, name)
+	w.mu.Unlock()
+	f, err := w.Driver.Create(ctx, name, flag)
+	if err != nil {
+		return nil, err
+	}
+	return &watchedFile{File: f, w: w}, nil
+}
+
+// look reads every file under its final name.
+func (w *watching) look() {
+	for p, data := range w.want {
+		got, err := os.ReadFile(filepath.Join(w.root, p))
+		if err == nil && !bytes.Equal(got, data) && !bytes.Equal(got, w.old[p]) {
+			w.mu.Lock()
+			w.seen = append(w.seen, fmt.Sprintf("%s: %d bytes of %d", p, len(got), len(data)))
+			w.mu.Unlock()
+		}
+	}
+}
+
+type watchedFile struct {
+	storage.File
+	w *watching
+}
+
+func (f *watchedFile) WriteAt(p []byte, off int64) (int, error) {
+	f.w.look()
+	return f.File.WriteAt(p, off)
+}
+
+// TestTemporaryNames: every file is written under its temporary name and
+// renamed over its final one once whole (and verified, and its mtime
+// set): whole files, parallel streams, chunks from several sessions; no
+// file is ever seen short or different under its final name, nothing
+// temporary is left, and an old destination file is replaced. InPlace
+// writes under the final names.
+func TestTemporaryNames(t *testing.T) {
+	mtime := time.Date(2021, 2, 3, 4, 5, 6, 0, time.UTC)
+	files := map[string][]byte{"/d/small": random(3000), "/d/big": random(5<<20 + 123), "/d/sub/naïve": random(70000), "/d/empty": nil}
+	for _, tc := range []struct {
+		name    string
+		opts    func(*engine.Options)
+		inPlace bool
+	}{
+		{"whole files", func(o *engine.Options) { o.ChunkSize = -1 }, false},
+		{"parallel streams, verified", func(o *engine.Options) { o.ChunkSize, o.Parallelism, o.Verify = -1, 4, true }, false},
+		{"chunks, verified, mtime", func(o *engine.Options) { o.ChunkSize, o.Concurrency, o.Verify, o.PreserveMtime = 1<<20, 3, true, true }, false},
+		{"chunks, not verified", func(o *engine.Options) { o.ChunkSize, o.Concurrency = 1<<20, 3 }, false},
+		{"in place", func(o *engine.Options) { o.InPlace = true }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := startEndpoint(t, "", nil)
+			w := &watching{want: map[string][]byte{}, old: map[string][]byte{"/d/big": random(6 << 20)}}
+			dst := startEndpoint(t, "", func(d storage.Driver) storage.Driver { w.Driver = d; return w })
+			w.root = dst.root
+			for p, data := range files {
+				writeFile(t, filepath.Join(src.root, p), data)
+				os.Chtimes(filepath.Join(src.root, p), mtime, mtime)
+				if !tc.inPlace {
+					w.want[p] = data
+				}
+			}
+			writeFile(t, filepath.Join(dst.root, "d", "big"), w.old["/d/big"]) // an old file, longer
+			o := fastOptions()
+			o.Tar = engine.TarNever
+			tc.opts(&o)
+			res, err := engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/d", Dst: "/d"}}, o, nil)
+			if err != nil || res.Transferred != len(files) || res.Faults != 0 {
+				t.Fatalf("%+v %v", res, err)
+			}
+			compareTrees(t, filepath.Join(src.root, "d"), filepath.Join(dst.root, "d"))
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if len(w.seen) > 0 {
+				t.Errorf("files seen under their final names before they were whole: %v", w.seen)
+			}
+			for _, name := range w.created {
+				if partname.Is(path.Base(name)) == tc.inPlace {
+					t.Errorf("created %s", name)
+				}
+			}
+			if o.PreserveMtime {
+				for p := range files {
+					if st, err := os.Stat(filepath.Join(dst.root, p)); err != nil || !st.ModTime().Equal(mtime) {
+						t.Errorf("%s: mtime %v, want %v (%v)", p, st.ModTime(), mtime, err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestTemporaryLeftOrRemoved: a copy interrupted (its context canceled)
+// or a file canceled keeps what arrived under the file's temporary name
+// and says so in Result.Partial, and the same copy again resumes from it;
+// a file that fails for good leaves no temporary file.
+func TestTemporaryLeftOrRemoved(t *testing.T) {
+	for _, how := range []string{"interrupted", "file canceled"} {
+		t.Run(how, func(t *testing.T) {
+			src := startEndpoint(t, "", nil)
+			trip := &tripwire{}
+			dst := startEndpoint(t, "", func(d storage.Driver) storage.Driver { trip.Driver = d; return trip })
+			data := random(64 << 20)
+			writeFile(t, filepath.Join(src.root, "big"), data)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			o := fastOptions()
+			o.ChunkSize, o.Concurrency = 4<<20, 2
+			o.Cancels = &engine.Cancels{}
+			trip.n.Store(16 << 20)
+			trip.fn = cancel
+			if how == "file canceled" {
+				trip.fn = func() { o.Cancels.Cancel("/big") }
+			}
+			res, _ := engine.Copy(ctx, src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/big", Dst: "/big"}}, o, nil)
+			tmp := partname.For("/big")
+			if fmt.Sprint(res.Partial) != fmt.Sprint([]string{tmp}) {
+				t.Fatalf("partial files %q, want %q", res.Partial, tmp)
+			}
+			if _, err := os.Stat(filepath.Join(dst.root, "big")); err == nil {
+				t.Fatal("the interrupted file bears its final name")
+			}
+			st, err := os.Stat(filepath.Join(dst.root, tmp))
+			if err != nil || st.Size() == 0 {
+				t.Fatalf("temporary file: %v", err)
+			}
+			o.Cancels = nil
+			res, err = engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/big", Dst: "/big"}}, o, nil)
+			if err != nil || res.Transferred != 1 || len(res.Partial) != 0 {
+				t.Fatalf("again: %+v %v", res, err)
+			}
+			if res.Bytes >= int64(len(data)) {
+				t.Errorf("again: moved %d MiB of %d: nothing resumed", res.Bytes>>20, len(data)>>20)
+			}
+			compareTrees(t, src.root, dst.root)
+		})
+	}
+	t.Run("failed", func(t *testing.T) {
+		// The source changes under the transfer: found at the end, after
+		// the file's data landed, with no try left, the file fails.
+		root := t.TempDir()
+		ch := &changing{root: root}
+		src := startEndpoint(t, root, func(d storage.Driver) storage.Driver { ch.Driver = d; return ch })
+		dst := startEndpoint(t, "", nil)
+		writeFile(t, filepath.Join(root, "f"), random(3<<20))
+		o := fastOptions()
+		o.MaxAttempts = 1
+		res, err := engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/f", Dst: "/f"}}, o, nil)
+		if err != nil || res.Failed != 1 || len(res.Partial) != 0 {
+			t.Fatalf("%+v %v", res, err)
+		}
+		if es, _ := os.ReadDir(dst.root); len(es) != 0 {
+			t.Errorf("left at the destination: %v", es)
+		}
+	})
+}
+
+// TestRetryKeepsWholeFile: the destination dies after all of a file's
+// data landed, before it could say so: the retry finds the file whole
+// under its temporary name, equal by checksum, and only finishes it
+// (renames it) instead of sending it again.
+func TestRetryKeepsWholeFile(t *testing.T) {
+	src := startEndpoint(t, "", nil)
+	trip := &tripwire{}
+	dst := startEndpoint(t, "", func(d storage.Driver) storage.Driver { trip.Driver = d; return trip })
+	data := random(32 << 20)
+	writeFile(t, filepath.Join(src.root, "big"), data)
+	trip.n.Store(int64(len(data)))
+	trip.fn = func() {
+		addr := dst.Addr
+		dst.srv.Close() // every session dies: the 226 never comes
+		dst.start(t, addr)
+	}
+	o := fastOptions()
+	o.ChunkSize, o.Parallelism = -1, 1
+	rep := &recorder{}
+	res, err := engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/big", Dst: "/big"}}, o, rep)
+	if err != nil || res.Transferred != 1 {
+		t.Fatalf("%+v %v %v", res, err, rep.faults)
+	}
+	if res.Faults == 0 {
+		t.Fatal("the destination was killed but no fault was counted")
+	}
+	compareTrees(t, src.root, dst.root)
+	if res.Bytes > int64(len(data)) {
+		t.Errorf("moved %d MiB for a %d MiB file that had arrived whole", res.Bytes>>20, len(data)>>20)
+	}
+	if got := rep.progress.Load(); got != int64(len(data)) {
+		t.Errorf("progress %d bytes, want %d", got, len(data))
+	}
+}
+
+// TestTemporaryNamesListed: a tree's listings leave temporary names
+// alone: one at the source is no file of the user's to send, one at the
+// destination (another copy may be writing it) is not deleted as extra.
+func TestTemporaryNamesListed(t *testing.T) {
+	src := startEndpoint(t, "", nil)
+	dst := startEndpoint(t, "", nil)
+	writeFile(t, filepath.Join(src.root, "d", "a"), []byte("a"))
+	writeFile(t, filepath.Join(src.root, "d", partname.For("gone")), []byte("being written at the source"))
+	writeFile(t, filepath.Join(dst.root, "d", "extra"), []byte("old"))
+	other := filepath.Join(dst.root, "d", partname.For("other"))
+	writeFile(t, other, []byte("another copy's"))
+	o := fastOptions()
+	o.DeleteExtra = true
+	rep := &recorder{}
+	res, err := engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/d", Dst: "/d"}}, o, rep)
+	if err != nil || res.Files != 1 || res.Transferred != 1 || res.Deleted != 1 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if fmt.Sprint(rep.deleted) != "[/d/extra]" {
+		t.Errorf("deleted %v, want /d/extra", rep.deleted)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("another copy's temporary file: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dst.root, "d", partname.For("gone"))); err == nil {
+		t.Error("a temporary file at the source was sent")
+	}
+}
+
+// TestStaleTemporaryDeleted: a file the sync level skips (whole at the
+// destination) loses the temporary file an earlier run left of it.
+func TestStaleTemporaryDeleted(t *testing.T) {
+	src := startEndpoint(t, "", nil)
+	dst := startEndpoint(t, "", nil)
+	data := random(5000)
+	writeFile(t, filepath.Join(src.root, "d", "f"), data)
+	writeFile(t, filepath.Join(dst.root, "d", "f"), data)
+	tmp := filepath.Join(dst.root, "d", partname.For("f"))
+	writeFile(t, tmp, data[:100])
+	for _, item := range []engine.Item{{Src: "/d", Dst: "/d"}, {Src: "/d/f", Dst: "/d/f"}} {
+		writeFile(t, tmp, data[:100])
+		o := fastOptions()
+		o.SyncLevel = engine.SyncSize
+		res, err := engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{item}, o, nil)
+		if err != nil || res.Skipped != 1 {
+			t.Fatalf("%s: %+v %v", item.Src, res, err)
+		}
+		if _, err := os.Stat(tmp); err == nil {
+			t.Errorf("%s: the temporary file of a file skipped is left", item.Src)
+		}
+	}
+}
+
+// renameThenFail renames as asked, then says it failed, once: the reply
+// of a rename that was done is lost.
+type renameThenFail struct {
+	storage.Driver
+	once sync.Once
+}
+
+func (r *renameThenFail) Rename(ctx context.Context, oldname, newname string) error {
+	err := r.Driver.Rename(ctx, oldname, newname)
+	failed := false
+	r.once.Do(func() { failed = true })
+	if err == nil && failed {
+		return errors.New("the reply is lost")
+	}
+	return err
+}
+
+// TestLostRenameReply: a rename that was done but not confirmed is found
+// done when the file is finished again (its temporary name gone, the file
+// under its name the source's), whether the file is renamed alone or with
+// others, and with its mtime set: not failed, not sent again.
+func TestLostRenameReply(t *testing.T) {
+	mtime := time.Date(2022, 3, 4, 5, 6, 7, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		opts func(*engine.Options)
+	}{
+		{"rename alone", func(o *engine.Options) {}},
+		{"verified, mtime", func(o *engine.Options) { o.Verify, o.PreserveMtime = true, true }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := startEndpoint(t, "", nil)
+			r := &renameThenFail{}
+			dst := startEndpoint(t, "", func(d storage.Driver) storage.Driver { r.Driver = d; return r })
+			for i := range 3 {
+				p := filepath.Join(src.root, "d", fmt.Sprint(i))
+				writeFile(t, p, random(1000+i))
+				os.Chtimes(p, mtime, mtime)
+			}
+			o := fastOptions()
+			o.Tar = engine.TarNever
+			tc.opts(&o)
+			rep := &recorder{}
+			res, err := engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/d", Dst: "/d"}}, o, rep)
+			if err != nil || res.Transferred != 3 || res.Failed != 0 || res.Faults != 1 {
+				t.Fatalf("%+v %v %v", res, err, rep.faults)
+			}
+			if res.Bytes != 1000+1001+1002 {
+				t.Errorf("moved %d bytes: a file was sent again", res.Bytes)
+			}
+			compareTrees(t, filepath.Join(src.root, "d"), filepath.Join(dst.root, "d"))
+			if o.PreserveMtime {
+				for i := range 3 {
+					if st, _ := os.Stat(filepath.Join(dst.root, "d", fmt.Sprint(i))); !st.ModTime().Equal(mtime) {
+						t.Errorf("%d: mtime %v", i, st.ModTime())
+					}
+				}
+			}
+		})
+	}
+}
