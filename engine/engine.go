@@ -1156,7 +1156,8 @@ func (c *copier) fail(u *unit, err error) {
 		return
 	}
 	c.rep.Fault(u.name(), err, delay)
-	if u.n < 0 && u.f.tmp != "" && u.f.size > 0 && c.sumAlg != "" && !errors.Is(err, errMismatch) && !errors.Is(err, errSourceChanged) {
+	// A tree's file goes again: its children's copies were not checked.
+	if u.n < 0 && u.f.tmp != "" && u.f.size > 0 && c.sumAlg != "" && c.opts.fan == nil && !errors.Is(err, errMismatch) && !errors.Is(err, errSourceChanged) {
 		c.after(delay, func() { c.finish(c.ctx, func(p *client.Pair) error { return c.recheck(c.ctx, p, u, err, false) }) })
 		return
 	}

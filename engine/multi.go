@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"ferry/gridftp/client"
+	"ferry/internal/partname"
 	"ferry/stack/forward"
 )
 
@@ -25,7 +26,11 @@ import (
 // its children's copies by checksum. The engine checks the head's copy
 // against the source as any copy does. A destination that a file did not
 // reach is named in the head's reply; the tree leaves it out of the files
-// that follow.
+// that follow. Every copy in the tree is written under its temporary name
+// (partname): the head's is renamed once whole and verified, as in any
+// copy; the others' are renamed by the repair pass, each destination's in
+// a round trip (land), so that none bears its final name before the
+// head's copy was found equal to its source.
 //
 // The repair pass then brings every destination up to date with ordinary
 // copies, all destinations at once: the files the tree did not deliver
@@ -133,6 +138,8 @@ func CopyMany(ctx context.Context, src Endpoint, targets []Target, opts Options,
 		m.repairPass(ctx)
 	}
 	m.finish()
+	slices.Sort(m.res.Partial)
+	m.res.Partial = slices.Compact(m.res.Partial)
 	m.res.Elapsed = time.Since(start)
 	if err == nil {
 		err = ctx.Err()
@@ -174,6 +181,9 @@ type multiFile struct {
 	// the repair pass compares it with the head's (SyncChecksum) and
 	// sends it again only if it differs.
 	check map[int]bool
+	// landed are the copies the tree left under their temporary names, by
+	// destination, until the repair pass renames them (land).
+	landed map[int]FileResult
 }
 
 // probe is what the engine learns of a destination before the tree: how
@@ -378,15 +388,23 @@ func (m *multi) treePass(ctx context.Context) error {
 		o.Skip = func(src, dst string) bool { return skip != nil && skip(src, dst) || m.has(m.head, src) }
 	}
 	if len(m.tree) > 0 {
-		m.fan = &fanout{heads: m.targets[m.head].Items, cc: m.res.Fanout, ccSmall: m.res.FanoutSmall, smallBelow: m.smallBelow}
+		m.fan = &fanout{heads: m.targets[m.head].Items, cc: m.res.Fanout, ccSmall: m.res.FanoutSmall, smallBelow: m.smallBelow, inPlace: o.InPlace}
 		for _, k := range m.tree {
 			m.fan.kids = append(m.fan.kids, kid{target: m.targets[k], index: k})
 		}
 		o.fan = m.fan
 	}
 	r, err := Copy(ctx, m.src, m.targets[m.head].Endpoint, m.targets[m.head].Items, o, &treeReporter{m: m})
+	m.mu.Lock()
 	m.res.Settings, m.res.Directories, m.res.Faults = r.Settings, r.Directories, r.Faults
 	m.res.Bytes += r.Bytes
+	m.keep(m.head, r.Partial...)
+	for _, p := range r.Partial {
+		for j, kp := range m.fan.kidTemps(p) {
+			m.keep(m.fan.kids[j].index, kp)
+		}
+	}
+	m.mu.Unlock()
 	m.whole = err == nil && r.Failed == 0 && r.Canceled == 0
 	return err
 }
@@ -422,7 +440,11 @@ func (t *treeReporter) Done(r FileResult) {
 		var got *FileResult
 		if r.Outcome == Transferred && !slices.Contains(missed, j) && !slices.Contains(suspect, j) && !m.fan.wasDead(j, r.Dst) {
 			got = &FileResult{Src: r.Src, Dst: f.dsts[k.index], Size: r.Size, Outcome: Transferred, Checksum: r.Checksum, Attempts: r.Attempts}
-			f.at[k.index] = *got
+			if !m.fan.inPlace {
+				f.landed[k.index], got = *got, nil // it arrives once renamed
+			} else {
+				f.at[k.index] = *got
+			}
 		}
 		m.mu.Unlock()
 		if got != nil {
@@ -437,7 +459,7 @@ func (m *multi) file(src string, size int64) *multiFile {
 	defer m.mu.Unlock()
 	f := m.files[src]
 	if f == nil {
-		f = &multiFile{size: size, at: map[int]FileResult{}, dsts: map[int]string{}, check: map[int]bool{}}
+		f = &multiFile{size: size, at: map[int]FileResult{}, dsts: map[int]string{}, check: map[int]bool{}, landed: map[int]FileResult{}}
 		m.files[src] = f
 		m.order = append(m.order, src)
 	}
@@ -476,13 +498,13 @@ func (m *multi) relay(ctx context.Context, i int) {
 		skip := o.Skip
 		o.Skip = func(src, dst string) bool { return t.Has(src) || skip != nil && skip(src, dst) }
 	}
-	o.fan = &fanout{heads: t.Items, kids: []kid{{target: t, index: i}}, cc: 1, relay: true}
+	o.fan = &fanout{heads: t.Items, kids: []kid{{target: t, index: i}}, cc: 1, relay: true, inPlace: o.InPlace}
 	items := m.kept(i, t.Items)
 	if len(items) == 0 {
 		return
 	}
 	r, err := Copy(ctx, m.src, *t.Via, items, o, &repairReporter{m: m, dest: i, direct: true})
-	m.count(r)
+	m.count(i, r)
 	if err != nil {
 		m.mu.Lock()
 		m.res.Dests[i].Err = fmt.Errorf("through %s: %w", t.Via, err)
@@ -500,6 +522,7 @@ func (m *multi) repair(ctx context.Context, i int) {
 		m.relay(ctx, i)
 		return
 	}
+	m.land(ctx, i)
 	m.mu.Lock()
 	var fromHead, toCheck []Item
 	for _, src := range m.order {
@@ -527,7 +550,7 @@ func (m *multi) repair(ctx context.Context, i int) {
 		o.SyncLevel, o.Skip, o.Filters, o.DeleteExtra, o.Restart = c.level, nil, nil, false, nil
 		o.Recursive = false
 		r, _ := Copy(ctx, m.targets[m.head].Endpoint, t.Endpoint, c.items, o, &repairReporter{m: m, dest: i, fromHead: true, checked: c.level == SyncChecksum})
-		m.count(r)
+		m.count(i, r)
 	}
 	// The rest by the copy's own rules (sync level, resume), leaving out
 	// what the tree or the head delivered, verified (each hop checks its
@@ -544,11 +567,53 @@ func (m *multi) repair(ctx context.Context, i int) {
 		return
 	}
 	r, err := Copy(ctx, m.src, t.Endpoint, items, o, &repairReporter{m: m, dest: i, direct: !inTree})
-	m.count(r)
+	m.count(i, r)
 	if err != nil {
 		m.mu.Lock()
 		m.res.Dests[i].Err = err
 		m.mu.Unlock()
+	}
+}
+
+// land renames the copies the tree left at destination i under their
+// temporary names to their final ones, pipelined on one session: the
+// head's copy of each is whole and verified, and the hop that sent it
+// checked it. A copy whose rename fails (its temporary file is gone, the
+// server refuses, the session breaks) is not delivered: the repair pass
+// sends it from the head.
+func (m *multi) land(ctx context.Context, i int) {
+	m.mu.Lock()
+	var rs []FileResult
+	var moves [][2]string
+	for _, src := range m.order {
+		if r, ok := m.files[src].landed[i]; ok {
+			rs = append(rs, r)
+			moves = append(moves, [2]string{partname.For(r.Dst), r.Dst})
+		}
+	}
+	m.mu.Unlock()
+	if len(moves) == 0 {
+		return
+	}
+	c, err := m.targets[i].Endpoint.dial(ctx)
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	errs, err := c.RenameAll(ctx, moves)
+	if err != nil {
+		return
+	}
+	for n, r := range rs {
+		if errs[n] != nil {
+			continue
+		}
+		m.mu.Lock()
+		f := m.files[r.Src]
+		f.at[i] = r
+		delete(f.landed, i)
+		m.mu.Unlock()
+		arrived(m.rep, i, r)
 	}
 }
 
@@ -582,10 +647,21 @@ func (m *multi) delivered(i int, src string) bool {
 	return ok && (r.Outcome == Transferred || r.Outcome == repaired)
 }
 
-// count adds a repair copy's bytes and faults; without a tree pass, the
-// first one's settings stand for the run's.
-func (m *multi) count(r Result) {
+// keep adds paths, temporary files left at destination i, to the run's
+// Result.Partial, each named with its destination ("host:port/path").
+// m.mu is held.
+func (m *multi) keep(i int, paths ...string) {
+	for _, p := range paths {
+		m.res.Partial = append(m.res.Partial, m.targets[i].Endpoint.String()+p)
+	}
+}
+
+// count adds a copy to destination i's bytes, faults and temporary files
+// left; without a tree pass, the first one's settings stand for the
+// run's.
+func (m *multi) count(i int, r Result) {
 	m.mu.Lock()
+	m.keep(i, r.Partial...)
 	if m.head < 0 && m.res.Settings.Concurrency == 0 {
 		m.res.Settings = r.Settings
 	}
@@ -663,6 +739,10 @@ func (m *multi) finish() {
 			}
 			if !ok {
 				r = FileResult{Src: src, Dst: f.dsts[i], Size: f.size, Outcome: Failed, Err: errors.New("not delivered")}
+				if _, left := f.landed[i]; left {
+					r.Err = fmt.Errorf("not delivered: whole under its temporary name %s, not renamed", partname.For(f.dsts[i]))
+					m.keep(i, partname.For(f.dsts[i]))
+				}
 			}
 			d := &m.res.Dests[i]
 			switch r.Outcome {
@@ -740,6 +820,9 @@ type fanout struct {
 	kids  []kid
 	cc    int
 	relay bool // the head only forwards (Target.Via)
+	// inPlace: the kids write under final names (Options.InPlace), not
+	// temporary ones (kidPath).
+	inPlace bool
 	// ccSmall is the fan-out for files smaller than smallBelow.
 	ccSmall    int
 	smallBelow int64
@@ -795,7 +878,8 @@ func (f *fanout) stack(src, dst string, size int64, p int) string {
 			urls[n] += fmt.Sprintf("?cc=%d;P=%d", cc, max(p, 1))
 		}
 	}
-	return forward.Options{URLs: urls, CC: cc, P: max(p, 1), LocalWrite: !f.relay}.Spec()
+	// A relay renames its child's copy once checked: the engine cannot.
+	return forward.Options{URLs: urls, CC: cc, P: max(p, 1), LocalWrite: !f.relay, Part: f.relay && !f.inPlace}.Spec()
 }
 
 // url is where kid j receives the file the head receives at dst: a
@@ -803,7 +887,7 @@ func (f *fanout) stack(src, dst string, size int64, p int) string {
 // credential delegated to it.
 func (f *fanout) url(j int, dst string) string {
 	e := f.kids[j].target.Endpoint
-	u := url.URL{Scheme: "ftp", Host: e.Addr, Path: f.dstOf(j, dst)}
+	u := url.URL{Scheme: "ftp", Host: e.Addr, Path: f.kidPath(j, dst)}
 	switch g, ok := e.Auth.(client.GSILogin); {
 	case ok:
 		u.Scheme = "gsiftp"
@@ -814,6 +898,16 @@ func (f *fanout) url(j int, dst string) string {
 		u.User = url.UserPassword(e.User, e.Password)
 	}
 	return u.String()
+}
+
+// kidPath is where kid j writes the file the head receives at dst: the
+// temporary name of its place there (dstOf), unless in place or behind a
+// relay, which writes under the temporary name itself (forward.Options.Part).
+func (f *fanout) kidPath(j int, dst string) string {
+	if f.inPlace || f.relay {
+		return f.dstOf(j, dst)
+	}
+	return partname.For(f.dstOf(j, dst))
 }
 
 // dstOf maps the head's path dst to kid j's: the same place below the
@@ -878,6 +972,27 @@ func (f *fanout) missedOf(dst string) (missed, suspect []int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.missed[dst], f.suspect[dst]
+}
+
+// kidTemps are, by kid, the temporary files the kids write of the file
+// the head writes under its temporary name tmp: the kids its last stack
+// named.
+func (f *fanout) kidTemps(tmp string) map[int]string {
+	if f == nil {
+		return nil // no tree
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[int]string{}
+	for dst, sent := range f.sent {
+		if partname.For(dst) != tmp {
+			continue
+		}
+		for _, j := range sent {
+			out[j] = f.kidPath(j, dst)
+		}
+	}
+	return out
 }
 
 // wasDead reports a kid left out of the file at dst's tree.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"ferry/engine"
+	"ferry/internal/partname"
 	"ferry/stack"
 	"ferry/stack/forward"
 	"ferry/storage"
@@ -167,7 +168,7 @@ func (r *refusing) Create(ctx context.Context, name string, flag storage.OpenFla
 func TestCopyManyRepair(t *testing.T) {
 	src := startEndpoint(t, "", nil)
 	multiTree(t, src.root)
-	bad := &refusing{names: []string{"/d/f03"}}
+	bad := &refusing{names: []string{partname.For("/d/f03")}} // the tree's copies go under temporary names
 	dsts := []*endpoint{forwarder(t, nil), forwarder(t, func(d storage.Driver) storage.Driver { bad.Driver = d; return bad }), forwarder(t, nil)}
 	o := fastOptions()
 	o.Verify, o.Fanout = true, 1
@@ -406,7 +407,7 @@ type polluter struct {
 
 func (p polluter) DeferSink(ctx context.Context, t *stack.Transfer, open func() (stack.Sink, error)) (stack.Sink, error) {
 	s, err := p.Filter.(stack.Deferrer).DeferSink(ctx, t, open)
-	if err != nil || !strings.HasSuffix(t.Name, "big.bin") {
+	if err != nil || !strings.HasSuffix(t.Name, partname.For("/big.bin")) {
 		return s, err
 	}
 	return &flipSink{Sink: s, flipped: p.flipped}, nil

@@ -273,6 +273,8 @@ type Result struct {
 	// Partial are the temporary files (destination paths) a canceled or
 	// interrupted copy left holding part of a file's data: the same copy
 	// again resumes from them. A file that failed for good leaves none.
+	// CopyMany's name their destinations ("host:port/path"), and include
+	// the whole copies a tree pass left unrenamed.
 	Partial     []string
 	Directories int // walked, the source items' own included
 	Settings    Settings

@@ -502,8 +502,9 @@ func (p *planner) sameSums(ctx context.Context, t *tree, dst string, existing ma
 	return same, nil
 }
 
-// tempNames reports whether files are written under temporary names.
-func (p *planner) tempNames() bool { return !p.opts.InPlace && p.opts.fan == nil }
+// tempNames reports whether files are written under temporary names: all
+// but in place and behind a relay, which writes nothing of its own.
+func (p *planner) tempNames() bool { return !p.opts.InPlace && !p.opts.blind() }
 
 // decide skips or schedules one file by sync level. have is the file at
 // the destination, part what an earlier run left under its temporary name
@@ -614,9 +615,10 @@ func (p *planner) recorded(f *file, at gridftp.Entry) gridftp.Ranges {
 // (Options.Restart) of the source as it still is; else, when nothing was
 // reported, the blocks whose checksums match the source's (goodBlocks). A
 // temporary file of another version of the source, or longer than it, is
-// written again from the start.
+// written again from the start, as is a tree's (CopyMany): its head
+// forwards the whole stream, and cannot seek.
 func (p *planner) restartFrom(ctx context.Context, f *file, part gridftp.Entry) (gridftp.Ranges, error) {
-	if part.Size > f.size {
+	if part.Size > f.size || p.opts.fan != nil {
 		return gridftp.Ranges{}, nil
 	}
 	if p.opts.Restart != nil {

@@ -82,7 +82,7 @@ var allowed = map[string][]string{
 	"ferry/stack":          {"ferry/storage"},
 	"ferry/stack/popen":    {"ferry/stack", "ferry/storage"},
 	"ferry/stack/compress": {"ferry/stack"},
-	"ferry/stack/forward":  {"ferry/stack", "ferry/storage", "ferry/gridftp", "ferry/gridftp/client", "ferry/gsi", "ferry/gsi/gsilogin"}, // gsiftp:// children
+	"ferry/stack/forward":  {"ferry/stack", "ferry/storage", "ferry/gridftp", "ferry/gridftp/client", "ferry/gsi", "ferry/gsi/gsilogin", "ferry/internal/partname"}, // gsiftp:// children; a relay child's temporary names
 	// Many-file layers: tar streams and checksum lists.
 	"ferry/stack/tarstream":    {"ferry/stack", "ferry/storage", "ferry/checksum", "ferry/internal/partname"},
 	"ferry/internal/partname":  {}, // the temporary names of files being written

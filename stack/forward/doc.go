@@ -11,9 +11,13 @@
 // The options are GCT's: urls (a list, each element a %-encoded
 // "url?opts" whose opts are that hop's own cc, P and local_write), cc
 // (fan-out, default 2), P (streams to each child, default 1), local_write
-// (default true), tcpbs and subject (accepted, ignored). Children are
-// planned front-first as GCT does (plan), and told their subtree in GCT's
-// encoding, so that a GCT server can be a child.
+// (default true), tcpbs and subject (accepted, ignored); and ferry's own
+// part (default false), with which each child that writes stores its copy
+// under its temporary name (internal/partname) and the hop renames it over
+// its name once the copy is checked, so that it never bears its name short
+// (a relay's child, which the relay's client cannot reach to rename).
+// Children are planned front-first as GCT does (plan), and told their
+// subtree in GCT's encoding, so that a GCT server can be a child.
 //
 // Unlike GCT, a hop puts the blocks in order (a bounded window of blocks
 // ahead of a gap, as the ordering layer does) before it sends them on,

@@ -33,6 +33,11 @@ type Options struct {
 	CC         int      // fan-out
 	P          int      // streams to each child
 	LocalWrite bool     // write to the layer below, not only forward
+	// Part (ferry's own, "part=y") has each child that writes store its
+	// copy under its temporary name (internal/partname) and renames it over
+	// its name once the copy is checked: a relay's child (local_write=n
+	// at the relay), which its client cannot reach to rename.
+	Part bool
 }
 
 // ParseOptions reads a layer entry's options as GCT does; an unknown
@@ -75,7 +80,9 @@ func (o *Options) set(k, v string) error {
 	case "tcpbs":
 		_, err = count(k, v, 1<<30)
 	case "local_write":
-		o.LocalWrite, err = yes(v)
+		o.LocalWrite, err = yes(v, k)
+	case "part":
+		o.Part, err = yes(v, k)
 	case "subject":
 		// GCT parses it and never uses it.
 	default:
@@ -92,15 +99,15 @@ func count(k, v string, most int) (int, error) {
 	return n, nil
 }
 
-// yes reads a GCT boolean.
-func yes(v string) (bool, error) {
+// yes reads a GCT boolean, option k's.
+func yes(v, k string) (bool, error) {
 	switch strings.ToLower(v) {
 	case "y", "yes", "true", "t", "1", "on":
 		return true, nil
 	case "n", "no", "false", "f", "0", "off":
 		return false, nil
 	}
-	return false, fmt.Errorf("local_write=%q: want y or n", v)
+	return false, fmt.Errorf("%s=%q: want y or n", k, v)
 }
 
 // hop is one destination: where to send, and its own options.

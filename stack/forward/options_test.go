@@ -45,11 +45,13 @@ func TestParseObserved(t *testing.T) {
 		{fwdBC, Options{URLs: []string{c3}, CC: 2, P: 1, LocalWrite: false}},
 		{leaf, Options{CC: 2, P: 1, LocalWrite: true}},
 		{"file,forward:local_write=false;tcpbs=131072;subject=/CN=x;urls=|ftp://h/x", Options{URLs: []string{"ftp://h/x"}, CC: 2, P: 1}},
+		{"file,forward:local_write=n;part=y;urls=|ftp://h/x", Options{URLs: []string{"ftp://h/x"}, CC: 2, P: 1, Part: true}},
+		{Options{URLs: []string{"ftp://h/x"}, CC: 1, P: 1, Part: true}.Spec(), Options{URLs: []string{"ftp://h/x"}, CC: 1, P: 1, Part: true}}, // a relay
 	}
 	for _, tt := range tests {
 		t.Run(tt.spec, func(t *testing.T) {
 			got := parse(t, tt.spec)
-			if !slices.Equal(got.URLs, tt.want.URLs) || got.CC != tt.want.CC || got.P != tt.want.P || got.LocalWrite != tt.want.LocalWrite {
+			if !slices.Equal(got.URLs, tt.want.URLs) || got.CC != tt.want.CC || got.P != tt.want.P || got.LocalWrite != tt.want.LocalWrite || got.Part != tt.want.Part {
 				t.Errorf("got %+v, want %+v", got, tt.want)
 			}
 		})
@@ -58,7 +60,7 @@ func TestParseObserved(t *testing.T) {
 
 func TestParseRefused(t *testing.T) {
 	for _, opts := range []string{
-		"bogus=1", "cc=0", "local_write=n", "P=x", "local_write=maybe",
+		"bogus=1", "cc=0", "local_write=n", "P=x", "local_write=maybe", "part=maybe",
 		"urls=#http://h/x", "urls=#ftp%253A//h:1/x?bogus%253D1", "urls=#ftp%253A//h:1",
 	} {
 		e := stack.Entry{Name: Name}

@@ -22,6 +22,7 @@ import (
 	"ferry/gridftp/client"
 	"ferry/gsi"
 	"ferry/gsi/gsilogin"
+	"ferry/internal/partname"
 	"ferry/stack"
 	"ferry/storage"
 )
@@ -157,7 +158,7 @@ func (l layer) DeferSink(ctx context.Context, t *stack.Transfer, open func() (st
 	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	for _, c := range plans {
 		h, _ := parseHop(c.URL) // checked by ParseOptions
-		k := &kid{plan: c, hop: h, p: l.o.P, blocks: s.blocks, q: make(chan *shared, QueueBlocks), dial: l.env.Dial, grid: l.env.Grid,
+		k := &kid{plan: c, hop: h, part: l.o.Part && h.own.LocalWrite, p: l.o.P, blocks: s.blocks, q: make(chan *shared, QueueBlocks), dial: l.env.Dial, grid: l.env.Grid,
 			dead: make(chan struct{}), done: make(chan struct{}), eof: s.eof, aborted: s.aborted, sent: &s.sent, log: log}
 		s.kids = append(s.kids, k)
 		go k.run(ctx)
@@ -488,6 +489,7 @@ func (s *sink) report() error {
 type kid struct {
 	plan    child
 	hop     hop
+	part    bool                  // it writes under its temporary name, renamed once checked (Options.Part)
 	dial    client.DialFunc       // the session's, under the server's target policy: control and data
 	grid    *stack.GridCredential // for gsiftp:// children
 	p       int
@@ -552,7 +554,7 @@ func (k *kid) transfer(ctx context.Context) (named []string, err error) {
 		return nil, err
 	}
 	c.SetOptions(client.Options{Parallel: k.p, BlockSize: BlockSize, Pool: k.blocks.bufs, Dial: k.dialData})
-	_, err = c.PutFunc(ctx, k.hop.URL.Path, k.next)
+	_, err = c.PutFunc(ctx, k.path(), k.next)
 	if err != nil {
 		if named = reported(err, k.plan.Sub); named == nil {
 			return nil, err // the child's own copy failed, or it said nothing of its subtree
@@ -563,7 +565,21 @@ func (k *kid) transfer(ctx context.Context) (named []string, err error) {
 			return append([]string{Show(k.plan.URL)}, named...), verr
 		}
 	}
+	if k.part {
+		if rerr := c.Rename(ctx, k.path(), k.hop.URL.Path); rerr != nil {
+			return append([]string{Show(k.plan.URL)}, named...), fmt.Errorf("rename from its temporary name: %w", rerr)
+		}
+	}
 	return named, err
+}
+
+// path is where the child writes its copy: its temporary name with Part,
+// else its name.
+func (k *kid) path() string {
+	if k.part {
+		return partname.For(k.hop.URL.Path)
+	}
+	return k.hop.URL.Path
 }
 
 // dialData opens a data stream to where the child's PASV answer points,
@@ -652,7 +668,7 @@ func (k *kid) verify(ctx context.Context, c *client.Conn) error {
 		return ctx.Err()
 	}
 	c.Timeout = verifyTimeout(k.sent.size)
-	got, err := c.Checksum(ctx, "MD5", k.hop.URL.Path, 0, -1)
+	got, err := c.Checksum(ctx, "MD5", k.path(), 0, -1)
 	if err != nil {
 		return fmt.Errorf("CKSM: %w", err)
 	}

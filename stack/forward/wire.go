@@ -22,6 +22,9 @@ func (o Options) Spec() string {
 	if !o.LocalWrite {
 		body += "local_write=n;"
 	}
+	if o.Part {
+		body += "part=y;"
+	}
 	body += "urls="
 	for _, u := range o.URLs {
 		body += "#" + encode(u)
