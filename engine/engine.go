@@ -78,9 +78,10 @@ type copier struct {
 	flying    map[*unit]context.CancelFunc // units on pairs, and how to stop their pair
 	waiting   map[*time.Timer]func()       // retries waiting for their backoff (after)
 
-	// down says that an endpoint did not answer since the last time
-	// both did; recoveries counts the times they answered again.
-	down       atomic.Bool
+	// downSince is when an endpoint first did not answer since the last
+	// time both did (UnixNano; 0: they answer); recoveries counts the
+	// times they answered again.
+	downSince  atomic.Int64
 	recoveries atomic.Int64
 
 	ways       *chooser     // how large files move; nil: plain (ways.go)
@@ -450,7 +451,6 @@ func (c *copier) worker(ctx context.Context) {
 			}
 			continue
 		}
-		c.answered()
 		if u.b != nil {
 			c.batchMoved(ctx, u)
 			continue
@@ -472,6 +472,7 @@ func (c *copier) worker(ctx context.Context) {
 // connect sets up a session pair for transfers: the planning sessions
 // when no worker has taken them yet, else new ones.
 func (c *copier) connect(ctx context.Context) (*client.Pair, error) {
+	start := time.Now()
 	// Pairs set up while planning first: the planning pair still needs
 	// its PASV and PORT.
 	p := c.takeSpare(ctx)
@@ -489,7 +490,7 @@ func (c *copier) connect(ctx context.Context) (*client.Pair, error) {
 		p.Close()
 		return nil, err
 	}
-	c.answered()
+	c.answered(start)
 	return p, nil
 }
 
@@ -1246,17 +1247,19 @@ func (c *copier) backoff(b *Backoff, seen *int64, err error) time.Duration {
 		*seen = r
 	}
 	if Unanswered(err) {
-		c.down.Store(true)
+		c.downSince.CompareAndSwap(0, time.Now().UnixNano())
 	}
 	return b.Next()
 }
 
-// answered notes that both endpoints answer: a pair connected, or a
-// transfer ended well. After a failure of an endpoint that did not
-// answer, that is a recovery: every retry's backoff starts again, and the
-// retries waiting run now.
-func (c *copier) answered() {
-	if !c.down.Swap(false) {
+// answered notes that both endpoints answered a session pair set up
+// from start on. After a failure of an endpoint that did not answer,
+// before start, that is a recovery: every retry's backoff starts again,
+// and the retries waiting run now. (A pair set up, or a transfer that
+// ended well, while an endpoint was going away proves nothing.)
+func (c *copier) answered(start time.Time) {
+	down := c.downSince.Load()
+	if down == 0 || start.UnixNano() <= down || !c.downSince.CompareAndSwap(down, 0) {
 		return
 	}
 	c.recoveries.Add(1)
