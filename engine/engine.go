@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"path"
 	"sync"
 	"sync/atomic"
@@ -22,6 +21,8 @@ type unit struct {
 	off, n   int64 // the chunk; n < 0 for the whole file
 	striped  bool  // moves over a striped pair (ways.go)
 	attempts int
+	wait     Backoff     // its retries' waits
+	seen     int64       // the copier's recoveries when it last failed
 	part     client.Part // what the current attempt moves
 	reported int64       // bytes of the current attempt already reported
 }
@@ -75,6 +76,13 @@ type copier struct {
 	files     []*file
 	canceled  []string                     // paths canceled (cancel.go)
 	flying    map[*unit]context.CancelFunc // units on pairs, and how to stop their pair
+	waiting   map[*time.Timer]func()       // retries waiting for their backoff (after)
+
+	// downSince is when an endpoint first did not answer since the last
+	// time both did (UnixNano; 0: they answer); recoveries counts the
+	// times they answered again.
+	downSince  atomic.Int64
+	recoveries atomic.Int64
 
 	ways       *chooser     // how large files move; nil: plain (ways.go)
 	stripeSize int64        // from which files are large for ways
@@ -465,6 +473,7 @@ func (c *copier) worker(ctx context.Context) {
 // connect sets up a session pair for transfers: the planning sessions
 // when no worker has taken them yet, else new ones.
 func (c *copier) connect(ctx context.Context) (*client.Pair, error) {
+	start := time.Now()
 	// Pairs set up while planning first: the planning pair still needs
 	// its PASV and PORT.
 	p := c.takeSpare(ctx)
@@ -482,6 +491,7 @@ func (c *copier) connect(ctx context.Context) (*client.Pair, error) {
 		p.Close()
 		return nil, err
 	}
+	c.answered(start)
 	return p, nil
 }
 
@@ -494,6 +504,7 @@ func (c *copier) configure(p *client.Pair) {
 	p.Reverse = c.dst.Outbound && !c.src.Outbound && listens
 	p.Cred, p.Private = c.cred, c.opts.Encrypt
 	p.MaxParallel = c.set.MaxParallel
+	p.Stall = c.opts.stall(c.set.RTT)
 	if c.cred == nil {
 		p.From = senderAddrs(p)
 	}
@@ -968,7 +979,7 @@ func (c *copier) retryFinish(ctx context.Context, u *unit, err error, j job) {
 		return
 	}
 	c.rep.Fault(u.name(), err, delay)
-	time.AfterFunc(delay, func() { c.finish(ctx, j) })
+	c.after(delay, func() { c.finish(ctx, j) })
 }
 
 var errMismatch = errors.New("checksum mismatch")
@@ -982,7 +993,7 @@ func (c *copier) finalize(ctx context.Context, p *client.Pair, u *unit) error {
 	switch {
 	case err == nil:
 	case errors.Is(err, errMismatch) || errors.Is(err, errSourceChanged):
-		c.failFile(&unit{f: u.f, n: -1, attempts: u.attempts}, err)
+		c.failFile(&unit{f: u.f, n: -1, attempts: u.attempts, wait: u.wait, seen: u.seen}, err)
 	case errors.Is(err, errNameChanged):
 		c.final(u.f, Failed, err)
 	default:
@@ -1171,11 +1182,11 @@ func (c *copier) fail(u *unit, err error) {
 	c.rep.Fault(u.name(), err, delay)
 	// A tree's file goes again: its children's copies were not checked.
 	if u.n < 0 && u.f.tmp != "" && u.f.size > 0 && c.sumAlg != "" && c.opts.fan == nil && !errors.Is(err, errMismatch) && !errors.Is(err, errSourceChanged) {
-		time.AfterFunc(delay, func() { c.finish(c.ctx, func(p *client.Pair) error { return c.recheck(c.ctx, p, u, err, false) }) })
+		c.after(delay, func() { c.finish(c.ctx, func(p *client.Pair) error { return c.recheck(c.ctx, p, u, err, false) }) })
 		return
 	}
 	c.takeBack(u, err)
-	time.AfterFunc(delay, func() { c.q.push(u) })
+	c.after(delay, func() { c.q.push(u) })
 }
 
 // takeBack takes back from the progress what the failed attempt of u
@@ -1243,11 +1254,66 @@ func (c *copier) retryDelay(u *unit, err error) (delay time.Duration, giveUp boo
 	c.res.Faults++
 	u.f.attempts = max(u.f.attempts, u.attempts)
 	c.mu.Unlock()
-	base, ceiling := c.opts.backoff()
-	delay = min(base<<min(u.attempts-1, 20), ceiling)
-	delay = delay/2 + rand.N(delay) // jitter: 0.5x to 1.5x
+	delay = c.backoff(&u.wait, &u.seen, err)
 	late := !c.opts.Deadline.IsZero() && time.Now().Add(delay).After(c.opts.Deadline)
 	return delay, Fatal(err) || u.attempts >= c.opts.maxAttempts() || late
+}
+
+// backoff counts a failure err of work whose backoff is b, and says how
+// long to wait before its retry. seen is the count of recoveries the work
+// knew of: when the endpoints answered again since its last failure, its
+// waits start again from the first.
+func (c *copier) backoff(b *Backoff, seen *int64, err error) time.Duration {
+	b.Base, b.Max = c.opts.Backoff, c.opts.MaxBackoff
+	if r := c.recoveries.Load(); r != *seen {
+		b.Reset()
+		*seen = r
+	}
+	if Unanswered(err) {
+		c.downSince.CompareAndSwap(0, time.Now().UnixNano())
+	}
+	return b.Next()
+}
+
+// answered notes that both endpoints answered a session pair set up
+// from start on. After a failure of an endpoint that did not answer,
+// before start, that is a recovery: every retry's backoff starts again,
+// and the retries waiting run now. (A pair set up, or a transfer that
+// ended well, while an endpoint was going away proves nothing.)
+func (c *copier) answered(start time.Time) {
+	down := c.downSince.Load()
+	if down == 0 || start.UnixNano() <= down || !c.downSince.CompareAndSwap(down, 0) {
+		return
+	}
+	c.recoveries.Add(1)
+	c.mu.Lock()
+	waiting := c.waiting
+	c.waiting = nil
+	c.mu.Unlock()
+	for _, f := range waiting {
+		go f()
+	}
+}
+
+// after runs f after delay, or sooner when the endpoints answer again
+// (answered).
+func (c *copier) after(delay time.Duration, f func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.waiting == nil {
+		c.waiting = map[*time.Timer]func(){}
+	}
+	var t *time.Timer
+	t = time.AfterFunc(delay, func() {
+		c.mu.Lock()
+		_, ok := c.waiting[t]
+		delete(c.waiting, t)
+		c.mu.Unlock()
+		if ok {
+			f()
+		}
+	})
+	c.waiting[t] = f
 }
 
 // requeue puts back units that a pair failure interrupted; that is not

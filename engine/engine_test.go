@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"fmt"
@@ -10,12 +11,14 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"ferry/engine"
+	"ferry/gridftp/client"
 	"ferry/gridftp/server"
 	"ferry/storage"
 	"ferry/storage/posix"
@@ -30,6 +33,8 @@ type endpoint struct {
 	fs     storage.Driver
 	cmds   commandLog
 	wrapLn func(net.Listener) net.Listener
+	// dataTimeout is the server's DataTimeout; 0: 5 s.
+	dataTimeout time.Duration
 }
 
 // commandLog is a slog.Handler that counts the commands a server runs, by
@@ -112,7 +117,7 @@ func (e *endpoint) start(t *testing.T, addr string) {
 	if e.wrapLn != nil {
 		ln = e.wrapLn(ln)
 	}
-	e.srv = &server.Server{FS: e.fs, Anonymous: true, AnonymousWrite: true, DataTimeout: 5 * time.Second, MarkerInterval: 50 * time.Millisecond,
+	e.srv = &server.Server{FS: e.fs, Anonymous: true, AnonymousWrite: true, DataTimeout: cmp.Or(e.dataTimeout, 5*time.Second), MarkerInterval: 50 * time.Millisecond,
 		Logger: slog.New(&e.cmds)}
 	go e.srv.Serve(ln)
 	srv := e.srv
@@ -677,5 +682,78 @@ func TestPredial(t *testing.T) {
 			t.Fatalf("sessions still open after the copy: %d at the source, %d at the destination", src.srv.Sessions(), dst.srv.Sessions())
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// stalling is a driver whose files, once, stop giving data from offset
+// from on until released: the data path goes silent, but both sessions
+// still answer.
+type stalling struct {
+	storage.Driver
+	from    int64
+	stalled atomic.Bool
+	release chan struct{}
+}
+
+func (s *stalling) Open(ctx context.Context, name string) (storage.File, error) {
+	f, err := s.Driver.Open(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return &stallingFile{File: f, s: s}, nil
+}
+
+type stallingFile struct {
+	storage.File
+	s *stalling
+}
+
+func (f *stallingFile) ReadAt(p []byte, off int64) (int, error) {
+	if off >= f.s.from && f.s.stalled.CompareAndSwap(false, true) {
+		<-f.s.release
+	}
+	return f.File.ReadAt(p, off)
+}
+
+// TestStalledTransferRetried: a transfer whose data stops moving while
+// both servers answer (and would wait for an hour) is declared stalled
+// after Options.StallTimeout, reported as a fault, and sent again from
+// the ranges that arrived.
+func TestStalledTransferRetried(t *testing.T) {
+	data := random(8 << 20)
+	stall := &stalling{from: int64(len(data) / 2), release: make(chan struct{})}
+	src := &endpoint{root: t.TempDir(), fs: stall, dataTimeout: time.Hour}
+	var err error
+	if stall.Driver, err = posix.New(src.root); err != nil {
+		t.Fatal(err)
+	}
+	src.start(t, "127.0.0.1:0")
+	dst := &endpoint{root: t.TempDir(), dataTimeout: time.Hour}
+	if dst.fs, err = posix.New(dst.root); err != nil {
+		t.Fatal(err)
+	}
+	dst.start(t, "127.0.0.1:0")
+	t.Cleanup(func() { close(stall.release) }) // before the servers close
+	writeFile(t, filepath.Join(src.root, "big"), data)
+	o := fastOptions()
+	o.ChunkSize, o.Concurrency, o.Parallelism, o.StallTimeout = -1, 1, 1, time.Second
+	rep := &recorder{}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := engine.Copy(ctx, src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/big", Dst: "/big"}}, o, rep)
+	if err != nil || res.Transferred != 1 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dst.root, "big")); !bytes.Equal(got, data) {
+		t.Fatal("file differs after the stall")
+	}
+	rep.mu.Lock()
+	defer rep.mu.Unlock()
+	stalled := false
+	for _, f := range rep.faults {
+		stalled = stalled || strings.Contains(f, client.ErrStalled.Error())
+	}
+	if !stalled {
+		t.Fatalf("faults %q: none says the data channel stalled", rep.faults)
 	}
 }

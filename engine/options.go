@@ -120,8 +120,13 @@ type Options struct {
 
 	Deadline    time.Time     // give up retrying then; zero: MaxAttempts decides
 	MaxAttempts int           // tries per file or chunk; 0: 5
-	Backoff     time.Duration // first retry delay, doubled each time; 0: 1 s
-	MaxBackoff  time.Duration // 0: 1 min
+	Backoff     time.Duration // first retry delay, doubled each time (Backoff); 0: 1 s
+	MaxBackoff  time.Duration // the longest retry delay; 0: 1 min
+	// StallTimeout bounds how long a transfer may move no data, by its
+	// markers, before it is stalled: ended, reported as a fault and sent
+	// again from the ranges that arrived. 0: the longer of 15 s and 100
+	// round trips of the control channels; <0: never.
+	StallTimeout time.Duration
 
 	// Recursive walks (select.go). Skip, when set, is asked about each
 	// entry a walk finds, file or directory; true leaves it out entirely:
@@ -191,15 +196,26 @@ func (o Options) maxAttempts() int {
 	return 5
 }
 
-func (o Options) backoff() (time.Duration, time.Duration) {
-	b, m := o.Backoff, o.MaxBackoff
-	if b <= 0 {
-		b = time.Second
+// Stall bounds of a transfer (Options.StallTimeout): a healthy transfer
+// shows progress in every marker (5 s apart at ferry's and GCT's servers)
+// and TCP mends a lost packet within a few round trips, so a transfer
+// whose markers show nothing new for three marker intervals, or for a
+// hundred round trips on a long link, is stalled.
+const (
+	minStall       = 15 * time.Second
+	stallRoundTrip = 100
+)
+
+// stall is how long a transfer over a link of round trip rtt may move
+// no data before it is stalled; 0: never.
+func (o Options) stall(rtt time.Duration) time.Duration {
+	switch {
+	case o.StallTimeout < 0:
+		return 0
+	case o.StallTimeout > 0:
+		return o.StallTimeout
 	}
-	if m <= 0 {
-		m = time.Minute
-	}
-	return b, m
+	return max(minStall, stallRoundTrip*rtt)
 }
 
 // Item is one path to copy: a file, or a directory when Recursive (its

@@ -647,7 +647,7 @@ func (c *copier) batchFailed(u *unit, err error) {
 		c.filled(err)
 		return
 	}
-	next := &unit{b: &batch{src: b.src, dst: b.dst, files: left}, attempts: u.attempts}
+	next := &unit{b: &batch{src: b.src, dst: b.dst, files: left}, attempts: u.attempts, wait: u.wait, seen: u.seen}
 	if canceled {
 		c.q.push(next) // a cancel stopped the pair: not the batch's fault
 		return
@@ -662,10 +662,9 @@ func (c *copier) batchFailed(u *unit, err error) {
 		}
 		return
 	}
-	base, ceiling := c.opts.backoff()
-	delay := min(base<<min(next.attempts-1, 20), ceiling)
+	delay := c.backoff(&next.wait, &next.seen, err)
 	c.rep.Fault(fmt.Sprintf("%s (tar stream of %d files)", b.src, len(left)), err, delay)
-	time.AfterFunc(delay, func() { c.q.push(next) })
+	c.after(delay, func() { c.q.push(next) })
 }
 
 // covers reports whether canceling p cancels a file u moves.

@@ -405,17 +405,23 @@ func gctRoot(t *testing.T, prefix string) string {
 // startGCTAt starts globus-gridftp-server serving root, as startGCTServer.
 func startGCTAt(t *testing.T, root string, extra ...string) *gctServer {
 	t.Helper()
+	return startGCTOn(t, "127.0.0.1", root, extra...)
+}
+
+// startGCTOn is startGCTAt with the control and data channels on ip.
+func startGCTOn(t *testing.T, ip, root string, extra ...string) *gctServer {
+	t.Helper()
 	bin, err := toolPath("globus-gridftp-server")
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := freePort(t)
+	port := freePortOn(t, ip)
 	logFile := filepath.Join(t.TempDir(), "gridftp.log")
 	args := []string{
 		"-aa", // anonymous clear-text logins
-		"-p", strconv.Itoa(port),
-		"-control-interface", "127.0.0.1",
-		"-data-interface", "127.0.0.1",
+		"-p", port,
+		"-control-interface", ip,
+		"-data-interface", ip,
 		"-home-dir", root,
 		"-d", "ERROR",
 		"-l", logFile,
@@ -425,7 +431,7 @@ func startGCTAt(t *testing.T, root string, extra ...string) *gctServer {
 		args = append(args, "-anonymous-user", "nobody")
 	}
 	args = append(args, extra...)
-	s := &gctServer{t: t, root: root, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+	s := &gctServer{t: t, root: root, addr: net.JoinHostPort(ip, port),
 		args: append([]string{bin}, args...), logFile: logFile, out: &logBuffer{}}
 	t.Cleanup(s.stop)
 	s.start()

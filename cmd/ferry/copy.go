@@ -113,6 +113,7 @@ that cannot forward get ordinary copies.`,
 	f.StringVar(&o.Algorithm, "checksum-algorithm", "", "MD5, ADLER32, SHA1, SHA256, SHA512, CRC32C or XXH128 (default: the fastest both ends have)")
 	f.StringVar(&chunk, "chunk-size", "", "split files larger than twice this across sessions, e.g. 256M (0: never; default: chosen)")
 	f.StringVar(&until, "deadline", "", "retry until then: a duration (2h) or an RFC 3339 time (default: none, each file is tried 5 times)")
+	f.DurationVar(&o.StallTimeout, "stall-timeout", 0, "end and retry a transfer whose data moves not at all for this long, from what arrived (default: the longer of 15s and 100 round trips; negative: never)")
 	f.BoolVar(&o.PreserveMtime, "preserve-timestamp", false, "give copies the source's modification time (as ferry transfer's)")
 	f.BoolVar(&o.PreserveMtime, "preserve-mtime", false, "the old name of --preserve-timestamp")
 	f.MarkDeprecated("preserve-mtime", "use --preserve-timestamp, as ferry transfer does")

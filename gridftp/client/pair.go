@@ -47,10 +47,14 @@ type Pair struct {
 	// Parallelism's maximum; FEAT STREAMGROW at both ends, which the
 	// caller checks). Not with Reverse or Striping.
 	MaxParallel int
-	parallel    int
-	stripes     int // addresses of the passive side; 0 until Setup
-	ready       bool
-	used        bool // a transfer started since Setup
+	// Stall, when positive, bounds how long a transfer may go without
+	// progress once its markers have shown data moving: Finish then ends
+	// it with a *StallError (ErrStalled). Zero: never.
+	Stall    time.Duration
+	parallel int
+	stripes  int // addresses of the passive side; 0 until Setup
+	ready    bool
+	used     bool // a transfer started since Setup
 }
 
 // Part names what one transfer moves: a whole file (Length < 0) or the
@@ -296,6 +300,8 @@ func (p *Pair) Finish(ctx context.Context, part Part, m Markers) error {
 	p.Src.Timeout = 7 * 24 * time.Hour
 	defer func() { p.Src.Timeout = timeout }()
 	srcPre, dstPre := part.pre()
+	stall := p.watch(cancel)
+	defer stall.stop()
 	read := func(ctx context.Context, c *Conn, pre int, onPrelim func(gridftp.Reply), errp *error, done func()) {
 		defer wg.Done()
 		for range pre {
@@ -317,26 +323,42 @@ func (p *Pair) Finish(ctx context.Context, part Part, m Markers) error {
 			m.Members(fromSrc, ms)
 		}
 	}
+	var srcBytes int64
 	onSrc := func(r gridftp.Reply) {
-		if r.Code == gridftp.CodeMembers {
+		switch r.Code {
+		case gridftp.CodePerfMarker:
+			if pm, err := gridftp.ParsePerfMarker(r); err == nil {
+				stall.marker(pm.Bytes > srcBytes)
+				srcBytes = max(srcBytes, pm.Bytes)
+			}
+		case gridftp.CodeMembers:
 			members(true, r)
 		}
 	}
 	stripes := map[int]int64{} // bytes so far by stripe index
+	var arrived gridftp.Ranges // the union of the range markers
 	onDst := func(r gridftp.Reply) {
 		switch r.Code {
 		case gridftp.CodePerfMarker:
-			if pm, err := gridftp.ParsePerfMarker(r); err == nil && m.Bytes != nil {
+			if pm, err := gridftp.ParsePerfMarker(r); err == nil {
+				stall.marker(pm.Bytes > stripes[pm.StripeIndex])
 				stripes[pm.StripeIndex] = pm.Bytes
 				var total int64
 				for _, n := range stripes {
 					total += n
 				}
-				m.Bytes(total)
+				if m.Bytes != nil {
+					m.Bytes(total)
+				}
 			}
 		case gridftp.CodeRestartMarker:
-			if rs, err := gridftp.ParseRangeMarker(r); err == nil && m.Ranges != nil {
-				m.Ranges(rs)
+			if rs, err := gridftp.ParseRangeMarker(r); err == nil {
+				was := arrived.Total()
+				arrived.AddAll(rs)
+				stall.marker(arrived.Total() > was)
+				if m.Ranges != nil {
+					m.Ranges(rs)
+				}
 			}
 		case gridftp.CodeMembers:
 			members(false, r)
@@ -351,16 +373,18 @@ func (p *Pair) Finish(ctx context.Context, part Part, m Markers) error {
 		grace.Stop()
 	}
 	switch {
+	case srcErr == nil && dstErr == nil:
+		return nil
+	case stall.stalled():
+		return &StallError{After: p.Stall}
 	case srcErr != nil && !errors.Is(srcErr, context.Canceled):
 		return &EndError{Err: srcErr}
 	case dstErr != nil && !errors.Is(dstErr, context.Canceled):
 		return &EndError{Dest: true, Err: dstErr}
 	case srcErr != nil:
 		return &EndError{Err: srcErr}
-	case dstErr != nil:
-		return &EndError{Dest: true, Err: dstErr}
 	}
-	return nil
+	return &EndError{Dest: true, Err: dstErr}
 }
 
 // EndError is a failure at one end of a pair: the source's, or the

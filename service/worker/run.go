@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
-	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -515,9 +513,11 @@ func (r *run) beat(ctx context.Context) bool {
 
 // attempts runs work until it succeeds, retrying runs that failed as a
 // whole (an endpoint that does not answer) with backoff until the deadline
-// (or maxTries without one), and says how the task ends.
+// (or maxTries without one), and says how the task ends. The backoff
+// starts again when an endpoint that did not answer answers again.
 func (r *run) attempts(ctx context.Context, work func(ctx context.Context, try int, deadline time.Time) error) ending {
-	delay := r.w.backoff()
+	wait := engine.Backoff{Base: r.w.backoff()}
+	down := false // the last run failed for an endpoint that did not answer
 	for try := 0; ; try++ {
 		r.mu.Lock()
 		deadline, moved := r.deadline, r.moved
@@ -561,6 +561,11 @@ func (r *run) attempts(ctx context.Context, work func(ctx context.Context, try i
 			return paused(&pause{nice: f.code,
 				why: fmt.Sprintf("an endpoint refused the credential (%s); activate it again to resume", gridops.Tell(err))})
 		}
+		if down && !engine.Unanswered(err) {
+			wait.Reset()
+		}
+		down = engine.Unanswered(err)
+		delay := wait.Next()
 		last := deadline.IsZero() && try+1 >= maxTries || !deadline.IsZero() && r.w.now().Add(delay).After(deadline)
 		if !f.transient || last {
 			return failed(f.code, gridops.Tell(err))
@@ -573,7 +578,6 @@ func (r *run) attempts(ctx context.Context, work func(ctx context.Context, try i
 		case <-time.After(delay):
 		case <-r.again:
 		}
-		delay = min(2*delay, time.Minute)
 	}
 }
 
@@ -756,7 +760,6 @@ var failures = map[string]failure{
 // classify says what err, from the engine or from FileOps, means.
 func classify(err error) failure {
 	var ge *gridftp.Error
-	var ne net.Error
 	switch {
 	case errors.Is(err, engine.ErrNoSpace) || gridftp.Classify(err) == gridftp.FaultNoSpace:
 		return failure{domain.NiceNoSpace, false}
@@ -764,7 +767,7 @@ func classify(err error) failure {
 		return failure{domain.NiceChecksumMismatch, false}
 	case errors.As(err, &ge):
 		err = gridops.Err("", "", err)
-	case errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+	case engine.Unanswered(err):
 		return failures[domain.EUnavailable]
 	}
 	if f, ok := failures[domain.ErrorCode(err)]; ok {

@@ -40,7 +40,8 @@ type counting struct {
 	rate    atomic.Int64 // bytes read per second; 0: no bound
 	read    atomic.Int64
 	written atomic.Int64
-	quota   atomic.Int64 // bytes that may be written; 0: no bound
+	quota   atomic.Int64                  // bytes that may be written; 0: no bound
+	hold    atomic.Pointer[chan struct{}] // when set, reads wait until it is closed
 	mu      sync.Mutex
 	opens   map[string]int
 	creates map[string]int
@@ -76,6 +77,9 @@ type countedFile struct {
 }
 
 func (f *countedFile) ReadAt(p []byte, off int64) (int, error) {
+	if h := f.c.hold.Load(); h != nil {
+		<-*h
+	}
 	if r := f.c.rate.Load(); r > 0 {
 		time.Sleep(time.Duration(int64(len(p)) * int64(time.Second) / r))
 	}
@@ -235,8 +239,9 @@ func (f *fixture) submit(opts domain.Options, items ...domain.Item) domain.Task 
 type spy struct {
 	mu           sync.Mutex
 	errs         []error
-	active, most int    // runs at once, now and at most
-	after        func() // called after each run, before it returns
+	active, most int           // runs at once, now and at most
+	after        func()        // called after each run, before it returns
+	stall        time.Duration // the engine's StallTimeout; 0: its default
 }
 
 func (s *spy) copy(ctx context.Context, src, dst engine.Endpoint, items []engine.Item, o engine.Options, rep engine.Reporter) (engine.Result, error) {
@@ -245,6 +250,9 @@ func (s *spy) copy(ctx context.Context, src, dst engine.Endpoint, items []engine
 	s.most = max(s.most, s.active)
 	s.mu.Unlock()
 	o.Concurrency, o.Pipelining = 2, 2
+	if s.stall != 0 {
+		o.StallTimeout = s.stall
+	}
 	res, err := engine.Copy(ctx, src, dst, items, o, rep)
 	if s.after != nil {
 		s.after()
