@@ -50,11 +50,12 @@ type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 // Dial connects to a GridFTP server and reads its banner.
 func Dial(ctx context.Context, addr string) (*Conn, error) { return DialWith(ctx, nil, addr) }
 
-// DialWith is Dial over a connection that dial opens to addr (nil: TCP),
-// e.g. a tunnel to a server that accepts no connections.
+// DialWith is Dial over a connection that dial opens to addr, e.g. a
+// tunnel to a server that accepts no connections; nil dials TCP, again
+// while the server does not answer (dialTCP).
 func DialWith(ctx context.Context, dial DialFunc, addr string) (*Conn, error) {
 	if dial == nil {
-		dial = (&net.Dialer{}).DialContext
+		dial = dialTCP
 	}
 	c, err := dial(ctx, "tcp", addr)
 	if err != nil {
