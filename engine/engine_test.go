@@ -66,6 +66,13 @@ func (l *commandLog) Handle(_ context.Context, r slog.Record) error {
 	return nil
 }
 
+// count is how many of verb so far.
+func (l *commandLog) count(verb string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n[verb]
+}
+
 // take returns the counts so far and starts again from zero.
 func (l *commandLog) take() map[string]int {
 	l.mu.Lock()

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,11 +34,14 @@ func (r *wayRecorder) Way(w engine.Way, note string) {
 // (SPAS), so nothing is striped; the copy says which way it took.
 func TestWays(t *testing.T) {
 	src := startEndpoint(t, "", nil)
-	// The first server writes slowly, so that its session still holds a
-	// chunk when the second server's has logged in, however loaded the
-	// machine: the copy cannot end before the second server is used.
-	dst := startEndpoint(t, "", func(d storage.Driver) storage.Driver { return slowWrites{d} })
+	// When the copy is due to spread, the first server's writes wait
+	// until the second server has a login, so that the copy cannot end
+	// before the second server is used, however loaded the machine (a
+	// copy that never logs in there fails after waitLogin).
+	var gate loginGate
+	dst := startEndpoint(t, "", func(d storage.Driver) storage.Driver { return gatedWrites{d, &gate} })
 	other := startEndpoint(t, dst.root, nil) // a second server of the same storage
+	gate.log = &other.cmds
 	spread := dst.Endpoint
 	spread.Servers = []string{other.Addr}
 	const mib = 1 << 20
@@ -60,6 +64,7 @@ func TestWays(t *testing.T) {
 			for _, e := range []*endpoint{src, dst, other} {
 				e.cmds.take()
 			}
+			gate.armed.Store(tc.servers == 2)
 			rep := &wayRecorder{}
 			opts := fastOptions()
 			opts.StripeSize, opts.Verify = 16*mib, true
@@ -101,23 +106,41 @@ func compareFile(t *testing.T, p string, data []byte) {
 	}
 }
 
-// slowWrites is a driver whose files take 40 ms per write: the second
-// server's session must log in, however loaded the machine, while the
-// first still writes (24 MiB is about a second of it; 10 ms was once too
-// short while the whole suite ran).
-type slowWrites struct{ storage.Driver }
+// loginGate holds writes back, while armed, until log has seen a login.
+type loginGate struct {
+	armed atomic.Bool
+	log   *commandLog
+}
 
-func (s slowWrites) Create(ctx context.Context, name string, flag storage.OpenFlag) (storage.File, error) {
+// waitLogin bounds the wait: the copy is taken to have not spread.
+const waitLogin = 30 * time.Second
+
+func (g *loginGate) wait() {
+	for end := time.Now().Add(waitLogin); g.armed.Load() && g.log.count("PASS") == 0 && time.Now().Before(end); {
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// gatedWrites is a driver whose files' writes wait for the gate.
+type gatedWrites struct {
+	storage.Driver
+	gate *loginGate
+}
+
+func (s gatedWrites) Create(ctx context.Context, name string, flag storage.OpenFlag) (storage.File, error) {
 	f, err := s.Driver.Create(ctx, name, flag)
 	if err != nil {
 		return nil, err
 	}
-	return slowFile{f}, nil
+	return gatedFile{f, s.gate}, nil
 }
 
-type slowFile struct{ storage.File }
+type gatedFile struct {
+	storage.File
+	gate *loginGate
+}
 
-func (f slowFile) WriteAt(p []byte, off int64) (int, error) {
-	time.Sleep(40 * time.Millisecond)
+func (f gatedFile) WriteAt(p []byte, off int64) (int, error) {
+	f.gate.wait()
 	return f.File.WriteAt(p, off)
 }
