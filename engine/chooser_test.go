@@ -23,6 +23,8 @@ func TestChooser(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ch := newChooser(tc.ways)
+			now := time.Now()
+			ch.now = func() time.Time { return now } // trials take exactly tc.took
 			files := make([]*file, 4)
 			for i := range files {
 				files[i] = &file{src: string(rune('a' + i)), size: 64e6}
@@ -37,7 +39,7 @@ func TestChooser(t *testing.T) {
 			}
 			end := func(i int) ([]release, Way, string) {
 				ch.mu.Lock()
-				ch.trials[i].start = time.Now().Add(-tc.took[i])
+				ch.trials[i].start = now.Add(-tc.took[i])
 				ch.mu.Unlock()
 				return ch.ended(files[i], tc.took[i] > 0)
 			}

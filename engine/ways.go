@@ -77,6 +77,7 @@ type chooser struct {
 	trials []trial
 	chosen int     // index into ways; -1 until chosen
 	held   []*file // waiting for the choice
+	now    func() time.Time
 }
 
 // trial is one large file moved one way, and how fast it went.
@@ -87,7 +88,7 @@ type trial struct {
 }
 
 func newChooser(ways []Way) *chooser {
-	ch := &chooser{ways: ways, chosen: -1}
+	ch := &chooser{ways: ways, chosen: -1, now: time.Now}
 	if len(ways) == 1 {
 		ch.chosen = 0
 	}
@@ -116,7 +117,7 @@ func (ch *chooser) started(f *file) {
 	defer ch.mu.Unlock()
 	for i := range ch.trials {
 		if ch.trials[i].f == f && ch.trials[i].start.IsZero() {
-			ch.trials[i].start = time.Now()
+			ch.trials[i].start = ch.now()
 		}
 	}
 }
@@ -137,7 +138,7 @@ func (ch *chooser) ended(f *file, ok bool) (out []release, chosen Way, note stri
 		return nil, 0, ""
 	}
 	t := &ch.trials[len(ch.trials)-1]
-	if d := time.Since(t.start); ok && !t.start.IsZero() && d > 0 {
+	if d := ch.now().Sub(t.start); ok && !t.start.IsZero() && d > 0 {
 		t.rate = float64(f.size) / d.Seconds()
 	}
 	if n := len(ch.trials); n < len(ch.ways) && len(ch.held) > 0 {
