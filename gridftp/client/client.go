@@ -386,30 +386,33 @@ func (c *Conn) Checksum(ctx context.Context, alg, path string, off, length int64
 // Rename renames from to to (RNFR, RNTO), replacing a file there, in one
 // round trip: the two commands go out together.
 func (c *Conn) Rename(ctx context.Context, from, to string) error {
-	errs, err := c.RenameAll(ctx, [][2]string{{from, to}})
-	if err != nil {
+	if err := c.SendRename(from, to); err != nil {
 		return err
 	}
-	return errs[0]
+	return c.RenameReply(ctx)
 }
 
-// RenameAll renames each move's [0] to its [1] (RNFR, RNTO), pipelined
-// (DoAll): many renames cost about a round trip. errs holds each one's
-// refusal; err is a broken session.
-func (c *Conn) RenameAll(ctx context.Context, moves [][2]string) (errs []error, err error) {
-	cmds := make([]string, 0, 2*len(moves))
-	for _, m := range moves {
-		cmds = append(cmds, "RNFR "+m[0], "RNTO "+m[1])
+// SendRename sends the rename of from to to (RNFR, RNTO) in one write,
+// without waiting: RenameReply reads its outcome in its turn, after the
+// replies of the commands sent before it (pipelined).
+func (c *Conn) SendRename(from, to string) error {
+	return c.write("RNFR "+from, "RNTO "+to)
+}
+
+// RenameReply reads the replies of a rename SendRename sent: nil when it
+// was done, a *gridftp.Error when it was refused, another error when the
+// session broke.
+func (c *Conn) RenameReply(ctx context.Context) error {
+	var refused *gridftp.Error
+	_, from := c.Final(ctx, nil)
+	if from != nil && !errors.As(from, &refused) {
+		return from
 	}
-	_, cerrs, err := c.DoAll(ctx, cmds)
-	if err != nil {
-		return nil, err
+	_, to := c.Final(ctx, nil) // RNTO's refusal follows RNFR's
+	if to != nil && !errors.As(to, &refused) {
+		return to
 	}
-	errs = make([]error, len(moves))
-	for i := range moves {
-		errs[i] = errors.Join(cerrs[2*i], cerrs[2*i+1]) // RNTO's refusal follows RNFR's
-	}
-	return errs, nil
+	return errors.Join(from, to)
 }
 
 // PipelineDepth bounds the commands DoAll sends before it reads their
