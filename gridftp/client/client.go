@@ -33,6 +33,7 @@ type Conn struct {
 	data data
 	rtt  time.Duration // measured by Login
 	owed int           // replies to commands sent ahead, which Next reads first
+	held []byte        // command lines that go out with the next write, or before the next read (SendRename)
 
 	diskStack string // SITE SETDISKSTACK sent last; "" for the default
 
@@ -133,27 +134,53 @@ func (c *Conn) Send(format string, args ...any) error {
 	return c.write(fmt.Sprintf(format, args...))
 }
 
-// write sends command lines in one write, without waiting for replies.
+// write sends command lines in one write, without waiting for replies,
+// after the lines held (hold).
 func (c *Conn) write(lines ...string) error {
+	b, err := c.encode(lines)
+	if err != nil {
+		return err
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	b, c.held = append(c.held, b...), nil
+	c.c.SetWriteDeadline(time.Now().Add(c.timeout()))
+	_, err = c.c.Write(b)
+	return err
+}
+
+// hold keeps command lines to go out with the next write, or before the
+// next reply is read, whichever comes first: they cost no write of their
+// own.
+func (c *Conn) hold(lines ...string) error {
+	b, err := c.encode(lines)
+	if err != nil {
+		return err
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.held = append(c.held, b...)
+	return nil
+}
+
+// encode turns command lines into what goes on the wire, each sealed once
+// the control channel is protected.
+func (c *Conn) encode(lines []string) ([]byte, error) {
 	var b []byte
 	for _, line := range lines {
 		if strings.ContainsAny(line, "\r\n\x00") {
-			return fmt.Errorf("%w: control characters in %q", gridftp.ErrBadCommand, line)
+			return nil, fmt.Errorf("%w: control characters in %q", gridftp.ErrBadCommand, line)
 		}
 		if c.sec != nil {
 			sealed, err := gridftp.SealCommand(line, c.sec.Wrap)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			line = sealed
 		}
 		b = append(append(b, line...), "\r\n"...)
 	}
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	c.c.SetWriteDeadline(time.Now().Add(c.timeout()))
-	_, err := c.c.Write(b)
-	return err
+	return b, nil
 }
 
 func (c *Conn) timeout() time.Duration {
@@ -193,6 +220,14 @@ func (c *Conn) Next(ctx context.Context) (gridftp.Reply, error) {
 }
 
 func (c *Conn) next(ctx context.Context) (gridftp.Reply, error) {
+	c.wmu.Lock()
+	held := len(c.held) > 0
+	c.wmu.Unlock()
+	if held {
+		if err := c.write(); err != nil { // the replies awaited may be theirs
+			return gridftp.Reply{}, err
+		}
+	}
 	deadline := time.Now().Add(c.timeout())
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
@@ -392,11 +427,12 @@ func (c *Conn) Rename(ctx context.Context, from, to string) error {
 	return c.RenameReply(ctx)
 }
 
-// SendRename sends the rename of from to to (RNFR, RNTO) in one write,
-// without waiting: RenameReply reads its outcome in its turn, after the
-// replies of the commands sent before it (pipelined).
+// SendRename sends the rename of from to to (RNFR, RNTO) without
+// waiting, in the next command's write (or before the next reply is read):
+// RenameReply reads its outcome in its turn, after the replies of the
+// commands sent before it (pipelined).
 func (c *Conn) SendRename(from, to string) error {
-	return c.write("RNFR "+from, "RNTO "+to)
+	return c.hold("RNFR "+from, "RNTO "+to)
 }
 
 // RenameReply reads the replies of a rename SendRename sent: nil when it
