@@ -154,8 +154,12 @@ func (ss *session) send(r gridftp.Reply) {
 	}
 }
 
-// flush sends the replies in the buffer. Called with wmu held.
+// flush sends the replies in the buffer; none is left waiting for the
+// timer (batch). Called with wmu held.
 func (ss *session) flush() {
+	if ss.holdTo != nil {
+		ss.holdTo.Stop()
+	}
 	if err := ss.w.Flush(); err != nil {
 		ss.cancel()
 	}
