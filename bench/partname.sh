@@ -9,7 +9,8 @@
 #
 # Rows (ROWS, default all):
 #       small  SMALL_FILES files of SMALL_BYTES, -r --tar never (the
-#              engine's own temporary names, renamed in pipelined batches)
+#              engine's own temporary names, each renamed on the session
+#              pair that moved it, pipelined with the next transfers)
 #       tar    the same files, -r as ferry chooses: tar streams between two
 #              ferry servers, which unpack through temporary names either way
 #       big    one file of BIG_MIB MiB (chunked, as ferry chooses)
