@@ -45,6 +45,7 @@ type session struct {
 	w      *bufio.Writer
 	hold   bool        // replies stay in w: a quick command runs and another is queued (batch)
 	holdTo *time.Timer // sends what was held, should the next reply be late
+	armed  bool        // holdTo runs
 
 	// abort cancels the running transfer (ABOR, lost control channel).
 	amu   sync.Mutex
@@ -149,15 +150,17 @@ func (ss *session) send(r gridftp.Reply) {
 	} else {
 		r.WriteTo(ss.w)
 	}
-	if !ss.hold {
-		ss.flush()
+	if ss.hold {
+		ss.flushSoon()
+		return
 	}
+	ss.flush()
 }
 
-// flush sends the replies in the buffer; none is left waiting for the
-// timer (batch). Called with wmu held.
+// flush sends the replies in the buffer. Called with wmu held.
 func (ss *session) flush() {
-	if ss.holdTo != nil {
+	if ss.armed {
+		ss.armed = false
 		ss.holdTo.Stop()
 	}
 	if err := ss.w.Flush(); err != nil {
@@ -165,35 +168,38 @@ func (ss *session) flush() {
 	}
 }
 
-// heldFor bounds how long held replies wait for the next reply to go out
-// with it (batch).
+// heldFor bounds how long held replies wait once no more come (batch).
 const heldFor = time.Millisecond
 
-// batch sets whether the replies sent from now on wait in the buffer
-// (hold) or go out at once. The command loop holds the replies of a quick
-// command when another is queued behind it: a client's pipelined commands
-// (renames, lookups, and the transfer behind them) then cost one write
-// for many replies, not one each. What waited goes out with the first
-// reply sent once the hold ends, or after heldFor: a reply waits no longer
-// than the quick commands behind it, and heldFor.
+// flushSoon has the replies held go out heldFor after the last of them,
+// unless a reply sent meanwhile takes them along. Called with wmu held.
+func (ss *session) flushSoon() {
+	ss.armed = true
+	if ss.holdTo != nil {
+		ss.holdTo.Reset(heldFor)
+		return
+	}
+	ss.holdTo = time.AfterFunc(heldFor, func() {
+		ss.wmu.Lock()
+		defer ss.wmu.Unlock()
+		if ss.armed {
+			ss.flush()
+		}
+	})
+}
+
+// batch sets whether the replies sent from now on are held in the buffer.
+// The command loop holds the replies of a quick command when another is
+// queued behind it: a client's pipelined commands (renames, lookups, and
+// the transfer behind them) then cost one write for many replies, not one
+// each. What is held goes out with the first reply sent once the hold
+// ends, or heldFor after the last reply held: a burst of quick commands
+// answers as one, and a held reply never waits on a slow command, nor on
+// the rest of a line that is late.
 func (ss *session) batch(hold bool) {
 	ss.wmu.Lock()
 	defer ss.wmu.Unlock()
 	ss.hold = hold
-	if hold || ss.w.Buffered() == 0 {
-		return
-	}
-	if ss.holdTo == nil {
-		ss.holdTo = time.AfterFunc(heldFor, func() {
-			ss.wmu.Lock()
-			defer ss.wmu.Unlock()
-			if !ss.hold && ss.w.Buffered() > 0 {
-				ss.flush()
-			}
-		})
-		return
-	}
-	ss.holdTo.Reset(heldFor)
 }
 
 type queued struct {

@@ -452,9 +452,11 @@ func TestPipelinedRepliesBatched(t *testing.T) {
 			t.Fatalf("got %q, want %q", r.String(), w)
 		}
 	}
-	if writes := wc.writes.Load() - before; writes > 3 {
+	writes := wc.writes.Load() - before
+	if writes > int64(len(want)/2) {
 		t.Errorf("%d replies in %d writes; want them together", len(want), writes)
 	}
+	t.Logf("%d replies in %d writes", len(want), writes)
 	for i := range n {
 		if st, err := os.Stat(filepath.Join(env.root, fmt.Sprintf("e%d", i))); err != nil || !st.IsDir() {
 			t.Errorf("e%d: %v", i, err)
@@ -494,5 +496,21 @@ func TestHeldReplyGoesOut(t *testing.T) {
 	}
 	if r := c.read(); r.Code != 213 {
 		t.Fatalf("CKSM: %q", r.String())
+	}
+}
+
+// TestHeldReplyPartialLine: a quick command's reply goes out although
+// part of the next command's line came with it and the rest is late (a
+// client typing).
+func TestHeldReplyPartialLine(t *testing.T) {
+	env := startServer(t)
+	c := env.login()
+	c.write("MKD d\r\nPW")
+	if r := c.read(); r.Code != 257 {
+		t.Fatalf("MKD: %q", r.String())
+	}
+	c.write("D\r\n")
+	if r := c.read(); r.String() != `257 "/" is current directory.` {
+		t.Fatalf("PWD: %q", r.String())
 	}
 }
