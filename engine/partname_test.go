@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -387,5 +389,66 @@ func TestRenamesOnWorkersPairs(t *testing.T) {
 				t.Errorf("files seen under their final names before they were whole: %v", w.seen)
 			}
 		})
+	}
+}
+
+// cutAtRename is a listener whose connections, the third time a session
+// answers a rename, close instead: a pair breaks with renames owed (their
+// replies lost, done or not).
+type cutAtRename struct {
+	net.Listener
+	n *atomic.Int64
+}
+
+func (l cutAtRename) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	return cutAtRenameConn{c, l.n}, err
+}
+
+type cutAtRenameConn struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c cutAtRenameConn) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte("350 OK. Send RNTO")) && c.n.Add(1) == 3 {
+		c.Conn.Close()
+		return 0, net.ErrClosed
+	}
+	return c.Conn.Write(p)
+}
+
+// TestRenamesOwedPairBreaks: a session pair that breaks while the replies
+// of renames it sent are owed costs no file: each is looked at and
+// finished (renamed, or found renamed), the transfers in flight go again,
+// and every file ends whole under its final name, nothing temporary left.
+func TestRenamesOwedPairBreaks(t *testing.T) {
+	const files = 30
+	src := startEndpoint(t, "", nil)
+	w := &watching{want: map[string][]byte{}}
+	var n atomic.Int64
+	dst := startEndpointLn(t, "", func(d storage.Driver) storage.Driver { w.Driver = d; return w },
+		func(ln net.Listener) net.Listener { return cutAtRename{ln, &n} })
+	w.root = dst.root
+	for i := range files {
+		data := random(200 + i)
+		p := fmt.Sprintf("/d/f%d", i)
+		writeFile(t, filepath.Join(src.root, p), data)
+		w.want[p] = data
+	}
+	o := fastOptions()
+	o.Tar, o.Concurrency, o.Pipelining = engine.TarNever, 2, 8
+	res, err := engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/d", Dst: "/d"}}, o, nil)
+	if err != nil || res.Transferred != files || res.Failed != 0 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if n.Load() < 3 {
+		t.Fatalf("the pair never broke (%d renames answered)", n.Load())
+	}
+	compareTrees(t, filepath.Join(src.root, "d"), filepath.Join(dst.root, "d"))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.seen) > 0 {
+		t.Errorf("files seen under their final names before they were whole: %v", w.seen)
 	}
 }
