@@ -25,6 +25,7 @@ type unit struct {
 	seen     int64       // the copier's recoveries when it last failed
 	part     client.Part // what the current attempt moves
 	reported int64       // bytes of the current attempt already reported
+	renaming bool        // its file landed, its rename was sent on its pair: the replies are owed
 }
 
 func (u *unit) length() int64 {
@@ -58,8 +59,6 @@ type copier struct {
 	dstSums   sumEnd
 	cred      *gridftp.DataCredential // for the data channels, when both ends are ferry's (datasec.go)
 	sumAlg    string                  // what both ends compute, for checks Verify does not ask for; "": none
-	renames   []*unit                 // files waiting for their rename alone (renameAll)
-	renaming  bool                    // a finisher's job for renames is queued
 	dialErr   error                   // why a finisher's last dial failed
 	ctx       context.Context         // the run's, for work a retry hands to finishers
 	done      <-chan struct{}         // the run is stopping: failures are no faults
@@ -248,10 +247,9 @@ func (c *copier) schedule(files []*file, bs []*batch, rest []*file) {
 				continue // queued once trials choose its way
 			}
 		}
-		c.enqueue(f, way)
-		// A lone file that needs only its rename is renamed on its
-		// worker's pair (worker), with no finisher.
-		if c.checksSource(f) || f.tmp != "" && len(rest) > 1 {
+		// A whole file that needs only its rename is renamed on its
+		// worker's pair (worker), with no finisher's job.
+		if whole := c.enqueue(f, way); c.checksSource(f) || f.tmp != "" && !whole {
 			jobs := 1 // finalize; with Verify, each chunk's check before it
 			if c.opts.Verify {
 				jobs = f.units
@@ -263,8 +261,9 @@ func (c *copier) schedule(files []*file, bs []*batch, rest []*file) {
 
 // enqueue splits a file into units the way it moves and queues them:
 // whole and striped, in chunks spread over servers, or in chunks of the
-// tuned size when it is large enough (else whole).
-func (c *copier) enqueue(f *file, way Way) {
+// tuned size when it is large enough (else whole). It reports whether the
+// file moves whole, in one unit.
+func (c *copier) enqueue(f *file, way Way) (whole bool) {
 	chunk := c.set.ChunkSize
 	switch way {
 	case WayStriped:
@@ -277,7 +276,7 @@ func (c *copier) enqueue(f *file, way Way) {
 	c.mu.Lock()
 	if f.ended {
 		c.mu.Unlock()
-		return
+		return false
 	}
 	if chunk > 0 && f.size > 2*chunk {
 		for off := int64(0); off < f.size; off += chunk {
@@ -305,6 +304,7 @@ func (c *copier) enqueue(f *file, way Way) {
 	if again > 0 {
 		c.rep.Planned(0, again)
 	}
+	return us[0].n < 0
 }
 
 // run starts the session pairs and the finishers, and waits for every file.
@@ -351,7 +351,15 @@ func (c *copier) worker(ctx context.Context) {
 			drop()
 		}
 	}()
-	var inflight []*unit
+	var inflight []*unit // transfers, and renames whose replies are owed (renaming)
+	// abandon drops the pair: the transfers in flight go back to the
+	// queue, the renames in doubt to finishers (requeue).
+	abandon := func() {
+		drop()
+		c.land(inflight...)
+		c.requeue(inflight)
+		inflight = nil
+	}
 	retiring := false
 	for {
 		if !retiring {
@@ -361,7 +369,7 @@ func (c *copier) worker(ctx context.Context) {
 			default:
 			}
 		}
-		for !retiring && len(inflight) < c.set.Pipelining {
+		for !retiring && len(inflight)-renamesIn(inflight) < c.set.Pipelining {
 			u := c.q.pop(ctx, len(inflight) == 0)
 			if u == nil {
 				break
@@ -436,13 +444,21 @@ func (c *copier) worker(ctx context.Context) {
 
 		u := inflight[0]
 		inflight = inflight[1:]
+		if u.renaming {
+			err := pair.Dst.RenameReply(life.ctx)
+			if err != nil && !errors.As(err, new(*gridftp.Error)) {
+				inflight = append([]*unit{u}, inflight...)
+				abandon() // the rename is in doubt: requeue
+				continue
+			}
+			u.renaming = false
+			c.renamed(ctx, u, err)
+			continue
+		}
 		err := pair.Finish(life.ctx, u.part, c.markers(u))
 		c.land(u)
 		if err != nil {
-			drop()
-			c.land(inflight...)
-			c.requeue(inflight)
-			inflight = nil
+			abandon()
 			if c.opts.fan != nil && u.f != nil && c.opts.fan.failed(u.f.dst, err) {
 				// The head stored the file; some of the tree did not:
 				// the repair pass sees to those.
@@ -456,13 +472,20 @@ func (c *copier) worker(ctx context.Context) {
 			c.batchMoved(ctx, u)
 			continue
 		}
-		if len(inflight) == 0 && c.q.len() == 0 && c.renameOnly(u) {
-			// The pair has nothing else to do: it renames the file
-			// itself, and a copy of one small file needs no finisher.
+		if c.renameOnly(u) {
+			// All its data landed: its rename goes on this pair, ahead
+			// of the next transfers' commands, its replies read in
+			// their turn; no finisher's session, no round trip of its
+			// own.
 			c.reportRest(u)
-			var reply *gridftp.Error
-			if err := c.unitDone(ctx, u, pair); err != nil && !errors.As(err, &reply) {
-				drop()
+			if !c.lastUnit(u) {
+				continue
+			}
+			c.renameSent(u.f)
+			u.renaming = true
+			inflight = append(inflight, u)
+			if err := pair.Dst.SendRename(u.f.tmp, u.f.dst); err != nil {
+				abandon()
 			}
 			continue
 		}
@@ -756,10 +779,26 @@ func (c *copier) reportRest(u *unit) {
 }
 
 // unitDone counts a finished unit; the file's last one finalizes it, on the
-// pair p when a finisher calls (a finisher must not wait for another) or a
-// worker with nothing else to do, else handed to one. The error is
-// finalize's on p.
+// pair p when a finisher calls (a finisher must not wait for another),
+// else handed to one. The error is finalize's on p.
 func (c *copier) unitDone(ctx context.Context, u *unit, p *client.Pair) error {
+	if !c.lastUnit(u) {
+		return nil
+	}
+	switch {
+	case !c.needsFinishing(u.f):
+		c.final(u.f, Transferred, nil)
+	case p != nil:
+		return c.finalize(ctx, p, u)
+	default:
+		c.finish(ctx, func(p *client.Pair) error { return c.finalize(ctx, p, u) })
+	}
+	return nil
+}
+
+// lastUnit counts a finished unit and reports whether it was the last of
+// its file, which did not end otherwise (failed or canceled).
+func (c *copier) lastUnit(u *unit) bool {
 	c.mu.Lock()
 	u.f.units--
 	last := u.f.units == 0 && !u.f.ended
@@ -770,83 +809,44 @@ func (c *copier) unitDone(ctx context.Context, u *unit, p *client.Pair) error {
 	if u.n >= 0 && !last {
 		c.partial(u.f)
 	}
-	if !last {
-		return nil
-	}
-	switch {
-	case !c.needsFinishing(u.f):
-		c.final(u.f, Transferred, nil)
-	case p != nil:
-		return c.finalize(ctx, p, u)
-	case c.renameOnly(u):
-		c.rename(ctx, u)
-	default:
-		c.finish(ctx, func(p *client.Pair) error { return c.finalize(ctx, p, u) })
-	}
-	return nil
+	return last
 }
 
 // renameOnly reports a unit whose file, once it landed, needs nothing but
-// its rename from its temporary name.
+// its rename from its temporary name: the worker that moved it renames it
+// (worker).
 func (c *copier) renameOnly(u *unit) bool {
 	return u.n < 0 && u.f.tmp != "" && !c.checksSource(u.f)
 }
 
-// rename hands a file that needs nothing but its rename to a finisher,
-// with the others that wait: their renames go pipelined, many in a round
-// trip, not one file's each (renameAll).
-func (c *copier) rename(ctx context.Context, u *unit) {
-	c.mu.Lock()
-	c.renames = append(c.renames, u)
-	queued := c.renaming
-	c.renaming = true
-	c.mu.Unlock()
-	if !queued {
-		c.finish(ctx, func(p *client.Pair) error { return c.renameAll(ctx, p) })
+// renamesIn counts the units of us whose renames' replies are owed.
+func renamesIn(us []*unit) int {
+	n := 0
+	for _, u := range us {
+		if u.renaming {
+			n++
+		}
+	}
+	return n
+}
+
+// renamed ends a file whose rename from its temporary name a worker sent,
+// by the destination's reply: nil, done; a refusal goes through finalize's
+// retries, which look first whether it was done (whereIs).
+func (c *copier) renamed(ctx context.Context, u *unit, err error) {
+	switch {
+	case err == nil:
+		c.final(u.f, Transferred, nil)
+	case isNotFound(err):
+		// An earlier try's lost reply? finalize looks.
+		c.finish(ctx, func(p *client.Pair) error { return c.finalize(ctx, p, u) })
+	default:
+		c.retryFinish(ctx, u, renameError(err), func(p *client.Pair) error { return c.finalize(ctx, p, u) })
 	}
 }
 
-// renameAll renames, on a finisher's pair p, the files waiting for it from
-// their temporary names to their final ones. A file whose rename fails
-// goes through finalize's retries.
-func (c *copier) renameAll(ctx context.Context, p *client.Pair) error {
-	c.mu.Lock()
-	us := c.renames
-	c.renames, c.renaming = nil, false
-	c.mu.Unlock()
-	if p == nil {
-		err := c.sessionless()
-		for _, u := range us {
-			c.retryFinish(ctx, u, err, func(p *client.Pair) error { return c.finalize(ctx, p, u) })
-		}
-		return err
-	}
-	moves := make([][2]string, len(us))
-	for i, u := range us {
-		moves[i] = [2]string{u.f.tmp, u.f.dst}
-		c.renameSent(u.f)
-	}
-	errs, err := p.Dst.RenameAll(ctx, moves)
-	for i, u := range us {
-		ferr := err
-		if ferr == nil {
-			ferr = errs[i]
-		}
-		switch {
-		case ferr == nil:
-			c.final(u.f, Transferred, nil)
-		case isNotFound(ferr):
-			// An earlier try's lost reply? finalize looks (whereIs), in
-			// a job of its own: a finisher does not wait for another.
-			go c.finish(ctx, func(p *client.Pair) error { return c.finalize(ctx, p, u) })
-		default:
-			c.retryFinish(ctx, u, renameError(ferr), func(p *client.Pair) error { return c.finalize(ctx, p, u) })
-		}
-	}
-	return err
-}
-
-// needsFinishing reports whether a file needs a finisher's session.
+// needsFinishing reports whether a file needs more than its data: its
+// rename, or finalize's checks.
 func (c *copier) needsFinishing(f *file) bool {
 	return f.tmp != "" || c.checksSource(f)
 }
@@ -1317,9 +1317,15 @@ func (c *copier) after(delay time.Duration, f func()) {
 }
 
 // requeue puts back units that a pair failure interrupted; that is not
-// their fault.
+// their fault. A unit whose rename was sent, its reply lost with the
+// pair, goes to a finisher: finalize looks whether it was done (whereIs).
 func (c *copier) requeue(us []*unit) {
 	for _, u := range us {
+		if u.renaming {
+			u.renaming = false
+			c.finish(c.ctx, func(p *client.Pair) error { return c.finalize(c.ctx, p, u) })
+			continue
+		}
 		c.q.push(u)
 	}
 }

@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -338,5 +340,115 @@ func TestLostRenameReply(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRenamesOnWorkersPairs: files that need nothing but their rename once
+// they landed are renamed on the session pairs that moved them, pipelined
+// behind the next transfers: a tree of small files costs its destination
+// no session beyond the workers' (no finisher's), one RNFR and one RNTO a
+// file, and every file arrives whole under its final name.
+func TestRenamesOnWorkersPairs(t *testing.T) {
+	const files = 40
+	for _, tc := range []struct {
+		name       string
+		pipelining int
+	}{
+		{"pipelined", 8},
+		{"one at a time", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := startEndpoint(t, "", nil)
+			w := &watching{want: map[string][]byte{}}
+			dst := startEndpoint(t, "", func(d storage.Driver) storage.Driver { w.Driver = d; return w })
+			w.root = dst.root
+			for i := range files {
+				data := random(100 + i)
+				p := fmt.Sprintf("/d/f%d", i)
+				writeFile(t, filepath.Join(src.root, p), data)
+				w.want[p] = data
+			}
+			o := fastOptions()
+			o.Tar, o.Concurrency, o.Pipelining = engine.TarNever, 2, tc.pipelining
+			dst.cmds.take()
+			res, err := engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/d", Dst: "/d"}}, o, nil)
+			if err != nil || res.Transferred != files || res.Faults != 0 {
+				t.Fatalf("%+v %v", res, err)
+			}
+			compareTrees(t, filepath.Join(src.root, "d"), filepath.Join(dst.root, "d"))
+			d := dst.cmds.take()
+			if d["PASS"] > o.Concurrency {
+				t.Errorf("%d logins at the destination; want at most one a worker (%d): no finisher's", d["PASS"], o.Concurrency)
+			}
+			if d["RNFR"] != files || d["RNTO"] != files {
+				t.Errorf("%d RNFR and %d RNTO; want %d each", d["RNFR"], d["RNTO"], files)
+			}
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if len(w.seen) > 0 {
+				t.Errorf("files seen under their final names before they were whole: %v", w.seen)
+			}
+		})
+	}
+}
+
+// cutAtRename is a listener whose connections, the third time a session
+// answers a rename, close instead: a pair breaks with renames owed (their
+// replies lost, done or not).
+type cutAtRename struct {
+	net.Listener
+	n *atomic.Int64
+}
+
+func (l cutAtRename) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	return cutAtRenameConn{c, l.n}, err
+}
+
+type cutAtRenameConn struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c cutAtRenameConn) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte("350 OK. Send RNTO")) && c.n.Add(1) == 3 {
+		c.Conn.Close()
+		return 0, net.ErrClosed
+	}
+	return c.Conn.Write(p)
+}
+
+// TestRenamesOwedPairBreaks: a session pair that breaks while the replies
+// of renames it sent are owed costs no file: each is looked at and
+// finished (renamed, or found renamed), the transfers in flight go again,
+// and every file ends whole under its final name, nothing temporary left.
+func TestRenamesOwedPairBreaks(t *testing.T) {
+	const files = 30
+	src := startEndpoint(t, "", nil)
+	w := &watching{want: map[string][]byte{}}
+	var n atomic.Int64
+	dst := startEndpointLn(t, "", func(d storage.Driver) storage.Driver { w.Driver = d; return w },
+		func(ln net.Listener) net.Listener { return cutAtRename{ln, &n} })
+	w.root = dst.root
+	for i := range files {
+		data := random(200 + i)
+		p := fmt.Sprintf("/d/f%d", i)
+		writeFile(t, filepath.Join(src.root, p), data)
+		w.want[p] = data
+	}
+	o := fastOptions()
+	o.Tar, o.Concurrency, o.Pipelining = engine.TarNever, 2, 8
+	res, err := engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/d", Dst: "/d"}}, o, nil)
+	if err != nil || res.Transferred != files || res.Failed != 0 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if n.Load() < 3 {
+		t.Fatalf("the pair never broke (%d renames answered)", n.Load())
+	}
+	compareTrees(t, filepath.Join(src.root, "d"), filepath.Join(dst.root, "d"))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.seen) > 0 {
+		t.Errorf("files seen under their final names before they were whole: %v", w.seen)
 	}
 }

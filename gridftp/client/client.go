@@ -33,6 +33,7 @@ type Conn struct {
 	data data
 	rtt  time.Duration // measured by Login
 	owed int           // replies to commands sent ahead, which Next reads first
+	held []byte        // command lines that go out with the next write, or before the next read (SendRename)
 
 	diskStack string // SITE SETDISKSTACK sent last; "" for the default
 
@@ -134,27 +135,53 @@ func (c *Conn) Send(format string, args ...any) error {
 	return c.write(fmt.Sprintf(format, args...))
 }
 
-// write sends command lines in one write, without waiting for replies.
+// write sends command lines in one write, without waiting for replies,
+// after the lines held (hold).
 func (c *Conn) write(lines ...string) error {
+	b, err := c.encode(lines)
+	if err != nil {
+		return err
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	b, c.held = append(c.held, b...), nil
+	c.c.SetWriteDeadline(time.Now().Add(c.timeout()))
+	_, err = c.c.Write(b)
+	return err
+}
+
+// hold keeps command lines to go out with the next write, or before the
+// next reply is read, whichever comes first: they cost no write of their
+// own.
+func (c *Conn) hold(lines ...string) error {
+	b, err := c.encode(lines)
+	if err != nil {
+		return err
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.held = append(c.held, b...)
+	return nil
+}
+
+// encode turns command lines into what goes on the wire, each sealed once
+// the control channel is protected.
+func (c *Conn) encode(lines []string) ([]byte, error) {
 	var b []byte
 	for _, line := range lines {
 		if strings.ContainsAny(line, "\r\n\x00") {
-			return fmt.Errorf("%w: control characters in %q", gridftp.ErrBadCommand, line)
+			return nil, fmt.Errorf("%w: control characters in %q", gridftp.ErrBadCommand, line)
 		}
 		if c.sec != nil {
 			sealed, err := gridftp.SealCommand(line, c.sec.Wrap)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			line = sealed
 		}
 		b = append(append(b, line...), "\r\n"...)
 	}
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	c.c.SetWriteDeadline(time.Now().Add(c.timeout()))
-	_, err := c.c.Write(b)
-	return err
+	return b, nil
 }
 
 func (c *Conn) timeout() time.Duration {
@@ -194,6 +221,14 @@ func (c *Conn) Next(ctx context.Context) (gridftp.Reply, error) {
 }
 
 func (c *Conn) next(ctx context.Context) (gridftp.Reply, error) {
+	c.wmu.Lock()
+	held := len(c.held) > 0
+	c.wmu.Unlock()
+	if held {
+		if err := c.write(); err != nil { // the replies awaited may be theirs
+			return gridftp.Reply{}, err
+		}
+	}
 	deadline := time.Now().Add(c.timeout())
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
@@ -387,30 +422,34 @@ func (c *Conn) Checksum(ctx context.Context, alg, path string, off, length int64
 // Rename renames from to to (RNFR, RNTO), replacing a file there, in one
 // round trip: the two commands go out together.
 func (c *Conn) Rename(ctx context.Context, from, to string) error {
-	errs, err := c.RenameAll(ctx, [][2]string{{from, to}})
-	if err != nil {
+	if err := c.SendRename(from, to); err != nil {
 		return err
 	}
-	return errs[0]
+	return c.RenameReply(ctx)
 }
 
-// RenameAll renames each move's [0] to its [1] (RNFR, RNTO), pipelined
-// (DoAll): many renames cost about a round trip. errs holds each one's
-// refusal; err is a broken session.
-func (c *Conn) RenameAll(ctx context.Context, moves [][2]string) (errs []error, err error) {
-	cmds := make([]string, 0, 2*len(moves))
-	for _, m := range moves {
-		cmds = append(cmds, "RNFR "+m[0], "RNTO "+m[1])
+// SendRename sends the rename of from to to (RNFR, RNTO) without
+// waiting, in the next command's write (or before the next reply is read):
+// RenameReply reads its outcome in its turn, after the replies of the
+// commands sent before it (pipelined).
+func (c *Conn) SendRename(from, to string) error {
+	return c.hold("RNFR "+from, "RNTO "+to)
+}
+
+// RenameReply reads the replies of a rename SendRename sent: nil when it
+// was done, a *gridftp.Error when it was refused, another error when the
+// session broke.
+func (c *Conn) RenameReply(ctx context.Context) error {
+	var refused *gridftp.Error
+	_, from := c.Final(ctx, nil)
+	if from != nil && !errors.As(from, &refused) {
+		return from
 	}
-	_, cerrs, err := c.DoAll(ctx, cmds)
-	if err != nil {
-		return nil, err
+	_, to := c.Final(ctx, nil) // RNTO's refusal follows RNFR's
+	if to != nil && !errors.As(to, &refused) {
+		return to
 	}
-	errs = make([]error, len(moves))
-	for i := range moves {
-		errs[i] = errors.Join(cerrs[2*i], cerrs[2*i+1]) // RNTO's refusal follows RNFR's
-	}
-	return errs, nil
+	return errors.Join(from, to)
 }
 
 // PipelineDepth bounds the commands DoAll sends before it reads their

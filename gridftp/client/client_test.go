@@ -443,3 +443,46 @@ func TestPipelining(t *testing.T) {
 		}
 	}
 }
+
+// TestSendRename: a rename sent (SendRename) goes out ahead of the next
+// command, or before the next reply is read when no command follows, and
+// RenameReply reads its outcome in its turn: done, or refused as a
+// *gridftp.Error whether RNFR or RNTO refused it.
+func TestSendRename(t *testing.T) {
+	c := dialScripted(t, scripted(t, loginStep, step{
+		[]string{"RNFR /a.part", "RNTO /a", "STOR /b.part"},
+		"350 Go on.\r\n250 Renamed.\r\n553 No room.\r\n",
+	}, step{
+		[]string{"RNFR /b.part", "RNTO /b"},
+		"550 No such file.\r\n503 RNFR first.\r\n",
+	}, step{
+		[]string{"RNFR /c.part", "RNTO /c"},
+		"350 Go on.\r\n553 Not there.\r\n",
+	}))
+	ctx := context.Background()
+	if err := c.Login(ctx, "anonymous", "ferry@"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SendRename("/a.part", "/a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Send("STOR /b.part"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RenameReply(ctx); err != nil {
+		t.Fatalf("rename: %v", err)
+	}
+	if _, err := c.Final(ctx, nil); err == nil || !strings.Contains(err.Error(), "553 No room.") {
+		t.Fatalf("STOR: %v", err)
+	}
+	for _, tc := range []struct{ name, want string }{{"b", "550 No such file."}, {"c", "553 Not there."}} {
+		if err := c.SendRename("/"+tc.name+".part", "/"+tc.name); err != nil {
+			t.Fatal(err)
+		}
+		err := c.RenameReply(ctx) // no command follows: sent before the read
+		var refused *gridftp.Error
+		if !errors.As(err, &refused) || !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("rename of %s: %v, want a refusal %q", tc.name, err, tc.want)
+		}
+	}
+}

@@ -30,6 +30,9 @@ type handler struct {
 	open  bool    // allowed before login
 	arg   argRule // argument checked before fn runs
 	write bool    // changes the tree: refused to read-only sessions
+	// quick: runs at once, without waiting on data or the network; its
+	// reply may wait for those of the commands queued behind it (batch).
+	quick bool
 }
 
 // commands is the table of verbs; each row names a handleXXX method.
@@ -46,9 +49,9 @@ func init() {
 		"HELP": {fn: (*session).handleHELP, open: true},
 		"NOOP": {fn: (*session).handleNOOP, open: true},
 		"SYST": {fn: (*session).handleSYST, arg: argNone},
-		"TYPE": {fn: (*session).handleTYPE, arg: argRequired},
+		"TYPE": {fn: (*session).handleTYPE, arg: argRequired, quick: true},
 		"STRU": {fn: (*session).handleSTRU, arg: argRequired},
-		"MODE": {fn: (*session).handleMODE, arg: argRequired},
+		"MODE": {fn: (*session).handleMODE, arg: argRequired, quick: true},
 		"ALLO": {fn: (*session).handleALLO, write: true},
 		"PASV": {fn: (*session).handlePASV},
 		"EPSV": {fn: (*session).handleEPSV},
@@ -56,7 +59,7 @@ func init() {
 		"PORT": {fn: (*session).handlePORT, arg: argRequired},
 		"EPRT": {fn: (*session).handleEPRT, arg: argRequired},
 		"SPOR": {fn: (*session).handleSPOR, arg: argRequired},
-		"REST": {fn: (*session).handleREST, arg: argRequired},
+		"REST": {fn: (*session).handleREST, arg: argRequired, quick: true},
 		"RETR": {fn: (*session).handleRETR, arg: argRequired},
 		"ERET": {fn: (*session).handleERET, arg: argRequired},
 		"STOR": {fn: (*session).handleSTOR, arg: argRequired, write: true},
@@ -65,16 +68,16 @@ func init() {
 		"LIST": {fn: (*session).handleLIST},
 		"NLST": {fn: (*session).handleNLST},
 		"MLSD": {fn: (*session).handleMLSD},
-		"MLST": {fn: (*session).handleMLST},
-		"SIZE": {fn: (*session).handleSIZE, arg: argRequired},
-		"MDTM": {fn: (*session).handleMDTM, arg: argRequired},
-		"MFMT": {fn: (*session).handleMFMT, arg: argRequired, write: true},
-		"DELE": {fn: (*session).handleDELE, arg: argRequired, write: true},
-		"MKD":  {fn: (*session).handleMKD, arg: argRequired, write: true},
+		"MLST": {fn: (*session).handleMLST, quick: true},
+		"SIZE": {fn: (*session).handleSIZE, arg: argRequired, quick: true},
+		"MDTM": {fn: (*session).handleMDTM, arg: argRequired, quick: true},
+		"MFMT": {fn: (*session).handleMFMT, arg: argRequired, write: true, quick: true},
+		"DELE": {fn: (*session).handleDELE, arg: argRequired, write: true, quick: true},
+		"MKD":  {fn: (*session).handleMKD, arg: argRequired, write: true, quick: true},
 		"RMD":  {fn: (*session).handleRMD, arg: argRequired, write: true},
-		"RNFR": {fn: (*session).handleRNFR, arg: argRequired, write: true},
-		"RNTO": {fn: (*session).handleRNTO, arg: argRequired, write: true},
-		"CWD":  {fn: (*session).handleCWD, arg: argRequired},
+		"RNFR": {fn: (*session).handleRNFR, arg: argRequired, write: true, quick: true},
+		"RNTO": {fn: (*session).handleRNTO, arg: argRequired, write: true, quick: true},
+		"CWD":  {fn: (*session).handleCWD, arg: argRequired, quick: true},
 		"CDUP": {fn: (*session).handleCDUP, arg: argNone},
 		"PWD":  {fn: (*session).handlePWD, arg: argNone},
 		"CKSM": {fn: (*session).handleCKSM, arg: argRequired},

@@ -40,6 +40,13 @@ type testEnv struct {
 // fresh tree; configure adjusts it before it serves.
 func startServer(t testing.TB, configure ...func(*server.Server)) *testEnv {
 	t.Helper()
+	return startServerLn(t, nil, configure...)
+}
+
+// startServerLn is startServer with the server's listener wrapped by
+// wrapLn (nil: not wrapped).
+func startServerLn(t testing.TB, wrapLn func(net.Listener) net.Listener, configure ...func(*server.Server)) *testEnv {
+	t.Helper()
 	parent := t.TempDir()
 	env := &testEnv{t: t, root: filepath.Join(parent, "root"), outside: filepath.Join(parent, "outside")}
 	for _, d := range []string{env.root, env.outside} {
@@ -66,6 +73,9 @@ func startServer(t testing.TB, configure ...func(*server.Server)) *testEnv {
 		t.Fatal(err)
 	}
 	env.addr = ln.Addr().String()
+	if wrapLn != nil {
+		ln = wrapLn(ln)
+	}
 	served := make(chan error, 1)
 	go func() { served <- env.srv.Serve(ln) }()
 	t.Cleanup(func() {

@@ -41,8 +41,11 @@ type session struct {
 	ctx    context.Context // ends with the session
 	cancel context.CancelFunc
 
-	wmu sync.Mutex
-	w   *bufio.Writer
+	wmu    sync.Mutex
+	w      *bufio.Writer
+	hold   bool        // replies stay in w: a quick command runs and another is queued (batch)
+	holdTo *time.Timer // sends what was held, should the next reply be late
+	armed  bool        // holdTo runs
 
 	// abort cancels the running transfer (ABOR, lost control channel).
 	amu   sync.Mutex
@@ -147,15 +150,65 @@ func (ss *session) send(r gridftp.Reply) {
 	} else {
 		r.WriteTo(ss.w)
 	}
+	if ss.hold {
+		ss.flushSoon()
+		return
+	}
+	ss.flush()
+}
+
+// flush sends the replies in the buffer. Called with wmu held.
+func (ss *session) flush() {
+	if ss.armed {
+		ss.armed = false
+		ss.holdTo.Stop()
+	}
 	if err := ss.w.Flush(); err != nil {
 		ss.cancel()
 	}
+}
+
+// heldFor bounds how long held replies wait once no more come (batch).
+const heldFor = time.Millisecond
+
+// flushSoon has the replies held go out heldFor after the last of them,
+// unless a reply sent meanwhile takes them along. Called with wmu held.
+func (ss *session) flushSoon() {
+	ss.armed = true
+	if ss.holdTo != nil {
+		ss.holdTo.Reset(heldFor)
+		return
+	}
+	ss.holdTo = time.AfterFunc(heldFor, func() {
+		ss.wmu.Lock()
+		defer ss.wmu.Unlock()
+		if ss.armed {
+			ss.flush()
+		}
+	})
+}
+
+// batch sets whether the replies sent from now on are held in the buffer.
+// The command loop holds the replies of a quick command when another is
+// queued behind it: a client's pipelined commands (renames, lookups, and
+// the transfer behind them) then cost one write for many replies, not one
+// each. What is held goes out with the first reply sent once the hold
+// ends, or heldFor after the last reply held: a burst of quick commands
+// answers as one, and a held reply never waits on a slow command, nor on
+// the rest of a line that is late.
+func (ss *session) batch(hold bool) {
+	ss.wmu.Lock()
+	defer ss.wmu.Unlock()
+	ss.hold = hold
 }
 
 type queued struct {
 	cmd gridftp.Command
 	err error
 	seq int64 // ABORs read before this command
+	// more: the next command's bytes had arrived as this one was read
+	// (a client's pipelined commands).
+	more bool
 	// handled, when set, is closed once the command ran: the reader
 	// waits for it after AUTH and ADAT, whose outcome says how the
 	// next line is to be read.
@@ -182,6 +235,7 @@ func (ss *session) serve() {
 		if ss.ctx.Err() != nil {
 			return // killed, or the client vanished
 		}
+		ss.batch(item.err == nil && commands[item.cmd.Verb].quick && (item.more || len(q) > 0))
 		if item.err != nil {
 			switch {
 			case errors.Is(item.err, errUnprotected):
@@ -282,7 +336,7 @@ func (ss *session) readCommands(q chan<- queued) {
 			handled = make(chan struct{})
 		}
 		select {
-		case q <- queued{cmd: cmd, err: err, seq: seq, handled: handled}:
+		case q <- queued{cmd: cmd, err: err, seq: seq, more: lr.R.Buffered() > 0, handled: handled}:
 		case <-ss.ctx.Done():
 			return
 		}

@@ -1,16 +1,22 @@
 package server_test
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"ferry/gridftp"
 	"ferry/gridftp/server"
+	"ferry/storage"
 )
 
 // fakeAuth accepts the passwords of its map.
@@ -396,5 +402,115 @@ func TestNoPanic(t *testing.T) {
 				t.Fatalf("%q: child failed: %v\n%s", tc.line, err, s)
 			}
 		})
+	}
+}
+
+// writeCounter counts the writes on the connections its listener accepts.
+type writeCounter struct {
+	net.Listener
+	writes atomic.Int64
+}
+
+func (l *writeCounter) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &countedConn{Conn: c, writes: &l.writes}, nil
+}
+
+type countedConn struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c *countedConn) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(p)
+}
+
+// TestPipelinedRepliesBatched: the replies of quick commands a client
+// pipelines (directories made, renames, lookups) go out together, in a
+// write or a few, not one write each; each is the reply it was.
+func TestPipelinedRepliesBatched(t *testing.T) {
+	const n = 20
+	var wc *writeCounter
+	env := startServerLn(t, func(ln net.Listener) net.Listener { wc = &writeCounter{Listener: ln}; return wc })
+	c := env.login()
+	var b strings.Builder
+	var want []string
+	for i := range n {
+		fmt.Fprintf(&b, "MKD d%d\r\nRNFR d%d\r\nRNTO e%d\r\n", i, i, i)
+		want = append(want, fmt.Sprintf(`257 Directory "/d%d" created successfully.`, i), "350 OK. Send RNTO with destination name.", "250 OK.")
+	}
+	b.WriteString("SIZE missing\r\n")
+	want = append(want, "550")
+	before := wc.writes.Load()
+	c.write(b.String())
+	for _, w := range want {
+		if r := c.read(); r.String() != w && fmt.Sprint(r.Code) != w {
+			t.Fatalf("got %q, want %q", r.String(), w)
+		}
+	}
+	writes := wc.writes.Load() - before
+	if writes > int64(len(want)/2) {
+		t.Errorf("%d replies in %d writes; want them together", len(want), writes)
+	}
+	t.Logf("%d replies in %d writes", len(want), writes)
+	for i := range n {
+		if st, err := os.Stat(filepath.Join(env.root, fmt.Sprintf("e%d", i))); err != nil || !st.IsDir() {
+			t.Errorf("e%d: %v", i, err)
+		}
+	}
+}
+
+// slowOpen is a driver whose Open of /slow waits until release closes.
+type slowOpen struct {
+	storage.Driver
+	release chan struct{}
+}
+
+func (s *slowOpen) Open(ctx context.Context, name string) (storage.File, error) {
+	if name == "/slow" {
+		<-s.release
+	}
+	return s.Driver.Open(ctx, name)
+}
+
+// TestHeldReplyGoesOut: a quick command's reply held for the command
+// pipelined behind it goes out although that one takes long to answer
+// (a checksum of a file slow to open): the client gets it meanwhile.
+func TestHeldReplyGoesOut(t *testing.T) {
+	slow := &slowOpen{release: make(chan struct{})}
+	env := startServer(t, func(s *server.Server) { slow.Driver = s.FS; s.FS = slow })
+	var once sync.Once
+	release := func() { once.Do(func() { close(slow.release) }) }
+	t.Cleanup(release) // before the server closes: a failed read leaves the checksum waiting
+	env.file("slow", []byte("data"))
+	c := env.login()
+	c.write("MKD d\r\nCKSM MD5 0 -1 slow\r\n")
+	r := c.read() // before the checksum is done
+	release()
+	if r.Code != 257 {
+		t.Fatalf("MKD: %q", r.String())
+	}
+	if r := c.read(); r.Code != 213 {
+		t.Fatalf("CKSM: %q", r.String())
+	}
+}
+
+// TestHeldReplyPartialLine: a quick command's reply goes out although
+// part of the next command's line came with it and the rest is late (a
+// client typing).
+func TestHeldReplyPartialLine(t *testing.T) {
+	env := startServer(t)
+	c := env.login()
+	c.write("MKD d\r\nPW")
+	if r := c.read(); r.Code != 257 {
+		t.Fatalf("MKD: %q", r.String())
+	}
+	c.write("D\r\n")
+	if r := c.read(); r.String() != `257 "/" is current directory.` {
+		t.Fatalf("PWD: %q", r.String())
 	}
 }
