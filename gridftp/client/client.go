@@ -452,6 +452,25 @@ func (c *Conn) RenameReply(ctx context.Context) error {
 	return errors.Join(from, to)
 }
 
+// RenameAll renames each move's [0] to its [1] (RNFR, RNTO), pipelined
+// (DoAll): many renames cost about a round trip. errs holds each one's
+// refusal; err is a broken session.
+func (c *Conn) RenameAll(ctx context.Context, moves [][2]string) (errs []error, err error) {
+	cmds := make([]string, 0, 2*len(moves))
+	for _, m := range moves {
+		cmds = append(cmds, "RNFR "+m[0], "RNTO "+m[1])
+	}
+	_, cerrs, err := c.DoAll(ctx, cmds)
+	if err != nil {
+		return nil, err
+	}
+	errs = make([]error, len(moves))
+	for i := range moves {
+		errs[i] = errors.Join(cerrs[2*i], cerrs[2*i+1]) // RNTO's refusal follows RNFR's
+	}
+	return errs, nil
+}
+
 // PipelineDepth bounds the commands DoAll sends before it reads their
 // replies: enough to hide the round trips, few enough that replies waiting
 // to be read never stall the server.
