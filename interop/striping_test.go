@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"ferry/internal/partname"
 )
 
 // A striped endpoint of ferry's (a front end and its data movers, each a
@@ -119,7 +121,8 @@ func TestStripedCopyMoverKilled(t *testing.T) {
 	go func() { done <- ferryCopy(t, src.URL("big"), dst.URL("big")) }()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		if fi, err := os.Stat(dst.Path("big")); err == nil && fi.Size() > size/4 {
+		// The file arrives under its temporary name until it is whole.
+		if fi, err := os.Stat(dst.Path(partname.For("big"))); err == nil && fi.Size() > size/4 {
 			break
 		}
 		if time.Now().After(deadline) {
