@@ -422,6 +422,7 @@ func (c *copier) worker(ctx context.Context) {
 			u.selfRen = c.serverRenames(u, pair)
 			if u.selfRen {
 				u.part.DstPath = u.f.dst
+				c.renameSent(u.f) // with the STOR: its reply may be lost
 			}
 			u.part.DstPartStor = pair.Dst.PartStorChange(u.selfRen)
 			if err := pair.Start(u.part); err != nil {
@@ -1243,7 +1244,8 @@ func (c *copier) takeBack(u *unit, err error) {
 }
 
 // recheck looks, on a finisher's pair p, at what the failed attempt of the
-// whole file u left under its temporary name before the file is sent
+// whole file u left under its temporary name (or under its final name,
+// when the rename may have been done: whereIs) before the file is sent
 // again: all of it, equal to its source by checksum, is only finished (a
 // destination that died after the data landed, before it said so), never
 // truncated and sent again. A broken session looks once more, on a new one
@@ -1255,10 +1257,14 @@ func (c *copier) recheck(ctx context.Context, p *client.Pair, u *unit, cause err
 	var err error
 	whole := false
 	if p != nil {
+		var at string
 		var de gridftp.Entry
-		if de, err = p.Dst.Stat(ctx, u.f.tmp); err == nil && de.Size == u.f.size {
+		if at, err = c.whereIs(ctx, p, u.f); err == nil {
+			de, err = p.Dst.Stat(ctx, at)
+		}
+		if err == nil && de.Size == u.f.size {
 			var a, b string
-			a, b, err = checksums(ctx, p.Src, p.Dst, c.sumAlg, u.f.src, u.f.tmp, 0, -1)
+			a, b, err = checksums(ctx, p.Src, p.Dst, c.sumAlg, u.f.src, at, 0, -1)
 			whole = err == nil && a == b
 		}
 	}
