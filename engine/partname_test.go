@@ -204,9 +204,10 @@ func TestRetryKeepsWholeFile(t *testing.T) {
 	data := random(32 << 20)
 	writeFile(t, filepath.Join(src.root, "big"), data)
 	trip.n.Store(int64(len(data)))
+	trip.fail = true // the 226 never comes, whether or not the kill lands first
 	trip.fn = func() {
 		addr := dst.Addr
-		dst.srv.Close() // every session dies: the 226 never comes
+		dst.srv.Close() // every session dies
 		dst.start(t, addr)
 	}
 	o := fastOptions()
