@@ -9,8 +9,10 @@
 #
 # Rows (ROWS, default all):
 #       small  SMALL_FILES files of SMALL_BYTES, -r --tar never (the
-#              engine's own temporary names, each renamed on the session
-#              pair that moved it, pipelined with the next transfers)
+#              engine's own temporary names: ferry's server writes each
+#              file under its temporary name and renames it itself, SITE
+#              PARTSTOR; another server gets RNFR/RNTO on the session pair
+#              that moved the file, pipelined with the next transfers)
 #       tar    the same files, -r as ferry chooses: tar streams between two
 #              ferry servers, which unpack through temporary names either way
 #       big    one file of BIG_MIB MiB (chunked, as ferry chooses)

@@ -26,6 +26,7 @@ type unit struct {
 	part     client.Part // what the current attempt moves
 	reported int64       // bytes of the current attempt already reported
 	renaming bool        // its file landed, its rename was sent on its pair: the replies are owed
+	selfRen  bool        // the current attempt's destination renames it itself (serverRenames)
 }
 
 func (u *unit) length() int64 {
@@ -418,6 +419,12 @@ func (c *copier) worker(ctx context.Context) {
 					continue
 				}
 			}
+			u.selfRen = c.serverRenames(u, pair)
+			if u.selfRen {
+				u.part.DstPath = u.f.dst
+				c.renameSent(u.f) // with the STOR: its reply may be lost
+			}
+			u.part.DstPartStor = pair.Dst.PartStorChange(u.selfRen)
 			if err := pair.Start(u.part); err != nil {
 				c.fail(u, err)
 				drop()
@@ -470,6 +477,13 @@ func (c *copier) worker(ctx context.Context) {
 		}
 		if u.b != nil {
 			c.batchMoved(ctx, u)
+			continue
+		}
+		if u.selfRen {
+			c.reportRest(u)
+			if c.lastUnit(u) {
+				c.renamed(ctx, u, nil)
+			}
 			continue
 		}
 		if c.renameOnly(u) {
@@ -693,8 +707,10 @@ func (c *copier) markers(u *unit) client.Markers {
 			}
 		},
 		Ranges: func(rs gridftp.Ranges) {
-			// A tree's file goes again whole: its head cannot seek.
-			if u.n < 0 && c.opts.fan == nil {
+			// A tree's file goes again whole: its head cannot seek. So
+			// does one its destination renames itself: once its reply is
+			// lost, its temporary name may be gone.
+			if u.n < 0 && c.opts.fan == nil && !u.selfRen {
 				c.mu.Lock()
 				u.f.have.AddAll(rs)
 				c.mu.Unlock()
@@ -817,6 +833,24 @@ func (c *copier) lastUnit(u *unit) bool {
 // (worker).
 func (c *copier) renameOnly(u *unit) bool {
 	return u.n < 0 && u.f.tmp != "" && !c.checksSource(u.f)
+}
+
+// serverRenames reports whether the destination of p is to write u under
+// its file's temporary name and rename it itself once it landed (SITE
+// PARTSTOR, which the server names in FEAT): a file that needs nothing
+// but its rename (renameOnly: no checksum to compare first, no mtime to
+// set), sent whole from its start, through the default stack, on a pair
+// not striped, to a destination that is not a multicast tree. The rename
+// then costs no command at all.
+func (c *copier) serverRenames(u *unit, p *client.Pair) bool {
+	if u.b != nil || !c.renameOnly(u) || !u.part.Have.Empty() || c.opts.fan != nil || p.Striping != nil {
+		return false
+	}
+	if _, dst := c.stacksFor(u); dst != "" {
+		return false
+	}
+	_, ok := p.Dst.Feature("PARTSTOR")
+	return ok
 }
 
 // renamesIn counts the units of us whose renames' replies are owed.
@@ -1210,7 +1244,8 @@ func (c *copier) takeBack(u *unit, err error) {
 }
 
 // recheck looks, on a finisher's pair p, at what the failed attempt of the
-// whole file u left under its temporary name before the file is sent
+// whole file u left under its temporary name (or under its final name,
+// when the rename may have been done: whereIs) before the file is sent
 // again: all of it, equal to its source by checksum, is only finished (a
 // destination that died after the data landed, before it said so), never
 // truncated and sent again. A broken session looks once more, on a new one
@@ -1222,10 +1257,14 @@ func (c *copier) recheck(ctx context.Context, p *client.Pair, u *unit, cause err
 	var err error
 	whole := false
 	if p != nil {
+		var at string
 		var de gridftp.Entry
-		if de, err = p.Dst.Stat(ctx, u.f.tmp); err == nil && de.Size == u.f.size {
+		if at, err = c.whereIs(ctx, p, u.f); err == nil {
+			de, err = p.Dst.Stat(ctx, at)
+		}
+		if err == nil && de.Size == u.f.size {
 			var a, b string
-			a, b, err = checksums(ctx, p.Src, p.Dst, c.sumAlg, u.f.src, u.f.tmp, 0, -1)
+			a, b, err = checksums(ctx, p.Src, p.Dst, c.sumAlg, u.f.src, at, 0, -1)
 			whole = err == nil && a == b
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -559,12 +560,16 @@ func TestVanishedFileFailsAlone(t *testing.T) {
 	}
 }
 
-// tripwire calls fn once after the destination has written n bytes.
+// tripwire calls fn once after the destination has written n bytes. fn
+// runs on a goroutine of its own, so the transfer may end well before it
+// acts; with fail, the write that trips fails once its data is written:
+// the transfer does not end well, wherever fn is.
 type tripwire struct {
 	storage.Driver
 	n, written atomic.Int64
 	fn         func()
 	once       sync.Once
+	fail       bool
 }
 
 func (w *tripwire) Create(ctx context.Context, name string, flag storage.OpenFlag) (storage.File, error) {
@@ -582,8 +587,12 @@ type tripFile struct {
 
 func (f *tripFile) WriteAt(p []byte, off int64) (int, error) {
 	n, err := f.File.WriteAt(p, off)
+	tripped := false
 	if f.w.written.Add(int64(n)) >= f.w.n.Load() {
-		f.w.once.Do(func() { go f.w.fn() })
+		f.w.once.Do(func() { tripped = true; go f.w.fn() })
+	}
+	if tripped && f.w.fail && err == nil {
+		err = errors.New("tripwire: the destination dies")
 	}
 	return n, err
 }

@@ -204,9 +204,10 @@ func TestRetryKeepsWholeFile(t *testing.T) {
 	data := random(32 << 20)
 	writeFile(t, filepath.Join(src.root, "big"), data)
 	trip.n.Store(int64(len(data)))
+	trip.fail = true // the 226 never comes, whether or not the kill lands first
 	trip.fn = func() {
 		addr := dst.Addr
-		dst.srv.Close() // every session dies: the 226 never comes
+		dst.srv.Close() // every session dies
 		dst.start(t, addr)
 	}
 	o := fastOptions()
@@ -344,23 +345,32 @@ func TestLostRenameReply(t *testing.T) {
 }
 
 // TestRenamesOnWorkersPairs: files that need nothing but their rename once
-// they landed are renamed on the session pairs that moved them, pipelined
-// behind the next transfers: a tree of small files costs its destination
-// no session beyond the workers' (no finisher's), one RNFR and one RNTO a
-// file, and every file arrives whole under its final name.
+// they landed are renamed on the session pairs that moved them: by a
+// ferry server itself (SITE PARTSTOR), with no command of their own, or,
+// by a server that does not name PARTSTOR in FEAT (as GCT), with RNFR and
+// RNTO pipelined behind the next transfers. A tree of small files costs
+// its destination no session beyond the workers' (no finisher's), and
+// every file arrives whole under its final name.
 func TestRenamesOnWorkersPairs(t *testing.T) {
 	const files = 40
 	for _, tc := range []struct {
 		name       string
 		pipelining int
+		partStor   bool
 	}{
-		{"pipelined", 8},
-		{"one at a time", 1},
+		{"pipelined", 8, true},
+		{"one at a time", 1, true},
+		{"pipelined, no PARTSTOR", 8, false},
+		{"one at a time, no PARTSTOR", 1, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := startEndpoint(t, "", nil)
 			w := &watching{want: map[string][]byte{}}
-			dst := startEndpoint(t, "", func(d storage.Driver) storage.Driver { w.Driver = d; return w })
+			var wrapLn func(net.Listener) net.Listener
+			if !tc.partStor {
+				wrapLn = func(ln net.Listener) net.Listener { return noPartStor{ln} }
+			}
+			dst := startEndpointLn(t, "", func(d storage.Driver) storage.Driver { w.Driver = d; return w }, wrapLn)
 			w.root = dst.root
 			for i := range files {
 				data := random(100 + i)
@@ -380,8 +390,12 @@ func TestRenamesOnWorkersPairs(t *testing.T) {
 			if d["PASS"] > o.Concurrency {
 				t.Errorf("%d logins at the destination; want at most one a worker (%d): no finisher's", d["PASS"], o.Concurrency)
 			}
-			if d["RNFR"] != files || d["RNTO"] != files {
-				t.Errorf("%d RNFR and %d RNTO; want %d each", d["RNFR"], d["RNTO"], files)
+			renames := files
+			if tc.partStor {
+				renames = 0
+			}
+			if d["RNFR"] != renames || d["RNTO"] != renames || d["STOR"] != files {
+				t.Errorf("%d STOR, %d RNFR and %d RNTO; want %d STOR, %d RNFR and RNTO", d["STOR"], d["RNFR"], d["RNTO"], files, renames)
 			}
 			w.mu.Lock()
 			defer w.mu.Unlock()
@@ -390,6 +404,27 @@ func TestRenamesOnWorkersPairs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// noPartStor is a listener whose sessions do not name PARTSTOR in FEAT:
+// a server that does not rename files itself, as GCT.
+type noPartStor struct{ net.Listener }
+
+func (l noPartStor) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return noPartStorConn{c}, nil
+}
+
+type noPartStorConn struct{ net.Conn }
+
+func (c noPartStorConn) Write(p []byte) (int, error) {
+	if _, err := c.Conn.Write(bytes.Replace(p, []byte(" PARTSTOR\r\n"), nil, 1)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // cutAtRename is a listener whose connections, the third time a session
@@ -428,7 +463,7 @@ func TestRenamesOwedPairBreaks(t *testing.T) {
 	w := &watching{want: map[string][]byte{}}
 	var n atomic.Int64
 	dst := startEndpointLn(t, "", func(d storage.Driver) storage.Driver { w.Driver = d; return w },
-		func(ln net.Listener) net.Listener { return cutAtRename{ln, &n} })
+		func(ln net.Listener) net.Listener { return cutAtRename{noPartStor{ln}, &n} })
 	w.root = dst.root
 	for i := range files {
 		data := random(200 + i)
@@ -444,6 +479,70 @@ func TestRenamesOwedPairBreaks(t *testing.T) {
 	}
 	if n.Load() < 3 {
 		t.Fatalf("the pair never broke (%d renames answered)", n.Load())
+	}
+	compareTrees(t, filepath.Join(src.root, "d"), filepath.Join(dst.root, "d"))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.seen) > 0 {
+		t.Errorf("files seen under their final names before they were whole: %v", w.seen)
+	}
+}
+
+// cutAtStored is a listener whose connections, the third time a session
+// answers a STOR, close instead: the server renamed the file over its
+// name, and its reply is lost.
+type cutAtStored struct {
+	net.Listener
+	n *atomic.Int64
+}
+
+func (l cutAtStored) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return cutAtStoredConn{c, l.n}, nil
+}
+
+type cutAtStoredConn struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c cutAtStoredConn) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte("226 Transfer Complete")) && c.n.Add(1) == 3 {
+		c.Conn.Close()
+		return 0, net.ErrClosed
+	}
+	return c.Conn.Write(p)
+}
+
+// TestServerRenamedReplyLost: a pair that breaks after the destination
+// renamed a file itself (SITE PARTSTOR), before its reply arrived, costs
+// no file: it goes again whole, and every file ends whole under its final
+// name, none seen there before it was, nothing temporary left.
+func TestServerRenamedReplyLost(t *testing.T) {
+	const files = 30
+	src := startEndpoint(t, "", nil)
+	w := &watching{want: map[string][]byte{}}
+	var n atomic.Int64
+	dst := startEndpointLn(t, "", func(d storage.Driver) storage.Driver { w.Driver = d; return w },
+		func(ln net.Listener) net.Listener { return cutAtStored{ln, &n} })
+	w.root = dst.root
+	for i := range files {
+		data := random(300 + i)
+		p := fmt.Sprintf("/d/f%d", i)
+		writeFile(t, filepath.Join(src.root, p), data)
+		w.want[p] = data
+	}
+	o := fastOptions()
+	o.Tar, o.Concurrency, o.Pipelining = engine.TarNever, 2, 8
+	res, err := engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/d", Dst: "/d"}}, o, nil)
+	if err != nil || res.Transferred != files || res.Failed != 0 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if n.Load() < 3 {
+		t.Fatalf("the pair never broke (%d STORs answered)", n.Load())
 	}
 	compareTrees(t, filepath.Join(src.root, "d"), filepath.Join(dst.root, "d"))
 	w.mu.Lock()

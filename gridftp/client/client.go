@@ -36,6 +36,7 @@ type Conn struct {
 	held []byte        // command lines that go out with the next write, or before the next read (SendRename)
 
 	diskStack string // SITE SETDISKSTACK sent last; "" for the default
+	partStor  bool   // SITE PARTSTOR ON sent last (Part.DstPartStor)
 
 	// sec protects every command and reply once AUTH GSSAPI succeeded
 	// (gsi.go).
@@ -426,6 +427,19 @@ func (c *Conn) Rename(ctx context.Context, from, to string) error {
 		return err
 	}
 	return c.RenameReply(ctx)
+}
+
+// PartStorChange is the SITE PARTSTOR argument (Part.DstPartStor) that
+// makes c write whole STORs under their temporary names and rename them
+// itself (on) or not, or "" when c does so already.
+func (c *Conn) PartStorChange(on bool) string {
+	switch {
+	case on == c.partStor:
+		return ""
+	case on:
+		return "ON"
+	}
+	return "OFF"
 }
 
 // SendRename sends the rename of from to to (RNFR, RNTO) without

@@ -71,6 +71,12 @@ type Part struct {
 	// for layers the server names in FEAT, whose refusal is not expected
 	// (a refusal fails the transfer; close the pair then).
 	SrcStack, DstStack string
+	// DstPartStor, when set, is SITE PARTSTOR's argument ("ON", "OFF")
+	// sent to the destination ahead of the transfer, pipelined (PartStor):
+	// on, a whole STOR is written under DstPath's temporary name and the
+	// server renames it over DstPath before its 226. Only for a server
+	// that names PARTSTOR in FEAT (a refusal fails the transfer).
+	DstPartStor string
 }
 
 // pre counts the commands Start sends each side ahead of the transfer.
@@ -82,6 +88,9 @@ func (part Part) pre() (src, dst int) {
 		src++
 	}
 	if part.DstStack != "" {
+		dst++
+	}
+	if part.DstPartStor != "" {
 		dst++
 	}
 	return src + len(membersCommands(part.Members)), dst
@@ -243,6 +252,12 @@ func (p *Pair) Start(part Part) error {
 				return err
 			}
 		}
+	}
+	if part.DstPartStor != "" {
+		if err := p.Dst.Send("SITE PARTSTOR %s", part.DstPartStor); err != nil {
+			return err
+		}
+		p.Dst.partStor = part.DstPartStor == "ON"
 	}
 	if !part.Have.Empty() {
 		if err := p.Dst.Send("REST %s", part.Have.String()); err != nil {

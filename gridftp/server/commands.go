@@ -105,7 +105,7 @@ func isAnonymous(user string) bool {
 
 func (ss *session) handleUSER(arg string) bool {
 	// A new login starts without the last one's stack, built for its user.
-	ss.disk, ss.anonymous = nil, false
+	ss.disk, ss.anonymous, ss.partStor = nil, false, false
 	if ss.gsi.dn != "" && ss.protected.Load() != nil {
 		ss.userGSI(arg)
 		return true
@@ -189,6 +189,7 @@ var features = []string{
 	" TVFS",
 	" CKSMLIVE", // OPTS CKSM Live=ALG; (livesum.go)
 	" PASVSEND", // in MODE E, RETR after PASV: the receiver connects (senderStreams)
+	" PARTSTOR", // SITE PARTSTOR ON: a whole STOR under the temporary name, renamed at its end (site.go)
 }
 
 func (ss *session) handleFEAT(string) bool {
@@ -426,14 +427,20 @@ func (ss *session) handleRNTO(arg string) bool {
 		ss.reply(gridftp.CodeBadSequence, "RNTO must follow RNFR.")
 		return true
 	}
-	ss.srv.sums.forget(from, 0, -1)
-	ss.srv.sums.forget(ss.path(arg), 0, -1)
-	if err := ss.srv.FS.Rename(ss.ctx, from, ss.path(arg)); err != nil {
+	if err := ss.rename(from, ss.path(arg)); err != nil {
 		ss.errorReply("rename", err)
 		return true
 	}
 	ss.reply(gridftp.CodeFileActionOK, "OK.")
 	return true
+}
+
+// rename moves from to to, replacing a file there (RNTO, SITE PARTSTOR):
+// the checksums known of either are forgotten.
+func (ss *session) rename(from, to string) error {
+	ss.srv.sums.forget(from, 0, -1)
+	ss.srv.sums.forget(to, 0, -1)
+	return ss.srv.FS.Rename(ss.ctx, from, to)
 }
 
 func (ss *session) handleCWD(arg string) bool {

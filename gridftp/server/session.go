@@ -71,6 +71,7 @@ type session struct {
 	restOffset int64         // stream REST
 	restRanges gridftp.Ranges
 	restSet    bool
+	partStor   bool // SITE PARTSTOR ON: a whole STOR goes under the file's temporary name (site.go)
 	rnfr       string
 	scks       *expectedSum
 	liveAlg    string // OPTS CKSM Live: hash transfers as they move

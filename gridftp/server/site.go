@@ -39,6 +39,7 @@ func init() {
 		"CLIENT":       {fn: (*session).siteCLIENT},
 		"STRIPE":       {fn: (*session).siteSTRIPE},
 		"MOVERS":       {fn: (*session).siteMOVERS},
+		"PARTSTOR":     {fn: (*session).sitePARTSTOR, write: true},
 	}
 }
 
@@ -163,4 +164,25 @@ func (ss *session) siteBufSize(arg string, dst *int) {
 	}
 	*dst = n
 	ss.reply(gridftp.CodeOK, "Site Command Successful.")
+}
+
+// sitePARTSTOR is "SITE PARTSTOR ON|OFF", ferry's extension (FEAT
+// PARTSTOR): while on, a STOR of a whole file (no REST; ESTO and APPE
+// write where they name) is written under the file's temporary name
+// (partname.For, the name a later transfer resumes from) and renamed over
+// its name when it succeeded, before its 226: the file is never under its
+// name short of its data, and the client sends no RNFR and RNTO. One that
+// fails or is aborted leaves its temporary file. The rename is what RNTO
+// would do in the session, confined and checked as any write.
+func (ss *session) sitePARTSTOR(arg string) {
+	switch strings.ToUpper(arg) {
+	case "ON":
+		ss.partStor = true
+	case "OFF":
+		ss.partStor = false
+	default:
+		ss.reply(gridftp.CodeBadArguments, "SITE PARTSTOR: expected ON or OFF.")
+		return
+	}
+	ss.reply(gridftp.CodeOK, "PARTSTOR "+strings.ToUpper(arg)+".")
 }

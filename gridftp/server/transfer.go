@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"ferry/gridftp"
+	"ferry/internal/partname"
 	"ferry/stack"
 	"ferry/storage"
 )
@@ -377,16 +378,20 @@ func (ss *session) senderStreams(ctx context.Context) (streams []*gridftp.Stream
 }
 
 func (ss *session) handleSTOR(arg string) bool {
-	flag := storage.Truncate
-	if ss.restSet {
-		flag = storage.Keep
+	p := ss.path(arg)
+	switch {
+	case ss.restSet:
+		ss.store(p, storage.Keep, 0, false, "")
+	case ss.partStor:
+		ss.store(partname.For(p), storage.Truncate, 0, false, p)
+	default:
+		ss.store(p, storage.Truncate, 0, false, "")
 	}
-	ss.store(ss.path(arg), flag, 0, false)
 	return true
 }
 
 func (ss *session) handleAPPE(arg string) bool {
-	ss.store(ss.path(arg), storage.Keep, 0, true)
+	ss.store(ss.path(arg), storage.Keep, 0, true, "")
 	return true
 }
 
@@ -394,7 +399,7 @@ func (ss *session) handleAPPE(arg string) bool {
 // offset and the file keeps what it holds.
 func (ss *session) handleESTO(arg string) bool {
 	if p, off, ok := ss.estoArgs(arg); ok {
-		ss.store(p, storage.Keep, off, false)
+		ss.store(p, storage.Keep, off, false, "")
 	}
 	return true
 }
@@ -414,8 +419,10 @@ func (ss *session) estoArgs(arg string) (p string, off int64, ok bool) {
 
 // store receives a file at p; block offsets are shifted by base (ESTO) or
 // by the current size (APPE). Through a layer that can only be written
-// from start to end, only a whole transfer.
-func (ss *session) store(p string, flag storage.OpenFlag, base int64, appendMode bool) {
+// from start to end, only a whole transfer. With final set, p is final's
+// temporary name (SITE PARTSTOR), renamed over final once the transfer
+// succeeded, before its reply; left as it is when it failed.
+func (ss *session) store(p string, flag storage.OpenFlag, base int64, appendMode bool, final string) {
 	defer ss.clearRest()
 	want := ss.scks
 	ss.scks = nil
@@ -464,6 +471,9 @@ func (ss *session) store(p string, flag storage.OpenFlag, base int64, appendMode
 	reported()
 	if err == nil && want != nil && plain {
 		err = ss.verify(ctx, p, want)
+	}
+	if err == nil && final != "" {
+		err = ss.rename(p, final)
 	}
 	ss.endTransfer(ctx, "write", err, true)
 }
