@@ -367,9 +367,9 @@ func testReactivateDeactivate(t *testing.T, open Open) {
 	expired := f.task(alice, g, e, t0)   // its worker's lease expired
 	queued := f.task(alice, e, e, t0)    // uses e twice
 	elsewhere := f.task(alice, g, h, t0) // does not use e
-	bobs := f.task(bob, e, g, t0)        // another user's
 	f.claim(running, "w2", t0, 0)
 	f.claim(expired, "w1", t0.Add(-lease), 0) // running's lease is live then too
+	bobs := f.task(bob, e, g, t0)             // another user's (queued after the claims: bob, running none, would go first)
 
 	n, err := f.s.Deactivate(f.ctx, alice.ID, e.ID, domain.NiceNotActivated, t0)
 	f.ok(err)
