@@ -29,7 +29,7 @@
 #                files/s = N × FILES / (first submit → last completion_time).
 #                The server runs with --tasks (max N) --per-user 0, so all N
 #                run at once; rows DEFAULT_NS rerun with the server's default
-#                settings (--tasks 16 --per-user 8), which queue. RUNS runs
+#                settings (--tasks 16 --per-user 3), which queue. RUNS runs
 #                per N, the order of N reversed on every other run; median.
 #                Every task must be SUCCEEDED with FILES files transferred;
 #                the files that arrived are counted (and their size checked)
@@ -199,7 +199,7 @@ setup_service() { # the user, the login and the two endpoints of the store now i
 say "== servers"
 start src "$P_SRC" "$FERRY" gridftp --root "$WORK/src" --listen "127.0.0.1:$P_SRC" --anonymous --anonymous-write --log-level warn
 start dst "$P_DST" "$FERRY" gridftp --root "$WORK/dst" --listen "127.0.0.1:$P_DST" --anonymous --anonymous-write --log-level warn
-setup_service 16 8 # the defaults, said out loud
+setup_service 16 3 # the defaults, said out loud
 
 # --- measuring ---------------------------------------------------------------
 cpu_ticks() { awk '{print $14 + $15 + $16 + $17}' "/proc/$1/stat"; }
@@ -407,7 +407,7 @@ declare -A CSET CNS
 
 # default settings first, on the server already running
 # shellcheck disable=SC2086
-[[ -n $DEFAULT_NS ]] && conc_phase "sqlite-default" "--tasks 16 --per-user 8 (defaults)" $DEFAULT_NS
+[[ -n $DEFAULT_NS ]] && conc_phase "sqlite-default" "--tasks 16 --per-user 3 (defaults)" $DEFAULT_NS
 
 # --- (3) database rows (SQLite) ----------------------------------------------
 DBTAB="" DBNOTE=""
@@ -544,7 +544,7 @@ fi
 say ""
 say "== results"
 say ""
-say "(1) dispatch, server --tasks 16 --per-user 8, $DISPATCH_N consecutive 1-byte tasks, ms:"
+say "(1) dispatch, server --tasks 16 --per-user 3, $DISPATCH_N consecutive 1-byte tasks, ms:"
 say ""
 say "| measure | median | p90 | min | max |"
 say "|---|---:|---:|---:|---:|"

@@ -83,7 +83,7 @@ tasks go back to the queue and continue in another process or at restart.`,
 	fl.StringVar(&f.webhook, "webhook", "", "URL that receives a JSON POST when a task ends or goes INACTIVE")
 	fl.StringVar(&f.webhookSecret, "webhook-secret", "", "sign webhook posts with HMAC-SHA256 under this secret")
 	fl.IntVar(&f.tasks, "tasks", 16, "tasks this process runs at once")
-	fl.IntVar(&f.perUser, "per-user", 8, "active tasks per user across all processes; more wait queued (0: no limit)")
+	fl.IntVar(&f.perUser, "per-user", 3, "active tasks per user across all processes; more wait queued, users taking turns (0: no limit)")
 	fl.BoolVar(&f.noWorker, "no-worker", false, "serve the API only; run no tasks")
 	fl.DurationVar(&f.lease, "lease", time.Minute, "how long a task stays claimed, and agents connected, by a process that stops heartbeating")
 	fl.DurationVar(&f.defaultDeadline, "default-deadline", 24*time.Hour, "deadline of tasks submitted without one")

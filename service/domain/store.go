@@ -154,10 +154,11 @@ type Store interface {
 	// empty ID means some may have been missed: look at every task.
 	Watch(ctx context.Context) (<-chan string, error)
 
-	// Claim gives worker the oldest runnable task and a lease on it until
+	// Claim gives worker a runnable task and a lease on it until
 	// now+lease: an ACTIVE task with no live lease, whose user runs fewer
 	// than perUser leased tasks (0: no limit) and whose endpoints are below
-	// their MaxConcurrent. Tasks whose lease expired (a dead worker) are
+	// their MaxConcurrent. Of those it is the oldest of the user running
+	// fewest leased tasks, so that users with backlogs take turns. Tasks whose lease expired (a dead worker) are
 	// claimable again; taking one over from another worker appends a
 	// LEASE_TAKEN event. The claimed task's nice status is NiceOK.
 	// ENotFound when there is none. Safe across processes: two workers

@@ -22,13 +22,13 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // maker of fresh, empty ones.
 var databases = []struct {
 	name string
-	dsn  func(t *testing.T) string
+	dsn  func(t testing.TB) string
 }{
-	{"SQLite", func(t *testing.T) string { return filepath.Join(t.TempDir(), "ferry.db") }},
-	{"PostgreSQL", func(t *testing.T) string { return pgtest.DSN(t) }},
+	{"SQLite", func(t testing.TB) string { return filepath.Join(t.TempDir(), "ferry.db") }},
+	{"PostgreSQL", func(t testing.TB) string { return pgtest.DSN(t) }},
 }
 
-func open(t *testing.T, dsn string) *DB {
+func open(t testing.TB, dsn string) *DB {
 	t.Helper()
 	db, err := Open(context.Background(), dsn)
 	if err != nil {

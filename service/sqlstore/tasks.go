@@ -238,29 +238,65 @@ func scanString(r scanner) (string, error) {
 // is now.
 const live = `l.worker IS NOT NULL AND l.lease_expires > ?`
 
+// claimQuery selects the task to claim, reading the queue user by user
+// rather than task by task, so that its cost grows with the number of
+// users who have tasks queued, not with the number of tasks (see
+// Claim). Its arguments: now three times (leases per endpoint, leases per
+// user, runnable), then perUser twice (0: no limit).
+//
+//   - full: the endpoints running as many tasks as their limit allows,
+//     counted once;
+//   - queued: the users with ACTIVE tasks, one index seek each (a loose
+//     index scan of tasks_queue);
+//   - users: each one's live leases, counted once (tasks_leased), less
+//     those at the per-user limit, whose backlog is never read;
+//   - firsts: each remaining user's oldest runnable task that uses no
+//     full endpoint;
+//   - of those, the task of the user running fewest, oldest first: users
+//     with backlogs take turns.
+const claimQuery = `WITH RECURSIVE full_endpoints (id) AS (
+		SELECT e.id FROM endpoints e WHERE e.max_concurrent > 0
+			AND (SELECT COUNT(*) FROM tasks l WHERE ` + live + ` AND (l.src_endpoint = e.id OR l.dst_endpoint = e.id
+				OR l.id IN (SELECT d.task_id FROM task_destinations d WHERE d.endpoint = e.id))) >= e.max_concurrent
+	), queued (user_id) AS (
+		SELECT (SELECT q.user_id FROM tasks q{{queue}} WHERE q.status = 'ACTIVE' ORDER BY q.user_id LIMIT 1)
+		UNION ALL
+		SELECT (SELECT q.user_id FROM tasks q{{queue}} WHERE q.status = 'ACTIVE' AND q.user_id > u.user_id ORDER BY q.user_id LIMIT 1)
+			FROM queued u WHERE u.user_id IS NOT NULL
+	), users (user_id, running) AS (
+		SELECT u.user_id, (SELECT COUNT(*) FROM tasks l WHERE l.user_id = u.user_id AND ` + live + `)
+			FROM queued u WHERE u.user_id IS NOT NULL
+	), firsts (running, num) AS (
+		SELECT u.running, (SELECT t.num FROM tasks t{{queue}} WHERE t.user_id = u.user_id AND ` + notRunning + `
+			AND NOT EXISTS (SELECT 1 FROM full_endpoints f WHERE f.id IN (t.src_endpoint, t.dst_endpoint)
+				OR f.id IN (SELECT d.endpoint FROM task_destinations d WHERE d.task_id = t.id))
+			ORDER BY t.request_time, t.num LIMIT 1)
+			FROM users u WHERE ? <= 0 OR u.running < ?
+	)
+	SELECT t.id, COALESCE(t.worker, '') FROM tasks t WHERE t.num = (
+		SELECT f.num FROM firsts f WHERE f.num IS NOT NULL
+			ORDER BY f.running, (SELECT c.request_time FROM tasks c WHERE c.num = f.num), f.num LIMIT 1
+	){{skiplocked}}`
+
 // Claim takes the claim lock first, so that no two claims, even in two
 // processes, count the same leases: the per-user and per-endpoint limits
-// hold. When it takes over a task from another worker whose lease
-// expired it appends a LEASE_TAKEN event.
+// hold. It holds the lock for one short query (claimQuery): a long queue
+// neither slows it nor keeps submissions, which SQLite queues behind
+// the claim's write lock, waiting. When it takes over a task from another
+// worker whose lease expired it appends a LEASE_TAKEN event.
 func (db *DB) Claim(ctx context.Context, worker string, now time.Time, lease time.Duration, perUser int) (t domain.Task, err error) {
 	defer wrap(&err, "claim")
-	q := `SELECT t.id, COALESCE(t.worker, '') FROM tasks t WHERE ` + notRunning + `
-		AND NOT EXISTS (SELECT 1 FROM endpoints e WHERE e.max_concurrent > 0
-			AND (e.id IN (t.src_endpoint, t.dst_endpoint) OR e.id IN (SELECT d.endpoint FROM task_destinations d WHERE d.task_id = t.id))
-			AND (SELECT COUNT(*) FROM tasks l WHERE ` + live + ` AND (l.src_endpoint = e.id OR l.dst_endpoint = e.id
-				OR l.id IN (SELECT d.task_id FROM task_destinations d WHERE d.endpoint = e.id))) >= e.max_concurrent)`
-	args := []any{us(now), us(now)}
-	if perUser > 0 {
-		q += ` AND (SELECT COUNT(*) FROM tasks l WHERE l.user_id = t.user_id AND ` + live + `) < ?`
-		args = append(args, us(now), perUser)
-	}
-	q += ` ORDER BY t.request_time, t.num LIMIT 1{{skiplocked}}`
 	err = db.inTx(ctx, func(c conn) error {
 		if err := c.lock(ctx, lockClaim); err != nil {
 			return err
 		}
+		if c.d.noJIT != "" {
+			if _, err := c.exec(ctx, c.d.noJIT); err != nil {
+				return err
+			}
+		}
 		var id, prev string
-		if err := c.row(ctx, q, args...).Scan(&id, &prev); err != nil {
+		if err := c.row(ctx, claimQuery, us(now), us(now), us(now), perUser, perUser).Scan(&id, &prev); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
 				return domain.Errorf(domain.ENotFound, "no task to run")
 			}

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -70,8 +71,8 @@ func testClaim(t *testing.T, open Open) {
 			a1, a2, a3 := f.task(alice, ep, ep, t0), f.task(alice, ep, ep, t0.Add(time.Second)), f.task(alice, ep, ep, t0.Add(2*time.Second))
 			b1 := f.task(bob, ep, ep, t0.Add(3*time.Second))
 			f.claim(a1, "w", t0, 2)
+			f.claim(b1, "w", t0, 2) // bob runs none, alice one
 			f.claim(a2, "w", t0, 2)
-			f.claim(b1, "w", t0, 2)
 			f.noClaim(t0, 2)
 			f.claim(a3, "w", t0, 0) // no limit
 			f.ok(f.s.SetStatus(f.ctx, a1.ID, "w", domain.StatusSucceeded, "", nil, t0, nil))
@@ -81,6 +82,54 @@ func testClaim(t *testing.T, open Open) {
 			f.claim(a2, "w2", later, 1)
 			f.claim(b1, "w2", later, 1)
 			f.noClaim(later, 1)
+		}},
+		{"users take turns", func(t *testing.T, f *fixture, owner, _ domain.User) {
+			// Alice queued all of hers before bob's first: still, the
+			// user running fewest goes first, with or without a limit.
+			ep := f.endpoint(owner, "ep", true, 0)
+			for _, perUser := range []int{3, 0} {
+				alice, bob := f.user(fmt.Sprint("alice", perUser)), f.user(fmt.Sprint("bob", perUser))
+				var as, bs []domain.Task
+				for i := range 4 {
+					as = append(as, f.task(alice, ep, ep, t0.Add(time.Duration(i)*time.Second)))
+				}
+				for i := range 4 {
+					bs = append(bs, f.task(bob, ep, ep, t0.Add(time.Minute+time.Duration(i)*time.Second)))
+				}
+				for i := range 3 {
+					f.claim(as[i], "w", t0, perUser)
+					f.claim(bs[i], "w", t0, perUser)
+				}
+				if perUser > 0 {
+					f.noClaim(t0, perUser)
+					f.ok(f.s.SetStatus(f.ctx, bs[0].ID, "w", domain.StatusSucceeded, "", nil, t0, nil))
+					f.claim(bs[3], "w", t0, perUser) // bob's turn: alice runs 3
+					f.noClaim(t0, perUser)
+				} else {
+					f.claim(as[3], "w", t0, perUser)
+					f.claim(bs[3], "w", t0, perUser)
+				}
+				f.noClaim(t0, perUser)
+				for _, task := range append(as, bs...) { // end them all: queued ones fail, running ones succeed
+					_, err := f.s.RequestCancel(f.ctx, task.UserID, task.ID, t0)
+					f.ok(err)
+					f.s.SetStatus(f.ctx, task.ID, "w", domain.StatusSucceeded, "", nil, t0, nil) // or done already
+				}
+			}
+		}},
+		{"a user at the limit is passed over", func(t *testing.T, f *fixture, alice, bob domain.User) {
+			// Alice's backlog, older than bob's task and blocking none.
+			ep := f.endpoint(alice, "ep", true, 0)
+			for i := range 50 {
+				f.task(alice, ep, ep, t0.Add(time.Duration(i)*time.Millisecond))
+			}
+			for range 3 {
+				_, err := f.s.Claim(f.ctx, "w", t0, lease, 3)
+				f.ok(err)
+			}
+			b := f.task(bob, ep, ep, t0.Add(time.Hour))
+			f.claim(b, "w", t0, 3)
+			f.noClaim(t0, 3)
 		}},
 		{"endpoint limit", func(t *testing.T, f *fixture, alice, bob domain.User) {
 			lim := f.endpoint(alice, "limited", true, 2)
@@ -318,9 +367,9 @@ func testReactivateDeactivate(t *testing.T, open Open) {
 	expired := f.task(alice, g, e, t0)   // its worker's lease expired
 	queued := f.task(alice, e, e, t0)    // uses e twice
 	elsewhere := f.task(alice, g, h, t0) // does not use e
-	bobs := f.task(bob, e, g, t0)        // another user's
 	f.claim(running, "w2", t0, 0)
 	f.claim(expired, "w1", t0.Add(-lease), 0) // running's lease is live then too
+	bobs := f.task(bob, e, g, t0)             // another user's (queued after the claims: bob, running none, would go first)
 
 	n, err := f.s.Deactivate(f.ctx, alice.ID, e.ID, domain.NiceNotActivated, t0)
 	f.ok(err)

@@ -260,7 +260,7 @@ func runErrCases(t *testing.T, cases []errCase) {
 // checks that no task went to two workers and no limit was exceeded.
 func claimRace(t *testing.T, stores ...domain.Store) {
 	f := newFixture(t, stores[0])
-	const workers, perUser = 8, 2
+	const workers, perUser = 8, 3 // the service's default per-user limit
 
 	race := func(perUser int) map[string]int { // task ID → claims
 		var mu sync.Mutex
@@ -320,7 +320,7 @@ func claimRace(t *testing.T, stores ...domain.Store) {
 		if i == 3 {
 			dst = one
 		}
-		for range 4 {
+		for range 2 * perUser {
 			byUser[f.task(u, free, dst, t0).ID] = u.ID
 		}
 	}
