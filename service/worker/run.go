@@ -824,18 +824,20 @@ func (r *run) finish(parent context.Context, e ending) {
 }
 
 // stored runs write until the store takes it: while the database is
-// unreachable it tries again, after 1 s, then twice as long each time up
+// unreachable it tries again, waiting as engine.Backoff says from 1 s up
 // to storeWait, so that what the run did is not lost with its end. It
 // gives up on a lost lease, or when the worker stops (parent ends): then
 // the task goes on after a restart, from what was stored.
 func (r *run) stored(parent context.Context, what string, write func(context.Context) error) error {
-	for delay := time.Second; ; delay = min(2*delay, storeWait) {
+	b := engine.Backoff{Base: time.Second, Max: storeWait}
+	for {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), time.Minute)
 		err := write(ctx)
 		cancel()
 		if err == nil || domain.IsNotFound(err) {
 			return err
 		}
+		delay := b.Next()
 		r.log.Warn(what+"; trying again", "in", delay, "err", err)
 		select {
 		case <-parent.Done():
