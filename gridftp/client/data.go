@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -381,36 +382,164 @@ func (c *Conn) put(ctx context.Context, path string, off, size int64, move func(
 
 // List returns the entries of a directory (MLSD), without "." and "..".
 func (c *Conn) List(ctx context.Context, path string) ([]gridftp.Entry, error) {
-	if err := c.receiveSetup(ctx, "MLSD "+path); err != nil {
+	var out []gridftp.Entry
+	err := c.ListEach(ctx, path, func(e gridftp.Entry) error {
+		out = append(out, e)
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
-	var buf memFile
-	rcv := &gridftp.Receiver{Dst: &buf, Pool: c.options().Pool, Timeout: c.timeout()}
+	return out, nil
+}
+
+// ListEach lists a directory (MLSD) and calls fn with each entry, without
+// "." and "..", as the listing arrives: a directory of millions of entries
+// costs the memory of a few blocks, not of its listing. fn is called from
+// one goroutine at a time. An error from fn stops the listing (the data
+// channel is dropped) and is returned.
+func (c *Conn) ListEach(ctx context.Context, path string, fn func(gridftp.Entry) error) error {
+	if err := c.receiveSetup(ctx, "MLSD "+path); err != nil {
+		return err
+	}
+	lw := &lineWriter{line: func(line string) error {
+		e, err := gridftp.ParseEntry(line)
+		if err != nil {
+			return fmt.Errorf("MLSD %s: %w", path, err)
+		}
+		if e.Type == "cdir" || e.Type == "pdir" || e.Name == "." || e.Name == ".." {
+			return nil
+		}
+		return fn(e)
+	}}
+	rcv := &gridftp.Receiver{Dst: lw, Pool: c.options().Pool, Timeout: c.timeout()}
 	err := c.transferResult(ctx, func(ctx context.Context) error {
 		streams, err := rcv.Run(ctx, c.data.rstreams, c.data.accepted, nil)
 		c.data.rstreams = streams
 		return err
 	})
+	if err == nil {
+		err = lw.flush()
+	}
+	if lw.err != nil {
+		err = lw.err
+	}
 	if err != nil {
 		c.dropData()
-		return nil, err
 	}
-	var out []gridftp.Entry
-	for _, line := range strings.Split(string(buf.b), "\n") {
-		line = strings.TrimRight(line, "\r")
-		if line == "" {
-			continue
-		}
-		e, err := gridftp.ParseEntry(line)
-		if err != nil {
-			return nil, fmt.Errorf("MLSD %s: %w", path, err)
-		}
-		if e.Type == "cdir" || e.Type == "pdir" || e.Name == "." || e.Name == ".." {
-			continue
-		}
-		out = append(out, e)
+	return err
+}
+
+// lineWriter is an io.WriterAt that hands a listing to line one line at a
+// time as its bytes arrive: in order at once, out of order (MODE E over
+// several streams) once the bytes before them came. What it holds waiting
+// is bounded, as is a line, so that a hostile server cannot exhaust memory.
+type lineWriter struct {
+	mu      sync.Mutex
+	line    func(string) error
+	next    int64            // the offset of the first byte not yet taken
+	partial []byte           // the start of a line not yet ended
+	ahead   map[int64][]byte // blocks that came before their turn
+	held    int64            // bytes in ahead
+	err     error            // the first error of line: the listing stops
+}
+
+// maxLine bounds one line of a listing (its facts and name).
+const maxLine = 64 << 10
+
+var (
+	errLineTooLong = errors.New("listing line longer than 64 KiB")
+	errGap         = fmt.Errorf("%w: the listing has a gap", gridftp.ErrDataStream)
+)
+
+func (w *lineWriter) WriteAt(p []byte, off int64) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return 0, w.err
 	}
-	return out, nil
+	switch {
+	case off > w.next:
+		if w.held+int64(len(p)) > maxListing {
+			return 0, errListingTooLarge
+		}
+		if w.ahead == nil {
+			w.ahead = map[int64][]byte{}
+		}
+		w.ahead[off] = bytes.Clone(p)
+		w.held += int64(len(p))
+		return len(p), nil
+	case off+int64(len(p)) <= w.next: // a block sent again
+		return len(p), nil
+	}
+	n := len(p)
+	if err := w.take(p[w.next-off:]); err != nil { // what is new of it
+		return 0, err
+	}
+	for {
+		b, ok := w.ahead[w.next]
+		if !ok {
+			break
+		}
+		delete(w.ahead, w.next)
+		w.held -= int64(len(b))
+		if err := w.take(b); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
+}
+
+// take consumes the bytes at w.next. Called with w.mu held.
+func (w *lineWriter) take(p []byte) error {
+	w.next += int64(len(p))
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			if len(w.partial)+len(p) > maxLine {
+				w.err = errLineTooLong
+				return w.err
+			}
+			w.partial = append(w.partial, p...)
+			return nil
+		}
+		line := p[:i]
+		if len(w.partial) > 0 {
+			w.partial = append(w.partial, line...)
+			line = w.partial
+		}
+		p = p[i+1:]
+		if err := w.emit(line); err != nil {
+			return err
+		}
+		w.partial = w.partial[:0]
+	}
+	return nil
+}
+
+// emit hands one line, without its line end, to w.line.
+func (w *lineWriter) emit(line []byte) error {
+	line = bytes.TrimRight(line, "\r")
+	if len(line) == 0 {
+		return nil
+	}
+	if err := w.line(string(line)); err != nil {
+		w.err = err
+		return err
+	}
+	return nil
+}
+
+// flush hands the last line, if the listing did not end with a line end.
+func (w *lineWriter) flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.held > 0 {
+		return errGap
+	}
+	err := w.emit(w.partial)
+	w.partial = nil
+	return err
 }
 
 // Stat describes one path (MLST).
