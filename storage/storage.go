@@ -90,6 +90,33 @@ type Driver interface {
 	Truncate(ctx context.Context, name string, size int64) error
 }
 
+// DirLister is a Driver that lists a directory as a stream: a directory
+// of millions of entries costs the memory of a few of them.
+type DirLister interface {
+	// ListDir calls fn with each entry of the directory name, described
+	// as ReadDir describes them but in no set order, as it reads them. An
+	// error from fn stops the listing and is returned.
+	ListDir(ctx context.Context, name string, fn func(Info) error) error
+}
+
+// ListDir lists the directory name of d as a stream: with d's ListDir if
+// d is a DirLister, otherwise from its ReadDir.
+func ListDir(ctx context.Context, d Driver, name string, fn func(Info) error) error {
+	if l, ok := d.(DirLister); ok {
+		return l.ListDir(ctx, name, fn)
+	}
+	infos, err := d.ReadDir(ctx, name)
+	if err != nil {
+		return err
+	}
+	for _, i := range infos {
+		if err := fn(i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // DirOpener is a Driver that can open a directory, to work on the entries
 // in it without resolving the directory's path for each of them.
 type DirOpener interface {
