@@ -371,6 +371,15 @@ type File struct {
 	Time      time.Time
 }
 
+// SplitDir splits a file's path after its last slash: dir is the path
+// up to and including it ("" for a path without one), name the rest, so
+// that dir+name is the path. The store keeps a task's file records by
+// directory (Store.RecordedIn) in these terms.
+func SplitDir(path string) (dir, name string) {
+	i := strings.LastIndexByte(path, '/') + 1
+	return path[:i], path[i:]
+}
+
 // Deletion is one path a transfer deleted at a destination because its
 // source does not have it (Options.DeleteDestinationExtra): an extra
 // entry, or what an extra directory held (reported before the directory).

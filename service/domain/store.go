@@ -214,11 +214,17 @@ type Store interface {
 
 	// Files and events.
 	//
-	// DoneFiles lists the source paths recorded SUCCEEDED or SKIPPED.
-	DoneFiles(ctx context.Context, taskID string) ([]string, error)
+	// RecordedIn calls fn with the name (after dir: SplitDir) of every
+	// file of the task recorded in directory dir, whatever its state, in
+	// no set order; fn must not call the store. It reads the records of
+	// that directory only: a worker asks it directory by directory
+	// rather than holding every record of a task.
+	RecordedIn(ctx context.Context, taskID, dir string, fn func(name string)) error
 	// Files lists a task's file records in state (all states if ""),
-	// ordered by insertion, after the marker (0: from the start); it
-	// returns the marker of the next page (0: no more).
+	// ordered as they were recorded (one Progress call's by directory),
+	// after the marker (0: from the start); it returns the marker of the
+	// next page (0: no more). A page costs the same however many records
+	// the task has.
 	Files(ctx context.Context, taskID, state string, marker int64, limit int) ([]File, int64, error)
 	// DestFiles lists the per-destination file records of a task with
 	// several destinations, of destination dest (every one if dest < 0)

@@ -287,9 +287,16 @@ func (db *DB) inTx(ctx context.Context, fn func(c conn) error) error {
 //go:embed migrations/*.sql
 var migrations embed.FS
 
+// steps are what a migration does beyond its SQL, after it, by version:
+// what SQL alone cannot write.
+var steps = map[int]func(context.Context, conn) error{
+	16: moveFileRecords,
+}
+
 // migrate applies the embedded migrations the database lacks, in one
-// transaction under the migration lock. Each file is named NNN_what.sql
-// and its number is recorded in schema_version.
+// transaction under the migration lock, each with its step if it has
+// one. Each file is named NNN_what.sql and its number is recorded in
+// schema_version.
 func (db *DB) migrate(ctx context.Context) error {
 	names, err := fs.Glob(migrations, "migrations/*.sql")
 	if err != nil {
@@ -324,6 +331,11 @@ func (db *DB) migrate(ctx context.Context) error {
 			}
 			if _, err := c.r.ExecContext(ctx, c.d.tokens.Replace(string(b))); err != nil {
 				return fmt.Errorf("%s: %w", base, err)
+			}
+			if step := steps[v]; step != nil {
+				if err := step(ctx, c); err != nil {
+					return fmt.Errorf("%s: %w", base, err)
+				}
 			}
 			if _, err := c.exec(ctx, `INSERT INTO schema_version (version, applied) VALUES (?, ?)`, v, us(time.Now())); err != nil {
 				return err

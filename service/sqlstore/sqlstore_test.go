@@ -2,14 +2,17 @@ package sqlstore
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"ferry/internal/pgtest"
 	"ferry/service/domain"
@@ -182,5 +185,69 @@ func TestDialectSQL(t *testing.T) {
 		if got := c.d.sql(c.in); got != c.out {
 			t.Errorf("%s: sql(%q) = %q, want %q", c.d.driver, c.in, got, c.out)
 		}
+	}
+}
+
+// TestMoveFileRecords fills the files table of schema 15, one row a
+// file, with the records of two tasks interleaved, and checks that
+// migration 016's step moves them: each task's in order, whole.
+func TestMoveFileRecords(t *testing.T) {
+	for _, d := range databases {
+		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db := open(t, d.dsn(t))
+			var u domain.User
+			if err := db.CreateUser(ctx, &u); err != nil {
+				t.Fatal(err)
+			}
+			tasks := make([]domain.Task, 2)
+			for i := range tasks {
+				tasks[i] = domain.Task{UserID: u.ID, Type: domain.TypeTransfer, SrcEndpoint: "ep", DstEndpoint: "ep"}
+				if err := db.CreateTask(ctx, &tasks[i]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := db.conn().exec(ctx, `CREATE TABLE files (id {{autoid}}, task_id TEXT NOT NULL, src TEXT NOT NULL,
+				dst TEXT NOT NULL, size BIGINT NOT NULL, state TEXT NOT NULL, algorithm TEXT NOT NULL, checksum TEXT NOT NULL,
+				error TEXT NOT NULL, time BIGINT NOT NULL)`); err != nil {
+				t.Fatal(err)
+			}
+			want := make([][]domain.File, len(tasks))
+			t0 := time.Date(2030, 1, 2, 3, 4, 5, 6000, time.UTC)
+			for i := range 2500 {
+				task := tasks[i%3%2]
+				f := domain.File{TaskID: task.ID, Src: fmt.Sprintf("/d%d/f%d", i/700, i), Dst: fmt.Sprintf("/o/d%d/g%d", i/700, i),
+					Size: int64(i), State: []string{domain.FileSucceeded, domain.FileFailed}[i/1000%2], Algorithm: "MD5",
+					Checksum: fmt.Sprint(i), Error: fmt.Sprint("e", i), Time: t0.Add(time.Duration(i) * time.Second)}
+				want[i%3%2] = append(want[i%3%2], f)
+				if _, err := db.conn().exec(ctx, `INSERT INTO files (task_id, src, dst, size, state, algorithm, checksum, error, time)
+					VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, f.TaskID, f.Src, f.Dst, f.Size, f.State, f.Algorithm, f.Checksum, f.Error, us(f.Time)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := db.inTx(ctx, func(c conn) error { return moveFileRecords(ctx, c) }); err != nil {
+				t.Fatal(err)
+			}
+			for i, task := range tasks {
+				var got []domain.File
+				for marker := int64(0); ; {
+					page, next, err := db.Files(ctx, task.ID, "", marker, 1000)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got = append(got, page...)
+					if marker = next; marker == 0 {
+						break
+					}
+				}
+				if !reflect.DeepEqual(got, want[i]) {
+					t.Fatalf("task %d: %d files moved, want %d; first %+v, want %+v", i, len(got), len(want[i]), got[:min(1, len(got))], want[i][:1])
+				}
+			}
+			if _, err := db.conn().exec(ctx, `SELECT 1 FROM files`); err == nil {
+				t.Fatal("the files table is still there")
+			}
+		})
 	}
 }

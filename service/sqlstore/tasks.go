@@ -383,12 +383,8 @@ func (db *DB) Progress(ctx context.Context, taskID, worker string, b domain.Batc
 			return lost(taskID)
 		}
 		now := time.Now()
-		for _, f := range b.Files {
-			if _, err := c.exec(ctx, `INSERT INTO files (task_id, src, dst, size, state, algorithm, checksum, error, time)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				taskID, f.Src, f.Dst, f.Size, f.State, f.Algorithm, f.Checksum, f.Error, us(cmp.Or(f.Time, now))); err != nil {
-				return err
-			}
+		if err := insertFiles(ctx, c, taskID, b.Files, now); err != nil {
+			return err
 		}
 		if err := putDestFiles(ctx, c, taskID, b.DestFiles, now); err != nil {
 			return err
@@ -521,38 +517,6 @@ func (db *DB) Deactivate(ctx context.Context, userID int64, endpointID, nice str
 	defer wrap(&err, "deactivate")
 	return db.setStatusOf(ctx, endpointID, `user_id = ? AND `+notRunning, domain.StatusInactive, nice, now,
 		domain.Event{Code: domain.EventInactive, Description: "task paused: " + nice}, userID, us(now))
-}
-
-func (db *DB) DoneFiles(ctx context.Context, taskID string) (_ []string, err error) {
-	defer wrap(&err, "done files")
-	return all(ctx, db.conn(), scanString, `SELECT src FROM files WHERE task_id = ? AND state IN (?, ?) ORDER BY id`,
-		taskID, domain.FileSucceeded, domain.FileSkipped)
-}
-
-// fileRow is a file record and its insertion marker.
-type fileRow struct {
-	id int64
-	domain.File
-}
-
-func (db *DB) Files(ctx context.Context, taskID, state string, marker int64, limit int) (_ []domain.File, _ int64, err error) {
-	defer wrap(&err, "files")
-	q, args := `SELECT id, task_id, src, dst, size, state, algorithm, checksum, error, time FROM files
-		WHERE task_id = ? AND id > ?`, []any{taskID, marker}
-	if state != "" {
-		q += ` AND state = ?`
-		args = append(args, state)
-	}
-	limit = domain.Page{Limit: limit}.Normal().Limit
-	rows, err := all(ctx, db.conn(), func(r scanner) (fileRow, error) {
-		var f fileRow
-		err := r.Scan(&f.id, &f.TaskID, &f.Src, &f.Dst, &f.Size, &f.State, &f.Algorithm, &f.Checksum, &f.Error, timeCol{&f.Time})
-		return f, err
-	}, q+` ORDER BY id LIMIT ?`, append(args, limit+1)...)
-	if err != nil {
-		return nil, 0, err
-	}
-	return page(rows, limit, func(r fileRow) (int64, domain.File) { return r.id, r.File })
 }
 
 // deletionRow is a deletion and its insertion marker.

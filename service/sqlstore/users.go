@@ -109,7 +109,7 @@ const unfinished = `status NOT IN ('` + domain.StatusSucceeded + `', '` + domain
 
 // removeUser deletes what is user ?'s, each row before those it names.
 var removeUser = []string{
-	`DELETE FROM files WHERE task_id IN (SELECT id FROM tasks WHERE user_id = ?)`,
+	`DELETE FROM file_records WHERE task_id IN (SELECT id FROM tasks WHERE user_id = ?)`,
 	`DELETE FROM canceled_files WHERE task_id IN (SELECT id FROM tasks WHERE user_id = ?)`,
 	`DELETE FROM events WHERE task_id IN (SELECT id FROM tasks WHERE user_id = ?)`,
 	`DELETE FROM tasks WHERE user_id = ?`,

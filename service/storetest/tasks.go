@@ -18,6 +18,7 @@ var taskTests = []test{
 	{"Cancel", testCancel},
 	{"CancelFile", testCancelFile},
 	{"Files", testFiles},
+	{"FileRecords", testFileRecords},
 	{"Deletions", testDeletions},
 	{"Events", testEvents},
 	{"Destinations", testDestinations},
@@ -291,10 +292,116 @@ func testFiles(t *testing.T, open Open) {
 		}
 	}
 
-	done, err := f.s.DoneFiles(f.ctx, task.ID)
-	f.ok(err)
-	sort.Strings(done)
-	equal(t, "DoneFiles", done, []string{"/s/0", "/s/2", "/s/4", "/s/6"})
+	equal(t, "recorded in /s/", recordedIn(f, task.ID, "/s/"), []string{"/s/0", "/s/1", "/s/2", "/s/3", "/s/4", "/s/5", "/s/6"})
+	equal(t, "recorded in / of the other task", recordedIn(f, other.ID, "/"), []string{"/other"})
+	equal(t, "recorded in /", recordedIn(f, task.ID, "/"), []string(nil))
+}
+
+// recordedIn is what Store.RecordedIn finds in dir, as full paths, sorted.
+func recordedIn(f *fixture, taskID, dir string) []string {
+	f.t.Helper()
+	var got []string
+	f.ok(f.s.RecordedIn(f.ctx, taskID, dir, func(name string) { got = append(got, dir+name) }))
+	sort.Strings(got)
+	return got
+}
+
+// testFileRecords records files with odd paths (spaces, a newline, bytes
+// that are not UTF-8, no directory, an empty name, a destination named
+// otherwise or none), thousands in one directory in one batch and
+// directories in several batches, in every state, and reads them back:
+// every page size covers every record once, in the order recorded, each
+// state's pages too, and RecordedIn finds each directory's names.
+func testFileRecords(t *testing.T, open Open) {
+	f := newFixture(t, open(t))
+	alice := f.user("alice")
+	ep := f.endpoint(alice, "ep", false, 0)
+	task, other := f.task(alice, ep, ep, t0), f.task(alice, ep, ep, t0.Add(time.Second))
+	f.claim(task, "w", t0, 0)
+	f.claim(other, "w", t0, 0)
+	states := []string{domain.FileSucceeded, domain.FileSkipped, domain.FileFailed, domain.FileCanceled, domain.FileSkippedError}
+	odd := []domain.File{
+		{Src: "/a b/c d", Dst: "/x y/c d"},
+		{Src: "/a b/new\nline", Dst: "/x y/renamed"},
+		{Src: "/\xff\xfe/\x80", Dst: "/\xff\xfe/\x80", Checksum: "\x01\x02"},
+		{Src: "relative", Dst: ""},
+		{Src: "/dir/", Dst: "/dir/"},
+		{Src: "/ünï/cödé", Dst: "/ünï/cödé", Size: 1 << 40, Algorithm: "SHA256", Checksum: "abc", Error: "it broke: /ünï/cödé"},
+	}
+	var batches [][]domain.File
+	var all []domain.File
+	at := t0
+	add := func(batch []domain.File) {
+		for i := range batch {
+			at = at.Add(time.Millisecond)
+			batch[i].TaskID, batch[i].Time = task.ID, at
+			if batch[i].State == "" {
+				batch[i].State = states[i%len(states)]
+			}
+		}
+		batches = append(batches, batch)
+		all = append(all, batch...)
+	}
+	for i, fl := range odd {
+		fl.State = states[i%len(states)]
+		add([]domain.File{fl})
+	}
+	var big []domain.File // one directory, one state, more than a row holds
+	for i := range 1234 {
+		big = append(big, domain.File{Src: fmt.Sprintf("/big/f%d", i), Dst: fmt.Sprintf("/out/big/f%d", i), Size: int64(i), State: domain.FileSucceeded})
+	}
+	add(big)
+	for b := range 3 { // directories met in several batches
+		var batch []domain.File
+		for d := range 4 {
+			for i := range 5 {
+				batch = append(batch, domain.File{Src: fmt.Sprintf("/d%d/b%d-%d", d, b, i), Dst: fmt.Sprintf("/o/d%d/b%d-%d", d, b, i),
+					State: states[d], Size: int64(i)})
+			}
+		}
+		add(batch)
+	}
+	for _, b := range batches {
+		f.ok(f.s.Progress(f.ctx, task.ID, "w", domain.Batch{Files: b}))
+		f.ok(f.s.Progress(f.ctx, other.ID, "w", domain.Batch{Files: []domain.File{{Src: "/big/other", State: domain.FileSucceeded}}}))
+	}
+	for _, limit := range []int{5, 333, 1000} {
+		for _, state := range append([]string{""}, states...) {
+			var want []domain.File
+			for _, fl := range all {
+				if state == "" || fl.State == state {
+					want = append(want, fl)
+				}
+			}
+			var got []domain.File
+			for marker := int64(0); ; {
+				page, next, err := f.s.Files(f.ctx, task.ID, state, marker, limit)
+				f.ok(err)
+				if len(page) > limit || next != 0 && len(page) < limit {
+					t.Fatalf("state %q, limit %d, from marker %d: %d files, next marker %d", state, limit, marker, len(page), next)
+				}
+				got = append(got, page...)
+				if next == 0 {
+					break
+				}
+				if len(got) > len(want) {
+					t.Fatalf("state %q, limit %d: pages never end", state, limit)
+				}
+				marker = next
+			}
+			equal(t, fmt.Sprintf("files in state %q, pages of %d", state, limit), got, want)
+		}
+	}
+	dirs := map[string][]string{}
+	for _, fl := range all {
+		dir, _ := domain.SplitDir(fl.Src)
+		dirs[dir] = append(dirs[dir], fl.Src)
+	}
+	for dir, want := range dirs {
+		sort.Strings(want)
+		equal(t, "recorded in "+dir, recordedIn(f, task.ID, dir), want)
+	}
+	equal(t, "recorded in /none/", recordedIn(f, task.ID, "/none/"), []string(nil))
 }
 
 // testDeletions stores deletions in two batches, of two tasks, and reads
