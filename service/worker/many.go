@@ -31,6 +31,7 @@ type destRec struct {
 // manyState is the part of a progress that a task with several
 // destinations adds. Guarded by progress.mu.
 type manyState struct {
+	ctx      context.Context      // the task's run, for the store's records (everywhere)
 	names    []string             // the destinations' display names
 	at       []map[string]destRec // by destination: source files there
 	hits     map[string]bool      // recorded before this run and met again in it
@@ -66,14 +67,14 @@ func (r *run) loadDests(ctx context.Context) error {
 			break
 		}
 	}
-	r.p.loadDests(names, all)
+	r.p.loadDests(ctx, names, all)
 	return nil
 }
 
-func (p *progress) loadDests(names []string, files []domain.DestFile) {
+func (p *progress) loadDests(ctx context.Context, names []string, files []domain.DestFile) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	m := &manyState{names: names, at: make([]map[string]destRec, len(names))}
+	m := &manyState{ctx: ctx, names: names, at: make([]map[string]destRec, len(names))}
 	for i := range m.at {
 		m.at[i] = map[string]destRec{}
 	}
@@ -130,7 +131,7 @@ func (r *run) transferMany(ctx context.Context, try int, deadline time.Time, log
 	r.p.begin()
 	var keep []int
 	for i, it := range r.task.Items {
-		if !r.p.skipMany(it.Src, it.Dst) {
+		if !r.p.skipMany(ctx, it.Src, it.Dst) {
 			keep = append(keep, i)
 		}
 	}
@@ -148,8 +149,8 @@ func (r *run) transferMany(ctx context.Context, try int, deadline time.Time, log
 	}
 	unsure := r.resumed || r.copies > 0
 	r.copies++
-	o := r.options(deadline, unsure)
-	o.Skip = r.p.skipMany
+	o := r.options(ctx, deadline, unsure)
+	o.Skip = func(src, dst string) bool { return r.p.skipMany(ctx, src, dst) }
 	r.p.event(domain.Event{Code: domain.EventStarted, Description: fmt.Sprintf("to %d destinations: %s", len(targets), strings.Join(r.p.destNames(), ", ")),
 		Details: details(map[string]any{"destinations": r.p.destNames()})})
 	res, err := r.w.copyMany()(ctx, ends[0], targets, o, &manyReporter{r.p})
@@ -198,17 +199,11 @@ func (p *progress) destNames() []string {
 // skipMany is the engine's Options.Skip for several destinations: as
 // skip, but a file recorded before the run counts once however many
 // passes meet it.
-func (p *progress) skipMany(src, dst string) bool {
+func (p *progress) skipMany(ctx context.Context, src, dst string) bool {
+	if !p.recorded(ctx, src) {
+		return p.skip(ctx, src, dst) // a canceled file: recorded once
+	}
 	p.mu.Lock()
-	recorded, ok := p.leave[src]
-	if !ok {
-		p.mu.Unlock()
-		return false
-	}
-	if !recorded {
-		p.mu.Unlock()
-		return p.skip(src, dst) // a canceled file: recorded once
-	}
 	defer p.mu.Unlock()
 	m := p.many
 	if !m.recorded[src] && !m.hits[src] {
@@ -237,7 +232,13 @@ func (p *progress) countFiles() {
 // and not recorded yet; size is its size. Called with p.mu held.
 func (p *progress) everywhere(src string, size int64) {
 	m := p.many
-	if p.leave[src] {
+	if p.pending[src] || m.recorded[src] {
+		return
+	}
+	// Recorded before: by an earlier run, or by this one and stored. Not
+	// known (the store does not answer): recorded by the next run's
+	// loadDests.
+	if known, err := p.known.has(m.ctx, src); known || err != nil {
 		return
 	}
 	sent := false

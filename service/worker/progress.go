@@ -21,8 +21,9 @@ import (
 
 // progress is the engine.Reporter of one run of a task. It keeps counter
 // deltas, file records and events until flush persists them in one
-// Store.Progress call, and it keeps the set of source paths the run leaves
-// out: those recorded before, and those that end during the run.
+// Store.Progress call, and it says which source paths the run leaves out
+// (skip): those with a record, stored (known) or not yet (pending), and
+// those the user canceled. Nothing it holds grows with the files done.
 type progress struct {
 	w      *Worker
 	taskID string
@@ -34,7 +35,9 @@ type progress struct {
 	delta   domain.Counters // not yet flushed
 	files   []domain.File
 	events  []domain.Event
-	leave   map[string]bool // source paths left out; false: a canceled one not yet recorded
+	known    *recorded       // the stored records, a window of them
+	pending  map[string]bool // source paths of files, records not yet stored
+	canceled map[string]bool // source paths the user canceled; true once recorded by this run
 	planned bool            // Planned was called in the current engine run
 	hits    int64           // paths left out before Planned
 	failure string          // the first file failure of this run, for the fatal error
@@ -64,7 +67,8 @@ type progress struct {
 
 func newProgress(w *Worker, t domain.Task) *progress {
 	return &progress{w: w, taskID: t.ID, kick: make(chan struct{}, 1), soon: make(chan struct{}, 1), total: t.Counters,
-		leave: map[string]bool{}, lastEvent: w.now(), lastBytes: t.BytesTransferred,
+		known: newRecorded(w.Store, t.ID), pending: map[string]bool{}, canceled: map[string]bool{},
+		lastEvent: w.now(), lastBytes: t.BytesTransferred,
 		restart: map[string]engine.Partial{}, stored: map[string]bool{}, partials: map[string]domain.Partial{},
 		faults: map[string]*faultGroup{}}
 }
@@ -140,7 +144,8 @@ func (p *progress) add(d domain.Counters, f *domain.File, e *domain.Event) {
 		f.TaskID, f.Time = p.taskID, p.w.now()
 		p.files = append(p.files, *f)
 		p.flushSoon()
-		p.leave[f.Src] = true
+		p.pending[f.Src] = true
+		p.known.add(f.Src)
 		// The file is final: its partial record goes, or never comes.
 		if p.stored[f.Src] {
 			p.partials[f.Src] = domain.Partial{Src: f.Src}
@@ -174,17 +179,14 @@ func (p *progress) event(e domain.Event) {
 	p.add(domain.Counters{}, nil, &e)
 }
 
-// leaveOut adds source paths to leave out: recorded ones, or ones the user
-// canceled that are recorded when met. It returns those it did not know.
-func (p *progress) leaveOut(paths []string, recorded bool) (fresh []string) {
+// cancel adds source paths the user canceled, each recorded CANCELED
+// when met unless it has a record. It returns those it did not know.
+func (p *progress) cancel(paths []string) (fresh []string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, s := range paths {
-		_, ok := p.leave[s]
-		if !ok || recorded {
-			p.leave[s] = recorded
-		}
-		if !ok {
+		if _, ok := p.canceled[s]; !ok {
+			p.canceled[s] = false
 			fresh = append(fresh, s)
 		}
 	}
@@ -192,23 +194,27 @@ func (p *progress) leaveOut(paths []string, recorded bool) (fresh []string) {
 }
 
 // begin starts counting an engine run: the files it finds replace those
-// that earlier runs found and did not finish.
+// that earlier runs found and did not finish, and the records it meets
+// are read afresh.
 func (p *progress) begin() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.planned, p.hits = false, 0
+	p.known.clear()
 	if p.many != nil {
 		p.beginMany()
 	}
 }
 
-// skip is the engine's Options.Skip: it leaves out paths recorded before
-// or during the run, and records a file canceled by the user once.
-func (p *progress) skip(src, dst string) bool {
+// skip is the engine's Options.Skip (with the run's ctx): it leaves out
+// paths recorded before or during the run, and records a file canceled
+// by the user once.
+func (p *progress) skip(ctx context.Context, src, dst string) bool {
+	recorded := p.recorded(ctx, src)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	recorded, ok := p.leave[src]
-	if !ok {
+	canceled, ok := p.canceled[src]
+	if !recorded && !ok {
 		return false
 	}
 	var d domain.Counters
@@ -217,13 +223,40 @@ func (p *progress) skip(src, dst string) bool {
 	} else {
 		p.hits++
 	}
-	if !recorded {
+	if !recorded && !canceled {
+		p.canceled[src] = true
 		p.add(d, &domain.File{Src: src, Dst: dst, State: domain.FileCanceled},
 			&domain.Event{Code: domain.EventFileCanceled, Description: src + ": canceled by the user"})
 		return true
 	}
 	p.add(d, nil, nil)
 	return true
+}
+
+// recorded says whether src has a record, stored or waiting for a flush.
+// While the store does not answer it tries again, waiting as
+// engine.Backoff says, until ctx ends (false then: the run is over).
+func (p *progress) recorded(ctx context.Context, src string) bool {
+	p.mu.Lock()
+	pending := p.pending[src]
+	p.mu.Unlock()
+	if pending {
+		return true
+	}
+	b := engine.Backoff{Base: p.w.backoff(), Max: storeWait}
+	for {
+		ok, err := p.known.has(ctx, src)
+		if err == nil || ctx.Err() != nil {
+			return ok
+		}
+		delay := b.Next()
+		p.w.log().Warn("read file records; trying again", "task", p.taskID, "in", delay, "err", err)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(delay):
+		}
+	}
 }
 
 // Planned counts the files found and the bytes to move; the first call of
@@ -616,6 +649,11 @@ func (p *progress) flush(ctx context.Context) error {
 			return err
 		}
 		p.w.stats.moved(b.Delta)
+		p.mu.Lock()
+		for _, f := range b.Files {
+			delete(p.pending, f.Src)
+		}
+		p.mu.Unlock()
 		p.storeBack()
 		if !more {
 			return nil

@@ -384,34 +384,26 @@ func (r *run) checkLogins(ctx context.Context) {
 	}
 }
 
-// loadRecords reads what earlier runs recorded: those paths are left out.
-// Files recorded FAILED failed for good (the engine retried them) and are
-// left out too; files the user canceled are recorded CANCELED once.
+// loadRecords reads what earlier runs recorded that the run keeps: how
+// many files were skipped for source errors, and the partial records.
+// The paths recorded, in any state, are left out (skip asks the store,
+// directory by directory): files recorded FAILED failed for good (the
+// engine retried them); files the user canceled are recorded CANCELED
+// once.
 func (r *run) loadRecords(ctx context.Context) error {
 	id := r.task.ID
-	done, err := r.w.Store.DoneFiles(ctx, id)
-	if err != nil {
-		return err
-	}
-	for _, state := range []string{domain.FileFailed, domain.FileCanceled, domain.FileSkippedError} {
-		for marker := int64(0); ; {
-			var files []domain.File
-			files, marker, err = r.w.Store.Files(ctx, id, state, marker, 1000)
-			if err != nil {
-				return err
-			}
-			for _, f := range files {
-				done = append(done, f.Src)
-			}
-			if state == domain.FileSkippedError {
-				r.p.skippedErrors(len(files))
-			}
-			if marker == 0 {
-				break
-			}
+	var err error
+	for marker := int64(0); ; {
+		var files []domain.File
+		files, marker, err = r.w.Store.Files(ctx, id, domain.FileSkippedError, marker, 1000)
+		if err != nil {
+			return err
+		}
+		r.p.skippedErrors(len(files))
+		if marker == 0 {
+			break
 		}
 	}
-	r.p.leaveOut(done, true)
 	for marker := int64(0); ; {
 		var partials []domain.Partial
 		partials, marker, err = r.w.Store.Partials(ctx, id, marker, 1000)
@@ -438,7 +430,7 @@ func (r *run) loadCanceled(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, n := range r.p.leaveOut(names, false) {
+	for _, n := range r.p.cancel(names) {
 		r.cancels.Cancel(n)
 	}
 	return nil
@@ -626,7 +618,7 @@ func (r *run) transfer(ctx context.Context, try int, deadline time.Time, logins 
 	r.p.begin()
 	var items []engine.Item
 	for _, it := range r.task.Items {
-		if !r.p.skip(it.Src, it.Dst) {
+		if !r.p.skip(ctx, it.Src, it.Dst) {
 			items = append(items, engine.Item{Src: it.Src, Dst: it.Dst, Recursive: it.Recursive})
 		}
 	}
@@ -635,20 +627,21 @@ func (r *run) transfer(ctx context.Context, try int, deadline time.Time, logins 
 	}
 	unsure := r.resumed || r.copies > 0
 	r.copies++
-	_, err := r.w.copy()(ctx, ends[0], ends[1], items, r.options(deadline, unsure), r.p)
+	_, err := r.w.copy()(ctx, ends[0], ends[1], items, r.options(ctx, deadline, unsure), r.p)
 	if ie, ok := errors.AsType[*engine.ItemError](err); ok {
 		return gridops.ItemErr(ie, r.eps[0], r.eps[1])
 	}
 	return err
 }
 
-// options are the engine's options for the task. When unsure, the
+// options are the engine's options for the task, whose Skip asks the
+// store under ctx. When unsure, the
 // destination may hold files of an interrupted run: whole ones, not
 // recorded done before it stopped, are compared by checksum and not sent
 // again; partial ones, which look complete to the sync levels exists,
 // size and mtime, are compared by checksum too, and resume from what the
 // earlier run recorded of them.
-func (r *run) options(deadline time.Time, unsure bool) engine.Options {
+func (r *run) options(ctx context.Context, deadline time.Time, unsure bool) engine.Options {
 	o := r.task.Options
 	level := syncLevel(o.SyncLevel)
 	if unsure && level != engine.SyncNone {
@@ -670,7 +663,7 @@ func (r *run) options(deadline time.Time, unsure bool) engine.Options {
 		PreserveMtime: o.PreserveTimestamp,
 		Deadline:      deadline,
 		Backoff:       r.w.backoff(),
-		Skip:          r.p.skip,
+		Skip:          func(src, dst string) bool { return r.p.skip(ctx, src, dst) },
 		DeleteExtra:   o.DeleteDestinationExtra,
 		Cancels:       &r.cancels,
 
@@ -695,7 +688,7 @@ func syncLevel(l int) engine.SyncLevel {
 // stops it for another try.
 func (r *run) delete(ctx context.Context, l domain.Login) error {
 	for _, it := range r.task.Items {
-		if r.p.skip(it.Src, "") {
+		if r.p.skip(ctx, it.Src, "") {
 			continue
 		}
 		err := r.w.Ops.Delete(ctx, r.eps[0], l, it.Src, it.Recursive)

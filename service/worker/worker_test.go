@@ -352,14 +352,25 @@ func orEmpty(notes string) string {
 
 func finished(t domain.Task) bool { return domain.Done(t.Status) }
 
-// done counts the files recorded done.
+// done is the source paths of the files recorded done: SUCCEEDED or
+// SKIPPED.
 func (f *fixture) done(id string) []string {
 	f.t.Helper()
-	d, err := f.store.DoneFiles(context.Background(), id)
-	if err != nil {
-		f.t.Fatal(err)
+	var d []string
+	for marker := int64(0); ; {
+		files, next, err := f.store.Files(context.Background(), id, "", marker, 1000)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		for _, fl := range files {
+			if fl.State == domain.FileSucceeded || fl.State == domain.FileSkipped {
+				d = append(d, fl.Src)
+			}
+		}
+		if marker = next; marker == 0 {
+			return d
+		}
 	}
-	return d
 }
 
 func (f *fixture) events(id string) []domain.Event {
