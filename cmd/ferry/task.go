@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -373,105 +375,129 @@ func taskFields(t api.Task, used string) [][2]string {
 	return f
 }
 
-// allPages reads every page of a marker-paged list: get returns a page's
-// entries and its next marker.
-func allPages[T any](get func(api.MarkerQuery) ([]T, int64, error)) ([]T, error) {
-	var all []T
+// pages prints every page of a marker-paged list as it comes, holding
+// one page at a time: get returns a page's entries and its next marker,
+// row writes one entry as a table row (see row). With -F json it prints
+// one document, the list's as the API gives one page of it (dataType,
+// markers 0, every entry in DATA), its entries written one by one;
+// without, the header (not with -F unix) and each page's rows, aligned
+// page by page. An error mid-way leaves what was printed and is
+// returned.
+func pages[T any](c *cli, cmd *cobra.Command, dataType string, header []string, get func(api.MarkerQuery) ([]T, int64, error), row func(io.Writer, T)) error {
+	out := bufio.NewWriter(cmd.OutOrStdout())
+	defer out.Flush()
+	var w io.Writer = out
+	var tw *tabwriter.Writer
+	switch c.format {
+	case "json":
+		dt, _ := json.Marshal(dataType)
+		fmt.Fprintf(out, "{\n  \"DATA_TYPE\": %s,\n  \"marker\": 0,\n  \"next_marker\": 0,\n  \"DATA\": [", dt)
+	case "text":
+		tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		w = tw
+		fallthrough
+	default:
+		if c.format != "unix" {
+			fmt.Fprintln(w, strings.Join(header, "\t"))
+		}
+	}
+	n := 0
 	for q := (api.MarkerQuery{Limit: 1000}); ; {
 		data, next, err := get(q)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		all = append(all, data...)
+		for _, v := range data {
+			if c.format != "json" {
+				row(w, v)
+				continue
+			}
+			b, err := json.MarshalIndent(v, "    ", "  ")
+			if err != nil {
+				return err
+			}
+			sep := ",\n    "
+			if n == 0 {
+				sep = "\n    "
+			}
+			out.WriteString(sep)
+			out.Write(b)
+			n++
+		}
+		if tw != nil {
+			tw.Flush()
+		}
+		if err := out.Flush(); err != nil {
+			return err
+		}
 		if next == 0 {
-			return all, nil
+			break
 		}
 		q.Marker = next
 	}
+	if c.format == "json" {
+		if n > 0 {
+			out.WriteString("\n  ")
+		}
+		out.WriteString("]\n}\n")
+	}
+	return out.Flush()
 }
 
 // successfulTransfers prints every file task id has transferred so far.
 func (c *cli) successfulTransfers(cmd *cobra.Command, cl *apiclient.Client, id string) error {
-	all := api.SuccessfulTransfers{DataType: "successful_transfers"}
-	var err error
-	all.Data, err = allPages(func(q api.MarkerQuery) ([]api.SuccessfulTransfer, int64, error) {
-		page, err := cl.SuccessfulTransfers(cmd.Context(), id, q)
-		return page.Data, page.NextMarker, err
-	})
-	if err != nil {
-		return err
-	}
-	return c.table(cmd, all, []string{"SOURCE PATH", "DESTINATION PATH", "SIZE", "CHECKSUM"}, func(w io.Writer) {
-		for _, f := range all.Data {
+	return pages(c, cmd, "successful_transfers", []string{"SOURCE PATH", "DESTINATION PATH", "SIZE", "CHECKSUM"},
+		func(q api.MarkerQuery) ([]api.SuccessfulTransfer, int64, error) {
+			page, err := cl.SuccessfulTransfers(cmd.Context(), id, q)
+			return page.Data, page.NextMarker, err
+		}, func(w io.Writer, f api.SuccessfulTransfer) {
 			sum := "-"
 			if f.Checksum != "" {
 				sum = f.ChecksumAlgorithm + ":" + f.Checksum
 			}
 			row(w, f.SourcePath, f.DestinationPath, f.Size, sum)
-		}
-	})
+		})
 }
 
 // skippedErrors prints every source path task id skipped for an error
 // (skip_source_errors), and why.
 func (c *cli) skippedErrors(cmd *cobra.Command, cl *apiclient.Client, id string) error {
-	all := api.SkippedErrors{DataType: "skipped_errors"}
-	var err error
-	all.Data, err = allPages(func(q api.MarkerQuery) ([]api.SkippedError, int64, error) {
-		page, err := cl.SkippedErrors(cmd.Context(), id, q)
-		return page.Data, page.NextMarker, err
-	})
-	if err != nil {
-		return err
-	}
-	return c.table(cmd, all, []string{"SOURCE PATH", "DESTINATION PATH", "ERROR"}, func(w io.Writer) {
-		for _, f := range all.Data {
+	return pages(c, cmd, "skipped_errors", []string{"SOURCE PATH", "DESTINATION PATH", "ERROR"},
+		func(q api.MarkerQuery) ([]api.SkippedError, int64, error) {
+			page, err := cl.SkippedErrors(cmd.Context(), id, q)
+			return page.Data, page.NextMarker, err
+		}, func(w io.Writer, f api.SkippedError) {
 			row(w, f.SourcePath, f.DestinationPath, f.ErrorDetails)
-		}
-	})
+		})
 }
 
 // deletedPaths prints every path task id deleted at its destinations
 // because the source lacks it (delete_destination_extra), as
 // ENDPOINT_ID:PATH in a transfer to several destinations.
 func (c *cli) deletedPaths(cmd *cobra.Command, cl *apiclient.Client, id string) error {
-	all := api.DeletedPaths{DataType: "deleted_paths"}
-	var err error
-	all.Data, err = allPages(func(q api.MarkerQuery) ([]api.DeletedPath, int64, error) {
-		page, err := cl.DeletedPaths(cmd.Context(), id, q)
-		return page.Data, page.NextMarker, err
-	})
-	if err != nil {
-		return err
-	}
-	return c.table(cmd, all, []string{"DELETED PATH", "TYPE", "SIZE"}, func(w io.Writer) {
-		for _, d := range all.Data {
+	return pages(c, cmd, "deleted_paths", []string{"DELETED PATH", "TYPE", "SIZE"},
+		func(q api.MarkerQuery) ([]api.DeletedPath, int64, error) {
+			page, err := cl.DeletedPaths(cmd.Context(), id, q)
+			return page.Data, page.NextMarker, err
+		}, func(w io.Writer, d api.DeletedPath) {
 			p := d.DestinationPath
 			if d.DestinationEndpointID != "" {
 				p = d.DestinationEndpointID + ":" + p
 			}
 			row(w, p, d.Type, d.Size)
-		}
-	})
+		})
 }
 
 // partialPaths prints every file task id started and did not finish, and
 // the bytes known to be at the destination.
 func (c *cli) partialPaths(cmd *cobra.Command, cl *apiclient.Client, id string) error {
-	all := api.PartialPaths{DataType: "partial_paths"}
-	var err error
-	all.Data, err = allPages(func(q api.MarkerQuery) ([]api.PartialPath, int64, error) {
-		page, err := cl.PartialPaths(cmd.Context(), id, q)
-		return page.Data, page.NextMarker, err
-	})
-	if err != nil {
-		return err
-	}
-	return c.table(cmd, all, []string{"PARTIAL FILE", "SIZE", "AT DESTINATION"}, func(w io.Writer) {
-		for _, p := range all.Data {
+	return pages(c, cmd, "partial_paths", []string{"PARTIAL FILE", "SIZE", "AT DESTINATION"},
+		func(q api.MarkerQuery) ([]api.PartialPath, int64, error) {
+			page, err := cl.PartialPaths(cmd.Context(), id, q)
+			return page.Data, page.NextMarker, err
+		}, func(w io.Writer, p api.PartialPath) {
 			row(w, p.SourcePath, p.Size, p.BytesAtDestination)
-		}
-	})
+		})
 }
 
 // newTaskEventsCmd is ferry task events, also known as ferry events.
