@@ -30,19 +30,19 @@ type progress struct {
 	kick   chan struct{} // FlushFiles records wait
 	soon   chan struct{} // a file started, moved on or ended: flush within FlushSoon
 
-	mu      sync.Mutex
-	total   domain.Counters // the task's counters, unflushed ones included
-	delta   domain.Counters // not yet flushed
-	files   []domain.File
-	events  []domain.Event
+	mu       sync.Mutex
+	total    domain.Counters // the task's counters, unflushed ones included
+	delta    domain.Counters // not yet flushed
+	files    []domain.File
+	events   []domain.Event
 	known    *recorded       // the stored records, a window of them
 	pending  map[string]bool // source paths of files, records not yet stored
 	canceled map[string]bool // source paths the user canceled; true once recorded by this run
-	planned bool            // Planned was called in the current engine run
-	hits    int64           // paths left out before Planned
-	failure string          // the first file failure of this run, for the fatal error
-	class   failure         // what it means
-	skipped int             // files recorded FileSkippedError, by this run and earlier ones
+	planned  bool            // Planned was called in the current engine run
+	hits     int64           // paths left out before Planned
+	failure  string          // the first file failure of this run, for the fatal error
+	class    failure         // what it means
+	skipped  int             // files recorded FileSkippedError, by this run and earlier ones
 
 	lastEvent time.Time // of the last PROGRESS event
 	lastBytes int64     // total.BytesTransferred then
