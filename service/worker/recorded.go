@@ -16,33 +16,45 @@ import (
 // (the engine asks about the files of a directory together), loaded with
 // one Store.RecordedIn each, as 64-bit hashes (8 bytes a name, whatever
 // its length; two names share one with odds of 2^-64 a pair), at most
-// maxHeld of them but a directory's own, least recently used dropped
-// first. A record made during the run goes into its directory's set if
-// that is held (add); one not yet stored is the progress's to know.
+// max of them but a directory's own, least recently used dropped first.
+// A directory is read without the lock held, so that add, which the
+// progress calls with its own lock held, never waits for the store. A
+// record made during the run goes into its directory's set if that is
+// held or being read (add); one not yet stored is the progress's to know.
 type recorded struct {
 	store  domain.Store
 	taskID string
 	seed   maphash.Seed
+	max    int // hashes held at most, but those of the directory asked about
 
-	mu   sync.Mutex
-	dirs map[string]*list.Element // of *names
-	lru  list.List                // front: asked about last
-	held int                      // hashes in dirs
+	mu    sync.Mutex
+	dirs  map[string]*list.Element // of *names
+	lru   list.List                // front: asked about last
+	held  int                      // hashes in dirs
+	reads map[string]*dirRead      // directories being read
 }
 
-// maxHeld bounds the hashes a recorded holds, but those of the one
-// directory asked about: 8 MiB.
+// maxHeld is a recorded's max: 8 MiB of hashes.
 const maxHeld = 1 << 20
 
 // names is what a recorded holds of one directory.
 type names struct {
 	dir    string
-	sorted []uint64            // loaded from the store
-	added  map[uint64]struct{} // recorded since
+	sorted []uint64            // read from the store
+	added  map[uint64]struct{} // recorded since the read began
+}
+
+// dirRead is a directory being read: those who ask about it meanwhile
+// wait for done.
+type dirRead struct {
+	done  chan struct{}
+	added map[uint64]struct{}
+	err   error
 }
 
 func newRecorded(store domain.Store, taskID string) *recorded {
-	return &recorded{store: store, taskID: taskID, seed: maphash.MakeSeed(), dirs: map[string]*list.Element{}}
+	return &recorded{store: store, taskID: taskID, seed: maphash.MakeSeed(), max: maxHeld,
+		dirs: map[string]*list.Element{}, reads: map[string]*dirRead{}}
 }
 
 // clear drops every directory: an engine run starts, and the records it
@@ -60,45 +72,76 @@ func (c *recorded) clear() {
 func (c *recorded) has(ctx context.Context, src string) (bool, error) {
 	dir, name := domain.SplitDir(src)
 	h := maphash.String(c.seed, name)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.dirs[dir]
-	if !ok {
-		n := &names{dir: dir}
-		if err := c.store.RecordedIn(ctx, c.taskID, dir, func(name string) {
-			n.sorted = append(n.sorted, maphash.String(c.seed, name))
-		}); err != nil {
-			return false, err
+	for {
+		c.mu.Lock()
+		if e, ok := c.dirs[dir]; ok {
+			c.lru.MoveToFront(e)
+			n := e.Value.(*names)
+			_, found := slices.BinarySearch(n.sorted, h)
+			if !found {
+				_, found = n.added[h]
+			}
+			c.mu.Unlock()
+			return found, nil
 		}
-		slices.Sort(n.sorted)
-		for c.held+len(n.sorted) > maxHeld && c.lru.Len() > 0 {
-			c.drop(c.lru.Back())
+		if r, ok := c.reads[dir]; ok {
+			c.mu.Unlock()
+			select {
+			case <-r.done:
+			case <-ctx.Done():
+				return false, ctx.Err()
+			}
+			if r.err != nil {
+				return false, r.err
+			}
+			continue
 		}
-		e = c.lru.PushFront(n)
-		c.dirs[dir] = e
-		c.held += len(n.sorted)
+		r := &dirRead{done: make(chan struct{}), added: map[uint64]struct{}{}}
+		c.reads[dir] = r
+		c.mu.Unlock()
+		var sorted []uint64
+		r.err = c.store.RecordedIn(ctx, c.taskID, dir, func(name string) {
+			sorted = append(sorted, maphash.String(c.seed, name))
+		})
+		slices.Sort(sorted)
+		c.mu.Lock()
+		delete(c.reads, dir)
+		if r.err == nil {
+			c.hold(&names{dir: dir, sorted: sorted, added: r.added})
+		}
+		c.mu.Unlock()
+		close(r.done)
+		if r.err != nil {
+			return false, r.err
+		}
 	}
-	c.lru.MoveToFront(e)
-	n := e.Value.(*names)
-	if _, ok := slices.BinarySearch(n.sorted, h); ok {
-		return true, nil
-	}
-	_, ok = n.added[h]
-	return ok, nil
 }
 
-// drop forgets a directory. Called with c.mu held.
-func (c *recorded) drop(e *list.Element) {
-	n := c.lru.Remove(e).(*names)
-	delete(c.dirs, n.dir)
-	c.held -= len(n.sorted) + len(n.added)
+// hold keeps a directory read, dropping those asked about least
+// recently while more than max hashes would be held. Called with c.mu
+// held.
+func (c *recorded) hold(n *names) {
+	size := len(n.sorted) + len(n.added)
+	for c.held+size > c.max && c.lru.Len() > 0 {
+		d := c.lru.Remove(c.lru.Back()).(*names)
+		delete(c.dirs, d.dir)
+		c.held -= len(d.sorted) + len(d.added)
+	}
+	c.dirs[n.dir] = c.lru.PushFront(n)
+	c.held += size
 }
 
-// add notes a record made during the run, if its directory is held.
+// add notes a record made during the run, if its directory is held or
+// being read.
 func (c *recorded) add(src string) {
 	dir, name := domain.SplitDir(src)
+	h := maphash.String(c.seed, name)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if r, ok := c.reads[dir]; ok {
+		r.added[h] = struct{}{}
+		return
+	}
 	e, ok := c.dirs[dir]
 	if !ok {
 		return
@@ -107,6 +150,8 @@ func (c *recorded) add(src string) {
 	if n.added == nil {
 		n.added = map[uint64]struct{}{}
 	}
-	n.added[maphash.String(c.seed, name)] = struct{}{}
-	c.held++
+	if _, ok := n.added[h]; !ok {
+		n.added[h] = struct{}{}
+		c.held++
+	}
 }

@@ -1,0 +1,83 @@
+package worker
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"ferry/service/domain"
+	"ferry/service/sqlstore"
+)
+
+// TestRecordedWindow asks a recorded that holds at most 3 names about
+// the records of a task in a SQLite store: each directory is read when
+// first asked about and held, the least recently asked dropped when
+// another would pass the bound (and read again when asked about again),
+// a record noted during the run counts in a held directory, and one in a
+// directory not held is the store's to know (the progress keeps those
+// not stored yet).
+func TestRecordedWindow(t *testing.T) {
+	ctx := context.Background()
+	store, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "ferry.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	var u domain.User
+	if err := store.CreateUser(ctx, &u); err != nil {
+		t.Fatal(err)
+	}
+	task := domain.Task{UserID: u.ID, Type: domain.TypeTransfer, SrcEndpoint: "s", DstEndpoint: "d"}
+	if err := store.CreateTask(ctx, &task); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Claim(ctx, "w", time.Now(), time.Hour, 0); err != nil {
+		t.Fatal(err)
+	}
+	var b domain.Batch
+	for _, src := range []string{"/a/1", "/a/2", "/a/3", "/b/1", "/b/2", "top"} {
+		b.Files = append(b.Files, domain.File{Src: src, State: domain.FileFailed})
+	}
+	if err := store.Progress(ctx, task.ID, "w", b); err != nil {
+		t.Fatal(err)
+	}
+	c := newRecorded(store, task.ID)
+	c.max = 3
+	held := func() []string {
+		var dirs []string
+		for e := c.lru.Front(); e != nil; e = e.Next() {
+			dirs = append(dirs, e.Value.(*names).dir)
+		}
+		return dirs
+	}
+	for _, step := range []struct {
+		add  string // noted as recorded before the question
+		src  string
+		want bool
+		held []string // directories held after, most recently asked first
+	}{
+		{src: "/a/1", want: true, held: []string{"/a/"}},
+		{src: "/a/4", want: false, held: []string{"/a/"}},
+		{src: "/b/2", want: true, held: []string{"/b/"}},
+		{add: "/b/3", src: "/b/3", want: true, held: []string{"/b/"}},
+		{src: "/a/3", want: true, held: []string{"/a/"}},
+		{add: "/c/1", src: "/c/1", want: false, held: []string{"/c/", "/a/"}},
+		{src: "top", want: true, held: []string{"", "/c/"}},
+		{src: "/b/1", want: true, held: []string{"/b/", "", "/c/"}},
+		{src: "/a/2", want: true, held: []string{"/a/"}},
+	} {
+		if step.add != "" {
+			c.add(step.add)
+		}
+		got, err := c.has(ctx, step.src)
+		if err != nil || got != step.want || !slices.Equal(held(), step.held) {
+			t.Fatalf("after adding %q, has(%q) = %v, %v holding %q; want %v holding %q", step.add, step.src, got, err, held(), step.want, step.held)
+		}
+	}
+	c.clear()
+	if len(held()) != 0 || c.held != 0 {
+		t.Fatalf("clear left %q (%d hashes)", held(), c.held)
+	}
+}
