@@ -75,24 +75,41 @@ func appendString(b []byte, s string) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }
 
-// insertFiles stores the records of files in one statement.
+// insertFiles stores the records of files, one statement for up to
+// rowsPerInsert rows.
 func insertFiles(ctx context.Context, c conn, taskID string, files []domain.File, now time.Time) error {
 	rows := rowsOf(files, now)
-	if len(rows) == 0 {
-		return nil
-	}
-	var q strings.Builder
-	q.WriteString(`INSERT INTO file_records (task_id, state, src_dir, dst_dir, time, recs) VALUES `)
-	args := make([]any, 0, 6*len(rows))
-	for i, r := range rows {
-		if i > 0 {
-			q.WriteString(", ")
+	return insertMany(ctx, c, `INSERT INTO file_records (task_id, state, src_dir, dst_dir, time, recs) VALUES `, len(rows),
+		func(i int) []any {
+			r := rows[i]
+			return []any{taskID, r.state, []byte(r.src), []byte(r.dst), r.time, r.recs}
+		})
+}
+
+// rowsPerInsert bounds the rows of one insertMany statement, and so its
+// arguments, within what the databases take.
+const rowsPerInsert = 1000
+
+// insertMany inserts n rows, the i-th of args(i), in statements of
+// rowsPerInsert rows at most: q is the INSERT up to its VALUES.
+func insertMany(ctx context.Context, c conn, q string, n int, args func(i int) []any) error {
+	for from := 0; from < n; from += rowsPerInsert {
+		var b strings.Builder
+		b.WriteString(q)
+		var all []any
+		for i := from; i < min(n, from+rowsPerInsert); i++ {
+			a := args(i)
+			if i > from {
+				b.WriteString(", ")
+			}
+			b.WriteString("(?" + strings.Repeat(", ?", len(a)-1) + ")")
+			all = append(all, a...)
 		}
-		q.WriteString("(?, ?, ?, ?, ?, ?)")
-		args = append(args, taskID, r.state, []byte(r.src), []byte(r.dst), r.time, r.recs)
+		if _, err := c.exec(ctx, b.String(), all...); err != nil {
+			return err
+		}
 	}
-	_, err := c.exec(ctx, q.String(), args...)
-	return err
+	return nil
 }
 
 // errCorrupt is the error of a row that does not decode.

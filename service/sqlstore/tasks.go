@@ -389,11 +389,12 @@ func (db *DB) Progress(ctx context.Context, taskID, worker string, b domain.Batc
 		if err := putDestFiles(ctx, c, taskID, b.DestFiles, now); err != nil {
 			return err
 		}
-		for _, d := range b.Deletions {
-			if _, err := c.exec(ctx, `INSERT INTO deleted_paths (task_id, dest, path, dir, size, time) VALUES (?, ?, ?, ?, ?, ?)`,
-				taskID, d.Dest, d.Path, d.Dir, d.Size, us(cmp.Or(d.Time, now))); err != nil {
-				return err
-			}
+		if err := insertMany(ctx, c, `INSERT INTO deleted_paths (task_id, dest, path, dir, size, time) VALUES `, len(b.Deletions),
+			func(i int) []any {
+				d := b.Deletions[i]
+				return []any{taskID, d.Dest, d.Path, d.Dir, d.Size, us(cmp.Or(d.Time, now))}
+			}); err != nil {
+			return err
 		}
 		for _, p := range b.Partials {
 			q := `INSERT INTO partials (task_id, src, state, size, have) VALUES (?, ?, ?, ?, ?)

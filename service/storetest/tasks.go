@@ -351,6 +351,11 @@ func testFileRecords(t *testing.T, open Open) {
 		big = append(big, domain.File{Src: fmt.Sprintf("/big/f%d", i), Dst: fmt.Sprintf("/out/big/f%d", i), Size: int64(i), State: domain.FileSucceeded})
 	}
 	add(big)
+	var wide []domain.File // a directory a file: more rows than one statement inserts
+	for i := range 1001 {
+		wide = append(wide, domain.File{Src: fmt.Sprintf("/wide/%d/f", i), Dst: fmt.Sprintf("/o/wide/%d/f", i), State: domain.FileSkipped})
+	}
+	add(wide)
 	for b := range 3 { // directories met in several batches
 		var batch []domain.File
 		for d := range 4 {
