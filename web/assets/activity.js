@@ -170,16 +170,25 @@ export function task(main, _, id) {
   let current = null;
   let timer = 0;
   let left = false;
-  const events = [];
+  const events = []; // the latest keptEvents of the task's history
+  let seen = 0; // events of the history read or passed over: the offset of the next
+  let total = 0;
 
   async function refresh() {
     try {
       const t = await get('task/' + encodeURIComponent(id));
-      for (;;) {
-        const l = await get(`task/${encodeURIComponent(id)}/event_list`, { offset: events.length, limit: 1000 });
-        events.push(...l.DATA);
-        if (!l.DATA.length || events.length >= l.total) break;
+      // The events since the last look, one page; when more are new
+      // (a long history, opened), the last page of them instead.
+      const path = `task/${encodeURIComponent(id)}/event_list`;
+      let l = await get(path, { offset: seen, limit: keptEvents });
+      if (l.total - seen > keptEvents) {
+        seen = l.total - keptEvents;
+        l = await get(path, { offset: seen, limit: keptEvents });
       }
+      seen += l.DATA.length;
+      total = Math.max(l.total, seen);
+      events.push(...l.DATA);
+      events.splice(0, events.length - keptEvents);
       if (left) return;
       const was = current;
       current = t;
@@ -233,7 +242,7 @@ export function task(main, _, id) {
       h('td', {}, date(e.time, new Date(e.time).toDateString() === today)),
       h('td', {}, e.is_error ? h('span', { class: 'sr-only', text: 'Error: ' }) : null, e.code),
       h('td', { text: humanize(e.description) }))));
-    evNote.textContent = events.length > shown.length ? `The latest ${shown.length} of ${events.length} events.` : '';
+    evNote.textContent = total > shown.length ? `The latest ${shown.length} of ${total} events.` : '';
   }
 
   // renderDests shows each destination of a transfer to several: its
@@ -258,17 +267,17 @@ export function task(main, _, id) {
   }
 
   // throughput is the task's bytes over time: zero when it first
-  // started, its PROGRESS events, and its end.
+  // started, its PROGRESS events, and its end, of the events kept.
   function throughput(t) {
     const start = events.find((e) => e.code === 'STARTED');
-    if (!start) return [];
-    const points = [{ time: Date.parse(start.time), bytes: 0 }];
+    const points = start ? [{ time: Date.parse(start.time), bytes: 0 }] : [];
     for (const e of events) {
       if (e.code !== 'PROGRESS') continue;
       try {
         points.push({ time: Date.parse(e.time), bytes: JSON.parse(e.details).bytes_transferred });
       } catch { /* details without bytes: skip */ }
     }
+    if (!points.length) return [];
     if (t.completion_time) points.push({ time: Date.parse(t.completion_time), bytes: t.bytes_transferred });
     return points;
   }
@@ -279,6 +288,10 @@ export function task(main, _, id) {
     clearTimeout(timer);
   };
 }
+
+// keptEvents is how many of a task's latest events its page reads and
+// keeps: a page of the API's.
+const keptEvents = 1000;
 
 // pageSize is how many files a page of a task's files shows.
 const pageSize = 50;
