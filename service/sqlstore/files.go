@@ -165,8 +165,13 @@ func eachRec(src, dst string, t0 int64, recs []byte, fn func(domain.File) error)
 	return nil
 }
 
-// recsPerQuery is how many rows a page reads at a time.
-const recsPerQuery = 8
+// A page reads rows minRows at a time, then twice as many each time up
+// to maxRows: few queries whether a row holds one record or a thousand,
+// and a few megabytes at most in hand.
+const (
+	minRows = 8
+	maxRows = 128
+)
 
 func (db *DB) Files(ctx context.Context, taskID, state string, marker int64, limit int) (_ []domain.File, _ int64, err error) {
 	defer wrap(&err, "files")
@@ -183,7 +188,7 @@ func (db *DB) Files(ctx context.Context, taskID, state string, marker int64, lim
 	}
 	var out []domain.File
 	var next int64
-	for {
+	for n := minRows; ; n = min(2*n, maxRows) {
 		type row struct {
 			id       int64
 			state    string
@@ -194,7 +199,7 @@ func (db *DB) Files(ctx context.Context, taskID, state string, marker int64, lim
 		rows, err := all(ctx, db.conn(), func(s scanner) (row, error) {
 			var r row
 			return r, s.Scan(&r.id, &r.state, &r.src, &r.dst, &r.time, &r.recs)
-		}, q, append(args, from, recsPerQuery)...)
+		}, q, append(args, from, n)...)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -221,7 +226,7 @@ func (db *DB) Files(ctx context.Context, taskID, state string, marker int64, lim
 				return nil, 0, err
 			}
 		}
-		if len(rows) < recsPerQuery {
+		if len(rows) < n {
 			return out, 0, nil
 		}
 		from, after = rows[len(rows)-1].id+1, -1
