@@ -18,7 +18,7 @@ import (
 //	uvarint len(name), name      the source path after src_dir
 //	uvarint d                    0: the destination is dst_dir+name; else
 //	                             d-1 bytes of the destination path follow
-//	uvarint size
+//	varint  size
 //	varint  time                 microseconds after the row's time
 //	uvarint len, algorithm
 //	uvarint len, checksum
@@ -64,7 +64,7 @@ func rowsOf(files []domain.File, now time.Time) []*recRow {
 			r.recs = binary.AppendUvarint(r.recs, uint64(len(f.Dst))+1)
 			r.recs = append(r.recs, f.Dst...)
 		}
-		r.recs = binary.AppendUvarint(r.recs, uint64(max(f.Size, 0)))
+		r.recs = binary.AppendVarint(r.recs, f.Size)
 		r.recs = binary.AppendVarint(r.recs, t-r.time)
 		r.recs = appendString(appendString(appendString(r.recs, f.Algorithm), f.Checksum), f.Error)
 	}
@@ -116,46 +116,49 @@ func insertMany(ctx context.Context, c conn, q string, n int, args func(i int) [
 var errCorrupt = errors.New("file record does not decode")
 
 // eachRec calls fn with each record of a row, in order, its State and
-// TaskID not set; it stops at fn's error.
+// TaskID not set; it stops at fn's error, or at a record that does not
+// decode (errCorrupt).
 func eachRec(src, dst string, t0 int64, recs []byte, fn func(domain.File) error) error {
 	b := recs
+	bad := false
 	uv := func() uint64 {
 		v, n := binary.Uvarint(b)
 		if n <= 0 {
-			b = nil
+			bad = true
 			return 0
 		}
 		b = b[n:]
 		return v
 	}
-	str := func(n uint64) (string, bool) {
+	sv := func() int64 {
+		v, n := binary.Varint(b)
+		if n <= 0 {
+			bad = true
+			return 0
+		}
+		b = b[n:]
+		return v
+	}
+	str := func(n uint64) string {
 		if n > uint64(len(b)) {
-			return "", false
+			bad = true
+			return ""
 		}
 		s := string(b[:n])
 		b = b[n:]
-		return s, true
+		return s
 	}
 	for len(b) > 0 {
 		var f domain.File
-		name, ok1 := str(uv())
+		name := str(uv())
 		f.Src, f.Dst = src+name, dst+name
-		ok2 := true
 		if d := uv(); d > 0 {
-			f.Dst, ok2 = str(d - 1)
+			f.Dst = str(d - 1)
 		}
-		f.Size = int64(uv())
-		dt, n := binary.Varint(b)
-		if n <= 0 || !ok1 || !ok2 {
-			return errCorrupt
-		}
-		b = b[n:]
-		f.Time = time.UnixMicro(t0 + dt).UTC()
-		var ok3, ok4, ok5 bool
-		f.Algorithm, ok3 = str(uv())
-		f.Checksum, ok4 = str(uv())
-		f.Error, ok5 = str(uv())
-		if !ok3 || !ok4 || !ok5 {
+		f.Size = sv()
+		f.Time = time.UnixMicro(t0 + sv()).UTC()
+		f.Algorithm, f.Checksum, f.Error = str(uv()), str(uv()), str(uv())
+		if bad {
 			return errCorrupt
 		}
 		if err := fn(f); err != nil {

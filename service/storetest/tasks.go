@@ -308,7 +308,7 @@ func recordedIn(f *fixture, taskID, dir string) []string {
 
 // testFileRecords records files with odd paths (spaces, a newline, bytes
 // that are not UTF-8, no directory, an empty name, a destination named
-// otherwise or none), thousands in one directory in one batch and
+// otherwise or none) and sizes (unknown: -1; a terabyte), thousands in one directory in one batch and
 // directories in several batches, in every state, and reads them back:
 // every page size covers every record once, in the order recorded, each
 // state's pages too, and RecordedIn finds each directory's names.
@@ -324,7 +324,7 @@ func testFileRecords(t *testing.T, open Open) {
 		{Src: "/a b/c d", Dst: "/x y/c d"},
 		{Src: "/a b/new\nline", Dst: "/x y/renamed"},
 		{Src: "/\xff\xfe/\x80", Dst: "/\xff\xfe/\x80", Checksum: "\x01\x02"},
-		{Src: "relative", Dst: ""},
+		{Src: "relative", Dst: "", Size: -1},
 		{Src: "/dir/", Dst: "/dir/"},
 		{Src: "/ünï/cödé", Dst: "/ünï/cödé", Size: 1 << 40, Algorithm: "SHA256", Checksum: "abc", Error: "it broke: /ünï/cödé"},
 	}
