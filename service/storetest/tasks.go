@@ -308,7 +308,8 @@ func recordedIn(f *fixture, taskID, dir string) []string {
 
 // testFileRecords records files with odd paths (spaces, a newline, bytes
 // that are not UTF-8, no directory, an empty name, a destination named
-// otherwise or none) and sizes (unknown: -1; a terabyte), thousands in one directory in one batch and
+// otherwise or none) and sizes (unknown: -1; a terabyte), thousands in
+// one directory in one batch, a thousand directories in one batch, and
 // directories in several batches, in every state, and reads them back:
 // every page size covers every record once, in the order recorded, each
 // state's pages too, and RecordedIn finds each directory's names.
