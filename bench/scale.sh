@@ -38,8 +38,9 @@
 # 50 ms — a tar stream of many files counts once, when it ends) and the peak
 # RSS (VmHWM) of every process: the client's from time(1) (%M), each server's
 # from /proc/PID/status, sampled every 0.5 s (GCT forks one process per
-# session: the largest of them). Servers are started afresh for each row, so
-# their peaks are the row's.
+# session: the largest of them); the service row's client is `ferry task
+# wait`. Servers are started afresh for each row, so their peaks are the
+# row's. Each row also shows the 1-minute load average at its end.
 # Environment: QUICK N_REAL N_SYNTH PER_DIR BYTES SERVICE GCT (auto|0|1)
 #   GUC_FLAGS RUN_TIMEOUT (s a run may take; 0: no limit) SHOW_EVERY
 #   REAL_DIR (about 8 KiB per file on tmpfs, twice) PORT_BASE (6 ports)
@@ -191,12 +192,14 @@ timed() {
 }
 
 ROWS=()
+# load: the 1-minute load average now (the machine is shared: say how much).
+load() { cut -d" " -f1 /proc/loadavg; }
 # row TREE TOOL FILES WALL TTFB CLIENT SRC DST SERVICE DB NOTE: one line of the table.
 row() {
 	local rate
 	rate=$(awk -v n="$3" -v s="$4" 'BEGIN {printf "%.0f", n / s}')
-	ROWS+=("| $1 | $2 | $3 | $4 | $rate | $5 | $6 | $7 | $8 | $9 | ${10} | ${11} |")
-	say "  => $2: $4 s, $rate files/s, first file ${5} s; peak RSS MiB: client $6, source $7, destination $8, service $9; db ${10} B/file ${11}"
+	ROWS+=("| $1 | $2 | $3 | $4 | $rate | $5 | $6 | $7 | $8 | $9 | ${10} | $(load) | ${11} |")
+	say "  => $2: $4 s, $rate files/s, first file ${5} s; peak RSS MiB: client $6, source $7, destination $8, service $9; db ${10} B/file; load $(load) ${11}"
 }
 declare -A RATE # RATE[tool]: files/s of the real rows, for the ratios
 
@@ -368,7 +371,8 @@ for n in $N_SYNTH; do
 		shower=$!
 		wait_cmd=("$FERRY" task wait -H "$id")
 		((RUN_TIMEOUT > 0)) && wait_cmd+=(--timeout "$RUN_TIMEOUT")
-		"${wait_cmd[@]}" >"$LOG/synth-$n-wait.out" 2>"$TMP/dots" || RC=$?
+		/usr/bin/time -f '%M' -o "$TMP/time" "${wait_cmd[@]}" >"$LOG/synth-$n-wait.out" 2>"$TMP/dots" || RC=$?
+		CLIENT_MB=$(awk 'END {printf "%.0f", $1 / 1024}' "$TMP/time")
 		wall=$(since "$t0")
 		kill "$shower" 2>/dev/null || true
 		wait "$shower" 2>/dev/null || true
@@ -388,7 +392,7 @@ for n in $N_SYNTH; do
 	stop_servers
 	db=$(du -cb "$SVC"/ferry.db* | tail -1 | cut -f1)
 	if [[ $RC == 0 && $st == SUCCEEDED && $done_files == "$n" ]]; then
-		row "$n synthetic" "service: transfer + task wait" "$n" "$wall" "$ttfb" - "$src_mb" "$dst_mb" "$svc_mb" \
+		row "$n synthetic" "service: transfer + task wait" "$n" "$wall" "$ttfb" "$CLIENT_MB" "$src_mb" "$dst_mb" "$svc_mb" \
 			"$(awk -v b="$db" -v n="$n" 'BEGIN {printf "%.0f", b / n}')" "task show: median $show_med s, max $show_max s"
 	else
 		say "  FAILED: exit $RC, task $st with $done_files of $n files; see $LOG" >&2
@@ -398,6 +402,6 @@ for n in $N_SYNTH; do
 done
 
 say ""
-say "| tree | tool | files | wall s | files/s | first file s | client MiB | source server MiB | destination server MiB | service MiB | database B/file | |"
-say "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+say "| tree | tool | files | wall s | files/s | first file s | client MiB | source server MiB | destination server MiB | service MiB | database B/file | load | |"
+say "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
 for r in "${ROWS[@]}"; do say "$r"; done
