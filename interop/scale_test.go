@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"ferry/checksum"
 	"ferry/gridftp/client"
@@ -31,14 +32,7 @@ func syntheticTree(t *testing.T, spec string) *synthetic.FS {
 func TestFerrySyntheticToSink(t *testing.T) {
 	const spec = "files=2000,size=100,per-dir=100,fan=10"
 	syn := syntheticTree(t, spec)
-	want := make([]string, syn.Tree().Files)
-	for i := range want {
-		f, err := syn.Open(context.Background(), syn.Path(int64(i)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		want[i], _ = checksum.Sum(context.Background(), f, 0, -1, checksum.XXH128)
-	}
+	want := syntheticSums(t, syn)
 	for _, tar := range []string{"never", "always"} {
 		t.Run("tar "+tar, func(t *testing.T) {
 			src := startFerryConfig(t, ferryConfig{Root: "synthetic:" + spec, Anonymous: true})
@@ -48,36 +42,79 @@ func TestFerrySyntheticToSink(t *testing.T) {
 			if s := settingsLine(r); !strings.Contains(s, "checksum XXH128") {
 				t.Errorf("the copy did not verify with XXH128: %s", s)
 			}
-			ctx := context.Background()
-			c, err := client.Dial(ctx, dst.Addr())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			if err := c.Login(ctx, "anonymous", "x"); err != nil {
-				t.Fatal(err)
-			}
-			paths := make([]string, len(want))
-			for i := range paths {
-				paths[i] = "/out" + syn.Path(int64(i))
-			}
-			sums, errs, err := c.ChecksumAll(ctx, checksum.XXH128, paths)
-			if err != nil {
-				t.Fatal(err)
-			}
-			bad := 0
-			for i := range paths {
-				if errs[i] != nil || sums[i] != want[i] {
-					if bad++; bad <= 3 {
-						t.Errorf("%s: the sink's checksum %q, %v; want %q", paths[i], sums[i], errs[i], want[i])
-					}
-				}
-			}
-			if bad > 0 {
-				t.Errorf("%d of %d files wrong at the sink", bad, len(paths))
-			}
+			checkSink(t, dst, syn, "/out", want)
 		})
 	}
+}
+
+// syntheticSums returns the XXH128 of every file of syn, by number.
+func syntheticSums(t *testing.T, syn *synthetic.FS) []string {
+	t.Helper()
+	sums := make([]string, syn.Tree().Files)
+	for i := range sums {
+		f, err := syn.Open(context.Background(), syn.Path(int64(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sums[i], err = checksum.Sum(context.Background(), f, 0, -1, checksum.XXH128); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return sums
+}
+
+// checkSink checks that the sink dst holds every file of syn below dir,
+// each with the checksum in want.
+func checkSink(t *testing.T, dst *ferryServer, syn *synthetic.FS, dir string, want []string) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := client.Dial(ctx, dst.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Login(ctx, "anonymous", "x"); err != nil {
+		t.Fatal(err)
+	}
+	paths := make([]string, len(want))
+	for i := range paths {
+		paths[i] = dir + syn.Path(int64(i))
+	}
+	sums, errs, err := c.ChecksumAll(ctx, checksum.XXH128, paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := 0
+	for i := range paths {
+		if errs[i] != nil || sums[i] != want[i] {
+			if bad++; bad <= 3 {
+				t.Errorf("%s: the sink's checksum %q, %v; want %q", paths[i], sums[i], errs[i], want[i])
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d files wrong at the sink", bad, len(paths))
+	}
+}
+
+// TestServiceSyntheticToSink: a task of the service from a synthetic tree
+// into a sink, as bench/scale.sh runs it, verified (the service's
+// default), SUCCEEDS with every file transferred and at the sink.
+func TestServiceSyntheticToSink(t *testing.T) {
+	const spec = "files=2000,size=100,per-dir=100,fan=10"
+	syn := syntheticTree(t, spec)
+	want := syntheticSums(t, syn)
+	src := startFerryConfig(t, ferryConfig{Root: "synthetic:" + spec, Anonymous: true})
+	dst := startFerryConfig(t, ferryConfig{Root: "sink:", Anonymous: true})
+	svc := startService(t, serviceConfig{})
+	c := newServiceUser(t, svc, "")
+	c.addEndpoint("src", src)
+	c.addEndpoint("dst", dst)
+	task := c.succeeded(c.transfer("-r", "src:/", "dst:/out/"), time.Minute)
+	if task.FilesTransferred != int64(len(want)) {
+		t.Errorf("task: %d files transferred, want %d", task.FilesTransferred, len(want))
+	}
+	checkSink(t, dst, syn, "/out", want)
 }
 
 // TestFerrySyntheticToDisk: ferry copy of a synthetic tree onto a real
