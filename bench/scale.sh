@@ -4,7 +4,7 @@
 # peaks at, for trees of millions of files, with the real CLI, servers and
 # service on 127.0.0.1, same machine, same run.
 #
-#   bench/scale.sh                                  # 1 M real files; 10 M and 100 M synthetic
+#   bench/scale.sh                                  # 1 M real files; 10 M and 100 M synthetic; 5 M in one directory
 #   QUICK=1 bench/scale.sh                          # smoke run, about a minute
 #   N_REAL=200000 N_SYNTH=200000 bench/scale.sh
 #
@@ -31,6 +31,10 @@
 #                     every SHOW_EVERY s, timed (its latency while the task
 #                     runs), and the database's size per file at the end.
 #                 Each must report N files transferred, none failed.
+#                 Then the same for FLAT files in one directory (per-dir=FLAT;
+#                 0: not run), and, through the service, `ferry ls src:/` of
+#                 that directory first: the time to its first line and to its
+#                 end (it must list FLAT lines).
 # Measured for every row: wall time (the client's, or submission to the end
 # of the wait), files per second, the time to the first file (real: the
 # first file below the destination directory, polled every 20 ms; sink: the
@@ -41,7 +45,7 @@
 # session: the largest of them); the service row's client is `ferry task
 # wait`. Servers are started afresh for each row, so their peaks are the
 # row's. Each row also shows the 1-minute load average at its end.
-# Environment: QUICK N_REAL N_SYNTH PER_DIR BYTES SERVICE GCT (auto|0|1)
+# Environment: QUICK N_REAL N_SYNTH FLAT PER_DIR BYTES SERVICE GCT (auto|0|1)
 #   GUC_FLAGS RUN_TIMEOUT (s a run may take; 0: no limit) SHOW_EVERY
 #   REAL_DIR (about 8 KiB per file on tmpfs, twice) PORT_BASE (6 ports)
 #   FERRY KEEP_LOGS=1.
@@ -55,9 +59,11 @@ QUICK=${QUICK:-0}
 if [[ $QUICK == 1 ]]; then
 	N_REAL=${N_REAL:-20000}
 	N_SYNTH=${N_SYNTH-200000}
+	FLAT=${FLAT:-20000}
 else
 	N_REAL=${N_REAL:-1000000}
 	N_SYNTH=${N_SYNTH-10000000 100000000}
+	FLAT=${FLAT:-5000000}
 fi
 PER_DIR=${PER_DIR:-1000}
 BYTES=${BYTES:-10}
@@ -104,7 +110,7 @@ ulimit -n "$(ulimit -Hn)"
 
 say "== machine"
 machine_facts
-say "runs:    N_REAL=$N_REAL N_SYNTH=\"$N_SYNTH\" PER_DIR=$PER_DIR BYTES=$BYTES SERVICE=$SERVICE GCT=$GCT GUC_FLAGS=\"$GUC_FLAGS\" RUN_TIMEOUT=$RUN_TIMEOUT REAL_DIR=$REAL_DIR"
+say "runs:    N_REAL=$N_REAL N_SYNTH=\"$N_SYNTH\" FLAT=$FLAT PER_DIR=$PER_DIR BYTES=$BYTES SERVICE=$SERVICE GCT=$GCT GUC_FLAGS=\"$GUC_FLAGS\" RUN_TIMEOUT=$RUN_TIMEOUT REAL_DIR=$REAL_DIR"
 say "== build"
 build_ferry
 
@@ -298,13 +304,28 @@ if ((N_REAL > 0)); then
 fi
 
 # --- (2) synthetic files ---------------------------------------------------------
-# endpoints N: the synthetic source and the sink, with metrics on P_MET.
+# endpoints N PER: the synthetic source of N files, PER to a directory, and
+# the sink, with metrics on P_MET.
 endpoints() {
-	start_bg fsrc "" "$P_SRC" "$LOG/synth-$1-fsrc.log" "$FERRY" gridftp --root "synthetic:files=$1,size=$BYTES,per-dir=$PER_DIR" \
+	start_bg fsrc "" "$P_SRC" "$LOG/synth-$1-fsrc.log" "$FERRY" gridftp --root "synthetic:files=$1,size=$BYTES,per-dir=$2" \
 		--listen "127.0.0.1:$P_SRC" --anonymous --log-level warn
 	start_bg fdst "" "$P_DST" "$LOG/synth-$1-fdst.log" "$FERRY" gridftp --root sink: --listen "127.0.0.1:$P_DST" \
 		--anonymous --anonymous-write --metrics-listen "127.0.0.1:$P_MET" --log-level warn
 	wait_listen "$P_MET" "$PID_fdst"
+}
+
+# service N: a fresh `ferry server` on SQLite in SVC, its user logged in,
+# the endpoints src and dst.
+service() {
+	SVC=$TMP/svc-$1
+	rm -rf "$SVC"
+	show "echo PASSWORD | $FERRY user add bench --data $SVC"
+	echo "$PASSWORD" | "$FERRY" user add bench --data "$SVC" >>"$LOG/cli.log" 2>&1
+	start_bg server "" "$P_API" "$LOG/synth-$1-server.log" "$FERRY" server --data "$SVC" --listen "127.0.0.1:$P_API" --log-level warn
+	echo "$PASSWORD" | "$FERRY" login --username bench >>"$LOG/cli.log" 2>&1
+	show "$FERRY endpoint add src --server ftp://127.0.0.1:$P_SRC; $FERRY endpoint add dst --server ftp://127.0.0.1:$P_DST"
+	"$FERRY" endpoint add src --server "ftp://127.0.0.1:$P_SRC" >>"$LOG/cli.log"
+	"$FERRY" endpoint add dst --server "ftp://127.0.0.1:$P_DST" >>"$LOG/cli.log"
 }
 
 # summary_ok N OUT: the ferry copy summary says N transferred, none failed.
@@ -314,9 +335,14 @@ export XDG_CONFIG_HOME=$TMP/config FERRY_URL=http://127.0.0.1:$P_API
 unset FERRY_TOKEN
 PASSWORD=bench-$RANDOM-$RANDOM
 
-for n in $N_SYNTH; do
-	say "== (2) $n synthetic files: ferry copy into a sink"
-	endpoints "$n"
+# The trees: "N PER TREE" — N_SYNTH nested, then FLAT in one directory.
+TREES=()
+for n in $N_SYNTH; do TREES+=("$n $PER_DIR $n synthetic"); done
+((FLAT > 0)) && TREES+=("$FLAT $FLAT $FLAT synthetic, one directory")
+for tree in "${TREES[@]}"; do
+	read -r n per label <<<"$tree"
+	say "== (2) $label: ferry copy into a sink"
+	endpoints "$n" "$per"
 	watch "$PID_fsrc" "$PID_fdst"
 	t0=$(now)
 	first_transfer "$P_MET" "$t0" "$TMP/ttfb" &
@@ -330,7 +356,7 @@ for n in $N_SYNTH; do
 	rm -f "$TMP/ttfb"
 	grep -E '^[0-9]+ files?:|^settings:' "$LOG/synth-$n-copy.out" | sed 's/^/  /' || true
 	if [[ $RC == 0 ]] && summary_ok "$n" "synth-$n-copy"; then
-		row "$n synthetic" "ferry copy → sink" "$n" "$WALL" "$ttfb" "$CLIENT_MB" "$(peak "$PID_fsrc")" "$(peak "$PID_fdst")" - - ""
+		row "$label" "ferry copy → sink" "$n" "$WALL" "$ttfb" "$CLIENT_MB" "$(peak "$PID_fsrc")" "$(peak "$PID_fdst")" - - ""
 	else
 		say "  FAILED: exit $RC; see $LOG/synth-$n-copy.out" >&2
 		KEEP_LOGS=1
@@ -338,16 +364,40 @@ for n in $N_SYNTH; do
 	stop_servers
 
 	[[ $SERVICE == 1 ]] || continue
-	say "== (2) $n synthetic files: through the service (SQLite)"
-	endpoints "$n"
-	SVC=$TMP/svc-$n
-	show "echo PASSWORD | $FERRY user add bench --data $SVC"
-	echo "$PASSWORD" | "$FERRY" user add bench --data "$SVC" >>"$LOG/cli.log" 2>&1
-	start_bg server "" "$P_API" "$LOG/synth-$n-server.log" "$FERRY" server --data "$SVC" --listen "127.0.0.1:$P_API" --log-level warn
-	echo "$PASSWORD" | "$FERRY" login --username bench >>"$LOG/cli.log" 2>&1
-	show "$FERRY endpoint add src --server ftp://127.0.0.1:$P_SRC; $FERRY endpoint add dst --server ftp://127.0.0.1:$P_DST"
-	"$FERRY" endpoint add src --server "ftp://127.0.0.1:$P_SRC" >>"$LOG/cli.log"
-	"$FERRY" endpoint add dst --server "ftp://127.0.0.1:$P_DST" >>"$LOG/cli.log"
+	if ((per == n)); then
+		say "== (2) $label: ferry ls of it through the service"
+		endpoints "$n" "$per"
+		service "$n-ls"
+		watch "$PID_fsrc" "$PID_server"
+		show "$FERRY ls src:/ -F unix | wc -l   # the time to its first line, and to its end"
+		t0=$(now)
+		RC=0
+		ls_cmd=("$FERRY" ls src:/ -F unix)
+		((RUN_TIMEOUT > 0)) && ls_cmd=(timeout "$RUN_TIMEOUT" "${ls_cmd[@]}")
+		/usr/bin/time -f '%M' -o "$TMP/time" "${ls_cmd[@]}" 2>>"$LOG/cli.log" | {
+			if IFS= read -r _; then since "$t0" >"$TMP/first"; fi
+			wc -l >"$TMP/lines"
+		} || RC=$?
+		wall=$(since "$t0")
+		unwatch
+		CLIENT_MB=$(awk 'END {printf "%.0f", $1 / 1024}' "$TMP/time")
+		lines=$(<"$TMP/lines")
+		first=-
+		[[ -s $TMP/first ]] && first=$(<"$TMP/first") lines=$((lines + 1))
+		say "  $lines lines, the first after $first s"
+		if [[ $RC == 0 && $lines == "$n" ]]; then
+			row "$label" "service: ferry ls" "$n" "$wall" "$first" "$CLIENT_MB" "$(peak "$PID_fsrc")" - "$(peak "$PID_server")" - "first line of the listing"
+		else
+			say "  FAILED: exit $RC, $lines lines for $n files; see $LOG" >&2
+			KEEP_LOGS=1
+		fi
+		stop_servers
+		rm -rf "$SVC" "$TMP/first" "$TMP/lines"
+	fi
+
+	say "== (2) $label: through the service (SQLite)"
+	endpoints "$n" "$per"
+	service "$n"
 	watch "$PID_fsrc" "$PID_fdst" "$PID_server"
 	show "$FERRY transfer -r src:/ dst:/out/; $FERRY task wait -H TASK; every $SHOW_EVERY s meanwhile: $FERRY task show TASK -F json"
 	t0=$(now)
@@ -392,7 +442,7 @@ for n in $N_SYNTH; do
 	stop_servers
 	db=$(du -cb "$SVC"/ferry.db* | tail -1 | cut -f1)
 	if [[ $RC == 0 && $st == SUCCEEDED && $done_files == "$n" ]]; then
-		row "$n synthetic" "service: transfer + task wait" "$n" "$wall" "$ttfb" "$CLIENT_MB" "$src_mb" "$dst_mb" "$svc_mb" \
+		row "$label" "service: transfer + task wait" "$n" "$wall" "$ttfb" "$CLIENT_MB" "$src_mb" "$dst_mb" "$svc_mb" \
 			"$(awk -v b="$db" -v n="$n" 'BEGIN {printf "%.0f", b / n}')" "task show: median $show_med s, max $show_max s"
 	else
 		say "  FAILED: exit $RC, task $st with $done_files of $n files; see $LOG" >&2
