@@ -122,9 +122,11 @@ since() { awk -v a="$1" -v b="$(now)" 'BEGIN {printf "%.3f", b - a}'; }
 # hwm PID: the peak RSS (VmHWM, kB) of process PID now, 0 when it is gone.
 hwm() {
 	local k v _
-	while read -r k v _; do
-		[[ $k == VmHWM: ]] && { printf '%s' "$v"; return; }
-	done <"/proc/$1/status" 2>/dev/null || true
+	{
+		while read -r k v _; do
+			[[ $k == VmHWM: ]] && { printf '%s' "$v"; return; }
+		done <"/proc/$1/status"
+	} 2>/dev/null || true
 	printf 0
 }
 
