@@ -118,14 +118,17 @@ func TestServiceSyntheticToSink(t *testing.T) {
 }
 
 // TestFerrySyntheticToDisk: ferry copy of a synthetic tree onto a real
-// disk makes exactly its files, each with the bytes the tree generates.
+// disk makes exactly its files, each with the bytes the tree generates
+// and its modification time; a sync by time then finds nothing to do.
 func TestFerrySyntheticToDisk(t *testing.T) {
 	const spec = "files=500,size=1000,per-dir=50,fan=4"
 	syn := syntheticTree(t, spec)
 	src := startFerryConfig(t, ferryConfig{Root: "synthetic:" + spec, Anonymous: true})
 	dst := startFerry(t).(*ferryServer)
-	r := mustCopy(t, "-r", src.URL("/"), dst.URL("/out/"))
+	r := mustCopy(t, "-r", "--preserve-timestamp", src.URL("/"), dst.URL("/out/"))
 	checkSummary(t, r, 500, 500, 0)
+	r = mustCopy(t, "-r", "--preserve-timestamp", "-s", "mtime", src.URL("/"), dst.URL("/out/"))
+	checkSummary(t, r, 500, 0, 500)
 	files := 0
 	err := filepath.WalkDir(dst.Path("out"), func(p string, d os.DirEntry, err error) error {
 		if err == nil && d.Type().IsRegular() {
@@ -138,10 +141,18 @@ func TestFerrySyntheticToDisk(t *testing.T) {
 	}
 	want := make([]byte, 1000)
 	for i := range int64(500) {
-		got, err := os.ReadFile(dst.Path("out" + syn.Path(i)))
+		p := dst.Path("out" + syn.Path(i))
+		got, err := os.ReadFile(p)
 		synthetic.Read(i, want, 0)
 		if err != nil || !bytes.Equal(got, want) {
 			t.Fatalf("%s: %d bytes, %v; not the generated content", syn.Path(i), len(got), err)
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !fi.ModTime().Equal(synthetic.ModTime) {
+			t.Fatalf("%s: modified %v, want %v", syn.Path(i), fi.ModTime(), synthetic.ModTime)
 		}
 	}
 }
