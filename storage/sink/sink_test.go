@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -225,5 +227,50 @@ func TestParseErrors(t *testing.T) {
 		if _, err := Parse(spec); err == nil {
 			t.Errorf("Parse(%q) accepted", spec)
 		}
+	}
+}
+
+// TestConcurrent: files written at once, each by two handles, one half
+// each, get the sums of their data (run with -race).
+func TestConcurrent(t *testing.T) {
+	ctx := t.Context()
+	f := mustParse(t, "remember=100000")
+	data := bytes.Repeat([]byte("0123456789abcdef"), 64)
+	want, _ := checksum.Sum(ctx, bytes.NewReader(data), 0, -1, checksum.XXH128)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 100 {
+				name := fmt.Sprintf("/g%d-%d.part", g, i)
+				a, err := f.Create(ctx, name, storage.Truncate)
+				if err != nil {
+					errs <- err
+					return
+				}
+				b, _ := f.Create(ctx, name, storage.Keep)
+				var halves sync.WaitGroup
+				halves.Go(func() { b.WriteAt(data[512:], 512); b.Close() })
+				a.WriteAt(data[:512], 0)
+				a.Close()
+				halves.Wait()
+				if err := f.Rename(ctx, name, strings.TrimSuffix(name, ".part")); err != nil {
+					errs <- err
+					return
+				}
+				if got, err := f.Checksum(ctx, strings.TrimSuffix(name, ".part"), "XXH128"); got != want || err != nil {
+					errs <- fmt.Errorf("%s: %q, %v; want %q", name, got, err, want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if f.Files() != 800 || f.pending != 0 {
+		t.Errorf("%d files, %d bytes pending; want 800 and 0", f.Files(), f.pending)
 	}
 }
