@@ -3,21 +3,22 @@
 // 100 million files needs neither the disk nor the memory to hold them.
 //
 // A sink is not a store. It remembers the directories made (they are few)
-// and, of files, only the most recently touched (Remember of them, 65,536
-// by default): each one's size, modification time and checksums. What it
-// has forgotten no longer exists: Stat says so, and listings show only
-// what it remembers. Nothing written can be read back (Open and ReadAt
-// fail with storage.ErrPermission); the checksums of a whole file are
-// answered instead (storage.Checksummer), so that a client that verifies
-// what it sent — ferry copy, which writes to a temporary name, sets the
-// modification time, asks the checksum, then renames — works as against
-// a disk, as long as it does so before Remember other files have been
-// touched.
+// and, of files, only the most recently touched (New's remember of them;
+// Parse's default is 65,536): each one's size, modification time and
+// checksums. What it has forgotten no longer exists: Stat says so, and
+// listings show only what it remembers. Nothing written can be read back
+// (Open and ReadAt fail with storage.ErrPermission); the checksums of a
+// whole file are answered instead (storage.Checksummer), so that a client
+// that verifies what it sent — ferry copy, which writes to a temporary
+// name, sets the modification time, asks the checksum, then renames —
+// works as against a disk, as long as it does so before remember other
+// files have been touched: remember must exceed the files in flight (with
+// ferry's tar streams, 16,384 were enough for -cc 16 and 4,096 were not).
 //
 // The data of a file is hashed in one pass, in file order, with each of
-// the algorithms the sink was made with (Sums: XXH128 by default, what
-// ferry picks between two ferry servers). Blocks that arrive ahead of a
-// gap (parallel streams) wait in memory until it fills, up to MaxPending
+// the algorithms the sink was made with (sums; Parse's default is XXH128,
+// what ferry picks between two ferry servers). Blocks that arrive ahead of
+// a gap (parallel streams) wait in memory until it fills, up to maxPending
 // bytes for the whole sink; past that, or when data is written over what
 // was hashed, or added after the file was closed, its sums are unknown and
 // a checksum of it fails.
