@@ -46,7 +46,7 @@
 # wait`. Servers are started afresh for each row, so their peaks are the
 # row's. Each row also shows the 1-minute load average at its end.
 # Environment: QUICK N_REAL N_SYNTH FLAT PER_DIR BYTES SERVICE GCT (auto|0|1)
-#   GUC_FLAGS RUN_TIMEOUT (s a run may take; 0: no limit) SHOW_EVERY
+#   GUC_FLAGS RUN_TIMEOUT (s a run may take; 0: no limit) SHOW_EVERY SINK
 #   REAL_DIR (about 8 KiB per file on tmpfs, twice) PORT_BASE (6 ports)
 #   FERRY KEEP_LOGS=1.
 # Needs: go, curl, jq, ss, setsid, split, /usr/bin/time; GCT's
@@ -72,6 +72,7 @@ GCT=${GCT:-auto}
 GUC_FLAGS=${GUC_FLAGS:--fast -cc 8 -pp -r}
 RUN_TIMEOUT=${RUN_TIMEOUT:-0}
 SHOW_EVERY=${SHOW_EVERY:-1}
+SINK=${SINK:-sink:} # the destination's root: e.g. sink:remember=262144 for more files in flight
 REAL_DIR=${REAL_DIR:-/dev/shm}
 PORT_BASE=${PORT_BASE:-29891} # below the ephemeral range
 KEEP_LOGS=${KEEP_LOGS:-0}
@@ -110,7 +111,7 @@ ulimit -n "$(ulimit -Hn)"
 
 say "== machine"
 machine_facts
-say "runs:    N_REAL=$N_REAL N_SYNTH=\"$N_SYNTH\" FLAT=$FLAT PER_DIR=$PER_DIR BYTES=$BYTES SERVICE=$SERVICE GCT=$GCT GUC_FLAGS=\"$GUC_FLAGS\" RUN_TIMEOUT=$RUN_TIMEOUT REAL_DIR=$REAL_DIR"
+say "runs:    N_REAL=$N_REAL N_SYNTH=\"$N_SYNTH\" FLAT=$FLAT PER_DIR=$PER_DIR BYTES=$BYTES SERVICE=$SERVICE GCT=$GCT GUC_FLAGS=\"$GUC_FLAGS\" RUN_TIMEOUT=$RUN_TIMEOUT REAL_DIR=$REAL_DIR SINK=$SINK"
 say "== build"
 build_ferry
 
@@ -311,7 +312,7 @@ fi
 endpoints() {
 	start_bg fsrc "" "$P_SRC" "$LOG/synth-$1-fsrc.log" "$FERRY" gridftp --root "synthetic:files=$1,size=$BYTES,per-dir=$2" \
 		--listen "127.0.0.1:$P_SRC" --anonymous --log-level warn
-	start_bg fdst "" "$P_DST" "$LOG/synth-$1-fdst.log" "$FERRY" gridftp --root sink: --listen "127.0.0.1:$P_DST" \
+	start_bg fdst "" "$P_DST" "$LOG/synth-$1-fdst.log" "$FERRY" gridftp --root "$SINK" --listen "127.0.0.1:$P_DST" \
 		--anonymous --anonymous-write --metrics-listen "127.0.0.1:$P_MET" --log-level warn
 	wait_listen "$P_MET" "$PID_fdst"
 }
