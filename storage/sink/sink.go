@@ -130,13 +130,6 @@ func Parse(spec string) (*FS, error) {
 	return New(sums, remember, maxPending)
 }
 
-// Files returns how many files the sink remembers.
-func (f *FS) Files() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.lru.Len()
-}
-
 // touch makes fl the most recently touched file and forgets the least
 // recently touched ones past the bound. Under mu.
 func (f *FS) touch(e *list.Element) {

@@ -118,7 +118,7 @@ func TestRemember(t *testing.T) {
 				// Touch the first file each time: it stays.
 				f.Stat(ctx, "/f0")
 			}
-			if got, want := f.Files(), min(tc.remember, tc.files); got != want || len(f.files) != want {
+			if got, want := f.lru.Len(), min(tc.remember, tc.files); got != want || len(f.files) != want {
 				t.Fatalf("remembers %d files (map %d), want %d", got, len(f.files), want)
 			}
 			if _, err := f.Stat(ctx, "/f0"); tc.remember > 1 && err != nil {
@@ -134,8 +134,8 @@ func TestRemember(t *testing.T) {
 				}
 			}
 			infos, err := f.ReadDir(ctx, "/")
-			if err != nil || len(infos) != f.Files() {
-				t.Errorf("ReadDir lists %d, %v; the sink remembers %d", len(infos), err, f.Files())
+			if err != nil || len(infos) != f.lru.Len() {
+				t.Errorf("ReadDir lists %d, %v; the sink remembers %d", len(infos), err, f.lru.Len())
 			}
 		})
 	}
@@ -270,7 +270,7 @@ func TestConcurrent(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	if f.Files() != 800 || f.pending != 0 {
-		t.Errorf("%d files, %d bytes pending; want 800 and 0", f.Files(), f.pending)
+	if f.lru.Len() != 800 || f.pending != 0 {
+		t.Errorf("%d files, %d bytes pending; want 800 and 0", f.lru.Len(), f.pending)
 	}
 }
