@@ -130,7 +130,7 @@ func Parse(spec string) (*FS, error) {
 	return New(sums, remember, maxPending)
 }
 
-// touch makes fl the most recently touched file and forgets the least
+// touch makes e the most recently touched file and forgets the least
 // recently touched ones past the bound. Under mu.
 func (f *FS) touch(e *list.Element) {
 	f.lru.MoveToFront(e)
