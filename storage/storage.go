@@ -117,6 +117,19 @@ func ListDir(ctx context.Context, d Driver, name string, fn func(Info) error) er
 	return nil
 }
 
+// Checksummer is a Driver that knows the checksum of a whole file without
+// reading it: a sink that hashed the data as it was written and kept
+// nothing else, an object store that keeps digests in its metadata.
+type Checksummer interface {
+	// Checksum returns the digest of the whole file name with the
+	// algorithm alg (a GridFTP name such as "MD5" or "XXH128", in any
+	// case), in the form CKSM replies with (lowercase hex, as the package
+	// checksum writes it). An error wrapping errors.ErrUnsupported means
+	// the driver cannot tell for this file or algorithm: the caller then
+	// reads the file.
+	Checksum(ctx context.Context, name, alg string) (string, error)
+}
+
 // DirOpener is a Driver that can open a directory, to work on the entries
 // in it without resolving the directory's path for each of them.
 type DirOpener interface {

@@ -499,7 +499,8 @@ func (ss *session) handleCKSM(arg string) bool {
 
 // checksum computes alg over a range of the file at p; a length of -1
 // runs to the end the file has now, however it grows meanwhile. ABOR
-// interrupts it.
+// interrupts it. A whole file's sum is the driver's, when it is a
+// storage.Checksummer that can tell.
 func (ss *session) checksum(alg, p string, off, length int64) (string, error) {
 	if _, err := checksum.New(alg); err != nil {
 		return "", err
@@ -513,6 +514,14 @@ func (ss *session) checksum(alg, p string, off, length int64) (string, error) {
 	n := length
 	if n < 0 {
 		n = max(info.Size-off, 0)
+	}
+	if cs, ok := ss.srv.FS.(storage.Checksummer); ok && off == 0 && n == info.Size {
+		// The driver knows whole files' sums, perhaps of data it no
+		// longer holds (a sink, an object store's metadata).
+		sum, err := cs.Checksum(ctx, p, alg)
+		if !errors.Is(err, errors.ErrUnsupported) {
+			return sum, err
+		}
 	}
 	canon, _ := checksum.Canonical(alg)
 	if sum, ok := ss.srv.sums.get(sumKey{path: p, off: off, n: n, alg: canon}); ok && n != 0 {

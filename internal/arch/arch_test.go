@@ -73,8 +73,8 @@ func TestEveryPackageHasADocComment(t *testing.T) {
 // allowed lists, for each protocol-layer package prefix, the ferry packages
 // it may import; anything else of ferry's is a layering violation.
 var allowed = map[string][]string{
-	"ferry/gridftp":                   {"ferry/gsi/gss"},                                                                                                                                          // data channels run a GSI security context
-	"ferry/gsi/gss":                   {},                                                                                                                                                         // GSI's GSSAPI: TLS in tokens; who is trusted is the caller's
+	"ferry/gridftp":                   {"ferry/gsi/gss"},                                                                                                                                                                     // data channels run a GSI security context
+	"ferry/gsi/gss":                   {},                                                                                                                                                                                    // GSI's GSSAPI: TLS in tokens; who is trusted is the caller's
 	"ferry/gridftp/server":            {"ferry/gridftp", "ferry/gridftp/client", "ferry/gsi/gss", "ferry/storage", "ferry/stack", "ferry/checksum", "ferry/throttle", "ferry/internal/connlimit", "ferry/internal/partname"}, // a striped front end is its movers' client; SITE PARTSTOR's temporary names
 	"ferry/gridftp/server/servertest": {"ferry/gridftp/server", "ferry/storage/posix"},
 	"ferry/storage":                   {},
@@ -87,6 +87,8 @@ var allowed = map[string][]string{
 	"ferry/stack/tarstream":    {"ferry/stack", "ferry/storage", "ferry/checksum", "ferry/internal/partname"},
 	"ferry/internal/partname":  {}, // the temporary names of files being written
 	"ferry/storage/posix":      {"ferry/storage"},
+	"ferry/storage/synthetic":  {"ferry/storage"},                   // a generated source, for benchmarks
+	"ferry/storage/sink":       {"ferry/storage", "ferry/checksum"}, // a destination that hashes and discards, for benchmarks
 	"ferry/checksum":           {},
 	"ferry/plural":             {},
 	"ferry/passwd":             {},
