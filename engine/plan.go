@@ -34,6 +34,7 @@ type file struct {
 	chunks     gridftp.Ranges // chunks done
 	sum        string
 	root       *treeRoot // the listed tree it is in, by the same name below both roots; nil: none
+	kept       bool      // ended and kept for settleTemps
 }
 
 // at is where f's data is written: its temporary name, or its final one.
@@ -44,33 +45,73 @@ func (f *file) at() string {
 	return f.dst
 }
 
-// planner lists sources and destinations and decides what to move. It
-// writes nothing at the destination before every item is looked up and
-// every source tree listed, so a destination inside its own source cannot
-// make a walk go on for ever, and no destination that is one of the
-// copy's sources is ever written or deleted (see sources).
+// planner lists sources and destinations and decides what to move, as a
+// stream: a directory is listed, its destination directory made, its
+// files decided and handed on in windows (emit) while the next
+// directories are listed. It holds one directory's listing per level of
+// the walk, and the window not yet handed on; no record of the tree, of
+// the plan or of what is done.
+//
+// Safety with bounded memory: every item is looked up at both ends before
+// anything is written, and a destination that is a source, lies inside it
+// or holds it through any path the ends resolve is refused or, when it
+// holds it, makes the copy list every source first (whole). A source
+// directory that is the destination's root, or one of its own ancestors
+// (a symlink loop), is not walked; a file is compared with the
+// destination entry of its name (sources.same), and a destination
+// directory that is a source directory listed before keeps its files.
+// Every write goes to a temporary name renamed into place, so a
+// destination file that is a hard link of a source file is replaced, never
+// written through; only in place (Options.InPlace) would it be, and then
+// the copy lists every source first.
 type planner struct {
 	src, dst *client.Conn
 	opts     Options
 	alg      string
-	files    []*file
-	skipped  []FileResult
-	failed   []FileResult // directories that could not be listed, destinations refused
-	// skippedErrs are source paths the source refused to give, skipped
-	// (Options.SkipSourceErrors).
-	skippedErrs []FileResult
-	resumed     []FileResult // whole at the destination after an interrupted run (Options.Resume)
-	dirs        int          // directories walked
-	deleted     int          // paths deleteExtra deleted
-	deleter     Deleter      // told of each; nil: none
-	sources     sources
-	root        *treeRoot // the tree being placed
+	// The window: files to move, and outcomes settled while planning
+	// (skipped, failed, resumed, skipped for source errors), until flush
+	// hands them on.
+	files   []*file
+	done    []FileResult
+	emit    func(context.Context, window) error // nil: nothing is handed on (Check)
+	flushed time.Time                           // the last flush
+	dirs    int                                 // directories walked
+	deleted int                                 // paths deleteExtra deleted
+	deleter Deleter                             // told of each; nil: none
+	sources sources
+	// whole: every source entry was recorded (recordAll) before anything
+	// was written; a directory not recorded then is not walked.
+	whole   bool
+	root    *treeRoot      // the tree being placed
+	dstRoot *gridftp.Entry // its destination directory, when known
 	// summed holds, by destination, whether the checksums of a directory's
 	// files (sameSums) matched at both ends, until decide takes it.
 	summed           map[string]bool
 	srcSums, dstSums *sumEnd  // how each end computes checksum lists
 	stale            []string // temporary files of files whole at the destination (leftOver)
 }
+
+// window is what the planner hands on at once: files to move, outcomes
+// it settled, the directories walked so far, and whether it is the last.
+type window struct {
+	files []*file
+	done  []FileResult
+	dirs  int
+	last  bool
+}
+
+// Windows: the planner hands on what it decided when windowFiles files
+// are decided, or flushEvery after its last flush (a tree of few files a
+// directory over a WAN moves while it is listed), and at the end. The
+// copier admits at most maxLive files not yet final: about half a KiB
+// each with their units, a few MiB in all, and four windows keep every
+// session pair busy while the next directories are listed; the planner
+// waits for room (back-pressure).
+const (
+	windowFiles = 4096
+	flushEvery  = 250 * time.Millisecond
+	maxLive     = 4 * windowFiles
+)
 
 // look is one item looked up at both ends, before anything is written.
 type look struct {
@@ -79,21 +120,23 @@ type look struct {
 	dst  string        // where a file goes; a directory's destination is it.Dst
 	have *gridftp.Entry
 	part *gridftp.Entry // a file's temporary name at the destination, left by an earlier run
-	// A directory: its listing, and the nearest existing ancestor-or-self
-	// of its destination (mkdirs creates what lies below it).
-	tree  *tree
+	// A directory: whether it is one, the nearest existing
+	// ancestor-or-self of its destination (mkdirs creates what lies below
+	// it), the destination's entry when it exists, and whether the
+	// destination holds the source (overlap).
+	dir   bool
 	exist string
+	dstE  *gridftp.Entry
+	holds bool
 }
 
-// tree is a listed source directory: the entries the filters keep, in
-// listing order, and every name listed (an excluded name is not extra).
-type tree struct {
-	src     string
-	entries []gridftp.Entry
-	subs    map[string]*tree
-	names   map[string]bool
-	// The destination directory's listing, when it was listed with this
-	// one (listItem).
+// dir is a listed source directory: the entries the filters keep, in
+// listing order, every name listed (an excluded name is not extra), and
+// the destination directory's listing when it existed.
+type dir struct {
+	src       string
+	entries   []gridftp.Entry
+	names     map[string]bool
 	dst       []gridftp.Entry
 	dstListed bool
 }
@@ -151,54 +194,196 @@ func Check(ctx context.Context, src, dst Endpoint, items []Item, opts Options) e
 	return nil
 }
 
-// plan expands items into files: it looks up every item and lists every
-// source tree, then creates the destination directories and decides each
-// file by sync level.
+// plan expands items into files as a stream (see planner): it looks up
+// every item, then walks each, handing on windows as it goes.
 func (p *planner) plan(ctx context.Context, items []Item) error {
 	p.sources = newSources(p.src, p.dst)
+	p.flushed = time.Now()
 	looks := make([]*look, 0, len(items))
 	for _, it := range items {
 		l, err := p.look(ctx, it)
 		if err != nil {
 			return err
 		}
-		if l == nil {
-			continue // skipped: the source refused it
+		if l != nil {
+			looks = append(looks, l)
 		}
-		if l.tree != nil {
-			if err := p.listItem(ctx, l); err != nil {
-				return err
-			}
-		}
-		looks = append(looks, l)
 	}
 	if p.opts.DeleteExtra {
 		if err := p.sources.addAncestors(ctx, items); err != nil {
 			return err
 		}
 	}
+	if wholeFirst(looks, p.opts.InPlace) {
+		p.whole = true
+		for _, l := range looks {
+			if l.dir {
+				if err := p.recordAll(ctx, l.it.Src, l.it.Dst, []gridftp.Entry{l.e}); err != nil {
+					return err
+				}
+			}
+		}
+	}
 	for _, l := range looks {
-		if l.tree == nil {
+		if !l.dir {
 			if err := p.mkdirs(ctx, l.exist, path.Dir(l.dst)); err != nil {
 				return err
 			}
-			if err := p.decide(ctx, l.it.Src, l.dst, l.e, l.have, l.part); err != nil {
+			if err := p.decide(ctx, l.it.Src, l.dst, l.e, l.have, l.part, false); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := p.mkdirs(ctx, l.exist, l.it.Dst); err != nil {
-			return err
-		}
-		p.root = &treeRoot{src: path.Clean(l.it.Src), dst: path.Clean(l.it.Dst)}
-		err := p.place(ctx, l.tree, l.it.Dst, l.exists())
-		p.root = nil
-		if err != nil {
+		if err := p.walkItem(ctx, l); err != nil {
 			return err
 		}
 	}
-	return p.deleteStale(ctx)
+	if err := p.deleteStale(ctx); err != nil {
+		return err
+	}
+	return p.flush(ctx, true)
 }
+
+// wholeFirst reports whether the sources must all be listed before
+// anything is written: in place, where a destination file that is a hard
+// link of a source file would be written through; when a directory
+// item's destination holds its source; and when an item's destination
+// and another item's source overlap by their paths.
+func wholeFirst(looks []*look, inPlace bool) bool {
+	for i, l := range looks {
+		if !l.dir {
+			continue
+		}
+		if inPlace || l.holds {
+			return true
+		}
+		for j, m := range looks {
+			if i != j && (within(l.it.Dst, m.it.Src) || within(m.it.Src, l.it.Dst) || within(m.dst, l.it.Src)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// within reports whether p is d or lies below it.
+func within(p, d string) bool {
+	if p == "" || d == "" {
+		return false
+	}
+	p, d = path.Clean(p), path.Clean(d)
+	return p == d || d == "/" || strings.HasPrefix(p, d+"/")
+}
+
+// recordAll lists the source tree src (its destination dst), every
+// directory the walk would enter, and records every entry as a source;
+// up are the directories above, for loops.
+func (p *planner) recordAll(ctx context.Context, src, dst string, up []gridftp.Entry) error {
+	entries, err := p.src.List(ctx, src)
+	if err != nil {
+		var refused *gridftp.Error
+		if errors.As(err, &refused) {
+			return nil // the walk reports it
+		}
+		return fmt.Errorf("list source %s: %w", src, err)
+	}
+	for _, e := range entries {
+		if !client.ListedName(e.Name) || partname.Is(e.Name) {
+			continue
+		}
+		s, d := path.Join(src, e.Name), path.Join(dst, e.Name)
+		p.sources.add(s, e)
+		if !e.IsDir() {
+			continue
+		}
+		if ok, err := p.keeps(s, d, e); err != nil || !ok || loops(up, e) {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if err := p.recordAll(ctx, s, d, append(up, e)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// keeps reports whether the walk takes the listed entry e at s (to d):
+// the filters and Options.Skip keep it, and it is a file or a directory.
+func (p *planner) keeps(s, d string, e gridftp.Entry) (bool, error) {
+	ok, err := included(p.opts.Filters, e)
+	if err != nil || !ok || p.opts.Skip != nil && p.opts.Skip(s, d) {
+		return false, err
+	}
+	return e.IsDir() || e.Type == "file", nil
+}
+
+// loops reports whether the directory e is one of the directories above
+// it (up): a symlink loop, or a bind mount of an ancestor.
+func loops(up []gridftp.Entry, e gridftp.Entry) bool {
+	if e.Unique == "" {
+		return false
+	}
+	for _, u := range up {
+		if u.Unique == e.Unique {
+			return true
+		}
+	}
+	return false
+}
+
+// walkItem walks a directory item: it lists its source (before anything
+// of it is written: a destination inside it that the ends cannot tell
+// apart is not in that listing), creates its destination and places it.
+func (p *planner) walkItem(ctx context.Context, l *look) error {
+	d, err := p.list(ctx, l.it.Src, l.it.Dst, l.exists())
+	if err != nil || d == nil {
+		return err
+	}
+	if err := p.mkdirs(ctx, l.exist, l.it.Dst); err != nil {
+		return err
+	}
+	p.root = &treeRoot{src: path.Clean(l.it.Src), dst: path.Clean(l.it.Dst)}
+	p.dstRoot = l.dstE
+	if p.dstRoot == nil && p.sources.sameHost && !p.opts.blind() {
+		if de, err := p.dst.Stat(ctx, l.it.Dst); err == nil {
+			p.dstRoot = &de
+		}
+	}
+	err = p.place(ctx, d, l.it.Dst, []gridftp.Entry{l.e}, false)
+	p.root, p.dstRoot = nil, nil
+	return err
+}
+
+// flush hands the window on (last: the plan is done), and deletes the
+// stale temporary files noted so far when they are many.
+func (p *planner) flush(ctx context.Context, last bool) error {
+	p.flushed = time.Now()
+	if len(p.stale) >= windowFiles {
+		if err := p.deleteStale(ctx); err != nil {
+			return err
+		}
+	}
+	if p.emit == nil || len(p.files) == 0 && len(p.done) == 0 {
+		return nil
+	}
+	w := window{files: p.files, done: p.done, dirs: p.dirs, last: last}
+	p.files, p.done = nil, nil
+	return p.emit(ctx, w)
+}
+
+// flushSoon hands the window on when it is full or has waited long enough.
+func (p *planner) flushSoon(ctx context.Context) error {
+	n := len(p.files) + len(p.done)
+	if n >= windowFiles || n > 0 && time.Since(p.flushed) >= flushEvery {
+		return p.flush(ctx, false)
+	}
+	return nil
+}
+
+// settled records an outcome the planner decided.
+func (p *planner) settled(r FileResult) { p.done = append(p.done, r) }
 
 // deleteStale deletes, pipelined, the temporary files leftOver noted. One
 // the server refuses to delete stays: the next run of the file finds it.
@@ -210,6 +395,7 @@ func (p *planner) deleteStale(ctx context.Context) error {
 	for i, t := range p.stale {
 		cmds[i] = "DELE " + t
 	}
+	p.stale = p.stale[:0]
 	if _, _, err := p.dst.DoAll(ctx, cmds); err != nil {
 		return fmt.Errorf("delete temporary files at the destination: %w", err)
 	}
@@ -218,28 +404,6 @@ func (p *planner) deleteStale(ctx context.Context) error {
 
 // exists reports whether a directory item's destination exists already.
 func (l *look) exists() bool { return l.exist == path.Clean(l.it.Dst) }
-
-// listItem lists a directory item's source tree and, when its destination
-// exists, that directory at the same time: a copy into an existing
-// directory pays no round trip more for it.
-func (p *planner) listItem(ctx context.Context, l *look) error {
-	if !l.exists() || p.opts.blind() {
-		var err error
-		l.tree, err = p.list(ctx, l.it.Src, l.it.Dst)
-		return err
-	}
-	var err, derr error
-	var des []gridftp.Entry
-	both(func() { l.tree, err = p.list(ctx, l.it.Src, l.it.Dst) }, func() { des, derr = p.dst.List(ctx, l.it.Dst) })
-	if err != nil || l.tree == nil {
-		return err
-	}
-	if derr != nil && !isNotFound(derr) {
-		return fmt.Errorf("list destination %s: %w", l.it.Dst, derr)
-	}
-	l.tree.dst, l.tree.dstListed = des, true
-	return nil
-}
 
 // look looks up an item at both ends and refuses what cannot be copied
 // (an *ItemError). A file's destination is resolved: into a directory
@@ -299,10 +463,14 @@ func (p *planner) look(ctx context.Context, it Item) (*look, error) {
 		if derr == nil && !de.IsDir() {
 			return nil, &ItemError{Path: it.Dst, Dest: true, Why: "is a file; a directory is needed there"}
 		}
-		if err := p.overlaps(ctx, it, dstL); err != nil {
+		holds, err := p.overlaps(ctx, it, dstL)
+		if err != nil {
 			return nil, err
 		}
-		l.tree = &tree{}
+		l.dir, l.holds = true, holds
+		if derr == nil {
+			l.dstE = &de
+		}
 		return l, nil
 	}
 	l.dst = it.Dst
@@ -340,26 +508,38 @@ func (p *planner) look(ctx context.Context, it Item) (*look, error) {
 	return l, nil
 }
 
-// list lists a source directory and its subdirectories, writing nothing.
-// A directory the server refuses to list fails alone.
-func (p *planner) list(ctx context.Context, src, dst string) (*tree, error) {
+// list lists a source directory and, when its destination existed
+// (existed), that directory at the same time: a copy into an existing
+// tree pays no round trip more for it. It writes nothing. A directory the
+// source refuses to list fails alone (nil).
+func (p *planner) list(ctx context.Context, src, dst string, existed bool) (*dir, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	p.dirs++
-	entries, err := p.src.List(ctx, src)
+	var entries, des []gridftp.Entry
+	var err, derr error
+	listDst := existed && !p.opts.blind()
+	if listDst {
+		both(func() { entries, err = p.src.List(ctx, src) }, func() { des, derr = p.dst.List(ctx, dst) })
+	} else {
+		entries, err = p.src.List(ctx, src)
+	}
 	var refused *gridftp.Error
 	if errors.As(err, &refused) {
 		err = fmt.Errorf("list source directory: %w", err)
 		if !p.skipsSource(src, dst, err) {
-			p.failed = append(p.failed, FileResult{Src: src, Dst: dst, Outcome: Failed, Attempts: 1, Err: err})
+			p.settled(FileResult{Src: src, Dst: dst, Outcome: Failed, Attempts: 1, Err: err})
 		}
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("list source %s: %w", src, err)
 	}
-	t := &tree{src: src, subs: map[string]*tree{}, names: map[string]bool{}}
+	if derr != nil && !isNotFound(derr) {
+		return nil, fmt.Errorf("list destination %s: %w", dst, derr)
+	}
+	d := &dir{src: src, names: map[string]bool{}, dst: des, dstListed: listDst}
 	for _, e := range entries {
 		if !client.ListedName(e.Name) {
 			continue // no server lists such names; a hostile one is ignored
@@ -367,61 +547,53 @@ func (p *planner) list(ctx context.Context, src, dst string) (*tree, error) {
 		if partname.Is(e.Name) {
 			continue // a file a copy is writing (or left to resume): no user's data
 		}
-		t.names[e.Name] = true
-		s, d := path.Join(src, e.Name), path.Join(dst, e.Name)
-		p.sources.add(s, e)
-		ok, err := included(p.opts.Filters, e)
+		d.names[e.Name] = true
+		s := path.Join(src, e.Name)
+		if e.IsDir() {
+			p.sources.add(s, e)
+		}
+		ok, err := p.keeps(s, path.Join(dst, e.Name), e)
 		if err != nil {
 			return nil, err
 		}
-		if !ok || p.opts.Skip != nil && p.opts.Skip(s, d) || !e.IsDir() && e.Type != "file" {
-			continue
+		if ok {
+			d.entries = append(d.entries, e)
 		}
-		if e.IsDir() {
-			sub, err := p.list(ctx, s, d)
-			if err != nil {
-				return nil, err
-			}
-			if sub == nil {
-				continue
-			}
-			t.subs[e.Name] = sub
-		}
-		t.entries = append(t.entries, e)
 	}
-	return t, nil
+	return d, nil
 }
 
-// place creates a listed tree's directories at dst and decides its files.
-// A destination directory that existed before (existed) is listed: for
-// the sync level, for DeleteExtra, and to find entries that are sources.
-func (p *planner) place(ctx context.Context, t *tree, dst string, existed bool) error {
+// sub is a subdirectory place walks after its directory's files: its
+// source entry, and its destination's when it existed.
+type sub struct {
+	e, de gridftp.Entry
+	had   bool
+}
+
+// place creates a listed directory's subdirectories at dst, decides its
+// files, and walks its subdirectories; up are the source directories
+// above d and d itself. A destination directory that existed was listed
+// with d: for the sync level, for DeleteExtra, and to find entries that
+// are sources; srcDir says it is a source directory itself, whose files
+// are never written.
+func (p *planner) place(ctx context.Context, d *dir, dst string, up []gridftp.Entry, srcDir bool) error {
 	existing := map[string]gridftp.Entry{}
-	if existed {
-		des := t.dst
-		if !t.dstListed {
-			var err error
-			if des, err = p.dst.List(ctx, dst); err != nil && !isNotFound(err) {
-				return fmt.Errorf("list destination %s: %w", dst, err)
-			}
-		}
-		for _, de := range des {
-			if client.ListedName(de.Name) {
-				existing[de.Name] = de
-			}
-		}
-		if p.opts.DeleteExtra {
-			if err := p.deleteExtra(ctx, t, dst, existing); err != nil {
-				return err
-			}
+	for _, de := range d.dst {
+		if client.ListedName(de.Name) {
+			existing[de.Name] = de
 		}
 	}
-	same, err := p.sameSums(ctx, t, dst, existing)
+	if d.dstListed && p.opts.DeleteExtra && !srcDir {
+		if err := p.deleteExtra(ctx, d, dst, existing); err != nil {
+			return err
+		}
+	}
+	same, err := p.sameSums(ctx, d, dst, existing)
 	if err != nil {
 		return err
 	}
 	var missing []string
-	for _, e := range t.entries {
+	for _, e := range d.entries {
 		if _, ok := existing[e.Name]; e.IsDir() && !ok {
 			missing = append(missing, path.Join(dst, e.Name))
 		}
@@ -430,38 +602,66 @@ func (p *planner) place(ctx context.Context, t *tree, dst string, existed bool) 
 	if err != nil {
 		return err
 	}
-	for _, e := range t.entries {
+	var subs []sub
+	for _, e := range d.entries {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		s, d := path.Join(t.src, e.Name), path.Join(dst, e.Name)
+		s, dd := path.Join(d.src, e.Name), path.Join(dst, e.Name)
 		de, ok := existing[e.Name]
-		if !e.IsDir() {
-			var have, part *gridftp.Entry
-			if ok {
-				have = &de
-				if eq, known := same[e.Name]; known {
-					p.summed[d] = eq
-				}
+		if e.IsDir() {
+			if ok && !de.IsDir() {
+				p.settled(FileResult{Src: s, Dst: dd, Outcome: Failed, Attempts: 1,
+					Err: &ItemError{Path: dd, Dest: true, Why: "is a file; a directory is needed there"}})
+				continue
 			}
-			if pe, ok := existing[partname.For(e.Name)]; ok && p.tempNames() {
-				part = &pe
-			}
-			if err := p.decide(ctx, s, d, e, have, part); err != nil {
-				return err
-			}
+			subs = append(subs, sub{e, de, ok})
 			continue
 		}
-		if ok && !de.IsDir() {
-			p.failed = append(p.failed, FileResult{Src: s, Dst: d, Outcome: Failed, Attempts: 1,
-				Err: &ItemError{Path: d, Dest: true, Why: "is a file; a directory is needed there"}})
-			continue
+		var have, part *gridftp.Entry
+		if ok {
+			have = &de
+			if eq, known := same[e.Name]; known {
+				p.summed[dd] = eq
+			}
 		}
-		if err := p.place(ctx, t.subs[e.Name], d, !made[d]); err != nil {
+		if pe, ok := existing[partname.For(e.Name)]; ok && p.tempNames() {
+			part = &pe
+		}
+		if err := p.decide(ctx, s, dd, e, have, part, srcDir); err != nil {
+			return err
+		}
+		if err := p.flushSoon(ctx); err != nil {
 			return err
 		}
 	}
-	return nil
+	src := d.src
+	d, existing = nil, nil // what the walk below needs is in subs
+	for _, sd := range subs {
+		s, dd := path.Join(src, sd.e.Name), path.Join(dst, sd.e.Name)
+		switch {
+		case loops(up, sd.e):
+			p.settled(FileResult{Src: s, Dst: dd, Outcome: Failed, Attempts: 1,
+				Err: &ItemError{Path: s, Why: "is a directory above it (a symlink loop): not walked again"}})
+			continue
+		case p.dstRoot != nil && p.sources.same(s, sd.e, p.root.dst, *p.dstRoot):
+			continue // the destination, inside its source: not walked
+		case p.whole && !p.sources.paths[s]:
+			continue // made after the sources were listed: the copy's own
+		}
+		next, err := p.list(ctx, s, dd, !made[dd])
+		if err != nil {
+			return err
+		}
+		if next == nil {
+			continue
+		}
+		_, isSrc := p.sources.find(dd, sd.de)
+		if err := p.place(ctx, next, dd, append(up[:len(up):len(up)], sd.e), sd.had && isSrc); err != nil {
+			return err
+		}
+	}
+	return p.flushSoon(ctx)
 }
 
 // sameSums compares, for the sync level checksum, the files of a listed
@@ -469,7 +669,7 @@ func (p *planner) place(ctx context.Context, t *tree, dst string, existed bool) 
 // computed at both ends at once (sums.go): a directory costs about a
 // round trip, not one per file. A file either end cannot checksum is left out (decide
 // asks again, and reports the failure).
-func (p *planner) sameSums(ctx context.Context, t *tree, dst string, existing map[string]gridftp.Entry) (map[string]bool, error) {
+func (p *planner) sameSums(ctx context.Context, t *dir, dst string, existing map[string]gridftp.Entry) (map[string]bool, error) {
 	if p.opts.SyncLevel != SyncChecksum {
 		return nil, nil
 	}
@@ -509,10 +709,14 @@ func (p *planner) tempNames() bool { return !p.opts.InPlace && !p.opts.blind() }
 // decide skips or schedules one file by sync level. have is the file at
 // the destination, part what an earlier run left under its temporary name
 // (nil: none).
-func (p *planner) decide(ctx context.Context, src, dst string, e gridftp.Entry, have, part *gridftp.Entry) error {
+func (p *planner) decide(ctx context.Context, src, dst string, e gridftp.Entry, have, part *gridftp.Entry, srcDir bool) error {
 	if have != nil {
-		if s, ok := p.sources.find(dst, *have); ok {
-			p.failed = append(p.failed, FileResult{Src: src, Dst: dst, Size: e.Size, Outcome: Failed, Attempts: 1,
+		s, ok := p.sources.find(dst, *have)
+		if !ok && (srcDir || p.sources.same(src, e, dst, *have)) {
+			s, ok = dst, true
+		}
+		if ok {
+			p.settled(FileResult{Src: src, Dst: dst, Size: e.Size, Outcome: Failed, Attempts: 1,
 				Err: fmt.Errorf("%w (%s)", errSameFile, s)})
 			return nil
 		}
@@ -541,7 +745,7 @@ func (p *planner) decide(ctx context.Context, src, dst string, e gridftp.Entry, 
 		}
 	}
 	if skip {
-		p.skipped = append(p.skipped, FileResult{Src: src, Dst: dst, Size: e.Size, Outcome: Skipped})
+		p.settled(FileResult{Src: src, Dst: dst, Size: e.Size, Outcome: Skipped})
 		p.leftOver(dst, part)
 		return nil
 	}
@@ -592,7 +796,7 @@ func (p *planner) resume(ctx context.Context, f *file, have gridftp.Entry) (done
 	if err != nil || a != b {
 		return false, err
 	}
-	p.resumed = append(p.resumed, FileResult{Src: f.src, Dst: f.dst, Size: f.size, Outcome: Transferred,
+	p.settled(FileResult{Src: f.src, Dst: f.dst, Size: f.size, Outcome: Transferred,
 		Checksum: p.alg + ":" + a, Attempts: 1})
 	return true, nil
 }

@@ -42,7 +42,7 @@ func included(filters []Filter, e gridftp.Entry) (bool, error) {
 // existing) has and the listed source directory t does not. An entry the
 // filters exclude is kept, as rsync keeps it, and so is one that is a
 // source of the copy (a destination above its source).
-func (p *planner) deleteExtra(ctx context.Context, t *tree, dst string, existing map[string]gridftp.Entry) error {
+func (p *planner) deleteExtra(ctx context.Context, t *dir, dst string, existing map[string]gridftp.Entry) error {
 	for _, name := range slices.Sorted(maps.Keys(existing)) {
 		if t.names[name] || partname.Is(name) {
 			continue // a temporary name: a copy may be writing it, or resume from it
@@ -59,7 +59,7 @@ func (p *planner) deleteExtra(ctx context.Context, t *tree, dst string, existing
 		var refused *gridftp.Error
 		if errors.As(err, &refused) {
 			// Src is where the source would have it.
-			p.failed = append(p.failed, FileResult{Src: path.Join(t.src, name), Dst: d, Outcome: Failed, Attempts: 1,
+			p.settled(FileResult{Src: path.Join(t.src, name), Dst: d, Outcome: Failed, Attempts: 1,
 				Err: fmt.Errorf("delete destination entry missing at the source: %w", err)})
 			continue
 		}

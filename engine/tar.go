@@ -245,7 +245,9 @@ func tarStreams(o Options, s Settings) (int, string) {
 
 // tarPlan decides whether small files move as tar streams, records it in
 // the settings, and returns the batches and the files that go one by one.
-// The ends are asked what they can only when the files favour it.
+// The ends are asked what they can only when the files favour it. It
+// decides from the first window of the plan: the files of later windows
+// move as it chose (batchWindow).
 func (c *copier) tarPlan(ctx context.Context, files []*file) ([]*batch, []*file) {
 	c.tarSrc, c.tarDst = tarEnd{layer: true}, tarEnd{layer: true}
 	if use, _ := c.chooseTar(files); !use || c.listing == nil {
@@ -265,12 +267,26 @@ func (c *copier) tarPlan(ctx context.Context, files []*file) ([]*batch, []*file)
 	if !use {
 		return nil, files
 	}
-	per := tarMaxMembers
+	c.tarPer = tarMaxMembers
 	if c.tarSrc.popen != "" {
-		per = popenMaxMembers
+		c.tarPer = popenMaxMembers
 	}
-	bs, rest := c.batches(files, batchesPerPair*c.set.Concurrency, per)
+	bs, rest := c.batches(files, batchesPerPair*c.set.Concurrency, c.tarPer)
 	c.set.Batches = len(bs)
+	return bs, rest
+}
+
+// batchWindow batches a later window of files as tarPlan chose for the
+// first (tarPer: members a batch, 0: no batches), and counts the batches
+// in the result's settings.
+func (c *copier) batchWindow(files []*file) ([]*batch, []*file) {
+	if c.tarPer == 0 {
+		return nil, files
+	}
+	bs, rest := c.batches(files, batchesPerPair*c.set.Concurrency, c.tarPer)
+	c.mu.Lock()
+	c.res.Settings.Batches += len(bs)
+	c.mu.Unlock()
 	return bs, rest
 }
 
