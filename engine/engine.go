@@ -56,7 +56,7 @@ type copier struct {
 
 	tarSrc    tarEnd // how the ends pack and unpack tar streams (tar.go)
 	tarDst    tarEnd
-	tarPer    int // members of a batch; 0: no batches
+	tarPer    int    // members of a batch; 0: no batches
 	srcSums   sumEnd // how the ends compute checksum lists (sums.go)
 	dstSums   sumEnd
 	cred      *gridftp.DataCredential // for the data channels, when both ends are ferry's (datasec.go)
@@ -75,12 +75,12 @@ type copier struct {
 	pending   int                // files admitted, not yet final
 	planning  bool               // the planner runs: more files may come
 	res       Result
-	live      map[*file]struct{} // the files admitted, not yet final
-	ended     []*file            // files failed or canceled that may have left a temporary file (settleTemps)
-	begun     bool               // the planner handed on its first files (planner's goroutine only)
-	first     chan window        // the first files, for begin
-	ready     chan struct{}      // closed once begin is done
-	freed     chan struct{}      // a file became final: room for more
+	live      map[*file]struct{}           // the files admitted, not yet final
+	ended     []*file                      // files failed or canceled that may have left a temporary file (settleTemps)
+	begun     bool                         // the planner handed on its first files (planner's goroutine only)
+	first     chan window                  // the first files, for begin
+	ready     chan struct{}                // closed once begin is done
+	freed     chan struct{}                // a file became final: room for more
 	canceled  []string                     // paths canceled (cancel.go)
 	flying    map[*unit]context.CancelFunc // units on pairs, and how to stop their pair
 	waiting   map[*time.Timer]func()       // retries waiting for their backoff (after)
