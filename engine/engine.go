@@ -54,36 +54,37 @@ type copier struct {
 	retire   chan struct{} // the optimizer takes a session pair away
 	ahead    atomic.Int64  // finishers yet to start that dial at once
 
-	tarSrc    tarEnd // how the ends pack and unpack tar streams (tar.go)
-	tarDst    tarEnd
-	tarPer    int    // members of a batch; 0: no batches
-	srcSums   sumEnd // how the ends compute checksum lists (sums.go)
-	dstSums   sumEnd
-	cred      *gridftp.DataCredential // for the data channels, when both ends are ferry's (datasec.go)
-	sumAlg    string                  // what both ends compute, for checks Verify does not ask for; "": none
-	dialErr   error                   // why a finisher's last dial failed
-	ctx       context.Context         // the run's, for work a retry hands to finishers
-	done      <-chan struct{}         // the run is stopping: failures are no faults
-	stop      context.CancelFunc
-	noSpace   error // the destination is full (nospace.go)
-	mu        sync.Mutex
-	listing   *client.Pair // the planning sessions, until a worker takes them
-	spare     chan spare   // pairs dialed while planning (predial)
-	predials  sync.WaitGroup
-	predialed chan struct{}      // closed when every predial dial ended
-	unspare   context.CancelFunc // stops the dials of predial
-	pending   int                // files admitted, not yet final
-	planning  bool               // the planner runs: more files may come
-	res       Result
-	live      map[*file]struct{}           // the files admitted, not yet final
-	ended     []*file                      // files failed or canceled that may have left a temporary file (settleTemps)
-	begun     bool                         // the planner handed on its first files (planner's goroutine only)
-	first     chan window                  // the first files, for begin
-	ready     chan struct{}                // closed once begin is done
-	freed     chan struct{}                // a file became final: room for more
-	canceled  []string                     // paths canceled (cancel.go)
-	flying    map[*unit]context.CancelFunc // units on pairs, and how to stop their pair
-	waiting   map[*time.Timer]func()       // retries waiting for their backoff (after)
+	tarSrc     tarEnd // how the ends pack and unpack tar streams (tar.go)
+	tarDst     tarEnd
+	tarPer     int    // members of a batch; 0: no batches
+	tarDecided bool   // whether files move as tar streams is decided (tarWindow)
+	srcSums    sumEnd // how the ends compute checksum lists (sums.go)
+	dstSums    sumEnd
+	cred       *gridftp.DataCredential // for the data channels, when both ends are ferry's (datasec.go)
+	sumAlg     string                  // what both ends compute, for checks Verify does not ask for; "": none
+	dialErr    error                   // why a finisher's last dial failed
+	ctx        context.Context         // the run's, for work a retry hands to finishers
+	done       <-chan struct{}         // the run is stopping: failures are no faults
+	stop       context.CancelFunc
+	noSpace    error // the destination is full (nospace.go)
+	mu         sync.Mutex
+	listing    *client.Pair // the planning sessions, until a worker takes them
+	spare      chan spare   // pairs dialed while planning (predial)
+	predials   sync.WaitGroup
+	predialed  chan struct{}      // closed when every predial dial ended
+	unspare    context.CancelFunc // stops the dials of predial
+	pending    int                // files admitted, not yet final
+	planning   bool               // the planner runs: more files may come
+	res        Result
+	live       map[*file]struct{}           // the files admitted, not yet final
+	ended      []*file                      // files failed or canceled that may have left a temporary file (settleTemps)
+	begun      bool                         // the planner handed on its first files (planner's goroutine only)
+	first      chan window                  // the first files, for begin
+	ready      chan struct{}                // closed once begin is done
+	freed      chan struct{}                // a file became final: room for more
+	canceled   []string                     // paths canceled (cancel.go)
+	flying     map[*unit]context.CancelFunc // units on pairs, and how to stop their pair
+	waiting    map[*time.Timer]func()       // retries waiting for their backoff (after)
 
 	// downSince is when an endpoint first did not answer since the last
 	// time both did (UnixNano; 0: they answer); recoveries counts the
@@ -189,7 +190,8 @@ func (c *copier) open(ctx context.Context) (*planner, error) {
 		c.set.Live = c.opts.Verify && liveS && liveD
 	}
 	c.planCompress(pair)
-	p := &planner{src: s, dst: d, opts: c.opts, alg: c.set.Algorithm, srcSums: &c.srcSums, dstSums: &c.dstSums, emit: c.admit}
+	p := &planner{src: s, dst: d, opts: c.opts, alg: c.set.Algorithm, srcSums: &c.srcSums, dstSums: &c.dstSums,
+		emit: c.admit, hungry: func() bool { return c.q.len() == 0 }}
 	if p.alg == "" {
 		p.alg, _ = chooseAlgorithm("", s.Checksums(), d.Checksums()) // for what earlier runs left (goodBlocks)
 	}
@@ -268,7 +270,7 @@ func (c *copier) admit(ctx context.Context, w window) error {
 			return ctx.Err()
 		}
 	}
-	bs, rest := c.batchWindow(w.files)
+	bs, rest := c.tarWindow(ctx, w.files, false, w.last)
 	c.schedule(w.files, bs, rest)
 	if w.last {
 		c.planDone()
@@ -319,7 +321,7 @@ func (c *copier) begin(ctx context.Context, files []*file, last bool) error {
 	if err := c.chooseWays(ctx, files); err != nil {
 		return err
 	}
-	bs, rest := c.tarPlan(ctx, files)
+	bs, rest := c.tarWindow(ctx, files, true, last)
 	c.planGrowth()
 	c.mu.Lock()
 	c.res.Settings = c.set

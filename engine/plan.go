@@ -74,7 +74,7 @@ type planner struct {
 	files   []*file
 	done    []FileResult
 	emit    func(context.Context, window) error // nil: nothing is handed on (Check)
-	flushed time.Time                           // the last flush
+	hungry  func() bool                         // the workers have nothing queued
 	dirs    int                                 // directories walked
 	deleted int                                 // paths deleteExtra deleted
 	deleter Deleter                             // told of each; nil: none
@@ -101,15 +101,15 @@ type window struct {
 }
 
 // Windows: the planner hands on what it decided when windowFiles files
-// are decided, or flushEvery after its last flush (a tree of few files a
-// directory over a WAN moves while it is listed), and at the end. The
-// copier admits at most maxLive files not yet final: about half a KiB
-// each with their units, a few MiB in all, and four windows keep every
-// session pair busy while the next directories are listed; the planner
-// waits for room (back-pressure).
+// are decided, before it lists a directory while the workers have nothing
+// queued (the first files of a tree move while the rest is listed,
+// however slow the listings), and at the end. The copier admits at most
+// maxLive files not yet final: about half a KiB each with their units, a
+// few MiB in all, and four windows keep every session pair busy while the
+// next directories are listed; the planner waits for room
+// (back-pressure).
 const (
 	windowFiles = 4096
-	flushEvery  = 250 * time.Millisecond
 	maxLive     = 4 * windowFiles
 )
 
@@ -198,7 +198,6 @@ func Check(ctx context.Context, src, dst Endpoint, items []Item, opts Options) e
 // every item, then walks each, handing on windows as it goes.
 func (p *planner) plan(ctx context.Context, items []Item) error {
 	p.sources = newSources(p.src, p.dst)
-	p.flushed = time.Now()
 	looks := make([]*look, 0, len(items))
 	for _, it := range items {
 		l, err := p.look(ctx, it)
@@ -359,7 +358,6 @@ func (p *planner) walkItem(ctx context.Context, l *look) error {
 // flush hands the window on (last: the plan is done), and deletes the
 // stale temporary files noted so far when they are many.
 func (p *planner) flush(ctx context.Context, last bool) error {
-	p.flushed = time.Now()
 	if len(p.stale) >= windowFiles {
 		if err := p.deleteStale(ctx); err != nil {
 			return err
@@ -373,10 +371,18 @@ func (p *planner) flush(ctx context.Context, last bool) error {
 	return p.emit(ctx, w)
 }
 
-// flushSoon hands the window on when it is full or has waited long enough.
-func (p *planner) flushSoon(ctx context.Context) error {
-	n := len(p.files) + len(p.done)
-	if n >= windowFiles || n > 0 && time.Since(p.flushed) >= flushEvery {
+// flushFull hands the window on when it is full.
+func (p *planner) flushFull(ctx context.Context) error {
+	if len(p.files)+len(p.done) >= windowFiles {
+		return p.flush(ctx, false)
+	}
+	return nil
+}
+
+// flushHungry hands the window on when the workers have nothing queued,
+// before a listing that may take a while.
+func (p *planner) flushHungry(ctx context.Context) error {
+	if len(p.files)+len(p.done) > 0 && p.hungry != nil && p.hungry() {
 		return p.flush(ctx, false)
 	}
 	return nil
@@ -516,6 +522,9 @@ func (p *planner) list(ctx context.Context, src, dst string, existed bool) (*dir
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if err := p.flushHungry(ctx); err != nil {
+		return nil, err
+	}
 	p.dirs++
 	var entries, des []gridftp.Entry
 	var err, derr error
@@ -631,7 +640,7 @@ func (p *planner) place(ctx context.Context, d *dir, dst string, up []gridftp.En
 		if err := p.decide(ctx, s, dd, e, have, part, srcDir); err != nil {
 			return err
 		}
-		if err := p.flushSoon(ctx); err != nil {
+		if err := p.flushFull(ctx); err != nil {
 			return err
 		}
 	}
@@ -661,7 +670,7 @@ func (p *planner) place(ctx context.Context, d *dir, dst string, up []gridftp.En
 			return err
 		}
 	}
-	return p.flushSoon(ctx)
+	return nil
 }
 
 // sameSums compares, for the sync level checksum, the files of a listed
