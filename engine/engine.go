@@ -191,13 +191,35 @@ func (c *copier) open(ctx context.Context) (*planner, error) {
 	}
 	c.planCompress(pair)
 	p := &planner{src: s, dst: d, opts: c.opts, alg: c.set.Algorithm, srcSums: &c.srcSums, dstSums: &c.dstSums,
-		emit: c.admit, hungry: func() bool { return c.q.len() == 0 }}
+		emit: c.admit, hungry: func() bool { return c.q.len() == 0 }, redial: c.redial}
 	if p.alg == "" {
 		p.alg, _ = chooseAlgorithm("", s.Checksums(), d.Checksums()) // for what earlier runs left (goodBlocks)
 	}
 	c.sumAlg = p.alg
 	p.deleter, _ = c.rep.(Deleter)
 	return p, nil
+}
+
+// redial replaces the planning session at one end (dst), broken, with a
+// new one.
+func (c *copier) redial(ctx context.Context, dst bool) (*client.Conn, error) {
+	e := c.src
+	if dst {
+		e = c.dst
+	}
+	conn, err := e.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	old := &c.listing.Src
+	if dst {
+		old = &c.listing.Dst
+	}
+	(*old).Close()
+	*old = conn
+	c.mu.Unlock()
+	return conn, nil
 }
 
 // planAll runs the planner, and then lets the run end once every file is

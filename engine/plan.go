@@ -71,13 +71,16 @@ type planner struct {
 	// The window: files to move, and outcomes settled while planning
 	// (skipped, failed, resumed, skipped for source errors), until flush
 	// hands them on.
-	files   []*file
-	done    []FileResult
-	emit    func(context.Context, window) error // nil: nothing is handed on (Check)
-	hungry  func() bool                         // the workers have nothing queued
-	dirs    int                                 // directories walked
-	deleted int                                 // paths deleteExtra deleted
-	deleter Deleter                             // told of each; nil: none
+	files  []*file
+	done   []FileResult
+	emit   func(context.Context, window) error // nil: nothing is handed on (Check)
+	hungry func() bool                         // the workers have nothing queued
+	// redial replaces the planning session at one end (dst), broken; nil:
+	// none is dialed again.
+	redial  func(ctx context.Context, dst bool) (*client.Conn, error)
+	dirs    int     // directories walked
+	deleted int     // paths deleteExtra deleted
+	deleter Deleter // told of each; nil: none
 	sources sources
 	// whole: every source entry was recorded (recordAll) before anything
 	// was written; a directory not recorded then is not walked.
@@ -530,9 +533,9 @@ func (p *planner) list(ctx context.Context, src, dst string, existed bool) (*dir
 	var err, derr error
 	listDst := existed && !p.opts.blind()
 	if listDst {
-		both(func() { entries, err = p.src.List(ctx, src) }, func() { des, derr = p.dst.List(ctx, dst) })
+		both(func() { entries, err = p.listAt(ctx, false, src) }, func() { des, derr = p.listAt(ctx, true, dst) })
 	} else {
-		entries, err = p.src.List(ctx, src)
+		entries, err = p.listAt(ctx, false, src)
 	}
 	var refused *gridftp.Error
 	if errors.As(err, &refused) {
@@ -570,6 +573,41 @@ func (p *planner) list(ctx context.Context, src, dst string, existed bool) (*dir
 		}
 	}
 	return d, nil
+}
+
+// listAt lists the directory name at the source, or at the destination
+// (dst), and lists it again after a transient failure (a reply of class
+// 4, or a broken session, which it dials afresh: redial), after a
+// backoff, as a transfer is tried again: a listing that breaks costs that
+// directory, not the tree.
+func (p *planner) listAt(ctx context.Context, dst bool, name string) ([]gridftp.Entry, error) {
+	b := Backoff{Base: p.opts.Backoff, Max: p.opts.MaxBackoff}
+	for try := 1; ; try++ {
+		conn := p.src
+		if dst {
+			conn = p.dst
+		}
+		es, err := conn.List(ctx, name)
+		if err == nil || try >= p.opts.maxAttempts() || gridftp.Classify(err) != gridftp.FaultTransient || ctx.Err() != nil {
+			return es, err
+		}
+		select {
+		case <-time.After(b.Next()):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if !errors.As(err, new(*gridftp.Error)) && p.redial != nil {
+			c, derr := p.redial(ctx, dst)
+			if derr != nil {
+				return nil, errors.Join(err, derr)
+			}
+			if dst {
+				p.dst = c
+			} else {
+				p.src = c
+			}
+		}
+	}
 }
 
 // sub is a subdirectory place walks after its directory's files: its

@@ -2,8 +2,11 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -65,4 +68,146 @@ func TestFirstFileBeforeListingEnds(t *testing.T) {
 		t.Fatal("/tree/a/f did not arrive while /tree/b was being listed: nothing moved before the listing ended")
 	}
 	compareTrees(t, filepath.Join(root, "tree"), filepath.Join(dstRoot, "tree"))
+}
+
+// flakyList is a source driver whose listing of dir fails the first
+// time, as a listing whose data connection died would.
+type flakyList struct {
+	storage.Driver
+	dir   string
+	tries atomic.Int32
+}
+
+func (f *flakyList) ReadDir(ctx context.Context, name string) ([]storage.Info, error) {
+	if name == f.dir && f.tries.Add(1) == 1 {
+		return nil, errors.New("the listing broke")
+	}
+	return f.Driver.ReadDir(ctx, name)
+}
+
+// TestListingBrokenListedAgain copies a tree one of whose directories
+// fails to list once: that directory is listed again, and every file
+// moves.
+func TestListingBrokenListedAgain(t *testing.T) {
+	root, dstRoot := t.TempDir(), t.TempDir()
+	for _, rel := range []string{"tree/a/f", "tree/b/g", "tree/b/h", "tree/c/i"} {
+		writeFile(t, filepath.Join(root, rel), []byte(rel))
+	}
+	f := &flakyList{dir: "/tree/b"}
+	src := startEndpoint(t, root, func(d storage.Driver) storage.Driver { f.Driver = d; return f })
+	dst := startEndpoint(t, dstRoot, nil)
+	res, err := engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/tree", Dst: "/tree", Recursive: true}}, fastOptions(), nil)
+	if err != nil || res.Transferred != 4 || res.Failed != 0 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if n := f.tries.Load(); n != 2 {
+		t.Errorf("/tree/b listed %d times, want 2", n)
+	}
+	compareTrees(t, filepath.Join(root, "tree"), filepath.Join(dstRoot, "tree"))
+}
+
+// swapDir is a source driver that, as the directory first is listed,
+// replaces the directory dir (listed before it) by a file, and adds a
+// file to the directory grow, not yet listed.
+type swapDir struct {
+	storage.Driver
+	root, first, dir, grow string
+	once                   sync.Once
+}
+
+func (s *swapDir) ReadDir(ctx context.Context, name string) ([]storage.Info, error) {
+	if name == s.first {
+		s.once.Do(func() {
+			os.RemoveAll(filepath.Join(s.root, s.dir))
+			os.WriteFile(filepath.Join(s.root, s.dir), []byte("now a file"), 0o644)
+			os.WriteFile(filepath.Join(s.root, s.grow, "new"), []byte("added"), 0o644)
+		})
+	}
+	return s.Driver.ReadDir(ctx, name)
+}
+
+// TestTreeChangesWhileListed copies a tree that changes while it is
+// listed: a directory listed as one becomes a file before it is walked
+// (it fails alone, with a clear error), and a file is added to a
+// directory not yet listed (it moves). The copy goes on without starting
+// again.
+func TestTreeChangesWhileListed(t *testing.T) {
+	root, dstRoot := t.TempDir(), t.TempDir()
+	for _, rel := range []string{"tree/a/f", "tree/b/g", "tree/c/h"} {
+		writeFile(t, filepath.Join(root, rel), []byte(rel))
+	}
+	s := &swapDir{root: root, first: "/tree/a", dir: "tree/b", grow: "tree/c"}
+	src := startEndpoint(t, root, func(d storage.Driver) storage.Driver { s.Driver = d; return s })
+	dst := startEndpoint(t, dstRoot, nil)
+	rep := &recorder{}
+	res, err := engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/tree", Dst: "/tree", Recursive: true}}, fastOptions(), rep)
+	if err != nil {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if res.Transferred != 3 || res.Failed != 1 {
+		t.Errorf("%d transferred, %d failed; want 3 and 1 (%+v)", res.Transferred, res.Failed, res)
+	}
+	if r := rep.done["/tree/b"]; r.Outcome != engine.Failed || r.Err == nil || !strings.Contains(r.Err.Error(), "list source directory") {
+		t.Errorf("/tree/b: %+v, want a failure to list it", r)
+	}
+	for _, rel := range []string{"tree/a/f", "tree/c/h", "tree/c/new"} {
+		if _, err := os.Stat(filepath.Join(dstRoot, rel)); err != nil {
+			t.Errorf("%s: %v", rel, err)
+		}
+	}
+}
+
+// TestSymlinkLoopEnds copies a tree with a symlink that leads back to an
+// ancestor: the walk does not enter it again, says so, and ends.
+func TestSymlinkLoopEnds(t *testing.T) {
+	root, dstRoot := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(root, "tree/sub/f"), []byte("f"))
+	if err := os.Symlink("..", filepath.Join(root, "tree/sub/up")); err != nil {
+		t.Fatal(err)
+	}
+	src := startEndpoint(t, root, nil)
+	dst := startEndpoint(t, dstRoot, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rep := &recorder{}
+	res, err := engine.Copy(ctx, src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/tree", Dst: "/tree", Recursive: true}}, fastOptions(), rep)
+	if err != nil {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if res.Transferred != 1 || res.Failed != 1 {
+		t.Errorf("%d transferred, %d failed; want 1 and 1 (%+v)", res.Transferred, res.Failed, res)
+	}
+	if r := rep.done["/tree/sub/up"]; r.Outcome != engine.Failed || r.Err == nil || !strings.Contains(r.Err.Error(), "symlink loop") {
+		t.Errorf("/tree/sub/up: %+v, want a failure naming the loop", r)
+	}
+}
+
+// TestNonUTF8Name copies a file whose name is not valid UTF-8: it moves
+// under its name, byte for byte, or fails alone with a clear error.
+func TestNonUTF8Name(t *testing.T) {
+	root, dstRoot := t.TempDir(), t.TempDir()
+	name := "caf\xe9"
+	writeFile(t, filepath.Join(root, "tree", name), []byte("latin-1"))
+	writeFile(t, filepath.Join(root, "tree/ok"), []byte("ok"))
+	src := startEndpoint(t, root, nil)
+	dst := startEndpoint(t, dstRoot, nil)
+	rep := &recorder{}
+	res, err := engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/tree", Dst: "/tree", Recursive: true}}, fastOptions(), rep)
+	if err != nil {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if _, err := os.Stat(filepath.Join(dstRoot, "tree/ok")); err != nil {
+		t.Error(err)
+	}
+	r, ok := rep.done["/tree/"+name]
+	switch {
+	case !ok:
+		t.Errorf("%q: not reported (%+v)", name, res)
+	case r.Outcome == engine.Transferred:
+		if got, err := os.ReadFile(filepath.Join(dstRoot, "tree", name)); err != nil || string(got) != "latin-1" {
+			t.Errorf("%q: %q %v", name, got, err)
+		}
+	case r.Outcome != engine.Failed || r.Err == nil:
+		t.Errorf("%q: %+v, want it moved or failed with an error", name, r)
+	}
 }
