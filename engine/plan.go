@@ -77,7 +77,12 @@ type planner struct {
 	hungry func() bool                         // the workers have nothing queued
 	// redial replaces the planning session at one end (dst), broken; nil:
 	// none is dialed again.
-	redial  func(ctx context.Context, dst bool) (*client.Conn, error)
+	redial func(ctx context.Context, dst bool) (*client.Conn, error)
+	// While src lists a directory (listing), the planner's other commands
+	// at the source go to aux, dialed by dialSrc when first needed.
+	listing bool
+	aux     *client.Conn
+	dialSrc func(ctx context.Context) (*client.Conn, error)
 	dirs    int     // directories walked
 	deleted int     // paths deleteExtra deleted
 	deleter Deleter // told of each; nil: none
@@ -131,17 +136,6 @@ type look struct {
 	exist string
 	dstE  *gridftp.Entry
 	holds bool
-}
-
-// dir is a listed source directory: the entries the filters keep, in
-// listing order, every name listed (an excluded name is not extra), and
-// the destination directory's listing when it existed.
-type dir struct {
-	src       string
-	entries   []gridftp.Entry
-	names     map[string]bool
-	dst       []gridftp.Entry
-	dstListed bool
 }
 
 // errBlind is what a relay (Options.blind) says of a destination path:
@@ -201,6 +195,12 @@ func Check(ctx context.Context, src, dst Endpoint, items []Item, opts Options) e
 // every item, then walks each, handing on windows as it goes.
 func (p *planner) plan(ctx context.Context, items []Item) error {
 	p.sources = newSources(p.src, p.dst)
+	defer func() {
+		if p.aux != nil {
+			p.aux.Close()
+			p.aux = nil
+		}
+	}()
 	looks := make([]*look, 0, len(items))
 	for _, it := range items {
 		l, err := p.look(ctx, it)
@@ -335,25 +335,25 @@ func loops(up []gridftp.Entry, e gridftp.Entry) bool {
 	return false
 }
 
-// walkItem walks a directory item: it lists its source (before anything
-// of it is written: a destination inside it that the ends cannot tell
-// apart is not in that listing), creates its destination and places it.
+// walkItem walks a directory item: its destination is made once its
+// source's first window is listed (a directory of fewer than listWindow
+// entries is listed whole first: a destination inside it that the ends
+// cannot tell apart is not in that listing).
 func (p *planner) walkItem(ctx context.Context, l *look) error {
-	d, err := p.list(ctx, l.it.Src, l.it.Dst, l.exists())
-	if err != nil || d == nil {
-		return err
-	}
-	if err := p.mkdirs(ctx, l.exist, l.it.Dst); err != nil {
-		return err
-	}
 	p.root = &treeRoot{src: path.Clean(l.it.Src), dst: path.Clean(l.it.Dst)}
 	p.dstRoot = l.dstE
-	if p.dstRoot == nil && p.sources.sameHost && !p.opts.blind() {
-		if de, err := p.dst.Stat(ctx, l.it.Dst); err == nil {
-			p.dstRoot = &de
+	first := func() error {
+		if err := p.mkdirs(ctx, l.exist, l.it.Dst); err != nil {
+			return err
 		}
+		if p.dstRoot == nil && p.sources.sameHost && !p.opts.blind() {
+			if de, err := p.dst.Stat(ctx, l.it.Dst); err == nil {
+				p.dstRoot = &de
+			}
+		}
+		return nil
 	}
-	err = p.place(ctx, d, l.it.Dst, []gridftp.Entry{l.e}, false)
+	err := p.walkDir(ctx, l.it.Src, l.it.Dst, l.exists(), []gridftp.Entry{l.e}, false, first)
 	p.root, p.dstRoot = nil, nil
 	return err
 }
@@ -517,89 +517,172 @@ func (p *planner) look(ctx context.Context, it Item) (*look, error) {
 	return l, nil
 }
 
-// list lists a source directory and, when its destination existed
-// (existed), that directory at the same time: a copy into an existing
-// tree pays no round trip more for it. It writes nothing. A directory the
-// source refuses to list fails alone (nil).
-func (p *planner) list(ctx context.Context, src, dst string, existed bool) (*dir, error) {
+// Huge directories: a source directory is listed as a stream (ListEach)
+// and placed in windows of listWindow entries; one of fewer entries is
+// listed whole before anything of it is written. A destination directory
+// is listed into a map while it has at most hugeDir entries; a larger one
+// is not held: the names of each window are looked up there (StatAll,
+// pipelined). The source's names are kept for DeleteExtra up to hugeDir
+// too; past that, the destination's listing is streamed and its names
+// looked up at the source in windows.
+const (
+	listWindow = 10_000
+	hugeDir    = 100_000
+)
+
+// errHuge stops a listing that outgrew hugeDir entries.
+var errHuge = errors.New("more than hugeDir entries")
+
+// walk is the walk of one source directory: where it goes, what the
+// destination has there, and what it found so far.
+type walk struct {
+	src, dst string
+	up       []gridftp.Entry // the source directories above and src itself, for loops
+	srcDir   bool            // the destination directory is a source directory
+	existed  bool            // the destination directory existed
+	// The destination's listing when it existed and was small; nil and
+	// huge when it was large (its names are looked up per window).
+	existing map[string]gridftp.Entry
+	huge     bool
+	// Every name the source listed (an excluded name is not extra), for
+	// DeleteExtra; nil past hugeDir names.
+	names  map[string]bool
+	listed int
+	pruned bool // DeleteExtra deleted the extra entries
+	subs   []sub
+	ready  func() error // waits for the destination's listing; then nil
+}
+
+// sub is a subdirectory a walk enters after its directory's files: its
+// source entry, its destination's when that existed, and whether the
+// walk made it.
+type sub struct {
+	e, de     gridftp.Entry
+	had, made bool
+}
+
+// walkDir lists the source directory src and places it at dst (which
+// existed before, or not): it deletes what the destination has that the
+// source does not (DeleteExtra), creates the subdirectories, decides the
+// files, window by window, and then walks the subdirectories. up are the
+// source directories above src and src itself; srcDir says the
+// destination directory is itself a source directory, whose files are
+// never written. first runs before anything is written (nil: nothing).
+// A directory the source refuses to list fails alone.
+func (p *planner) walkDir(ctx context.Context, src, dst string, existed bool, up []gridftp.Entry, srcDir bool, first func() error) error {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return err
 	}
 	if err := p.flushHungry(ctx); err != nil {
-		return nil, err
+		return err
 	}
 	p.dirs++
-	var entries, des []gridftp.Entry
-	var err, derr error
-	listDst := existed && !p.opts.blind()
-	if listDst {
-		both(func() { entries, err = p.listAt(ctx, false, src) }, func() { des, derr = p.listAt(ctx, true, dst) })
-	} else {
-		entries, err = p.listAt(ctx, false, src)
-	}
-	var refused *gridftp.Error
-	if errors.As(err, &refused) {
-		err = fmt.Errorf("list source directory: %w", err)
-		if !p.skipsSource(src, dst, err) {
-			p.settled(FileResult{Src: src, Dst: dst, Outcome: Failed, Attempts: 1, Err: err})
+	w := &walk{src: src, dst: dst, up: up, srcDir: srcDir, existed: existed, names: map[string]bool{}}
+	w.ready = func() error { return nil }
+	if existed && !p.opts.blind() {
+		done := make(chan error, 1)
+		go func() { done <- p.listDst(ctx, w) }()
+		w.ready = func() error {
+			err := <-done
+			w.ready = func() error { return err }
+			return err
 		}
-		return nil, nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("list source %s: %w", src, err)
-	}
-	if derr != nil && !isNotFound(derr) {
-		return nil, fmt.Errorf("list destination %s: %w", dst, derr)
-	}
-	d := &dir{src: src, names: map[string]bool{}, dst: des, dstListed: listDst}
-	for _, e := range entries {
-		if !client.ListedName(e.Name) {
-			continue // no server lists such names; a hostile one is ignored
+	var buf []gridftp.Entry
+	placed := false
+	put := func() error {
+		if !placed && first != nil {
+			if err := first(); err != nil {
+				return err
+			}
 		}
-		if partname.Is(e.Name) {
-			continue // a file a copy is writing (or left to resume): no user's data
+		placed = true
+		err := p.placeWindow(ctx, w, buf)
+		buf = buf[:0]
+		return err
+	}
+	err := p.listAt(ctx, false, src, func(e gridftp.Entry) error {
+		if !client.ListedName(e.Name) || partname.Is(e.Name) {
+			return nil // no server lists such names / a file a copy is writing: no user's data
 		}
-		d.names[e.Name] = true
+		w.listed++
+		if w.names != nil {
+			w.names[e.Name] = true
+			if len(w.names) > hugeDir {
+				w.names = nil
+			}
+		}
 		s := path.Join(src, e.Name)
 		if e.IsDir() {
 			p.sources.add(s, e)
 		}
 		ok, err := p.keeps(s, path.Join(dst, e.Name), e)
-		if err != nil {
-			return nil, err
+		if err != nil || !ok {
+			return err
 		}
-		if ok {
-			d.entries = append(d.entries, e)
+		buf = append(buf, e)
+		if len(buf) >= listWindow {
+			return put()
+		}
+		return nil
+	}, func() bool { return placed })
+	if derr := w.ready(); err == nil && derr != nil {
+		err = derr
+	}
+	var refused *gridftp.Error
+	switch {
+	case errors.As(err, &refused) || err != nil && placed && ctx.Err() == nil:
+		err = fmt.Errorf("list source directory: %w", err)
+		if !p.skipsSource(src, dst, err) {
+			p.settled(FileResult{Src: src, Dst: dst, Outcome: Failed, Attempts: 1, Err: err})
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("list source %s: %w", src, err)
+	}
+	if len(buf) > 0 || !placed {
+		if err := put(); err != nil {
+			return err
 		}
 	}
-	return d, nil
+	if w.existed && p.opts.DeleteExtra && !w.srcDir && !w.pruned {
+		if err := p.deleteExtra(ctx, w); err != nil {
+			return err
+		}
+	}
+	return p.walkSubs(ctx, w)
 }
 
 // listAt lists the directory name at the source, or at the destination
-// (dst), and lists it again after a transient failure (a reply of class
-// 4, or a broken session, which it dials afresh: redial), after a
-// backoff, as a transfer is tried again: a listing that breaks costs that
-// directory, not the tree.
-func (p *planner) listAt(ctx context.Context, dst bool, name string) ([]gridftp.Entry, error) {
+// (dst), calling fn with each entry as it arrives, and lists it again
+// after a transient failure (a reply of class 4, or a broken session,
+// which it dials afresh: redial) after a backoff, as a transfer is tried
+// again, while nothing of it was used (used): a listing that breaks costs
+// that directory, not the tree.
+func (p *planner) listAt(ctx context.Context, dst bool, name string, fn func(gridftp.Entry) error, used func() bool) error {
 	b := Backoff{Base: p.opts.Backoff, Max: p.opts.MaxBackoff}
 	for try := 1; ; try++ {
 		conn := p.src
 		if dst {
 			conn = p.dst
 		}
-		es, err := conn.List(ctx, name)
-		if err == nil || try >= p.opts.maxAttempts() || gridftp.Classify(err) != gridftp.FaultTransient || ctx.Err() != nil {
-			return es, err
+		if !dst {
+			p.listing = true
+		}
+		err := conn.ListEach(ctx, name, fn)
+		p.listing = false
+		if err == nil || used() || try >= p.opts.maxAttempts() || gridftp.Classify(err) != gridftp.FaultTransient || ctx.Err() != nil {
+			return err
 		}
 		select {
 		case <-time.After(b.Next()):
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
 		if !errors.As(err, new(*gridftp.Error)) && p.redial != nil {
 			c, derr := p.redial(ctx, dst)
 			if derr != nil {
-				return nil, errors.Join(err, derr)
+				return errors.Join(err, derr)
 			}
 			if dst {
 				p.dst = c
@@ -610,51 +693,98 @@ func (p *planner) listAt(ctx context.Context, dst bool, name string) ([]gridftp.
 	}
 }
 
-// sub is a subdirectory place walks after its directory's files: its
-// source entry, and its destination's when it existed.
-type sub struct {
-	e, de gridftp.Entry
-	had   bool
+// listDst lists the destination directory of w into w.existing, or, past
+// hugeDir entries, notes it huge: its names are looked up per window.
+func (p *planner) listDst(ctx context.Context, w *walk) error {
+	for {
+		w.existing, w.huge = map[string]gridftp.Entry{}, false
+		err := p.listAt(ctx, true, w.dst, func(de gridftp.Entry) error {
+			if !client.ListedName(de.Name) {
+				return nil
+			}
+			w.existing[de.Name] = de
+			if len(w.existing) > hugeDir {
+				return errHuge
+			}
+			return nil
+		}, func() bool { return false })
+		switch {
+		case errors.Is(err, errHuge):
+			w.existing, w.huge = nil, true
+			return nil
+		case isNotFound(err):
+			return nil
+		case err != nil:
+			return fmt.Errorf("list destination %s: %w", w.dst, err)
+		}
+		return nil
+	}
 }
 
-// place creates a listed directory's subdirectories at dst, decides its
-// files, and walks its subdirectories; up are the source directories
-// above d and d itself. A destination directory that existed was listed
-// with d: for the sync level, for DeleteExtra, and to find entries that
-// are sources; srcDir says it is a source directory itself, whose files
-// are never written.
-func (p *planner) place(ctx context.Context, d *dir, dst string, up []gridftp.Entry, srcDir bool) error {
-	existing := map[string]gridftp.Entry{}
-	for _, de := range d.dst {
-		if client.ListedName(de.Name) {
-			existing[de.Name] = de
-		}
+// srcOps is the session for the planner's commands at the source: its
+// own, or, while that lists a directory, a second one dialed for them.
+func (p *planner) srcOps(ctx context.Context) (*client.Conn, error) {
+	if !p.listing {
+		return p.src, nil
 	}
-	if d.dstListed && p.opts.DeleteExtra && !srcDir {
-		if err := p.deleteExtra(ctx, d, dst, existing); err != nil {
+	if p.aux == nil {
+		if p.dialSrc == nil {
+			return nil, errors.New("no session for commands while listing")
+		}
+		c, err := p.dialSrc(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("source: %w", err)
+		}
+		p.aux = c
+	}
+	return p.aux, nil
+}
+
+// placeWindow places a window of a directory's listed entries: it looks
+// their names up at the destination (in its listing, or, huge, there),
+// creates the missing subdirectories, and decides the files; the
+// subdirectories are noted for walkSubs.
+func (p *planner) placeWindow(ctx context.Context, w *walk, es []gridftp.Entry) error {
+	if err := w.ready(); err != nil {
+		return err
+	}
+	existing := w.existing
+	if w.huge {
+		var err error
+		if existing, err = p.lookNames(ctx, w.dst, es); err != nil {
 			return err
 		}
 	}
-	same, err := p.sameSums(ctx, d, dst, existing)
+	if existing == nil {
+		existing = map[string]gridftp.Entry{}
+	}
+	if w.existed && p.opts.DeleteExtra && !w.srcDir && w.names != nil && w.listed < listWindow {
+		// A directory listed whole: what the source does not have goes
+		// first, before anything is written there.
+		if err := p.deleteExtra(ctx, w); err != nil {
+			return err
+		}
+		w.pruned = true
+	}
+	same, err := p.sameSums(ctx, w.src, es, w.dst, existing)
 	if err != nil {
 		return err
 	}
 	var missing []string
-	for _, e := range d.entries {
+	for _, e := range es {
 		if _, ok := existing[e.Name]; e.IsDir() && !ok {
-			missing = append(missing, path.Join(dst, e.Name))
+			missing = append(missing, path.Join(w.dst, e.Name))
 		}
 	}
 	made, err := p.mkdirAll(ctx, missing)
 	if err != nil {
 		return err
 	}
-	var subs []sub
-	for _, e := range d.entries {
+	for _, e := range es {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		s, dd := path.Join(d.src, e.Name), path.Join(dst, e.Name)
+		s, dd := path.Join(w.src, e.Name), path.Join(w.dst, e.Name)
 		de, ok := existing[e.Name]
 		if e.IsDir() {
 			if ok && !de.IsDir() {
@@ -662,7 +792,7 @@ func (p *planner) place(ctx context.Context, d *dir, dst string, up []gridftp.En
 					Err: &ItemError{Path: dd, Dest: true, Why: "is a file; a directory is needed there"}})
 				continue
 			}
-			subs = append(subs, sub{e, de, ok})
+			w.subs = append(w.subs, sub{e: e, de: de, had: ok, made: made[dd]})
 			continue
 		}
 		var have, part *gridftp.Entry
@@ -675,19 +805,53 @@ func (p *planner) place(ctx context.Context, d *dir, dst string, up []gridftp.En
 		if pe, ok := existing[partname.For(e.Name)]; ok && p.tempNames() {
 			part = &pe
 		}
-		if err := p.decide(ctx, s, dd, e, have, part, srcDir); err != nil {
+		if err := p.decide(ctx, s, dd, e, have, part, w.srcDir); err != nil {
 			return err
 		}
 		if err := p.flushFull(ctx); err != nil {
 			return err
 		}
 	}
-	src := d.src
-	d, existing = nil, nil // what the walk below needs is in subs
+	return nil
+}
+
+// lookNames looks the names of es up in the destination directory dst,
+// with their temporary names, pipelined, and returns what exists.
+func (p *planner) lookNames(ctx context.Context, dst string, es []gridftp.Entry) (map[string]gridftp.Entry, error) {
+	names := make([]string, 0, 2*len(es))
+	for _, e := range es {
+		names = append(names, e.Name)
+		if !e.IsDir() && p.tempNames() {
+			names = append(names, partname.For(e.Name))
+		}
+	}
+	paths := make([]string, len(names))
+	for i, n := range names {
+		paths[i] = path.Join(dst, n)
+	}
+	des, errs, err := p.dst.StatAll(ctx, paths)
+	if err != nil {
+		return nil, fmt.Errorf("look up in destination %s: %w", dst, err)
+	}
+	found := map[string]gridftp.Entry{}
+	for i, n := range names {
+		if errs[i] == nil {
+			de := des[i]
+			de.Name = n
+			found[n] = de
+		}
+	}
+	return found, nil
+}
+
+// walkSubs walks the subdirectories of w.
+func (p *planner) walkSubs(ctx context.Context, w *walk) error {
+	subs := w.subs
+	w.subs, w.existing, w.names = nil, nil, nil // what the walk below needs is in subs
 	for _, sd := range subs {
-		s, dd := path.Join(src, sd.e.Name), path.Join(dst, sd.e.Name)
+		s, dd := path.Join(w.src, sd.e.Name), path.Join(w.dst, sd.e.Name)
 		switch {
-		case loops(up, sd.e):
+		case loops(w.up, sd.e):
 			p.settled(FileResult{Src: s, Dst: dd, Outcome: Failed, Attempts: 1,
 				Err: &ItemError{Path: s, Why: "is a directory above it (a symlink loop): not walked again"}})
 			continue
@@ -696,15 +860,8 @@ func (p *planner) place(ctx context.Context, d *dir, dst string, up []gridftp.En
 		case p.whole && !p.sources.paths[s]:
 			continue // made after the sources were listed: the copy's own
 		}
-		next, err := p.list(ctx, s, dd, !made[dd])
-		if err != nil {
-			return err
-		}
-		if next == nil {
-			continue
-		}
 		_, isSrc := p.sources.find(dd, sd.de)
-		if err := p.place(ctx, next, dd, append(up[:len(up):len(up)], sd.e), sd.had && isSrc); err != nil {
+		if err := p.walkDir(ctx, s, dd, !sd.made, append(w.up[:len(w.up):len(w.up)], sd.e), sd.had && isSrc, nil); err != nil {
 			return err
 		}
 	}
@@ -716,12 +873,12 @@ func (p *planner) place(ctx context.Context, d *dir, dst string, up []gridftp.En
 // computed at both ends at once (sums.go): a directory costs about a
 // round trip, not one per file. A file either end cannot checksum is left out (decide
 // asks again, and reports the failure).
-func (p *planner) sameSums(ctx context.Context, t *dir, dst string, existing map[string]gridftp.Entry) (map[string]bool, error) {
+func (p *planner) sameSums(ctx context.Context, srcDir string, es []gridftp.Entry, dst string, existing map[string]gridftp.Entry) (map[string]bool, error) {
 	if p.opts.SyncLevel != SyncChecksum {
 		return nil, nil
 	}
 	var names []string
-	for _, e := range t.entries {
+	for _, e := range es {
 		if de, ok := existing[e.Name]; ok && !e.IsDir() && !de.IsDir() && de.Size == e.Size {
 			names = append(names, e.Name)
 		}
@@ -732,10 +889,14 @@ func (p *planner) sameSums(ctx context.Context, t *dir, dst string, existing map
 	var a, b []string
 	var aerrs, berrs []error
 	var aerr, berr error
-	both(func() { a, aerrs, aerr = p.srcSums.sums(ctx, p.src, p.alg, t.src, names) },
+	src, err := p.srcOps(ctx)
+	if err != nil {
+		return nil, err
+	}
+	both(func() { a, aerrs, aerr = p.srcSums.sums(ctx, src, p.alg, srcDir, names) },
 		func() { b, berrs, berr = p.dstSums.sums(ctx, p.dst, p.alg, dst, names) })
 	if err := errors.Join(aerr, berr); err != nil {
-		return nil, fmt.Errorf("checksums in %s: %w", t.src, err)
+		return nil, fmt.Errorf("checksums in %s: %w", srcDir, err)
 	}
 	if p.summed == nil {
 		p.summed = map[string]bool{}
@@ -783,7 +944,11 @@ func (p *planner) decide(ctx context.Context, src, dst string, e gridftp.Entry, 
 				skip = eq
 				delete(p.summed, dst)
 			} else {
-				a, b, err := checksums(ctx, p.src, p.dst, p.alg, src, dst, 0, -1)
+				conn, err := p.srcOps(ctx)
+				if err != nil {
+					return err
+				}
+				a, b, err := checksums(ctx, conn, p.dst, p.alg, src, dst, 0, -1)
 				if err != nil {
 					return err
 				}
@@ -839,7 +1004,11 @@ func (p *planner) resume(ctx context.Context, f *file, have gridftp.Entry) (done
 	if have.Size != f.size {
 		return false, nil
 	}
-	a, b, err := checksums(ctx, p.src, p.dst, p.alg, f.src, f.dst, 0, -1)
+	src, err := p.srcOps(ctx)
+	if err != nil {
+		return false, err
+	}
+	a, b, err := checksums(ctx, src, p.dst, p.alg, f.src, f.dst, 0, -1)
 	if err != nil || a != b {
 		return false, err
 	}
@@ -907,7 +1076,11 @@ func (p *planner) goodBlocks(ctx context.Context, f *file, n int64) (gridftp.Ran
 	var a, b []gridftp.Reply
 	var aerrs, berrs []error
 	var aerr, berr error
-	both(func() { a, aerrs, aerr = p.src.DoAll(ctx, srcCmds) }, func() { b, berrs, berr = p.dst.DoAll(ctx, dstCmds) })
+	src, err := p.srcOps(ctx)
+	if err != nil {
+		return good, err
+	}
+	both(func() { a, aerrs, aerr = src.DoAll(ctx, srcCmds) }, func() { b, berrs, berr = p.dst.DoAll(ctx, dstCmds) })
 	if err := errors.Join(aerr, berr); err != nil {
 		return good, fmt.Errorf("checksums of %s's blocks: %w", f.src, err)
 	}
