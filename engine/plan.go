@@ -525,7 +525,8 @@ func (p *planner) look(ctx context.Context, it Item) (*look, error) {
 // pipelined). The source's names are kept for DeleteExtra up to hugeDir
 // too; past that, the destination's listing is streamed and its names
 // looked up at the source in windows.
-const (
+// (Variables: tests make them small.)
+var (
 	listWindow = 10_000
 	hugeDir    = 100_000
 )

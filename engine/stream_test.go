@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -210,4 +211,41 @@ func TestNonUTF8Name(t *testing.T) {
 	case r.Outcome != engine.Failed || r.Err == nil:
 		t.Errorf("%q: %+v, want it moved or failed with an error", name, r)
 	}
+}
+
+// TestHugeDirectoryInWindows syncs a directory larger than the
+// destination listing the engine holds (hugeDir, made small here) into
+// one that has part of it and entries the source does not: it is placed
+// window by window, the destination's names are looked up, not held, and
+// the extra entries are deleted from the streamed listing.
+func TestHugeDirectoryInWindows(t *testing.T) {
+	defer engine.SetDirWindows(10, 25)()
+	root, dstRoot := t.TempDir(), t.TempDir()
+	for i := range 60 {
+		writeFile(t, filepath.Join(root, fmt.Sprintf("big/f%03d", i)), []byte(fmt.Sprint(i)))
+		if i < 30 {
+			writeFile(t, filepath.Join(dstRoot, fmt.Sprintf("big/f%03d", i)), []byte(fmt.Sprint(i)))
+		}
+	}
+	for i := range 10 {
+		writeFile(t, filepath.Join(dstRoot, fmt.Sprintf("big/extra%02d", i)), []byte("old"))
+	}
+	src := startEndpoint(t, root, nil)
+	dst := startEndpoint(t, dstRoot, nil)
+	o := fastOptions()
+	o.SyncLevel = engine.SyncSize
+	o.DeleteExtra = true
+	rep := &recorder{}
+	dst.cmds.take()
+	res, err := engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/big", Dst: "/big", Recursive: true}}, o, rep)
+	if err != nil {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if res.Transferred != 30 || res.Skipped != 30 || res.Deleted != 10 || res.Failed != 0 {
+		t.Errorf("%d transferred, %d skipped, %d deleted, %d failed; want 30, 30, 10, 0 (%+v)", res.Transferred, res.Skipped, res.Deleted, res.Failed, res)
+	}
+	if n := dst.cmds.count("MLST"); n < 60 {
+		t.Errorf("%d lookups at the destination; want the 60 names looked up, not a listing held", n)
+	}
+	compareTrees(t, filepath.Join(root, "big"), filepath.Join(dstRoot, "big"))
 }
