@@ -7,6 +7,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"ferry/gridftp"
@@ -83,6 +84,12 @@ type planner struct {
 	listing bool
 	aux     *client.Conn
 	dialSrc func(ctx context.Context) (*client.Conn, error)
+	// Listings ahead (lookAhead): by source path, the pool's idle
+	// sessions, its slots, and the listings running.
+	aheads  map[string]*ahead
+	idle    chan *client.Conn
+	slots   chan struct{}
+	listers sync.WaitGroup
 	dirs    int     // directories walked
 	deleted int     // paths deleteExtra deleted
 	deleter Deleter // told of each; nil: none
@@ -200,6 +207,7 @@ func (p *planner) plan(ctx context.Context, items []Item) error {
 			p.aux.Close()
 			p.aux = nil
 		}
+		p.closeListers()
 	}()
 	looks := make([]*look, 0, len(items))
 	for _, it := range items {
@@ -602,7 +610,7 @@ func (p *planner) walkDir(ctx context.Context, src, dst string, existed bool, up
 		buf = buf[:0]
 		return err
 	}
-	err := p.listAt(ctx, false, src, func(e gridftp.Entry) error {
+	each := func(e gridftp.Entry) error {
 		if !client.ListedName(e.Name) || partname.Is(e.Name) {
 			return nil // no server lists such names / a file a copy is writing: no user's data
 		}
@@ -626,7 +634,17 @@ func (p *planner) walkDir(ctx context.Context, src, dst string, existed bool, up
 			return put()
 		}
 		return nil
-	}, func() bool { return placed })
+	}
+	var err error
+	if es, ok := p.takeAhead(ctx, src); ok {
+		for _, e := range es {
+			if err = each(e); err != nil {
+				break
+			}
+		}
+	} else {
+		err = p.listAt(ctx, false, src, each, func() bool { return placed })
+	}
 	if derr := w.ready(); err == nil && derr != nil {
 		err = derr
 	}
@@ -845,11 +863,119 @@ func (p *planner) lookNames(ctx context.Context, dst string, es []gridftp.Entry)
 	return found, nil
 }
 
+// Listings ahead: while the walk places a directory, the listings of the
+// subdirectories it enters next (up to listers of them) are made on
+// sessions of their own, a pool the planner dials as it needs (on a WAN
+// each listing costs round trips: several are in flight). A listing made
+// ahead holds at most listWindow entries; a larger directory is listed
+// again when the walk gets to it, as a stream. The walk's order is the
+// same as without them.
+const listers = 4
+
+// ahead is a listing made ahead of the walk.
+type ahead struct {
+	done chan struct{}
+	es   []gridftp.Entry
+	err  error // errHuge: too large to hold; the walk lists it itself
+}
+
+// lookAhead starts listings of the directories srcs ahead, those not yet
+// started.
+func (p *planner) lookAhead(ctx context.Context, srcs []string) {
+	if p.dialSrc == nil {
+		return
+	}
+	if p.aheads == nil {
+		p.aheads = map[string]*ahead{}
+		p.idle = make(chan *client.Conn, listers)
+		p.slots = make(chan struct{}, listers)
+	}
+	for _, s := range srcs {
+		if _, ok := p.aheads[s]; ok {
+			continue
+		}
+		a := &ahead{done: make(chan struct{})}
+		p.aheads[s] = a
+		p.listers.Add(1)
+		go func() {
+			defer p.listers.Done()
+			defer close(a.done)
+			select {
+			case p.slots <- struct{}{}:
+			case <-ctx.Done():
+				a.err = ctx.Err()
+				return
+			}
+			defer func() { <-p.slots }()
+			var conn *client.Conn
+			select {
+			case conn = <-p.idle:
+			default:
+				if conn, a.err = p.dialSrc(ctx); a.err != nil {
+					return
+				}
+			}
+			a.err = conn.ListEach(ctx, s, func(e gridftp.Entry) error {
+				if len(a.es) >= listWindow {
+					return errHuge
+				}
+				a.es = append(a.es, e)
+				return nil
+			})
+			if a.err != nil {
+				a.es = nil
+			}
+			var refused *gridftp.Error
+			if a.err != nil && !errors.Is(a.err, errHuge) && !errors.As(a.err, &refused) {
+				conn.Close() // broken: the walk lists it itself
+				return
+			}
+			p.idle <- conn
+		}()
+	}
+}
+
+// takeAhead takes the listing of src made ahead, once it is done: its
+// entries, or false when there is none to use (the walk lists it).
+func (p *planner) takeAhead(ctx context.Context, src string) ([]gridftp.Entry, bool) {
+	a, ok := p.aheads[src]
+	if !ok {
+		return nil, false
+	}
+	delete(p.aheads, src)
+	select {
+	case <-a.done:
+	case <-ctx.Done():
+		return nil, false
+	}
+	return a.es, a.err == nil
+}
+
+// closeListers waits for the listings ahead and closes their sessions.
+func (p *planner) closeListers() {
+	p.listers.Wait()
+	for p.idle != nil {
+		select {
+		case c := <-p.idle:
+			c.Close()
+		default:
+			return
+		}
+	}
+}
+
 // walkSubs walks the subdirectories of w.
 func (p *planner) walkSubs(ctx context.Context, w *walk) error {
 	subs := w.subs
 	w.subs, w.existing, w.names = nil, nil, nil // what the walk below needs is in subs
-	for _, sd := range subs {
+	for i, sd := range subs {
+		if len(subs) > 1 {
+			var next []string
+			for _, n := range subs[i+1 : min(i+1+listers, len(subs))] {
+				next = append(next, path.Join(w.src, n.e.Name))
+			}
+			p.lookAhead(ctx, next)
+		}
 		s, dd := path.Join(w.src, sd.e.Name), path.Join(w.dst, sd.e.Name)
 		switch {
 		case loops(w.up, sd.e):

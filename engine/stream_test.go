@@ -249,3 +249,54 @@ func TestHugeDirectoryInWindows(t *testing.T) {
 	}
 	compareTrees(t, filepath.Join(root, "big"), filepath.Join(dstRoot, "big"))
 }
+
+// waitList is a source driver whose listing of the directory dir waits
+// until the directory other is being listed too, or gives up after
+// patience and says so (late).
+type waitList struct {
+	storage.Driver
+	dir, other string
+	patience   time.Duration
+	started    chan struct{}
+	once       sync.Once
+	late       atomic.Bool
+}
+
+func (w *waitList) ReadDir(ctx context.Context, name string) ([]storage.Info, error) {
+	switch name {
+	case w.other:
+		w.once.Do(func() { close(w.started) })
+	case w.dir:
+		select {
+		case <-w.started:
+		case <-time.After(w.patience):
+			w.late.Store(true)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return w.Driver.ReadDir(ctx, name)
+}
+
+// TestListingsInFlight copies a tree whose first subdirectory cannot be
+// listed until its second is being listed: several directories are
+// listed at once, on sessions of their own, and the copy ends well.
+func TestListingsInFlight(t *testing.T) {
+	root, dstRoot := t.TempDir(), t.TempDir()
+	for _, rel := range []string{"tree/a/f", "tree/b/g", "tree/c/h"} {
+		writeFile(t, filepath.Join(root, rel), []byte(rel))
+	}
+	w := &waitList{dir: "/tree/a", other: "/tree/b", patience: 20 * time.Second, started: make(chan struct{})}
+	src := startEndpoint(t, root, func(d storage.Driver) storage.Driver { w.Driver = d; return w })
+	dst := startEndpoint(t, dstRoot, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := engine.Copy(ctx, src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/tree", Dst: "/tree", Recursive: true}}, fastOptions(), nil)
+	if err != nil || res.Transferred != 3 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if w.late.Load() {
+		t.Fatal("/tree/b was not listed while /tree/a was: one listing at a time")
+	}
+	compareTrees(t, filepath.Join(root, "tree"), filepath.Join(dstRoot, "tree"))
+}
