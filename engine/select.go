@@ -156,8 +156,8 @@ func (p *planner) removed(d string, e gridftp.Entry) {
 }
 
 // Starter is an optional interface of a Reporter: Started is called once
-// the copy has listed its work and chosen its settings, before any data
-// moves.
+// the copy has chosen its settings from the first files it listed, before
+// any data moves.
 type Starter interface {
 	Started(Settings)
 }
@@ -169,9 +169,10 @@ type Tuner interface {
 	Tuned(from, to int, prev, cur float64)
 }
 
-// Walker is an optional interface of a Reporter: Walked is called once
-// the copy has listed its work, with the number of source directories it
-// walked (every one, also those whose files were all skipped).
+// Walker is an optional interface of a Reporter: Walked is called as the
+// copy lists its work, with the number of source directories it walked so
+// far (every one, also those whose files were all skipped): each call
+// replaces the last.
 type Walker interface {
 	Walked(dirs int)
 }
