@@ -689,7 +689,9 @@ func (p *planner) listAt(ctx context.Context, dst bool, name string, fn func(gri
 			p.listing = true
 		}
 		err := conn.ListEach(ctx, name, fn)
-		p.listing = false
+		if !dst {
+			p.listing = false
+		}
 		if err == nil || used() || try >= p.opts.maxAttempts() || gridftp.Classify(err) != gridftp.FaultTransient || ctx.Err() != nil {
 			return err
 		}

@@ -107,9 +107,9 @@ func TestListingBrokenListedAgain(t *testing.T) {
 	compareTrees(t, filepath.Join(root, "tree"), filepath.Join(dstRoot, "tree"))
 }
 
-// swapDir is a source driver that, as the directory first is listed,
-// replaces the directory dir (listed before it) by a file, and adds a
-// file to the directory grow, not yet listed.
+// swapDir is a source driver that, once it has listed the directory
+// first, replaces the directory dir (in that listing) by a file, and adds
+// a file to the directory grow, not yet listed.
 type swapDir struct {
 	storage.Driver
 	root, first, dir, grow string
@@ -117,6 +117,7 @@ type swapDir struct {
 }
 
 func (s *swapDir) ReadDir(ctx context.Context, name string) ([]storage.Info, error) {
+	es, err := s.Driver.ReadDir(ctx, name)
 	if name == s.first {
 		s.once.Do(func() {
 			os.RemoveAll(filepath.Join(s.root, s.dir))
@@ -124,7 +125,7 @@ func (s *swapDir) ReadDir(ctx context.Context, name string) ([]storage.Info, err
 			os.WriteFile(filepath.Join(s.root, s.grow, "new"), []byte("added"), 0o644)
 		})
 	}
-	return s.Driver.ReadDir(ctx, name)
+	return es, err
 }
 
 // TestTreeChangesWhileListed copies a tree that changes while it is
@@ -137,7 +138,7 @@ func TestTreeChangesWhileListed(t *testing.T) {
 	for _, rel := range []string{"tree/a/f", "tree/b/g", "tree/c/h"} {
 		writeFile(t, filepath.Join(root, rel), []byte(rel))
 	}
-	s := &swapDir{root: root, first: "/tree/a", dir: "tree/b", grow: "tree/c"}
+	s := &swapDir{root: root, first: "/tree", dir: "tree/b", grow: "tree/c"}
 	src := startEndpoint(t, root, func(d storage.Driver) storage.Driver { s.Driver = d; return s })
 	dst := startEndpoint(t, dstRoot, nil)
 	rep := &recorder{}
