@@ -130,6 +130,9 @@ func Copy(ctx context.Context, src, dst Endpoint, items []Item, opts Options, re
 	if err != nil {
 		return c.res, err
 	}
+	if c.set.RTT >= wideArea && (opts.Recursive || len(items) > 1 || len(items) == 1 && items[0].Recursive) {
+		c.predial(ctx, predialPairs)
+	}
 	planned := make(chan error, 1)
 	go func() { planned <- c.planAll(ctx, p, items) }()
 	select {
@@ -226,9 +229,6 @@ func (c *copier) redial(ctx context.Context, dst bool) (*client.Conn, error) {
 // planAll runs the planner, and then lets the run end once every file is
 // final; a plan that fails stops the run.
 func (c *copier) planAll(ctx context.Context, p *planner, items []Item) error {
-	if c.set.RTT >= wideArea && (c.opts.Recursive || len(items) > 1 || len(items) == 1 && items[0].Recursive) {
-		c.predial(ctx, predialPairs)
-	}
 	err := p.plan(ctx, items)
 	c.mu.Lock()
 	c.res.Directories, c.res.Deleted = p.dirs, p.deleted
