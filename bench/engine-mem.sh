@@ -3,7 +3,7 @@
 # `ferry copy -r` of a tree of DIRS directories of PER files of BYTES bytes
 # between two `ferry gridftp` servers on loopback, files in /dev/shm; wall
 # time and peak RSS of the client (/usr/bin/time -v) and of both servers
-# (VmHWM), and `cp -r` of the same tree for scale. One run; bench/scale.sh
+# (VmHWM), the CPU time of each, and `cp -r` of the same tree for scale. One run; bench/scale.sh
 # is the full benchmark.
 #
 #   bench/engine-mem.sh                      # 200 × 1,000 files of 100 bytes
@@ -42,6 +42,7 @@ for d in range(dirs):
             fh.write(data)
 PY
 
+cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f s", ($14 + $15) / hz}' "/proc/$1/stat"; }
 hwm() { awk '/VmHWM/ {print $2 " kB"}' "/proc/$1/status"; }
 serve() {
 	"$FERRY" gridftp --root "$1" --listen "127.0.0.1:$2" --anonymous --anonymous-write --log-level warn &
@@ -57,9 +58,10 @@ start=$(date +%s.%N)
 end=$(date +%s.%N)
 got=$(find "$WORK/dst/tree" -type f | wc -l)
 [[ $got == "$files" ]] || { echo "only $got of $files files arrived" >&2; exit 1; }
-printf 'ferry copy: %d files in %.2f s, client peak RSS %s kB; source server %s, destination server %s\n' \
+printf 'ferry copy: %d files in %.2f s, client peak RSS %s kB, CPU %s+%s s; source server %s, CPU %s; destination server %s, CPU %s\n' \
 	"$files" "$(echo "$end - $start" | bc)" "$(awk -F': ' '/Maximum resident/ {print $2}' "$WORK/time")" \
-	"$(hwm "${pids[0]}")" "$(hwm "${pids[1]}")"
+	"$(awk -F': ' '/User time/ {print $2}' "$WORK/time")" "$(awk -F': ' '/System time/ {print $2}' "$WORK/time")" \
+	"$(hwm "${pids[0]}")" "$(cpu "${pids[0]}")" "$(hwm "${pids[1]}")" "$(cpu "${pids[1]}")"
 start=$(date +%s.%N)
 cp -r "$WORK/src/tree" "$WORK/cp/"
 end=$(date +%s.%N)
