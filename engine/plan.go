@@ -599,16 +599,17 @@ func (p *planner) walkDir(ctx context.Context, src, dst string, existed bool, up
 	}
 	var buf []gridftp.Entry
 	placed := false
+	var perr error // placing a window failed: not the listing's fault
 	put := func() error {
 		if !placed && first != nil {
-			if err := first(); err != nil {
-				return err
+			if perr = first(); perr != nil {
+				return perr
 			}
 		}
 		placed = true
-		err := p.placeWindow(ctx, w, buf)
+		perr = p.placeWindow(ctx, w, buf)
 		buf = buf[:0]
-		return err
+		return perr
 	}
 	each := func(e gridftp.Entry) error {
 		if !client.ListedName(e.Name) || partname.Is(e.Name) {
@@ -645,11 +646,13 @@ func (p *planner) walkDir(ctx context.Context, src, dst string, existed bool, up
 	} else {
 		err = p.listAt(ctx, false, src, each, func() bool { return placed })
 	}
-	if derr := w.ready(); err == nil && derr != nil {
-		err = derr
+	if derr := w.ready(); derr != nil && perr == nil {
+		return derr
 	}
 	var refused *gridftp.Error
 	switch {
+	case perr != nil:
+		return perr
 	case errors.As(err, &refused) || err != nil && placed && ctx.Err() == nil:
 		err = fmt.Errorf("list source directory: %w", err)
 		if !p.skipsSource(src, dst, err) {
@@ -717,29 +720,24 @@ func (p *planner) listAt(ctx context.Context, dst bool, name string, fn func(gri
 // listDst lists the destination directory of w into w.existing, or, past
 // hugeDir entries, notes it huge: its names are looked up per window.
 func (p *planner) listDst(ctx context.Context, w *walk) error {
-	for {
-		w.existing, w.huge = map[string]gridftp.Entry{}, false
-		err := p.listAt(ctx, true, w.dst, func(de gridftp.Entry) error {
-			if !client.ListedName(de.Name) {
-				return nil
-			}
-			w.existing[de.Name] = de
-			if len(w.existing) > hugeDir {
-				return errHuge
-			}
+	w.existing = map[string]gridftp.Entry{}
+	err := p.listAt(ctx, true, w.dst, func(de gridftp.Entry) error {
+		if !client.ListedName(de.Name) {
 			return nil
-		}, func() bool { return false })
-		switch {
-		case errors.Is(err, errHuge):
-			w.existing, w.huge = nil, true
-			return nil
-		case isNotFound(err):
-			return nil
-		case err != nil:
-			return fmt.Errorf("list destination %s: %w", w.dst, err)
+		}
+		w.existing[de.Name] = de
+		if len(w.existing) > hugeDir {
+			return errHuge
 		}
 		return nil
+	}, func() bool { return false })
+	switch {
+	case errors.Is(err, errHuge):
+		w.existing, w.huge = nil, true
+	case err != nil && !isNotFound(err):
+		return fmt.Errorf("list destination %s: %w", w.dst, err)
 	}
+	return nil
 }
 
 // srcOps is the session for the planner's commands at the source: its
