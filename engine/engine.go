@@ -251,15 +251,17 @@ func (c *copier) planDone() {
 	}
 }
 
-// admit takes a window from the planner: it reports what the planner
-// settled, hands the first files to begin and waits for it, and queues
-// later ones once there is room (fewer than maxLive files not final).
+// admit takes a window from the planner: it hands the first files to
+// begin and waits for it, and queues later ones once there is room
+// (fewer than maxLive files not final); it reports what the planner
+// settled and planned as it takes them.
 func (c *copier) admit(ctx context.Context, w window) error {
-	c.report(w)
 	if len(w.files) == 0 {
+		c.report(w)
 		return nil
 	}
 	if !c.begun {
+		c.report(w)
 		c.begun = true
 		if w.last {
 			// The planning sessions are free; begin queues the files
@@ -293,6 +295,7 @@ func (c *copier) admit(ctx context.Context, w window) error {
 			return ctx.Err()
 		}
 	}
+	c.report(w)
 	bs, rest := c.tarWindow(ctx, w.files, false, w.last)
 	c.schedule(w.files, bs, rest)
 	if w.last {

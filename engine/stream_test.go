@@ -301,3 +301,55 @@ func TestListingsInFlight(t *testing.T) {
 	}
 	compareTrees(t, filepath.Join(root, "tree"), filepath.Join(dstRoot, "tree"))
 }
+
+// outstanding is a Reporter that keeps the most files planned and not
+// yet done at any moment.
+type outstanding struct {
+	mu                sync.Mutex
+	planned, done, hi int
+}
+
+func (o *outstanding) Planned(files int, _ int64) {
+	o.mu.Lock()
+	o.planned += files
+	o.hi = max(o.hi, o.planned-o.done)
+	o.mu.Unlock()
+}
+func (o *outstanding) Progress(int64)                     {}
+func (o *outstanding) Fault(string, error, time.Duration) {}
+func (o *outstanding) Done(engine.FileResult)             { o.mu.Lock(); o.done++; o.mu.Unlock() }
+
+// TestBoundedWindow copies more files than the engine admits at once
+// (16,384 not yet final; the planner hands on 4,096 at a time): at no
+// moment are more than those planned and not done, so what the engine
+// holds does not grow with the tree.
+func TestBoundedWindow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("30,000 files")
+	}
+	const dirs, per = 30, 1000
+	root, dstRoot := t.TempDir(), t.TempDir()
+	for d := range dirs {
+		dir := filepath.Join(root, "tree", fmt.Sprintf("d%02d", d))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for f := range per {
+			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%04d", f)), []byte{byte(f)}, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	src := startEndpoint(t, root, nil)
+	dst := startEndpoint(t, dstRoot, nil)
+	rep := &outstanding{}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	res, err := engine.Copy(ctx, src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/tree", Dst: "/tree", Recursive: true}}, fastOptions(), rep)
+	if err != nil || res.Transferred != dirs*per {
+		t.Fatalf("%d transferred, want %d: %v", res.Transferred, dirs*per, err)
+	}
+	if most := 16_384 + 4_096; rep.hi > most {
+		t.Errorf("%d files planned and not done at once; want at most %d of %d", rep.hi, most, dirs*per)
+	}
+}
