@@ -75,6 +75,7 @@ type copier struct {
 	unspare    context.CancelFunc // stops the dials of predial
 	pending    int                // files admitted, not yet final
 	planning   bool               // the planner runs: more files may come
+	cut        bool               // the run stopped before the plan was done
 	res        Result
 	live       map[*file]struct{}           // the files admitted, not yet final
 	ended      []*file                      // files failed or canceled that may have left a temporary file (settleTemps)
@@ -160,9 +161,13 @@ func Copy(ctx context.Context, src, dst Endpoint, items []Item, opts Options, re
 		return c.res, full
 	}
 	c.settleTemps(outer)
-	if err := ctx.Err(); err != nil && c.pending > 0 {
+	if err := ctx.Err(); err != nil && (c.pending > 0 || c.cut) {
 		if errors.Is(err, context.DeadlineExceeded) {
-			return c.res, fmt.Errorf("deadline reached with %d of %d files not done: %w", c.pending, c.res.Files, err)
+			more := ""
+			if c.cut {
+				more = " found so far (the listing did not end)"
+			}
+			return c.res, fmt.Errorf("deadline reached with %d of %d files%s not done: %w", c.pending, c.res.Files, more, err)
 		}
 		return c.res, err
 	}
@@ -228,16 +233,20 @@ func (c *copier) redial(ctx context.Context, dst bool) (*client.Conn, error) {
 
 // planAll runs the planner, and then lets the run end once every file is
 // final; a plan that fails stops the run.
+// A plan cut short because the run stopped (canceled, a deadline, a full
+// destination) is no error of its own: the run's end says why (cut).
 func (c *copier) planAll(ctx context.Context, p *planner, items []Item) error {
 	err := p.plan(ctx, items)
 	c.mu.Lock()
 	c.res.Directories, c.res.Deleted = p.dirs, p.deleted
+	c.cut = err != nil && ctx.Err() != nil
 	c.mu.Unlock()
 	c.planDone()
-	if err != nil {
+	if err != nil && ctx.Err() == nil {
 		c.stop()
+		return err
 	}
-	return err
+	return nil
 }
 
 // planDone notes that no more files come: the planning sessions are free

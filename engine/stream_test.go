@@ -353,3 +353,21 @@ func TestBoundedWindow(t *testing.T) {
 		t.Errorf("%d files planned and not done at once; want at most %d of %d", rep.hi, most, dirs*per)
 	}
 }
+
+// TestDeadlineWhileListing runs a copy whose deadline comes while a
+// directory is being listed: the copy says the deadline was reached and
+// that the listing did not end, as a run that stops while moving does.
+func TestDeadlineWhileListing(t *testing.T) {
+	root, dstRoot := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(root, "tree/a/f"), []byte("first"))
+	writeFile(t, filepath.Join(root, "tree/b/g"), []byte("second"))
+	g := &gatedList{dir: "/tree/b", until: filepath.Join(dstRoot, "never"), patience: 30 * time.Second}
+	src := startEndpoint(t, root, func(d storage.Driver) storage.Driver { g.Driver = d; return g })
+	dst := startEndpoint(t, dstRoot, nil)
+	o := fastOptions()
+	o.Deadline = time.Now().Add(2 * time.Second)
+	res, err := engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/tree", Dst: "/tree", Recursive: true}}, o, nil)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "deadline reached") || !strings.Contains(err.Error(), "the listing did not end") {
+		t.Fatalf("%v (%+v): want the deadline, reached while listing", err, res)
+	}
+}
