@@ -3,7 +3,8 @@
 # `ferry copy -r` of a tree of DIRS directories of PER files of BYTES bytes
 # between two `ferry gridftp` servers on loopback, files in /dev/shm; wall
 # time and peak RSS of the client (/usr/bin/time -v) and of both servers
-# (VmHWM), the CPU time of each, and `cp -r` of the same tree for scale. One run; bench/scale.sh
+# (VmHWM), the CPU time of each, the time to the first file at the
+# destination, and `cp -r` of the same tree for scale. One run; bench/scale.sh
 # is the full benchmark.
 #
 #   bench/engine-mem.sh                      # 200 × 1,000 files of 100 bytes
@@ -54,10 +55,16 @@ sleep 0.5
 
 files=$((DIRS * PER))
 start=$(date +%s.%N)
+( # the first file at the destination, under any name
+	until [[ -n $(find "$WORK/dst" -type f -print -quit 2>/dev/null) ]]; do sleep 0.05; done
+	date +%s.%N >"$WORK/first"
+) &
 /usr/bin/time -v -o "$WORK/time" "$FERRY" copy -r -q "ftp://127.0.0.1:$PORT_BASE/tree/" "ftp://127.0.0.1:$((PORT_BASE + 1))/tree/"
 end=$(date +%s.%N)
 got=$(find "$WORK/dst/tree" -type f | wc -l)
 [[ $got == "$files" ]] || { echo "only $got of $files files arrived" >&2; exit 1; }
+wait $!
+printf 'first byte after %.2f s\n' "$(echo "$(cat "$WORK/first") - $start" | bc)"
 printf 'ferry copy: %d files in %.2f s, client peak RSS %s kB, CPU %s+%s s; source server %s, CPU %s; destination server %s, CPU %s\n' \
 	"$files" "$(echo "$end - $start" | bc)" "$(awk -F': ' '/Maximum resident/ {print $2}' "$WORK/time")" \
 	"$(awk -F': ' '/User time/ {print $2}' "$WORK/time")" "$(awk -F': ' '/System time/ {print $2}' "$WORK/time")" \
