@@ -200,7 +200,7 @@ func (c *copier) open(ctx context.Context) (*planner, error) {
 	c.planCompress(pair)
 	p := &planner{src: s, dst: d, opts: c.opts, alg: c.set.Algorithm, srcSums: &c.srcSums, dstSums: &c.dstSums,
 		emit: c.admit, hungry: func() bool { return c.q.len() == 0 }, redial: c.redial,
-		dialSrc: c.src.dial}
+		dialSrc: c.src.dial, pools: [2]*pool{newPool(c.src.dial), newPool(c.dst.dial)}}
 	if p.alg == "" {
 		p.alg, _ = chooseAlgorithm("", s.Checksums(), d.Checksums()) // for what earlier runs left (goodBlocks)
 	}

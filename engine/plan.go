@@ -84,11 +84,11 @@ type planner struct {
 	listing bool
 	aux     *client.Conn
 	dialSrc func(ctx context.Context) (*client.Conn, error)
-	// Listings ahead (lookAhead): by source path, the pool's idle
-	// sessions, its slots, and the listings running.
-	aheads  map[string]*ahead
-	idle    chan *client.Conn
-	slots   chan struct{}
+	// Listings ahead (lookAhead), the pools of sessions they run on at
+	// the source and at the destination (nil: none), and the listings
+	// running.
+	aheads  map[aheadKey]*ahead
+	pools   [2]*pool
 	listers sync.WaitGroup
 	dirs    int     // directories walked
 	deleted int     // paths deleteExtra deleted
@@ -590,7 +590,8 @@ func (p *planner) walkDir(ctx context.Context, src, dst string, existed bool, up
 	w.ready = func() error { return nil }
 	if existed && !p.opts.blind() {
 		done := make(chan error, 1)
-		go func() { done <- p.listDst(ctx, w) }()
+		a := p.claimAhead(aheadKey{true, dst})
+		go func() { done <- p.listDst(ctx, w, a) }()
 		w.ready = func() error {
 			err := <-done
 			w.ready = func() error { return err }
@@ -637,7 +638,7 @@ func (p *planner) walkDir(ctx context.Context, src, dst string, existed bool, up
 		return nil
 	}
 	var err error
-	if es, ok := p.takeAhead(ctx, src); ok {
+	if es, ok := p.claimAhead(aheadKey{false, src}).wait(ctx); ok {
 		for _, e := range es {
 			if err = each(e); err != nil {
 				break
@@ -717,11 +718,12 @@ func (p *planner) listAt(ctx context.Context, dst bool, name string, fn func(gri
 	}
 }
 
-// listDst lists the destination directory of w into w.existing, or, past
-// hugeDir entries, notes it huge: its names are looked up per window.
-func (p *planner) listDst(ctx context.Context, w *walk) error {
+// listDst lists the destination directory of w into w.existing (or takes
+// its listing made ahead, a), or, past hugeDir entries, notes it huge: its
+// names are looked up per window.
+func (p *planner) listDst(ctx context.Context, w *walk, dstAhead *ahead) error {
 	w.existing = map[string]gridftp.Entry{}
-	err := p.listAt(ctx, true, w.dst, func(de gridftp.Entry) error {
+	each := func(de gridftp.Entry) error {
 		if !client.ListedName(de.Name) {
 			return nil
 		}
@@ -730,7 +732,17 @@ func (p *planner) listDst(ctx context.Context, w *walk) error {
 			return errHuge
 		}
 		return nil
-	}, func() bool { return false })
+	}
+	var err error
+	if es, ok := dstAhead.wait(ctx); ok {
+		for _, de := range es {
+			if err = each(de); err != nil {
+				break
+			}
+		}
+	} else {
+		err = p.listAt(ctx, true, w.dst, each, func() bool { return false })
+	}
 	switch {
 	case errors.Is(err, errHuge):
 		w.existing, w.huge = nil, true
@@ -864,12 +876,13 @@ func (p *planner) lookNames(ctx context.Context, dst string, es []gridftp.Entry)
 }
 
 // Listings ahead: while the walk places a directory, the listings of the
-// subdirectories it enters next (up to listers of them) are made on
-// sessions of their own, a pool the planner dials as it needs (on a WAN
-// each listing costs round trips: several are in flight). A listing made
-// ahead holds at most listWindow entries; a larger directory is listed
-// again when the walk gets to it, as a stream. The walk's order is the
-// same as without them.
+// subdirectories it enters next (up to listers of them), and of their
+// destinations that exist, are made on sessions of their own, a pool at
+// each end that the planner dials as it needs (on a WAN each listing
+// costs round trips: several are in flight). A listing made ahead holds at
+// most listWindow entries; a larger directory is listed again when the
+// walk gets to it, as a stream. The walk's order is the same as without
+// them.
 const listers = 4
 
 // ahead is a listing made ahead of the walk.
@@ -879,43 +892,56 @@ type ahead struct {
 	err  error // errHuge: too large to hold; the walk lists it itself
 }
 
-// lookAhead starts listings of the directories srcs ahead, those not yet
-// started.
-func (p *planner) lookAhead(ctx context.Context, srcs []string) {
-	if p.dialSrc == nil {
-		return
-	}
-	if p.aheads == nil {
-		p.aheads = map[string]*ahead{}
-		p.idle = make(chan *client.Conn, listers)
-		p.slots = make(chan struct{}, listers)
-	}
-	for _, s := range srcs {
-		if _, ok := p.aheads[s]; ok {
+// aheadKey names a listing ahead: a directory at the source, or at the
+// destination (dst).
+type aheadKey struct {
+	dst  bool
+	path string
+}
+
+// pool is the sessions for listings ahead at one end: idle ones, a slot
+// for each session in use, and how to dial another.
+type pool struct {
+	idle  chan *client.Conn
+	slots chan struct{}
+	dial  func(context.Context) (*client.Conn, error)
+}
+
+// lookAhead starts the listings ahead of keys, those not yet started.
+func (p *planner) lookAhead(ctx context.Context, keys []aheadKey) {
+	for _, k := range keys {
+		pl := p.pools[0]
+		if k.dst {
+			pl = p.pools[1]
+		}
+		if _, ok := p.aheads[k]; ok || pl == nil {
 			continue
 		}
+		if p.aheads == nil {
+			p.aheads = map[aheadKey]*ahead{}
+		}
 		a := &ahead{done: make(chan struct{})}
-		p.aheads[s] = a
+		p.aheads[k] = a
 		p.listers.Add(1)
 		go func() {
 			defer p.listers.Done()
 			defer close(a.done)
 			select {
-			case p.slots <- struct{}{}:
+			case pl.slots <- struct{}{}:
 			case <-ctx.Done():
 				a.err = ctx.Err()
 				return
 			}
-			defer func() { <-p.slots }()
+			defer func() { <-pl.slots }()
 			var conn *client.Conn
 			select {
-			case conn = <-p.idle:
+			case conn = <-pl.idle:
 			default:
-				if conn, a.err = p.dialSrc(ctx); a.err != nil {
+				if conn, a.err = pl.dial(ctx); a.err != nil {
 					return
 				}
 			}
-			a.err = conn.ListEach(ctx, s, func(e gridftp.Entry) error {
+			a.err = conn.ListEach(ctx, k.path, func(e gridftp.Entry) error {
 				if len(a.es) >= listWindow {
 					return errHuge
 				}
@@ -930,19 +956,24 @@ func (p *planner) lookAhead(ctx context.Context, srcs []string) {
 				conn.Close() // broken: the walk lists it itself
 				return
 			}
-			p.idle <- conn
+			pl.idle <- conn
 		}()
 	}
 }
 
-// takeAhead takes the listing of src made ahead, once it is done: its
-// entries, or false when there is none to use (the walk lists it).
-func (p *planner) takeAhead(ctx context.Context, src string) ([]gridftp.Entry, bool) {
-	a, ok := p.aheads[src]
-	if !ok {
+// claimAhead takes the listing of k made ahead, if any (nil: none).
+func (p *planner) claimAhead(k aheadKey) *ahead {
+	a := p.aheads[k]
+	delete(p.aheads, k)
+	return a
+}
+
+// wait waits for a listing ahead (nil: none) and returns its entries, or
+// false when there are none to use (the walk lists the directory).
+func (a *ahead) wait(ctx context.Context) ([]gridftp.Entry, bool) {
+	if a == nil {
 		return nil, false
 	}
-	delete(p.aheads, src)
 	select {
 	case <-a.done:
 	case <-ctx.Done():
@@ -951,15 +982,20 @@ func (p *planner) takeAhead(ctx context.Context, src string) ([]gridftp.Entry, b
 	return a.es, a.err == nil
 }
 
+// newPool is a pool of sessions dialed by dial; nil without one.
+func newPool(dial func(context.Context) (*client.Conn, error)) *pool {
+	if dial == nil {
+		return nil
+	}
+	return &pool{idle: make(chan *client.Conn, listers), slots: make(chan struct{}, listers), dial: dial}
+}
+
 // closeListers waits for the listings ahead and closes their sessions.
 func (p *planner) closeListers() {
 	p.listers.Wait()
-	for p.idle != nil {
-		select {
-		case c := <-p.idle:
-			c.Close()
-		default:
-			return
+	for _, pl := range p.pools {
+		for pl != nil && len(pl.idle) > 0 {
+			(<-pl.idle).Close()
 		}
 	}
 }
@@ -970,9 +1006,12 @@ func (p *planner) walkSubs(ctx context.Context, w *walk) error {
 	w.subs, w.existing, w.names = nil, nil, nil // what the walk below needs is in subs
 	for i, sd := range subs {
 		if len(subs) > 1 {
-			var next []string
+			var next []aheadKey
 			for _, n := range subs[i+1 : min(i+1+listers, len(subs))] {
-				next = append(next, path.Join(w.src, n.e.Name))
+				next = append(next, aheadKey{false, path.Join(w.src, n.e.Name)})
+				if !n.made && !p.opts.blind() {
+					next = append(next, aheadKey{true, path.Join(w.dst, n.e.Name)})
+				}
 			}
 			p.lookAhead(ctx, next)
 		}

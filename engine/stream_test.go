@@ -371,3 +371,30 @@ func TestDeadlineWhileListing(t *testing.T) {
 		t.Fatalf("%v (%+v): want the deadline, reached while listing", err, res)
 	}
 }
+
+// TestDestinationListingsInFlight syncs a tree into one that exists,
+// whose first destination subdirectory cannot be listed until its second
+// is being listed: the existing destination directories are listed ahead
+// too, and the copy ends well.
+func TestDestinationListingsInFlight(t *testing.T) {
+	root, dstRoot := t.TempDir(), t.TempDir()
+	for _, rel := range []string{"tree/a/f", "tree/b/g", "tree/c/h"} {
+		writeFile(t, filepath.Join(root, rel), []byte(rel))
+		writeFile(t, filepath.Join(dstRoot, rel), []byte("old"))
+	}
+	w := &waitList{dir: "/tree/a", other: "/tree/b", patience: 20 * time.Second, started: make(chan struct{})}
+	src := startEndpoint(t, root, nil)
+	dst := startEndpoint(t, dstRoot, func(d storage.Driver) storage.Driver { w.Driver = d; return w })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	o := fastOptions()
+	o.SyncLevel = engine.SyncSize
+	res, err := engine.Copy(ctx, src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/tree", Dst: "/tree", Recursive: true}}, o, nil)
+	if err != nil || res.Transferred != 3 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if w.late.Load() {
+		t.Fatal("/tree/b was not listed at the destination while /tree/a was: one listing at a time")
+	}
+	compareTrees(t, filepath.Join(root, "tree"), filepath.Join(dstRoot, "tree"))
+}
