@@ -57,6 +57,7 @@ func TestListingStreams(t *testing.T) {
 		held.Driver = s.FS
 		s.FS = held
 		s.DataTimeout = time.Minute
+		s.BlockSize = 64 << 10 // MODE E sends full blocks: several before the hold
 	})
 	dir := filepath.Join(env.root, "big")
 	if err := os.Mkdir(dir, 0o755); err != nil {
