@@ -720,6 +720,9 @@ func (s *Server) serverState(w http.ResponseWriter, r *http.Request, c *call) er
 	return reply(w, http.StatusOK, doc)
 }
 
+// ls answers a page of a directory's listing, sorted by name: the first
+// page lists the directory on its endpoint, later ones read that listing
+// (see listings).
 func (s *Server) ls(w http.ResponseWriter, r *http.Request, c *call) error {
 	q, err := api.ParseListQuery(r.URL.Query())
 	if err != nil {
