@@ -77,15 +77,18 @@ type copier struct {
 	planning   bool               // the planner runs: more files may come
 	cut        bool               // the run stopped before the plan was done
 	res        Result
-	live       map[*file]struct{}           // the files admitted, not yet final
-	ended      []*file                      // files failed or canceled that may have left a temporary file (settleTemps)
-	begun      bool                         // the planner handed on its first files (planner's goroutine only)
-	first      chan window                  // the first files, for begin
-	ready      chan struct{}                // closed once begin is done
-	freed      chan struct{}                // a file became final: room for more
-	canceled   []string                     // paths canceled (cancel.go)
-	flying     map[*unit]context.CancelFunc // units on pairs, and how to stop their pair
-	waiting    map[*time.Timer]func()       // retries waiting for their backoff (after)
+	live       map[*file]struct{} // the files admitted, not yet final
+	ended      []*file            // files failed or canceled that may have left a temporary file (settleTemps)
+	begun      bool               // the planner handed on its first files (planner's goroutine only)
+	// startedSent: the settings were reported; ending: the run
+	// is over, they are reported as they are (reportStarted).
+	startedSent, ending bool
+	first               chan window                  // the first files, for begin
+	ready               chan struct{}                // closed once begin is done
+	freed               chan struct{}                // a file became final: room for more
+	canceled            []string                     // paths canceled (cancel.go)
+	flying              map[*unit]context.CancelFunc // units on pairs, and how to stop their pair
+	waiting             map[*time.Timer]func()       // retries waiting for their backoff (after)
 
 	// downSince is when an endpoint first did not answer since the last
 	// time both did (UnixNano; 0: they answer); recoveries counts the
@@ -153,6 +156,8 @@ func Copy(ctx context.Context, src, dst Endpoint, items []Item, opts Options, re
 		}
 	}
 	c.res.Elapsed = time.Since(start)
+	c.ending = true
+	c.reportStarted()
 	if err != nil {
 		return c.res, err
 	}
@@ -306,6 +311,7 @@ func (c *copier) admit(ctx context.Context, w window) error {
 	}
 	c.report(w)
 	bs, rest := c.tarWindow(ctx, w.files, false, w.last)
+	c.reportStarted()
 	c.schedule(w.files, bs, rest)
 	if w.last {
 		c.planDone()
@@ -361,11 +367,25 @@ func (c *copier) begin(ctx context.Context, files []*file, last bool) error {
 	c.mu.Lock()
 	c.res.Settings = c.set
 	c.mu.Unlock()
-	if st, ok := c.rep.(Starter); ok {
-		st.Started(c.set)
-	}
+	c.reportStarted()
 	c.schedule(files, bs, rest)
 	return nil
+}
+
+// reportStarted reports the settings (Starter) once they are settled: once
+// whether small files move as tar streams is decided, which may take
+// later windows than the first (tarWindow), or when the run ends.
+func (c *copier) reportStarted() {
+	if c.startedSent || !c.tarDecided && !c.ending {
+		return
+	}
+	c.startedSent = true
+	if st, ok := c.rep.(Starter); ok {
+		c.mu.Lock()
+		s := c.res.Settings
+		c.mu.Unlock()
+		st.Started(s)
+	}
 }
 
 // schedule queues the batches bs of some of files first, then splits the

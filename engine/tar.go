@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -246,14 +247,15 @@ func tarStreams(o Options, s Settings) (int, string) {
 // tarWindow batches a window of the plan's files (first: the first
 // window, last: the last) and returns the batches and the files that go
 // one by one. Whether small files move as tar streams is decided, and
-// recorded in the settings, on the first window of tarMinFiles files or
-// more, or on the last (auto mode); till then files go one by one. The
+// recorded in the settings, on the first window with a file that could
+// (auto mode: of tarMinFiles files or more), or on the last; till then
+// files go one by one. The
 // ends are asked what they can only when the files favour it; the
 // planning sessions are free while a window is handed on. A decision
 // after the first window keeps the streams tuning gave the files.
 func (c *copier) tarWindow(ctx context.Context, files []*file, first, last bool) ([]*batch, []*file) {
 	if !c.tarDecided {
-		if c.opts.Tar == TarAuto && len(files) < tarMinFiles && !last {
+		if !last && c.opts.Tar != TarNever && (c.opts.Tar == TarAuto && len(files) < tarMinFiles || !slices.ContainsFunc(files, c.tarable)) {
 			return nil, files
 		}
 		c.tarDecided = true

@@ -124,6 +124,52 @@ func TestEngineTarMemberFails(t *testing.T) {
 	}
 }
 
+// startedRecorder is an engineRecorder that keeps the settings Started
+// reports.
+type startedRecorder struct {
+	*engineRecorder
+	mu      sync.Mutex
+	started []engine.Settings
+}
+
+func (r *startedRecorder) Started(s engine.Settings) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.started = append(r.started, s)
+}
+
+// TestEngineTarDecidedOnFilesThatCan: tar streams asked for, and the
+// first window of the plan holds only a file of no tree (which no tar
+// stream carries): the decision waits for a window with files that can
+// go in one, and the settings reported, once, say the tree's files move
+// as tar streams. It was decided on the first window, against tar for the
+// whole run (TestWebApp's STARTED event lacked it).
+func TestEngineTarDecidedOnFilesThatCan(t *testing.T) {
+	needTools(t)
+	src, dst := shmFerry(t), shmFerry(t)
+	if err := os.WriteFile(src.Path("readme.txt"), []byte("read me"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	makeManySmall(t, src.Path("t"), 40)
+	rec := &startedRecorder{engineRecorder: newEngineRecorder()}
+	o := engineOptions()
+	o.Recursive, o.Tar = true, engine.TarAlways
+	items := []engine.Item{{Src: "/readme.txt", Dst: "/readme.txt"}, {Src: "/t", Dst: "/t"}}
+	res, err := runEngine(t, src, dst, items, o, rec)
+	if err != nil || res.Transferred != 41 {
+		t.Fatalf("%d transferred, %v; want 41", res.Transferred, err)
+	}
+	if len(rec.started) != 1 {
+		t.Fatalf("settings reported %d times, want once", len(rec.started))
+	}
+	if s := rec.started[0]; !strings.Contains(s.TarReason, "they move as tar streams") || res.Settings.Batches == 0 {
+		t.Errorf("settings reported: tar %q; %d batches in all; want the tree's files in tar streams", s.TarReason, res.Settings.Batches)
+	}
+	if err := compareTrees(src.Path("t"), dst.Path("t")); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestEngineTarKilled: kill -9 of either server in the middle of a tar
 // stream. The copy resumes when it is back, every file arrives intact, and
 // the files reported transferred before the kill are not sent again (they
