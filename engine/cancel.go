@@ -54,8 +54,8 @@ func (c *copier) cancel(p string) {
 	c.mu.Lock()
 	c.canceled = append(c.canceled, p)
 	var hit []*file
-	for _, f := range c.files {
-		if !f.ended && covers(p, f.src) {
+	for f := range c.live {
+		if covers(p, f.src) {
 			hit = append(hit, f)
 		}
 	}

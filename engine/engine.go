@@ -54,29 +54,38 @@ type copier struct {
 	retire   chan struct{} // the optimizer takes a session pair away
 	ahead    atomic.Int64  // finishers yet to start that dial at once
 
-	tarSrc    tarEnd // how the ends pack and unpack tar streams (tar.go)
-	tarDst    tarEnd
-	srcSums   sumEnd // how the ends compute checksum lists (sums.go)
-	dstSums   sumEnd
-	cred      *gridftp.DataCredential // for the data channels, when both ends are ferry's (datasec.go)
-	sumAlg    string                  // what both ends compute, for checks Verify does not ask for; "": none
-	dialErr   error                   // why a finisher's last dial failed
-	ctx       context.Context         // the run's, for work a retry hands to finishers
-	done      <-chan struct{}         // the run is stopping: failures are no faults
-	stop      context.CancelFunc
-	noSpace   error // the destination is full (nospace.go)
-	mu        sync.Mutex
-	listing   *client.Pair // the planning sessions, until a worker takes them
-	spare     chan spare   // pairs dialed while planning (predial)
-	predials  sync.WaitGroup
-	predialed chan struct{}      // closed when every predial dial ended
-	unspare   context.CancelFunc // stops the dials of predial
-	pending   int                // files not yet final
-	res       Result
-	files     []*file
-	canceled  []string                     // paths canceled (cancel.go)
-	flying    map[*unit]context.CancelFunc // units on pairs, and how to stop their pair
-	waiting   map[*time.Timer]func()       // retries waiting for their backoff (after)
+	tarSrc     tarEnd // how the ends pack and unpack tar streams (tar.go)
+	tarDst     tarEnd
+	tarPer     int    // members of a batch; 0: no batches
+	tarDecided bool   // whether files move as tar streams is decided (tarWindow)
+	srcSums    sumEnd // how the ends compute checksum lists (sums.go)
+	dstSums    sumEnd
+	cred       *gridftp.DataCredential // for the data channels, when both ends are ferry's (datasec.go)
+	sumAlg     string                  // what both ends compute, for checks Verify does not ask for; "": none
+	dialErr    error                   // why a finisher's last dial failed
+	ctx        context.Context         // the run's, for work a retry hands to finishers
+	done       <-chan struct{}         // the run is stopping: failures are no faults
+	stop       context.CancelFunc
+	noSpace    error // the destination is full (nospace.go)
+	mu         sync.Mutex
+	listing    *client.Pair // the planning sessions, until a worker takes them
+	spare      chan spare   // pairs dialed while planning (predial)
+	predials   sync.WaitGroup
+	predialed  chan struct{}      // closed when every predial dial ended
+	unspare    context.CancelFunc // stops the dials of predial
+	pending    int                // files admitted, not yet final
+	planning   bool               // the planner runs: more files may come
+	cut        bool               // the run stopped before the plan was done
+	res        Result
+	live       map[*file]struct{}           // the files admitted, not yet final
+	ended      []*file                      // files failed or canceled that may have left a temporary file (settleTemps)
+	begun      bool                         // the planner handed on its first files (planner's goroutine only)
+	first      chan window                  // the first files, for begin
+	ready      chan struct{}                // closed once begin is done
+	freed      chan struct{}                // a file became final: room for more
+	canceled   []string                     // paths canceled (cancel.go)
+	flying     map[*unit]context.CancelFunc // units on pairs, and how to stop their pair
+	waiting    map[*time.Timer]func()       // retries waiting for their backoff (after)
 
 	// downSince is when an endpoint first did not answer since the last
 	// time both did (UnixNano; 0: they answer); recoveries counts the
@@ -92,6 +101,11 @@ type copier struct {
 // Copy copies items from src to dst and reports as it goes. The error is
 // for the run as a whole (bad arguments, an unreachable endpoint,
 // cancellation); per-file failures are in Result.FailedFiles.
+//
+// Planning and moving run at once (see planner): the first window of
+// files sets the tuning, the ways of large files and tar batching
+// (begin); each later window is queued as it comes, while fewer than
+// maxLive files are not final.
 func Copy(ctx context.Context, src, dst Endpoint, items []Item, opts Options, rep Reporter) (Result, error) {
 	start := time.Now()
 	if rep == nil {
@@ -105,50 +119,65 @@ func Copy(ctx context.Context, src, dst Endpoint, items []Item, opts Options, re
 	outer := ctx
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	c := &copier{src: src, dst: dst, opts: opts, rep: rep, done: ctx.Done(), stop: stop, ctx: ctx}
+	c := &copier{src: src, dst: dst, opts: opts, rep: rep, done: ctx.Done(), stop: stop, ctx: ctx,
+		live: map[*file]struct{}{}, planning: true, first: make(chan window), ready: make(chan struct{}), freed: make(chan struct{}, 1)}
 	defer c.closeListing()
 	defer c.closeSpares()
 	if opts.Cancels != nil {
 		c.canceled = opts.Cancels.attach(c.cancel)
 		defer opts.Cancels.attach(nil)
 	}
-	files, err := c.plan(ctx, items)
+	p, err := c.open(ctx)
 	if err != nil {
 		return c.res, err
 	}
-	c.set = tune(opts, files, c.set)
-	if err := c.chooseWays(ctx, files); err != nil {
-		return c.res, err
+	if c.set.RTT >= wideArea && (opts.Recursive || len(items) > 1 || len(items) == 1 && items[0].Recursive) {
+		c.predial(ctx, predialPairs)
 	}
-	bs, rest := c.tarPlan(ctx, files)
-	c.planGrowth()
-	c.res.Settings = c.set
-	if st, ok := rep.(Starter); ok {
-		st.Started(c.set)
-	}
-	c.schedule(files, bs, rest)
-	if c.pending > 0 {
+	planned := make(chan error, 1)
+	go func() { planned <- c.planAll(ctx, p, items) }()
+	select {
+	case w := <-c.first:
+		err = c.begin(ctx, w.files, w.last)
+		close(c.ready)
+		if err != nil {
+			stop()
+			<-planned
+			return c.res, err
+		}
 		c.run(ctx)
+		err = <-planned
+	case err = <-planned:
+		if err == nil {
+			err = c.begin(ctx, nil, true)
+		}
 	}
 	c.res.Elapsed = time.Since(start)
+	if err != nil {
+		return c.res, err
+	}
 	if full := c.full(); full != nil {
 		c.removePartials(outer)
 		return c.res, full
 	}
 	c.settleTemps(outer)
-	if err := ctx.Err(); err != nil && c.pending > 0 {
+	if err := ctx.Err(); err != nil && (c.pending > 0 || c.cut) {
 		if errors.Is(err, context.DeadlineExceeded) {
-			return c.res, fmt.Errorf("deadline reached with %d of %d files not done: %w", c.pending, c.res.Files, err)
+			more := ""
+			if c.cut {
+				more = " found so far (the listing did not end)"
+			}
+			return c.res, fmt.Errorf("deadline reached with %d of %d files%s not done: %w", c.pending, c.res.Files, more, err)
 		}
 		return c.res, err
 	}
 	return c.res, nil
 }
 
-// plan opens a session at each end, which the first worker goes on to
-// use, takes the longer of their round trips, chooses the checksum
-// algorithm and lists the work.
-func (c *copier) plan(ctx context.Context, items []Item) ([]*file, error) {
+// open opens a session at each end, which the planner lists on (and a
+// worker takes once the plan is done), takes the longer of their round
+// trips, chooses the checksum algorithm, and makes the planner.
+func (c *copier) open(ctx context.Context) (*planner, error) {
 	pair, err := c.dialPair(ctx)
 	if err != nil {
 		return nil, err
@@ -169,48 +198,174 @@ func (c *copier) plan(ctx context.Context, items []Item) ([]*file, error) {
 		c.set.Live = c.opts.Verify && liveS && liveD
 	}
 	c.planCompress(pair)
-	if c.set.RTT >= wideArea && (c.opts.Recursive || len(items) > 1 || len(items) == 1 && items[0].Recursive) {
-		c.predial(ctx, predialPairs)
-	}
-	p := &planner{src: s, dst: d, opts: c.opts, alg: c.set.Algorithm, srcSums: &c.srcSums, dstSums: &c.dstSums}
+	p := &planner{src: s, dst: d, opts: c.opts, alg: c.set.Algorithm, srcSums: &c.srcSums, dstSums: &c.dstSums,
+		emit: c.admit, hungry: func() bool { return c.q.len() == 0 }, redial: c.redial,
+		dialSrc: c.src.dial, pools: [2]*pool{newPool(c.src.dial), newPool(c.dst.dial)}}
 	if p.alg == "" {
 		p.alg, _ = chooseAlgorithm("", s.Checksums(), d.Checksums()) // for what earlier runs left (goodBlocks)
 	}
 	c.sumAlg = p.alg
 	p.deleter, _ = c.rep.(Deleter)
-	err = p.plan(ctx, items)
-	c.res.Deleted = p.deleted
+	return p, nil
+}
+
+// redial replaces the planning session at one end (dst), broken, with a
+// new one.
+func (c *copier) redial(ctx context.Context, dst bool) (*client.Conn, error) {
+	e := c.src
+	if dst {
+		e = c.dst
+	}
+	conn, err := e.dial(ctx)
 	if err != nil {
 		return nil, err
 	}
+	c.mu.Lock()
+	old := &c.listing.Src
+	if dst {
+		old = &c.listing.Dst
+	}
+	(*old).Close()
+	*old = conn
+	c.mu.Unlock()
+	return conn, nil
+}
+
+// planAll runs the planner, and then lets the run end once every file is
+// final; a plan that fails stops the run.
+// A plan cut short because the run stopped (canceled, a deadline, a full
+// destination) is no error of its own: the run's end says why (cut).
+func (c *copier) planAll(ctx context.Context, p *planner, items []Item) error {
+	err := p.plan(ctx, items)
+	c.mu.Lock()
+	c.res.Directories, c.res.Deleted = p.dirs, p.deleted
+	c.cut = err != nil && ctx.Err() != nil
+	c.mu.Unlock()
+	c.planDone()
+	if err != nil && ctx.Err() == nil {
+		c.stop()
+		return err
+	}
+	return nil
+}
+
+// planDone notes that no more files come: the planning sessions are free
+// for a worker, and the run ends once every file is final.
+func (c *copier) planDone() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.planning = false
+	if c.pending == 0 {
+		c.q.close()
+	}
+}
+
+// admit takes a window from the planner: it hands the first files to
+// begin and waits for it, and queues later ones once there is room
+// (fewer than maxLive files not final); it reports what the planner
+// settled and planned as it takes them.
+func (c *copier) admit(ctx context.Context, w window) error {
+	if len(w.files) == 0 {
+		c.report(w)
+		return nil
+	}
+	if !c.begun {
+		c.report(w)
+		c.begun = true
+		if w.last {
+			// The planning sessions are free; begin queues the files
+			// (the run ends once they are final).
+			c.mu.Lock()
+			c.planning = false
+			c.mu.Unlock()
+		}
+		select {
+		case c.first <- w:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		select {
+		case <-c.ready:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	for {
+		c.mu.Lock()
+		room := c.pending == 0 || c.pending+len(w.files) <= maxLive
+		c.mu.Unlock()
+		if room {
+			break
+		}
+		select {
+		case <-c.freed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	c.report(w)
+	bs, rest := c.tarWindow(ctx, w.files, false, w.last)
+	c.schedule(w.files, bs, rest)
+	if w.last {
+		c.planDone()
+	}
+	return nil
+}
+
+// report counts and reports what a window of the plan settled, and what
+// it plans to move.
+func (c *copier) report(w window) {
 	var bytes int64
-	for _, f := range p.files {
+	for _, f := range w.files {
 		bytes += f.size - f.restart.Total()
 	}
-	c.rep.Planned(len(p.files)+len(p.resumed)+len(p.skippedErrs), bytes)
-	c.res.Directories = p.dirs
-	if w, ok := c.rep.(Walker); ok {
-		w.Walked(p.dirs)
+	planned := len(w.files)
+	c.mu.Lock()
+	c.res.Files += len(w.files) + len(w.done)
+	for _, r := range w.done {
+		switch r.Outcome {
+		case Skipped:
+			c.res.Skipped++
+		case Transferred:
+			c.res.Transferred++
+			planned++
+		case SkippedError:
+			c.res.SkippedErrors++
+			planned++
+		default:
+			c.res.Failed++
+			c.res.FailedFiles = append(c.res.FailedFiles, r)
+		}
 	}
-	c.res.Files = len(p.files) + len(p.skipped) + len(p.failed) + len(p.resumed) + len(p.skippedErrs)
-	for _, r := range p.skipped {
-		c.res.Skipped++
+	c.mu.Unlock()
+	c.rep.Planned(planned, bytes)
+	if wk, ok := c.rep.(Walker); ok {
+		wk.Walked(w.dirs)
+	}
+	for _, r := range w.done {
 		c.rep.Done(r)
 	}
-	for _, r := range p.resumed {
-		c.res.Transferred++
-		c.rep.Done(r)
+}
+
+// begin decides, from the first window of files (last: the whole plan),
+// the settings, the ways of large files and tar batching, reports them,
+// and queues the files.
+func (c *copier) begin(ctx context.Context, files []*file, last bool) error {
+	c.set = tune(c.opts, files, c.set, !last)
+	if err := c.chooseWays(ctx, files); err != nil {
+		return err
 	}
-	for _, r := range p.failed {
-		c.res.Failed++
-		c.res.FailedFiles = append(c.res.FailedFiles, r)
-		c.rep.Done(r)
+	bs, rest := c.tarWindow(ctx, files, true, last)
+	c.planGrowth()
+	c.mu.Lock()
+	c.res.Settings = c.set
+	c.mu.Unlock()
+	if st, ok := c.rep.(Starter); ok {
+		st.Started(c.set)
 	}
-	for _, r := range p.skippedErrs {
-		c.res.SkippedErrors++
-		c.rep.Done(r)
-	}
-	return p.files, nil
+	c.schedule(files, bs, rest)
+	return nil
 }
 
 // schedule queues the batches bs of some of files first, then splits the
@@ -219,8 +374,10 @@ func (c *copier) plan(ctx context.Context, items []Item) ([]*file, error) {
 // not when the first file waits for them.
 func (c *copier) schedule(files []*file, bs []*batch, rest []*file) {
 	c.mu.Lock()
-	c.files = files
-	c.pending = len(files)
+	for _, f := range files {
+		c.live[f] = struct{}{}
+	}
+	c.pending += len(files)
 	var canceled []*file
 	for _, f := range files {
 		if c.isCanceled(f.src) {
@@ -571,10 +728,14 @@ func (c *copier) dialPairAt(ctx context.Context, k int) (*client.Pair, error) {
 	return &client.Pair{Src: s, Dst: d}, nil
 }
 
-// takeListing hands over the planning sessions, once.
+// takeListing hands over the planning sessions, once, when the plan is
+// done.
 func (c *copier) takeListing() *client.Pair {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.planning {
+		return nil
+	}
 	p := c.listing
 	c.listing = nil
 	return p
@@ -665,7 +826,11 @@ func (c *copier) closeSpares() {
 
 // closeListing closes the planning sessions if no worker took them.
 func (c *copier) closeListing() {
-	if p := c.takeListing(); p != nil {
+	c.mu.Lock()
+	p := c.listing
+	c.listing = nil
+	c.mu.Unlock()
+	if p != nil {
 		p.Close()
 	}
 }
@@ -1423,11 +1588,17 @@ func (c *copier) final(f *file, o Outcome, err error) {
 	default:
 		c.res.Transferred++
 	}
+	delete(c.live, f)
+	c.keep(f)
 	c.pending--
-	if c.pending == 0 {
+	if c.pending == 0 && !c.planning {
 		c.q.close()
 	}
 	c.mu.Unlock()
+	select {
+	case c.freed <- struct{}{}:
+	default:
+	}
 	if back != 0 {
 		c.rep.Progress(-back)
 	}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"ferry/gridftp"
@@ -36,7 +39,19 @@ func (c *copier) full() error {
 func (c *copier) touch(f *file) {
 	c.mu.Lock()
 	f.touched = true
+	c.keep(f) // ended meanwhile (canceled)
 	c.mu.Unlock()
+}
+
+// keep keeps, once, an ended file that failed or was canceled and may
+// have left a temporary file, for settleTemps; the files that moved are
+// not kept. Called with c.mu held.
+func (c *copier) keep(f *file) {
+	if f.kept || !f.ended || f.tmp == "" || f.outcome != Failed && f.outcome != Canceled || !f.touched && f.restart.Empty() {
+		return
+	}
+	f.kept = true
+	c.ended = append(c.ended, f)
 }
 
 // removePartials deletes, on a session of its own, the files whose
@@ -49,8 +64,8 @@ func (c *copier) touch(f *file) {
 func (c *copier) removePartials(ctx context.Context) {
 	c.mu.Lock()
 	var partial []*file
-	for _, f := range c.files {
-		if f.touched && !f.ended {
+	for f := range c.live {
+		if f.touched {
 			partial = append(partial, f)
 		}
 	}
@@ -86,7 +101,9 @@ func (c *copier) removePartials(ctx context.Context) {
 func (c *copier) settleTemps(ctx context.Context) {
 	var gone []string
 	c.mu.Lock()
-	for _, f := range c.files {
+	files := slices.AppendSeq(c.ended, maps.Keys(c.live))
+	slices.SortFunc(files, func(a, b *file) int { return strings.Compare(a.tmp, b.tmp) })
+	for _, f := range files {
 		if f.tmp == "" || !f.touched && f.restart.Empty() {
 			continue
 		}

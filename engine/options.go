@@ -256,7 +256,8 @@ type FileResult struct {
 
 // Reporter receives progress; its methods are called from many goroutines.
 type Reporter interface {
-	// Planned is called as listing finds work: files and bytes to move.
+	// Planned is called as listing finds work: files and bytes to move,
+	// to add to those of the calls before.
 	Planned(files int, bytes int64)
 	// Progress reports bytes moved since the last call.
 	Progress(delta int64)

@@ -108,23 +108,34 @@ func overlap(name string, src, dst lineage, deleteExtra bool, same sameFunc) str
 		}
 		return "is inside the source " + name
 	}
-	if !deleteExtra || dst.errs[0] != nil {
-		return ""
+	if deleteExtra && holds(src, dst, same) {
+		return "holds the source " + name + ": deleting its extra entries would delete what lies beside the source"
+	}
+	return ""
+}
+
+// holds reports whether the destination (real lineage dst) is an ancestor
+// of the source (src).
+func holds(src, dst lineage, same sameFunc) bool {
+	if dst.errs[0] != nil {
+		return false
 	}
 	for j := 1; j < len(src.paths); j++ {
 		if src.errs[j] == nil && same(src.paths[j], src.es[j], dst.paths[0], dst.es[0]) {
-			return "holds the source " + name + ": deleting its extra entries would delete what lies beside the source"
+			return true
 		}
 	}
-	return ""
+	return false
 }
 
 // overlaps refuses a directory item (an *ItemError) whose destination is
 // its source, lies inside it or, deleting extras, holds it, with symlinks
 // followed at both ends; dstL is the destination's lineage look found.
-func (p *planner) overlaps(ctx context.Context, it Item, dstL lineage) error {
+// It reports whether the destination holds the source (the planner then
+// lists every source before it writes).
+func (p *planner) overlaps(ctx context.Context, it Item, dstL lineage) (bool, error) {
 	if p.opts.blind() {
-		return nil // the destination cannot be seen: the relay's copy checks its own
+		return false, nil // the destination cannot be seen: the relay's copy checks its own
 	}
 	var srcL lineage
 	var serr, derr error
@@ -134,22 +145,22 @@ func (p *planner) overlaps(ctx context.Context, it Item, dstL lineage) error {
 		}
 	}, func() { dstL, derr = dstL.real(ctx, p.dst) })
 	if serr != nil {
-		return fmt.Errorf("source %s: %w", it.Src, serr)
+		return false, fmt.Errorf("source %s: %w", it.Src, serr)
 	}
 	if derr != nil {
-		return fmt.Errorf("destination %s: %w", it.Dst, derr)
+		return false, fmt.Errorf("destination %s: %w", it.Dst, derr)
 	}
 	if srcL.errs[0] != nil {
-		return fmt.Errorf("source %s: %w", it.Src, srcL.errs[0])
+		return false, fmt.Errorf("source %s: %w", it.Src, srcL.errs[0])
 	}
 	why := overlap(it.Src, srcL, dstL, p.opts.DeleteExtra, p.sources.same)
 	if why == "" {
-		return nil
+		return holds(srcL, dstL, p.sources.same), nil
 	}
 	if real := dstL.paths[0]; real != path.Clean(it.Dst) {
 		why += " (through a symlink, it is " + real + ")"
 	}
-	return &ItemError{Path: it.Dst, Dest: true, Why: why}
+	return false, &ItemError{Path: it.Dst, Dest: true, Why: why}
 }
 
 // Overlap refuses, by its paths alone, an item whose source and

@@ -7,6 +7,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"ferry/gridftp"
@@ -34,6 +35,7 @@ type file struct {
 	chunks     gridftp.Ranges // chunks done
 	sum        string
 	root       *treeRoot // the listed tree it is in, by the same name below both roots; nil: none
+	kept       bool      // ended and kept for settleTemps
 }
 
 // at is where f's data is written: its temporary name, or its final one.
@@ -44,33 +46,87 @@ func (f *file) at() string {
 	return f.dst
 }
 
-// planner lists sources and destinations and decides what to move. It
-// writes nothing at the destination before every item is looked up and
-// every source tree listed, so a destination inside its own source cannot
-// make a walk go on for ever, and no destination that is one of the
-// copy's sources is ever written or deleted (see sources).
+// planner lists sources and destinations and decides what to move, as a
+// stream: a directory is listed, its destination directory made, its
+// files decided and handed on in windows (emit) while the next
+// directories are listed. It holds one directory's listing per level of
+// the walk, and the window not yet handed on; no record of the tree, of
+// the plan or of what is done.
+//
+// Safety with bounded memory: every item is looked up at both ends before
+// anything is written, and a destination that is a source, lies inside it
+// or holds it through any path the ends resolve is refused or, when it
+// holds it, makes the copy list every source first (whole). A source
+// directory that is the destination's root, or one of its own ancestors
+// (a symlink loop), is not walked; a file is compared with the
+// destination entry of its name (sources.same), and a destination
+// directory that is a source directory listed before keeps its files.
+// Every write goes to a temporary name renamed into place, so a
+// destination file that is a hard link of a source file is replaced, never
+// written through; only in place (Options.InPlace) would it be, and then
+// the copy lists every source first.
 type planner struct {
 	src, dst *client.Conn
 	opts     Options
 	alg      string
-	files    []*file
-	skipped  []FileResult
-	failed   []FileResult // directories that could not be listed, destinations refused
-	// skippedErrs are source paths the source refused to give, skipped
-	// (Options.SkipSourceErrors).
-	skippedErrs []FileResult
-	resumed     []FileResult // whole at the destination after an interrupted run (Options.Resume)
-	dirs        int          // directories walked
-	deleted     int          // paths deleteExtra deleted
-	deleter     Deleter      // told of each; nil: none
-	sources     sources
-	root        *treeRoot // the tree being placed
+	// The window: files to move, and outcomes settled while planning
+	// (skipped, failed, resumed, skipped for source errors), until flush
+	// hands them on.
+	files  []*file
+	done   []FileResult
+	emit   func(context.Context, window) error // nil: nothing is handed on (Check)
+	hungry func() bool                         // the workers have nothing queued
+	// redial replaces the planning session at one end (dst), broken; nil:
+	// none is dialed again.
+	redial func(ctx context.Context, dst bool) (*client.Conn, error)
+	// While src lists a directory (listing), the planner's other commands
+	// at the source go to aux, dialed by dialSrc when first needed.
+	listing bool
+	aux     *client.Conn
+	dialSrc func(ctx context.Context) (*client.Conn, error)
+	// Listings ahead (lookAhead), the pools of sessions they run on at
+	// the source and at the destination (nil: none), and the listings
+	// running.
+	aheads  map[aheadKey]*ahead
+	pools   [2]*pool
+	listers sync.WaitGroup
+	dirs    int     // directories walked
+	deleted int     // paths deleteExtra deleted
+	deleter Deleter // told of each; nil: none
+	sources sources
+	// whole: every source entry was recorded (recordAll) before anything
+	// was written; a directory not recorded then is not walked.
+	whole   bool
+	root    *treeRoot      // the tree being placed
+	dstRoot *gridftp.Entry // its destination directory, when known
 	// summed holds, by destination, whether the checksums of a directory's
 	// files (sameSums) matched at both ends, until decide takes it.
 	summed           map[string]bool
 	srcSums, dstSums *sumEnd  // how each end computes checksum lists
 	stale            []string // temporary files of files whole at the destination (leftOver)
 }
+
+// window is what the planner hands on at once: files to move, outcomes
+// it settled, the directories walked so far, and whether it is the last.
+type window struct {
+	files []*file
+	done  []FileResult
+	dirs  int
+	last  bool
+}
+
+// Windows: the planner hands on what it decided when windowFiles files
+// are decided, before it lists a directory while the workers have nothing
+// queued (the first files of a tree move while the rest is listed,
+// however slow the listings), and at the end. The copier admits at most
+// maxLive files not yet final: about half a KiB each with their units, a
+// few MiB in all, and four windows keep every session pair busy while the
+// next directories are listed; the planner waits for room
+// (back-pressure).
+const (
+	windowFiles = 4096
+	maxLive     = 4 * windowFiles
+)
 
 // look is one item looked up at both ends, before anything is written.
 type look struct {
@@ -79,23 +135,14 @@ type look struct {
 	dst  string        // where a file goes; a directory's destination is it.Dst
 	have *gridftp.Entry
 	part *gridftp.Entry // a file's temporary name at the destination, left by an earlier run
-	// A directory: its listing, and the nearest existing ancestor-or-self
-	// of its destination (mkdirs creates what lies below it).
-	tree  *tree
+	// A directory: whether it is one, the nearest existing
+	// ancestor-or-self of its destination (mkdirs creates what lies below
+	// it), the destination's entry when it exists, and whether the
+	// destination holds the source (overlap).
+	dir   bool
 	exist string
-}
-
-// tree is a listed source directory: the entries the filters keep, in
-// listing order, and every name listed (an excluded name is not extra).
-type tree struct {
-	src     string
-	entries []gridftp.Entry
-	subs    map[string]*tree
-	names   map[string]bool
-	// The destination directory's listing, when it was listed with this
-	// one (listItem).
-	dst       []gridftp.Entry
-	dstListed bool
+	dstE  *gridftp.Entry
+	holds bool
 }
 
 // errBlind is what a relay (Options.blind) says of a destination path:
@@ -151,54 +198,209 @@ func Check(ctx context.Context, src, dst Endpoint, items []Item, opts Options) e
 	return nil
 }
 
-// plan expands items into files: it looks up every item and lists every
-// source tree, then creates the destination directories and decides each
-// file by sync level.
+// plan expands items into files as a stream (see planner): it looks up
+// every item, then walks each, handing on windows as it goes.
 func (p *planner) plan(ctx context.Context, items []Item) error {
 	p.sources = newSources(p.src, p.dst)
+	defer func() {
+		if p.aux != nil {
+			p.aux.Close()
+			p.aux = nil
+		}
+		p.closeListers()
+	}()
 	looks := make([]*look, 0, len(items))
 	for _, it := range items {
 		l, err := p.look(ctx, it)
 		if err != nil {
 			return err
 		}
-		if l == nil {
-			continue // skipped: the source refused it
+		if l != nil {
+			looks = append(looks, l)
 		}
-		if l.tree != nil {
-			if err := p.listItem(ctx, l); err != nil {
-				return err
-			}
-		}
-		looks = append(looks, l)
 	}
 	if p.opts.DeleteExtra {
 		if err := p.sources.addAncestors(ctx, items); err != nil {
 			return err
 		}
 	}
+	if wholeFirst(looks, p.opts.InPlace) {
+		p.whole = true
+		for _, l := range looks {
+			if l.dir {
+				if err := p.recordAll(ctx, l.it.Src, l.it.Dst, []gridftp.Entry{l.e}); err != nil {
+					return err
+				}
+			}
+		}
+	}
 	for _, l := range looks {
-		if l.tree == nil {
+		if !l.dir {
 			if err := p.mkdirs(ctx, l.exist, path.Dir(l.dst)); err != nil {
 				return err
 			}
-			if err := p.decide(ctx, l.it.Src, l.dst, l.e, l.have, l.part); err != nil {
+			if err := p.decide(ctx, l.it.Src, l.dst, l.e, l.have, l.part, false); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := p.mkdirs(ctx, l.exist, l.it.Dst); err != nil {
-			return err
-		}
-		p.root = &treeRoot{src: path.Clean(l.it.Src), dst: path.Clean(l.it.Dst)}
-		err := p.place(ctx, l.tree, l.it.Dst, l.exists())
-		p.root = nil
-		if err != nil {
+		if err := p.walkItem(ctx, l); err != nil {
 			return err
 		}
 	}
-	return p.deleteStale(ctx)
+	if err := p.deleteStale(ctx); err != nil {
+		return err
+	}
+	return p.flush(ctx, true)
 }
+
+// wholeFirst reports whether the sources must all be listed before
+// anything is written: in place, where a destination file that is a hard
+// link of a source file would be written through; when a directory
+// item's destination holds its source; and when an item's destination
+// and another item's source overlap by their paths.
+func wholeFirst(looks []*look, inPlace bool) bool {
+	for i, l := range looks {
+		if !l.dir {
+			continue
+		}
+		if inPlace || l.holds {
+			return true
+		}
+		for j, m := range looks {
+			if i != j && (within(l.it.Dst, m.it.Src) || within(m.it.Src, l.it.Dst) || within(m.dst, l.it.Src)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// within reports whether p is d or lies below it.
+func within(p, d string) bool {
+	if p == "" || d == "" {
+		return false
+	}
+	p, d = path.Clean(p), path.Clean(d)
+	return p == d || d == "/" || strings.HasPrefix(p, d+"/")
+}
+
+// recordAll lists the source tree src (its destination dst), every
+// directory the walk would enter, and records every entry as a source;
+// up are the directories above, for loops.
+func (p *planner) recordAll(ctx context.Context, src, dst string, up []gridftp.Entry) error {
+	entries, err := p.src.List(ctx, src)
+	if err != nil {
+		var refused *gridftp.Error
+		if errors.As(err, &refused) {
+			return nil // the walk reports it
+		}
+		return fmt.Errorf("list source %s: %w", src, err)
+	}
+	for _, e := range entries {
+		if !client.ListedName(e.Name) || partname.Is(e.Name) {
+			continue
+		}
+		s, d := path.Join(src, e.Name), path.Join(dst, e.Name)
+		p.sources.add(s, e)
+		if !e.IsDir() {
+			continue
+		}
+		if ok, err := p.keeps(s, d, e); err != nil || !ok || loops(up, e) {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if err := p.recordAll(ctx, s, d, append(up, e)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// keeps reports whether the walk takes the listed entry e at s (to d):
+// the filters and Options.Skip keep it, and it is a file or a directory.
+func (p *planner) keeps(s, d string, e gridftp.Entry) (bool, error) {
+	ok, err := included(p.opts.Filters, e)
+	if err != nil || !ok || p.opts.Skip != nil && p.opts.Skip(s, d) {
+		return false, err
+	}
+	return e.IsDir() || e.Type == "file", nil
+}
+
+// loops reports whether the directory e is one of the directories above
+// it (up): a symlink loop, or a bind mount of an ancestor.
+func loops(up []gridftp.Entry, e gridftp.Entry) bool {
+	if e.Unique == "" {
+		return false
+	}
+	for _, u := range up {
+		if u.Unique == e.Unique {
+			return true
+		}
+	}
+	return false
+}
+
+// walkItem walks a directory item: its destination is made once its
+// source's first window is listed (a directory of fewer than listWindow
+// entries is listed whole first: a destination inside it that the ends
+// cannot tell apart is not in that listing).
+func (p *planner) walkItem(ctx context.Context, l *look) error {
+	p.root = &treeRoot{src: path.Clean(l.it.Src), dst: path.Clean(l.it.Dst)}
+	p.dstRoot = l.dstE
+	first := func() error {
+		if err := p.mkdirs(ctx, l.exist, l.it.Dst); err != nil {
+			return err
+		}
+		if p.dstRoot == nil && p.sources.sameHost && !p.opts.blind() {
+			if de, err := p.dst.Stat(ctx, l.it.Dst); err == nil {
+				p.dstRoot = &de
+			}
+		}
+		return nil
+	}
+	err := p.walkDir(ctx, l.it.Src, l.it.Dst, l.exists(), []gridftp.Entry{l.e}, false, first)
+	p.root, p.dstRoot = nil, nil
+	return err
+}
+
+// flush hands the window on (last: the plan is done), and deletes the
+// stale temporary files noted so far when they are many.
+func (p *planner) flush(ctx context.Context, last bool) error {
+	if len(p.stale) >= windowFiles {
+		if err := p.deleteStale(ctx); err != nil {
+			return err
+		}
+	}
+	if p.emit == nil || len(p.files) == 0 && len(p.done) == 0 {
+		return nil
+	}
+	w := window{files: p.files, done: p.done, dirs: p.dirs, last: last}
+	p.files, p.done = nil, nil
+	return p.emit(ctx, w)
+}
+
+// flushFull hands the window on when it is full.
+func (p *planner) flushFull(ctx context.Context) error {
+	if len(p.files)+len(p.done) >= windowFiles {
+		return p.flush(ctx, false)
+	}
+	return nil
+}
+
+// flushHungry hands the window on when the workers have nothing queued,
+// before a listing that may take a while.
+func (p *planner) flushHungry(ctx context.Context) error {
+	if len(p.files)+len(p.done) > 0 && p.hungry != nil && p.hungry() {
+		return p.flush(ctx, false)
+	}
+	return nil
+}
+
+// settled records an outcome the planner decided.
+func (p *planner) settled(r FileResult) { p.done = append(p.done, r) }
 
 // deleteStale deletes, pipelined, the temporary files leftOver noted. One
 // the server refuses to delete stays: the next run of the file finds it.
@@ -210,6 +412,7 @@ func (p *planner) deleteStale(ctx context.Context) error {
 	for i, t := range p.stale {
 		cmds[i] = "DELE " + t
 	}
+	p.stale = p.stale[:0]
 	if _, _, err := p.dst.DoAll(ctx, cmds); err != nil {
 		return fmt.Errorf("delete temporary files at the destination: %w", err)
 	}
@@ -218,28 +421,6 @@ func (p *planner) deleteStale(ctx context.Context) error {
 
 // exists reports whether a directory item's destination exists already.
 func (l *look) exists() bool { return l.exist == path.Clean(l.it.Dst) }
-
-// listItem lists a directory item's source tree and, when its destination
-// exists, that directory at the same time: a copy into an existing
-// directory pays no round trip more for it.
-func (p *planner) listItem(ctx context.Context, l *look) error {
-	if !l.exists() || p.opts.blind() {
-		var err error
-		l.tree, err = p.list(ctx, l.it.Src, l.it.Dst)
-		return err
-	}
-	var err, derr error
-	var des []gridftp.Entry
-	both(func() { l.tree, err = p.list(ctx, l.it.Src, l.it.Dst) }, func() { des, derr = p.dst.List(ctx, l.it.Dst) })
-	if err != nil || l.tree == nil {
-		return err
-	}
-	if derr != nil && !isNotFound(derr) {
-		return fmt.Errorf("list destination %s: %w", l.it.Dst, derr)
-	}
-	l.tree.dst, l.tree.dstListed = des, true
-	return nil
-}
 
 // look looks up an item at both ends and refuses what cannot be copied
 // (an *ItemError). A file's destination is resolved: into a directory
@@ -299,10 +480,14 @@ func (p *planner) look(ctx context.Context, it Item) (*look, error) {
 		if derr == nil && !de.IsDir() {
 			return nil, &ItemError{Path: it.Dst, Dest: true, Why: "is a file; a directory is needed there"}
 		}
-		if err := p.overlaps(ctx, it, dstL); err != nil {
+		holds, err := p.overlaps(ctx, it, dstL)
+		if err != nil {
 			return nil, err
 		}
-		l.tree = &tree{}
+		l.dir, l.holds = true, holds
+		if derr == nil {
+			l.dstE = &de
+		}
 		return l, nil
 	}
 	l.dst = it.Dst
@@ -340,124 +525,509 @@ func (p *planner) look(ctx context.Context, it Item) (*look, error) {
 	return l, nil
 }
 
-// list lists a source directory and its subdirectories, writing nothing.
-// A directory the server refuses to list fails alone.
-func (p *planner) list(ctx context.Context, src, dst string) (*tree, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	p.dirs++
-	entries, err := p.src.List(ctx, src)
-	var refused *gridftp.Error
-	if errors.As(err, &refused) {
-		err = fmt.Errorf("list source directory: %w", err)
-		if !p.skipsSource(src, dst, err) {
-			p.failed = append(p.failed, FileResult{Src: src, Dst: dst, Outcome: Failed, Attempts: 1, Err: err})
-		}
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("list source %s: %w", src, err)
-	}
-	t := &tree{src: src, subs: map[string]*tree{}, names: map[string]bool{}}
-	for _, e := range entries {
-		if !client.ListedName(e.Name) {
-			continue // no server lists such names; a hostile one is ignored
-		}
-		if partname.Is(e.Name) {
-			continue // a file a copy is writing (or left to resume): no user's data
-		}
-		t.names[e.Name] = true
-		s, d := path.Join(src, e.Name), path.Join(dst, e.Name)
-		p.sources.add(s, e)
-		ok, err := included(p.opts.Filters, e)
-		if err != nil {
-			return nil, err
-		}
-		if !ok || p.opts.Skip != nil && p.opts.Skip(s, d) || !e.IsDir() && e.Type != "file" {
-			continue
-		}
-		if e.IsDir() {
-			sub, err := p.list(ctx, s, d)
-			if err != nil {
-				return nil, err
-			}
-			if sub == nil {
-				continue
-			}
-			t.subs[e.Name] = sub
-		}
-		t.entries = append(t.entries, e)
-	}
-	return t, nil
+// Huge directories: a source directory is listed as a stream (ListEach)
+// and placed in windows of listWindow entries; one of fewer entries is
+// listed whole before anything of it is written. A destination directory
+// is listed into a map while it has at most hugeDir entries; a larger one
+// is not held: the names of each window are looked up there (StatAll,
+// pipelined). The source's names are kept for DeleteExtra up to hugeDir
+// too; past that, the destination's listing is streamed and its names
+// looked up at the source in windows.
+// (Variables: tests make them small.)
+var (
+	listWindow = 10_000
+	hugeDir    = 100_000
+)
+
+// errHuge stops a listing that outgrew hugeDir entries.
+var errHuge = errors.New("more than hugeDir entries")
+
+// walk is the walk of one source directory: where it goes, what the
+// destination has there, and what it found so far.
+type walk struct {
+	src, dst string
+	up       []gridftp.Entry // the source directories above and src itself, for loops
+	srcDir   bool            // the destination directory is a source directory
+	existed  bool            // the destination directory existed
+	// The destination's listing when it existed and was small; nil and
+	// huge when it was large (its names are looked up per window).
+	existing map[string]gridftp.Entry
+	huge     bool
+	// Every name the source listed (an excluded name is not extra), for
+	// DeleteExtra; nil past hugeDir names.
+	names  map[string]bool
+	listed int
+	pruned bool // DeleteExtra deleted the extra entries
+	subs   []sub
+	ready  func() error // waits for the destination's listing; then nil
 }
 
-// place creates a listed tree's directories at dst and decides its files.
-// A destination directory that existed before (existed) is listed: for
-// the sync level, for DeleteExtra, and to find entries that are sources.
-func (p *planner) place(ctx context.Context, t *tree, dst string, existed bool) error {
-	existing := map[string]gridftp.Entry{}
-	if existed {
-		des := t.dst
-		if !t.dstListed {
-			var err error
-			if des, err = p.dst.List(ctx, dst); err != nil && !isNotFound(err) {
-				return fmt.Errorf("list destination %s: %w", dst, err)
+// sub is a subdirectory a walk enters after its directory's files: its
+// source entry, its destination's when that existed, and whether the
+// walk made it.
+type sub struct {
+	e, de     gridftp.Entry
+	had, made bool
+}
+
+// walkDir lists the source directory src and places it at dst (which
+// existed before, or not): it deletes what the destination has that the
+// source does not (DeleteExtra), creates the subdirectories, decides the
+// files, window by window, and then walks the subdirectories. up are the
+// source directories above src and src itself; srcDir says the
+// destination directory is itself a source directory, whose files are
+// never written. first runs before anything is written (nil: nothing).
+// A directory the source refuses to list fails alone.
+func (p *planner) walkDir(ctx context.Context, src, dst string, existed bool, up []gridftp.Entry, srcDir bool, first func() error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := p.flushHungry(ctx); err != nil {
+		return err
+	}
+	p.dirs++
+	w := &walk{src: src, dst: dst, up: up, srcDir: srcDir, existed: existed, names: map[string]bool{}}
+	w.ready = func() error { return nil }
+	if existed && !p.opts.blind() {
+		done := make(chan error, 1)
+		a := p.claimAhead(aheadKey{true, dst})
+		go func() { done <- p.listDst(ctx, w, a) }()
+		w.ready = func() error {
+			err := <-done
+			w.ready = func() error { return err }
+			return err
+		}
+	}
+	var buf []gridftp.Entry
+	placed := false
+	var perr error // placing a window failed: not the listing's fault
+	put := func() error {
+		if !placed && first != nil {
+			if perr = first(); perr != nil {
+				return perr
 			}
 		}
-		for _, de := range des {
-			if client.ListedName(de.Name) {
-				existing[de.Name] = de
+		placed = true
+		perr = p.placeWindow(ctx, w, buf)
+		buf = buf[:0]
+		return perr
+	}
+	each := func(e gridftp.Entry) error {
+		if !client.ListedName(e.Name) || partname.Is(e.Name) {
+			return nil // no server lists such names / a file a copy is writing: no user's data
+		}
+		w.listed++
+		if w.names != nil {
+			w.names[e.Name] = true
+			if len(w.names) > hugeDir {
+				w.names = nil
 			}
 		}
-		if p.opts.DeleteExtra {
-			if err := p.deleteExtra(ctx, t, dst, existing); err != nil {
-				return err
+		s := path.Join(src, e.Name)
+		if e.IsDir() {
+			p.sources.add(s, e)
+		}
+		ok, err := p.keeps(s, path.Join(dst, e.Name), e)
+		if err != nil || !ok {
+			return err
+		}
+		buf = append(buf, e)
+		if len(buf) >= listWindow {
+			return put()
+		}
+		return nil
+	}
+	var err error
+	if es, ok := p.claimAhead(aheadKey{false, src}).wait(ctx); ok {
+		for _, e := range es {
+			if err = each(e); err != nil {
+				break
+			}
+		}
+	} else {
+		err = p.listAt(ctx, false, src, each, func() bool { return placed })
+	}
+	if derr := w.ready(); derr != nil && perr == nil {
+		return derr
+	}
+	var refused *gridftp.Error
+	switch {
+	case perr != nil:
+		return perr
+	case errors.As(err, &refused) || err != nil && placed && ctx.Err() == nil:
+		err = fmt.Errorf("list source directory: %w", err)
+		if !p.skipsSource(src, dst, err) {
+			p.settled(FileResult{Src: src, Dst: dst, Outcome: Failed, Attempts: 1, Err: err})
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("list source %s: %w", src, err)
+	}
+	if len(buf) > 0 || !placed {
+		if err := put(); err != nil {
+			return err
+		}
+	}
+	if w.existed && p.opts.DeleteExtra && !w.srcDir && !w.pruned {
+		if err := p.deleteExtra(ctx, w); err != nil {
+			return err
+		}
+	}
+	return p.walkSubs(ctx, w)
+}
+
+// listAt lists the directory name at the source, or at the destination
+// (dst), calling fn with each entry as it arrives, and lists it again
+// after a transient failure (a reply of class 4, or a broken session,
+// which it dials afresh: redial) after a backoff, as a transfer is tried
+// again, while nothing of it was used (used): a listing that breaks costs
+// that directory, not the tree.
+func (p *planner) listAt(ctx context.Context, dst bool, name string, fn func(gridftp.Entry) error, used func() bool) error {
+	b := Backoff{Base: p.opts.Backoff, Max: p.opts.MaxBackoff}
+	for try := 1; ; try++ {
+		conn := p.src
+		if dst {
+			conn = p.dst
+		}
+		if !dst {
+			p.listing = true
+		}
+		err := conn.ListEach(ctx, name, fn)
+		if !dst {
+			p.listing = false
+		}
+		if err == nil || used() || try >= p.opts.maxAttempts() || gridftp.Classify(err) != gridftp.FaultTransient || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-time.After(b.Next()):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if !errors.As(err, new(*gridftp.Error)) && p.redial != nil {
+			c, derr := p.redial(ctx, dst)
+			if derr != nil {
+				return errors.Join(err, derr)
+			}
+			if dst {
+				p.dst = c
+			} else {
+				p.src = c
 			}
 		}
 	}
-	same, err := p.sameSums(ctx, t, dst, existing)
+}
+
+// listDst lists the destination directory of w into w.existing (or takes
+// its listing made ahead, a), or, past hugeDir entries, notes it huge: its
+// names are looked up per window.
+func (p *planner) listDst(ctx context.Context, w *walk, dstAhead *ahead) error {
+	w.existing = map[string]gridftp.Entry{}
+	each := func(de gridftp.Entry) error {
+		if !client.ListedName(de.Name) {
+			return nil
+		}
+		w.existing[de.Name] = de
+		if len(w.existing) > hugeDir {
+			return errHuge
+		}
+		return nil
+	}
+	var err error
+	if es, ok := dstAhead.wait(ctx); ok {
+		for _, de := range es {
+			if err = each(de); err != nil {
+				break
+			}
+		}
+	} else {
+		err = p.listAt(ctx, true, w.dst, each, func() bool { return false })
+	}
+	switch {
+	case errors.Is(err, errHuge):
+		w.existing, w.huge = nil, true
+	case err != nil && !isNotFound(err):
+		return fmt.Errorf("list destination %s: %w", w.dst, err)
+	}
+	return nil
+}
+
+// srcOps is the session for the planner's commands at the source: its
+// own, or, while that lists a directory, a second one dialed for them.
+func (p *planner) srcOps(ctx context.Context) (*client.Conn, error) {
+	if !p.listing {
+		return p.src, nil
+	}
+	if p.aux == nil {
+		if p.dialSrc == nil {
+			return nil, errors.New("no session for commands while listing")
+		}
+		c, err := p.dialSrc(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("source: %w", err)
+		}
+		p.aux = c
+	}
+	return p.aux, nil
+}
+
+// placeWindow places a window of a directory's listed entries: it looks
+// their names up at the destination (in its listing, or, huge, there),
+// creates the missing subdirectories, and decides the files; the
+// subdirectories are noted for walkSubs.
+func (p *planner) placeWindow(ctx context.Context, w *walk, es []gridftp.Entry) error {
+	if err := w.ready(); err != nil {
+		return err
+	}
+	existing := w.existing
+	if w.huge {
+		var err error
+		if existing, err = p.lookNames(ctx, w.dst, es); err != nil {
+			return err
+		}
+	}
+	if existing == nil {
+		existing = map[string]gridftp.Entry{}
+	}
+	if w.existed && p.opts.DeleteExtra && !w.srcDir && w.names != nil && w.listed < listWindow {
+		// A directory listed whole: what the source does not have goes
+		// first, before anything is written there.
+		if err := p.deleteExtra(ctx, w); err != nil {
+			return err
+		}
+		w.pruned = true
+	}
+	same, err := p.sameSums(ctx, w.src, es, w.dst, existing)
 	if err != nil {
 		return err
 	}
 	var missing []string
-	for _, e := range t.entries {
+	for _, e := range es {
 		if _, ok := existing[e.Name]; e.IsDir() && !ok {
-			missing = append(missing, path.Join(dst, e.Name))
+			missing = append(missing, path.Join(w.dst, e.Name))
 		}
 	}
 	made, err := p.mkdirAll(ctx, missing)
 	if err != nil {
 		return err
 	}
-	for _, e := range t.entries {
+	for _, e := range es {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		s, d := path.Join(t.src, e.Name), path.Join(dst, e.Name)
+		s, dd := path.Join(w.src, e.Name), path.Join(w.dst, e.Name)
 		de, ok := existing[e.Name]
-		if !e.IsDir() {
-			var have, part *gridftp.Entry
-			if ok {
-				have = &de
-				if eq, known := same[e.Name]; known {
-					p.summed[d] = eq
+		if e.IsDir() {
+			if ok && !de.IsDir() {
+				p.settled(FileResult{Src: s, Dst: dd, Outcome: Failed, Attempts: 1,
+					Err: &ItemError{Path: dd, Dest: true, Why: "is a file; a directory is needed there"}})
+				continue
+			}
+			w.subs = append(w.subs, sub{e: e, de: de, had: ok, made: made[dd]})
+			continue
+		}
+		var have, part *gridftp.Entry
+		if ok {
+			have = &de
+			if eq, known := same[e.Name]; known {
+				p.summed[dd] = eq
+			}
+		}
+		if pe, ok := existing[partname.For(e.Name)]; ok && p.tempNames() {
+			part = &pe
+		}
+		if err := p.decide(ctx, s, dd, e, have, part, w.srcDir); err != nil {
+			return err
+		}
+		if err := p.flushFull(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lookNames looks the names of es up in the destination directory dst,
+// with their temporary names, pipelined, and returns what exists.
+func (p *planner) lookNames(ctx context.Context, dst string, es []gridftp.Entry) (map[string]gridftp.Entry, error) {
+	names := make([]string, 0, 2*len(es))
+	for _, e := range es {
+		names = append(names, e.Name)
+		if !e.IsDir() && p.tempNames() {
+			names = append(names, partname.For(e.Name))
+		}
+	}
+	paths := make([]string, len(names))
+	for i, n := range names {
+		paths[i] = path.Join(dst, n)
+	}
+	des, errs, err := p.dst.StatAll(ctx, paths)
+	if err != nil {
+		return nil, fmt.Errorf("look up in destination %s: %w", dst, err)
+	}
+	found := map[string]gridftp.Entry{}
+	for i, n := range names {
+		if errs[i] == nil {
+			de := des[i]
+			de.Name = n
+			found[n] = de
+		}
+	}
+	return found, nil
+}
+
+// Listings ahead: while the walk places a directory, the listings of the
+// subdirectories it enters next (up to listers of them), and of their
+// destinations that exist, are made on sessions of their own, a pool at
+// each end that the planner dials as it needs (on a WAN each listing
+// costs round trips: several are in flight). A listing made ahead holds at
+// most listWindow entries; a larger directory is listed again when the
+// walk gets to it, as a stream. The walk's order is the same as without
+// them.
+const listers = 4
+
+// ahead is a listing made ahead of the walk.
+type ahead struct {
+	done chan struct{}
+	es   []gridftp.Entry
+	err  error // errHuge: too large to hold; the walk lists it itself
+}
+
+// aheadKey names a listing ahead: a directory at the source, or at the
+// destination (dst).
+type aheadKey struct {
+	dst  bool
+	path string
+}
+
+// pool is the sessions for listings ahead at one end: idle ones, a slot
+// for each session in use, and how to dial another.
+type pool struct {
+	idle  chan *client.Conn
+	slots chan struct{}
+	dial  func(context.Context) (*client.Conn, error)
+}
+
+// lookAhead starts the listings ahead of keys, those not yet started.
+func (p *planner) lookAhead(ctx context.Context, keys []aheadKey) {
+	for _, k := range keys {
+		pl := p.pools[0]
+		if k.dst {
+			pl = p.pools[1]
+		}
+		if _, ok := p.aheads[k]; ok || pl == nil {
+			continue
+		}
+		if p.aheads == nil {
+			p.aheads = map[aheadKey]*ahead{}
+		}
+		a := &ahead{done: make(chan struct{})}
+		p.aheads[k] = a
+		p.listers.Add(1)
+		go func() {
+			defer p.listers.Done()
+			defer close(a.done)
+			select {
+			case pl.slots <- struct{}{}:
+			case <-ctx.Done():
+				a.err = ctx.Err()
+				return
+			}
+			defer func() { <-pl.slots }()
+			var conn *client.Conn
+			select {
+			case conn = <-pl.idle:
+			default:
+				if conn, a.err = pl.dial(ctx); a.err != nil {
+					return
 				}
 			}
-			if pe, ok := existing[partname.For(e.Name)]; ok && p.tempNames() {
-				part = &pe
+			a.err = conn.ListEach(ctx, k.path, func(e gridftp.Entry) error {
+				if len(a.es) >= listWindow {
+					return errHuge
+				}
+				a.es = append(a.es, e)
+				return nil
+			})
+			if a.err != nil {
+				a.es = nil
 			}
-			if err := p.decide(ctx, s, d, e, have, part); err != nil {
-				return err
+			var refused *gridftp.Error
+			if a.err != nil && !errors.Is(a.err, errHuge) && !errors.As(a.err, &refused) {
+				conn.Close() // broken: the walk lists it itself
+				return
 			}
-			continue
+			pl.idle <- conn
+		}()
+	}
+}
+
+// claimAhead takes the listing of k made ahead, if any (nil: none).
+func (p *planner) claimAhead(k aheadKey) *ahead {
+	a := p.aheads[k]
+	delete(p.aheads, k)
+	return a
+}
+
+// wait waits for a listing ahead (nil: none) and returns its entries, or
+// false when there are none to use (the walk lists the directory).
+func (a *ahead) wait(ctx context.Context) ([]gridftp.Entry, bool) {
+	if a == nil {
+		return nil, false
+	}
+	select {
+	case <-a.done:
+	case <-ctx.Done():
+		return nil, false
+	}
+	return a.es, a.err == nil
+}
+
+// newPool is a pool of sessions dialed by dial; nil without one.
+func newPool(dial func(context.Context) (*client.Conn, error)) *pool {
+	if dial == nil {
+		return nil
+	}
+	return &pool{idle: make(chan *client.Conn, listers), slots: make(chan struct{}, listers), dial: dial}
+}
+
+// closeListers waits for the listings ahead and closes their sessions.
+func (p *planner) closeListers() {
+	p.listers.Wait()
+	for _, pl := range p.pools {
+		for pl != nil && len(pl.idle) > 0 {
+			(<-pl.idle).Close()
 		}
-		if ok && !de.IsDir() {
-			p.failed = append(p.failed, FileResult{Src: s, Dst: d, Outcome: Failed, Attempts: 1,
-				Err: &ItemError{Path: d, Dest: true, Why: "is a file; a directory is needed there"}})
-			continue
+	}
+}
+
+// walkSubs walks the subdirectories of w.
+func (p *planner) walkSubs(ctx context.Context, w *walk) error {
+	subs := w.subs
+	w.subs, w.existing, w.names = nil, nil, nil // what the walk below needs is in subs
+	for i, sd := range subs {
+		if len(subs) > 1 {
+			var next []aheadKey
+			for _, n := range subs[i+1 : min(i+1+listers, len(subs))] {
+				next = append(next, aheadKey{false, path.Join(w.src, n.e.Name)})
+				if !n.made && !p.opts.blind() {
+					next = append(next, aheadKey{true, path.Join(w.dst, n.e.Name)})
+				}
+			}
+			p.lookAhead(ctx, next)
 		}
-		if err := p.place(ctx, t.subs[e.Name], d, !made[d]); err != nil {
+		s, dd := path.Join(w.src, sd.e.Name), path.Join(w.dst, sd.e.Name)
+		switch {
+		case loops(w.up, sd.e):
+			p.settled(FileResult{Src: s, Dst: dd, Outcome: Failed, Attempts: 1,
+				Err: &ItemError{Path: s, Why: "is a directory above it (a symlink loop): not walked again"}})
+			continue
+		case p.dstRoot != nil && p.sources.same(s, sd.e, p.root.dst, *p.dstRoot):
+			continue // the destination, inside its source: not walked
+		case p.whole && !p.sources.paths[s]:
+			continue // made after the sources were listed: the copy's own
+		}
+		_, isSrc := p.sources.find(dd, sd.de)
+		if err := p.walkDir(ctx, s, dd, !sd.made, append(w.up[:len(w.up):len(w.up)], sd.e), sd.had && isSrc, nil); err != nil {
 			return err
 		}
 	}
@@ -469,12 +1039,12 @@ func (p *planner) place(ctx context.Context, t *tree, dst string, existed bool) 
 // computed at both ends at once (sums.go): a directory costs about a
 // round trip, not one per file. A file either end cannot checksum is left out (decide
 // asks again, and reports the failure).
-func (p *planner) sameSums(ctx context.Context, t *tree, dst string, existing map[string]gridftp.Entry) (map[string]bool, error) {
+func (p *planner) sameSums(ctx context.Context, srcDir string, es []gridftp.Entry, dst string, existing map[string]gridftp.Entry) (map[string]bool, error) {
 	if p.opts.SyncLevel != SyncChecksum {
 		return nil, nil
 	}
 	var names []string
-	for _, e := range t.entries {
+	for _, e := range es {
 		if de, ok := existing[e.Name]; ok && !e.IsDir() && !de.IsDir() && de.Size == e.Size {
 			names = append(names, e.Name)
 		}
@@ -485,10 +1055,14 @@ func (p *planner) sameSums(ctx context.Context, t *tree, dst string, existing ma
 	var a, b []string
 	var aerrs, berrs []error
 	var aerr, berr error
-	both(func() { a, aerrs, aerr = p.srcSums.sums(ctx, p.src, p.alg, t.src, names) },
+	src, err := p.srcOps(ctx)
+	if err != nil {
+		return nil, err
+	}
+	both(func() { a, aerrs, aerr = p.srcSums.sums(ctx, src, p.alg, srcDir, names) },
 		func() { b, berrs, berr = p.dstSums.sums(ctx, p.dst, p.alg, dst, names) })
 	if err := errors.Join(aerr, berr); err != nil {
-		return nil, fmt.Errorf("checksums in %s: %w", t.src, err)
+		return nil, fmt.Errorf("checksums in %s: %w", srcDir, err)
 	}
 	if p.summed == nil {
 		p.summed = map[string]bool{}
@@ -509,10 +1083,14 @@ func (p *planner) tempNames() bool { return !p.opts.InPlace && !p.opts.blind() }
 // decide skips or schedules one file by sync level. have is the file at
 // the destination, part what an earlier run left under its temporary name
 // (nil: none).
-func (p *planner) decide(ctx context.Context, src, dst string, e gridftp.Entry, have, part *gridftp.Entry) error {
+func (p *planner) decide(ctx context.Context, src, dst string, e gridftp.Entry, have, part *gridftp.Entry, srcDir bool) error {
 	if have != nil {
-		if s, ok := p.sources.find(dst, *have); ok {
-			p.failed = append(p.failed, FileResult{Src: src, Dst: dst, Size: e.Size, Outcome: Failed, Attempts: 1,
+		s, ok := p.sources.find(dst, *have)
+		if !ok && (srcDir || p.sources.same(src, e, dst, *have)) {
+			s, ok = dst, true
+		}
+		if ok {
+			p.settled(FileResult{Src: src, Dst: dst, Size: e.Size, Outcome: Failed, Attempts: 1,
 				Err: fmt.Errorf("%w (%s)", errSameFile, s)})
 			return nil
 		}
@@ -532,7 +1110,11 @@ func (p *planner) decide(ctx context.Context, src, dst string, e gridftp.Entry, 
 				skip = eq
 				delete(p.summed, dst)
 			} else {
-				a, b, err := checksums(ctx, p.src, p.dst, p.alg, src, dst, 0, -1)
+				conn, err := p.srcOps(ctx)
+				if err != nil {
+					return err
+				}
+				a, b, err := checksums(ctx, conn, p.dst, p.alg, src, dst, 0, -1)
 				if err != nil {
 					return err
 				}
@@ -541,7 +1123,7 @@ func (p *planner) decide(ctx context.Context, src, dst string, e gridftp.Entry, 
 		}
 	}
 	if skip {
-		p.skipped = append(p.skipped, FileResult{Src: src, Dst: dst, Size: e.Size, Outcome: Skipped})
+		p.settled(FileResult{Src: src, Dst: dst, Size: e.Size, Outcome: Skipped})
 		p.leftOver(dst, part)
 		return nil
 	}
@@ -588,11 +1170,15 @@ func (p *planner) resume(ctx context.Context, f *file, have gridftp.Entry) (done
 	if have.Size != f.size {
 		return false, nil
 	}
-	a, b, err := checksums(ctx, p.src, p.dst, p.alg, f.src, f.dst, 0, -1)
+	src, err := p.srcOps(ctx)
+	if err != nil {
+		return false, err
+	}
+	a, b, err := checksums(ctx, src, p.dst, p.alg, f.src, f.dst, 0, -1)
 	if err != nil || a != b {
 		return false, err
 	}
-	p.resumed = append(p.resumed, FileResult{Src: f.src, Dst: f.dst, Size: f.size, Outcome: Transferred,
+	p.settled(FileResult{Src: f.src, Dst: f.dst, Size: f.size, Outcome: Transferred,
 		Checksum: p.alg + ":" + a, Attempts: 1})
 	return true, nil
 }
@@ -656,7 +1242,11 @@ func (p *planner) goodBlocks(ctx context.Context, f *file, n int64) (gridftp.Ran
 	var a, b []gridftp.Reply
 	var aerrs, berrs []error
 	var aerr, berr error
-	both(func() { a, aerrs, aerr = p.src.DoAll(ctx, srcCmds) }, func() { b, berrs, berr = p.dst.DoAll(ctx, dstCmds) })
+	src, err := p.srcOps(ctx)
+	if err != nil {
+		return good, err
+	}
+	both(func() { a, aerrs, aerr = src.DoAll(ctx, srcCmds) }, func() { b, berrs, berr = p.dst.DoAll(ctx, dstCmds) })
 	if err := errors.Join(aerr, berr); err != nil {
 		return good, fmt.Errorf("checksums of %s's blocks: %w", f.src, err)
 	}

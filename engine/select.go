@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"ferry/gridftp"
+	"ferry/gridftp/client"
 	"ferry/internal/partname"
 )
 
@@ -38,20 +39,36 @@ func included(filters []Filter, e gridftp.Entry) (bool, error) {
 	return true, nil
 }
 
-// deleteExtra deletes what the destination directory dst (its entries in
-// existing) has and the listed source directory t does not. An entry the
-// filters exclude is kept, as rsync keeps it, and so is one that is a
-// source of the copy (a destination above its source).
-func (p *planner) deleteExtra(ctx context.Context, t *tree, dst string, existing map[string]gridftp.Entry) error {
-	for _, name := range slices.Sorted(maps.Keys(existing)) {
-		if t.names[name] || partname.Is(name) {
-			continue // a temporary name: a copy may be writing it, or resume from it
+// deleteExtra deletes what the destination directory of w has and its
+// source directory does not: from the names the walk kept, or, for a
+// source too large to keep them, by the destination's listing, streamed,
+// its names looked up at the source in windows. An entry the filters
+// exclude is kept, as rsync keeps it, and so is one that is a source of
+// the copy (a destination above its source), and a temporary name (a
+// copy may be writing it, or resume from it).
+func (p *planner) deleteExtra(ctx context.Context, w *walk) error {
+	var extra []gridftp.Entry
+	if w.names != nil && !w.huge {
+		for _, name := range slices.Sorted(maps.Keys(w.existing)) {
+			if !w.names[name] {
+				extra = append(extra, w.existing[name])
+			}
 		}
-		de := existing[name]
+	} else {
+		var err error
+		if extra, err = p.extraStreamed(ctx, w); err != nil {
+			return err
+		}
+	}
+	for _, de := range extra {
+		name := de.Name
+		if partname.Is(name) {
+			continue
+		}
 		if ok, _ := included(p.opts.Filters, de); !ok {
 			continue // excluded (or a bad pattern): kept
 		}
-		d := path.Join(dst, name)
+		d := path.Join(w.dst, name)
 		if p.sources.protects(d, de) {
 			continue
 		}
@@ -59,7 +76,7 @@ func (p *planner) deleteExtra(ctx context.Context, t *tree, dst string, existing
 		var refused *gridftp.Error
 		if errors.As(err, &refused) {
 			// Src is where the source would have it.
-			p.failed = append(p.failed, FileResult{Src: path.Join(t.src, name), Dst: d, Outcome: Failed, Attempts: 1,
+			p.settled(FileResult{Src: path.Join(w.src, name), Dst: d, Outcome: Failed, Attempts: 1,
 				Err: fmt.Errorf("delete destination entry missing at the source: %w", err)})
 			continue
 		}
@@ -68,6 +85,49 @@ func (p *planner) deleteExtra(ctx context.Context, t *tree, dst string, existing
 		}
 	}
 	return nil
+}
+
+// extraStreamed lists the destination directory of w as a stream and
+// looks its names up at the source in windows of listWindow: it returns
+// the entries the source does not have.
+func (p *planner) extraStreamed(ctx context.Context, w *walk) ([]gridftp.Entry, error) {
+	var extra, buf []gridftp.Entry
+	checked := false
+	check := func() error {
+		checked = true
+		paths := make([]string, len(buf))
+		for i, de := range buf {
+			paths[i] = path.Join(w.src, de.Name)
+		}
+		_, errs, err := p.src.StatAll(ctx, paths)
+		if err != nil {
+			return fmt.Errorf("look up in source %s: %w", w.src, err)
+		}
+		for i, de := range buf {
+			if isNotFound(errs[i]) {
+				extra = append(extra, de)
+			}
+		}
+		buf = buf[:0]
+		return nil
+	}
+	err := p.listAt(ctx, true, w.dst, func(de gridftp.Entry) error {
+		if !client.ListedName(de.Name) || partname.Is(de.Name) {
+			return nil
+		}
+		buf = append(buf, de)
+		if len(buf) >= listWindow {
+			return check()
+		}
+		return nil
+	}, func() bool { return checked })
+	if err == nil && len(buf) > 0 {
+		err = check()
+	}
+	if err != nil && !isNotFound(err) {
+		return nil, fmt.Errorf("list destination %s: %w", w.dst, err)
+	}
+	return extra, nil
 }
 
 // Deletion is a path that DeleteExtra deleted at the destination: an
@@ -96,8 +156,8 @@ func (p *planner) removed(d string, e gridftp.Entry) {
 }
 
 // Starter is an optional interface of a Reporter: Started is called once
-// the copy has listed its work and chosen its settings, before any data
-// moves.
+// the copy has chosen its settings from the first files it listed, before
+// any data moves.
 type Starter interface {
 	Started(Settings)
 }
@@ -109,9 +169,10 @@ type Tuner interface {
 	Tuned(from, to int, prev, cur float64)
 }
 
-// Walker is an optional interface of a Reporter: Walked is called once
-// the copy has listed its work, with the number of source directories it
-// walked (every one, also those whose files were all skipped).
+// Walker is an optional interface of a Reporter: Walked is called as the
+// copy lists its work, with the number of source directories it walked so
+// far (every one, also those whose files were all skipped): each call
+// replaces the last.
 type Walker interface {
 	Walked(dirs int)
 }

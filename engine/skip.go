@@ -31,6 +31,6 @@ func (p *planner) skipsSource(src, dst string, err error) bool {
 	if !p.opts.SkipSourceErrors || !SourceError(err) {
 		return false
 	}
-	p.skippedErrs = append(p.skippedErrs, FileResult{Src: src, Dst: dst, Outcome: SkippedError, Attempts: 1, Err: err})
+	p.settled(FileResult{Src: src, Dst: dst, Outcome: SkippedError, Attempts: 1, Err: err})
 	return true
 }

@@ -243,35 +243,67 @@ func tarStreams(o Options, s Settings) (int, string) {
 	return wanTarStreams, fmt.Sprintf(", on %d streams each over a wide-area link", wanTarStreams)
 }
 
-// tarPlan decides whether small files move as tar streams, records it in
-// the settings, and returns the batches and the files that go one by one.
-// The ends are asked what they can only when the files favour it.
-func (c *copier) tarPlan(ctx context.Context, files []*file) ([]*batch, []*file) {
+// tarWindow batches a window of the plan's files (first: the first
+// window, last: the last) and returns the batches and the files that go
+// one by one. Whether small files move as tar streams is decided, and
+// recorded in the settings, on the first window of tarMinFiles files or
+// more, or on the last (auto mode); till then files go one by one. The
+// ends are asked what they can only when the files favour it; the
+// planning sessions are free while a window is handed on. A decision
+// after the first window keeps the streams tuning gave the files.
+func (c *copier) tarWindow(ctx context.Context, files []*file, first, last bool) ([]*batch, []*file) {
+	if !c.tarDecided {
+		if c.opts.Tar == TarAuto && len(files) < tarMinFiles && !last {
+			return nil, files
+		}
+		c.tarDecided = true
+		why := c.tarDecide(ctx, files)
+		if first && c.tarPer > 0 {
+			var more string
+			c.set.Parallelism, more = tarStreams(c.opts, c.set)
+			why += more
+		}
+		c.setTar(first, func(s *Settings) { s.TarReason = why })
+	}
+	if c.tarPer == 0 {
+		return nil, files
+	}
+	bs, rest := c.batches(files, batchesPerPair*c.set.Concurrency, c.tarPer)
+	c.setTar(first, func(s *Settings) { s.Batches += len(bs) })
+	return bs, rest
+}
+
+// setTar records a tar setting: in the settings begin reports, for the
+// first window, else in the result's.
+func (c *copier) setTar(first bool, set func(*Settings)) {
+	if first {
+		set(&c.set)
+		return
+	}
+	c.mu.Lock()
+	set(&c.res.Settings)
+	c.mu.Unlock()
+}
+
+// tarDecide decides whether small files move as tar streams (tarPer > 0)
+// and says why.
+func (c *copier) tarDecide(ctx context.Context, files []*file) string {
 	c.tarSrc, c.tarDst = tarEnd{layer: true}, tarEnd{layer: true}
 	if use, _ := c.chooseTar(files); !use || c.listing == nil {
 		c.tarSrc, c.tarDst = tarEnd{}, tarEnd{}
-		c.set.TarReason = ""
-		return nil, files
+		return ""
 	}
 	p := c.listing
 	both(func() { c.tarSrc = probeTar(ctx, p.Src) }, func() { c.tarDst = probeTar(ctx, p.Dst) })
 	use, why := c.chooseTar(files)
-	if use {
-		var more string
-		c.set.Parallelism, more = tarStreams(c.opts, c.set)
-		why += more
-	}
-	c.set.TarReason = why
 	if !use {
-		return nil, files
+		return why
 	}
-	per := tarMaxMembers
+	c.tarPer = tarMaxMembers
 	if c.tarSrc.popen != "" {
-		per = popenMaxMembers
+		c.tarPer = popenMaxMembers
 	}
-	bs, rest := c.batches(files, batchesPerPair*c.set.Concurrency, per)
-	c.set.Batches = len(bs)
-	return bs, rest
+	return why
 }
 
 // batches groups the tarable files into batches of one tree each, of at

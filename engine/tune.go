@@ -18,8 +18,10 @@ const wideArea = 5 * time.Millisecond
 // file-size mix and the control channels' round trip, keeping what the
 // options fix. Small files want many in flight (pipelining, sessions);
 // large files want streams (parallelism) and, over a WAN, chunks that the
-// optimizer can spread over more sessions while the rate rises.
-func tune(o Options, files []*file, s Settings) Settings {
+// optimizer can spread over more sessions while the rate rises. files are
+// the first window of the plan; more says that more may come, so their
+// number does not cap the session pairs.
+func tune(o Options, files []*file, s Settings, more bool) Settings {
 	var total, largest int64
 	for _, f := range files {
 		total += f.size
@@ -98,7 +100,7 @@ func tune(o Options, files []*file, s Settings) Settings {
 	// makes long (one 512 MiB file, 16 streams, median of 2: 60 ms, 0.01
 	// %, bbr 5.4 s in one, 5.6 s in 64 MiB chunks; 150 ms, cubic 7.5 s
 	// against 10.4 s; 20 ms, 0.1 %, cubic 14.1 s against 16.3 s).
-	lone := len(files) < s.Concurrency && !wan
+	lone := !more && len(files) < s.Concurrency && !wan
 	if largest >= 512*mib && (largest > 4096*mib || lone) {
 		s.ChunkSize = max(64*mib, min(largest/8, 1024*mib))
 		reason := "so that the largest file can be spread over the session pairs the optimizer adds"
@@ -143,10 +145,14 @@ func tune(o Options, files []*file, s Settings) Settings {
 	if s.ChunkSize > 0 {
 		units += int(largest / s.ChunkSize)
 	}
-	if units < s.Concurrency {
-		why = append(why, fmt.Sprintf("no more session pairs than there are files and chunks (%d)", max(1, units)))
+	if more {
+		why[0] = "the first " + why[0]
+	} else {
+		if units < s.Concurrency {
+			why = append(why, fmt.Sprintf("no more session pairs than there are files and chunks (%d)", max(1, units)))
+		}
+		s.Concurrency = max(1, min(s.Concurrency, units))
 	}
-	s.Concurrency = max(1, min(s.Concurrency, units))
 	why = append(why, fmt.Sprintf("then every %v the optimizer adds a session pair while the rate rises by %.0f %% (up to %d) and takes one away when it falls by %.0f %%",
 		tuneInterval(s.RTT).Round(100*time.Millisecond), (tuneGain-1)*100, maxConcurrency(s), (1-tuneLoss)*100))
 	s.Why = strings.Join(why, "; ")

@@ -60,7 +60,7 @@ func TestTune(t *testing.T) {
 		{"options win", Options{Concurrency: 3, Parallelism: 5, Pipelining: 7, ChunkSize: -1}, sameFiles(1, 4096*mib), lan, Settings{Concurrency: 1, Parallelism: 5, Pipelining: 7, RTT: lan.RTT}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := tune(tc.o, tc.files, tc.in)
+			got := tune(tc.o, tc.files, tc.in, false)
 			if got.Why == "" {
 				t.Error("tune gave no reason")
 			}
@@ -93,7 +93,7 @@ func TestTuneWhy(t *testing.T) {
 		{"options", Options{Parallelism: 8, ChunkSize: -1}, sameFiles(10, 20*mib), wan, []string{"medium files", "-p 8, --chunk-size 0 (no chunks) as given"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			why := tune(tc.o, tc.files, tc.in).Why
+			why := tune(tc.o, tc.files, tc.in, false).Why
 			for _, w := range tc.want {
 				if !strings.Contains(why, w) {
 					t.Errorf("why %q: want %q in it", why, w)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -72,6 +73,13 @@ type service struct {
 
 func startService(t *testing.T, withWorker bool) *service {
 	t.Helper()
+	return startServiceWrapped(t, withWorker, nil)
+}
+
+// startServiceWrapped is startService with the API's handler wrapped by
+// wrap (nil: not wrapped).
+func startServiceWrapped(t *testing.T, withWorker bool, wrap func(http.Handler) http.Handler) *service {
+	t.Helper()
 	db, err := sqlstore.Open(t.Context(), filepath.Join(t.TempDir(), "ferry.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +98,11 @@ func startService(t *testing.T, withWorker bool) *service {
 	}
 	ops := &gridops.Ops{Timeout: 10 * time.Second}
 	h := &httpapi.Server{Store: db, Ops: ops, Box: box}
-	srv := httptest.NewServer(h.Handler())
+	handler := h.Handler()
+	if wrap != nil {
+		handler = wrap(handler)
+	}
+	srv := httptest.NewServer(handler)
 	t.Cleanup(srv.Close)
 	if withWorker {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -113,11 +125,7 @@ type result struct {
 // only through the saved login or the flags given.
 func (s *service) ferry(stdin string, args ...string) result {
 	s.t.Helper()
-	cmd := exec.CommandContext(s.t.Context(), ferryBin, args...)
-	cmd.Env = slices.DeleteFunc(os.Environ(), func(e string) bool {
-		return strings.HasPrefix(e, "FERRY_") || strings.HasPrefix(e, "XDG_CONFIG_HOME=")
-	})
-	cmd.Env = append(cmd.Env, "XDG_CONFIG_HOME="+s.home)
+	cmd := s.command(args...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -131,6 +139,17 @@ func (s *service) ferry(stdin string, args ...string) result {
 		s.t.Fatalf("ferry %s: %v", strings.Join(args, " "), err)
 	}
 	return r
+}
+
+// command is the CLI with args, run against the service only through
+// the saved login or the flags given.
+func (s *service) command(args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(s.t.Context(), ferryBin, args...)
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(e string) bool {
+		return strings.HasPrefix(e, "FERRY_") || strings.HasPrefix(e, "XDG_CONFIG_HOME=")
+	})
+	cmd.Env = append(cmd.Env, "XDG_CONFIG_HOME="+s.home)
+	return cmd
 }
 
 // ok runs the CLI and fails the test unless it exits 0.

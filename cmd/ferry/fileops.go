@@ -1,14 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
 	"path"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -16,48 +19,87 @@ import (
 	"ferry/service/apiclient"
 )
 
-// list returns a whole directory listing, page by page.
-func list(ctx context.Context, cl *apiclient.Client, ep string, q api.ListQuery) (api.FileList, error) {
-	q.Limit = 1000
-	all, err := cl.Ls(ctx, ep, q)
-	for err == nil && len(all.Data) < all.Total {
-		q.Offset = len(all.Data)
-		var page api.FileList
-		if page, err = cl.Ls(ctx, ep, q); err == nil && len(page.Data) == 0 {
-			break
+// lsPage is how many entries ls asks the service for at once.
+const lsPage = 1000
+
+// eachEntry calls fn with each entry of the directory q.Path, page by
+// page as the service sends them (after each page, pageDone), and, down
+// to depth levels of subdirectories, with the entries of each directory
+// after it, named by their path under q.Path; begin is called once, with
+// the first page. Only a page a level is held at once.
+func eachEntry(ctx context.Context, cl *apiclient.Client, ep string, q api.ListQuery, depth int, prefix string,
+	begin func(api.FileList), fn func(api.File), pageDone func() error) error {
+	q.Limit, q.Offset = lsPage, 0
+	for {
+		page, err := cl.Ls(ctx, ep, q)
+		if err != nil {
+			return err
 		}
-		all.Data = append(all.Data, page.Data...)
+		if begin != nil {
+			begin(page)
+			begin = nil
+		}
+		for _, f := range page.Data {
+			name := f.Name
+			f.Name = prefix + name
+			fn(f)
+			if f.Type != "dir" || depth == 0 {
+				continue
+			}
+			sub := q
+			sub.Path = path.Join(page.Path, name)
+			if err := eachEntry(ctx, cl, ep, sub, depth-1, f.Name+"/", nil, fn, pageDone); err != nil {
+				return err
+			}
+		}
+		if err := pageDone(); err != nil {
+			return err
+		}
+		q.Offset += len(page.Data)
+		if len(page.Data) == 0 || q.Offset >= page.Total {
+			return nil
+		}
 	}
-	all.Length, all.Limit = len(all.Data), 0
-	return all, err
 }
 
-// listTree is list that, down to depth levels of subdirectories, adds the
-// entries of each directory after it, named by their path under q.Path.
-func listTree(ctx context.Context, cl *apiclient.Client, ep string, q api.ListQuery, depth int) (api.FileList, error) {
-	l, err := list(ctx, cl, ep, q)
-	if err != nil || depth == 0 {
-		return l, err
+// lsJSON writes a listing as one JSON document (an api.FileList) as its
+// entries come: the counts, known at the end, follow them.
+type lsJSON struct {
+	w     *bufio.Writer
+	n     int
+	begun bool
+}
+
+func (j *lsJSON) begin(l api.FileList) {
+	j.begun = true
+	fmt.Fprintf(j.w, "{\n  \"DATA_TYPE\": \"file_list\",\n  \"endpoint\": %s,\n  \"path\": %s,\n  \"DATA\": [", jsonString(l.Endpoint), jsonString(l.Path))
+}
+
+func (j *lsJSON) entry(f api.File) {
+	if j.n > 0 {
+		j.w.WriteString(",")
 	}
-	var out []api.File
-	for _, f := range l.Data {
-		out = append(out, f)
-		if f.Type != "dir" {
-			continue
-		}
-		sub := q
-		sub.Path = path.Join(l.Path, f.Name)
-		sl, err := listTree(ctx, cl, ep, sub, depth-1)
-		if err != nil {
-			return l, err
-		}
-		for _, g := range sl.Data {
-			g.Name = f.Name + "/" + g.Name
-			out = append(out, g)
-		}
+	j.n++
+	b, _ := json.MarshalIndent(f, "    ", "  ") // an api.File always marshals
+	j.w.WriteString("\n    ")
+	j.w.Write(b)
+}
+
+func (j *lsJSON) end() error {
+	if !j.begun {
+		return j.w.Flush()
 	}
-	l.Data, l.Length, l.Total = out, len(out), len(out)
-	return l, nil
+	if j.n > 0 {
+		j.w.WriteString("\n  ")
+	}
+	fmt.Fprintf(j.w, "],\n  \"length\": %d,\n  \"limit\": 0,\n  \"offset\": 0,\n  \"total\": %d\n}\n", j.n, j.n)
+	return j.w.Flush()
+}
+
+// jsonString is s as a JSON string.
+func jsonString(s string) string {
+	b, _ := json.Marshal(s) // a string always marshals
+	return string(b)
 }
 
 // mode is a listing's permissions as ls -l shows them: drwxr-xr-x.
@@ -112,23 +154,7 @@ so a directory whose name does not pass is not entered.`,
 			if err != nil {
 				return err
 			}
-			l, err := listTree(cmd.Context(), cl, p.ep, q, depth)
-			if err != nil {
-				return err
-			}
-			return c.print(cmd, l, func(w io.Writer) {
-				for _, f := range l.Data {
-					name := f.Name
-					if f.Type == "dir" {
-						name += "/"
-					}
-					if long {
-						row(w, mode(f), cmp.Or(f.User, "-"), cmp.Or(f.Group, "-"), f.Size, when(f.LastModified), name)
-					} else {
-						fmt.Fprintln(w, name)
-					}
-				}
-			})
+			return c.ls(cmd, cl, p.ep, q, depth, long)
 		},
 	}
 	f := cmd.Flags()
@@ -138,6 +164,49 @@ so a directory whose name does not pass is not entered.`,
 	f.IntVar(&depth, "recursive-depth-limit", 3, "with -r, descend at most this many levels")
 	f.StringVar(&filter, "filter", "", "only names that pass PATTERN: =NAME, !=NAME, ~GLOB or !~GLOB")
 	return c.flags(cmd)
+}
+
+// ls prints the listing q asks for (see eachEntry) page by page as it
+// comes: as -F says, a table aligned a page at a time, or one JSON
+// document.
+func (c *cli) ls(cmd *cobra.Command, cl *apiclient.Client, ep string, q api.ListQuery, depth int, long bool) error {
+	out := bufio.NewWriter(cmd.OutOrStdout())
+	if c.format == "json" {
+		j := &lsJSON{w: out}
+		err := eachEntry(cmd.Context(), cl, ep, q, depth, "", j.begin, j.entry, out.Flush)
+		if err != nil {
+			out.Flush()
+			return err
+		}
+		return j.end()
+	}
+	var w io.Writer = out
+	flush := out.Flush
+	if c.format != "unix" {
+		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		w = tw
+		flush = func() error {
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			return out.Flush()
+		}
+	}
+	err := eachEntry(cmd.Context(), cl, ep, q, depth, "", nil, func(f api.File) {
+		name := f.Name
+		if f.Type == "dir" {
+			name += "/"
+		}
+		if long {
+			row(w, mode(f), cmp.Or(f.User, "-"), cmp.Or(f.Group, "-"), f.Size, when(f.LastModified), name)
+		} else {
+			fmt.Fprintln(w, name)
+		}
+	}, flush)
+	if ferr := flush(); err == nil {
+		err = ferr
+	}
+	return err
 }
 
 func newMkdirCmd(c *cli) *cobra.Command {

@@ -1,9 +1,20 @@
 package main
 
 import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"ferry/gridftp/server"
+	"ferry/gridftp/server/servertest"
+	"ferry/service/api"
+	"ferry/storage"
 )
 
 // TestCLILsFilter: ls --filter lists the names that pass a pattern, as
@@ -40,4 +51,146 @@ func TestCLILsFilter(t *testing.T) {
 	}
 	s.fails(exitUsage, `--filter: name filter "~[a": "[a" is not a glob`, "ls", "ep:/proj", "--filter", "~[a")
 	s.fails(exitUsage, `name filter "~a/b": want`, "ls", "ep:/proj", "--filter", "~a/b")
+}
+
+// countedLister counts the listings of a tree's directories.
+type countedLister struct {
+	storage.Driver
+	mu     sync.Mutex
+	listed map[string]int
+}
+
+func (c *countedLister) ListDir(ctx context.Context, name string, fn func(storage.Info) error) error {
+	c.mu.Lock()
+	c.listed[name]++
+	c.mu.Unlock()
+	return storage.ListDir(ctx, c.Driver, name, fn)
+}
+
+func (c *countedLister) ReadDir(ctx context.Context, name string) ([]storage.Info, error) {
+	c.mu.Lock()
+	c.listed[name]++
+	c.mu.Unlock()
+	return c.Driver.ReadDir(ctx, name)
+}
+
+func (c *countedLister) count(name string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.listed[name]
+}
+
+// TestCLILsHugeDirectory: ferry ls of a directory of 30,000 entries
+// prints its first page before it asks for the second, prints every name
+// once, and the endpoint's server lists the directory once for all the
+// pages; -l and -F json (one JSON document) too.
+func TestCLILsHugeDirectory(t *testing.T) {
+	t.Parallel()
+	const many = 30000
+	root, fs := servertest.Root(t)
+	counted := &countedLister{Driver: fs, listed: map[string]int{}}
+	addr := servertest.Serve(t, &server.Server{FS: counted, Anonymous: true})
+	want := map[string]bool{}
+	for i := range many {
+		name := fmt.Sprintf("f%05d", i)
+		want[name] = true
+		writeFile(t, filepath.Join(root, "big", name), "")
+	}
+
+	// The CLI's request for a page after the first waits until the
+	// CLI has printed a line (or, if it never does, a minute).
+	var (
+		mu      sync.Mutex
+		printed chan struct{}
+		early   bool
+	)
+	s := startServiceWrapped(t, false, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var wait chan struct{}
+			if strings.HasSuffix(r.URL.Path, "/ls") && r.URL.Query().Get("offset") == "1000" {
+				mu.Lock()
+				wait, printed = printed, nil
+				mu.Unlock()
+			}
+			if wait != nil {
+				select {
+				case <-wait:
+					mu.Lock()
+					early = true
+					mu.Unlock()
+				case <-time.After(time.Minute):
+				}
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	s.login()
+	s.ok("", "endpoint", "add", "ep", "--server", "ftp://"+addr)
+
+	mu.Lock()
+	printed = make(chan struct{})
+	signal := printed
+	mu.Unlock()
+	cmd := s.command("ls", "ep:/big")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if len(got) == 0 {
+			close(signal)
+		}
+		got[sc.Text()]++
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("ferry ls: %v", err)
+	}
+	mu.Lock()
+	if !early {
+		t.Errorf("ferry ls printed nothing before it asked for the second page")
+	}
+	mu.Unlock()
+	checkNames(t, "ls", got, want)
+	if n := counted.count("/big"); n != 1 {
+		t.Errorf("ls of %d entries: the server listed the directory %d times, want once", many, n)
+	}
+
+	got = map[string]int{}
+	for line := range strings.Lines(s.ok("", "ls", "-l", "ep:/big")) {
+		f := strings.Fields(line)
+		got[f[len(f)-1]]++
+	}
+	checkNames(t, "ls -l", got, want)
+
+	var l api.FileList
+	s.okJSON(&l, "ls", "ep:/big")
+	got = map[string]int{}
+	for _, f := range l.Data {
+		got[f.Name]++
+	}
+	checkNames(t, "ls -F json", got, want)
+	if l.Total != many || l.Length != many || l.Path != "/big" || l.DataType != "file_list" {
+		t.Errorf("ls -F json: %+v", l.PageInfo)
+	}
+	if n := counted.count("/big"); n != 3 {
+		t.Errorf("three ls: the server listed the directory %d times, want 3", n)
+	}
+}
+
+// checkNames checks that got counts each name of want once, and no other.
+func checkNames(t *testing.T, what string, got map[string]int, want map[string]bool) {
+	t.Helper()
+	for name, n := range got {
+		if n != 1 || !want[name] {
+			t.Errorf("%s: %q printed %d times", what, name, n)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%s: %d names printed, want %d", what, len(got), len(want))
+	}
 }

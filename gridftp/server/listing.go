@@ -1,8 +1,12 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
 	"strings"
@@ -34,7 +38,11 @@ func listArg(arg string) string {
 	return arg
 }
 
-// list sends a listing over the data channel.
+// list sends a listing over the data channel. The entries of a directory
+// are written as the storage lists them (storage.ListDir), in its order,
+// so a directory of millions of entries costs the memory of a few blocks;
+// an error before anything is sent (the directory cannot be read) is the
+// command's reply, one after is the transfer's.
 func (ss *session) list(arg string, format listFormat) bool {
 	defer ss.clearRest()
 	ctx, done := ss.transferContext()
@@ -47,44 +55,86 @@ func (ss *session) list(arg string, format listFormat) bool {
 	if err == nil && format == formatMLSD && !info.IsDir() {
 		err = fmt.Errorf("mlsd %s: %w", p, storage.ErrNotDir)
 	}
-	var entries []storage.Info
-	if err == nil && info.IsDir() {
-		entries, err = ss.srv.FS.ReadDir(ctx, p)
-	} else if err == nil {
-		entries = []storage.Info{info}
-	}
 	if err != nil {
 		ss.errorReply("list", err)
 		return true
 	}
-	var b bytes.Buffer
-	switch format {
-	case formatMLSD:
-		info.Name = "."
-		writeFacts(&b, info, "cdir")
-		if parent, err := ss.srv.FS.Stat(ctx, path.Dir(p)); err == nil {
-			parent.Name = ".."
-			writeFacts(&b, parent, "pdir")
+	write := func(w *bufio.Writer) error {
+		err := ss.writeListing(ctx, w, p, info, format)
+		if err == nil {
+			err = w.Flush()
 		}
-		for _, e := range entries {
-			writeFacts(&b, e, "")
-		}
-	case formatNLST:
-		for _, e := range entries {
-			b.WriteString(e.Name)
-			b.WriteString("\r\n")
-		}
-	default:
-		now := time.Now()
-		for _, e := range entries {
-			b.WriteString(listLineAt(e, now))
-			b.WriteString("\r\n")
-		}
+		return err
 	}
-	data := b.Bytes()
-	err = ss.sendData(ctx, bytes.NewReader(data), []gridftp.Range{{Start: 0, End: int64(len(data))}}, 0, int64(len(data)))
+	if ss.striped() || ss.modeE && ss.stripe.count > 1 {
+		// The stripes send ranges of a whole: the listing is made first.
+		var b bytes.Buffer
+		if err := write(bufio.NewWriter(&b)); err != nil {
+			ss.errorReply("list", err)
+			return true
+		}
+		data := b.Bytes()
+		err = ss.sendData(ctx, bytes.NewReader(data), []gridftp.Range{{Start: 0, End: int64(len(data))}}, 0, int64(len(data)))
+		ss.finish(ctx, "list", err, false)
+		return true
+	}
+	pr, pw := io.Pipe()
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		pw.CloseWithError(write(bufio.NewWriterSize(pw, listBuffer)))
+	}()
+	defer func() {
+		pr.CloseWithError(errListingDone) // stops the writer if the transfer failed
+		<-written
+	}()
+	r := bufio.NewReaderSize(pr, listBuffer)
+	if _, err := r.Peek(1); err != nil && !errors.Is(err, io.EOF) {
+		ss.errorReply("list", err)
+		return true
+	}
+	err = ss.sendStream(ctx, r)
 	ss.finish(ctx, "list", err, false)
 	return true
+}
+
+// listBuffer is how much of a listing is written at once; the first
+// block is written only once the directory has been opened and read.
+const listBuffer = 32 << 10
+
+// errListingDone stops the writing of a listing no longer read.
+var errListingDone = errors.New("listing no longer read")
+
+// writeListing writes the listing of p, which info describes, to w: a
+// directory's entries as the storage lists them, or the one line of a
+// file.
+func (ss *session) writeListing(ctx context.Context, w *bufio.Writer, p string, info storage.Info, format listFormat) error {
+	now := time.Now()
+	line := func(e storage.Info) error {
+		switch format {
+		case formatMLSD:
+			return writeFacts(w, e, "")
+		case formatNLST:
+			_, err := w.WriteString(e.Name + "\r\n")
+			return err
+		default:
+			_, err := w.WriteString(listLineAt(e, now) + "\r\n")
+			return err
+		}
+	}
+	if !info.IsDir() {
+		return line(info)
+	}
+	if format == formatMLSD {
+		dot := info
+		dot.Name = "."
+		writeFacts(w, dot, "cdir")
+		if parent, err := ss.srv.FS.Stat(ctx, path.Dir(p)); err == nil {
+			parent.Name = ".."
+			writeFacts(w, parent, "pdir")
+		}
+	}
+	return storage.ListDir(ctx, ss.srv.FS, p, line)
 }
 
 func (ss *session) handleMLST(arg string) bool {
@@ -117,7 +167,7 @@ func shownTarget(info storage.Info) string {
 
 // writeFacts writes one MLSx line (RFC 3659): facts, a space, the name.
 // kind overrides the Type fact ("cdir", "pdir").
-func writeFacts(b *bytes.Buffer, info storage.Info, kind string) {
+func writeFacts(b io.StringWriter, info storage.Info, kind string) error {
 	e := gridftp.Entry{Name: info.Name, Type: "file", Size: info.Size, Modify: info.ModTime,
 		Perm: "r", Mode: uint32(info.Mode.Perm()), Target: shownTarget(info), Unique: info.ID}
 	writable := info.Mode.Perm()&0o200 != 0
@@ -136,8 +186,8 @@ func writeFacts(b *bytes.Buffer, info storage.Info, kind string) {
 	if info.Mode&fs.ModeSymlink != 0 {
 		e.Type, e.Perm = "OS.unix=slink", ""
 	}
-	b.WriteString(e.Format())
-	b.WriteString("\r\n")
+	_, err := b.WriteString(e.Format() + "\r\n")
+	return err
 }
 
 // listLine renders one "ls -l" line.

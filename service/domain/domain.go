@@ -519,7 +519,9 @@ type FileInfo struct {
 // server did not answer in time.
 type FileOps interface {
 	Check(ctx context.Context, ep Endpoint, l Login) error
-	List(ctx context.Context, ep Endpoint, l Login, path string) ([]FileInfo, error)
+	// List calls fn with each entry of the directory path as the listing
+	// arrives, in the server's order; an error from fn stops it.
+	List(ctx context.Context, ep Endpoint, l Login, path string, fn func(FileInfo) error) error
 	Mkdir(ctx context.Context, ep Endpoint, l Login, path string) error
 	// Rename refuses (EConflict) a to that exists, unless overwrite.
 	Rename(ctx context.Context, ep Endpoint, l Login, from, to string, overwrite bool) error

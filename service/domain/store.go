@@ -214,12 +214,12 @@ type Store interface {
 
 	// Files and events.
 	//
-	// RecordedIn calls fn with the name (after dir: SplitDir) of every
-	// file of the task recorded in directory dir, whatever its state, in
-	// no set order; fn must not call the store. It reads the records of
+	// RecordedIn calls fn with the name (after dir: SplitDir) and the
+	// destination of every file of the task recorded in directory dir,
+	// whatever its state, in no set order; fn must not call the store. It reads the records of
 	// that directory only: a worker asks it directory by directory
 	// rather than holding every record of a task.
-	RecordedIn(ctx context.Context, taskID, dir string, fn func(name string)) error
+	RecordedIn(ctx context.Context, taskID, dir string, fn func(name, dst string)) error
 	// Files lists a task's file records in state (all states if ""),
 	// ordered as they were recorded (one Progress call's by directory),
 	// after the marker (0: from the start); it returns the marker of the

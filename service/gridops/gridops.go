@@ -441,19 +441,17 @@ func (o *Ops) Check(ctx context.Context, ep domain.Endpoint, l domain.Login) err
 	return nil
 }
 
-// List lists the directory p.
-func (o *Ops) List(ctx context.Context, ep domain.Endpoint, l domain.Login, p string) ([]domain.FileInfo, error) {
-	var out []domain.FileInfo
-	err := o.with(ctx, ep, l, "list", p, func(c *client.Conn) error {
-		entries, err := c.List(ctx, p)
-		for _, e := range entries {
-			if client.ListedName(e.Name) {
-				out = append(out, fileInfo(e))
+// List calls fn with each entry of the directory p as the listing
+// arrives, in the server's order; an error from fn stops it.
+func (o *Ops) List(ctx context.Context, ep domain.Endpoint, l domain.Login, p string, fn func(domain.FileInfo) error) error {
+	return o.with(ctx, ep, l, "list", p, func(c *client.Conn) error {
+		return c.ListEach(ctx, p, func(e gridftp.Entry) error {
+			if !client.ListedName(e.Name) {
+				return nil
 			}
-		}
-		return err
+			return fn(fileInfo(e))
+		})
 	})
-	return out, err
 }
 
 func fileInfo(e gridftp.Entry) domain.FileInfo {

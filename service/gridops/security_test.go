@@ -52,7 +52,7 @@ func TestNetworkPolicy(t *testing.T) {
 			ops := &gridops.Ops{Timeout: 5 * time.Second, Networks: tc.nets}
 			ep := domain.Endpoint{Owner: "o", Name: "ep", Servers: []string{tc.server}, Auth: domain.AuthAnonymous}
 			start := time.Now()
-			_, err := ops.List(t.Context(), ep, domain.Login{}, "/")
+			_, err := list(t.Context(), ops, ep, domain.Login{}, "/")
 			if got := code(err); got != tc.want || !strings.Contains(domain.ErrorMessage(err), tc.why) {
 				t.Fatalf("List = %v (code %q), want code %q saying %q", err, got, tc.want, tc.why)
 			}
@@ -91,7 +91,7 @@ func TestPeerWordsNotRepeated(t *testing.T) {
 			items := []domain.Item{{Src: "/a", Dst: "/b"}}
 			for op, err := range map[string]error{
 				"check":          ops.Check(ctx, ep, alice),
-				"list":           func() error { _, err := ops.List(ctx, ep, alice, "/"); return err }(),
+				"list":           func() error { _, err := list(ctx, ops, ep, alice, "/"); return err }(),
 				"mkdir":          ops.Mkdir(ctx, ep, alice, "/d"),
 				"delete":         ops.Delete(ctx, ep, alice, "/d", true),
 				"transfer":       ops.CheckTransfer(ctx, ep, ok, alice, domain.Login{}, items, domain.Options{}),

@@ -720,6 +720,9 @@ func (s *Server) serverState(w http.ResponseWriter, r *http.Request, c *call) er
 	return reply(w, http.StatusOK, doc)
 }
 
+// ls answers a page of a directory's listing, sorted by name: the first
+// page lists the directory on its endpoint, later ones read that listing
+// (see listings).
 func (s *Server) ls(w http.ResponseWriter, r *http.Request, c *call) error {
 	q, err := api.ParseListQuery(r.URL.Query())
 	if err != nil {
@@ -733,15 +736,29 @@ func (s *Server) ls(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err != nil {
 		return err
 	}
-	infos, err := s.Ops.List(r.Context(), ep, l, p)
+	page := domain.Page{Limit: q.Limit, Offset: q.Offset}.Normal()
+	filter := q
+	filter.Page = api.Page{}
+	key := strings.Join([]string{strconv.FormatInt(c.user.ID, 10), ep.ID, l.User, p, filter.Values().Encode()}, "\x00")
+	lst, err := s.listings.get(key, page.Offset == 0, s.Now(), func() (*listing, error) {
+		return makeListing(func(fn func(domain.FileInfo) error) error {
+			return s.Ops.List(r.Context(), ep, l, p, func(f domain.FileInfo) error {
+				if !q.Keeps(f.Name, f.Type) {
+					return nil
+				}
+				return fn(f)
+			})
+		}, listingRun, s.Now())
+	})
 	if err != nil {
 		return opsError(ep, err)
 	}
-	infos = slices.DeleteFunc(infos, func(f domain.FileInfo) bool { return !q.Keeps(f.Name, f.Type) })
-	slices.SortFunc(infos, func(a, b domain.FileInfo) int { return strings.Compare(a.Name, b.Name) })
-	page := domain.Page{Limit: q.Limit, Offset: q.Offset}.Normal()
-	shown := infos[min(page.Offset, len(infos)):min(page.Offset+page.Limit, len(infos))]
-	doc := api.FileList{DataType: "file_list", Endpoint: ep.ID, Path: p, PageInfo: pageInfo(page, len(shown), len(infos)), Data: make([]api.File, len(shown))}
+	defer s.listings.release(lst)
+	shown, err := lst.page(page.Offset, page.Limit)
+	if err != nil {
+		return err
+	}
+	doc := api.FileList{DataType: "file_list", Endpoint: ep.ID, Path: p, PageInfo: pageInfo(page, len(shown), lst.total), Data: make([]api.File, len(shown))}
 	for i, f := range shown {
 		doc.Data[i] = api.File{DataType: "file", Name: f.Name, Type: f.Type, Size: f.Size, Permissions: f.Permissions, User: f.User, Group: f.Group, LastModified: f.Modified}
 	}

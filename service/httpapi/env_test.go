@@ -294,17 +294,35 @@ func (f *fakeOps) Check(ctx context.Context, ep domain.Endpoint, l domain.Login)
 	return f.do(ctx, ep, l, "check")
 }
 
-func (f *fakeOps) List(ctx context.Context, ep domain.Endpoint, l domain.Login, p string) ([]domain.FileInfo, error) {
+func (f *fakeOps) List(ctx context.Context, ep domain.Endpoint, l domain.Login, p string, fn func(domain.FileInfo) error) error {
 	if err := f.do(ctx, ep, l, "list "+p); err != nil {
-		return nil, err
+		return err
 	}
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	d, ok := f.dirs[p]
+	f.mu.Unlock()
 	if !ok {
-		return nil, domain.Errorf(domain.ENotFound, "550 %s: no such directory", p)
+		return domain.Errorf(domain.ENotFound, "550 %s: no such directory", p)
 	}
-	return append([]domain.FileInfo(nil), d...), nil
+	for _, fi := range d {
+		if err := fn(fi); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// listed counts the operations done that listed p.
+func (f *fakeOps) listed(p string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, c := range f.calls {
+		if strings.HasPrefix(c, "list "+p+" as ") {
+			n++
+		}
+	}
+	return n
 }
 
 func (f *fakeOps) Mkdir(ctx context.Context, ep domain.Endpoint, l domain.Login, p string) error {

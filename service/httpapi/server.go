@@ -116,6 +116,7 @@ type Server struct {
 
 	logins   *logins
 	where    whereCache // where tasks' items are
+	listings listings   // directory listings being paged (ls)
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	exporter http.Handler // serves Registry

@@ -239,20 +239,20 @@ func (db *DB) Files(ctx context.Context, taskID, state string, marker int64, lim
 // errFull stops a page that has all it wants and one more to come.
 var errFull = errors.New("page full")
 
-func (db *DB) RecordedIn(ctx context.Context, taskID, dir string, fn func(name string)) (err error) {
+func (db *DB) RecordedIn(ctx context.Context, taskID, dir string, fn func(name, dst string)) (err error) {
 	defer wrap(&err, "recorded files")
-	rows, err := db.conn().query(ctx, `SELECT src_dir, recs FROM file_records WHERE task_id = ? AND src_dir = ?`, taskID, []byte(dir))
+	rows, err := db.conn().query(ctx, `SELECT src_dir, dst_dir, recs FROM file_records WHERE task_id = ? AND src_dir = ?`, taskID, []byte(dir))
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var src, recs []byte
-		if err := rows.Scan(&src, &recs); err != nil {
+		var src, dst, recs []byte
+		if err := rows.Scan(&src, &dst, &recs); err != nil {
 			return err
 		}
-		if err := eachRec(string(src), "", 0, recs, func(f domain.File) error {
-			fn(f.Src[len(src):])
+		if err := eachRec(string(src), string(dst), 0, recs, func(f domain.File) error {
+			fn(f.Src[len(src):], f.Dst)
 			return nil
 		}); err != nil {
 			return err

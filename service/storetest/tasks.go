@@ -301,7 +301,7 @@ func testFiles(t *testing.T, open Open) {
 func recordedIn(f *fixture, taskID, dir string) []string {
 	f.t.Helper()
 	var got []string
-	f.ok(f.s.RecordedIn(f.ctx, taskID, dir, func(name string) { got = append(got, dir+name) }))
+	f.ok(f.s.RecordedIn(f.ctx, taskID, dir, func(name, _ string) { got = append(got, dir+name) }))
 	sort.Strings(got)
 	return got
 }
@@ -401,11 +401,14 @@ func testFileRecords(t *testing.T, open Open) {
 	dirs := map[string][]string{}
 	for _, fl := range all {
 		dir, _ := domain.SplitDir(fl.Src)
-		dirs[dir] = append(dirs[dir], fl.Src)
+		dirs[dir] = append(dirs[dir], fl.Src+" > "+fl.Dst)
 	}
 	for dir, want := range dirs {
 		sort.Strings(want)
-		equal(t, "recorded in "+dir, recordedIn(f, task.ID, dir), want)
+		var got []string
+		f.ok(f.s.RecordedIn(f.ctx, task.ID, dir, func(name, dst string) { got = append(got, dir+name+" > "+dst) }))
+		sort.Strings(got)
+		equal(t, "recorded in "+dir+", with destinations", got, want)
 	}
 	equal(t, "recorded in /none/", recordedIn(f, task.ID, "/none/"), []string(nil))
 }

@@ -200,7 +200,7 @@ func (p *progress) destNames() []string {
 // skip, but a file recorded before the run counts once however many
 // passes meet it.
 func (p *progress) skipMany(ctx context.Context, src, dst string) bool {
-	if !p.recorded(ctx, src) {
+	if !p.recorded(ctx, src, dst) {
 		return p.skip(ctx, src, dst) // a canceled file: recorded once
 	}
 	p.mu.Lock()
@@ -232,13 +232,13 @@ func (p *progress) countFiles() {
 // and not recorded yet; size is its size. Called with p.mu held.
 func (p *progress) everywhere(src string, size int64) {
 	m := p.many
-	if p.pending[src] || m.recorded[src] {
+	if p.pending[recKey(src, m.at[0][src].dst)] || m.recorded[src] {
 		return
 	}
 	// Recorded before: by an earlier run, or by this one and stored. Not
 	// known (the store does not answer): recorded by the next run's
 	// loadDests.
-	if known, err := p.known.has(m.ctx, src); known || err != nil {
+	if known, err := p.known.has(m.ctx, src, m.at[0][src].dst); known || err != nil {
 		return
 	}
 	sent := false

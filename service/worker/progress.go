@@ -36,7 +36,7 @@ type progress struct {
 	files    []domain.File
 	events   []domain.Event
 	known    *recorded       // the stored records, a window of them
-	pending  map[string]bool // source paths of files, records not yet stored
+	pending  map[string]bool // files (recKey) whose records are not yet stored
 	canceled map[string]bool // source paths the user canceled; true once recorded by this run
 	planned  bool            // Planned was called in the current engine run
 	hits     int64           // paths left out before Planned
@@ -144,8 +144,8 @@ func (p *progress) add(d domain.Counters, f *domain.File, e *domain.Event) {
 		f.TaskID, f.Time = p.taskID, p.w.now()
 		p.files = append(p.files, *f)
 		p.flushSoon()
-		p.pending[f.Src] = true
-		p.known.add(f.Src)
+		p.pending[recKey(f.Src, f.Dst)] = true
+		p.known.add(f.Src, f.Dst)
 		// The file is final: its partial record goes, or never comes.
 		if p.stored[f.Src] {
 			p.partials[f.Src] = domain.Partial{Src: f.Src}
@@ -210,7 +210,7 @@ func (p *progress) begin() {
 // paths recorded before or during the run, and records a file canceled
 // by the user once.
 func (p *progress) skip(ctx context.Context, src, dst string) bool {
-	recorded := p.recorded(ctx, src)
+	recorded := p.recorded(ctx, src, dst)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	canceled, ok := p.canceled[src]
@@ -233,19 +233,24 @@ func (p *progress) skip(ctx context.Context, src, dst string) bool {
 	return true
 }
 
-// recorded says whether src has a record, stored or waiting for a flush.
+// recKey is what pending knows a file by: its source and its destination
+// (one source may go to several).
+func recKey(src, dst string) string { return src + "\x00" + dst }
+
+// recorded says whether src going to dst has a record, stored or waiting
+// for a flush.
 // While the store does not answer it tries again, waiting as
 // engine.Backoff says, until ctx ends (false then: the run is over).
-func (p *progress) recorded(ctx context.Context, src string) bool {
+func (p *progress) recorded(ctx context.Context, src, dst string) bool {
 	p.mu.Lock()
-	pending := p.pending[src]
+	pending := p.pending[recKey(src, dst)]
 	p.mu.Unlock()
 	if pending {
 		return true
 	}
 	b := engine.Backoff{Base: p.w.backoff(), Max: storeWait}
 	for {
-		ok, err := p.known.has(ctx, src)
+		ok, err := p.known.has(ctx, src, dst)
 		if err == nil || ctx.Err() != nil {
 			return ok
 		}
@@ -651,7 +656,7 @@ func (p *progress) flush(ctx context.Context) error {
 		p.w.stats.moved(b.Delta)
 		p.mu.Lock()
 		for _, f := range b.Files {
-			delete(p.pending, f.Src)
+			delete(p.pending, recKey(f.Src, f.Dst))
 		}
 		p.mu.Unlock()
 		p.storeBack()

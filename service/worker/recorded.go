@@ -10,12 +10,13 @@ import (
 	"ferry/service/domain"
 )
 
-// recorded says whether a source file of a task has a record in the
-// store, for the engine's Options.Skip, holding only a window of the
+// recorded says whether a file of a task (a source and its destination:
+// one source may go to several) has a record in the store, for the engine's Options.Skip, holding only a window of the
 // task's records: the names recorded in the directories asked about last
 // (the engine asks about the files of a directory together), loaded with
-// one Store.RecordedIn each, as 64-bit hashes (8 bytes a name, whatever
-// its length; two names share one with odds of 2^-64 a pair), at most
+// one Store.RecordedIn each, as 64-bit hashes of name and destination (8
+// bytes a file, whatever its length; two share one with odds of 2^-64 a
+// pair), at most
 // max of them but a directory's own, least recently used dropped first.
 // A directory is read without the lock held, so that add, which the
 // progress calls with its own lock held, never waits for the store. A
@@ -67,11 +68,22 @@ func (c *recorded) clear() {
 	c.held = 0
 }
 
-// has says whether src has a record, reading its directory's records
-// unless they are held.
-func (c *recorded) has(ctx context.Context, src string) (bool, error) {
+// hash is what a recorded holds of the file name (in its source
+// directory) going to dst.
+func (c *recorded) hash(name, dst string) uint64 {
+	var h maphash.Hash
+	h.SetSeed(c.seed)
+	h.WriteString(name)
+	h.WriteByte(0)
+	h.WriteString(dst)
+	return h.Sum64()
+}
+
+// has says whether src going to dst has a record, reading its
+// directory's records unless they are held.
+func (c *recorded) has(ctx context.Context, src, dst string) (bool, error) {
 	dir, name := domain.SplitDir(src)
-	h := maphash.String(c.seed, name)
+	h := c.hash(name, dst)
 	for {
 		c.mu.Lock()
 		if e, ok := c.dirs[dir]; ok {
@@ -100,8 +112,8 @@ func (c *recorded) has(ctx context.Context, src string) (bool, error) {
 		c.reads[dir] = r
 		c.mu.Unlock()
 		var sorted []uint64
-		r.err = c.store.RecordedIn(ctx, c.taskID, dir, func(name string) {
-			sorted = append(sorted, maphash.String(c.seed, name))
+		r.err = c.store.RecordedIn(ctx, c.taskID, dir, func(name, dst string) {
+			sorted = append(sorted, c.hash(name, dst))
 		})
 		slices.Sort(sorted)
 		c.mu.Lock()
@@ -133,9 +145,9 @@ func (c *recorded) hold(n *names) {
 
 // add notes a record made during the run, if its directory is held or
 // being read.
-func (c *recorded) add(src string) {
+func (c *recorded) add(src, dst string) {
 	dir, name := domain.SplitDir(src)
-	h := maphash.String(c.seed, name)
+	h := c.hash(name, dst)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if r, ok := c.reads[dir]; ok {

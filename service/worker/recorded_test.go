@@ -38,7 +38,7 @@ func TestRecordedWindow(t *testing.T) {
 	}
 	var b domain.Batch
 	for _, src := range []string{"/a/1", "/a/2", "/a/3", "/b/1", "/b/2", "top"} {
-		b.Files = append(b.Files, domain.File{Src: src, State: domain.FileFailed})
+		b.Files = append(b.Files, domain.File{Src: src, Dst: "/to" + src, State: domain.FileFailed})
 	}
 	if err := store.Progress(ctx, task.ID, "w", b); err != nil {
 		t.Fatal(err)
@@ -53,13 +53,15 @@ func TestRecordedWindow(t *testing.T) {
 		return dirs
 	}
 	for _, step := range []struct {
-		add  string // noted as recorded before the question
-		src  string
-		want bool
-		held []string // directories held after, most recently asked first
+		add   string // noted as recorded before the question
+		src   string
+		other bool // asked about src going elsewhere than where it was recorded going
+		want  bool
+		held  []string // directories held after, most recently asked first
 	}{
 		{src: "/a/1", want: true, held: []string{"/a/"}},
 		{src: "/a/4", want: false, held: []string{"/a/"}},
+		{src: "/a/1", other: true, want: false, held: []string{"/a/"}},
 		{src: "/b/2", want: true, held: []string{"/b/"}},
 		{add: "/b/3", src: "/b/3", want: true, held: []string{"/b/"}},
 		{src: "/a/3", want: true, held: []string{"/a/"}},
@@ -69,9 +71,13 @@ func TestRecordedWindow(t *testing.T) {
 		{src: "/a/2", want: true, held: []string{"/a/"}},
 	} {
 		if step.add != "" {
-			c.add(step.add)
+			c.add(step.add, "/to"+step.add)
 		}
-		got, err := c.has(ctx, step.src)
+		dst := "/to" + step.src
+		if step.other {
+			dst = "/elsewhere" + step.src
+		}
+		got, err := c.has(ctx, step.src, dst)
 		if err != nil || got != step.want || !slices.Equal(held(), step.held) {
 			t.Fatalf("after adding %q, has(%q) = %v, %v holding %q; want %v holding %q", step.add, step.src, got, err, held(), step.want, step.held)
 		}

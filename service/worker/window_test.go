@@ -19,10 +19,10 @@ type reads struct {
 	n atomic.Int64
 }
 
-func (r *reads) RecordedIn(ctx context.Context, taskID, dir string, fn func(string)) error {
-	return r.Store.RecordedIn(ctx, taskID, dir, func(name string) {
+func (r *reads) RecordedIn(ctx context.Context, taskID, dir string, fn func(name, dst string)) error {
+	return r.Store.RecordedIn(ctx, taskID, dir, func(name, dst string) {
 		r.n.Add(1)
-		fn(name)
+		fn(name, dst)
 	})
 }
 

@@ -467,7 +467,7 @@ func TestTransferSucceeds(t *testing.T) {
 	for _, e := range f.events(task.ID) {
 		codes = append(codes, e.Code)
 	}
-	if s := strings.Join(codes, " "); s != "QUEUED FILE_CANCELED DELETED STARTED SUCCEEDED" {
+	if s := strings.Join(codes, " "); s != "QUEUED DELETED STARTED FILE_CANCELED SUCCEEDED" {
 		t.Errorf("events %s", s)
 	}
 	if e, _ := f.event(task.ID, domain.EventDeleted); e.Details != `{"paths":["/out/data/extra"]}` {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -18,6 +19,7 @@ import (
 var (
 	_ storage.Driver    = (*FS)(nil)
 	_ storage.DirOpener = (*FS)(nil)
+	_ storage.DirLister = (*FS)(nil)
 )
 
 // FS serves the tree below one directory. It is safe for concurrent use;
@@ -201,56 +203,90 @@ func info(fi fs.FileInfo, target string) storage.Info {
 // ReadDir lists a directory, sorted by name. Entries are described as Stat
 // describes them.
 func (f *FS) ReadDir(ctx context.Context, name string) ([]storage.Info, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	r, err := f.rel("readdir", name)
+	var out []storage.Info
+	err := f.list(ctx, "readdir", name, func(in storage.Info) error {
+		out = append(out, in)
+		return nil
+	})
 	if err != nil {
 		return nil, err
+	}
+	slices.SortFunc(out, func(a, b storage.Info) int { return strings.Compare(a.Name, b.Name) })
+	if out == nil {
+		out = []storage.Info{}
+	}
+	return out, nil
+}
+
+// listBatch is how many entries ListDir reads from the directory at once.
+const listBatch = 1024
+
+// ListDir calls fn with each entry of a directory, in the order the
+// directory yields them, described as ReadDir describes them. It reads
+// listBatch entries at a time, so a directory of millions of entries
+// costs the memory of a few thousand; an entry removed meanwhile is
+// skipped.
+func (f *FS) ListDir(ctx context.Context, name string, fn func(storage.Info) error) error {
+	return f.list(ctx, "listdir", name, fn)
+}
+
+// list implements ListDir for the operation op.
+func (f *FS) list(ctx context.Context, op, name string, fn func(storage.Info) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r, err := f.rel(op, name)
+	if err != nil {
+		return err
 	}
 	// O_DIRECTORY: a FIFO planted in the tree must fail, not block. The
 	// entries of a directory opened in a Root are described with fstatat on
-	// its descriptor: one system call per entry, and no path to race.
+	// its descriptor as they are read (an entry removed meanwhile is
+	// skipped): one system call per entry, and no path to race.
 	d, err := f.root.OpenFile(r, os.O_RDONLY|syscall.O_DIRECTORY, 0)
 	if err != nil {
-		return nil, f.wrap("readdir", name, err)
+		return f.wrap(op, name, err)
 	}
-	entries, err := d.ReadDir(-1)
-	d.Close()
-	if err != nil {
-		return nil, f.wrap("readdir", name, err)
-	}
-	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
-	out := make([]storage.Info, 0, len(entries))
-	for i, e := range entries {
-		if i%256 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
+	defer d.Close()
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		entries, rerr := d.ReadDir(listBatch)
+		for _, e := range entries {
+			in, err := f.describe(r, e)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // removed since the listing
+			}
+			if err != nil {
+				return f.wrap(op, path.Join(name, e.Name()), err)
+			}
+			if err := fn(in); err != nil {
+				return err
 			}
 		}
-		lfi, err := e.Info()
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // removed since the listing
+		if errors.Is(rerr, io.EOF) {
+			return nil
 		}
-		if err != nil {
-			return nil, f.wrap("readdir", path.Join(name, e.Name()), err)
+		if rerr != nil {
+			return f.wrap(op, name, rerr)
 		}
-		if lfi.Mode()&fs.ModeSymlink == 0 {
-			out = append(out, info(lfi, ""))
-			continue
-		}
-		// Resolve links from the top root: a relative link may climb out
-		// of this directory and still stay inside the tree.
-		in, err := stat(f.root, path.Join(r, e.Name()))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, f.wrap("readdir", path.Join(name, e.Name()), err)
-		}
-		out = append(out, in)
 	}
-	return out, nil
+}
+
+// describe describes the entry e of the directory r (relative to the
+// root) as Stat does.
+func (f *FS) describe(r string, e fs.DirEntry) (storage.Info, error) {
+	lfi, err := e.Info()
+	if err != nil {
+		return storage.Info{}, err
+	}
+	if lfi.Mode()&fs.ModeSymlink == 0 {
+		return info(lfi, ""), nil
+	}
+	// Resolve links from the top root: a relative link may climb out of
+	// this directory and still stay inside the tree.
+	return stat(f.root, path.Join(r, e.Name()))
 }
 
 // Open opens a regular file for reading. The File is an *os.File.

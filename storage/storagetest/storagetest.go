@@ -45,6 +45,7 @@ func Run(t *testing.T, newDriver func(t *testing.T) (storage.Driver, string)) {
 	t.Run("Open", func(t *testing.T) { testOpen(t, newDriver) })
 	t.Run("Stat", func(t *testing.T) { testStat(t, newDriver) })
 	t.Run("ReadDir", func(t *testing.T) { testReadDir(t, newDriver) })
+	t.Run("ListDir", func(t *testing.T) { testListDir(t, newDriver) })
 	t.Run("Mkdir", func(t *testing.T) { testMkdir(t, newDriver) })
 	t.Run("Remove", func(t *testing.T) { testRemove(t, newDriver) })
 	t.Run("Rename", func(t *testing.T) { testRename(t, newDriver) })
@@ -447,6 +448,98 @@ func testReadDir(t *testing.T, newDriver func(t *testing.T) (storage.Driver, str
 				t.Errorf("ReadDir = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// testListDir checks the optional DirLister: it lists what ReadDir lists,
+// each entry once, however many there are; an error from fn stops it.
+func testListDir(t *testing.T, newDriver func(t *testing.T) (storage.Driver, string)) {
+	d, _ := newDriver(t)
+	l, ok := d.(storage.DirLister)
+	if !ok {
+		t.Skip("not a storage.DirLister")
+	}
+	ctx := t.Context()
+	mkdir(t, d, "/big")
+	const many = 3000 // more than any sensible batch
+	for i := range many {
+		put(t, d, fmt.Sprintf("/big/f%04d", i), strings.Repeat("x", i%7))
+	}
+	mkdir(t, d, "/big/sub")
+	mkdir(t, d, "/empty")
+	put(t, d, "/file", "x")
+
+	names := func(infos []storage.Info) []string {
+		var out []string
+		for _, in := range infos {
+			out = append(out, fmt.Sprintf("%s %d %v", in.Name, in.Size, in.IsDir()))
+		}
+		slices.Sort(out)
+		return out
+	}
+	tests := []struct {
+		dir     string
+		wantErr []error
+	}{
+		{dir: "/"},
+		{dir: "/big"},
+		{dir: "/empty"},
+		{dir: "/file", wantErr: []error{storage.ErrNotDir}},
+		{dir: "/missing", wantErr: []error{storage.ErrNotExist}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.dir, func(t *testing.T) {
+			var got []storage.Info
+			err := l.ListDir(ctx, tt.dir, func(in storage.Info) error {
+				got = append(got, in)
+				return nil
+			})
+			if tt.wantErr != nil {
+				wantErr(t, "ListDir", err, tt.wantErr...)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := d.ReadDir(ctx, tt.dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g, w := names(got), names(want); !slices.Equal(g, w) {
+				t.Errorf("ListDir gave %d entries, ReadDir %d; they differ", len(g), len(w))
+			}
+		})
+	}
+
+	stop := errors.New("stop")
+	calls := 0
+	err := l.ListDir(ctx, "/big", func(storage.Info) error {
+		calls++
+		return stop
+	})
+	if !errors.Is(err, stop) || calls != 1 {
+		t.Errorf("ListDir with fn failing: %d calls, %v; want 1 call, %v", calls, err, stop)
+	}
+
+	// Entries removed while the listing runs are skipped or listed, never
+	// an error, and nothing is listed twice.
+	seen := map[string]bool{}
+	err = l.ListDir(ctx, "/big", func(in storage.Info) error {
+		if seen[in.Name] {
+			return fmt.Errorf("%s listed twice", in.Name)
+		}
+		if len(seen) == 0 {
+			for i := range many {
+				if err := d.Remove(ctx, fmt.Sprintf("/big/f%04d", i)); err != nil {
+					return err
+				}
+			}
+		}
+		seen[in.Name] = true
+		return nil
+	})
+	if err != nil {
+		t.Errorf("ListDir while its entries are removed: %v", err)
 	}
 }
 

@@ -12,6 +12,7 @@ const parent = (p) => p.replace(/\/[^/]+\/?$/, '') || '/';
 const isDir = (f) => f.type === 'dir';
 const when = (f) => f.last_modified ? Date.parse(f.last_modified) : 0;
 const saved = 'ferry.panes';
+const pageSize = 1000; // entries in a page of a listing, the most the service gives at once
 
 export function files(main) {
   const panes = [pane('left', 'Left'), pane('right', 'Right')];
@@ -141,13 +142,14 @@ function pane(id, title) {
   p.list = async (path, { prompt = false, quiet = false, focus = false } = {}) => {
     table.setAttribute('aria-busy', 'true');
     try {
-      const l = await get('operation/' + ep(p.ep) + '/ls', { path, limit: 1000, show_hidden: hidden.checked });
+      const l = await page(path, 0);
       p.path = l.path;
       p.entries = l.DATA;
+      p.total = l.total;
       p.selected.clear();
       p.focus = 0;
       if (!quiet) status.replaceChildren();
-      note.textContent = l.total > l.length ? `Showing the first ${l.length} of ${l.total} entries.` : `${l.total} entries`;
+      showing();
       p.save();
     } catch (err) {
       if (err.code === 'NotActivated') {
@@ -166,6 +168,40 @@ function pane(id, title) {
       if (focus) focusRow(0);
     }
   };
+
+  // page asks for a page of the listing of path, from offset on: the
+  // pane never asks for more.
+  function page(path, offset) {
+    return get('operation/' + ep(p.ep) + '/ls', { path, offset, limit: pageSize, show_hidden: hidden.checked });
+  }
+
+  // showing says how much of the directory the pane holds, with a button
+  // for the next page while it holds less than all.
+  function showing() {
+    const n = p.entries.length;
+    if (n >= p.total) {
+      note.textContent = `${p.total} entries`;
+      return;
+    }
+    note.replaceChildren(`Showing ${n} of ${p.total} entries. `,
+      h('button', { type: 'button', class: 'link', text: `Show ${Math.min(pageSize, p.total - n)} more`, onclick: more }));
+  }
+
+  // more adds the next page of the listing.
+  async function more() {
+    table.setAttribute('aria-busy', 'true');
+    try {
+      const l = await page(p.path, p.entries.length);
+      p.entries = p.entries.concat(l.DATA);
+      p.total = l.DATA.length ? l.total : p.entries.length;
+      showing();
+    } catch (err) {
+      fail('', err);
+    } finally {
+      table.removeAttribute('aria-busy');
+      render();
+    }
+  }
 
   async function activateAndList(path) {
     try {
