@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"ferry/gridftp"
 )
 
 // ErrNoSpace is the error (errors.Is) of a copy that stopped because the
@@ -54,8 +56,11 @@ func (c *copier) keep(f *file) {
 
 // removePartials deletes, on a session of its own, the files whose
 // transfers started and did not end: they are partial, and they take the
-// space the user must free. Their bytes are taken back from the progress:
-// they go again. ctx is the caller's: the copy's own has ended.
+// space the user must free. Their bytes are taken back from the progress,
+// and a Partials reporter is told that none of them is at the destination:
+// they go again, whole (a file whose rename was in doubt may still be
+// there whole, and a later run must not take it for bytes counted). ctx
+// is the caller's: the copy's own has ended.
 func (c *copier) removePartials(ctx context.Context) {
 	c.mu.Lock()
 	var partial []*file
@@ -68,8 +73,10 @@ func (c *copier) removePartials(ctx context.Context) {
 	for _, f := range partial {
 		c.mu.Lock()
 		back := f.moved
+		f.have, f.chunks = gridftp.Ranges{}, gridftp.Ranges{}
 		c.mu.Unlock()
 		c.progress(f, -back)
+		c.partial(f)
 	}
 	if len(partial) == 0 {
 		return

@@ -32,6 +32,19 @@ type Growth struct {
 	// AnyControl grows whatever the streams' congestion control; else
 	// not under one whose rate loss does not bound (bbr: lossBound).
 	AnyControl bool
+
+	// clock is when the send had moved the given bytes; nil: now. Tests
+	// set it (export_test.go) to measure rates in a link's time rather
+	// than a busy machine's.
+	clock func(moved int64) time.Time
+}
+
+// when is the time of a reading of the bytes moved.
+func (g *Growth) when(moved int64) time.Time {
+	if g.clock != nil {
+		return g.clock(moved)
+	}
+	return time.Now()
 }
 
 // GrowthResult is what a send that could grow did: the streams it ended
@@ -138,7 +151,8 @@ func (g *Growth) run(ctx context.Context, first net.Conn, n int, moved func() in
 	}
 	t := time.NewTicker(period)
 	defer t.Stop()
-	last, at := moved(), time.Now()
+	last := moved()
+	at := g.when(last)
 	for {
 		select {
 		case <-ctx.Done():
@@ -146,8 +160,11 @@ func (g *Growth) run(ctx context.Context, first net.Conn, n int, moved func() in
 				return p.n - p.added, false // cut short: what was proven
 			}
 			return p.n, p.done
-		case now := <-t.C:
+		case <-t.C:
+			// The rate between the readings, not the ticks: a tick taken
+			// late would count what moved since against its period.
 			b := moved()
+			now := g.when(b)
 			rate := float64(b-last) / now.Sub(at).Seconds()
 			last, at = b, now
 			if k := p.step(rate); k > 0 {

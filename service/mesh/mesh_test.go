@@ -87,7 +87,9 @@ func (e *env) process(id string, lease time.Duration) *process {
 
 // agent makes connect endpoint name and runs its agent, paired with and
 // connected to p, over a new root until the test ends; its Run error
-// arrives on the channel, and stop stops it.
+// arrives on the channel, and stop stops it. It returns once the store
+// says p holds the agent: p's relay takes the agent in before it records
+// that, and the other processes know only the record.
 func (e *env) agent(p *process, name string) (ep domain.Endpoint, root string, done <-chan error, stop func()) {
 	e.t.Helper()
 	ep = domain.Endpoint{OwnerID: e.user.ID, Name: name, Auth: domain.AuthConnect}
@@ -108,8 +110,25 @@ func (e *env) agent(p *process, name string) (ep domain.Endpoint, root string, d
 	}()
 	stop = func() { cancel(); <-finished }
 	e.t.Cleanup(stop)
-	waitOnline(e.t, p.relay, ep.ID, true)
+	waitRouted(e.t, p, ep.ID)
 	return ep, root, errc, stop
+}
+
+// waitRouted waits until the store says p holds the agent of id.
+func waitRouted(t *testing.T, p *process, id string) {
+	t.Helper()
+	for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+		routes, err := p.mesh.Store.AgentRoutes(t.Context(), []string{id}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if routes[id].ID == p.mesh.Self.ID {
+			return
+		}
+		if time.Since(start) > 5*time.Second {
+			t.Fatalf("the store does not say process %s holds the agent of %s", p.mesh.Self.ID, id)
+		}
+	}
 }
 
 // waitOnline waits until agents says the agent of id is online, or not.
