@@ -10,8 +10,11 @@
 #   bench/engine-mem.sh                      # 200 × 1,000 files of 100 bytes
 #   DIRS=1000 PER=1000 bench/engine-mem.sh
 #   FERRY=/path/to/ferry bench/engine-mem.sh
+#   PROFILE=/tmp/prof bench/engine-mem.sh    # CPU profiles of the three processes
 #
-# Environment: DIRS PER BYTES PORT_BASE (2 ports) FERRY WORK.
+# Environment: DIRS PER BYTES PORT_BASE (2 ports) FERRY WORK PROFILE (a
+# directory: client.prof, source.prof, destination.prof go there, for go
+# tool pprof) NOCP (set: skip `cp -r`).
 # Needs: go (unless FERRY is given), GNU time. Listens on 127.0.0.1 only.
 set -Eeuo pipefail
 
@@ -45,12 +48,13 @@ PY
 
 cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f s", ($14 + $15) / hz}' "/proc/$1/stat"; }
 hwm() { awk '/VmHWM/ {print $2 " kB"}' "/proc/$1/status"; }
+prof() { [[ -n ${PROFILE:-} ]] && echo "$PROFILE/$1.prof"; true; }
 serve() {
-	"$FERRY" gridftp --root "$1" --listen "127.0.0.1:$2" --anonymous --anonymous-write --log-level warn &
+	FERRY_CPUPROFILE=$(prof "$3") "$FERRY" gridftp --root "$1" --listen "127.0.0.1:$2" --anonymous --anonymous-write --log-level warn &
 	pids+=($!)
 }
-serve "$WORK/src" "$PORT_BASE"
-serve "$WORK/dst" "$((PORT_BASE + 1))"
+serve "$WORK/src" "$PORT_BASE" source
+serve "$WORK/dst" "$((PORT_BASE + 1))" destination
 sleep 0.5
 
 files=$((DIRS * PER))
@@ -59,7 +63,7 @@ start=$(date +%s.%N)
 	until [[ -n $(find "$WORK/dst" -type f -print -quit 2>/dev/null) ]]; do sleep 0.05; done
 	date +%s.%N >"$WORK/first"
 ) &
-/usr/bin/time -v -o "$WORK/time" "$FERRY" copy -r -q "ftp://127.0.0.1:$PORT_BASE/tree/" "ftp://127.0.0.1:$((PORT_BASE + 1))/tree/"
+FERRY_CPUPROFILE=$(prof client) /usr/bin/time -v -o "$WORK/time" "$FERRY" copy -r -q "ftp://127.0.0.1:$PORT_BASE/tree/" "ftp://127.0.0.1:$((PORT_BASE + 1))/tree/"
 end=$(date +%s.%N)
 got=$(find "$WORK/dst/tree" -type f | wc -l)
 [[ $got == "$files" ]] || { echo "only $got of $files files arrived" >&2; exit 1; }
@@ -69,6 +73,7 @@ printf 'ferry copy: %d files in %.2f s, client peak RSS %s kB, CPU %s+%s s; sour
 	"$files" "$(echo "$end - $start" | bc)" "$(awk -F': ' '/Maximum resident/ {print $2}' "$WORK/time")" \
 	"$(awk -F': ' '/User time/ {print $2}' "$WORK/time")" "$(awk -F': ' '/System time/ {print $2}' "$WORK/time")" \
 	"$(hwm "${pids[0]}")" "$(cpu "${pids[0]}")" "$(hwm "${pids[1]}")" "$(cpu "${pids[1]}")"
+[[ -n ${NOCP:-} ]] && exit 0
 start=$(date +%s.%N)
 cp -r "$WORK/src/tree" "$WORK/cp/"
 end=$(date +%s.%N)
