@@ -55,7 +55,9 @@ serve() {
 }
 serve "$WORK/src" "$PORT_BASE" source
 serve "$WORK/dst" "$((PORT_BASE + 1))" destination
-sleep 0.5
+for port in "$PORT_BASE" "$((PORT_BASE + 1))"; do # until both listen
+	for _ in {1..100}; do (: </dev/tcp/127.0.0.1/"$port") 2>/dev/null && break; sleep 0.1; done
+done
 
 files=$((DIRS * PER))
 start=$(date +%s.%N)
@@ -63,6 +65,7 @@ start=$(date +%s.%N)
 	until [[ -n $(find "$WORK/dst" -type f -print -quit 2>/dev/null) ]]; do sleep 0.05; done
 	date +%s.%N >"$WORK/first"
 ) &
+pids+=($!) # killed if the copy fails
 FERRY_CPUPROFILE=$(prof client) /usr/bin/time -v -o "$WORK/time" "$FERRY" copy -r -q "ftp://127.0.0.1:$PORT_BASE/tree/" "ftp://127.0.0.1:$((PORT_BASE + 1))/tree/"
 end=$(date +%s.%N)
 got=$(find "$WORK/dst/tree" -type f | wc -l)

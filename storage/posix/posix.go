@@ -581,8 +581,13 @@ func (d *dir) Rename(ctx context.Context, oldname, newname string) error {
 		return err
 	}
 	err := d.at(func(fd int) error {
-		// A directory at newname takes the os.Root path, which refuses
-		// to replace it as os.Rename does.
+		// Onto nothing, in one call where the file system can; otherwise
+		// a directory at newname takes the os.Root path, which refuses to
+		// replace it as os.Rename does.
+		err := unix.Renameat2(fd, oldname, fd, newname, unix.RENAME_NOREPLACE)
+		if err != unix.EEXIST && err != unix.EINVAL && err != unix.ENOSYS {
+			return err
+		}
 		var st unix.Stat_t
 		if err := unix.Fstatat(fd, newname, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
 			return d.root.Rename(oldname, newname)
