@@ -14,7 +14,9 @@
 #
 # Environment: DIRS PER BYTES PORT_BASE (2 ports) FERRY WORK PROFILE (a
 # directory: client.prof, source.prof, destination.prof go there, for go
-# tool pprof) NOCP (set: skip `cp -r`).
+# tool pprof) NOCP (set: skip `cp -r`) GUC (globus-url-copy's options,
+# e.g. "-cc 8 -pp -r": also the same tree between two GCT
+# globus-gridftp-servers on the next two ports, third party).
 # Needs: go (unless FERRY is given), GNU time. Listens on 127.0.0.1 only.
 set -Eeuo pipefail
 
@@ -76,6 +78,24 @@ printf 'ferry copy: %d files in %.2f s, client peak RSS %s kB, CPU %s+%s s; sour
 	"$files" "$(echo "$end - $start" | bc)" "$(awk -F': ' '/Maximum resident/ {print $2}' "$WORK/time")" \
 	"$(awk -F': ' '/User time/ {print $2}' "$WORK/time")" "$(awk -F': ' '/System time/ {print $2}' "$WORK/time")" \
 	"$(hwm "${pids[0]}")" "$(cpu "${pids[0]}")" "$(hwm "${pids[1]}")" "$(cpu "${pids[1]}")"
+if [[ -n ${GUC:-} ]]; then
+	chmod 755 "$WORK"
+	mkdir -m 777 "$WORK/gct"
+	for port in "$((PORT_BASE + 2))" "$((PORT_BASE + 3))"; do
+		globus-gridftp-server -aa -anonymous-user nobody -p "$port" -control-interface 127.0.0.1 \
+			-data-interface 127.0.0.1 -d ERROR -l "$WORK/gct-$port.log" &
+		pids+=($!)
+	done
+	for port in "$((PORT_BASE + 2))" "$((PORT_BASE + 3))"; do
+		for _ in {1..100}; do (: </dev/tcp/127.0.0.1/"$port") 2>/dev/null && break; sleep 0.1; done
+	done
+	start=$(date +%s.%N)
+	# shellcheck disable=SC2086 # GUC is a list of options
+	globus-url-copy $GUC "ftp://127.0.0.1:$((PORT_BASE + 2))$WORK/src/tree/" "ftp://127.0.0.1:$((PORT_BASE + 3))$WORK/gct/tree/"
+	end=$(date +%s.%N)
+	got=$(find "$WORK/gct/tree" -type f | wc -l)
+	printf 'globus-url-copy %s (GCT): %d of %d files in %.2f s\n' "$GUC" "$got" "$files" "$(echo "$end - $start" | bc)"
+fi
 [[ -n ${NOCP:-} ]] && exit 0
 start=$(date +%s.%N)
 cp -r "$WORK/src/tree" "$WORK/cp/"

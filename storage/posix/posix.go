@@ -458,7 +458,7 @@ func (f *FS) OpenDir(ctx context.Context, name string) (storage.Dir, error) {
 }
 
 // dir is an open directory of an FS. The calls made for each file of a
-// directory copied (Create, Open, Rename) go straight to the *at system
+// directory copied (Create, Open, Rename, Chtimes) go straight to the *at system
 // calls on the directory's descriptor when the name is a plain entry: the
 // same calls os.Root makes, without its path walk, and without the
 // system calls os.Root.OpenFile makes to try and fail to poll a regular
@@ -610,7 +610,17 @@ func (d *dir) Chtimes(ctx context.Context, name string, mtime time.Time) error {
 	if err := d.check(ctx, "chtimes", name); err != nil {
 		return err
 	}
-	return d.wrap("chtimes", name, d.root.Chtimes(name, time.Time{}, mtime))
+	err := d.at(func(fd int) error {
+		// As os.Root does it, without its path walk: a symlink is
+		// followed (inside the root), anything else is set itself.
+		var b [1]byte
+		if _, err := unix.Readlinkat(fd, name, b[:]); err != unix.EINVAL || mtime.IsZero() {
+			return d.root.Chtimes(name, time.Time{}, mtime)
+		}
+		ts := []unix.Timespec{{Nsec: unix.UTIME_OMIT}, unix.NsecToTimespec(mtime.UnixNano())}
+		return unix.UtimesNanoAt(fd, name, ts, unix.AT_SYMLINK_NOFOLLOW)
+	})
+	return d.wrap("chtimes", name, err)
 }
 
 // Close releases the directory.

@@ -295,8 +295,8 @@ func TestCanceled(t *testing.T) {
 }
 
 // TestDirDirectCalls: the calls a Dir makes straight on its descriptor
-// keep the os.Root rules: a symlink inside the root is followed by Open,
-// never one out of it; Rename does not replace a directory; the files
+// keep the os.Root rules: a symlink inside the root is followed by Open
+// and Chtimes, never one out of it; Rename does not replace a directory; the files
 // are *os.File (the server splices them).
 func TestDirDirectCalls(t *testing.T) {
 	fsys, dir := newFS(t)
@@ -342,6 +342,26 @@ func TestDirDirectCalls(t *testing.T) {
 		if string(b[:n]) != tt.want {
 			t.Errorf("Open(%s) reads %q, want %q", tt.name, b[:n], tt.want)
 		}
+	}
+
+	mtime := time.Unix(1e9, 0)
+	for _, tt := range []struct {
+		name, target string // target: the file whose time it sets
+	}{
+		{"file", "file"},
+		{"in", "file"},
+		{"sub", "sub"},
+	} {
+		if err := d.Chtimes(ctx, tt.name, mtime); err != nil {
+			t.Errorf("Chtimes(%s) = %v", tt.name, err)
+		} else if fi, err := os.Stat(filepath.Join(dir, tt.target)); err != nil || !fi.ModTime().Equal(mtime) {
+			t.Errorf("Chtimes(%s): %s has %v, %v; want %v", tt.name, tt.target, fi.ModTime(), err, mtime)
+		}
+		mtime = mtime.Add(time.Hour)
+	}
+	d.Chtimes(ctx, "out", mtime)
+	if fi, _ := os.Stat(filepath.Join(outside, "secret")); fi.ModTime().Equal(mtime) {
+		t.Error("Chtimes(out) set the time of a file outside the root")
 	}
 
 	f, err := d.Create(ctx, "new")
