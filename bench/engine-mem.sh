@@ -98,6 +98,6 @@ if [[ -n ${GUC:-} ]]; then
 fi
 [[ -n ${NOCP:-} ]] && exit 0
 start=$(date +%s.%N)
-cp -r "$WORK/src/tree" "$WORK/cp/"
+/usr/bin/time -f '%U+%S s' -o "$WORK/cptime" cp -r "$WORK/src/tree" "$WORK/cp/"
 end=$(date +%s.%N)
-printf 'cp -r:      %d files in %.2f s\n' "$files" "$(echo "$end - $start" | bc)"
+printf 'cp -r:      %d files in %.2f s, CPU %s\n' "$files" "$(echo "$end - $start" | bc)" "$(cat "$WORK/cptime")"
