@@ -10,8 +10,13 @@
 #   bench/engine-mem.sh                      # 200 × 1,000 files of 100 bytes
 #   DIRS=1000 PER=1000 bench/engine-mem.sh
 #   FERRY=/path/to/ferry bench/engine-mem.sh
+#   PROFILE=/tmp/prof bench/engine-mem.sh    # CPU profiles of the three processes
 #
-# Environment: DIRS PER BYTES PORT_BASE (2 ports) FERRY WORK.
+# Environment: DIRS PER BYTES PORT_BASE (2 ports) FERRY WORK PROFILE (a
+# directory: client.prof, source.prof, destination.prof go there, for go
+# tool pprof) NOCP (set: skip `cp -r`) GUC (globus-url-copy's options,
+# e.g. "-cc 8 -pp -r": also the same tree between two GCT
+# globus-gridftp-servers on the next two ports, third party).
 # Needs: go (unless FERRY is given), GNU time. Listens on 127.0.0.1 only.
 set -Eeuo pipefail
 
@@ -45,13 +50,16 @@ PY
 
 cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f s", ($14 + $15) / hz}' "/proc/$1/stat"; }
 hwm() { awk '/VmHWM/ {print $2 " kB"}' "/proc/$1/status"; }
+prof() { [[ -n ${PROFILE:-} ]] && echo "$PROFILE/$1.prof"; true; }
 serve() {
-	"$FERRY" gridftp --root "$1" --listen "127.0.0.1:$2" --anonymous --anonymous-write --log-level warn &
+	FERRY_CPUPROFILE=$(prof "$3") "$FERRY" gridftp --root "$1" --listen "127.0.0.1:$2" --anonymous --anonymous-write --log-level warn &
 	pids+=($!)
 }
-serve "$WORK/src" "$PORT_BASE"
-serve "$WORK/dst" "$((PORT_BASE + 1))"
-sleep 0.5
+serve "$WORK/src" "$PORT_BASE" source
+serve "$WORK/dst" "$((PORT_BASE + 1))" destination
+for port in "$PORT_BASE" "$((PORT_BASE + 1))"; do # until both listen
+	for _ in {1..100}; do (: </dev/tcp/127.0.0.1/"$port") 2>/dev/null && break; sleep 0.1; done
+done
 
 files=$((DIRS * PER))
 start=$(date +%s.%N)
@@ -59,7 +67,8 @@ start=$(date +%s.%N)
 	until [[ -n $(find "$WORK/dst" -type f -print -quit 2>/dev/null) ]]; do sleep 0.05; done
 	date +%s.%N >"$WORK/first"
 ) &
-/usr/bin/time -v -o "$WORK/time" "$FERRY" copy -r -q "ftp://127.0.0.1:$PORT_BASE/tree/" "ftp://127.0.0.1:$((PORT_BASE + 1))/tree/"
+pids+=($!) # killed if the copy fails
+FERRY_CPUPROFILE=$(prof client) /usr/bin/time -v -o "$WORK/time" "$FERRY" copy -r -q "ftp://127.0.0.1:$PORT_BASE/tree/" "ftp://127.0.0.1:$((PORT_BASE + 1))/tree/"
 end=$(date +%s.%N)
 got=$(find "$WORK/dst/tree" -type f | wc -l)
 [[ $got == "$files" ]] || { echo "only $got of $files files arrived" >&2; exit 1; }
@@ -69,7 +78,26 @@ printf 'ferry copy: %d files in %.2f s, client peak RSS %s kB, CPU %s+%s s; sour
 	"$files" "$(echo "$end - $start" | bc)" "$(awk -F': ' '/Maximum resident/ {print $2}' "$WORK/time")" \
 	"$(awk -F': ' '/User time/ {print $2}' "$WORK/time")" "$(awk -F': ' '/System time/ {print $2}' "$WORK/time")" \
 	"$(hwm "${pids[0]}")" "$(cpu "${pids[0]}")" "$(hwm "${pids[1]}")" "$(cpu "${pids[1]}")"
+if [[ -n ${GUC:-} ]]; then
+	chmod 755 "$WORK"
+	mkdir -m 777 "$WORK/gct"
+	for port in "$((PORT_BASE + 2))" "$((PORT_BASE + 3))"; do
+		globus-gridftp-server -aa -anonymous-user nobody -p "$port" -control-interface 127.0.0.1 \
+			-data-interface 127.0.0.1 -d ERROR -l "$WORK/gct-$port.log" &
+		pids+=($!)
+	done
+	for port in "$((PORT_BASE + 2))" "$((PORT_BASE + 3))"; do
+		for _ in {1..100}; do (: </dev/tcp/127.0.0.1/"$port") 2>/dev/null && break; sleep 0.1; done
+	done
+	start=$(date +%s.%N)
+	# shellcheck disable=SC2086 # GUC is a list of options
+	globus-url-copy $GUC "ftp://127.0.0.1:$((PORT_BASE + 2))$WORK/src/tree/" "ftp://127.0.0.1:$((PORT_BASE + 3))$WORK/gct/tree/"
+	end=$(date +%s.%N)
+	got=$(find "$WORK/gct/tree" -type f | wc -l)
+	printf 'globus-url-copy %s (GCT): %d of %d files in %.2f s\n' "$GUC" "$got" "$files" "$(echo "$end - $start" | bc)"
+fi
+[[ -n ${NOCP:-} ]] && exit 0
 start=$(date +%s.%N)
-cp -r "$WORK/src/tree" "$WORK/cp/"
+/usr/bin/time -f '%U+%S s' -o "$WORK/cptime" cp -r "$WORK/src/tree" "$WORK/cp/"
 end=$(date +%s.%N)
-printf 'cp -r:      %d files in %.2f s\n' "$files" "$(echo "$end - $start" | bc)"
+printf 'cp -r:      %d files in %.2f s, CPU %s\n' "$files" "$(echo "$end - $start" | bc)" "$(cat "$WORK/cptime")"

@@ -70,7 +70,7 @@ const (
 	popenMaxMembers    = 1024
 	tarMaxBytes        = 64 << 20
 	maxBatchesInFlight = 2 // per session pair: two keep its data channel busy, more starve the other pairs
-	batchesPerPair     = 4 // at first; those not in flight go to the pairs that move fastest
+	batchesPerPair     = 4 // in the first window; those not in flight go to the pairs that move fastest (later windows: one a pair, which the queue keeps busy)
 )
 
 // tarLayer is the name of ferry's tar layer in FEAT DISKSTACK.
@@ -252,7 +252,9 @@ func tarStreams(o Options, s Settings) (int, string) {
 // files go one by one. The
 // ends are asked what they can only when the files favour it; the
 // planning sessions are free while a window is handed on. A decision
-// after the first window keeps the streams tuning gave the files.
+// after the first window keeps the streams tuning gave the files. The
+// first window is cut into batchesPerPair batches a pair, later ones
+// into one a pair: fewer, larger batches.
 func (c *copier) tarWindow(ctx context.Context, files []*file, first, last bool) ([]*batch, []*file) {
 	if !c.tarDecided {
 		if !last && c.opts.Tar != TarNever && (c.opts.Tar == TarAuto && len(files) < tarMinFiles || !slices.ContainsFunc(files, c.tarable)) {
@@ -270,7 +272,11 @@ func (c *copier) tarWindow(ctx context.Context, files []*file, first, last bool)
 	if c.tarPer == 0 {
 		return nil, files
 	}
-	bs, rest := c.batches(files, batchesPerPair*c.set.Concurrency, c.tarPer)
+	want := c.set.Concurrency
+	if first {
+		want *= batchesPerPair
+	}
+	bs, rest := c.batches(files, want, c.tarPer)
 	c.setTar(first, func(s *Settings) { s.Batches += len(bs) })
 	return bs, rest
 }

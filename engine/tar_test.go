@@ -113,6 +113,32 @@ func TestBatches(t *testing.T) {
 	}
 }
 
+// TestTarWindowBatches: the first window is cut into batchesPerPair
+// batches a pair, so that the pairs that move fastest take more; later
+// windows into one a pair, the queue of batches keeping every pair busy
+// and fewer, larger batches costing less.
+func TestTarWindowBatches(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		first, last bool
+		batches     int
+	}{
+		{"first window", true, false, batchesPerPair * 8},
+		{"the only window", true, true, batchesPerPair * 8},
+		{"a later window", false, false, 8},
+		{"the last window", false, true, 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &copier{tarDecided: true, tarPer: tarMaxMembers}
+			c.set.Concurrency = 8
+			bs, rest := c.tarWindow(t.Context(), smallTree(4096, 10), tc.first, tc.last)
+			if len(bs) != tc.batches || len(rest) != 0 {
+				t.Errorf("%d batches, %d alone; want %d, 0", len(bs), len(rest), tc.batches)
+			}
+		})
+	}
+}
+
 func TestPopenStacks(t *testing.T) {
 	if got, want := popenPack("tar", "/data/src", []string{"a", "-b/c"}), "popen:argv=#tar#cf#-#-C#/data/src#./a#./-b/c"; got != want {
 		t.Errorf("popenPack = %q, want %q", got, want)

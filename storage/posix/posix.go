@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"ferry/storage"
 )
 
@@ -330,24 +332,32 @@ func (f *FS) openIn(root *os.Root, op, name, r string, mode int) (*os.File, erro
 	if err != nil {
 		return nil, f.wrap(op, name, err)
 	}
-	fi, err := file.Stat()
-	if err != nil {
-		file.Close()
-		return nil, f.wrap(op, name, err)
-	}
-	switch {
-	case fi.IsDir():
-		file.Close()
-		return nil, fmt.Errorf("%s %s: %w", op, name, storage.ErrIsDir)
-	case !fi.Mode().IsRegular():
-		file.Close()
-		return nil, fmt.Errorf("%s %s: not a regular file: %w", op, name, storage.ErrPermission)
-	}
-	if err := setBlocking(file); err != nil {
-		file.Close()
-		return nil, f.wrap(op, name, err)
+	if err := f.regular(file, op, name); err != nil {
+		return nil, err
 	}
 	return file, nil
+}
+
+// regular checks that file, opened O_NONBLOCK, is a regular file and
+// clears O_NONBLOCK; otherwise it closes it.
+func (f *FS) regular(file *os.File, op, name string) error {
+	fi, err := file.Stat()
+	switch {
+	case err != nil:
+		err = f.wrap(op, name, err)
+	case fi.IsDir():
+		err = fmt.Errorf("%s %s: %w", op, name, storage.ErrIsDir)
+	case !fi.Mode().IsRegular():
+		err = fmt.Errorf("%s %s: not a regular file: %w", op, name, storage.ErrPermission)
+	default:
+		if err = setBlocking(file); err != nil {
+			err = f.wrap(op, name, err)
+		}
+	}
+	if err != nil {
+		file.Close()
+	}
+	return err
 }
 
 func setBlocking(file *os.File) error {
@@ -471,14 +481,67 @@ func (f *FS) OpenDir(ctx context.Context, name string) (storage.Dir, error) {
 	if err != nil {
 		return nil, f.wrap("opendir", name, err)
 	}
-	return &dir{fs: f, name: name, root: root}, nil
+	self, err := root.Open(".")
+	if err == nil {
+		var rc syscall.RawConn
+		if rc, err = self.SyscallConn(); err == nil {
+			return &dir{fs: f, name: name, root: root, self: self, rc: rc}, nil
+		}
+		self.Close()
+	}
+	root.Close()
+	return nil, f.wrap("opendir", name, err)
 }
 
-// dir is an open directory of an FS.
+// dir is an open directory of an FS. The calls made for each file of a
+// directory copied (Create, Open, Rename, Chtimes) go straight to the *at system
+// calls on the directory's descriptor when the name is a plain entry: the
+// same calls os.Root makes, without its path walk, and without the
+// system calls os.Root.OpenFile makes to try and fail to poll a regular
+// file. Anything else (a symlink, a directory in the way) takes the
+// os.Root path.
 type dir struct {
 	fs   *FS
 	name string // as opened
 	root *os.Root
+	self *os.File        // the directory itself, open
+	rc   syscall.RawConn // self's descriptor, held while in use
+}
+
+// at calls fn with the directory's descriptor, which stays open meanwhile.
+func (d *dir) at(fn func(fd int) error) error {
+	var err error
+	if cerr := d.rc.Control(func(fd uintptr) { err = fn(int(fd)) }); cerr != nil {
+		return cerr
+	}
+	return err
+}
+
+// openat opens the entry name with flags (O_CLOEXEC and O_NOFOLLOW
+// added) as an *os.File: os.NewFile does not try to poll it.
+func (d *dir) openat(name string, flags int, perm fs.FileMode) (*os.File, error) {
+	var file *os.File
+	err := d.at(func(dirfd int) error {
+		fd, err := ignoringEINTR(func() (int, error) {
+			return unix.Openat(dirfd, name, flags|unix.O_CLOEXEC|unix.O_NOFOLLOW, uint32(perm.Perm()))
+		})
+		if err != nil {
+			return err
+		}
+		file = os.NewFile(uintptr(fd), path.Join(d.name, name))
+		return nil
+	})
+	return file, err
+}
+
+// ignoringEINTR calls fn again while it is interrupted by a signal.
+func ignoringEINTR(fn func() (int, error)) (int, error) {
+	for {
+		n, err := fn()
+		if err != unix.EINTR {
+			return n, err
+		}
+	}
 }
 
 // check checks the context and name, an entry's base name.
@@ -507,8 +570,17 @@ func (d *dir) Open(ctx context.Context, name string) (storage.File, error) {
 	if err := d.check(ctx, "open", name); err != nil {
 		return nil, err
 	}
-	file, err := d.fs.openIn(d.root, "open", path.Join(d.name, name), name, os.O_RDONLY)
-	if err != nil {
+	full := path.Join(d.name, name)
+	file, err := d.openat(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	switch {
+	case err == unix.ELOOP: // a symlink, which may stay inside the root
+		return d.fs.openIn(d.root, "open", full, name, os.O_RDONLY)
+	case err == unix.ENXIO: // a FIFO without reader, a device without device
+		return nil, fmt.Errorf("open %s: not a regular file: %w", full, storage.ErrPermission)
+	case err != nil:
+		return nil, d.wrap("open", name, err)
+	}
+	if err := d.fs.regular(file, "open", full); err != nil {
 		return nil, err
 	}
 	return file, nil
@@ -521,7 +593,7 @@ func (d *dir) Create(ctx context.Context, name string) (storage.File, error) {
 	if err := d.check(ctx, "create", name); err != nil {
 		return nil, err
 	}
-	file, err := d.root.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, d.fs.FileMode)
+	file, err := d.openat(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, d.fs.FileMode)
 	if err != nil {
 		return nil, d.wrap("create", name, err)
 	}
@@ -544,7 +616,21 @@ func (d *dir) Rename(ctx context.Context, oldname, newname string) error {
 	if err := d.check(ctx, "rename", newname); err != nil {
 		return err
 	}
-	return d.fs.wrap("rename", path.Join(d.name, oldname)+" to "+path.Join(d.name, newname), d.root.Rename(oldname, newname))
+	err := d.at(func(fd int) error {
+		// Onto nothing, in one call where the file system can; otherwise
+		// a directory at newname takes the os.Root path, which refuses to
+		// replace it as os.Rename does.
+		err := unix.Renameat2(fd, oldname, fd, newname, unix.RENAME_NOREPLACE)
+		if err != unix.EEXIST && err != unix.EINVAL && err != unix.ENOSYS {
+			return err
+		}
+		var st unix.Stat_t
+		if err := unix.Fstatat(fd, newname, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			return d.root.Rename(oldname, newname)
+		}
+		return unix.Renameat(fd, oldname, fd, newname)
+	})
+	return d.fs.wrap("rename", path.Join(d.name, oldname)+" to "+path.Join(d.name, newname), err)
 }
 
 // Chmod sets the permission bits of name; other mode bits are ignored.
@@ -560,8 +646,24 @@ func (d *dir) Chtimes(ctx context.Context, name string, mtime time.Time) error {
 	if err := d.check(ctx, "chtimes", name); err != nil {
 		return err
 	}
-	return d.wrap("chtimes", name, d.root.Chtimes(name, time.Time{}, mtime))
+	err := d.at(func(fd int) error {
+		// As os.Root does it, without its path walk: a symlink is
+		// followed (inside the root), anything else is set itself.
+		var b [1]byte
+		if _, err := unix.Readlinkat(fd, name, b[:]); err != unix.EINVAL || mtime.IsZero() {
+			return d.root.Chtimes(name, time.Time{}, mtime)
+		}
+		ts := []unix.Timespec{{Nsec: unix.UTIME_OMIT}, unix.NsecToTimespec(mtime.UnixNano())}
+		return unix.UtimesNanoAt(fd, name, ts, unix.AT_SYMLINK_NOFOLLOW)
+	})
+	return d.wrap("chtimes", name, err)
 }
 
 // Close releases the directory.
-func (d *dir) Close() error { return d.root.Close() }
+func (d *dir) Close() error {
+	err := d.self.Close()
+	if rerr := d.root.Close(); err == nil {
+		err = rerr
+	}
+	return err
+}

@@ -293,3 +293,95 @@ func TestCanceled(t *testing.T) {
 		t.Errorf("Mkdir = %v, want context.Canceled", err)
 	}
 }
+
+// TestDirDirectCalls: the calls a Dir makes straight on its descriptor
+// keep the os.Root rules: a symlink inside the root is followed by Open
+// and Chtimes, never one out of it; Rename does not replace a directory; the files
+// are *os.File (the server splices them).
+func TestDirDirectCalls(t *testing.T) {
+	fsys, dir := newFS(t)
+	ctx := t.Context()
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "secret"), []byte("secret"), 0o644)
+	os.Mkdir(filepath.Join(dir, "sub"), 0o755)
+	os.WriteFile(filepath.Join(dir, "file"), []byte("data"), 0o644)
+	os.Symlink("file", filepath.Join(dir, "in"))
+	os.Symlink(filepath.Join(outside, "secret"), filepath.Join(dir, "out"))
+	d, err := fsys.OpenDir(ctx, "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+
+	for _, tt := range []struct {
+		name string
+		want string // what Open reads; "" for an error
+	}{
+		{"file", "data"},
+		{"in", "data"},
+		{"out", ""},
+	} {
+		f, err := d.Open(ctx, tt.name)
+		if tt.want == "" {
+			if err == nil {
+				f.Close()
+				t.Errorf("Open(%s) opened a file outside the root", tt.name)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("Open(%s) = %v", tt.name, err)
+			continue
+		}
+		if _, ok := f.(*os.File); !ok {
+			t.Errorf("Open(%s) returned %T, want *os.File", tt.name, f)
+		}
+		b := make([]byte, 16)
+		n, _ := f.ReadAt(b, 0)
+		f.Close()
+		if string(b[:n]) != tt.want {
+			t.Errorf("Open(%s) reads %q, want %q", tt.name, b[:n], tt.want)
+		}
+	}
+
+	mtime := time.Unix(1e9, 0)
+	for _, tt := range []struct {
+		name, target string // target: the file whose time it sets
+	}{
+		{"file", "file"},
+		{"in", "file"},
+		{"sub", "sub"},
+	} {
+		if err := d.Chtimes(ctx, tt.name, mtime); err != nil {
+			t.Errorf("Chtimes(%s) = %v", tt.name, err)
+		} else if fi, err := os.Stat(filepath.Join(dir, tt.target)); err != nil || !fi.ModTime().Equal(mtime) {
+			t.Errorf("Chtimes(%s): %s has %v, %v; want %v", tt.name, tt.target, fi.ModTime(), err, mtime)
+		}
+		mtime = mtime.Add(time.Hour)
+	}
+	d.Chtimes(ctx, "out", mtime)
+	if fi, _ := os.Stat(filepath.Join(outside, "secret")); fi.ModTime().Equal(mtime) {
+		t.Error("Chtimes(out) set the time of a file outside the root")
+	}
+
+	f, err := d.Create(ctx, "new")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := f.(*os.File); !ok {
+		t.Errorf("Create returned %T, want *os.File", f)
+	}
+	f.Close()
+	if err := d.Rename(ctx, "new", "sub"); err == nil {
+		t.Error("Rename replaced a directory")
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, "sub")); err != nil || !fi.IsDir() {
+		t.Errorf("sub after Rename: %v, %v", fi, err)
+	}
+	if err := d.Rename(ctx, "new", "file"); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "file")); err != nil || len(b) != 0 {
+		t.Errorf("file after Rename = %q, %v; want the new empty file", b, err)
+	}
+}
