@@ -561,6 +561,9 @@ type Receiver struct {
 	served  uint64       // hash jobs done, in order, under mu
 	stop    atomic.Bool  // the transfer failed: hash no further
 	readOut atomic.Int64 // bytes read back for Hash: progress too
+	// writing counts the writes to Dst under way: while Dst holds one,
+	// a quiet data channel is Dst's doing, not the sender's.
+	writing atomic.Int32
 }
 
 // Sum returns the hash of the data received, when Hash saw all of it, in
@@ -828,8 +831,9 @@ func (r *Receiver) Run(ctx context.Context, streams []*Stream, accept <-chan net
 			}
 		case <-progress.C:
 			// Reading back what came ahead of a gap counts as progress:
-			// the streams may wait for it.
-			if n := r.bytes.Load() + r.readOut.Load(); n == lastBytes && failure == nil {
+			// the streams may wait for it. So does a write Dst holds (a
+			// listing's reader taking its time).
+			if n := r.bytes.Load() + r.readOut.Load(); n == lastBytes && failure == nil && r.writing.Load() == 0 {
 				failure = fmt.Errorf("%w: no data for %v", ErrDataStream, timeout)
 				wake()
 			} else {
@@ -926,7 +930,10 @@ func (r *Receiver) readBlock(s *Stream, h Header, buf []byte, z *zeroCopy) error
 			if err := z.readFull(s, buf[:n]); err != nil {
 				return fmt.Errorf("%w: cut inside a block: %v", ErrDataStream, err)
 			}
-			if _, err := r.Dst.WriteAt(buf[:n], pos); err != nil {
+			r.writing.Add(1)
+			_, err := r.Dst.WriteAt(buf[:n], pos)
+			r.writing.Add(-1)
+			if err != nil {
 				return err
 			}
 			r.bytes.Add(n)

@@ -258,10 +258,34 @@ func (c *Conn) receiveSetup(ctx context.Context, cmd string) error {
 // markers) up to its final reply, while recv moves the data. Both must
 // succeed; a failure of either aborts the other.
 func (c *Conn) transferResult(ctx context.Context, move func(context.Context) error) error {
+	return c.awaitTransfer(ctx, move, false)
+}
+
+// receiveResult is transferResult for data the client receives: while
+// the receiver runs, the final reply is awaited beyond the session's
+// timeout. The receiver fails by itself once its data channel is quiet
+// for that long (gridftp.Receiver's Timeout), but not while what it
+// hands the data to holds it: a listing of millions of entries that its
+// reader takes in as it can (ListEach) keeps the server waiting on the
+// data channel, its final reply unsent, for as long as that takes.
+func (c *Conn) receiveResult(ctx context.Context, move func(context.Context) error) error {
+	return c.awaitTransfer(ctx, move, true)
+}
+
+func (c *Conn) awaitTransfer(ctx context.Context, move func(context.Context) error, receiving bool) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	moved := make(chan error, 1)
-	go func() { moved <- move(ctx) }()
+	running := make(chan struct{})
+	go func() {
+		err := move(ctx)
+		close(running)
+		moved <- err
+	}()
+	if receiving {
+		kept := c.keepAwaiting(ctx, running)
+		defer func() { cancel(); <-kept }()
+	}
 	_, rerr := c.Final(ctx, nil)
 	if rerr != nil {
 		cancel()
@@ -271,6 +295,39 @@ func (c *Conn) transferResult(ctx context.Context, move func(context.Context) er
 		return rerr
 	}
 	return merr
+}
+
+// keepAwaiting pushes the control channel's read deadline on, a session
+// timeout ahead (or ctx's deadline, if sooner), until running is closed
+// or ctx ends; the returned channel is closed when it stopped. A deadline
+// it sets after ctx ended is undone, so that a canceled read still ends
+// at once (next).
+func (c *Conn) keepAwaiting(ctx context.Context, running <-chan struct{}) <-chan struct{} {
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(c.timeout() / 4)
+		defer tick.Stop()
+		for {
+			select {
+			case <-running:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			deadline := time.Now().Add(c.timeout())
+			if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+				deadline = d
+			}
+			c.c.SetReadDeadline(deadline)
+			if ctx.Err() != nil {
+				c.c.SetReadDeadline(time.Unix(1, 0))
+				return
+			}
+		}
+	}()
+	return stopped
 }
 
 // Get retrieves path into dst in MODE E: the whole file when length < 0,
@@ -288,7 +345,7 @@ func (c *Conn) Get(ctx context.Context, path string, dst io.WriterAt, off, lengt
 		base = off
 	}
 	rcv := &gridftp.Receiver{Dst: dst, Base: base, Pool: c.options().Pool, Timeout: c.timeout()}
-	err := c.transferResult(ctx, func(ctx context.Context) error {
+	err := c.receiveResult(ctx, func(ctx context.Context) error {
 		streams, err := rcv.Run(ctx, c.data.rstreams, c.data.accepted, nil)
 		c.data.rstreams = streams
 		return err
@@ -413,7 +470,7 @@ func (c *Conn) ListEach(ctx context.Context, path string, fn func(gridftp.Entry)
 		return fn(e)
 	}}
 	rcv := &gridftp.Receiver{Dst: lw, Pool: c.options().Pool, Timeout: c.timeout()}
-	err := c.transferResult(ctx, func(ctx context.Context) error {
+	err := c.receiveResult(ctx, func(ctx context.Context) error {
 		streams, err := rcv.Run(ctx, c.data.rstreams, c.data.accepted, nil)
 		c.data.rstreams = streams
 		return err
