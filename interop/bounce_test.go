@@ -32,10 +32,12 @@ func TestFTPBounce(t *testing.T) {
 	}
 	// The internal service: what it is sent lands in a file.
 	got := filepath.Join(t.TempDir(), "received")
+	listening := filepath.Join(t.TempDir(), "listening")
 	svc := &child{t: t, name: "internal service", bin: "ip", log: &logBuffer{}, args: []string{"netns", "exec", ns.name,
 		"python3", "-c", `import signal,socket,sys
 signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
 s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", 5000)); s.listen(8)
+open(sys.argv[2], "w").close()
 while True:
     c,_=s.accept()
     with open(sys.argv[1],"ab") as f:
@@ -43,9 +45,19 @@ while True:
             b=c.recv(65536)
             if not b: break
             f.write(b)
-    c.close()`, got}}
+    c.close()`, got, listening}}
 	svc.launch()
 	t.Cleanup(func() { svc.stop(5 * time.Second) })
+	// Until it listens, a bounce to it would prove nothing (and a SIGTERM
+	// before its handler is set is no clean exit).
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(listening); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the internal service did not listen within 30s")
+		}
+	}
 	addr := net.JoinHostPort(ns.ip, "2811")
 	srv := &child{t: t, name: "ferry gridftp", bin: "ip", log: &logBuffer{}, args: []string{"netns", "exec", ns.name,
 		ferryBin, "gridftp", "--root", root, "--listen", addr, "--anonymous"}}
