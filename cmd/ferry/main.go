@@ -20,9 +20,11 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	stopProfile := startProfile(os.Getenv(profileEnv), os.Stderr)
+	stopMemProfile := startMemProfile(os.Getenv(memProfileEnv), os.Stderr)
 	code := execute(ctx, newRoot(), os.Args[1:], os.Stderr)
 	stop()
 	stopProfile()
+	stopMemProfile()
 	os.Exit(code)
 }
 

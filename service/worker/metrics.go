@@ -14,6 +14,7 @@ import (
 type stats struct {
 	bytes                      atomic.Int64
 	succeeded, skipped, failed atomic.Int64 // files
+	recordWaits                atomic.Int64 // times a run waited for the store to take its file records
 	mu                         sync.Mutex
 	faults                     map[string]int64 // by class (failure.code): a few values
 }
@@ -42,11 +43,14 @@ var (
 	faultsDesc = prometheus.NewDesc("ferry_worker_faults_total", "Retried faults of the worker's tasks, by class (the task nice status the fault means, or FAILED).", []string{"class"}, nil)
 	leasesDesc = prometheus.NewDesc("ferry_worker_leases", "Tasks the worker holds a lease on.", nil, nil)
 	loadDesc   = prometheus.NewDesc("ferry_endpoint_active_tasks", "Tasks the worker runs per endpoint (owner#name), for endpoints with a running task only.", []string{"endpoint"}, nil)
+	heldDesc   = prometheus.NewDesc("ferry_worker_records_held", "File records the worker's running tasks made and the database does not have yet.", nil, nil)
+	waitsDesc  = prometheus.NewDesc("ferry_worker_record_waits_total", "Times a task's transfers paused until the database took the file records waiting for it (see maxWaiting).", nil, nil)
 )
 
-// Collector reports the worker's metrics for Prometheus: bytes, files and
-// faults counted so far, and, at each scrape, its leases and how many of
-// its running tasks use each endpoint. Endpoints are labelled by display
+// Collector reports the worker's metrics for Prometheus: bytes, files,
+// faults and waits for the database counted so far, and, at each scrape,
+// its leases, how many of its running tasks use each endpoint and the
+// file records they hold for the database. Endpoints are labelled by display
 // name, and only while a task of this worker uses them, so that the series
 // are at most twice Tasks (a relay aside).
 func (w *Worker) Collector() prometheus.Collector {
@@ -57,7 +61,7 @@ func (w *Worker) Collector() prometheus.Collector {
 type collector struct{ w *Worker }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{bytesDesc, filesDesc, faultsDesc, leasesDesc, loadDesc} {
+	for _, d := range []*prometheus.Desc{bytesDesc, filesDesc, faultsDesc, leasesDesc, loadDesc, heldDesc, waitsDesc} {
 		ch <- d
 	}
 }
@@ -73,16 +77,18 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(faultsDesc, prometheus.CounterValue, float64(n), class)
 	}
 	s.mu.Unlock()
-	leases, load := c.w.load()
+	ch <- prometheus.MustNewConstMetric(waitsDesc, prometheus.CounterValue, float64(s.recordWaits.Load()))
+	leases, load, held := c.w.load()
 	ch <- prometheus.MustNewConstMetric(leasesDesc, prometheus.GaugeValue, float64(leases))
 	for ep, n := range load {
 		ch <- prometheus.MustNewConstMetric(loadDesc, prometheus.GaugeValue, float64(n), ep)
 	}
+	ch <- prometheus.MustNewConstMetric(heldDesc, prometheus.GaugeValue, float64(held))
 }
 
-// load is how many tasks the worker holds, and how many of those use each
-// endpoint, by display name.
-func (w *Worker) load() (leases int, byEndpoint map[string]int) {
+// load is how many tasks the worker holds, how many of those use each
+// endpoint, by display name, and the file records they hold for the store.
+func (w *Worker) load() (leases int, byEndpoint map[string]int, held int) {
 	w.mu.Lock()
 	runs := make([]*run, 0, len(w.running))
 	for _, r := range w.running {
@@ -103,6 +109,7 @@ func (w *Worker) load() (leases int, byEndpoint map[string]int) {
 			}
 		}
 		r.mu.Unlock()
+		held += r.p.held()
 	}
-	return len(runs), byEndpoint
+	return len(runs), byEndpoint, held
 }

@@ -23,7 +23,9 @@ import (
 // deltas, file records and events until flush persists them in one
 // Store.Progress call, and it says which source paths the run leaves out
 // (skip): those with a record, stored (known) or not yet (pending), and
-// those the user canceled. Nothing it holds grows with the files done.
+// those the user canceled. Nothing it holds grows with the files done:
+// once maxWaiting records wait for a flush, the engine's calls that make
+// more wait for one (waitRoom).
 type progress struct {
 	w      *Worker
 	taskID string
@@ -31,6 +33,8 @@ type progress struct {
 	soon   chan struct{} // a file started, moved on or ended: flush within FlushSoon
 
 	mu       sync.Mutex
+	room     sync.Cond       // on mu: a flush took records, or flushes ended
+	ended    bool            // flushes ended (the flusher returned): no one waits for room
 	total    domain.Counters // the task's counters, unflushed ones included
 	delta    domain.Counters // not yet flushed
 	files    []domain.File
@@ -63,14 +67,17 @@ type progress struct {
 	destFiles []domain.DestFile // per-destination records not yet flushed
 	deletions []domain.Deletion // paths deleted at a destination, not yet flushed
 	untold    int               // the last deletions, not yet in a DELETED event
+	storing   int               // records of the flush under way
 }
 
 func newProgress(w *Worker, t domain.Task) *progress {
-	return &progress{w: w, taskID: t.ID, kick: make(chan struct{}, 1), soon: make(chan struct{}, 1), total: t.Counters,
+	p := &progress{w: w, taskID: t.ID, kick: make(chan struct{}, 1), soon: make(chan struct{}, 1), total: t.Counters,
 		known: newRecorded(w.Store, t.ID), pending: map[string]bool{}, canceled: map[string]bool{},
 		lastEvent: w.now(), lastBytes: t.BytesTransferred,
 		restart: map[string]engine.Partial{}, stored: map[string]bool{}, partials: map[string]domain.Partial{},
 		faults: map[string]*faultGroup{}}
+	p.room.L = &p.mu
+	return p
 }
 
 // loadPartials takes in the partial records of earlier runs.
@@ -162,13 +169,46 @@ func (p *progress) add(d domain.Counters, f *domain.File, e *domain.Event) {
 	}
 }
 
+// waiting is how many records wait for a flush. Called with p.mu held.
+func (p *progress) waiting() int { return len(p.files) + len(p.destFiles) + len(p.deletions) }
+
+// held is how many records the run holds that the store does not have:
+// waiting, and being stored.
+func (p *progress) held() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.waiting() + p.storing
+}
+
 // kickIf asks for a flush when enough records wait. Called with p.mu held.
 func (p *progress) kickIf() {
-	if len(p.files)+len(p.destFiles)+len(p.deletions) >= orInt(p.w.FlushFiles, 100) {
+	if p.waiting() >= orInt(p.w.FlushFiles, 100) {
 		select {
 		case p.kick <- struct{}{}:
 		default:
 		}
+	}
+}
+
+// maxWaiting bounds the records that wait for a flush: transfers faster
+// than the store can record them wait for it (waitRoom), rather than the
+// worker keep a record of every file done until the store catches up —
+// hundreds of MiB on a task of a million small files. Four batches keep
+// the flusher busy.
+const maxWaiting = 4 * maxBatchFiles
+
+// waitRoom holds the caller, the engine having just made a record, while
+// maxWaiting records wait for a flush, until a flush takes some or
+// flushes end; it counts the waits for the worker's metrics. It is the
+// last thing its callers do: the wait lets go of p.mu. Called with p.mu
+// held.
+func (p *progress) waitRoom() {
+	if p.waiting() < maxWaiting || p.ended {
+		return
+	}
+	p.w.stats.recordWaits.Add(1)
+	for p.waiting() >= maxWaiting && !p.ended {
+		p.room.Wait()
 	}
 }
 
@@ -227,6 +267,7 @@ func (p *progress) skip(ctx context.Context, src, dst string) bool {
 		p.canceled[src] = true
 		p.add(d, &domain.File{Src: src, Dst: dst, State: domain.FileCanceled},
 			&domain.Event{Code: domain.EventFileCanceled, Description: src + ": canceled by the user"})
+		p.waitRoom()
 		return true
 	}
 	p.add(d, nil, nil)
@@ -414,6 +455,7 @@ func (p *progress) Done(r engine.FileResult) {
 	default:
 		p.fileFailed(f, r.Err, domain.Counters{}, r.Attempts)
 	}
+	p.waitRoom()
 }
 
 // Deleted records a path the engine deleted at a destination because the
@@ -426,6 +468,7 @@ func (p *progress) Deleted(d engine.Deletion) {
 	p.deletions = append(p.deletions, domain.Deletion{Dest: d.Dest, Path: d.Path, Dir: d.Dir, Size: d.Size, Time: p.w.now()})
 	p.untold++
 	p.kickIf()
+	p.waitRoom()
 }
 
 // tellDeleted turns the deletions not yet told into DELETED events: one
@@ -511,9 +554,11 @@ func (p *progress) deleted(path string, err error, ignoreMissing bool) {
 		f.State, d.FilesSkipped = domain.FileSkipped, 1
 	default:
 		p.fileFailed(f, err, d, 1)
+		p.waitRoom()
 		return
 	}
 	p.add(d, &f, nil)
+	p.waitRoom()
 }
 
 // fileFailed records a file that failed for good, with the counters d.
@@ -629,12 +674,17 @@ func (p *progress) flush(ctx context.Context) error {
 		}
 		sent := p.partials
 		p.delta, p.files, p.destFiles, p.deletions, p.events, p.partials = domain.Counters{}, p.files[n:], p.destFiles[nd:], p.deletions[nx:], nil, map[string]domain.Partial{}
-		more := len(p.files) > 0 || len(p.destFiles) > 0 || len(p.deletions) > 0
+		more := p.waiting() > 0
+		p.storing = n + nd + nx
+		p.room.Broadcast()
 		p.mu.Unlock()
 		if b.Delta == (domain.Counters{}) && len(b.Files) == 0 && len(b.DestFiles) == 0 && len(b.Deletions) == 0 && len(b.Events) == 0 && len(b.Partials) == 0 {
 			return nil
 		}
 		err := p.w.Store.Progress(ctx, p.taskID, p.w.ID, b)
+		p.mu.Lock()
+		p.storing = 0
+		p.mu.Unlock()
 		if err != nil {
 			if !domain.IsNotFound(err) {
 				p.mu.Lock()
@@ -699,6 +749,7 @@ const maxBatchFiles = 500
 func (p *progress) flusher(ctx context.Context, stop context.CancelCauseFunc) {
 	t := time.NewTicker(orDuration(p.w.FlushEvery, time.Second))
 	defer t.Stop()
+	defer p.endFlushes()
 	var last time.Time
 	for {
 		select {
@@ -710,6 +761,7 @@ func (p *progress) flusher(ctx context.Context, stop context.CancelCauseFunc) {
 			select {
 			case <-ctx.Done():
 				return
+			case <-p.kick: // enough records wait: at once
 			case <-time.After(time.Until(last.Add(orDuration(p.w.FlushSoon, 100*time.Millisecond)))):
 			}
 		}
@@ -725,6 +777,15 @@ func (p *progress) flusher(ctx context.Context, stop context.CancelCauseFunc) {
 			p.w.log().Warn("persist progress", "task", p.taskID, "err", err)
 		}
 	}
+}
+
+// endFlushes lets go of those that wait for room: the flusher returned,
+// and the run's last flush takes what waits.
+func (p *progress) endFlushes() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ended = true
+	p.room.Broadcast()
 }
 
 // details renders event details as JSON.

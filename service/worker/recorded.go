@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"hash/maphash"
+	"maps"
 	"slices"
 	"sync"
 
@@ -38,11 +39,48 @@ type recorded struct {
 // maxHeld is a recorded's max: 8 MiB of hashes.
 const maxHeld = 1 << 20
 
-// names is what a recorded holds of one directory.
+// names is what a recorded holds of one directory: the hashes read from
+// the store and those noted since, sorted, and the last few noted, in a
+// set merged into them once it holds more than an eighth as many (merge):
+// a map costs several times the 8 bytes of a hash, and a run of a large
+// directory notes every file of it.
 type names struct {
 	dir    string
-	sorted []uint64            // read from the store
-	added  map[uint64]struct{} // recorded since the read began
+	sorted []uint64
+	added  map[uint64]struct{} // noted since the last merge
+}
+
+// merge moves the added hashes into sorted.
+func (n *names) merge() {
+	add := slices.Sorted(maps.Keys(n.added))
+	n.added = nil
+	i, j := len(n.sorted)-1, len(add)-1
+	n.sorted = slices.Grow(n.sorted, len(add))[:len(n.sorted)+len(add)]
+	for k := len(n.sorted) - 1; j >= 0; k-- { // from the end, in place
+		if i >= 0 && n.sorted[i] > add[j] {
+			n.sorted[k], i = n.sorted[i], i-1
+		} else {
+			n.sorted[k], j = add[j], j-1
+		}
+	}
+}
+
+// note adds h unless it is there, and says whether it was not.
+func (n *names) note(h uint64) bool {
+	if _, found := slices.BinarySearch(n.sorted, h); found {
+		return false
+	}
+	if _, found := n.added[h]; found {
+		return false
+	}
+	if n.added == nil {
+		n.added = map[uint64]struct{}{}
+	}
+	n.added[h] = struct{}{}
+	if len(n.added) > 64+len(n.sorted)/8 {
+		n.merge()
+	}
+	return true
 }
 
 // dirRead is a directory being read: those who ask about it meanwhile
@@ -119,7 +157,11 @@ func (c *recorded) has(ctx context.Context, src, dst string) (bool, error) {
 		c.mu.Lock()
 		delete(c.reads, dir)
 		if r.err == nil {
-			c.hold(&names{dir: dir, sorted: sorted, added: r.added})
+			n := &names{dir: dir, sorted: slices.Compact(sorted)}
+			for h := range r.added {
+				n.note(h)
+			}
+			c.hold(n)
 		}
 		c.mu.Unlock()
 		close(r.done)
@@ -158,12 +200,7 @@ func (c *recorded) add(src, dst string) {
 	if !ok {
 		return
 	}
-	n := e.Value.(*names)
-	if n.added == nil {
-		n.added = map[uint64]struct{}{}
-	}
-	if _, ok := n.added[h]; !ok {
-		n.added[h] = struct{}{}
+	if e.Value.(*names).note(h) {
 		c.held++
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -85,5 +86,43 @@ func TestRecordedWindow(t *testing.T) {
 	c.clear()
 	if len(held()) != 0 || c.held != 0 {
 		t.Fatalf("clear left %q (%d hashes)", held(), c.held)
+	}
+}
+
+// TestRecordedAddsCompact notes 100,000 records made during a run in a
+// held directory, as a run of a large directory does: each is known
+// after, others are not, and the hashes noted are kept sorted as the read
+// ones are, but a few in a set (8 bytes a record, not a map entry's
+// several times that).
+func TestRecordedAddsCompact(t *testing.T) {
+	const n = 100_000
+	ctx := context.Background()
+	store, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "ferry.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	c := newRecorded(store, "task")
+	if got, err := c.has(ctx, "/big/none", "/to"); got || err != nil {
+		t.Fatalf("has in an empty store: %v, %v", got, err)
+	}
+	name := func(i int) string { return "/big/f" + strconv.Itoa(i) }
+	for i := range n {
+		c.add(name(i), "/to")
+	}
+	c.add(name(7), "/to") // again
+	e := c.dirs["/big/"]
+	nm := e.Value.(*names)
+	if s, a := len(nm.sorted), len(nm.added); s+a != n || c.held != n || a > 64+s/8 {
+		t.Errorf("%d records noted: %d hashes sorted, %d in a set, %d counted held; want %d in all, at most 64 + 1/8 of the sorted in the set",
+			n, s, a, c.held, n)
+	}
+	for i := range n {
+		if got, err := c.has(ctx, name(i), "/to"); !got || err != nil {
+			t.Fatalf("has(%s) = %v, %v after it was noted", name(i), got, err)
+		}
+	}
+	if got, _ := c.has(ctx, name(n), "/to"); got {
+		t.Errorf("has(%s) = true; it was never noted", name(n))
 	}
 }
