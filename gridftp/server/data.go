@@ -32,21 +32,28 @@ type dataChannel struct {
 
 // close ends the data channel: listener and cached streams.
 func (d *dataChannel) close() {
-	if d.ln != nil {
-		d.ln.Close()
-		close(d.stop)
-		d.wg.Wait()
-		for c := range d.accepted {
-			c.Close()
-		}
-		d.ln, d.accepted, d.stop = nil, nil, nil
-	}
+	d.closeListener()
 	d.active = nil
 	d.dropCache()
 	if d.stream != nil {
 		d.stream.Close()
 		d.stream = nil
 	}
+}
+
+// closeListener closes the passive listener, if any, and the connections
+// it accepted that no transfer took.
+func (d *dataChannel) closeListener() {
+	if d.ln == nil {
+		return
+	}
+	d.ln.Close()
+	close(d.stop)
+	d.wg.Wait()
+	for c := range d.accepted {
+		c.Close()
+	}
+	d.ln, d.accepted, d.stop = nil, nil, nil
 }
 
 // dropCache closes the cached MODE E streams.

@@ -442,9 +442,16 @@ func (ss *session) store(p string, flag storage.OpenFlag, base int64, appendMode
 		// file already, on cached streams or ones it connects now:
 		// what they hold is this transfer's, and must not be read as
 		// the next one's. Drain them for a moment and close them, as
-		// after any failed receive.
+		// after any failed receive; in MODE E, where a sender streams
+		// ahead, close the passive listener too, so that one still
+		// connecting (not yet accepted, as a refusal before the sender
+		// connects leaves it) is refused, not taken by the next
+		// transfer: that one needs a new PASV.
 		ss.data.dropPending()
 		ss.data.linger()
+		if ss.modeE {
+			ss.data.closeListener()
+		}
 		return
 	}
 	f, plain := sink.(storage.File)
