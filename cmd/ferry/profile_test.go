@@ -13,60 +13,32 @@ import (
 	"time"
 )
 
-// TestCPUProfileEnv: the real binary with FERRY_CPUPROFILE set writes a
-// CPU profile (gzip, as runtime/pprof writes it) there when it ends, and
-// says so in a sentence when it cannot.
-func TestCPUProfileEnv(t *testing.T) {
-	dir := t.TempDir()
-	tests := []struct {
-		name, path string
-		wantFile   bool
-		wantErr    string
-	}{
-		{name: "written", path: filepath.Join(dir, "cpu.prof"), wantFile: true},
-		{name: "unwritable", path: filepath.Join(dir, "missing", "cpu.prof"), wantErr: "FERRY_CPUPROFILE: the CPU profile could not start"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cmd := exec.Command(ferryBin, "version")
-			cmd.Env = append(os.Environ(), "FERRY_CPUPROFILE="+tt.path)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			if err := cmd.Run(); err != nil {
-				t.Fatalf("ferry version: %v: %s", err, stderr.String())
-			}
-			if !strings.Contains(stderr.String(), tt.wantErr) {
-				t.Errorf("stderr %q, want it to say %q", stderr.String(), tt.wantErr)
-			}
-			b, err := os.ReadFile(tt.path)
-			if got := err == nil && bytes.HasPrefix(b, []byte{0x1f, 0x8b}); got != tt.wantFile {
-				t.Errorf("a gzip profile at %s: %v (read: %v), want %v", tt.path, got, err, tt.wantFile)
-			}
-		})
-	}
+// isProfile reports whether path holds a profile (gzip, as runtime/pprof
+// writes them).
+func isProfile(path string) bool {
+	b, err := os.ReadFile(path)
+	return err == nil && bytes.HasPrefix(b, []byte{0x1f, 0x8b})
 }
 
-// TestMemProfileEnv: the real binary with FERRY_MEMPROFILE set writes a
-// heap profile there when it ends, and says so in a sentence when it
-// cannot; a running server writes one when it gets SIGUSR1, and goes on.
-func TestMemProfileEnv(t *testing.T) {
+// TestProfileEnv: the real binary with FERRY_CPUPROFILE or
+// FERRY_MEMPROFILE set writes a CPU or heap profile there when it ends,
+// and says so in a sentence when it cannot.
+func TestProfileEnv(t *testing.T) {
 	dir := t.TempDir()
-	isProfile := func(path string) bool {
-		b, err := os.ReadFile(path)
-		return err == nil && bytes.HasPrefix(b, []byte{0x1f, 0x8b})
-	}
 	tests := []struct {
-		name, path string
-		wantFile   bool
-		wantErr    string
+		name, env, path string
+		wantFile        bool
+		wantErr         string
 	}{
-		{name: "written", path: filepath.Join(dir, "heap.prof"), wantFile: true},
-		{name: "unwritable", path: filepath.Join(dir, "missing", "heap.prof"), wantErr: "FERRY_MEMPROFILE: the heap profile could not be written"},
+		{name: "cpu written", env: "FERRY_CPUPROFILE", path: filepath.Join(dir, "cpu.prof"), wantFile: true},
+		{name: "cpu unwritable", env: "FERRY_CPUPROFILE", path: filepath.Join(dir, "missing", "cpu.prof"), wantErr: "FERRY_CPUPROFILE: the CPU profile could not start"},
+		{name: "heap written", env: "FERRY_MEMPROFILE", path: filepath.Join(dir, "heap.prof"), wantFile: true},
+		{name: "heap unwritable", env: "FERRY_MEMPROFILE", path: filepath.Join(dir, "missing", "heap.prof"), wantErr: "FERRY_MEMPROFILE: the heap profile could not be written"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cmd := exec.Command(ferryBin, "version")
-			cmd.Env = append(os.Environ(), "FERRY_MEMPROFILE="+tt.path)
+			cmd.Env = append(os.Environ(), tt.env+"="+tt.path)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			if err := cmd.Run(); err != nil {
@@ -80,6 +52,12 @@ func TestMemProfileEnv(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMemProfileSignal: a running server with FERRY_MEMPROFILE set writes
+// a heap profile when it gets SIGUSR1, and goes on.
+func TestMemProfileSignal(t *testing.T) {
+	dir := t.TempDir()
 	t.Run("SIGUSR1", func(t *testing.T) {
 		path := filepath.Join(dir, "running.prof")
 		cmd := exec.Command(ferryBin, "gridftp", "--root", t.TempDir(), "--listen", "127.0.0.1:0", "--anonymous")
