@@ -79,7 +79,7 @@ func appendString(b []byte, s string) []byte {
 // rowsPerInsert rows.
 func insertFiles(ctx context.Context, c conn, taskID string, files []domain.File, now time.Time) error {
 	rows := rowsOf(files, now)
-	return insertMany(ctx, c, `INSERT INTO file_records (task_id, state, src_dir, dst_dir, time, recs) VALUES `, len(rows),
+	return insertMany(ctx, c, `INSERT INTO file_records (task_id, state, src_dir, dst_dir, time, recs) VALUES `, "", len(rows),
 		func(i int) []any {
 			r := rows[i]
 			return []any{taskID, r.state, []byte(r.src), []byte(r.dst), r.time, r.recs}
@@ -91,8 +91,9 @@ func insertFiles(ctx context.Context, c conn, taskID string, files []domain.File
 const rowsPerInsert = 1000
 
 // insertMany inserts n rows, the i-th of args(i), in statements of
-// rowsPerInsert rows at most: q is the INSERT up to its VALUES.
-func insertMany(ctx context.Context, c conn, q string, n int, args func(i int) []any) error {
+// rowsPerInsert rows at most: q is the INSERT up to its VALUES, tail what
+// follows them (an ON CONFLICT clause, or nothing).
+func insertMany(ctx context.Context, c conn, q, tail string, n int, args func(i int) []any) error {
 	for from := 0; from < n; from += rowsPerInsert {
 		var b strings.Builder
 		b.WriteString(q)
@@ -105,6 +106,7 @@ func insertMany(ctx context.Context, c conn, q string, n int, args func(i int) [
 			b.WriteString("(?" + strings.Repeat(", ?", len(a)-1) + ")")
 			all = append(all, a...)
 		}
+		b.WriteString(tail)
 		if _, err := c.exec(ctx, b.String(), all...); err != nil {
 			return err
 		}

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"ferry/service/domain"
@@ -389,26 +390,44 @@ func (db *DB) Progress(ctx context.Context, taskID, worker string, b domain.Batc
 		if err := putDestFiles(ctx, c, taskID, b.DestFiles, now); err != nil {
 			return err
 		}
-		if err := insertMany(ctx, c, `INSERT INTO deleted_paths (task_id, dest, path, dir, size, time) VALUES `, len(b.Deletions),
+		if err := insertMany(ctx, c, `INSERT INTO deleted_paths (task_id, dest, path, dir, size, time) VALUES `, "", len(b.Deletions),
 			func(i int) []any {
 				d := b.Deletions[i]
 				return []any{taskID, d.Dest, d.Path, d.Dir, d.Size, us(cmp.Or(d.Time, now))}
 			}); err != nil {
 			return err
 		}
-		for _, p := range b.Partials {
-			q := `INSERT INTO partials (task_id, src, state, size, have) VALUES (?, ?, ?, ?, ?)
-				ON CONFLICT (task_id, src) DO UPDATE SET state = excluded.state, size = excluded.size, have = excluded.have`
-			args := []any{taskID, p.Src, p.State, p.Size, p.Have}
-			if p.State == "" {
-				q, args = `DELETE FROM partials WHERE task_id = ? AND src = ?`, args[:2]
-			}
-			if _, err := c.exec(ctx, q, args...); err != nil {
-				return err
-			}
+		if err := putPartials(ctx, c, taskID, b.Partials); err != nil {
+			return err
 		}
 		return addEvents(ctx, c, now, forTask(taskID, b.Events)...)
 	})
+}
+
+// putPartials writes the partial records of ps, and deletes those without a
+// State, a statement for each rowsPerInsert of them: a tar stream's files
+// each start with one, and a statement each was most of the service's time.
+func putPartials(ctx context.Context, c conn, taskID string, ps []domain.Partial) error {
+	var put, gone []domain.Partial
+	for _, p := range ps {
+		if p.State == "" {
+			gone = append(gone, p)
+		} else {
+			put = append(put, p)
+		}
+	}
+	err := insertMany(ctx, c, `INSERT INTO partials (task_id, src, state, size, have) VALUES `,
+		` ON CONFLICT (task_id, src) DO UPDATE SET state = excluded.state, size = excluded.size, have = excluded.have`, len(put),
+		func(i int) []any { return []any{taskID, put[i].Src, put[i].State, put[i].Size, put[i].Have} })
+	for from := 0; err == nil && from < len(gone); from += rowsPerInsert {
+		part := gone[from:min(len(gone), from+rowsPerInsert)]
+		args := []any{taskID}
+		for _, p := range part {
+			args = append(args, p.Src)
+		}
+		_, err = c.exec(ctx, `DELETE FROM partials WHERE task_id = ? AND src IN (?`+strings.Repeat(", ?", len(part)-1)+`)`, args...)
+	}
+	return err
 }
 
 // partialRow is a partial record and its marker.

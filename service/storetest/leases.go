@@ -320,6 +320,25 @@ func testProgress(t *testing.T, open Open) {
 		}
 	}
 	equal(t, "partials", ps, []domain.Partial{{Src: "/c", State: "0-20", Size: 30, Have: 20}, {Src: "/e", State: "0-1", Size: 2, Have: 1}})
+
+	// Many in one batch (a tar stream's files): put, replaced and deleted
+	// in statements of many rows each.
+	many := f.claim(f.task(alice, ep, ep, t0.Add(2*time.Second)), "w", t0, 0)
+	const n = 2500
+	put, gone := make([]domain.Partial, n), make([]domain.Partial, n)
+	for i := range n {
+		put[i] = domain.Partial{Src: fmt.Sprintf("/m/%d", i), State: "1 0", Size: 1}
+		gone[i] = domain.Partial{Src: put[i].Src}
+	}
+	f.ok(f.s.Progress(f.ctx, many.ID, "w", domain.Batch{Partials: put}))
+	put[7].State = "1 0 0-1"
+	f.ok(f.s.Progress(f.ctx, many.ID, "w", domain.Batch{Partials: append(gone[:7:7], append(put[7:8], gone[8:]...)...)}))
+	left, next, err := f.s.Partials(f.ctx, many.ID, 0, 10)
+	f.ok(err)
+	equal(t, "partials left", left, []domain.Partial{{Src: "/m/7", State: "1 0 0-1", Size: 1}})
+	if next != 0 {
+		t.Errorf("partials left: next marker %d, want 0", next)
+	}
 }
 
 func testSetStatus(t *testing.T, open Open) {

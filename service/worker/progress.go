@@ -56,10 +56,11 @@ type progress struct {
 	// (restart), which files have a record stored or being stored
 	// (stored), and the records to put or delete at the next flush
 	// (partials). A file that ends before its record was flushed never
-	// reaches the store.
+	// reaches the store; one only started waits a flush interval first,
+	// so the files of a tar stream, which end within it, write nothing.
 	restart  map[string]engine.Partial
 	stored   map[string]bool
-	partials map[string]domain.Partial // no State: delete the record
+	partials map[string]partialRec
 
 	faults map[string]*faultGroup // by code and cause
 
@@ -74,7 +75,7 @@ func newProgress(w *Worker, t domain.Task) *progress {
 	p := &progress{w: w, taskID: t.ID, kick: make(chan struct{}, 1), soon: make(chan struct{}, 1), total: t.Counters,
 		known: newRecorded(w.Store, t.ID), pending: map[string]bool{}, canceled: map[string]bool{},
 		lastEvent: w.now(), lastBytes: t.BytesTransferred,
-		restart: map[string]engine.Partial{}, stored: map[string]bool{}, partials: map[string]domain.Partial{},
+		restart: map[string]engine.Partial{}, stored: map[string]bool{}, partials: map[string]partialRec{},
 		faults: map[string]*faultGroup{}}
 	p.room.L = &p.mu
 	return p
@@ -105,8 +106,21 @@ func (p *progress) restartOf(src string) (engine.Partial, bool) {
 func (p *progress) Partial(src string, pt engine.Partial) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.partials[src] = domain.Partial{Src: src, State: encodePartial(pt), Size: pt.Size, Have: pt.Have.Total()}
-	p.flushSoon()
+	r := partialRec{Partial: domain.Partial{Src: src, State: encodePartial(pt), Size: pt.Size, Have: pt.Have.Total()}}
+	if r.Have > 0 {
+		p.flushSoon()
+	} else if r.started = p.partials[src].started; r.started.IsZero() {
+		r.started = p.w.now()
+	}
+	p.partials[src] = r
+}
+
+// partialRec is a partial record to put, or, without a State, to delete;
+// started is when a record of a file only started was first reported (a
+// flush then holds it a while), zero for others.
+type partialRec struct {
+	domain.Partial
+	started time.Time
 }
 
 // flushSoon asks for a flush within FlushSoon. Called with p.mu held.
@@ -155,7 +169,7 @@ func (p *progress) add(d domain.Counters, f *domain.File, e *domain.Event) {
 		p.known.add(f.Src, f.Dst)
 		// The file is final: its partial record goes, or never comes.
 		if p.stored[f.Src] {
-			p.partials[f.Src] = domain.Partial{Src: f.Src}
+			p.partials[f.Src] = partialRec{Partial: domain.Partial{Src: f.Src}}
 			delete(p.stored, f.Src)
 		} else {
 			delete(p.partials, f.Src)
@@ -645,9 +659,13 @@ func (p *progress) firstFailure() (string, failure) {
 	return p.failure, p.class
 }
 
-// flush persists what waits, with a PROGRESS event when one is due. On a
-// failure other than a lost lease the batch waits for the next flush.
-func (p *progress) flush(ctx context.Context) error {
+// flush persists all that waits, with a PROGRESS event when one is due. On
+// a failure other than a lost lease the batch waits for the next flush.
+func (p *progress) flush(ctx context.Context) error { return p.flushing(ctx, true) }
+
+// flushing is flush; unless all, the partial records of files only
+// started within the flush interval wait for the next.
+func (p *progress) flushing(ctx context.Context, all bool) error {
 	p.mu.Lock()
 	now := p.w.now()
 	p.tellFaults(now, false)
@@ -666,14 +684,18 @@ func (p *progress) flush(ctx context.Context) error {
 		nx := min(len(p.deletions), maxBatchFiles)
 		p.tellDeleted()
 		b := domain.Batch{Delta: p.delta, Files: p.files[:n:n], DestFiles: p.destFiles[:nd:nd], Deletions: p.deletions[:nx:nx], Events: p.events}
-		b.Partials = slices.Collect(maps.Values(p.partials))
-		for _, pt := range b.Partials {
-			if pt.State != "" {
-				p.stored[pt.Src] = true
+		young := now.Add(-orDuration(p.w.FlushEvery, time.Second))
+		for src, r := range p.partials {
+			if !all && r.started.After(young) {
+				continue
+			}
+			delete(p.partials, src)
+			b.Partials = append(b.Partials, r.Partial)
+			if r.State != "" {
+				p.stored[src] = true
 			}
 		}
-		sent := p.partials
-		p.delta, p.files, p.destFiles, p.deletions, p.events, p.partials = domain.Counters{}, p.files[n:], p.destFiles[nd:], p.deletions[nx:], nil, map[string]domain.Partial{}
+		p.delta, p.files, p.destFiles, p.deletions, p.events = domain.Counters{}, p.files[n:], p.destFiles[nd:], p.deletions[nx:], nil
 		more := p.waiting() > 0
 		p.storing = n + nd + nx
 		p.room.Broadcast()
@@ -694,9 +716,9 @@ func (p *progress) flush(ctx context.Context) error {
 				b.Delta.Add(p.delta)
 				p.delta, p.files, p.events = b.Delta, append(b.Files, p.files...), append(b.Events, p.events...)
 				p.destFiles, p.deletions = append(b.DestFiles, p.destFiles...), append(b.Deletions, p.deletions...)
-				for src, pt := range sent {
-					if _, newer := p.partials[src]; !newer {
-						p.partials[src] = pt
+				for _, pt := range b.Partials {
+					if _, newer := p.partials[pt.Src]; !newer {
+						p.partials[pt.Src] = partialRec{Partial: pt}
 					}
 				}
 				p.mu.Unlock()
@@ -766,7 +788,7 @@ func (p *progress) flusher(ctx context.Context, stop context.CancelCauseFunc) {
 			}
 		}
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		err := p.flush(fctx)
+		err := p.flushing(fctx, false)
 		cancel()
 		last = time.Now()
 		switch {

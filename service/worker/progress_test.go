@@ -1,6 +1,8 @@
 package worker
 
 import (
+	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -57,5 +59,67 @@ func TestDoneCountsWhatAKilledRunMoved(t *testing.T) {
 				t.Errorf("file records %+v, want one %s", p.files, c.state)
 			}
 		})
+	}
+}
+
+// batches is a store that keeps the batches it is given.
+type batches struct {
+	domain.Store
+	got []domain.Batch
+}
+
+func (s *batches) Progress(_ context.Context, _, _ string, b domain.Batch) error {
+	s.got = append(s.got, b)
+	return nil
+}
+
+// TestStartedRecordsWait: the record of a file only started waits a flush
+// interval (a tar stream's files end within it and never reach the
+// store); one with ranges, a deletion and the run's last flush do not wait.
+func TestStartedRecordsWait(t *testing.T) {
+	now := time.Unix(2e9, 0)
+	store := &batches{}
+	p := newProgress(&Worker{Store: store, Now: func() time.Time { return now }, FlushEvery: time.Second}, domain.Task{ID: "t"})
+	srcs := func() []string {
+		var out []string
+		for _, b := range store.got {
+			for _, pt := range b.Partials {
+				out = append(out, pt.Src+"="+pt.State)
+			}
+		}
+		store.got = nil
+		slices.Sort(out)
+		return out
+	}
+	flush := func(all bool) []string {
+		t.Helper()
+		if err := p.flushing(context.Background(), all); err != nil {
+			t.Fatal(err)
+		}
+		return srcs()
+	}
+	epoch := time.Unix(0, 0)
+	var some gridftp.Ranges
+	some.Add(0, 5)
+	p.Partial("/ends", engine.Partial{Size: 10, Modify: epoch})
+	p.Partial("/waits", engine.Partial{Size: 10, Modify: epoch})
+	p.Partial("/ranges", engine.Partial{Size: 10, Modify: epoch, Have: some})
+	if got, want := flush(false), []string{"/ranges=10 0 0-5"}; !slices.Equal(got, want) {
+		t.Errorf("first flush put %q, want %q", got, want)
+	}
+	p.Done(engine.FileResult{Src: "/ends", Dst: "/ends", Size: 10, Outcome: engine.Transferred})
+	now = now.Add(500 * time.Millisecond)
+	p.Partial("/waits", engine.Partial{Size: 10, Modify: epoch}) // reported again: still the first time counts
+	if got := flush(false); len(got) != 0 {
+		t.Errorf("flush within the interval put %q, want nothing", got)
+	}
+	now = now.Add(600 * time.Millisecond)
+	if got, want := flush(false), []string{"/waits=10 0"}; !slices.Equal(got, want) {
+		t.Errorf("flush after the interval put %q, want %q", got, want)
+	}
+	p.Partial("/young", engine.Partial{Size: 10, Modify: epoch})
+	p.Done(engine.FileResult{Src: "/waits", Dst: "/waits", Size: 10, Outcome: engine.Transferred})
+	if got, want := flush(true), []string{"/waits=", "/young=10 0"}; !slices.Equal(got, want) {
+		t.Errorf("last flush put %q, want %q", got, want)
 	}
 }

@@ -88,6 +88,7 @@ type run struct {
 	again chan struct{} // an endpoint changed: try again now, not after the backoff
 
 	mu       sync.Mutex
+	leased   time.Time               // the lease's last renewal (claim, heartbeat, claimed again here)
 	deadline time.Time               // the task's, as heartbeats return it
 	restart  context.CancelCauseFunc // stops the current attempt
 	moved    bool                    // an endpoint changed: read them again before the next attempt
@@ -99,7 +100,7 @@ type run struct {
 func (w *Worker) runTask(ctx context.Context, t domain.Task, now time.Time) {
 	r := &run{w: w, task: t, deadline: t.Deadline, p: newProgress(w, t), log: w.log().With("task", t.ID, "worker", w.ID),
 		resumed: t.StartTime.Before(now.Add(-time.Millisecond)), // the store keeps microseconds
-		pokes:   make(chan struct{}, 1), again: make(chan struct{}, 1)}
+		pokes:   make(chan struct{}, 1), again: make(chan struct{}, 1), leased: now}
 	w.started(r)
 	rctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
@@ -446,16 +447,29 @@ func (r *run) poke() {
 
 // heartbeats keep the lease and watch the task, every HeartbeatEvery and
 // whenever the store signals it: a requested cancel, a new deadline,
-// canceled files and the activations.
+// canceled files and the activations. A lease not renewed until a quarter
+// of it is left stops the run (errLeaseLost): once it lapses another
+// worker may take the task, and two runs would write the same temporary
+// files.
 func (r *run) heartbeats(ctx context.Context) {
 	t := time.NewTicker(r.w.heartbeatEvery())
 	defer t.Stop()
+	fence := time.NewTimer(r.leaseLeft())
+	defer fence.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		case <-r.pokes:
+		case <-fence.C:
+			if left := r.leaseLeft(); left > 0 {
+				fence.Reset(left)
+				continue
+			}
+			r.log.Warn("lease not renewed: the run stops before another worker may take the task", "lease", r.w.lease())
+			r.stop(errLeaseLost)
+			return
 		}
 		if !r.beat(ctx) {
 			return
@@ -463,10 +477,32 @@ func (r *run) heartbeats(ctx context.Context) {
 	}
 }
 
+// leaseLeft is how long the run may go on without renewing its lease: to
+// a quarter of the lease before it lapses (a margin for the clocks of the
+// workers and the store).
+func (r *run) leaseLeft() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.leased.Add(r.w.lease() * 3 / 4).Sub(r.w.now())
+}
+
+// renewed notes that the lease was renewed at now.
+func (r *run) renewed(now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if now.After(r.leased) {
+		r.leased = now
+	}
+}
+
 // beat renews the lease and acts on what changed; false when the run
 // must stop.
 func (r *run) beat(ctx context.Context) bool {
-	task, err := r.w.Store.Heartbeat(ctx, r.task.ID, r.w.ID, r.w.now(), r.w.lease())
+	now := r.w.now()
+	task, err := r.w.Store.Heartbeat(ctx, r.task.ID, r.w.ID, now, r.w.lease())
+	if err == nil {
+		r.renewed(now)
+	}
 	switch {
 	case domain.IsNotFound(err):
 		r.stop(errLeaseLost)
@@ -772,6 +808,11 @@ func classify(err error) failure {
 // finish persists what is left and the ending, and notifies the user.
 func (r *run) finish(parent context.Context, e ending) {
 	if e.status == "" {
+		// What the run finished reaches the store unless another worker
+		// holds the task by now (the store refuses the flush then).
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), r.w.lease()/4)
+		defer cancel()
+		r.p.flush(ctx)
 		r.log.Info("task left to its lease")
 		return
 	}

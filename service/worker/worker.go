@@ -156,7 +156,7 @@ func (w *Worker) Serve(ctx context.Context) error {
 // launch runs the claimed task t in the slot taken from slots, unless it
 // already runs here.
 func (w *Worker) launch(ctx context.Context, wg *sync.WaitGroup, slots chan struct{}, t domain.Task, now time.Time) bool {
-	if !w.start(t.ID) {
+	if !w.start(t.ID, now) {
 		return false
 	}
 	wg.Go(func() {
@@ -168,13 +168,17 @@ func (w *Worker) launch(ctx context.Context, wg *sync.WaitGroup, slots chan stru
 	return true
 }
 
-// start marks a claimed task running; false if it already runs here: its
-// lease lapsed (heartbeats failed) and this worker claimed it again, which
-// only renewed the lease of the run that goes on.
-func (w *Worker) start(id string) bool {
+// start marks a task claimed at now running; false if it already runs
+// here: its lease lapsed (heartbeats failed) and this worker claimed it
+// again, which only renewed the lease of the run that goes on, or let it
+// end.
+func (w *Worker) start(id string, now time.Time) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if _, ok := w.running[id]; ok {
+	if r, ok := w.running[id]; ok {
+		if r != nil {
+			r.renewed(now)
+		}
 		return false
 	}
 	w.running[id] = nil

@@ -848,35 +848,46 @@ func TestCredentialExpiresMidTask(t *testing.T) {
 	f.notes.expect(t, "[alice INACTIVE alice SUCCEEDED]")
 }
 
-func TestLeaseLostStopsTheEngine(t *testing.T) {
+// TestLapsingLeaseStopsTheEngine: a worker that cannot renew its lease
+// stops its engine before the lease lapses, so that the worker that takes
+// the task next never runs beside it (the two would write the same
+// temporary files: one in twenty runs failed a file that way).
+func TestLapsingLeaseStopsTheEngine(t *testing.T) {
 	f := newFixture(t)
-	f.files("tree", 100, 1000)
-	f.src.fs.delay.Store(int64(20 * time.Millisecond))
+	f.files("tree", 150, 1000)
+	f.src.fs.delay.Store(int64(60 * time.Millisecond))
 	task := f.submit(domain.Options{SyncLevel: domain.SyncNone}, domain.Item{Src: "/tree", Dst: "/tree", Recursive: true})
+	var ended, lease time.Time
 	e1 := &spy{}
-	w1 := f.worker("w1", f.store, e1)
-	w1.Lease, w1.HeartbeatEvery = 300*time.Millisecond, time.Hour // its lease lapses
-	w1.Tasks = 1                                                  // and it cannot claim the task again
-	serve(t, w1)
-	f.wait(task.ID, 10*time.Second, func(domain.Task) bool { return len(f.done(task.ID)) >= 5 })
-	serve(t, f.worker("w2", f.store, &spy{}))
-	f.wait(task.ID, 5*time.Second, func(t domain.Task) bool { return t.Worker == "w2" })
-	end := time.Now().Add(2 * time.Second)
-	for len(e1.runs()) == 0 && time.Now().Before(end) {
-		time.Sleep(10 * time.Millisecond)
+	e1.after = func() {
+		ended = time.Now()
+		if tk, err := f.open().TaskByID(context.Background(), task.ID); err == nil {
+			lease = tk.LeaseExpires
+		}
 	}
+	w1 := f.worker("w1", f.store, e1)
+	w1.Lease, w1.HeartbeatEvery = 3*time.Second, time.Hour // its lease lapses
+	w1.Tasks = 1
+	stop1 := serve(t, w1)
+	f.wait(task.ID, 10*time.Second, func(domain.Task) bool { return len(e1.runs()) > 0 })
+	stop1()
 	if runs := e1.runs(); len(runs) != 1 || runs[0] == nil {
 		t.Fatalf("first worker's engine runs %v: want one, stopped", runs)
 	}
-	got := f.wait(task.ID, 10*time.Second, finished)
+	if !ended.Before(lease) {
+		t.Errorf("first worker's engine ended at %v, its lease lapsed at %v", ended.Format(time.StampMilli), lease.Format(time.StampMilli))
+	}
+	serve(t, f.worker("w2", f.store, &spy{}))
+	got := f.wait(task.ID, 20*time.Second, finished)
 	if got.Status != domain.StatusSucceeded {
-		t.Fatalf("task %+v", got)
+		t.Fatalf("task %s %+v", got.Status, got.FatalError)
 	}
 	sameTree(t, filepath.Join(f.src.root, "tree"), filepath.Join(f.dst.root, "tree"))
 }
 
-// TestOwnLeaseLapsed: a worker whose heartbeats stop claims its own running
-// task again; that only renews the lease, it does not run the task twice.
+// TestOwnLeaseLapsed: a worker whose heartbeats stop ends each run before
+// its lease lapses and claims the task again; it never runs the task twice
+// at once, and the task completes.
 func TestOwnLeaseLapsed(t *testing.T) {
 	f := newFixture(t)
 	f.files("tree", 60, 1000)
@@ -884,15 +895,22 @@ func TestOwnLeaseLapsed(t *testing.T) {
 	task := f.submit(domain.Options{SyncLevel: domain.SyncNone}, domain.Item{Src: "/tree", Dst: "/tree", Recursive: true})
 	e := &spy{}
 	w := f.worker("w1", f.store, e)
-	w.Lease, w.HeartbeatEvery = 100*time.Millisecond, time.Hour
+	w.Lease, w.HeartbeatEvery = 400*time.Millisecond, time.Hour
 	serve(t, w)
-	got := f.wait(task.ID, 10*time.Second, finished)
+	got := f.wait(task.ID, 20*time.Second, finished)
 	if got.Status != domain.StatusSucceeded || got.FilesTransferred != 60 {
 		t.Fatalf("task %s %+v", got.Status, got.Counters)
 	}
-	if runs := e.runs(); len(runs) != 1 || runs[0] != nil {
-		t.Fatalf("engine runs %v: want one, successful", runs)
+	runs := e.runs()
+	if len(runs) < 2 || runs[len(runs)-1] != nil {
+		t.Errorf("engine runs %v: want some stopped, the last successful", runs)
 	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.most != 1 {
+		t.Errorf("%d engine runs at once, want 1", e.most)
+	}
+	sameTree(t, filepath.Join(f.src.root, "tree"), filepath.Join(f.dst.root, "tree"))
 }
 
 func TestDeadline(t *testing.T) {
