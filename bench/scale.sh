@@ -45,7 +45,8 @@
 # session: the largest of them); the service row's client is `ferry task
 # wait`. Servers are started afresh for each row, so their peaks are the
 # row's. Each row also shows the 1-minute load average at its end.
-# Environment: QUICK N_REAL N_SYNTH FLAT PER_DIR BYTES SERVICE GCT (auto|0|1)
+# Environment: QUICK N_REAL N_SYNTH FLAT PER_DIR BYTES SERVICE COPY (0: no
+#   ferry copy row for the synthetic trees) GCT (auto|0|1)
 #   GUC_FLAGS RUN_TIMEOUT (s a run may take; 0: no limit) SHOW_EVERY SINK
 #   REAL_DIR (about 8 KiB per file on tmpfs, twice) PORT_BASE (6 ports)
 #   FERRY KEEP_LOGS=1.
@@ -68,6 +69,7 @@ fi
 PER_DIR=${PER_DIR:-1000}
 BYTES=${BYTES:-10}
 SERVICE=${SERVICE:-1}
+COPY=${COPY:-1}
 GCT=${GCT:-auto}
 GUC_FLAGS=${GUC_FLAGS:--fast -cc 8 -pp -r}
 RUN_TIMEOUT=${RUN_TIMEOUT:-0}
@@ -111,7 +113,7 @@ ulimit -n "$(ulimit -Hn)"
 
 say "== machine"
 machine_facts
-say "runs:    N_REAL=$N_REAL N_SYNTH=\"$N_SYNTH\" FLAT=$FLAT PER_DIR=$PER_DIR BYTES=$BYTES SERVICE=$SERVICE GCT=$GCT GUC_FLAGS=\"$GUC_FLAGS\" RUN_TIMEOUT=$RUN_TIMEOUT REAL_DIR=$REAL_DIR SINK=$SINK"
+say "runs:    N_REAL=$N_REAL N_SYNTH=\"$N_SYNTH\" FLAT=$FLAT PER_DIR=$PER_DIR BYTES=$BYTES SERVICE=$SERVICE COPY=$COPY GCT=$GCT GUC_FLAGS=\"$GUC_FLAGS\" RUN_TIMEOUT=$RUN_TIMEOUT REAL_DIR=$REAL_DIR SINK=$SINK"
 say "== build"
 build_ferry
 
@@ -331,6 +333,22 @@ service() {
 	"$FERRY" endpoint add dst --server "ftp://127.0.0.1:$P_DST" >>"$LOG/cli.log"
 }
 
+# web_page ID: the API calls the web app's task page makes at each refresh
+# (web/assets/activity.js: the task, its events, the first page of its
+# transferred and of its failed files), with the CLI's token.
+web_page() {
+	local tok base=$FERRY_URL/api/v0.10/task/$1
+	tok=$(jq -r .token "$XDG_CONFIG_HOME/ferry/token") || return 1
+	for q in "" "/event_list?offset=0&limit=1000" "/successful_transfers?limit=50" "/failed_transfers?limit=50"; do
+		curl -fsS -o /dev/null -H "Authorization: Bearer $tok" "$base$q" 2>>"$LOG/cli.log" || return 1
+	done
+}
+
+# spread: the median, the largest and the count of the numbers on stdin.
+spread() {
+	sort -g | awk '{v[NR] = $1} END {if (!NR) {print "- - 0"; exit}; printf "%.3f %.3f %d\n", v[int((NR + 1) / 2)], v[NR], NR}'
+}
+
 # summary_ok N OUT: the ferry copy summary says N transferred, none failed.
 summary_ok() { grep -Eq "^$1 files?: $1 transferred, 0 skipped, 0 failed" "$LOG/$2.out"; }
 
@@ -344,27 +362,29 @@ for n in $N_SYNTH; do TREES+=("$n $PER_DIR $n synthetic"); done
 ((FLAT > 0)) && TREES+=("$FLAT $FLAT $FLAT synthetic, one directory")
 for tree in "${TREES[@]}"; do
 	read -r n per label <<<"$tree"
-	say "== (2) $label: ferry copy into a sink"
-	endpoints "$n" "$per"
-	watch "$PID_fsrc" "$PID_fdst"
-	t0=$(now)
-	first_transfer "$P_MET" "$t0" "$TMP/ttfb" &
-	poller=$!
-	timed "synth-$n-copy" "$FERRY" copy -r "ftp://127.0.0.1:$P_SRC/" "ftp://127.0.0.1:$P_DST/out/"
-	kill "$poller" 2>/dev/null || true
-	wait "$poller" 2>/dev/null || true
-	unwatch
-	ttfb=-
-	[[ -s $TMP/ttfb ]] && ttfb=$(<"$TMP/ttfb")
-	rm -f "$TMP/ttfb"
-	grep -E '^[0-9]+ files?:|^settings:' "$LOG/synth-$n-copy.out" | sed 's/^/  /' || true
-	if [[ $RC == 0 ]] && summary_ok "$n" "synth-$n-copy"; then
-		row "$label" "ferry copy → sink" "$n" "$WALL" "$ttfb" "$CLIENT_MB" "$(peak "$PID_fsrc")" "$(peak "$PID_fdst")" - - ""
-	else
-		say "  FAILED: exit $RC; see $LOG/synth-$n-copy.out" >&2
-		KEEP_LOGS=1
+	if [[ $COPY == 1 ]]; then
+		say "== (2) $label: ferry copy into a sink"
+		endpoints "$n" "$per"
+		watch "$PID_fsrc" "$PID_fdst"
+		t0=$(now)
+		first_transfer "$P_MET" "$t0" "$TMP/ttfb" &
+		poller=$!
+		timed "synth-$n-copy" "$FERRY" copy -r "ftp://127.0.0.1:$P_SRC/" "ftp://127.0.0.1:$P_DST/out/"
+		kill "$poller" 2>/dev/null || true
+		wait "$poller" 2>/dev/null || true
+		unwatch
+		ttfb=-
+		[[ -s $TMP/ttfb ]] && ttfb=$(<"$TMP/ttfb")
+		rm -f "$TMP/ttfb"
+		grep -E '^[0-9]+ files?:|^settings:' "$LOG/synth-$n-copy.out" | sed 's/^/  /' || true
+		if [[ $RC == 0 ]] && summary_ok "$n" "synth-$n-copy"; then
+			row "$label" "ferry copy → sink" "$n" "$WALL" "$ttfb" "$CLIENT_MB" "$(peak "$PID_fsrc")" "$(peak "$PID_fdst")" - - ""
+		else
+			say "  FAILED: exit $RC; see $LOG/synth-$n-copy.out" >&2
+			KEEP_LOGS=1
+		fi
+		stop_servers
 	fi
-	stop_servers
 
 	[[ $SERVICE == 1 ]] || continue
 	if ((per == n)); then
@@ -409,6 +429,7 @@ for tree in "${TREES[@]}"; do
 	RC=0
 	id=$("$FERRY" transfer -r src:/ dst:/out/ 2>>"$LOG/cli.log") || RC=$?
 	: >"$TMP/shows"
+	: >"$TMP/pages"
 	if [[ $RC == 0 ]]; then
 		# task show while it runs: "latency status files_transferred"
 		(
@@ -417,6 +438,8 @@ for tree in "${TREES[@]}"; do
 				j=$("$FERRY" task show "$id" -F json 2>>"$LOG/cli.log") || j='{}'
 				st=$(jq -r '.status // "?"' <<<"$j")
 				printf '%s %s %s\n' "$(since "$s0")" "$st" "$(jq -r '.files_transferred // 0' <<<"$j")" >>"$TMP/shows"
+				s0=$(now)
+				web_page "$id" && since "$s0" >>"$TMP/pages"
 				[[ $st == SUCCEEDED || $st == FAILED ]] && break
 				sleep "$SHOW_EVERY"
 			done
@@ -438,15 +461,15 @@ for tree in "${TREES[@]}"; do
 	rm -f "$TMP/ttfb"
 	j=$("$FERRY" task show "$id" -F json 2>>"$LOG/cli.log" || echo '{}')
 	st=$(jq -r '.status // "?"' <<<"$j") done_files=$(jq -r '.files_transferred // 0' <<<"$j")
-	read -r show_med show_max show_n < <(awk '{print $1}' "$TMP/shows" | sort -g | awk '{v[NR] = $1} END {
-		if (!NR) {print "- - 0"; exit}; printf "%.3f %.3f %d\n", v[int((NR + 1) / 2)], v[NR], NR}')
-	say "  task $id: $st, $done_files files transferred; ferry task show while it ran: median $show_med s, max $show_max s ($show_n calls)"
+	read -r show_med show_max show_n < <(awk '{print $1}' "$TMP/shows" | spread)
+	read -r page_med page_max page_n < <(spread <"$TMP/pages")
+	say "  task $id: $st, $done_files files transferred; while it ran: ferry task show median $show_med s, max $show_max s ($show_n calls); the web task page's calls median $page_med s, max $page_max s ($page_n refreshes)"
 	svc_mb=$(peak "$PID_server") src_mb=$(peak "$PID_fsrc") dst_mb=$(peak "$PID_fdst")
 	stop_servers
 	db=$(du -cb "$SVC"/ferry.db* | tail -1 | cut -f1)
 	if [[ $RC == 0 && $st == SUCCEEDED && $done_files == "$n" ]]; then
 		row "$label" "service: transfer + task wait" "$n" "$wall" "$ttfb" "$CLIENT_MB" "$src_mb" "$dst_mb" "$svc_mb" \
-			"$(awk -v b="$db" -v n="$n" 'BEGIN {printf "%.0f", b / n}')" "task show: median $show_med s, max $show_max s"
+			"$(awk -v b="$db" -v n="$n" 'BEGIN {printf "%.0f", b / n}')" "task show: median $show_med s, max $show_max s; web task page: median $page_med s, max $page_max s"
 	else
 		say "  FAILED: exit $RC, task $st with $done_files of $n files; see $LOG" >&2
 		KEEP_LOGS=1

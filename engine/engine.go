@@ -899,20 +899,21 @@ func (c *copier) markers(u *unit) client.Markers {
 				c.mu.Lock()
 				u.f.have.AddAll(rs)
 				c.mu.Unlock()
-				c.partial(u.f)
+				c.partial(u.f, false)
 			}
 		},
 	}
 }
 
-// partial tells a Partials reporter what of f is at the destination.
-func (c *copier) partial(f *file) {
+// partial tells a Partials reporter what of f is at the destination; a
+// member of a tar stream when member.
+func (c *copier) partial(f *file, member bool) {
 	pr, ok := c.rep.(Partials)
 	if !ok {
 		return
 	}
 	c.mu.Lock()
-	p := Partial{Size: f.size, Modify: f.mtime}
+	p := Partial{Size: f.size, Modify: f.mtime, Member: member}
 	p.Have.AddAll(f.have)
 	p.Have.AddAll(f.chunks)
 	ended := f.ended
@@ -930,7 +931,7 @@ func (c *copier) started(u *unit) {
 		return
 	}
 	if u.b == nil {
-		c.partial(u.f)
+		c.partial(u.f, false)
 		return
 	}
 	c.mu.Lock()
@@ -940,7 +941,7 @@ func (c *copier) started(u *unit) {
 	}
 	c.mu.Unlock()
 	for _, f := range fs {
-		c.partial(f)
+		c.partial(f, true)
 	}
 }
 
@@ -1008,7 +1009,7 @@ func (c *copier) lastUnit(u *unit) bool {
 	}
 	c.mu.Unlock()
 	if u.n >= 0 && !last {
-		c.partial(u.f)
+		c.partial(u.f, false)
 	}
 	return last
 }

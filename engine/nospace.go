@@ -76,7 +76,7 @@ func (c *copier) removePartials(ctx context.Context) {
 		f.have, f.chunks = gridftp.Ranges{}, gridftp.Ranges{}
 		c.mu.Unlock()
 		c.progress(f, -back)
-		c.partial(f)
+		c.partial(f, false)
 	}
 	if len(partial) == 0 {
 		return

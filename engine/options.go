@@ -175,6 +175,11 @@ type Partial struct {
 	Size   int64
 	Modify time.Time
 	Have   gridftp.Ranges
+	// Member says that the file moves in a tar stream, whose members'
+	// bytes are reported (Reporter.Progress) only as each ends, with it:
+	// until then nothing of it is counted that a later run must not count
+	// again, and a reporter may keep its record back a while.
+	Member bool
 }
 
 // Partials is an optional interface of a Reporter: Partial is called as

@@ -56,8 +56,9 @@ type progress struct {
 	// (restart), which files have a record stored or being stored
 	// (stored), and the records to put or delete at the next flush
 	// (partials). A file that ends before its record was flushed never
-	// reaches the store; one only started waits a flush interval first,
-	// so the files of a tar stream, which end within it, write nothing.
+	// reaches the store; one of a tar stream's members only started waits
+	// a flush interval first (nothing of it is counted before it ends), so
+	// that the members, which end within it, write nothing.
 	restart  map[string]engine.Partial
 	stored   map[string]bool
 	partials map[string]partialRec
@@ -107,17 +108,19 @@ func (p *progress) Partial(src string, pt engine.Partial) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	r := partialRec{Partial: domain.Partial{Src: src, State: encodePartial(pt), Size: pt.Size, Have: pt.Have.Total()}}
-	if r.Have > 0 {
+	if pt.Member && r.Have == 0 {
+		if r.started = p.partials[src].started; r.started.IsZero() {
+			r.started = p.w.now()
+		}
+	} else {
 		p.flushSoon()
-	} else if r.started = p.partials[src].started; r.started.IsZero() {
-		r.started = p.w.now()
 	}
 	p.partials[src] = r
 }
 
 // partialRec is a partial record to put, or, without a State, to delete;
-// started is when a record of a file only started was first reported (a
-// flush then holds it a while), zero for others.
+// started is when a tar member's record, only started, was first
+// reported (a flush then holds it a while), zero for others.
 type partialRec struct {
 	domain.Partial
 	started time.Time
@@ -436,13 +439,20 @@ func (p *progress) Done(r engine.FileResult) {
 	defer p.mu.Unlock()
 	f := domain.File{Src: r.Src, Dst: r.Dst, Size: r.Size}
 	var uncounted int64
-	if pt, ok := p.restart[r.Src]; ok && pt.Size == r.Size && (r.Outcome == engine.Transferred || r.Outcome == engine.Skipped) {
+	pt, ok := p.restart[r.Src]
+	switch {
+	case ok && pt.Size == r.Size && (r.Outcome == engine.Transferred || r.Outcome == engine.Skipped):
 		delete(p.restart, r.Src)
 		uncounted = max(r.Size-pt.Have.Total()-r.Moved, 0)
 		if r.Outcome == engine.Skipped {
 			p.add(domain.Counters{Files: 1}, nil, nil) // not in the plan
 			r.Outcome = engine.Transferred
 		}
+	case !ok && r.Outcome == engine.Transferred && r.Moved == 0:
+		// Whole at the destination already (Options.Resume), without a
+		// record: a tar member an earlier run sent, whose bytes it did not
+		// count, or a copy made before; either way this run's.
+		uncounted = r.Size
 	}
 	switch r.Outcome {
 	case engine.Transferred:

@@ -43,6 +43,12 @@ func TestDoneCountsWhatAKilledRunMoved(t *testing.T) {
 		{"no record", nil,
 			engine.FileResult{Outcome: engine.Skipped},
 			domain.Counters{Files: 1, FilesSkipped: 1}, domain.FileSkipped},
+		{"no record, sent by this run", nil,
+			engine.FileResult{Outcome: engine.Transferred, Moved: size},
+			domain.Counters{FilesTransferred: 1}, domain.FileSucceeded},
+		{"no record, whole already (a tar member's, uncounted)", nil,
+			engine.FileResult{Outcome: engine.Transferred},
+			domain.Counters{FilesTransferred: 1, BytesTransferred: size, BytesTotal: size}, domain.FileSucceeded},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := newProgress(&Worker{}, domain.Task{ID: "t"})
@@ -73,9 +79,10 @@ func (s *batches) Progress(_ context.Context, _, _ string, b domain.Batch) error
 	return nil
 }
 
-// TestStartedRecordsWait: the record of a file only started waits a flush
-// interval (a tar stream's files end within it and never reach the
-// store); one with ranges, a deletion and the run's last flush do not wait.
+// TestStartedRecordsWait: the record of a tar member only started waits a
+// flush interval (the members end within it and never reach the store);
+// another file's, one with ranges, a deletion and the run's last flush do
+// not wait.
 func TestStartedRecordsWait(t *testing.T) {
 	now := time.Unix(2e9, 0)
 	store := &batches{}
@@ -101,15 +108,16 @@ func TestStartedRecordsWait(t *testing.T) {
 	epoch := time.Unix(0, 0)
 	var some gridftp.Ranges
 	some.Add(0, 5)
-	p.Partial("/ends", engine.Partial{Size: 10, Modify: epoch})
-	p.Partial("/waits", engine.Partial{Size: 10, Modify: epoch})
+	p.Partial("/ends", engine.Partial{Size: 10, Modify: epoch, Member: true})
+	p.Partial("/waits", engine.Partial{Size: 10, Modify: epoch, Member: true})
 	p.Partial("/ranges", engine.Partial{Size: 10, Modify: epoch, Have: some})
-	if got, want := flush(false), []string{"/ranges=10 0 0-5"}; !slices.Equal(got, want) {
+	p.Partial("/alone", engine.Partial{Size: 10, Modify: epoch})
+	if got, want := flush(false), []string{"/alone=10 0", "/ranges=10 0 0-5"}; !slices.Equal(got, want) {
 		t.Errorf("first flush put %q, want %q", got, want)
 	}
 	p.Done(engine.FileResult{Src: "/ends", Dst: "/ends", Size: 10, Outcome: engine.Transferred})
 	now = now.Add(500 * time.Millisecond)
-	p.Partial("/waits", engine.Partial{Size: 10, Modify: epoch}) // reported again: still the first time counts
+	p.Partial("/waits", engine.Partial{Size: 10, Modify: epoch, Member: true}) // reported again: still the first time counts
 	if got := flush(false); len(got) != 0 {
 		t.Errorf("flush within the interval put %q, want nothing", got)
 	}
@@ -117,7 +125,7 @@ func TestStartedRecordsWait(t *testing.T) {
 	if got, want := flush(false), []string{"/waits=10 0"}; !slices.Equal(got, want) {
 		t.Errorf("flush after the interval put %q, want %q", got, want)
 	}
-	p.Partial("/young", engine.Partial{Size: 10, Modify: epoch})
+	p.Partial("/young", engine.Partial{Size: 10, Modify: epoch, Member: true})
 	p.Done(engine.FileResult{Src: "/waits", Dst: "/waits", Size: 10, Outcome: engine.Transferred})
 	if got, want := flush(true), []string{"/waits=", "/young=10 0"}; !slices.Equal(got, want) {
 		t.Errorf("last flush put %q, want %q", got, want)
