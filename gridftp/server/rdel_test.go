@@ -20,14 +20,37 @@ import (
 // entry) fails, so a command that could meet a directory of millions of
 // entries must list it as a stream (ListDir); while adds is not 0, each
 // file removed from the directory dir is replaced by a new file in it, as
-// if someone else were filling it (adds < 0: forever).
+// if someone else were filling it (adds < 0: forever); with chase, a
+// listing yields what is added while it runs, as some file systems' do.
 type rdelFS struct {
 	*posix.FS
 	root         string // on disk
 	dir          string // as the server names it
 	wholeRefused bool
+	chase        bool
 	adds         atomic.Int64
 	added        atomic.Int64
+}
+
+func (f *rdelFS) ListDir(ctx context.Context, name string, fn func(storage.Info) error) error {
+	if !f.chase {
+		return f.FS.ListDir(ctx, name, fn)
+	}
+	listed := map[string]bool{}
+	for {
+		fresh := 0
+		err := f.FS.ListDir(ctx, name, func(in storage.Info) error {
+			if listed[in.Name] {
+				return nil
+			}
+			listed[in.Name] = true
+			fresh++
+			return fn(in)
+		})
+		if err != nil || fresh == 0 {
+			return err
+		}
+	}
 }
 
 func (f *rdelFS) ReadDir(ctx context.Context, name string) ([]storage.Info, error) {
@@ -58,18 +81,22 @@ func TestRDEL(t *testing.T) {
 		name         string
 		files        int   // in tree/big, beside tree/big/sub/{1,2,3}/x and tree/big/link
 		wholeRefused bool  // ReadDir fails
+		chase        bool  // a listing yields what is added while it runs
 		adds         int64 // files added to tree/big while it is deleted; -1: forever
 		want         string
 	}{
-		{"many entries, listed as a stream", 5000, true, 0, "250 RDEL command successful."},
-		{"filled while deleted", 100, false, 150, "250 RDEL command successful."},
-		{"filled forever", 20, false, -1, "550"},
+		{"many entries, listed as a stream", 5000, true, false, 0, "250 RDEL command successful."},
+		{"filled while deleted", 100, false, false, 150, "250 RDEL command successful."},
+		{"filled while deleted, listed at once", 100, false, true, 150, "250 RDEL command successful."},
+		{"filled forever", 20, false, false, -1, "550"},
+		{"filled forever, listed at once", 20, false, true, -1, "550"},
 	}
+	server.SetRDELWindow(t, 64)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var fsys *rdelFS
 			env := startServer(t, func(s *server.Server) {
-				fsys = &rdelFS{FS: s.FS.(*posix.FS), dir: "/tree/big", wholeRefused: tt.wholeRefused}
+				fsys = &rdelFS{FS: s.FS.(*posix.FS), dir: "/tree/big", wholeRefused: tt.wholeRefused, chase: tt.chase}
 				s.FS = fsys
 			})
 			fsys.root = env.root

@@ -145,10 +145,9 @@ func (ss *session) siteRDEL(arg string) {
 // adds as fast as it is deleted ends all the same. After rdelPasses
 // passes the directory is being filled as fast as it is emptied, and RDEL
 // fails.
-const (
-	rdelWindow = 4096
-	rdelPasses = 8
-)
+const rdelPasses = 8
+
+var rdelWindow = 4096 // a variable for tests (SetRDELWindow)
 
 // errStillFilled is a directory that rdelPasses passes did not empty.
 var errStillFilled = fmt.Errorf("still being filled while it was deleted: %w", storage.ErrNotEmpty)
