@@ -2,6 +2,7 @@ package tarstream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -113,5 +114,68 @@ func TestWalkListsAsStream(t *testing.T) {
 		if data, ok := want[name]; !ok || sum != md5hex(data) {
 			t.Errorf("checksum list line %q", l)
 		}
+	}
+}
+
+// breaking is a posix driver whose listing of the directory broken fails
+// after yielding after entries.
+type breaking struct {
+	*posix.FS
+	broken string
+	after  int
+}
+
+var errBroke = errors.New("the listing broke")
+
+func (b breaking) ListDir(ctx context.Context, name string, fn func(storage.Info) error) error {
+	n := 0
+	return b.FS.ListDir(ctx, name, func(in storage.Info) error {
+		if name == b.broken && n == b.after {
+			return errBroke
+		}
+		n++
+		return fn(in)
+	})
+}
+
+// TestWalkListingBreaks: a directory whose listing breaks part way is
+// packed as far as it was listed and then reported failed, and the walk
+// goes on with the rest of the tree.
+func TestWalkListingBreaks(t *testing.T) {
+	src, dst := newTree(t), newTree(t)
+	for i := range 10 {
+		src.write(fmt.Sprintf("tree/a/f%d", i), []byte("a"))
+	}
+	src.write("tree/b/x", []byte("x"))
+	src.write("tree/c", []byte("c"))
+	env := stack.Env{FS: breaking{FS: src.fs, broken: "/tree/a", after: 3}}
+
+	stream, sent := retrieve(t, terminal(t, TarLayer, env), "/tree", nil)
+	var files, failed []string
+	for _, res := range sent {
+		switch {
+		case res.Err != nil:
+			failed = append(failed, res.Name)
+			if !errors.Is(res.Err, errBroke) {
+				t.Errorf("%s: %v", res.Name, res.Err)
+			}
+		case strings.HasPrefix(res.Name, "a/") || res.Name == "b/x" || res.Name == "c":
+			files = append(files, res.Name)
+		}
+	}
+	if len(files) != 5 || len(failed) != 1 || failed[0] != "a" {
+		t.Errorf("files %q, failed %q; want 3 of a, b/x and c, and a failed", files, failed)
+	}
+	if _, err := store(t, terminal(t, TarLayer, dst.env()), "/copy", storage.Truncate, stream); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for name := range dst.files("copy") {
+		if !strings.HasSuffix(name, "/") {
+			n++
+		}
+	}
+	if n != 5 {
+		t.Errorf("unpacked %d files, want 5", n)
 	}
 }
