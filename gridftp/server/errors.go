@@ -31,6 +31,7 @@ var errorTable = []errorKind{
 	{storage.ErrExist, gridftp.CodeNameNotAllowed, "PATH_EXISTS", 17, "File exists"},
 	{storage.ErrNotDir, gridftp.CodeFileUnavailable, "PATH_NOT_FOUND", 20, "Not a directory"},
 	{storage.ErrIsDir, gridftp.CodeFileUnavailable, "IS_A_DIRECTORY", 21, "Is a directory"},
+	{errStillFilled, gridftp.CodeFileUnavailable, "INVALID_PATH", 39, "Directory not empty: still being filled while it was deleted"},
 	{storage.ErrNotEmpty, gridftp.CodeFileUnavailable, "INVALID_PATH", 39, "Directory not empty"},
 	{storage.ErrNoSpace, gridftp.CodeNoSpace, "NO_SPACE_LEFT", 28, "No space left on device"},
 	{syscall.ENOSPC, gridftp.CodeNoSpace, "NO_SPACE_LEFT", 28, "No space left on device"}, // from File writes

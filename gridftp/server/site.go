@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -132,6 +133,29 @@ func (ss *session) siteRDEL(arg string) {
 	ss.reply(gridftp.CodeFileActionOK, "RDEL command successful.")
 }
 
+// SITE RDEL deletes a directory as it lists it (storage.ListDir), each
+// entry as the listing yields it, so that a directory of millions of
+// entries costs the memory of the driver's listing batch. Removing entries
+// already listed does not make a listing skip others (POSIX leaves
+// unspecified only whether the entries added or removed meanwhile are
+// listed). A directory is listed again until it can be removed: the next
+// pass finds what one missed or someone added meanwhile. A pass removes at
+// most rdelWindow entries, or, once one has, as many as the directory held
+// when counted then, plus rdelWindow: a listing that yields what someone
+// adds as fast as it is deleted ends all the same. After rdelPasses
+// passes the directory is being filled as fast as it is emptied, and RDEL
+// fails.
+const rdelPasses = 8
+
+var rdelWindow = 4096 // a variable for tests (SetRDELWindow)
+
+// errStillFilled is a directory that rdelPasses passes did not empty.
+var errStillFilled = fmt.Errorf("still being filled while it was deleted: %w", storage.ErrNotEmpty)
+
+// errPassDone ends a pass of removeAll that removed as many entries as
+// it may.
+var errPassDone = errors.New("rdel: pass done")
+
 // removeAll deletes p and everything below it. Symlinks are removed, never
 // followed.
 func removeAll(ctx context.Context, d storage.Driver, p string) error {
@@ -139,21 +163,47 @@ func removeAll(ctx context.Context, d storage.Driver, p string) error {
 	if err != nil {
 		return err
 	}
-	if info.IsDir() && info.Target == "" { // a symlink is removed, not entered
-		entries, err := d.ReadDir(ctx, p)
-		if err != nil {
-			return err
-		}
-		for _, e := range entries {
+	if !info.IsDir() || info.Target != "" { // a symlink is removed, not entered
+		return d.Remove(ctx, p)
+	}
+	budget := rdelWindow
+	for range rdelPasses {
+		removed := 0
+		err := storage.ListDir(ctx, d, p, func(e storage.Info) error {
+			if removed == budget {
+				return errPassDone
+			}
+			removed++
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if err := removeAll(ctx, d, path.Join(p, e.Name)); err != nil {
+			name := path.Join(p, e.Name)
+			if e.IsDir() && e.Target == "" {
+				err = removeAll(ctx, d, name)
+			} else {
+				err = d.Remove(ctx, name)
+			}
+			if errors.Is(err, storage.ErrNotExist) {
+				return nil // removed by someone else
+			}
+			return err
+		})
+		switch {
+		case errors.Is(err, errPassDone):
+			n := 0
+			if err := storage.ListDir(ctx, d, p, func(storage.Info) error { n++; return nil }); err != nil {
+				return err
+			}
+			budget = n + rdelWindow
+		case err != nil:
+			return err
+		default:
+			if err := d.Remove(ctx, p); !errors.Is(err, storage.ErrNotEmpty) {
 				return err
 			}
 		}
 	}
-	return d.Remove(ctx, p)
+	return fmt.Errorf("rdel %s: %d passes: %w", p, rdelPasses, errStillFilled)
 }
 
 func (ss *session) siteBufSize(arg string, dst *int) {

@@ -14,7 +14,12 @@
 //
 // Packing (RETR). The members are Transfer.Members, relative to the
 // transfer's path and in their order, or, when none are named, every
-// directory and regular file below it, depth first in name order. Symbolic
+// directory and regular file below it, depth first: each directory is
+// listed as a stream (storage.ListDir) and its entries go out in name order
+// within each window of 4,096 as they are listed (a directory of millions
+// of entries costs the memory of a window, so its members are not in name
+// order overall); a directory whose listing fails part way is reported
+// failed after the members listed before the failure. Symbolic
 // links are never followed nor packed: they are reported failed. Up to four
 // members are opened, and their first 256 KiB read, ahead of the one being
 // sent, so that the latency of small files overlaps. A file that fits that

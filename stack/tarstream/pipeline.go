@@ -2,7 +2,10 @@ package tarstream
 
 import (
 	"context"
+	"errors"
 	"path"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -24,7 +27,7 @@ const inFlight = 4
 type item struct {
 	name   string       // as reported: as named in Members, or relative to the path
 	rel    string       // cleaned, relative to the transfer's path
-	info   storage.Info // as listed by ReadDir, when stated
+	info   storage.Info // as listed, when stated
 	stated bool
 	dir    *dirRef       // the directory it is in, while it is prepared
 	ready  chan struct{} // closed once prepared
@@ -93,9 +96,7 @@ func startPipeline(ctx context.Context, fsys storage.Driver, root string, member
 		defer close(p.jobs)
 		defer p.leaveDir()
 		if len(members) == 0 {
-			if infos, ok := p.list(""); ok {
-				p.walk("", infos)
-			}
+			p.walk("", nil)
 			return
 		}
 		for _, m := range members {
@@ -197,49 +198,76 @@ func openMember(ctx context.Context, fsys storage.Driver, root string, it *item)
 	return o.Open(ctx, name)
 }
 
-// list lists the directory rel; on failure it queues it as a failed
-// member and says whether to go on.
-func (p *pipeline) list(rel string) (infos []storage.Info, ok bool) {
-	infos, err := p.fs.ReadDir(p.ctx, path.Join(p.root, rel))
-	if err != nil {
-		if rel == "" {
-			rel = "."
-		}
-		p.put(&item{name: rel, rel: rel, err: err})
-		return nil, false
-	}
-	return infos, true
-}
+// listWindow is how many entries of a directory a walk holds at once: it
+// lists each directory as a stream (storage.ListDir), and sorts by name and
+// queues each window of that many entries as it fills, so that a directory
+// of millions of entries costs the memory of a window. A directory is
+// walked while its parent's window is held, and its parent's listing open.
+const listWindow = 4096
 
-// walk queues the tree below rel, whose entries are infos, depth first in
-// name order; false once the pipeline stops.
-func (p *pipeline) walk(rel string, infos []storage.Info) bool {
-	for _, in := range infos {
-		r := path.Join(rel, in.Name)
-		it := &item{name: r, rel: r, info: in, stated: true}
-		switch {
-		case isLink(in):
-			it.err = refused("a symbolic link")
-		case in.IsDir():
-			sub, ok := p.list(r)
-			if !ok {
-				if p.ctx.Err() != nil {
-					return false
-				}
-				continue
-			}
-			if p.dirs && !p.put(it) || !p.walk(r, sub) {
-				return false
-			}
-			continue
-		case !in.Mode.IsRegular():
-			it.err = refused("not a regular file")
-		}
-		if !p.put(it) {
+// errStopped ends a walk's listing once the pipeline stops.
+var errStopped = errors.New("tarstream: the pipeline stopped")
+
+// walk queues the tree below rel, depth first, each window of a
+// directory's entries in name order, and dir, the directory's item unless
+// nil, before the first of them; false once the pipeline stops. A
+// directory that cannot be listed is queued as a failed member instead,
+// after the members listed before its listing failed, if any.
+func (p *pipeline) walk(rel string, dir *item) bool {
+	var window []storage.Info
+	flush := func() bool {
+		if dir != nil && !p.put(dir) {
 			return false
 		}
+		dir = nil
+		slices.SortFunc(window, func(a, b storage.Info) int { return strings.Compare(a.Name, b.Name) })
+		for _, in := range window {
+			if !p.entry(rel, in) {
+				return false
+			}
+		}
+		window = window[:0]
+		return true
 	}
-	return true
+	listed := false // some entry was
+	err := storage.ListDir(p.ctx, p.fs, path.Join(p.root, rel), func(in storage.Info) error {
+		listed = true
+		if window = append(window, in); len(window) == listWindow && !flush() {
+			return errStopped
+		}
+		return nil
+	})
+	switch {
+	case err == nil:
+		return flush()
+	case errors.Is(err, errStopped) || p.ctx.Err() != nil:
+		return false
+	case listed && !flush():
+		return false
+	}
+	if rel == "" {
+		rel = "."
+	}
+	return p.put(&item{name: rel, rel: rel, err: err})
+}
+
+// entry queues the entry in of the directory rel, and the tree below it
+// if it is a directory; false once the pipeline stops.
+func (p *pipeline) entry(rel string, in storage.Info) bool {
+	r := path.Join(rel, in.Name)
+	it := &item{name: r, rel: r, info: in, stated: true}
+	switch {
+	case isLink(in):
+		it.err = refused("a symbolic link")
+	case in.IsDir():
+		if !p.dirs {
+			it = nil
+		}
+		return p.walk(r, it)
+	case !in.Mode.IsRegular():
+		it.err = refused("not a regular file")
+	}
+	return p.put(it)
 }
 
 // next returns the next member once it is prepared; nil after the last.
