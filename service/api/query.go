@@ -212,7 +212,7 @@ func CheckScope(scope string) error {
 // /operation/endpoint/{id}/ls: path (the endpoint's default directory when
 // empty), show_hidden, limit, offset, and filter, as in the transfer API:
 // key:value parts joined by / that an entry must all pass, name:PATTERN
-// (see NameFilter) and type:file,dir,link.
+// (see NameFilter) and type:file,dir,link; and orderby, name or none.
 type ListQuery struct {
 	Page
 	Path string
