@@ -2,7 +2,9 @@ package httpapi
 
 import (
 	"bufio"
+	"cmp"
 	"container/heap"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -12,37 +14,49 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"ferry/service/domain"
 )
 
 // The ls operation lists a directory on its endpoint once, at its first
-// page (offset 0), into a listing: its entries, filtered and sorted by
-// name, in an unlinked temporary file, with the offset of every
-// listingIndexEvery-th entry. Later pages of the same listing (the same
-// user, endpoint, login, path and filter) read it from there until it is
-// listingTTL old. A directory of millions of entries costs the service
-// the memory of listingRun entries and, on disk, about a hundred bytes an
-// entry; listings beyond listingsMax or listingBytes are dropped, oldest
-// first.
+// page (offset 0), into a listing: its entries, filtered and, unless the
+// caller asks for them unsorted, sorted by name, in an unlinked temporary
+// file, with the offset of every listingIndexEvery-th entry. Later pages
+// of the same listing (the same user, endpoint, login, path, filter and
+// order) read it from there until it is listingTTL old. A sorted listing
+// is made whole before its first page: a directory of millions of
+// entries costs the service the memory of listingRun entries and, on
+// disk, about a hundred bytes an entry. An unsorted one is written by a
+// goroutine as the endpoint lists it (streamListing), and a page waits
+// only for its own entries. Listings beyond listingsMax or listingBytes
+// are dropped, oldest first.
 const (
 	listingTTL        = 5 * time.Minute
-	listingRun        = 50000   // entries sorted in memory at once
-	listingIndexEvery = 256     // entries between two offsets kept in memory
-	listingsMax       = 64      // listings kept at once
-	listingBytes      = 4 << 30 // their bytes on disk at once, but for the newest
+	listingRun        = 50000    // entries sorted in memory at once
+	listingIndexEvery = 256      // entries between two offsets kept in memory
+	listingsMax       = 64       // listings kept at once
+	listingBytes      = 4 << 30  // their bytes on disk at once, but for the newest
+	listingFlush      = 32 << 10 // bytes an unsorted listing buffers before its pages see them
 )
 
 // listing is one directory listing kept for its pages.
 type listing struct {
-	f     *os.File // unlinked: the entries, encoded by appendEntry
-	index []int64  // offset of entries 0, listingIndexEvery, 2*listingIndexEvery...
-	total int
-	size  int64
-	made  time.Time
+	f    *os.File // unlinked: the entries, encoded by appendEntry
+	made time.Time
 
-	refs int  // pages reading it (under listings.mu)
+	mu      sync.Mutex
+	index   []int64            // offset of entries 0, listingIndexEvery, 2*listingIndexEvery...
+	total   int                // entries written
+	size    int64              // their bytes
+	done    bool               // no more entries come: total is the whole
+	err     error              // why the listing ended before its last entry
+	changed chan struct{}      // closed, and replaced, when total or done changes
+	want    atomic.Int64       // the fewest entries a page waits for; 0 when none waits
+	stop    context.CancelFunc // ends the listing of an unsorted one
+
+	refs int  // pages reading it, and its writer (under listings.mu)
 	gone bool // dropped from listings: closed when refs is 0
 }
 
@@ -106,7 +120,7 @@ func makeListing(list func(fn func(domain.FileInfo) error) error, run int, made 
 	if err != nil {
 		return nil, err
 	}
-	l := &listing{f: f, made: made}
+	l := &listing{f: f, made: made, done: true}
 	out := bufio.NewWriterSize(f, 64<<10)
 	if runs == nil {
 		sortEntries(batch)
@@ -163,27 +177,134 @@ func (l *listing) write(w io.Writer, entries iter.Seq2[domain.FileInfo, error]) 
 	return nil
 }
 
-// page returns up to limit entries from offset on.
-func (l *listing) page(offset, limit int) ([]domain.FileInfo, error) {
-	if offset >= l.total {
-		return nil, nil
+// streamListing starts a goroutine that lists with list, under ctx
+// without its cancellation and for at most listingTTL, into a new
+// listing, in the order list gives the entries; the goroutine holds a
+// reference to it until the listing ends, and dropping it from ls ends
+// the listing.
+func (ls *listings) streamListing(ctx context.Context, list func(ctx context.Context, fn func(domain.FileInfo) error) error, made time.Time) (*listing, error) {
+	f, err := tempFile("ferry-ls-*")
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), listingTTL)
+	l := &listing{f: f, made: made, changed: make(chan struct{}), stop: cancel, refs: 1}
+	go func() {
+		defer ls.release(l)
+		defer cancel()
+		l.fill(func(fn func(domain.FileInfo) error) error { return list(ctx, fn) })
+	}()
+	return l, nil
+}
+
+// fill writes the entries list gives to l as they come, making them seen
+// by its pages when a page waits for them or listingFlush bytes of them
+// wait in the buffer, and at the end.
+func (l *listing) fill(list func(fn func(domain.FileInfo) error) error) {
+	out := bufio.NewWriterSize(l.f, 2*listingFlush)
+	var (
+		b     []byte
+		n     int     // entries written to out
+		size  int64   // their bytes
+		index []int64 // offsets of the entries not yet seen that index
+	)
+	show := func(last bool, end error) error {
+		err := out.Flush()
+		if err != nil {
+			err = fmt.Errorf("listing: %w", err)
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if err == nil {
+			l.index = append(l.index, index...)
+			l.total, l.size = n, size
+		}
+		index = index[:0]
+		if last || err != nil {
+			l.done, l.err = true, cmp.Or(end, err)
+		}
+		l.want.Store(0)
+		close(l.changed)
+		l.changed = make(chan struct{})
+		return err
+	}
+	err := list(func(fi domain.FileInfo) error {
+		if n%listingIndexEvery == 0 {
+			index = append(index, size)
+		}
+		b = appendEntry(b[:0], fi)
+		if _, err := out.Write(b); err != nil {
+			return fmt.Errorf("listing: %w", err)
+		}
+		n++
+		size += int64(len(b))
+		if w := l.want.Load(); w > 0 && int64(n) >= w || out.Buffered() >= listingFlush {
+			return show(false, nil)
+		}
+		return nil
+	})
+	show(true, err)
+}
+
+// page returns up to limit entries from offset on, once they are written
+// (or the listing has ended), and the entries written then: more than
+// offset plus those returned when there are more. It returns the error
+// that ended the listing when the page reaches it, and ctx's when ctx
+// ends first.
+func (l *listing) page(ctx context.Context, offset, limit int) ([]domain.FileInfo, int, error) {
+	need := offset + limit + 1
+	l.mu.Lock()
+	for l.total < need && !l.done {
+		changed := l.changed
+		l.mu.Unlock()
+		for {
+			w := l.want.Load()
+			if w > 0 && w <= int64(need) || l.want.CompareAndSwap(w, int64(need)) {
+				break
+			}
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, 0, ctx.Err()
+		}
+		l.mu.Lock()
+	}
+	total, size, err := l.total, l.size, l.err
+	var at int64
+	if offset < total {
+		at = l.index[offset/listingIndexEvery]
+	}
+	l.mu.Unlock()
+	if total < need && err != nil {
+		return nil, 0, err
+	}
+	if offset >= total {
+		return nil, total, nil
 	}
 	i := offset / listingIndexEvery
-	r := bufio.NewReader(io.NewSectionReader(l.f, l.index[i], l.size-l.index[i]))
+	r := bufio.NewReader(io.NewSectionReader(l.f, at, size-at))
 	for range offset - i*listingIndexEvery {
 		if _, err := readEntry(r); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
-	out := make([]domain.FileInfo, min(limit, l.total-offset))
+	out := make([]domain.FileInfo, min(limit, total-offset))
 	for j := range out {
 		fi, err := readEntry(r)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		out[j] = fi
 	}
-	return out, nil
+	return out, total, nil
+}
+
+// bytes is the size of l's entries written so far.
+func (l *listing) bytes() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.size
 }
 
 // inOrder yields the entries of fis.
@@ -399,7 +520,7 @@ func (ls *listings) trim(keep string) {
 		)
 		for k, l := range ls.m {
 			n++
-			bytes += l.size
+			bytes += l.bytes()
 			if k != keep && (oldest == "" || l.made.Before(ls.m[oldest].made)) {
 				oldest = k
 			}
@@ -415,6 +536,9 @@ func (ls *listings) trim(keep string) {
 func (ls *listings) drop(key string, l *listing) {
 	delete(ls.m, key)
 	l.gone = true
+	if l.stop != nil {
+		l.stop()
+	}
 	if l.refs == 0 {
 		l.f.Close()
 	}
