@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bufio"
-	"cmp"
 	"container/heap"
 	"context"
 	"encoding/binary"
@@ -14,7 +13,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"ferry/service/domain"
@@ -38,7 +36,7 @@ const (
 	listingIndexEvery = 256      // entries between two offsets kept in memory
 	listingsMax       = 64       // listings kept at once
 	listingBytes      = 4 << 30  // their bytes on disk at once, but for the newest
-	listingFlush      = 32 << 10 // bytes an unsorted listing buffers before its pages see them
+	listingFlush      = 32 << 10 // bytes an unsorted listing buffers before it writes them (a page that wants them writes them sooner)
 )
 
 // listing is one directory listing kept for its pages.
@@ -46,15 +44,17 @@ type listing struct {
 	f    *os.File // unlinked: the entries, encoded by appendEntry
 	made time.Time
 
-	mu      sync.Mutex
-	index   []int64            // offset of entries 0, listingIndexEvery, 2*listingIndexEvery...
-	total   int                // entries written
-	size    int64              // their bytes
-	done    bool               // no more entries come: total is the whole
-	err     error              // why the listing ended before its last entry
-	changed chan struct{}      // closed, and replaced, when total or done changes
-	want    atomic.Int64       // the fewest entries a page waits for; 0 when none waits
-	stop    context.CancelFunc // ends the listing of an unsorted one
+	mu       sync.Mutex
+	index    []int64            // offset of entries 0, listingIndexEvery, 2*listingIndexEvery...
+	total    int                // entries written to f
+	size     int64              // their bytes
+	buf      []byte             // entries listed after those, not yet written
+	buffered int                // how many
+	done     bool               // no more entries come
+	err      error              // why the listing ended before its last entry
+	changed  chan struct{}      // closed, and replaced, when a page's entries are listed or the listing ends
+	want     int                // the fewest entries a waiting page wants; 0 when none waits
+	stop     context.CancelFunc // ends the listing of an unsorted one
 
 	refs int  // pages reading it, and its writer (under listings.mu)
 	gone bool // dropped from listings: closed when refs is 0
@@ -192,83 +192,91 @@ func (ls *listings) streamListing(ctx context.Context, list func(ctx context.Con
 	go func() {
 		defer ls.release(l)
 		defer cancel()
-		l.fill(func(fn func(domain.FileInfo) error) error { return list(ctx, fn) })
+		l.end(list(ctx, l.add))
 	}()
 	return l, nil
 }
 
-// fill writes the entries list gives to l as they come, making them seen
-// by its pages when a page waits for them or listingFlush bytes of them
-// wait in the buffer, and at the end.
-func (l *listing) fill(list func(fn func(domain.FileInfo) error) error) {
-	out := bufio.NewWriterSize(l.f, 2*listingFlush)
-	var (
-		b     []byte
-		n     int     // entries written to out
-		size  int64   // their bytes
-		index []int64 // offsets of the entries not yet seen that index
-	)
-	show := func(last bool, end error) error {
-		err := out.Flush()
-		if err != nil {
-			err = fmt.Errorf("listing: %w", err)
-		}
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		if err == nil {
-			l.index = append(l.index, index...)
-			l.total, l.size = n, size
-		}
-		index = index[:0]
-		if last || err != nil {
-			l.done, l.err = true, cmp.Or(end, err)
-		}
-		l.want.Store(0)
-		close(l.changed)
-		l.changed = make(chan struct{})
-		return err
+// add buffers an entry of an unsorted listing, writing the buffer when
+// it holds listingFlush bytes, and wakes the pages that wait for it.
+func (l *listing) add(fi domain.FileInfo) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done {
+		return l.err
 	}
-	err := list(func(fi domain.FileInfo) error {
-		if n%listingIndexEvery == 0 {
-			index = append(index, size)
-		}
-		b = appendEntry(b[:0], fi)
-		if _, err := out.Write(b); err != nil {
-			return fmt.Errorf("listing: %w", err)
-		}
-		n++
-		size += int64(len(b))
-		if w := l.want.Load(); w > 0 && int64(n) >= w || out.Buffered() >= listingFlush {
-			return show(false, nil)
-		}
-		return nil
-	})
-	show(true, err)
+	n := l.total + l.buffered
+	if n%listingIndexEvery == 0 {
+		l.index = append(l.index, l.size+int64(len(l.buf)))
+	}
+	l.buf = appendEntry(l.buf, fi)
+	l.buffered++
+	if len(l.buf) >= listingFlush {
+		l.writeBuffered()
+	}
+	if l.want > 0 && n+1 >= l.want {
+		l.wake()
+	}
+	return l.err
 }
 
-// page returns up to limit entries from offset on, once they are written
-// (or the listing has ended), and the entries written then: more than
+// end ends an unsorted listing; err, unless nil, is why it ended before
+// its last entry.
+func (l *listing) end(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.done {
+		l.done, l.err = true, err
+	}
+	l.wake()
+}
+
+// wake wakes the pages waiting on l (l.mu held).
+func (l *listing) wake() {
+	close(l.changed)
+	l.changed, l.want = make(chan struct{}), 0
+}
+
+// writeBuffered writes the buffered entries to f (l.mu held); a failure
+// ends the listing.
+func (l *listing) writeBuffered() {
+	if l.buffered == 0 {
+		return
+	}
+	if _, err := l.f.Write(l.buf); err != nil {
+		l.done, l.err = true, fmt.Errorf("listing: %w", err)
+		l.buf, l.buffered = nil, 0
+		l.wake()
+		return
+	}
+	l.total += l.buffered
+	l.size += int64(len(l.buf))
+	l.buf, l.buffered = l.buf[:0], 0
+}
+
+// page returns up to limit entries from offset on, once they are listed
+// (or the listing has ended), and the entries listed then: more than
 // offset plus those returned when there are more. It returns the error
 // that ended the listing when the page reaches it, and ctx's when ctx
 // ends first.
 func (l *listing) page(ctx context.Context, offset, limit int) ([]domain.FileInfo, int, error) {
 	need := offset + limit + 1
 	l.mu.Lock()
-	for l.total < need && !l.done {
+	for l.total+l.buffered < need && !l.done {
+		if l.want == 0 || need < l.want {
+			l.want = need
+		}
 		changed := l.changed
 		l.mu.Unlock()
-		for {
-			w := l.want.Load()
-			if w > 0 && w <= int64(need) || l.want.CompareAndSwap(w, int64(need)) {
-				break
-			}
-		}
 		select {
 		case <-changed:
 		case <-ctx.Done():
 			return nil, 0, ctx.Err()
 		}
 		l.mu.Lock()
+	}
+	if l.total < need {
+		l.writeBuffered()
 	}
 	total, size, err := l.total, l.size, l.err
 	var at int64
@@ -300,11 +308,11 @@ func (l *listing) page(ctx context.Context, offset, limit int) ([]domain.FileInf
 	return out, total, nil
 }
 
-// bytes is the size of l's entries written so far.
+// bytes is the size of l's entries listed so far.
 func (l *listing) bytes() int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.size
+	return l.size + int64(len(l.buf))
 }
 
 // inOrder yields the entries of fis.
