@@ -240,7 +240,8 @@ type fakeOps struct {
 	delay   time.Duration                // every operation takes this long, unless its context ends
 	hold    chan struct{}                // when set, a listing stops after holdAt entries until it is closed
 	holdAt  int
-	broken  error // when set, a listing fails with it after its entries
+	holding chan struct{} // closed when a listing stops there
+	broken  error         // when set, a listing fails with it after its entries
 }
 
 func newFakeOps() *fakeOps {
@@ -303,13 +304,14 @@ func (f *fakeOps) List(ctx context.Context, ep domain.Endpoint, l domain.Login, 
 	}
 	f.mu.Lock()
 	d, ok := f.dirs[p]
-	hold, holdAt, broken := f.hold, f.holdAt, f.broken
+	hold, holdAt, holding, broken := f.hold, f.holdAt, f.holding, f.broken
 	f.mu.Unlock()
 	if !ok {
 		return domain.Errorf(domain.ENotFound, "550 %s: no such directory", p)
 	}
 	for i, fi := range d {
 		if hold != nil && i == holdAt {
+			close(holding)
 			select {
 			case <-hold:
 			case <-ctx.Done():

@@ -95,59 +95,68 @@ func names(l api.FileList) []string {
 
 // TestLsUnsorted: with orderby=none a page comes as soon as its entries
 // (and one more, to know there is a next page) are listed, while the
-// endpoint still lists the rest: pages hold the entries in the order the
-// endpoint lists them, say that there is a next page, with a total of
-// those listed so far; pages asked for at once, while the listing runs,
-// read that one listing and together hold every entry once, the last
-// with the whole total.
+// endpoint still lists the rest, even when it has stopped sending:
+// pages hold the entries in the order the endpoint lists them, say that
+// there is a next page, with a total of those listed so far; pages asked
+// for at once, while the listing runs, read that one listing and
+// together hold every entry once, the last with the whole total.
 func TestLsUnsorted(t *testing.T) {
 	e := newEnv(t)
 	alice, _ := e.user("alice")
 	addEndpoint(t, alice, "data", "anonymous", false)
 	const many, held = 2500, 1500
 	dir := unsortedDir(e, many)
-	hold := make(chan struct{})
-	e.ops.set(func(f *fakeOps) { f.hold, f.holdAt = hold, held })
+	hold, holding := make(chan struct{}), make(chan struct{})
+	e.ops.set(func(f *fakeOps) { f.hold, f.holdAt, f.holding = hold, held, holding })
 	release := sync.OnceFunc(func() { close(hold) })
 	t.Cleanup(release)
-	ls := func(ctx context.Context, offset int) (api.FileList, error) {
-		return alice.Ls(ctx, "data", api.ListQuery{Path: "/big", ShowHidden: true, Unsorted: true, Page: api.Page{Limit: 1000, Offset: offset}})
+	ls := func(ctx context.Context, offset, limit int) (api.FileList, error) {
+		return alice.Ls(ctx, "data", api.ListQuery{Path: "/big", ShowHidden: true, Unsorted: true, Page: api.Page{Limit: limit, Offset: offset}})
 	}
 
 	// Not a timing: a guard, so that a page that waits for the whole
 	// listing fails the test rather than hangs it.
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	first, err := ls(ctx, 0)
-	if err != nil {
-		t.Fatalf("the first page, while the endpoint holds the listing at %d entries: %v", held, err)
-	}
-	if !slices.Equal(names(first), dir[:1000]) || !first.HasNextPage || first.Total <= 1000 || first.Total > held {
-		t.Fatalf("first page: %d entries, next page %v, total %d; want the first 1000 listed, a next page, a total in 1001..%d",
-			len(first.Data), first.HasNextPage, first.Total, held)
+	for _, p := range []struct{ offset, limit int }{{0, 1000}, {1000, 400}} {
+		l, err := ls(ctx, p.offset, p.limit)
+		if err != nil {
+			t.Fatalf("page at %d, while the endpoint holds the listing at %d entries: %v", p.offset, held, err)
+		}
+		if !slices.Equal(names(l), dir[p.offset:p.offset+p.limit]) || !l.HasNextPage || l.Total <= p.offset+p.limit || l.Total > held {
+			t.Fatalf("page at %d: %d entries, next page %v, total %d; want the %d listed there, a next page, a total in %d..%d",
+				p.offset, len(l.Data), l.HasNextPage, l.Total, p.limit, p.offset+p.limit+1, held)
+		}
+		if p.offset == 0 {
+			select { // the next page is asked for once the listing is held
+			case <-holding:
+			case <-ctx.Done():
+				t.Fatal("the listing never reached the hold")
+			}
+		}
 	}
 
 	pages := make([]api.FileList, 2)
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
 	for i := range pages {
-		wg.Go(func() { pages[i], errs[i] = ls(t.Context(), 1000*(i+1)) })
+		wg.Go(func() { pages[i], errs[i] = ls(t.Context(), 1400+1000*i, 1000) })
 	}
 	release()
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(names(pages[0]), dir[1000:2000]) || !pages[0].HasNextPage || pages[0].Total <= 2000 {
-		t.Errorf("second page: %d entries, next page %v, total %d; want the next 1000 listed and a next page",
+	if !slices.Equal(names(pages[0]), dir[1400:2400]) || !pages[0].HasNextPage || pages[0].Total <= 2400 {
+		t.Errorf("third page: %d entries, next page %v, total %d; want the next 1000 listed and a next page",
 			len(pages[0].Data), pages[0].HasNextPage, pages[0].Total)
 	}
-	if !slices.Equal(names(pages[1]), dir[2000:]) || pages[1].HasNextPage || pages[1].Total != many {
-		t.Errorf("last page: %d entries, next page %v, total %d; want the last 500 listed, no next page, total %d",
+	if !slices.Equal(names(pages[1]), dir[2400:]) || pages[1].HasNextPage || pages[1].Total != many {
+		t.Errorf("last page: %d entries, next page %v, total %d; want the last 100 listed, no next page, total %d",
 			len(pages[1].Data), pages[1].HasNextPage, pages[1].Total, many)
 	}
 	if n := e.ops.listed("/big"); n != 1 {
-		t.Errorf("three pages listed the directory %d times, want once", n)
+		t.Errorf("four pages listed the directory %d times, want once", n)
 	}
 }
 
