@@ -178,10 +178,10 @@ func (l *listing) write(w io.Writer, entries iter.Seq2[domain.FileInfo, error]) 
 }
 
 // streamListing starts a goroutine that lists with list, under ctx
-// without its cancellation and for at most listingTTL, into a new
-// listing, in the order list gives the entries; the goroutine holds a
-// reference to it until the listing ends, and dropping it from ls ends
-// the listing.
+// without its cancellation, into a new listing, in the order list gives
+// the entries; the goroutine holds a reference to it until the listing
+// ends, and dropping it from ls ends the listing. A listing that takes
+// more than listingTTL (when it would expire) fails with ETimeout.
 func (ls *listings) streamListing(ctx context.Context, list func(ctx context.Context, fn func(domain.FileInfo) error) error, made time.Time) (*listing, error) {
 	f, err := tempFile("ferry-ls-*")
 	if err != nil {
@@ -192,7 +192,11 @@ func (ls *listings) streamListing(ctx context.Context, list func(ctx context.Con
 	go func() {
 		defer ls.release(l)
 		defer cancel()
-		l.end(list(ctx, l.add))
+		err := list(ctx, l.add)
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			err = domain.Errorf(domain.ETimeout, "the listing took more than %v", listingTTL)
+		}
+		l.end(err)
 	}()
 	return l, nil
 }
