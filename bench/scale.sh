@@ -33,8 +33,9 @@
 #                 Each must report N files transferred, none failed.
 #                 Then the same for FLAT files in one directory (per-dir=FLAT;
 #                 0: not run), and, through the service, `ferry ls src:/` of
-#                 that directory first: the time to its first line and to its
-#                 end (it must list FLAT lines).
+#                 that directory first, sorted and then with -U (unsorted,
+#                 each page as the service gets it): the time to its first
+#                 line and to its end (it must list FLAT lines).
 # Measured for every row: wall time (the client's, or submission to the end
 # of the wait), files per second, the time to the first file (real: the
 # first file below the destination directory, polled every 20 ms; sink: the
@@ -387,15 +388,18 @@ for tree in "${TREES[@]}"; do
 	fi
 
 	[[ $SERVICE == 1 ]] || continue
-	if ((per == n)); then
-		say "== (2) $label: ferry ls of it through the service"
+	# ferry ls sorted (the default), then unsorted (-U: each page as the
+	# service gets it).
+	for lsflag in '' -U; do
+		((per == n)) || break
+		say "== (2) $label: ferry ls $lsflag of it through the service"
 		endpoints "$n" "$per"
-		service "$n-ls"
+		service "$n-ls$lsflag"
 		watch "$PID_fsrc" "$PID_server"
-		show "$FERRY ls src:/ -F unix | wc -l   # the time to its first line, and to its end"
+		show "$FERRY ls $lsflag src:/ -F unix | wc -l   # the time to its first line, and to its end"
 		t0=$(now)
 		RC=0
-		ls_cmd=("$FERRY" ls src:/ -F unix)
+		ls_cmd=("$FERRY" ls ${lsflag:+"$lsflag"} src:/ -F unix)
 		((RUN_TIMEOUT > 0)) && ls_cmd=(timeout "$RUN_TIMEOUT" "${ls_cmd[@]}")
 		/usr/bin/time -f '%M' -o "$TMP/time" "${ls_cmd[@]}" 2>>"$LOG/cli.log" | {
 			if IFS= read -r _; then since "$t0" >"$TMP/first"; fi
@@ -409,14 +413,14 @@ for tree in "${TREES[@]}"; do
 		[[ -s $TMP/first ]] && first=$(<"$TMP/first") lines=$((lines + 1))
 		say "  $lines lines, the first after $first s"
 		if [[ $RC == 0 && $lines == "$n" ]]; then
-			row "$label" "service: ferry ls" "$n" "$wall" "$first" "$CLIENT_MB" "$(peak "$PID_fsrc")" - "$(peak "$PID_server")" - "first line of the listing"
+			row "$label" "service: ferry ls${lsflag:+ $lsflag}" "$n" "$wall" "$first" "$CLIENT_MB" "$(peak "$PID_fsrc")" - "$(peak "$PID_server")" - "first line of the listing"
 		else
 			say "  FAILED: exit $RC, $lines lines for $n files; see $LOG" >&2
 			KEEP_LOGS=1
 		fi
 		stop_servers
 		rm -rf "$SVC" "$TMP/first" "$TMP/lines"
-	fi
+	done
 
 	say "== (2) $label: through the service (SQLite)"
 	endpoints "$n" "$per"

@@ -1,6 +1,7 @@
 package interop
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -181,6 +182,64 @@ func TestCLIErrorSentencesPeers(t *testing.T) {
 			r := c.run("", tc.args...)
 			if r.code != 1 || r.stderr != "ferry: "+tc.want+"\n" {
 				t.Fatalf("want exit 1 and %q:\n%s", "ferry: "+tc.want, r)
+			}
+		})
+	}
+}
+
+// TestCLILsUnsortedPeers: ferry ls -U of a directory of 2,500 entries (three
+// pages) on a ferry gridftp server and on GCT's lists each entry exactly
+// once, the same names as ferry ls sorted, and a directory that is not
+// there is the same sentence as without -U.
+func TestCLILsUnsortedPeers(t *testing.T) {
+	needTools(t, "globus-gridftp-server")
+	const many = 2500
+	fgRoot := t.TempDir()
+	gct := startGCTServer(t)
+	want := map[string]bool{}
+	for _, root := range []string{fgRoot, gct.root} {
+		dir := filepath.Join(root, "big")
+		if err := os.Mkdir(dir, 0o755); err != nil { // GCT's sessions run as nobody
+			t.Fatal(err)
+		}
+		for i := range many {
+			name := fmt.Sprintf("f%05d", (i*7919)%many)
+			want[name] = true
+			if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	c := newServiceUser(t, startService(t, serviceConfig{}), "")
+	c.addEndpoint("fg", startFerryConfig(t, ferryConfig{Root: fgRoot, Anonymous: true}))
+	c.addEndpoint("gct", gct)
+	for _, ep := range []struct{ name, big string }{{"fg", "/big"}, {"gct", gct.root + "/big"}} { // GCT's paths are the host's
+		t.Run(ep.name, func(t *testing.T) {
+			c := &serviceCLI{t: t, home: c.home, url: c.url} // fails this subtest
+			got := map[string]int{}
+			for name := range strings.Lines(c.ok("", "ls", "-U", ep.name+":"+ep.big)) {
+				got[strings.TrimSuffix(name, "\n")]++
+			}
+			for name, n := range got {
+				if n != 1 || !want[name] {
+					t.Errorf("ls -U: %q printed %d times", name, n)
+				}
+			}
+			if len(got) != many {
+				t.Errorf("ls -U: %d names, want %d", len(got), many)
+			}
+			sorted := strings.Fields(c.ok("", "ls", ep.name+":"+ep.big))
+			if len(sorted) != many || !slices.IsSorted(sorted) {
+				t.Errorf("ls: %d names, sorted %v; want %d sorted", len(sorted), slices.IsSorted(sorted), many)
+			}
+			for _, name := range sorted {
+				if got[name] != 1 {
+					t.Errorf("ls lists %q, ls -U printed it %d times", name, got[name])
+				}
+			}
+			r := c.run("", "ls", "-U", ep.name+":/nothere")
+			if want := "ferry: list /nothere on alice#" + ep.name + ": no such file or directory\n"; r.code != 1 || r.stderr != want {
+				t.Errorf("ls -U of no directory: want exit 1 and %q:\n%s", want, r)
 			}
 		})
 	}

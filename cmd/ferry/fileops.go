@@ -55,10 +55,10 @@ func eachEntry(ctx context.Context, cl *apiclient.Client, ep string, q api.ListQ
 		if err := pageDone(); err != nil {
 			return err
 		}
-		q.Offset += len(page.Data)
-		if len(page.Data) == 0 || q.Offset >= page.Total {
+		if !page.HasNextPage {
 			return nil
 		}
+		q.Offset += len(page.Data)
 	}
 }
 
@@ -117,12 +117,12 @@ func mode(f api.File) string {
 
 func newLsCmd(c *cli) *cobra.Command {
 	var (
-		long, all, recursive bool
-		depth                int
-		filter               string
+		long, all, recursive, unsorted bool
+		depth                          int
+		filter                         string
 	)
 	cmd := &cobra.Command{
-		Use:   "ls ENDPOINT[:PATH] [-l] [-a] [-r] [--filter PATTERN]",
+		Use:   "ls ENDPOINT[:PATH] [-l] [-a] [-r] [-U] [--filter PATTERN]",
 		Short: "List a directory of an endpoint (by default its default directory)",
 		Long: `List a directory of an endpoint (by default its default directory).
 
@@ -130,7 +130,12 @@ func newLsCmd(c *cli) *cobra.Command {
 !=NAME (all others), ~GLOB (the names the glob matches: * ? [...]), !~GLOB
 (those it does not); several names or globs are comma-separated, and a
 PATTERN without an operator is =NAME. With -r it applies at every level,
-so a directory whose name does not pass is not entered.`,
+so a directory whose name does not pass is not entered.
+
+Entries are sorted by name, so nothing prints until the endpoint has
+listed the whole directory. -U does not sort: entries print in the order
+the endpoint lists them, a page at a time as they come, which in a
+directory of millions of entries starts at once.`,
 		Example: `  ferry ls alice#lab:/proj --filter '~*.txt'
   ferry ls alice#lab:/proj --filter '!~tmp*'`,
 		Args: cobra.ExactArgs(1),
@@ -139,7 +144,7 @@ so a directory whose name does not pass is not entered.`,
 			if err != nil {
 				return err
 			}
-			q := api.ListQuery{Path: p.path, ShowHidden: all}
+			q := api.ListQuery{Path: p.path, ShowHidden: all, Unsorted: unsorted}
 			if filter != "" {
 				nf, err := api.ParseNameFilter(filter)
 				if err != nil {
@@ -161,6 +166,7 @@ so a directory whose name does not pass is not entered.`,
 	f.BoolVarP(&long, "long", "l", false, "permissions, owner, group, size and time of each entry")
 	f.BoolVarP(&all, "all", "a", false, "show names starting with a dot")
 	f.BoolVarP(&recursive, "recursive", "r", false, "list subdirectories too")
+	f.BoolVarP(&unsorted, "unsorted", "U", false, "do not sort: list entries in the order the endpoint lists them, as they come")
 	f.IntVar(&depth, "recursive-depth-limit", 3, "with -r, descend at most this many levels")
 	f.StringVar(&filter, "filter", "", "only names that pass PATTERN: =NAME, !=NAME, ~GLOB or !~GLOB")
 	return c.flags(cmd)

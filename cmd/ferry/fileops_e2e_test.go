@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -179,6 +180,97 @@ func TestCLILsHugeDirectory(t *testing.T) {
 	}
 	if n := counted.count("/big"); n != 3 {
 		t.Errorf("three ls: the server listed the directory %d times, want 3", n)
+	}
+}
+
+// heldDir is a tree whose listings stop after held entries until the
+// test has read a line of ferry ls (or, if it never prints one while the
+// listing is held, a minute has passed).
+type heldDir struct {
+	storage.Driver
+	held    int
+	printed chan struct{} // closed by the test at the first line
+	late    atomic.Bool   // a listing was let go only by the minute
+}
+
+func (h *heldDir) ListDir(ctx context.Context, name string, fn func(storage.Info) error) error {
+	n := 0
+	return storage.ListDir(ctx, h.Driver, name, func(in storage.Info) error {
+		if n++; n == h.held {
+			select {
+			case <-h.printed:
+			case <-time.After(time.Minute):
+				h.late.Store(true)
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return fn(in)
+	})
+}
+
+// TestCLILsUnsorted: ferry ls -U of a directory of 10,000 entries prints
+// its first line while the endpoint's server is still listing it (held
+// after 5,000 entries), and prints every name once; -l and -F json too.
+func TestCLILsUnsorted(t *testing.T) {
+	t.Parallel()
+	const many = 10000
+	root, fs := servertest.Root(t)
+	held := &heldDir{Driver: fs, held: many / 2, printed: make(chan struct{})}
+	// MODE E sends full blocks: several before the hold.
+	addr := servertest.Serve(t, &server.Server{FS: held, Anonymous: true, BlockSize: 64 << 10})
+	want := map[string]bool{}
+	for i := range many {
+		name := fmt.Sprintf("f%05d", i)
+		want[name] = true
+		writeFile(t, filepath.Join(root, "big", name), "")
+	}
+	s := startService(t, false)
+	s.login()
+	s.ok("", "endpoint", "add", "ep", "--server", "ftp://"+addr)
+
+	cmd := s.command("ls", "-U", "ep:/big")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if len(got) == 0 {
+			close(held.printed)
+		}
+		got[sc.Text()]++
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("ferry ls -U: %v: %s", err, stderr.String())
+	}
+	if held.late.Load() {
+		t.Errorf("ferry ls -U printed nothing while the server's listing was held after %d entries", held.held)
+	}
+	checkNames(t, "ls -U", got, want)
+
+	got = map[string]int{}
+	for line := range strings.Lines(s.ok("", "ls", "-U", "-l", "ep:/big")) {
+		f := strings.Fields(line)
+		got[f[len(f)-1]]++
+	}
+	checkNames(t, "ls -U -l", got, want)
+
+	var l api.FileList
+	s.okJSON(&l, "ls", "-U", "ep:/big")
+	got = map[string]int{}
+	for _, f := range l.Data {
+		got[f.Name]++
+	}
+	checkNames(t, "ls -U -F json", got, want)
+	if l.Total != many || l.Length != many {
+		t.Errorf("ls -U -F json: %+v", l.PageInfo)
 	}
 }
 

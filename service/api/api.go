@@ -727,14 +727,18 @@ type File struct {
 	LastModified time.Time `json:"last_modified,omitzero"`
 }
 
-// FileList is a page of a directory listing, sorted by name (DATA_TYPE
-// file_list).
+// FileList is a page of a directory listing, sorted by name unless
+// orderby=none (DATA_TYPE file_list). Total is the number of entries;
+// while an unsorted listing is still running on the endpoint it is the
+// number listed so far, more than offset+length when there is a next
+// page, as HasNextPage says.
 type FileList struct {
 	DataType string `json:"DATA_TYPE"`
 	Endpoint string `json:"endpoint"` // the endpoint's ID
 	Path     string `json:"path"`
 	PageInfo
-	Data []File `json:"DATA"`
+	HasNextPage bool   `json:"has_next_page"`
+	Data        []File `json:"DATA"`
 }
 
 // Mkdir is the body of POST /operation/endpoint/{id}/mkdir.

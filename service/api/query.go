@@ -212,7 +212,7 @@ func CheckScope(scope string) error {
 // /operation/endpoint/{id}/ls: path (the endpoint's default directory when
 // empty), show_hidden, limit, offset, and filter, as in the transfer API:
 // key:value parts joined by / that an entry must all pass, name:PATTERN
-// (see NameFilter) and type:file,dir,link.
+// (see NameFilter) and type:file,dir,link; and orderby, name or none.
 type ListQuery struct {
 	Page
 	Path string
@@ -221,6 +221,10 @@ type ListQuery struct {
 	ShowHidden bool
 	Names      []NameFilter // each must pass
 	Types      []string     // any of file, dir, link; none: all
+	// Unsorted lists the entries in the order the endpoint lists them,
+	// as they come (orderby=none), rather than sorted by name
+	// (orderby=name, the default).
+	Unsorted bool
 }
 
 // Values encodes q.
@@ -239,6 +243,9 @@ func (q ListQuery) Values() url.Values {
 	}
 	if len(f) > 0 {
 		v.Set("filter", strings.Join(f, "/"))
+	}
+	if q.Unsorted {
+		v.Set("orderby", "none")
 	}
 	return v
 }
@@ -278,6 +285,13 @@ func ParseListQuery(v url.Values) (ListQuery, error) {
 				return q, domain.Errorf(domain.EInvalid, "filter %q: unknown key %q (want name or type)", f, key)
 			}
 		}
+	}
+	switch o := strings.ToUpper(strings.Join(strings.Fields(v.Get("orderby")), " ")); o {
+	case "", "NAME", "NAME ASC":
+	case "NONE":
+		q.Unsorted = true
+	default:
+		return q, domain.Errorf(domain.EInvalid, "orderby=%q: want name (the default) or none (as the endpoint lists them)", v.Get("orderby"))
 	}
 	var err error
 	q.Page, err = ParsePage(v)

@@ -33,7 +33,8 @@ func TestQueryRoundTrip(t *testing.T) {
 		}
 	}
 	for _, q := range []api.ListQuery{{}, {Path: "/a b/", ShowHidden: true, Page: api.Page{Offset: 3}},
-		{Names: []api.NameFilter{{Op: "~", Patterns: []string{"*.txt", "a?"}}, {Op: "!=", Patterns: []string{"b"}}}, Types: []string{"file", "link"}}} {
+		{Names: []api.NameFilter{{Op: "~", Patterns: []string{"*.txt", "a?"}}, {Op: "!=", Patterns: []string{"b"}}}, Types: []string{"file", "link"}},
+		{ShowHidden: true, Unsorted: true}} {
 		got, err := api.ParseListQuery(q.Values())
 		if err != nil || !reflect.DeepEqual(got, q) {
 			t.Errorf("list query %+v → %+v, %v", q, got, err)
@@ -57,6 +58,12 @@ func TestQueryDefaults(t *testing.T) {
 	}
 	if l, err := api.ParseListQuery(url.Values{}); err != nil || !l.ShowHidden {
 		t.Errorf("show_hidden defaults to true: %+v, %v", l, err)
+	}
+	for _, o := range []string{"name", "NAME asc", "none", "None"} {
+		l, err := api.ParseListQuery(url.Values{"orderby": {o}})
+		if want := strings.EqualFold(o, "none"); err != nil || l.Unsorted != want {
+			t.Errorf("list orderby=%s: %+v, %v; want unsorted %v", o, l, err, want)
+		}
 	}
 }
 
@@ -83,6 +90,8 @@ func TestQueryRefused(t *testing.T) {
 		{"list", listQ, "filter=name:~[a"},
 		{"list", listQ, "filter=size:10"},
 		{"list", listQ, "filter=type:socket"},
+		{"list", listQ, "orderby=size"},
+		{"list", listQ, "orderby=name+DESC"},
 		{"marker", markerQ, "marker=abc"},
 		{"marker", markerQ, "marker=-1"},
 	} {

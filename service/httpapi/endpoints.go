@@ -720,9 +720,10 @@ func (s *Server) serverState(w http.ResponseWriter, r *http.Request, c *call) er
 	return reply(w, http.StatusOK, doc)
 }
 
-// ls answers a page of a directory's listing, sorted by name: the first
-// page lists the directory on its endpoint, later ones read that listing
-// (see listings).
+// ls answers a page of a directory's listing, sorted by name or, with
+// orderby=none, in the order the endpoint lists it: the first page lists
+// the directory on its endpoint, later ones read that listing (see
+// listings); an unsorted page waits only for its own entries.
 func (s *Server) ls(w http.ResponseWriter, r *http.Request, c *call) error {
 	q, err := api.ParseListQuery(r.URL.Query())
 	if err != nil {
@@ -740,25 +741,30 @@ func (s *Server) ls(w http.ResponseWriter, r *http.Request, c *call) error {
 	filter := q
 	filter.Page = api.Page{}
 	key := strings.Join([]string{strconv.FormatInt(c.user.ID, 10), ep.ID, l.User, p, filter.Values().Encode()}, "\x00")
+	list := func(ctx context.Context, fn func(domain.FileInfo) error) error {
+		return s.Ops.List(ctx, ep, l, p, func(f domain.FileInfo) error {
+			if !q.Keeps(f.Name, f.Type) {
+				return nil
+			}
+			return fn(f)
+		})
+	}
 	lst, err := s.listings.get(key, page.Offset == 0, s.Now(), func() (*listing, error) {
-		return makeListing(func(fn func(domain.FileInfo) error) error {
-			return s.Ops.List(r.Context(), ep, l, p, func(f domain.FileInfo) error {
-				if !q.Keeps(f.Name, f.Type) {
-					return nil
-				}
-				return fn(f)
-			})
-		}, listingRun, s.Now())
+		if q.Unsorted {
+			return s.listings.streamListing(r.Context(), list, s.Now())
+		}
+		return makeListing(func(fn func(domain.FileInfo) error) error { return list(r.Context(), fn) }, listingRun, s.Now())
 	})
 	if err != nil {
 		return opsError(ep, err)
 	}
 	defer s.listings.release(lst)
-	shown, err := lst.page(page.Offset, page.Limit)
+	shown, total, err := lst.page(r.Context(), page.Offset, page.Limit)
 	if err != nil {
-		return err
+		return opsError(ep, err)
 	}
-	doc := api.FileList{DataType: "file_list", Endpoint: ep.ID, Path: p, PageInfo: pageInfo(page, len(shown), lst.total), Data: make([]api.File, len(shown))}
+	doc := api.FileList{DataType: "file_list", Endpoint: ep.ID, Path: p, PageInfo: pageInfo(page, len(shown), total),
+		HasNextPage: page.Offset+len(shown) < total, Data: make([]api.File, len(shown))}
 	for i, f := range shown {
 		doc.Data[i] = api.File{DataType: "file", Name: f.Name, Type: f.Type, Size: f.Size, Permissions: f.Permissions, User: f.User, Group: f.Group, LastModified: f.Modified}
 	}

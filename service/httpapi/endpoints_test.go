@@ -306,6 +306,7 @@ func TestFileOperations(t *testing.T) {
 		{"ls path with NUL", "GET", "operation/endpoint/data/ls?path=/a%00b", "", 400},
 		{"ls path with newline", "GET", "operation/endpoint/data/ls?path=/a%0Ab", "", 400},
 		{"ls bad show_hidden", "GET", "operation/endpoint/data/ls?show_hidden=maybe", "", 400},
+		{"ls bad orderby", "GET", "operation/endpoint/data/ls?orderby=size", "", 400},
 		{"ls bad limit", "GET", "operation/endpoint/data/ls?limit=x", "", 400},
 		{"mkdir without a path", "POST", "operation/endpoint/data/mkdir", `{}`, 400},
 		{"mkdir path with NUL", "POST", "operation/endpoint/data/mkdir", `{"path":"/a\u0000"}`, 400},

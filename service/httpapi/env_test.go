@@ -238,6 +238,10 @@ type fakeOps struct {
 	calls   []string                     // operations done, with the login user
 	refuse  error                        // what CheckTransfer says of a submission's items
 	delay   time.Duration                // every operation takes this long, unless its context ends
+	hold    chan struct{}                // when set, a listing stops after holdAt entries until it is closed
+	holdAt  int
+	holding chan struct{} // closed when a listing stops there
+	broken  error         // when set, a listing fails with it after its entries
 }
 
 func newFakeOps() *fakeOps {
@@ -300,16 +304,25 @@ func (f *fakeOps) List(ctx context.Context, ep domain.Endpoint, l domain.Login, 
 	}
 	f.mu.Lock()
 	d, ok := f.dirs[p]
+	hold, holdAt, holding, broken := f.hold, f.holdAt, f.holding, f.broken
 	f.mu.Unlock()
 	if !ok {
 		return domain.Errorf(domain.ENotFound, "550 %s: no such directory", p)
 	}
-	for _, fi := range d {
+	for i, fi := range d {
+		if hold != nil && i == holdAt {
+			close(holding)
+			select {
+			case <-hold:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
 		if err := fn(fi); err != nil {
 			return err
 		}
 	}
-	return nil
+	return broken
 }
 
 // listed counts the operations done that listed p.

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bufio"
 	"container/heap"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -18,31 +19,44 @@ import (
 )
 
 // The ls operation lists a directory on its endpoint once, at its first
-// page (offset 0), into a listing: its entries, filtered and sorted by
-// name, in an unlinked temporary file, with the offset of every
-// listingIndexEvery-th entry. Later pages of the same listing (the same
-// user, endpoint, login, path and filter) read it from there until it is
-// listingTTL old. A directory of millions of entries costs the service
-// the memory of listingRun entries and, on disk, about a hundred bytes an
-// entry; listings beyond listingsMax or listingBytes are dropped, oldest
-// first.
+// page (offset 0), into a listing: its entries, filtered and, unless the
+// caller asks for them unsorted, sorted by name, in an unlinked temporary
+// file, with the offset of every listingIndexEvery-th entry. Later pages
+// of the same listing (the same user, endpoint, login, path, filter and
+// order) read it from there until it is listingTTL old. A sorted listing
+// is made whole before its first page: a directory of millions of
+// entries costs the service the memory of listingRun entries and, on
+// disk, about a hundred bytes an entry. An unsorted one is written by a
+// goroutine as the endpoint lists it (streamListing), and a page waits
+// only for its own entries. Listings beyond listingsMax or listingBytes
+// are dropped, oldest first.
 const (
 	listingTTL        = 5 * time.Minute
-	listingRun        = 50000   // entries sorted in memory at once
-	listingIndexEvery = 256     // entries between two offsets kept in memory
-	listingsMax       = 64      // listings kept at once
-	listingBytes      = 4 << 30 // their bytes on disk at once, but for the newest
+	listingRun        = 50000    // entries sorted in memory at once
+	listingIndexEvery = 256      // entries between two offsets kept in memory
+	listingsMax       = 64       // listings kept at once
+	listingBytes      = 4 << 30  // their bytes on disk at once, but for the newest
+	listingFlush      = 32 << 10 // bytes an unsorted listing buffers before it writes them (a page that wants them writes them sooner)
 )
 
 // listing is one directory listing kept for its pages.
 type listing struct {
-	f     *os.File // unlinked: the entries, encoded by appendEntry
-	index []int64  // offset of entries 0, listingIndexEvery, 2*listingIndexEvery...
-	total int
-	size  int64
-	made  time.Time
+	f    *os.File // unlinked: the entries, encoded by appendEntry
+	made time.Time
 
-	refs int  // pages reading it (under listings.mu)
+	mu       sync.Mutex
+	index    []int64            // offset of entries 0, listingIndexEvery, 2*listingIndexEvery...
+	total    int                // entries written to f
+	size     int64              // their bytes
+	buf      []byte             // entries listed after those, not yet written
+	buffered int                // how many
+	done     bool               // no more entries come
+	err      error              // why the listing ended before its last entry
+	changed  chan struct{}      // closed, and replaced, when a page's entries are listed or the listing ends
+	want     int                // the fewest entries a waiting page wants; 0 when none waits
+	stop     context.CancelFunc // ends the listing of an unsorted one
+
+	refs int  // pages reading it, and its writer (under listings.mu)
 	gone bool // dropped from listings: closed when refs is 0
 }
 
@@ -106,7 +120,7 @@ func makeListing(list func(fn func(domain.FileInfo) error) error, run int, made 
 	if err != nil {
 		return nil, err
 	}
-	l := &listing{f: f, made: made}
+	l := &listing{f: f, made: made, done: true}
 	out := bufio.NewWriterSize(f, 64<<10)
 	if runs == nil {
 		sortEntries(batch)
@@ -163,27 +177,146 @@ func (l *listing) write(w io.Writer, entries iter.Seq2[domain.FileInfo, error]) 
 	return nil
 }
 
-// page returns up to limit entries from offset on.
-func (l *listing) page(offset, limit int) ([]domain.FileInfo, error) {
-	if offset >= l.total {
-		return nil, nil
+// streamListing starts a goroutine that lists with list, under ctx
+// without its cancellation, into a new listing, in the order list gives
+// the entries; the goroutine holds a reference to it until the listing
+// ends, and dropping it from ls ends the listing. A listing that takes
+// more than listingTTL (when it would expire) fails with ETimeout.
+func (ls *listings) streamListing(ctx context.Context, list func(ctx context.Context, fn func(domain.FileInfo) error) error, made time.Time) (*listing, error) {
+	f, err := tempFile("ferry-ls-*")
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), listingTTL)
+	l := &listing{f: f, made: made, changed: make(chan struct{}), stop: cancel, refs: 1}
+	go func() {
+		defer ls.release(l)
+		defer cancel()
+		err := list(ctx, l.add)
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			err = domain.Errorf(domain.ETimeout, "the listing took more than %v", listingTTL)
+		}
+		l.end(err)
+	}()
+	return l, nil
+}
+
+// add buffers an entry of an unsorted listing, writing the buffer when
+// it holds listingFlush bytes, and wakes the pages that wait for it.
+func (l *listing) add(fi domain.FileInfo) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done {
+		return l.err
+	}
+	n := l.total + l.buffered
+	if n%listingIndexEvery == 0 {
+		l.index = append(l.index, l.size+int64(len(l.buf)))
+	}
+	l.buf = appendEntry(l.buf, fi)
+	l.buffered++
+	if len(l.buf) >= listingFlush {
+		l.writeBuffered()
+	}
+	if l.want > 0 && n+1 >= l.want {
+		l.wake()
+	}
+	return l.err
+}
+
+// end ends an unsorted listing; err, unless nil, is why it ended before
+// its last entry.
+func (l *listing) end(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.done {
+		l.done, l.err = true, err
+	}
+	l.wake()
+}
+
+// wake wakes the pages waiting on l (l.mu held).
+func (l *listing) wake() {
+	close(l.changed)
+	l.changed, l.want = make(chan struct{}), 0
+}
+
+// writeBuffered writes the buffered entries to f (l.mu held); a failure
+// ends the listing.
+func (l *listing) writeBuffered() {
+	if l.buffered == 0 {
+		return
+	}
+	if _, err := l.f.Write(l.buf); err != nil {
+		l.done, l.err = true, fmt.Errorf("listing: %w", err)
+		l.buf, l.buffered = nil, 0
+		l.wake()
+		return
+	}
+	l.total += l.buffered
+	l.size += int64(len(l.buf))
+	l.buf, l.buffered = l.buf[:0], 0
+}
+
+// page returns up to limit entries from offset on, once they are listed
+// (or the listing has ended), and the entries listed then: more than
+// offset plus those returned when there are more. It returns the error
+// that ended the listing when the page reaches it, and ctx's when ctx
+// ends first.
+func (l *listing) page(ctx context.Context, offset, limit int) ([]domain.FileInfo, int, error) {
+	need := offset + limit + 1
+	l.mu.Lock()
+	for l.total+l.buffered < need && !l.done {
+		if l.want == 0 || need < l.want {
+			l.want = need
+		}
+		changed := l.changed
+		l.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, 0, ctx.Err()
+		}
+		l.mu.Lock()
+	}
+	if l.total < need {
+		l.writeBuffered()
+	}
+	total, size, err := l.total, l.size, l.err
+	var at int64
+	if offset < total {
+		at = l.index[offset/listingIndexEvery]
+	}
+	l.mu.Unlock()
+	if total < need && err != nil {
+		return nil, 0, err
+	}
+	if offset >= total {
+		return nil, total, nil
 	}
 	i := offset / listingIndexEvery
-	r := bufio.NewReader(io.NewSectionReader(l.f, l.index[i], l.size-l.index[i]))
+	r := bufio.NewReader(io.NewSectionReader(l.f, at, size-at))
 	for range offset - i*listingIndexEvery {
 		if _, err := readEntry(r); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
-	out := make([]domain.FileInfo, min(limit, l.total-offset))
+	out := make([]domain.FileInfo, min(limit, total-offset))
 	for j := range out {
 		fi, err := readEntry(r)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		out[j] = fi
 	}
-	return out, nil
+	return out, total, nil
+}
+
+// bytes is the size of l's entries listed so far.
+func (l *listing) bytes() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.size + int64(len(l.buf))
 }
 
 // inOrder yields the entries of fis.
@@ -399,7 +532,7 @@ func (ls *listings) trim(keep string) {
 		)
 		for k, l := range ls.m {
 			n++
-			bytes += l.size
+			bytes += l.bytes()
 			if k != keep && (oldest == "" || l.made.Before(ls.m[oldest].made)) {
 				oldest = k
 			}
@@ -415,6 +548,9 @@ func (ls *listings) trim(keep string) {
 func (ls *listings) drop(key string, l *listing) {
 	delete(ls.m, key)
 	l.gone = true
+	if l.stop != nil {
+		l.stop()
+	}
 	if l.refs == 0 {
 		l.f.Close()
 	}

@@ -51,7 +51,7 @@ func TestListingSorts(t *testing.T) {
 				t.Fatalf("total %d, want %d", l.total, len(want))
 			}
 			for _, p := range []struct{ offset, limit int }{{0, 1000}, {0, 1}, {255, 3}, {256, 300}, {513, 1000}, {999, 5}, {1000, 5}} {
-				got, err := l.page(p.offset, p.limit)
+				got, _, err := l.page(t.Context(), p.offset, p.limit)
 				if err != nil {
 					t.Fatal(err)
 				}
