@@ -443,7 +443,7 @@ for tree in "${TREES[@]}"; do
 				st=$(jq -r '.status // "?"' <<<"$j")
 				printf '%s %s %s\n' "$(since "$s0")" "$st" "$(jq -r '.files_transferred // 0' <<<"$j")" >>"$TMP/shows"
 				s0=$(now)
-				web_page "$id" && since "$s0" >>"$TMP/pages"
+				web_page "$id" && printf '%s\n' "$(since "$s0")" >>"$TMP/pages"
 				[[ $st == SUCCEEDED || $st == FAILED ]] && break
 				sleep "$SHOW_EVERY"
 			done

@@ -1,7 +1,12 @@
 package client
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"io"
+	"iter"
+	"os"
 	"path"
 	"strings"
 
@@ -35,15 +40,16 @@ func (c *Conn) remove(ctx context.Context, p string, e gridftp.Entry, removed fu
 		return err
 	}
 	if e.Target == "" { // a directory, not a link to one: empty it first
-		entries, err := c.List(ctx, p)
+		children, err := c.listed(ctx, p)
 		if err != nil {
 			return err
 		}
-		for _, child := range entries {
-			if !ListedName(child.Name) {
-				continue
+		defer children.close()
+		for child, err := range children.all() {
+			if err == nil {
+				err = c.remove(ctx, path.Join(p, child.Name), child, removed)
 			}
-			if err := c.remove(ctx, path.Join(p, child.Name), child, removed); err != nil {
+			if err != nil {
 				return err
 			}
 		}
@@ -60,4 +66,88 @@ func (c *Conn) remove(ctx context.Context, p string, e gridftp.Entry, removed fu
 // which only a hostile server would send.
 func ListedName(name string) bool {
 	return name != "" && name != "." && name != ".." && !strings.Contains(name, "/")
+}
+
+// removeWindow is how many entries of a directory being emptied are held
+// in memory; a directory with more is listed to a temporary file first
+// (a variable for tests).
+var removeWindow = 10000
+
+// entries are the entries of one directory listing: held, or past
+// removeWindow of them, in an unlinked temporary file.
+type entries struct {
+	held  []gridftp.Entry
+	spill *os.File
+	w     *bufio.Writer
+}
+
+// listed lists directory p into entries, leaving out names a server
+// should never list (ListedName).
+func (c *Conn) listed(ctx context.Context, p string) (*entries, error) {
+	es := &entries{}
+	err := c.ListEach(ctx, p, func(e gridftp.Entry) error {
+		switch {
+		case !ListedName(e.Name):
+			return nil
+		case es.spill == nil && len(es.held) < removeWindow:
+			es.held = append(es.held, e)
+			return nil
+		case es.spill == nil:
+			f, err := os.CreateTemp("", "ferry-rm-*")
+			if err != nil {
+				return fmt.Errorf("list %s: %w", p, err)
+			}
+			os.Remove(f.Name()) // gone with the process, however it ends
+			es.spill, es.w = f, bufio.NewWriter(f)
+			for _, h := range es.held {
+				fmt.Fprintln(es.w, h.Format())
+			}
+			es.held = nil
+		}
+		_, err := fmt.Fprintln(es.w, e.Format())
+		return err
+	})
+	if err == nil && es.w != nil {
+		err = es.w.Flush()
+	}
+	if err != nil {
+		es.close()
+		return nil, err
+	}
+	return es, nil
+}
+
+// all yields the entries in the order listed; an error ends them.
+func (es *entries) all() iter.Seq2[gridftp.Entry, error] {
+	return func(yield func(gridftp.Entry, error) bool) {
+		if es.spill == nil {
+			for _, e := range es.held {
+				if !yield(e, nil) {
+					return
+				}
+			}
+			return
+		}
+		if _, err := es.spill.Seek(0, io.SeekStart); err != nil {
+			yield(gridftp.Entry{}, err)
+			return
+		}
+		sc := bufio.NewScanner(es.spill)
+		sc.Buffer(make([]byte, 64<<10), maxLine+1)
+		for sc.Scan() {
+			e, err := gridftp.ParseEntry(sc.Text())
+			if !yield(e, err) || err != nil {
+				return
+			}
+		}
+		if err := sc.Err(); err != nil {
+			yield(gridftp.Entry{}, err)
+		}
+	}
+}
+
+func (es *entries) close() {
+	if es.spill != nil {
+		es.spill.Close()
+	}
 }

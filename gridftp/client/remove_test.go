@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"ferry/gridftp"
+	"ferry/gridftp/client"
 )
 
 // TestRemoveAll removes files and trees with RemoveTree, which names each
@@ -73,5 +75,40 @@ func TestRemoveAll(t *testing.T) {
 				t.Fatalf("a file outside the removed tree was touched: %q %v", b, err)
 			}
 		})
+	}
+}
+
+// TestRemoveTreeSpills empties directories with more entries than it
+// holds in memory: their listings go to a temporary file first, and every
+// entry is still removed once, a directory after what it held.
+func TestRemoveTreeSpills(t *testing.T) {
+	defer client.SetRemoveWindow(10)()
+	addr, root := startServer(t)
+	c := dial(t, addr, 1)
+	var want []string
+	for i := range 25 {
+		name := fmt.Sprintf("f%02d", i)
+		os.MkdirAll(filepath.Join(root, "big", "sub"), 0o755)
+		os.WriteFile(filepath.Join(root, "big", name), []byte("x"), 0o644)
+		os.WriteFile(filepath.Join(root, "big", "sub", name), nil, 0o644)
+		want = append(want, "/big/"+name, "/big/sub/"+name)
+	}
+	os.Symlink("/etc", filepath.Join(root, "big", "out"))
+	want = append(want, "/big/out", "/big/sub", "/big")
+	var removed []string
+	if err := c.RemoveTree(context.Background(), "/big", func(p string, _ gridftp.Entry) { removed = append(removed, p) }); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(slices.Sorted(slices.Values(removed)), slices.Sorted(slices.Values(want))) {
+		t.Errorf("removed %q, want %q", removed, want)
+	}
+	if i, j := slices.Index(removed, "/big/sub/f00"), slices.Index(removed, "/big/sub"); i > j || removed[len(removed)-1] != "/big" {
+		t.Errorf("a directory removed before what it held: %q", removed)
+	}
+	if _, err := os.Lstat(filepath.Join(root, "big")); !os.IsNotExist(err) {
+		t.Errorf("/big is still there: %v", err)
+	}
+	if _, err := os.Stat("/etc/passwd"); err != nil {
+		t.Errorf("the link was followed: %v", err)
 	}
 }
