@@ -23,7 +23,9 @@ import (
 // caller asks for them unsorted, sorted by name, in an unlinked temporary
 // file, with the offset of every listingIndexEvery-th entry. Later pages
 // of the same listing (the same user, endpoint, login, path, filter and
-// order) read it from there until it is listingTTL old. A sorted listing
+// order) read it from there until no page asked for it for listingTTL (a
+// directory of millions of entries on a slow link lists for longer than
+// that, its pages coming all along). A sorted listing
 // is made whole before its first page: a directory of millions of
 // entries costs the service the memory of listingRun entries and, on
 // disk, about a hundred bytes an entry. An unsorted one is written by a
@@ -41,8 +43,9 @@ const (
 
 // listing is one directory listing kept for its pages.
 type listing struct {
-	f    *os.File // unlinked: the entries, encoded by appendEntry
-	made time.Time
+	f    *os.File  // unlinked: the entries, encoded by appendEntry
+	made time.Time // when its first page asked for it
+	used time.Time // when a page last asked for it (under listings.mu)
 
 	mu       sync.Mutex
 	index    []int64            // offset of entries 0, listingIndexEvery, 2*listingIndexEvery...
@@ -180,23 +183,18 @@ func (l *listing) write(w io.Writer, entries iter.Seq2[domain.FileInfo, error]) 
 // streamListing starts a goroutine that lists with list, under ctx
 // without its cancellation, into a new listing, in the order list gives
 // the entries; the goroutine holds a reference to it until the listing
-// ends, and dropping it from ls ends the listing. A listing that takes
-// more than listingTTL (when it would expire) fails with ETimeout.
+// ends, and dropping it from ls (no page for listingTTL) ends the listing.
 func (ls *listings) streamListing(ctx context.Context, list func(ctx context.Context, fn func(domain.FileInfo) error) error, made time.Time) (*listing, error) {
 	f, err := tempFile("ferry-ls-*")
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), listingTTL)
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	l := &listing{f: f, made: made, changed: make(chan struct{}), stop: cancel, refs: 1}
 	go func() {
 		defer ls.release(l)
 		defer cancel()
-		err := list(ctx, l.add)
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			err = domain.Errorf(domain.ETimeout, "the listing took more than %v", listingTTL)
-		}
-		l.end(err)
+		l.end(list(ctx, l.add))
 	}()
 	return l, nil
 }
@@ -473,7 +471,7 @@ type listings struct {
 	m  map[string]*listing
 }
 
-// get returns the listing of key, kept and no older than listingTTL at
+// get returns the listing of key, kept and asked for within listingTTL of
 // now, or, when there is none or fresh is set, a new one made by list;
 // put it back with release.
 func (ls *listings) get(key string, fresh bool, now time.Time, list func() (*listing, error)) (*listing, error) {
@@ -481,6 +479,7 @@ func (ls *listings) get(key string, fresh bool, now time.Time, list func() (*lis
 	ls.expire(now)
 	if l, ok := ls.m[key]; ok && !fresh {
 		l.refs++
+		l.used = now
 		ls.mu.Unlock()
 		return l, nil
 	}
@@ -499,6 +498,7 @@ func (ls *listings) get(key string, fresh bool, now time.Time, list func() (*lis
 	}
 	ls.m[key] = l
 	l.refs++
+	l.used = now
 	ls.trim(key)
 	return l, nil
 }
@@ -512,10 +512,10 @@ func (ls *listings) release(l *listing) {
 	}
 }
 
-// expire drops the listings older than listingTTL at now.
+// expire drops the listings no page asked for within listingTTL of now.
 func (ls *listings) expire(now time.Time) {
 	for k, l := range ls.m {
-		if now.Sub(l.made) >= listingTTL {
+		if now.Sub(l.used) >= listingTTL {
 			ls.drop(k, l)
 		}
 	}

@@ -67,6 +67,16 @@ func TestLsListsOnce(t *testing.T) {
 	if n := e.ops.listed("/big"); n != 3 {
 		t.Errorf("a page of an expired listing: listed %d times in all, want 3", n)
 	}
+	// A listing lives five minutes from its last page, not its first:
+	// pages of a huge directory on a slow link come for longer.
+	page(0)
+	for _, offset := range []int{1000, 2000, 1000} {
+		e.clock.Add(4 * time.Minute) // less than the five minutes a listing lives
+		page(offset)
+	}
+	if n := e.ops.listed("/big"); n != 4 {
+		t.Errorf("pages within listingTTL of each other: listed %d times in all, want 4", n)
+	}
 }
 
 // unsortedDir puts in /big of e's endpoints the directory of many
