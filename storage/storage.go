@@ -162,6 +162,14 @@ type Dir interface {
 	Close() error
 }
 
+// FileTimer is an optional capability of a Dir: SetModTime sets the
+// modification time of f, a file its Create opened, through f itself (one
+// system call where Chtimes looks the name up again); false, and nothing
+// done, when it cannot.
+type FileTimer interface {
+	SetModTime(f File, mtime time.Time) (bool, error)
+}
+
 // OpenDir opens the directory name of d: with d's OpenDir if d is a
 // DirOpener, otherwise as a Dir that passes each call on to d with the
 // entry's whole name (its Create checks that the file does not exist

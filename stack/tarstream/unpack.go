@@ -219,10 +219,14 @@ func (u *unpacker) file(hdr *tar.Header, rel string, tr io.Reader, buf []byte) (
 		return fail(err)
 	}
 	n, sum, werr, rerr := u.copy(f, tr, buf)
+	timed := false
+	if ft, ok := d.(storage.FileTimer); ok && werr == nil && rerr == nil {
+		timed, werr = ft.SetModTime(f, hdr.ModTime)
+	}
 	if cerr := f.Close(); werr == nil {
 		werr = cerr
 	}
-	if werr == nil {
+	if werr == nil && !timed {
 		werr = d.Chtimes(u.ctx, tmp, hdr.ModTime)
 	}
 	if werr == nil && hdr.Mode&0o111 != 0 {

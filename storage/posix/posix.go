@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -657,6 +658,31 @@ func (d *dir) Chtimes(ctx context.Context, name string, mtime time.Time) error {
 		return unix.UtimesNanoAt(fd, name, ts, unix.AT_SYMLINK_NOFOLLOW)
 	})
 	return d.wrap("chtimes", name, err)
+}
+
+// SetModTime sets the modification time of f, a file Create opened,
+// leaving the access time, as futimens does.
+func (d *dir) SetModTime(f storage.File, mtime time.Time) (bool, error) {
+	of, ok := f.(*os.File)
+	if !ok || mtime.IsZero() {
+		return false, nil
+	}
+	rc, err := of.SyscallConn()
+	if err != nil {
+		return false, nil
+	}
+	ts := [2]unix.Timespec{{Nsec: unix.UTIME_OMIT}, unix.NsecToTimespec(mtime.UnixNano())}
+	var errno syscall.Errno
+	if err := rc.Control(func(fd uintptr) {
+		// utimensat with no name is futimens: the file fd is.
+		_, _, errno = unix.Syscall6(unix.SYS_UTIMENSAT, fd, 0, uintptr(unsafe.Pointer(&ts[0])), 0, 0, 0)
+	}); err != nil {
+		return false, nil
+	}
+	if errno != 0 {
+		return true, d.fs.wrap("chtimes", of.Name(), errno)
+	}
+	return true, nil
 }
 
 // Close releases the directory.

@@ -194,6 +194,23 @@ func TestOpenDir(t *testing.T) {
 	if err != nil || info.Size != 3 || !info.ModTime.Equal(mtime) || info.Mode.Perm() != 0o700 {
 		t.Fatalf("Stat = %+v, %v", info, err)
 	}
+	// The time set through the open file, after its data: to the nanosecond.
+	f, err = d.Create(ctx, "timed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte("timed"), 0)
+	ntime := time.Unix(1e9, 123456789)
+	if ok, err := d.(storage.FileTimer).SetModTime(f, ntime); !ok || err != nil {
+		t.Fatalf("SetModTime = %v, %v", ok, err)
+	}
+	f.Close()
+	if info, err := d.Stat(ctx, "timed"); err != nil || !info.ModTime.Equal(ntime) {
+		t.Fatalf("after SetModTime: Stat = %+v, %v; want time %v", info, err, ntime)
+	}
+	if ok, _ := d.(storage.FileTimer).SetModTime(struct{ storage.File }{f}, ntime); ok {
+		t.Error("SetModTime of a file that is not its own: true")
+	}
 	f, err = d.Open(ctx, "old")
 	if err != nil {
 		t.Fatal(err)
