@@ -170,6 +170,15 @@ type FileTimer interface {
 	SetModTime(f File, mtime time.Time) (bool, error)
 }
 
+// StatOpener is an optional capability of a Dir: OpenStat opens the
+// entry name for reading, without following a symlink, and describes it
+// as Stat does, from the open file when it is a regular file (one lookup
+// of the name where Stat then Open make two). The File is nil, and the
+// Info describes the entry, when it is not a regular file.
+type StatOpener interface {
+	OpenStat(ctx context.Context, name string) (File, Info, error)
+}
+
 // OpenDir opens the directory name of d: with d's OpenDir if d is a
 // DirOpener, otherwise as a Dir that passes each call on to d with the
 // entry's whole name (its Create checks that the file does not exist

@@ -185,6 +185,20 @@ func openMember(ctx context.Context, fsys storage.Driver, root string, it *item)
 	if it.dir.d != nil && it.rel != "." {
 		o, name = it.dir.d, path.Base(it.rel)
 	}
+	if so, ok := o.(storage.StatOpener); ok && !it.stated {
+		f, in, err := so.OpenStat(ctx, name)
+		if err == nil {
+			err = memberFile(in)
+		}
+		if err != nil {
+			if f != nil {
+				f.Close()
+			}
+			return nil, err
+		}
+		it.info = in
+		return f, nil
+	}
 	if !it.stated {
 		in, err := o.Stat(ctx, name)
 		if err == nil {

@@ -587,6 +587,38 @@ func (d *dir) Open(ctx context.Context, name string) (storage.File, error) {
 	return file, nil
 }
 
+// OpenStat opens name for reading, without following a symlink, and
+// describes it from the open file; anything but a regular file is
+// described by Stat, and not opened.
+func (d *dir) OpenStat(ctx context.Context, name string) (storage.File, storage.Info, error) {
+	if err := d.check(ctx, "open", name); err != nil {
+		return nil, storage.Info{}, err
+	}
+	file, err := d.openat(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil { // a symlink (ELOOP), a device without device, gone...
+		in, serr := d.Stat(ctx, name)
+		if serr == nil && in.Mode.IsRegular() && in.Target == "" {
+			serr = d.wrap("open", name, err) // a file that would not open
+		}
+		return nil, in, serr
+	}
+	fi, err := file.Stat()
+	if err != nil {
+		file.Close()
+		return nil, storage.Info{}, d.wrap("open", name, err)
+	}
+	in := info(fi, "")
+	if !fi.Mode().IsRegular() {
+		file.Close()
+		return nil, in, nil
+	}
+	if err := setBlocking(file); err != nil {
+		file.Close()
+		return nil, storage.Info{}, d.wrap("open", name, err)
+	}
+	return file, in, nil
+}
+
 // Create makes a new regular file, which cannot be a FIFO, a device or a
 // symlink planted under its name: O_EXCL fails on any entry. The File is an
 // *os.File.

@@ -402,3 +402,68 @@ func TestDirDirectCalls(t *testing.T) {
 		t.Errorf("file after Rename = %q, %v; want the new empty file", b, err)
 	}
 }
+
+// TestOpenStat: a regular file is opened and described from the open file;
+// anything else is described as Stat describes it and not opened, a
+// symlink never followed.
+func TestOpenStat(t *testing.T) {
+	fsys, dir := newFS(t)
+	ctx := t.Context()
+	os.WriteFile(filepath.Join(dir, "file"), []byte("data"), 0o644)
+	os.Mkdir(filepath.Join(dir, "sub"), 0o755)
+	os.Symlink("file", filepath.Join(dir, "link"))
+	os.Symlink("/etc/passwd", filepath.Join(dir, "out"))
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err := fsys.OpenDir(ctx, "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, c := range []struct {
+		name   string
+		opened bool
+		target string
+		mode   fs.FileMode // type bits
+		err    error
+	}{
+		{name: "file", opened: true},
+		{name: "sub", mode: fs.ModeDir},
+		{name: "link", target: "file"},
+		{name: "out", target: "/etc/passwd", mode: fs.ModeSymlink},
+		{name: "fifo", mode: fs.ModeNamedPipe},
+		{name: "gone", err: storage.ErrNotExist},
+		{name: "../file", err: storage.ErrPermission},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f, in, err := d.(storage.StatOpener).OpenStat(ctx, c.name)
+			if !errors.Is(err, c.err) || (err == nil) != (c.err == nil) {
+				t.Fatalf("OpenStat = %v, want %v", err, c.err)
+			}
+			if (f != nil) != c.opened {
+				t.Fatalf("opened %v, want %v", f != nil, c.opened)
+			}
+			if err != nil {
+				return
+			}
+			want, err := d.Stat(ctx, c.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if in.Name != want.Name || in.Mode != want.Mode || in.Size != want.Size || !in.ModTime.Equal(want.ModTime) || in.Target != want.Target || in.ID != want.ID {
+				t.Errorf("OpenStat described %+v, Stat %+v", in, want)
+			}
+			if in.Target != c.target || in.Mode.Type() != c.mode {
+				t.Errorf("target %q type %v, want %q %v", in.Target, in.Mode.Type(), c.target, c.mode)
+			}
+			if f != nil {
+				b := make([]byte, 4)
+				if n, err := f.ReadAt(b, 0); n != 4 || string(b) != "data" {
+					t.Errorf("read %q, %v", b[:n], err)
+				}
+				f.Close()
+			}
+		})
+	}
+}
