@@ -36,8 +36,9 @@ type progress struct {
 	room     sync.Cond       // on mu: a flush took records, or flushes ended
 	ended    bool            // flushes ended (the flusher returned): no one waits for room
 	total    domain.Counters // the task's counters, unflushed ones included
-	delta    domain.Counters // not yet flushed
+	delta    domain.Counters // not yet flushed, but those of files
 	files    []domain.File
+	tied     []domain.Counters // of each of files, stored with it
 	events   []domain.Event
 	known    *recorded       // the stored records, a window of them
 	pending  map[string]bool // files (recKey) whose records are not yet stored
@@ -160,13 +161,17 @@ func decodePartial(s string) (engine.Partial, error) {
 }
 
 // add records a counter delta, a file record and an event (each optional),
-// and asks for a flush when enough records wait. Called with p.mu held.
+// and asks for a flush when enough records wait. The delta of a record
+// is stored with it, in the same flush. Called with p.mu held.
 func (p *progress) add(d domain.Counters, f *domain.File, e *domain.Event) {
 	p.total.Add(d)
-	p.delta.Add(d)
+	if f == nil {
+		p.delta.Add(d)
+	}
 	if f != nil {
 		f.TaskID, f.Time = p.taskID, p.w.now()
 		p.files = append(p.files, *f)
+		p.tied = append(p.tied, d)
 		p.flushSoon()
 		p.pending[recKey(f.Src, f.Dst)] = true
 		p.known.add(f.Src, f.Dst)
@@ -462,6 +467,14 @@ func (p *progress) Done(r engine.FileResult) {
 			f.Algorithm, f.Checksum, d.BytesChecksummed = alg, sum, r.Size
 		}
 		p.add(d, &f, nil)
+		// The bytes of it this run reported and did not store yet (all of
+		// a tar member's, reported as it ended) are stored with its
+		// record: stored without it, a crash would leave them counted
+		// and the file to count again.
+		if m := min(r.Moved, r.Size, p.delta.BytesTransferred); m > 0 && r.Moved == r.Size {
+			p.delta.BytesTransferred -= m
+			p.tied[len(p.tied)-1].BytesTransferred += m
+		}
 	case engine.Skipped:
 		f.State = domain.FileSkipped
 		p.add(domain.Counters{Files: 1, FilesSkipped: 1}, &f, nil)
@@ -693,7 +706,11 @@ func (p *progress) flushing(ctx context.Context, all bool) error {
 		nd := min(len(p.destFiles), maxBatchFiles)
 		nx := min(len(p.deletions), maxBatchFiles)
 		p.tellDeleted()
-		b := domain.Batch{Delta: p.delta, Files: p.files[:n:n], DestFiles: p.destFiles[:nd:nd], Deletions: p.deletions[:nx:nx], Events: p.events}
+		untied, tied := p.delta, p.tied[:n:n]
+		b := domain.Batch{Delta: untied, Files: p.files[:n:n], DestFiles: p.destFiles[:nd:nd], Deletions: p.deletions[:nx:nx], Events: p.events}
+		for _, d := range tied {
+			b.Delta.Add(d)
+		}
 		young := now.Add(-orDuration(p.w.FlushEvery, time.Second))
 		for src, r := range p.partials {
 			if !all && r.started.After(young) {
@@ -705,7 +722,7 @@ func (p *progress) flushing(ctx context.Context, all bool) error {
 				p.stored[src] = true
 			}
 		}
-		p.delta, p.files, p.destFiles, p.deletions, p.events = domain.Counters{}, p.files[n:], p.destFiles[nd:], p.deletions[nx:], nil
+		p.delta, p.files, p.tied, p.destFiles, p.deletions, p.events = domain.Counters{}, p.files[n:], p.tied[n:], p.destFiles[nd:], p.deletions[nx:], nil
 		more := p.waiting() > 0
 		p.storing = n + nd + nx
 		p.room.Broadcast()
@@ -723,8 +740,8 @@ func (p *progress) flushing(ctx context.Context, all bool) error {
 				if p.storeOut.IsZero() {
 					p.storeOut = now
 				}
-				b.Delta.Add(p.delta)
-				p.delta, p.files, p.events = b.Delta, append(b.Files, p.files...), append(b.Events, p.events...)
+				untied.Add(p.delta)
+				p.delta, p.files, p.tied, p.events = untied, append(b.Files, p.files...), append(tied, p.tied...), append(b.Events, p.events...)
 				p.destFiles, p.deletions = append(b.DestFiles, p.destFiles...), append(b.Deletions, p.deletions...)
 				for _, pt := range b.Partials {
 					if _, newer := p.partials[pt.Src]; !newer {
