@@ -113,14 +113,16 @@ func (sp *splicer) close() {
 }
 
 // splice moves up to n bytes (at most the pipe's capacity) from c into f
-// at off and returns how many it moved. A failure of c (cut, or ended
-// first) is an ErrDataStream. When f will not take a splice, what the pipe holds is written
-// to dst at off through buf instead, counted, and the error is
-// errNoZeroCopy: the caller goes on through buffers.
-func (sp *splicer) splice(c *net.TCPConn, f *os.File, dst io.WriterAt, buf []byte, off, n int64) (int64, error) {
+// at off and returns how many it moved and how many it took from c: as
+// many, unless f failed, when the pipe is emptied and what f did not take
+// is lost. A failure of c (cut, or ended first) is an ErrDataStream. When
+// f will not take a splice, what the pipe holds is written to dst at off
+// through buf instead, counted, and the error is errNoZeroCopy: the caller
+// goes on through buffers.
+func (sp *splicer) splice(c *net.TCPConn, f *os.File, dst io.WriterAt, buf []byte, off, n int64) (moved, taken int64, err error) {
 	sock, err := c.SyscallConn()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	var got int64
 	var opErr error
@@ -134,15 +136,16 @@ func (sp *splicer) splice(c *net.TCPConn, f *os.File, dst io.WriterAt, buf []byt
 	})
 	switch {
 	case err != nil:
-		return 0, fmt.Errorf("%w: cut inside a block: %v", ErrDataStream, err)
+		return 0, 0, fmt.Errorf("%w: cut inside a block: %v", ErrDataStream, err)
 	case opErr != nil:
-		return 0, fmt.Errorf("%w: cut inside a block: %v", ErrDataStream, opErr)
+		return 0, 0, fmt.Errorf("%w: cut inside a block: %v", ErrDataStream, opErr)
 	case got <= 0:
-		return 0, fmt.Errorf("%w: cut inside a block: %v", ErrDataStream, io.ErrUnexpectedEOF)
+		return 0, 0, fmt.Errorf("%w: cut inside a block: %v", ErrDataStream, io.ErrUnexpectedEOF)
 	}
 	file, err := f.SyscallConn()
 	if err != nil {
-		return sp.drain(dst, buf, off, int(got))
+		m, err := sp.drain(dst, buf, off, int(got))
+		return m, got, err
 	}
 	left := got
 	var werr error
@@ -160,17 +163,19 @@ func (sp *splicer) splice(c *net.TCPConn, f *os.File, dst io.WriterAt, buf []byt
 		}
 	})
 	if left == 0 {
-		return got, nil
+		return got, got, nil
 	}
 	if cerr == nil && werr != nil && !errors.Is(werr, unix.EINVAL) && !errors.Is(werr, syscall.EOPNOTSUPP) {
-		return got - left, &os.PathError{Op: "write", Path: f.Name(), Err: werr}
+		sp.empty(buf)
+		return got - left, got, &os.PathError{Op: "write", Path: f.Name(), Err: werr}
 	}
 	m, err := sp.drain(dst, buf, off, int(left))
-	return got - left + m, err
+	return got - left + m, got, err
 }
 
 // drain writes the n bytes the pipe holds to dst at off through buf and
-// returns them counted, with errNoZeroCopy, or the error that stopped it.
+// returns them counted, with errNoZeroCopy, or the error that stopped it
+// (with the pipe emptied).
 func (sp *splicer) drain(dst io.WriterAt, buf []byte, off int64, n int) (int64, error) {
 	var done int64
 	for n > 0 {
@@ -182,11 +187,22 @@ func (sp *splicer) drain(dst io.WriterAt, buf []byte, off int64, n int) (int64, 
 			return done, errors.Join(errors.New("gridftp: splice pipe lost data"), err)
 		}
 		if _, err := dst.WriteAt(buf[:k], off); err != nil {
+			sp.empty(buf)
 			return done, err
 		}
 		off, n, done = off+int64(k), n-k, done+int64(k)
 	}
 	return done, errNoZeroCopy
+}
+
+// empty drops what the pipe holds, through buf.
+func (sp *splicer) empty(buf []byte) {
+	for {
+		k, err := unix.Read(sp.r, buf)
+		if err != unix.EINTR && k <= 0 {
+			return
+		}
+	}
 }
 
 // setLowat sets the SO_RCVLOWAT of the socket fd to n bytes, kept to at
