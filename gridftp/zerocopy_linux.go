@@ -114,11 +114,11 @@ func (sp *splicer) close() {
 
 // splice moves up to n bytes (at most the pipe's capacity) from c into f
 // at off and returns how many it moved and how many it took from c: as
-// many, unless f failed, when the pipe is emptied and what f did not take
-// is lost. A failure of c (cut, or ended first) is an ErrDataStream. When
-// f will not take a splice, what the pipe holds is written to dst at off
-// through buf instead, counted, and the error is errNoZeroCopy: the caller
-// goes on through buffers.
+// many, unless f failed, when what f did not take is left in the pipe. A
+// failure of c (cut, or ended first) is an ErrDataStream. When f will not
+// take a splice, what the pipe holds is written to dst at off through buf
+// instead, counted, and the error is errNoZeroCopy: the caller goes on
+// through buffers.
 func (sp *splicer) splice(c *net.TCPConn, f *os.File, dst io.WriterAt, buf []byte, off, n int64) (moved, taken int64, err error) {
 	sock, err := c.SyscallConn()
 	if err != nil {
@@ -166,7 +166,6 @@ func (sp *splicer) splice(c *net.TCPConn, f *os.File, dst io.WriterAt, buf []byt
 		return got, got, nil
 	}
 	if cerr == nil && werr != nil && !errors.Is(werr, unix.EINVAL) && !errors.Is(werr, syscall.EOPNOTSUPP) {
-		sp.empty(buf)
 		return got - left, got, &os.PathError{Op: "write", Path: f.Name(), Err: werr}
 	}
 	m, err := sp.drain(dst, buf, off, int(left))
@@ -174,8 +173,7 @@ func (sp *splicer) splice(c *net.TCPConn, f *os.File, dst io.WriterAt, buf []byt
 }
 
 // drain writes the n bytes the pipe holds to dst at off through buf and
-// returns them counted, with errNoZeroCopy, or the error that stopped it
-// (with the pipe emptied).
+// returns them counted, with errNoZeroCopy, or the error that stopped it.
 func (sp *splicer) drain(dst io.WriterAt, buf []byte, off int64, n int) (int64, error) {
 	var done int64
 	for n > 0 {
@@ -187,22 +185,11 @@ func (sp *splicer) drain(dst io.WriterAt, buf []byte, off int64, n int) (int64, 
 			return done, errors.Join(errors.New("gridftp: splice pipe lost data"), err)
 		}
 		if _, err := dst.WriteAt(buf[:k], off); err != nil {
-			sp.empty(buf)
 			return done, err
 		}
 		off, n, done = off+int64(k), n-k, done+int64(k)
 	}
 	return done, errNoZeroCopy
-}
-
-// empty drops what the pipe holds, through buf.
-func (sp *splicer) empty(buf []byte) {
-	for {
-		k, err := unix.Read(sp.r, buf)
-		if err != unix.EINTR && k <= 0 {
-			return
-		}
-	}
 }
 
 // setLowat sets the SO_RCVLOWAT of the socket fd to n bytes, kept to at
