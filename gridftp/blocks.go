@@ -549,6 +549,13 @@ type Receiver struct {
 	// waits for its streams to stop: a Dst that holds writers back (an
 	// ordering layer) must let them go.
 	OnFailure func(error)
+	// Drain, when set, is how long the streams are read on once Dst has
+	// failed, what they carry dropped, until the transfer's EODs are in;
+	// Run then returns Dst's error. A sender told of the failure before it
+	// has sent everything may wait for ever: globus-url-copy, told between
+	// its last data block and its EOF, never sends the EOF, and waits for
+	// it (TestModeEFailedStoreDrains).
+	Drain time.Duration
 
 	bytes   atomic.Int64
 	mu      sync.Mutex
@@ -564,6 +571,10 @@ type Receiver struct {
 	// writing counts the writes to Dst under way: while Dst holds one,
 	// a quiet data channel is Dst's doing, not the sender's.
 	writing atomic.Int32
+	// dropping is set once Dst failed and the streams drain (Drain);
+	// dropped hands Run that failure.
+	dropping atomic.Bool
+	dropped  chan error
 }
 
 // Sum returns the hash of the data received, when Hash saw all of it, in
@@ -732,6 +743,8 @@ func (r *Receiver) Run(ctx context.Context, streams []*Stream, accept <-chan net
 		timeout = 60 * time.Second
 	}
 	events := make(chan streamEvent, 8)
+	r.dropped = make(chan error, 1)
+	var drained <-chan time.Time // the end of the drain after Dst failed
 	var finished atomic.Bool
 	running := map[*Stream]bool{}
 	start := func(s *Stream, cached bool) {
@@ -749,13 +762,19 @@ func (r *Receiver) Run(ctx context.Context, streams []*Stream, accept <-chan net
 	progress := time.NewTimer(timeout)
 	defer progress.Stop()
 	lastBytes := int64(-1)
-	wake := func() {
+	// fail records the transfer's failure, the first.
+	fail := func(err error) {
 		if failure != nil {
-			r.stop.Store(true) // no more reading back for a sum nobody will use
-			if r.OnFailure != nil {
-				r.OnFailure(failure)
-			}
+			return
 		}
+		failure = err
+		r.stop.Store(true) // no more reading back for a sum nobody will use
+		if r.OnFailure != nil {
+			r.OnFailure(failure)
+		}
+	}
+	// wake stops the streams: those still running return.
+	wake := func() {
 		finished.Store(true)
 		for s := range running {
 			s.Conn.SetReadDeadline(time.Unix(1, 0))
@@ -763,7 +782,7 @@ func (r *Receiver) Run(ctx context.Context, streams []*Stream, accept <-chan net
 	}
 	complete := func() bool { return want >= 0 && eods >= want }
 	for len(running) > 0 || (failure == nil && !complete()) {
-		if failure == nil && complete() && !finished.Load() {
+		if complete() && !finished.Load() {
 			wake()
 		}
 		if failure == nil && len(running) == 0 && accept == nil {
@@ -771,18 +790,23 @@ func (r *Receiver) Run(ctx context.Context, streams []*Stream, accept <-chan net
 			break
 		}
 		select {
+		case err := <-r.dropped:
+			fail(err)
+			drained = time.After(r.Drain)
+		case <-drained:
+			wake()
 		case c, ok := <-accept:
 			if !ok {
 				accept = nil
 				continue
 			}
-			if failure != nil || finished.Load() {
+			if finished.Load() {
 				c.Close()
 				continue
 			}
 			if limit := cmp.Or(r.MaxStreams, MaxStreams); len(streams) >= limit {
 				c.Close()
-				failure = fmt.Errorf("%w: more than %d", ErrTooManyStreams, limit)
+				fail(fmt.Errorf("%w: more than %d", ErrTooManyStreams, limit))
 				wake()
 				continue
 			}
@@ -798,8 +822,8 @@ func (r *Receiver) Run(ctx context.Context, streams []*Stream, accept <-chan net
 			streams = append(streams, s)
 			start(s, false)
 		case ev := <-events:
-			if ev.eofCount > 0 && want >= 0 && ev.eofCount != want && failure == nil {
-				failure = fmt.Errorf("%w: a second EOF (%d EODs, then %d): data of another transfer", ErrDataStream, want, ev.eofCount)
+			if ev.eofCount > 0 && want >= 0 && ev.eofCount != want && !finished.Load() {
+				fail(fmt.Errorf("%w: a second EOF (%d EODs, then %d): data of another transfer", ErrDataStream, want, ev.eofCount))
 				wake()
 			}
 			if ev.eofCount > 0 && want < 0 {
@@ -814,8 +838,8 @@ func (r *Receiver) Run(ctx context.Context, streams []*Stream, accept <-chan net
 			}
 			switch {
 			case ev.idle:
-			case ev.err != nil && failure == nil:
-				failure = ev.err
+			case ev.err != nil && !finished.Load():
+				fail(ev.err)
 				wake()
 			case ev.eod:
 				eods++
@@ -825,8 +849,8 @@ func (r *Receiver) Run(ctx context.Context, streams []*Stream, accept <-chan net
 				streams = slices.DeleteFunc(streams, func(x *Stream) bool { return x == ev.s })
 			}
 		case <-ctx.Done():
-			if failure == nil {
-				failure = ctx.Err()
+			if !finished.Load() {
+				fail(ctx.Err())
 				wake()
 			}
 		case <-progress.C:
@@ -834,7 +858,7 @@ func (r *Receiver) Run(ctx context.Context, streams []*Stream, accept <-chan net
 			// the streams may wait for it. So does a write Dst holds (a
 			// listing's reader taking its time).
 			if n := r.bytes.Load() + r.readOut.Load(); n == lastBytes && failure == nil && r.writing.Load() == 0 {
-				failure = fmt.Errorf("%w: no data for %v", ErrDataStream, timeout)
+				fail(fmt.Errorf("%w: no data for %v", ErrDataStream, timeout))
 				wake()
 			} else {
 				lastBytes = n
@@ -917,12 +941,12 @@ func (r *Receiver) readBlock(s *Stream, h Header, buf []byte, z *zeroCopy) error
 	pos, left := r.Base+int64(h.Offset), int64(h.Count)
 	defer z.wakeAt(s, 1) // the next header wakes the reader, however short
 	for left > 0 {
+		if r.dropping.Load() {
+			return z.skip(s, buf, left)
+		}
 		z.wakeAt(s, left)
 		n, err := r.splice(s, z, buf, pos, left)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
+		if err == nil && n == 0 {
 			n = min(int64(len(buf)), left)
 			if b := s.R.Buffered(); !z.off && b > 0 {
 				n = min(n, int64(b)) // the read-ahead first, then splice
@@ -931,18 +955,45 @@ func (r *Receiver) readBlock(s *Stream, h Header, buf []byte, z *zeroCopy) error
 				return fmt.Errorf("%w: cut inside a block: %v", ErrDataStream, err)
 			}
 			r.writing.Add(1)
-			_, err := r.Dst.WriteAt(buf[:n], pos)
+			_, err = r.Dst.WriteAt(buf[:n], pos)
 			r.writing.Add(-1)
-			if err != nil {
-				return err
+			if err == nil {
+				r.bytes.Add(n)
+				if job, ok := r.wrote(pos, buf[:n]); ok {
+					r.hash(job, buf)
+				}
 			}
-			r.bytes.Add(n)
-			if job, ok := r.wrote(pos, buf[:n]); ok {
-				r.hash(job, buf)
-			}
+		}
+		if err != nil && (errors.Is(err, ErrDataStream) || !r.drop(err)) {
+			return err
 		}
 		pos += n
 		left -= n
+	}
+	return nil
+}
+
+// drop starts the drain after Dst failed with err, if Drain asks for one,
+// and reports whether it did: the streams then read on, dropping what
+// they carry.
+func (r *Receiver) drop(err error) bool {
+	if r.Drain <= 0 {
+		return false
+	}
+	if r.dropping.CompareAndSwap(false, true) {
+		r.dropped <- err
+	}
+	return true
+}
+
+// skip reads and drops the next n bytes of s, through buf.
+func (z *zeroCopy) skip(s *Stream, buf []byte, n int64) error {
+	for n > 0 {
+		k := min(int64(len(buf)), n)
+		if err := z.readFull(s, buf[:k]); err != nil {
+			return fmt.Errorf("%w: cut inside a block: %v", ErrDataStream, err)
+		}
+		n -= k
 	}
 	return nil
 }
@@ -1036,9 +1087,10 @@ func (z *zeroCopy) close() {
 }
 
 // splice moves up to n bytes of payload from s into Dst at pos by
-// splice and returns how many, or 0 when it cannot: a Hash wants the
-// bytes, Dst is not a file (FileAt), s is not a bare TCP connection, or
-// its read-ahead holds bytes still.
+// splice and returns how many it took from s, or 0 when it cannot: a Hash
+// wants the bytes, Dst is not a file (FileAt), s is not a bare TCP
+// connection, or its read-ahead holds bytes still. When Dst fails, some
+// of those may not be in Dst: what is, is counted.
 func (r *Receiver) splice(s *Stream, z *zeroCopy, buf []byte, pos, n int64) (int64, error) {
 	if z.off || s.R.Buffered() > 0 {
 		return 0, nil
@@ -1058,7 +1110,7 @@ func (r *Receiver) splice(s *Stream, z *zeroCopy, buf []byte, pos, n int64) (int
 			return 0, nil
 		}
 	}
-	m, err := z.sp.splice(tc, f, r.Dst, buf, pos, n)
+	m, taken, err := z.sp.splice(tc, f, r.Dst, buf, pos, n)
 	if m > 0 {
 		r.bytes.Add(m)
 		r.mu.Lock()
@@ -1068,7 +1120,7 @@ func (r *Receiver) splice(s *Stream, z *zeroCopy, buf []byte, pos, n int64) (int
 	if errors.Is(err, errNoZeroCopy) {
 		z.off, err = true, nil
 	}
-	return m, err
+	return taken, err
 }
 
 // fileAt is the file under Dst to splice n bytes into at off, or nil.

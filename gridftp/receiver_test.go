@@ -546,3 +546,101 @@ func TestReceiverBlockInPieces(t *testing.T) {
 		})
 	}
 }
+
+// errFull is a destination's failure in TestReceiverDrainsAfterDstFails.
+var errFull = errors.New("full")
+
+// fullAfter takes n bytes and then fails every write with errFull.
+type fullAfter struct {
+	mu sync.Mutex
+	n  int64
+}
+
+func (f *fullAfter) WriteAt(p []byte, off int64) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if int64(len(p)) > f.n {
+		return 0, errFull
+	}
+	f.n -= int64(len(p))
+	return len(p), nil
+}
+
+// roAfter writes to w through WriteAt, but offers ro, which takes no
+// writes, to splice into past at: only a splice fails.
+type roAfter struct {
+	w, ro *os.File
+	at    int64
+}
+
+func (f roAfter) WriteAt(p []byte, off int64) (int, error) { return f.w.WriteAt(p, off) }
+
+func (f roAfter) FileAt(off, n int64) (*os.File, error) {
+	if off+n > f.at {
+		return f.ro, nil
+	}
+	return f.w, nil
+}
+
+// TestReceiverDrainsAfterDstFails: with Drain, a receiver whose Dst fails
+// reads every stream on up to its EOD, dropping the payload, and then
+// returns Dst's error, with each stream in step: what its sender sends
+// after the EOD is what comes next. Through buffers, and by splice into a
+// file that takes no writes (what the splice took from the stream but
+// could not write counts as read).
+func TestReceiverDrainsAfterDstFails(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	w, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	ro, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	for _, tc := range []struct {
+		name string
+		dst  io.WriterAt
+		want error
+	}{
+		{"write", &fullAfter{n: 1 << 20}, errFull},
+		{"splice", roAfter{w: w, ro: ro, at: 1 << 20}, syscall.EBADF},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const trailer = "next"
+			data := randomData(t, 3<<20)
+			blocks := deal(data, 256<<10, 2, true)
+			streams, senders := loopbackStreams(t, len(blocks))
+			var wg sync.WaitGroup
+			for i, c := range senders {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for _, b := range blocks[i] {
+						c.Write(b)
+					}
+					c.Write(modeEEnd(i == len(senders)-1, len(senders)))
+					c.Write([]byte(trailer))
+				}()
+			}
+			r := &gridftp.Receiver{Dst: tc.dst, Pool: gridftp.NewBufferPool(64 << 10), Drain: time.Minute}
+			kept, err := r.Run(context.Background(), streams, nil, nil)
+			wg.Wait()
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("Run: %v, want %v", err, tc.want)
+			}
+			if len(kept) != len(streams) {
+				t.Fatalf("%d streams kept, want %d", len(kept), len(streams))
+			}
+			for i, s := range kept {
+				s.Conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+				got := make([]byte, len(trailer))
+				if _, err := io.ReadFull(s.R, got); err != nil || string(got) != trailer {
+					t.Errorf("stream %d after the drain: %q, %v; want %q", i, got, err, trailer)
+				}
+			}
+		})
+	}
+}

@@ -113,14 +113,16 @@ func (sp *splicer) close() {
 }
 
 // splice moves up to n bytes (at most the pipe's capacity) from c into f
-// at off and returns how many it moved. A failure of c (cut, or ended
-// first) is an ErrDataStream. When f will not take a splice, what the pipe holds is written
-// to dst at off through buf instead, counted, and the error is
-// errNoZeroCopy: the caller goes on through buffers.
-func (sp *splicer) splice(c *net.TCPConn, f *os.File, dst io.WriterAt, buf []byte, off, n int64) (int64, error) {
+// at off and returns how many it moved and how many it took from c: as
+// many, unless f failed, when what f did not take is left in the pipe. A
+// failure of c (cut, or ended first) is an ErrDataStream. When f will not
+// take a splice, what the pipe holds is written to dst at off through buf
+// instead, counted, and the error is errNoZeroCopy: the caller goes on
+// through buffers.
+func (sp *splicer) splice(c *net.TCPConn, f *os.File, dst io.WriterAt, buf []byte, off, n int64) (moved, taken int64, err error) {
 	sock, err := c.SyscallConn()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	var got int64
 	var opErr error
@@ -134,15 +136,16 @@ func (sp *splicer) splice(c *net.TCPConn, f *os.File, dst io.WriterAt, buf []byt
 	})
 	switch {
 	case err != nil:
-		return 0, fmt.Errorf("%w: cut inside a block: %v", ErrDataStream, err)
+		return 0, 0, fmt.Errorf("%w: cut inside a block: %v", ErrDataStream, err)
 	case opErr != nil:
-		return 0, fmt.Errorf("%w: cut inside a block: %v", ErrDataStream, opErr)
+		return 0, 0, fmt.Errorf("%w: cut inside a block: %v", ErrDataStream, opErr)
 	case got <= 0:
-		return 0, fmt.Errorf("%w: cut inside a block: %v", ErrDataStream, io.ErrUnexpectedEOF)
+		return 0, 0, fmt.Errorf("%w: cut inside a block: %v", ErrDataStream, io.ErrUnexpectedEOF)
 	}
 	file, err := f.SyscallConn()
 	if err != nil {
-		return sp.drain(dst, buf, off, int(got))
+		m, err := sp.drain(dst, buf, off, int(got))
+		return m, got, err
 	}
 	left := got
 	var werr error
@@ -160,13 +163,13 @@ func (sp *splicer) splice(c *net.TCPConn, f *os.File, dst io.WriterAt, buf []byt
 		}
 	})
 	if left == 0 {
-		return got, nil
+		return got, got, nil
 	}
 	if cerr == nil && werr != nil && !errors.Is(werr, unix.EINVAL) && !errors.Is(werr, syscall.EOPNOTSUPP) {
-		return got - left, &os.PathError{Op: "write", Path: f.Name(), Err: werr}
+		return got - left, got, &os.PathError{Op: "write", Path: f.Name(), Err: werr}
 	}
 	m, err := sp.drain(dst, buf, off, int(left))
-	return got - left + m, err
+	return got - left + m, got, err
 }
 
 // drain writes the n bytes the pipe holds to dst at off through buf and

@@ -25,8 +25,8 @@ func newSplicer() (*splicer, error) { return nil, errNoZeroCopy }
 
 func (sp *splicer) close() {}
 
-func (sp *splicer) splice(c *net.TCPConn, f *os.File, dst io.WriterAt, buf []byte, off, n int64) (int64, error) {
-	return 0, errNoZeroCopy
+func (sp *splicer) splice(c *net.TCPConn, f *os.File, dst io.WriterAt, buf []byte, off, n int64) (moved, taken int64, err error) {
+	return 0, 0, errNoZeroCopy
 }
 
 // setLowat is Linux's; elsewhere a reader wakes for every segment.

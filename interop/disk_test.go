@@ -34,9 +34,10 @@ const fullDiskWait = 30 * time.Second
 // free the same upload succeeds intact. Each upload must end within
 // fullDiskWait. In stream mode globus-url-copy used to finish its writes
 // after the reply and then wait for ever (killed after 2 minutes, in most
-// runs; see drainStream), so stream mode goes three times. MODE E goes
-// once: it too hung once in about 30 runs under a loaded suite (reply
-// first, then the streams drained), not fixed yet.
+// runs; see drainStream), so stream mode goes three times. MODE E hung
+// too, in about 1 run of 20 under load: the reply came before
+// globus-url-copy had handed over its EOF, which it then never sent (see
+// Receiver.Drain, TestModeEFailedStoreDrains); it goes three times too.
 func TestFerryFullDisk(t *testing.T) {
 	needTools(t)
 	root := mountTiny(t, "2m")
@@ -48,7 +49,7 @@ func TestFerryFullDisk(t *testing.T) {
 		args  []string
 		times int
 	}{
-		{"mode E", []string{"-p", "2"}, 1},
+		{"mode E", []string{"-p", "2"}, 3},
 		{"stream", nil, 3},
 	} {
 		t.Run(mode.name, func(t *testing.T) {

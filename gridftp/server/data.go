@@ -112,10 +112,21 @@ func (d *dataChannel) drainStream(wait time.Duration) bool {
 	return err == nil
 }
 
-// cutStream closes the stream-mode connection, if any, with a reset
+// cutStream makes the stream-mode connection, if any, close with a reset
 // (SO_LINGER 0), so that a sender still writing sees its write fail.
-func (d *dataChannel) cutStream() {
-	if tc, ok := gridftp.TCPConn(d.stream); ok {
+func (d *dataChannel) cutStream() { cut(d.stream) }
+
+// cutCache closes the MODE E streams with a reset, as cutStream.
+func (d *dataChannel) cutCache() {
+	for _, s := range d.cache {
+		cut(s.Conn)
+	}
+	d.dropCache()
+}
+
+// cut makes c, when it is a TCP connection, close with a reset.
+func cut(c net.Conn) {
+	if tc, ok := gridftp.TCPConn(c); ok {
 		tc.SetLinger(0)
 	}
 }
@@ -124,10 +135,11 @@ func (d *dataChannel) cutStream() {
 // drained before they close.
 const lingerTime = 2 * time.Second
 
-// linger drops the MODE E streams after a failed receive, whose state is
-// unknown. They are drained for a moment first: closing one with unread
-// data resets it, and a sender that sees the reset (globus-url-copy)
-// reports that instead of the error reply that says why.
+// linger drops the MODE E streams after a receive that failed before it
+// began (the file would not open), whose state is unknown. They are
+// drained for a moment first: closing one with unread data resets it,
+// and a sender that sees the reset (globus-url-copy) reports that instead
+// of the error reply that says why.
 func (d *dataChannel) linger() {
 	conns := make([]net.Conn, 0, len(d.cache))
 	for _, s := range d.cache {

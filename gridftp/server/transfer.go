@@ -142,11 +142,13 @@ func (ss *session) readyToTransfer(ctx context.Context) bool {
 
 // finish sends a transfer's final reply. After a failure the data
 // connections are dropped, once the reply has told the peer why: their
-// state is unknown. A receiver drains its MODE E streams for a moment (see
-// linger) unless the transfer was aborted. A stream-mode connection closes
-// before a 226, since its end marks the end of the file; after a failed
-// receive it is drained before the reply (drainStream), and cut after
-// it if its sender is not done.
+// state is unknown. A stream-mode connection closes before a 226, since
+// its end marks the end of the file. After a failed receive the sender's
+// data is drained before the reply, for a moment (lingerTime): a
+// stream-mode connection's here (drainStream), MODE E streams' up to
+// their EODs in the Receiver (Drain). Then the connections are cut, so
+// that a sender not done by then sees its writes fail, not succeed into
+// a drain while it waits for an end it may never send (cutStream).
 func (ss *session) finish(ctx context.Context, op string, err error, receiving bool) {
 	ss.moved = 0 // a listing's too
 	if err != nil {
@@ -164,7 +166,7 @@ func (ss *session) finish(ctx context.Context, op string, err error, receiving b
 			defer ss.endStream()
 			defer ss.data.cutStream()
 		}
-		defer ss.data.linger()
+		defer ss.data.cutCache()
 	default:
 		defer ss.endStream()
 		defer ss.data.dropCache()
@@ -597,7 +599,7 @@ func (ss *session) receiveData(ctx context.Context, sink stack.Sink, base int64)
 		}
 	}
 	ss.beginReply(reused)
-	rcv := &gridftp.Receiver{Dst: sink.(io.WriterAt), Base: base, Pool: ss.buffers, Timeout: ss.srv.dataTimeout(), MaxStreams: ss.srv.maxStreams()}
+	rcv := &gridftp.Receiver{Dst: sink.(io.WriterAt), Base: base, Pool: ss.buffers, Timeout: ss.srv.dataTimeout(), MaxStreams: ss.srv.maxStreams(), Drain: lingerTime}
 	if a, ok := sink.(stack.Aborter); ok {
 		rcv.OnFailure = a.Abort
 	}
