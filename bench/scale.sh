@@ -49,7 +49,8 @@
 # Environment: QUICK N_REAL N_SYNTH FLAT PER_DIR BYTES SERVICE COPY (0: no
 #   ferry copy row for the synthetic trees) GCT (auto|0|1)
 #   GUC_FLAGS RUN_TIMEOUT (s a run may take; 0: no limit) SHOW_EVERY SINK
-#   REAL_DIR (about 8 KiB per file on tmpfs, twice) PORT_BASE (6 ports)
+#   REAL_DIR (about 8 KiB per file on tmpfs, twice: a copy is removed once
+#   checked) PORT_BASE (6 ports)
 #   FERRY KEEP_LOGS=1.
 # Needs: go, curl, jq, ss, setsid, split, /usr/bin/time; GCT's
 # globus-gridftp-server and globus-url-copy for its row.
@@ -251,6 +252,7 @@ real_row() {
 	if check "$tool" "$dst"; then
 		RATE[$tool]=$(awk -v n="$N_REAL" -v s="$WALL" 'BEGIN {print n / s}')
 		ROW_OK=1
+		rm -rf "$dst" # checked: its memory (tmpfs) for the next
 	else
 		ROW_OK=0
 	fi
