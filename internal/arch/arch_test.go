@@ -128,8 +128,8 @@ var allowed = map[string][]string{
 	// ferry connect: the tunnel protocol, the agent, the service's CA and
 	// relay, and the mesh that reaches agents connected to other processes.
 	"ferry/tunnel":        {},
-	"ferry/agent":         {"ferry/tunnel", "ferry/gridftp/server", "ferry/storage", "ferry/service/ca", "ferry/stack"},
-	"ferry/service/ca":    {},
+	"ferry/agent":         {"ferry/tunnel", "ferry/gridftp/server", "ferry/storage", "ferry/stack"},
+	"ferry/service/ca":    {"ferry/tunnel"},
 	"ferry/service/relay": {"ferry/service/domain", "ferry/service/ca", "ferry/tunnel"},
 	"ferry/service/mesh":  {"ferry/service/domain", "ferry/service/ca", "ferry/tunnel"},
 
@@ -225,5 +225,36 @@ func TestLayering(t *testing.T) {
 				t.Errorf("%s imports %s: only cmd/ferry reads flags", path, im)
 			}
 		}
+	}
+}
+
+// onLaptop lists the packages that run on a user's own machine (ferry
+// connect's agent): neither they nor anything they import, at any depth, is
+// the service's.
+var onLaptop = []string{"ferry/agent"}
+
+func TestLaptopCarriesNoServiceCode(t *testing.T) {
+	pkgs := loadPackages(t)
+	for _, root := range onLaptop {
+		seen := map[string]bool{}
+		// walk visits path, reached by the imports of chain (root first).
+		var walk func(chain []string)
+		walk = func(chain []string) {
+			path := chain[len(chain)-1]
+			if seen[path] {
+				return
+			}
+			seen[path] = true
+			if strings.HasPrefix(path, "ferry/service/") {
+				t.Errorf("%s: code on a user's machine carries none of the service's", strings.Join(chain, " → "))
+				return
+			}
+			for im := range pkgs[path].imports {
+				if matches("ferry/...", im) {
+					walk(append(chain[:len(chain):len(chain)], im))
+				}
+			}
+		}
+		walk([]string{root})
 	}
 }
