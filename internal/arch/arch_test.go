@@ -113,7 +113,7 @@ var allowed = map[string][]string{
 
 	// The REST API: its documents, server and client.
 	"ferry/service/api":       {"ferry/service/domain"},
-	"ferry/service/httpapi":   {"ferry/service/domain", "ferry/service/secret", "ferry/service/api", "ferry/checksum", "ferry/tunnel", "ferry/netpolicy", "ferry/throttle", "ferry/gsi", "ferry/gsi/myproxy"},
+	"ferry/service/httpapi":   {"ferry/service/domain", "ferry/service/api"}, // decode, the service, encode (see exceptions)
 	"ferry/service/apiclient": {"ferry/service/api"},
 
 	// The store: one adapter over database/sql, and its conformance suite.
@@ -155,6 +155,17 @@ var allowed = map[string][]string{
 	"ferry/storage/storagetest": {"ferry/storage"},
 	"ferry/internal/arch":       {},
 	"ferry/interop":             {},
+}
+
+// exceptions lists, for a package of allowed, the imports that break its
+// layer's rule today, each with what is to take it away. TestLayering
+// admits them, and fails on one that is no longer made: the list only
+// shrinks.
+var exceptions = map[string][]string{
+	// Issue 32: the rules the HTTP handlers hold (activation, endpoint
+	// checks, credentials, rates, the connect relay) move to a service
+	// core that httpapi calls through interfaces of domain.
+	"ferry/service/httpapi": {"ferry/service/secret", "ferry/checksum", "ferry/tunnel", "ferry/netpolicy", "ferry/throttle", "ferry/gsi", "ferry/gsi/myproxy"},
 }
 
 // testHelper lists the packages of allowed that serve tests: no other
@@ -211,8 +222,15 @@ func TestLayering(t *testing.T) {
 			if testHelper[im] && !testHelper[path] {
 				t.Errorf("%s imports %s, which serves only tests", path, im)
 			}
-			if !slices.ContainsFunc(ok, func(a string) bool { return matches(a, im) }) {
+			if !slices.ContainsFunc(ok, func(a string) bool { return matches(a, im) }) && !slices.Contains(exceptions[path], im) {
 				t.Errorf("%s imports %s, which its layer may not", path, im)
+			}
+		}
+	}
+	for path, ims := range exceptions {
+		for _, im := range ims {
+			if p := pkgs[path]; p == nil || !p.imports[im] {
+				t.Errorf("%s no longer imports %s: remove it from exceptions", path, im)
 			}
 		}
 	}
