@@ -274,7 +274,12 @@ func TestLaptopCarriesNoServiceCode(t *testing.T) {
 				t.Errorf("%s: code on a user's machine carries none of the service's", strings.Join(chain, " → "))
 				return
 			}
-			for im := range pkgs[path].imports {
+			p := pkgs[path]
+			if p == nil {
+				t.Errorf("package %s is missing", path)
+				return
+			}
+			for im := range p.imports {
 				if matches("ferry/...", im) {
 					walk(append(chain[:len(chain):len(chain)], im))
 				}
