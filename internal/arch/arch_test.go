@@ -222,7 +222,7 @@ func TestLayering(t *testing.T) {
 		for im := range p.imports {
 			if !strings.HasPrefix(im, "ferry/") && im != "ferry" {
 				if strings.Contains(im, "sql") && !speaksSQL[path] || strings.HasPrefix(im, "net/http") && !speaksHTTP[path] {
-					t.Errorf("%s imports %s: the protocol layer knows nothing of databases or HTTP", path, im)
+					t.Errorf("%s imports %s: only the database adapters (speaksSQL) and the HTTP adapters (speaksHTTP) may", path, im)
 				}
 				continue
 			}
