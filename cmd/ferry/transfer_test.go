@@ -79,35 +79,6 @@ func TestParseBatch(t *testing.T) {
 	}
 }
 
-func TestParseSyncLevel(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want int // -1: none
-		bad  bool
-	}{
-		{"", -1, false},
-		{"exists", 0, false},
-		{"size", 1, false},
-		{"mtime", 2, false},
-		{"checksum", 3, false},
-		{"0", 0, false},
-		{"3", 3, false},
-		{"4", 0, true},
-		{"CHECKSUM", 0, true},
-		{"fast", 0, true},
-	} {
-		got, err := parseSyncLevel(tc.in)
-		switch {
-		case tc.bad:
-			if err == nil || exitCode(err) != exitUsage {
-				t.Errorf("%q: %v, %v; want a usage error", tc.in, got, err)
-			}
-		case err != nil || (got == nil) != (tc.want == -1) || got != nil && *got != tc.want:
-			t.Errorf("%q: %v, %v; want %d", tc.in, got, err, tc.want)
-		}
-	}
-}
-
 // TestTransferRequest builds transfer documents from ferry transfer's
 // arguments and flags.
 func TestTransferRequest(t *testing.T) {
