@@ -31,7 +31,8 @@ const (
 )
 
 // levels are the names of Exists to Checksum and when each skips a file,
-// by API number. The web app's words for them are in web/assets/tasks.js.
+// by API number. The web app words them in web/assets/files.js and
+// activity.js.
 var levels = [...]struct{ name, skips string }{
 	{"exists", "if it is there, of the source's size"},
 	{"size", "if the sizes match"},
