@@ -11,6 +11,7 @@ import (
 
 	"ferry/gridftp"
 	"ferry/gridftp/client"
+	"ferry/internal/synclevel"
 )
 
 // unit is one transfer: a whole file, one chunk of it, or a batch of
@@ -194,7 +195,7 @@ func (c *copier) open(ctx context.Context) (*planner, error) {
 	if err := c.secure(s, d); err != nil {
 		return nil, err
 	}
-	if c.opts.Verify || c.opts.SyncLevel == SyncChecksum || c.opts.Resume {
+	if c.opts.Verify || c.opts.SyncLevel == synclevel.Checksum || c.opts.Resume {
 		if c.set.Algorithm, err = chooseAlgorithm(c.opts.Algorithm, s.Checksums(), d.Checksums()); err != nil {
 			return nil, err
 		}

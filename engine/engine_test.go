@@ -21,6 +21,7 @@ import (
 	"ferry/engine"
 	"ferry/gridftp/client"
 	"ferry/gridftp/server"
+	"ferry/internal/synclevel"
 	"ferry/storage"
 	"ferry/storage/posix"
 )
@@ -283,14 +284,14 @@ func TestSyncLevels(t *testing.T) {
 		os.Chtimes(filepath.Join(src.root, "d", n), newer, newer)
 	}
 	for _, tc := range []struct {
-		level engine.SyncLevel
+		level synclevel.Level
 		sent  []string
 	}{
-		{engine.SyncNone, names},
-		{engine.SyncExists, []string{"size", "partial", "gone"}},
-		{engine.SyncSize, []string{"size", "partial", "gone"}},
-		{engine.SyncMtime, []string{"bytes", "size", "partial", "gone"}},
-		{engine.SyncChecksum, []string{"bytes", "size", "partial", "gone"}},
+		{synclevel.None, names},
+		{synclevel.Exists, []string{"size", "partial", "gone"}},
+		{synclevel.Size, []string{"size", "partial", "gone"}},
+		{synclevel.Mtime, []string{"bytes", "size", "partial", "gone"}},
+		{synclevel.Checksum, []string{"bytes", "size", "partial", "gone"}},
 	} {
 		t.Run(fmt.Sprint(tc.level), func(t *testing.T) {
 			os.RemoveAll(filepath.Join(dst.root, "d"))

@@ -14,6 +14,7 @@ import (
 
 	"ferry/gridftp/client"
 	"ferry/internal/partname"
+	"ferry/internal/synclevel"
 	"ferry/stack/forward"
 )
 
@@ -178,7 +179,7 @@ type multiFile struct {
 	at   map[int]FileResult // final outcomes by destination
 	dsts map[int]string     // where it goes at each destination
 	// check are the destinations whose copy from the tree is suspect:
-	// the repair pass compares it with the head's (SyncChecksum) and
+	// the repair pass compares it with the head's (synclevel.Checksum) and
 	// sends it again only if it differs.
 	check map[int]bool
 	// landed are the copies the tree left under their temporary names, by
@@ -493,7 +494,7 @@ func (m *multi) relay(ctx context.Context, i int) {
 	t := m.targets[i]
 	o := m.opts
 	o.Tar, o.Compress, o.ChunkSize, o.Restart, o.Resume = TarNever, false, -1, nil, false
-	o.SyncLevel, o.DeleteExtra = SyncNone, false
+	o.SyncLevel, o.DeleteExtra = synclevel.None, false
 	if t.Has != nil {
 		skip := o.Skip
 		o.Skip = func(src, dst string) bool { return t.Has(src) || skip != nil && skip(src, dst) }
@@ -541,15 +542,15 @@ func (m *multi) repair(ctx context.Context, i int) {
 	m.mu.Unlock()
 	for _, c := range []struct {
 		items []Item
-		level SyncLevel
-	}{{fromHead, SyncNone}, {toCheck, SyncChecksum}} {
+		level synclevel.Level
+	}{{fromHead, synclevel.None}, {toCheck, synclevel.Checksum}} {
 		if len(c.items) == 0 {
 			continue
 		}
 		o := m.opts
 		o.SyncLevel, o.Skip, o.Filters, o.DeleteExtra, o.Restart = c.level, nil, nil, false, nil
 		o.Recursive = false
-		r, _ := Copy(ctx, m.targets[m.head].Endpoint, t.Endpoint, c.items, o, &repairReporter{m: m, dest: i, fromHead: true, checked: c.level == SyncChecksum})
+		r, _ := Copy(ctx, m.targets[m.head].Endpoint, t.Endpoint, c.items, o, &repairReporter{m: m, dest: i, fromHead: true, checked: c.level == synclevel.Checksum})
 		m.count(i, r)
 	}
 	// The rest by the copy's own rules (sync level, resume), leaving out

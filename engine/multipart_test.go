@@ -12,6 +12,7 @@ import (
 
 	"ferry/engine"
 	"ferry/internal/partname"
+	"ferry/internal/synclevel"
 	"ferry/storage"
 )
 
@@ -122,7 +123,7 @@ func TestCopyManyInterrupted(t *testing.T) {
 	defer cancel()
 	trip.fn = cancel
 	o := fastOptions()
-	o.Verify, o.Fanout, o.Concurrency, o.SyncLevel = true, 2, 1, engine.SyncSize
+	o.Verify, o.Fanout, o.Concurrency, o.SyncLevel = true, 2, 1, synclevel.Size
 	rep := &arrivals{}
 	res, err := engine.CopyMany(ctx, src.Endpoint, targets(dsts, "/copy"), o, rep)
 	if err == nil || res.Head != 0 {

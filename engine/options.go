@@ -7,6 +7,7 @@ import (
 
 	"ferry/gridftp"
 	"ferry/gridftp/client"
+	"ferry/internal/synclevel"
 )
 
 // Endpoint is one GridFTP server and the login it takes.
@@ -61,38 +62,6 @@ func (e Endpoint) dial(ctx context.Context) (*client.Conn, error) {
 	return c, nil
 }
 
-// SyncLevel says when a file that exists at the destination is skipped.
-type SyncLevel int
-
-// Sync levels. The zero value always copies; the others are the transfer
-// API's levels 0 (exists) to 3 (checksum), in that order. No level skips
-// a destination file whose size is not the source's: what a canceled or
-// broken transfer left may be short yet newer than its source.
-const (
-	SyncNone     SyncLevel = iota
-	SyncExists             // skip when the destination exists, of the source's size
-	SyncSize               // skip when sizes match
-	SyncMtime              // skip when sizes match and the source is not newer
-	SyncChecksum           // skip when sizes and checksums match
-)
-
-// ParseSyncLevel reads a level by number or name.
-func ParseSyncLevel(s string) (SyncLevel, error) {
-	switch s {
-	case "", "none":
-		return SyncNone, nil
-	case "0", "exists":
-		return SyncExists, nil
-	case "1", "size":
-		return SyncSize, nil
-	case "2", "mtime":
-		return SyncMtime, nil
-	case "3", "checksum":
-		return SyncChecksum, nil
-	}
-	return SyncNone, fmt.Errorf("sync level %q: want exists, size, mtime or checksum (0-3)", s)
-}
-
 // Options shape a copy. Zero values mean "choose for me".
 type Options struct {
 	Concurrency int   // session pairs; 0: chosen from the file mix and RTT
@@ -104,7 +73,7 @@ type Options struct {
 	StripeSize int64
 
 	Recursive     bool
-	SyncLevel     SyncLevel
+	SyncLevel     synclevel.Level
 	Verify        bool   // compare checksums of every file (or chunk) at both ends
 	Encrypt       bool   // encrypt the data channels (PROT P): both ends must offer FEAT DATATLS
 	Algorithm     string // checksum algorithm; "": the fastest both ends offer

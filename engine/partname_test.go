@@ -16,6 +16,7 @@ import (
 
 	"ferry/engine"
 	"ferry/internal/partname"
+	"ferry/internal/synclevel"
 	"ferry/storage"
 )
 
@@ -271,7 +272,7 @@ func TestStaleTemporaryDeleted(t *testing.T) {
 	for _, item := range []engine.Item{{Src: "/d", Dst: "/d"}, {Src: "/d/f", Dst: "/d/f"}} {
 		writeFile(t, tmp, data[:100])
 		o := fastOptions()
-		o.SyncLevel = engine.SyncSize
+		o.SyncLevel = synclevel.Size
 		res, err := engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{item}, o, nil)
 		if err != nil || res.Skipped != 1 {
 			t.Fatalf("%s: %+v %v", item.Src, res, err)

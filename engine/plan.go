@@ -13,6 +13,7 @@ import (
 	"ferry/gridftp"
 	"ferry/gridftp/client"
 	"ferry/internal/partname"
+	"ferry/internal/synclevel"
 )
 
 // file is one file to copy and its progress.
@@ -1040,7 +1041,7 @@ func (p *planner) walkSubs(ctx context.Context, w *walk) error {
 // round trip, not one per file. A file either end cannot checksum is left out (decide
 // asks again, and reports the failure).
 func (p *planner) sameSums(ctx context.Context, srcDir string, es []gridftp.Entry, dst string, existing map[string]gridftp.Entry) (map[string]bool, error) {
-	if p.opts.SyncLevel != SyncChecksum {
+	if p.opts.SyncLevel != synclevel.Checksum {
 		return nil, nil
 	}
 	var names []string
@@ -1101,11 +1102,11 @@ func (p *planner) decide(ctx context.Context, src, dst string, e gridftp.Entry, 
 	skip := false
 	if have != nil && !have.IsDir() && have.Size == e.Size {
 		switch p.opts.SyncLevel {
-		case SyncExists, SyncSize:
+		case synclevel.Exists, synclevel.Size:
 			skip = true
-		case SyncMtime:
+		case synclevel.Mtime:
 			skip = !e.Modify.After(have.Modify)
-		case SyncChecksum:
+		case synclevel.Checksum:
 			if eq, known := p.summed[dst]; known {
 				skip = eq
 				delete(p.summed, dst)

@@ -16,6 +16,7 @@ import (
 	"ferry/engine"
 	"ferry/gridftp"
 	"ferry/internal/partname"
+	"ferry/internal/synclevel"
 	"ferry/storage"
 )
 
@@ -83,57 +84,57 @@ func TestSourceNeverDestroyed(t *testing.T) {
 		name      string
 		src, dst  *endpoint
 		item      engine.Item
-		level     engine.SyncLevel
+		level     synclevel.Level
 		delete    bool     // Options.DeleteExtra
 		wantFail  []string // source paths that must fail as "the same file"
 		wantFiles int      // transferred
 		wantErr   string   // the copy is refused as a whole
 	}{
-		{"same file, one endpoint", a, a, engine.Item{Src: "/proj/README.txt", Dst: "/proj/README.txt"}, engine.SyncNone,
+		{"same file, one endpoint", a, a, engine.Item{Src: "/proj/README.txt", Dst: "/proj/README.txt"}, synclevel.None,
 			false, nil, 0, "destination /proj/README.txt: is the source /proj/README.txt itself"},
-		{"same file, two servers of one root", a, b, engine.Item{Src: "/proj/README.txt", Dst: "/proj/README.txt"}, engine.SyncNone,
+		{"same file, two servers of one root", a, b, engine.Item{Src: "/proj/README.txt", Dst: "/proj/README.txt"}, synclevel.None,
 			false, nil, 0, "destination /proj/README.txt: is the source /proj/README.txt itself"},
-		{"same file, a root inside the other", a, inner, engine.Item{Src: "/proj/README.txt", Dst: "/README.txt"}, engine.SyncNone,
+		{"same file, a root inside the other", a, inner, engine.Item{Src: "/proj/README.txt", Dst: "/README.txt"}, synclevel.None,
 			false, nil, 0, "destination /README.txt: is the source /proj/README.txt itself"},
-		{"same file into its own directory", a, a, engine.Item{Src: "/proj/README.txt", Dst: "/proj/"}, engine.SyncNone,
+		{"same file into its own directory", a, a, engine.Item{Src: "/proj/README.txt", Dst: "/proj/"}, synclevel.None,
 			false, nil, 0, "destination /proj/README.txt: is the source /proj/README.txt itself"},
-		{"hard link", a, a, engine.Item{Src: "/proj/hardlink.in", Dst: "/proj/hardlink.out"}, engine.SyncNone,
+		{"hard link", a, a, engine.Item{Src: "/proj/hardlink.in", Dst: "/proj/hardlink.out"}, synclevel.None,
 			false, nil, 0, "destination /proj/hardlink.out: is the source /proj/hardlink.in itself"},
-		{"same tree, recursive", a, b, engine.Item{Src: "/proj/data", Dst: "/proj/data", Recursive: true}, engine.SyncNone,
+		{"same tree, recursive", a, b, engine.Item{Src: "/proj/data", Dst: "/proj/data", Recursive: true}, synclevel.None,
 			false, nil, 0, "destination /proj/data: is the source /proj/data itself"},
-		{"same tree, size sync", a, inner, engine.Item{Src: "/proj/data", Dst: "/data", Recursive: true}, engine.SyncSize,
+		{"same tree, size sync", a, inner, engine.Item{Src: "/proj/data", Dst: "/data", Recursive: true}, synclevel.Size,
 			false, nil, 0, "destination /data: is the source /proj/data itself"},
-		{"destination above the source", a, a, engine.Item{Src: "/proj/b", Dst: "/proj", Recursive: true}, engine.SyncNone,
+		{"destination above the source", a, a, engine.Item{Src: "/proj/b", Dst: "/proj", Recursive: true}, synclevel.None,
 			false, []string{"/proj/b/b/f.txt", "/proj/b/linked"}, 1, ""},
-		{"destination above the source, with a slash", a, a, engine.Item{Src: "/proj/b", Dst: "/proj/", Recursive: true}, engine.SyncNone,
+		{"destination above the source, with a slash", a, a, engine.Item{Src: "/proj/b", Dst: "/proj/", Recursive: true}, synclevel.None,
 			false, []string{"/proj/b/b/f.txt", "/proj/b/linked"}, 1, ""},
-		{"destination inside the source", a, a, engine.Item{Src: "/loop", Dst: "/loop/inner", Recursive: true}, engine.SyncNone,
+		{"destination inside the source", a, a, engine.Item{Src: "/loop", Dst: "/loop/inner", Recursive: true}, synclevel.None,
 			false, nil, 0, "destination /loop/inner: is inside the source /loop"},
-		{"destination inside the source, on another server", a, inner, engine.Item{Src: "/proj/data", Dst: "/data/new", Recursive: true}, engine.SyncNone,
+		{"destination inside the source, on another server", a, inner, engine.Item{Src: "/proj/data", Dst: "/data/new", Recursive: true}, synclevel.None,
 			false, nil, 0, "destination /data/new: is inside the source /proj/data"},
-		{"destination inside the source through a symlink", a, a, engine.Item{Src: "/loop", Dst: "/looplink/x", Recursive: true}, engine.SyncNone,
+		{"destination inside the source through a symlink", a, a, engine.Item{Src: "/loop", Dst: "/looplink/x", Recursive: true}, synclevel.None,
 			false, nil, 0, "destination /looplink/x: is inside the source /loop (through a symlink, it is /loop/sub/x)"},
-		{"destination inside the source through a symlink, on another server", a, b, engine.Item{Src: "/loop", Dst: "/looplink/x/y", Recursive: true}, engine.SyncNone,
+		{"destination inside the source through a symlink, on another server", a, b, engine.Item{Src: "/loop", Dst: "/looplink/x/y", Recursive: true}, synclevel.None,
 			false, nil, 0, "destination /looplink/x/y: is inside the source /loop (through a symlink, it is /loop/sub/x/y)"},
-		{"destination a symlink into the source", a, a, engine.Item{Src: "/loop", Dst: "/looplink", Recursive: true}, engine.SyncSize,
+		{"destination a symlink into the source", a, a, engine.Item{Src: "/loop", Dst: "/looplink", Recursive: true}, synclevel.Size,
 			false, nil, 0, "destination /looplink: is inside the source /loop (through a symlink, it is /loop/sub)"},
-		{"destination the source through a symlink up", a, a, engine.Item{Src: "/loop", Dst: "/deep/link", Recursive: true}, engine.SyncNone,
+		{"destination the source through a symlink up", a, a, engine.Item{Src: "/loop", Dst: "/deep/link", Recursive: true}, synclevel.None,
 			false, nil, 0, "destination /deep/link: is the source /loop itself (through a symlink, it is /loop)"},
-		{"destination inside the source through two symlinks", a, a, engine.Item{Src: "/loop", Dst: "/deep/twice/x", Recursive: true}, engine.SyncNone,
+		{"destination inside the source through two symlinks", a, a, engine.Item{Src: "/loop", Dst: "/deep/twice/x", Recursive: true}, synclevel.None,
 			false, nil, 0, "destination /deep/twice/x: is inside the source /loop (through a symlink, it is /loop/sub/x)"},
-		{"destination holds the source, deleting extras", a, a, engine.Item{Src: "/proj/b", Dst: "/proj", Recursive: true}, engine.SyncNone,
+		{"destination holds the source, deleting extras", a, a, engine.Item{Src: "/proj/b", Dst: "/proj", Recursive: true}, synclevel.None,
 			true, nil, 0, "destination /proj: holds the source /proj/b: deleting its extra entries would delete what lies beside the source"},
-		{"destination holds the source through a symlink, deleting extras", a, b, engine.Item{Src: "/proj/b/b", Dst: "/projlink/", Recursive: true}, engine.SyncNone,
+		{"destination holds the source through a symlink, deleting extras", a, b, engine.Item{Src: "/proj/b/b", Dst: "/projlink/", Recursive: true}, synclevel.None,
 			true, nil, 0, "destination /projlink/: holds the source /proj/b/b: deleting its extra entries would delete what lies beside the source (through a symlink, it is /proj)"},
-		{"destination holds the source on another server, deleting extras", a, inner, engine.Item{Src: "/proj/b", Dst: "/", Recursive: true}, engine.SyncNone,
+		{"destination holds the source on another server, deleting extras", a, inner, engine.Item{Src: "/proj/b", Dst: "/", Recursive: true}, synclevel.None,
 			true, nil, 0, "destination /: holds the source /proj/b: deleting its extra entries would delete what lies beside the source"},
-		{"missing source", a, b, engine.Item{Src: "/proj/nothere", Dst: "/x"}, engine.SyncNone,
+		{"missing source", a, b, engine.Item{Src: "/proj/nothere", Dst: "/x"}, synclevel.None,
 			false, nil, 0, "source /proj/nothere: no such file or directory"},
-		{"a directory, not recursive", a, b, engine.Item{Src: "/proj/data", Dst: "/x"}, engine.SyncNone,
+		{"a directory, not recursive", a, b, engine.Item{Src: "/proj/data", Dst: "/x"}, synclevel.None,
 			false, nil, 0, "source /proj/data: is a directory: transfer it recursively"},
-		{"a file where a directory is needed", a, b, engine.Item{Src: "/proj/data", Dst: "/proj/README.txt", Recursive: true}, engine.SyncNone,
+		{"a file where a directory is needed", a, b, engine.Item{Src: "/proj/data", Dst: "/proj/README.txt", Recursive: true}, synclevel.None,
 			false, nil, 0, "destination /proj/README.txt: is a file; a directory is needed there"},
-		{"a file above the destination", a, b, engine.Item{Src: "/loop/a.txt", Dst: "/proj/README.txt/a.txt"}, engine.SyncNone,
+		{"a file above the destination", a, b, engine.Item{Src: "/loop/a.txt", Dst: "/proj/README.txt/a.txt"}, synclevel.None,
 			false, nil, 0, "destination /proj/README.txt: is a file; a directory is needed there"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

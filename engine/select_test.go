@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"ferry/engine"
+	"ferry/internal/synclevel"
 )
 
 // tree lists the files and directories below root, "dir/" for directories.
@@ -90,7 +91,7 @@ func TestFiltersSkipAndDeleteExtra(t *testing.T) {
 		{
 			name:     "delete extra without filters",
 			dstFiles: []string{"gone/deep/er", "sub/cache/old"},
-			opts:     func(o *engine.Options) { o.DeleteExtra, o.SyncLevel = true, engine.SyncSize },
+			opts:     func(o *engine.Options) { o.DeleteExtra, o.SyncLevel = true, synclevel.Size },
 			want: []string{"a.txt", "b.tmp", "cache/", "cache/c.txt", "keep.tmp", "sub/", "sub/cache/", "sub/cache/f",
 				"sub/d.txt", "sub/e.tmp"},
 			sent:    7,

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"ferry/engine"
+	"ferry/internal/synclevel"
 	"ferry/storage"
 )
 
@@ -234,7 +235,7 @@ func TestHugeDirectoryInWindows(t *testing.T) {
 	src := startEndpoint(t, root, nil)
 	dst := startEndpoint(t, dstRoot, nil)
 	o := fastOptions()
-	o.SyncLevel = engine.SyncSize
+	o.SyncLevel = synclevel.Size
 	o.DeleteExtra = true
 	rep := &recorder{}
 	dst.cmds.take()
@@ -388,7 +389,7 @@ func TestDestinationListingsInFlight(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	o := fastOptions()
-	o.SyncLevel = engine.SyncSize
+	o.SyncLevel = synclevel.Size
 	res, err := engine.Copy(ctx, src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/tree", Dst: "/tree", Recursive: true}}, o, nil)
 	if err != nil || res.Transferred != 3 {
 		t.Fatalf("%+v %v", res, err)

@@ -20,6 +20,7 @@ import (
 
 	"ferry/engine"
 	"ferry/gridftp/client"
+	"ferry/internal/synclevel"
 )
 
 const engineMiB = 1 << 20
@@ -410,14 +411,14 @@ func TestEngineSyncLevelsToGCT(t *testing.T) {
 	setTreeMtime(t, src.Path("sync"), t0)
 
 	levels := []struct {
-		level engine.SyncLevel
+		level synclevel.Level
 		name  string
 		sent  []string
 	}{
-		{engine.SyncExists, "exists", []string{"gone.dat", "grown.dat"}},
-		{engine.SyncSize, "size", []string{"gone.dat", "grown.dat"}},
-		{engine.SyncMtime, "mtime", []string{"gone.dat", "grown.dat", "stale.dat"}},
-		{engine.SyncChecksum, "checksum", []string{"flipped.dat", "gone.dat", "grown.dat"}},
+		{synclevel.Exists, "exists", []string{"gone.dat", "grown.dat"}},
+		{synclevel.Size, "size", []string{"gone.dat", "grown.dat"}},
+		{synclevel.Mtime, "mtime", []string{"gone.dat", "grown.dat", "stale.dat"}},
+		{synclevel.Checksum, "checksum", []string{"flipped.dat", "gone.dat", "grown.dat"}},
 	}
 	for _, l := range levels {
 		t.Run(l.name, func(t *testing.T) {

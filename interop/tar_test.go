@@ -17,6 +17,7 @@ import (
 
 	"ferry/engine"
 	"ferry/gridftp/client"
+	"ferry/internal/synclevel"
 )
 
 // tarPairs are the combinations tar mode must handle: ferry's layer at
@@ -293,7 +294,7 @@ func TestEngineChecksumLists(t *testing.T) {
 					logged[s] = len(f.log.String())
 				}
 			}
-			o.SyncLevel = engine.SyncChecksum
+			o.SyncLevel = synclevel.Checksum
 			rec := newEngineRecorder()
 			res, err = runEngine(t, src, dst, items, o, rec)
 			if err != nil || res.Transferred != len(changed) || res.Skipped != 65-len(changed) || res.Failed != 0 {

@@ -25,6 +25,7 @@ import (
 	"ferry/gridftp"
 	"ferry/gridftp/client"
 	"ferry/gridftp/server"
+	"ferry/internal/synclevel"
 	"ferry/plural"
 	"ferry/sshftp"
 	"ferry/storage/posix"
@@ -68,7 +69,7 @@ that cannot forward get ordinary copies.`,
 				}
 				o.Verify = false
 			}
-			if o.SyncLevel, err = engine.ParseSyncLevel(syncLevel); err != nil {
+			if o.SyncLevel, err = synclevel.Parse(syncLevel); err != nil {
 				return err
 			}
 			if o.Tar, err = engine.ParseTarMode(tar); err != nil {
@@ -107,7 +108,7 @@ that cannot forward get ordinary copies.`,
 	f.IntVar(&o.Concurrency, "cc", 0, "concurrent session pairs (default: chosen)")
 	f.IntVar(&o.Pipelining, "pp", 0, "files in flight per session pair (default: chosen, also for -pp alone, as in globus-url-copy)")
 	f.BoolVarP(&o.Recursive, "recursive", "r", false, "copy directories and their contents")
-	f.StringVarP(&syncLevel, "sync-level", "s", "", "skip files already at the destination: exists, size, mtime or checksum (default: copy every file)")
+	f.StringVarP(&syncLevel, "sync-level", "s", "", synclevel.Usage)
 	f.BoolVar(&o.Verify, "verify-checksum", false, "compare checksums at both ends (per chunk for large files; default off, as globus-url-copy's -verify-checksum, where ferry transfer's tasks verify by default)")
 	f.BoolVar(&noVerify, "no-verify-checksum", false, "do not compare checksums (the default here; as in ferry transfer)")
 	f.StringVar(&o.Algorithm, "checksum-algorithm", "", "MD5, ADLER32, SHA1, SHA256, SHA512, CRC32C or XXH128 (default: the fastest both ends have)")

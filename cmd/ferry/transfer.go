@@ -13,35 +13,20 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"ferry/internal/synclevel"
 	"ferry/service/api"
 )
 
-// syncNames are the transfer API's sync levels, 0 to 3, by name.
-var syncNames = []string{"exists", "size", "mtime", "checksum"}
-
-// syncName names a task's sync level.
-func syncName(level *int) string {
+// syncName names a task's sync level, given by its API number.
+func syncName(n *int) string {
+	l, err := synclevel.FromAPI(n)
 	switch {
-	case level == nil:
+	case err != nil:
+		return strconv.Itoa(*n)
+	case l == synclevel.None:
 		return "none (always copy)"
-	case *level >= 0 && *level < len(syncNames):
-		return syncNames[*level]
 	}
-	return strconv.Itoa(*level)
-}
-
-// parseSyncLevel reads a sync level by name or number; "" is none (always
-// copy).
-func parseSyncLevel(s string) (*int, error) {
-	if s == "" {
-		return nil, nil
-	}
-	for i, name := range syncNames {
-		if s == name || s == strconv.Itoa(i) {
-			return &i, nil
-		}
-	}
-	return nil, usagef("sync level %q: want exists, size, mtime or checksum (0-3)", s)
+	return l.String()
 }
 
 // filterFlag is --include or --exclude: each use adds a rule, in the order
@@ -91,9 +76,11 @@ func (o *transferOpts) request(src string, dsts []string, batch io.Reader, now t
 		DeleteDestinationExtra: o.deleteExtra, FilterRules: o.filters, Tar: o.tar, Compress: o.compress,
 		SkipSourceErrors: o.skipSourceErrors, FailOnQuotaErrors: o.failOnQuota,
 	}
-	if t.SyncLevel, err = parseSyncLevel(o.syncLevel); err != nil {
-		return t, err
+	level, err := synclevel.Parse(o.syncLevel)
+	if err != nil {
+		return t, usagef("%v", err)
 	}
+	t.SyncLevel = level.API()
 	if o.deadline != "" {
 		if t.Deadline, err = parseDeadline(o.deadline, now); err != nil {
 			return t, usagef("--deadline %q: %v", o.deadline, err)
@@ -360,7 +347,7 @@ the tree missed; ferry task show lists each destination's progress.`,
 	}
 	f := cmd.Flags()
 	f.BoolVarP(&o.recursive, "recursive", "r", false, "transfer a directory and everything under it")
-	f.StringVarP(&o.syncLevel, "sync-level", "s", "", "skip files already at the destination: exists, size, mtime or checksum (default: copy every file)")
+	f.StringVarP(&o.syncLevel, "sync-level", "s", "", synclevel.Usage)
 	f.StringVar(&o.batch, "batch", "", "read the items from FILE, - for standard input")
 	f.StringVar(&o.label, "label", "", "a label for the task")
 	f.StringVar(&o.deadline, "deadline", "", "give up then: a duration from now (2h) or an RFC 3339 time (default: the service's)")
@@ -422,7 +409,7 @@ bar on a terminal; its exit status is that of ferry task wait.`,
 	}
 	f := cmd.Flags()
 	f.BoolVarP(&o.recursive, "recursive", "r", false, "copy a directory and everything under it")
-	f.StringVarP(&o.syncLevel, "sync-level", "s", "", "skip files already there: exists, size, mtime or checksum (0-3) (default: copy every file)")
+	f.StringVarP(&o.syncLevel, "sync-level", "s", "", synclevel.Usage)
 	f.StringVar(&o.label, "label", "", "a label for the task")
 	wait.register(f)
 	return c.flags(cmd)

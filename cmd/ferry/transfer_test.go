@@ -79,35 +79,6 @@ func TestParseBatch(t *testing.T) {
 	}
 }
 
-func TestParseSyncLevel(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want int // -1: none
-		bad  bool
-	}{
-		{"", -1, false},
-		{"exists", 0, false},
-		{"size", 1, false},
-		{"mtime", 2, false},
-		{"checksum", 3, false},
-		{"0", 0, false},
-		{"3", 3, false},
-		{"4", 0, true},
-		{"CHECKSUM", 0, true},
-		{"fast", 0, true},
-	} {
-		got, err := parseSyncLevel(tc.in)
-		switch {
-		case tc.bad:
-			if err == nil || exitCode(err) != exitUsage {
-				t.Errorf("%q: %v, %v; want a usage error", tc.in, got, err)
-			}
-		case err != nil || (got == nil) != (tc.want == -1) || got != nil && *got != tc.want:
-			t.Errorf("%q: %v, %v; want %d", tc.in, got, err, tc.want)
-		}
-	}
-}
-
 // TestTransferRequest builds transfer documents from ferry transfer's
 // arguments and flags.
 func TestTransferRequest(t *testing.T) {
@@ -134,6 +105,12 @@ func TestTransferRequest(t *testing.T) {
 				"filter_rules":[{"method":"exclude","name":"*.tmp"},{"method":"include","name":"*"}],
 				"notify_on_succeeded":false,"notify_on_failed":false,"notify_on_inactive":false,
 				"DATA":[{"DATA_TYPE":"transfer_item","source_path":"/x/","destination_path":"/y/","recursive":true}]}`},
+		{name: "sync level by number", src: "a:/x", dst: "b:/y", o: transferOpts{syncLevel: "0"},
+			want: `{"DATA_TYPE":"transfer","source_endpoint":"a","destination_endpoint":"b","sync_level":0,
+				"DATA":[{"DATA_TYPE":"transfer_item","source_path":"/x","destination_path":"/y"}]}`},
+		{name: "sync level none", src: "a:/x", dst: "b:/y", o: transferOpts{syncLevel: "none"},
+			want: `{"DATA_TYPE":"transfer","source_endpoint":"a","destination_endpoint":"b",
+				"DATA":[{"DATA_TYPE":"transfer_item","source_path":"/x","destination_path":"/y"}]}`},
 		{name: "RFC 3339 deadline", src: "a:/x", dst: "b:/y", o: transferOpts{deadline: "2026-12-01T00:00:00Z"},
 			want: `{"DATA_TYPE":"transfer","source_endpoint":"a","destination_endpoint":"b","deadline":"2026-12-01T00:00:00Z",
 				"DATA":[{"DATA_TYPE":"transfer_item","source_path":"/x","destination_path":"/y"}]}`},

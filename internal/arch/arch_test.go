@@ -96,6 +96,7 @@ var allowed = map[string][]string{
 	// Many-file layers: tar streams and checksum lists.
 	"ferry/stack/tarstream":    {"ferry/stack", "ferry/storage", "ferry/checksum", "ferry/internal/partname"},
 	"ferry/internal/partname":  {}, // the temporary names of files being written
+	"ferry/internal/synclevel": {}, // when a file the destination has is skipped, and its encodings
 	"ferry/storage/posix":      {"ferry/storage"},
 	"ferry/storage/synthetic":  {"ferry/storage"},                   // a generated source, for benchmarks
 	"ferry/storage/sink":       {"ferry/storage", "ferry/checksum"}, // a destination that hashes and discards, for benchmarks
@@ -108,8 +109,8 @@ var allowed = map[string][]string{
 	"ferry/sshftp":             {}, // GridFTP control channels over ssh: pipes as a net.Conn
 	"ferry/gsi":                {}, // GSI's PKI: credentials, proxies, chain checks, grid-mapfile
 	"ferry/gridftp/client":     {"ferry/gridftp", "ferry/gsi/gss"},
-	"ferry/engine":             {"ferry/gridftp", "ferry/gridftp/client", "ferry/stack/forward", "ferry/plural", "ferry/internal/partname"}, // builds multicast trees
-	"ferry/service/domain":     {},
+	"ferry/engine":             {"ferry/gridftp", "ferry/gridftp/client", "ferry/stack/forward", "ferry/plural", "ferry/internal/partname", "ferry/internal/synclevel"}, // builds multicast trees
+	"ferry/service/domain":     {"ferry/internal/synclevel"},
 	"ferry/service/secret":     {"ferry/service/domain"},
 
 	// The GridFTP login of a grid credential, shared by ferry copy and
@@ -120,16 +121,16 @@ var allowed = map[string][]string{
 
 	// The REST API: its documents, server and client.
 	"ferry/service/api":       {"ferry/service/domain"},
-	"ferry/service/httpapi":   {"ferry/service/domain", "ferry/service/api"}, // decode, the service, encode (see exceptions)
+	"ferry/service/httpapi":   {"ferry/service/domain", "ferry/service/api", "ferry/internal/synclevel"}, // decode, the service, encode (see exceptions)
 	"ferry/service/apiclient": {"ferry/service/api"},
 
 	// The store: one adapter over database/sql, and its conformance suite.
 	"ferry/service/sqlstore":  {"ferry/service/domain"},
-	"ferry/service/storetest": {"ferry/service/domain"},
+	"ferry/service/storetest": {"ferry/service/domain", "ferry/internal/synclevel"},
 
 	// Running tasks: file operations on endpoints, workers, notifications.
 	"ferry/service/gridops": {"ferry/service/domain", "ferry/gridftp", "ferry/gridftp/client", "ferry/engine", "ferry/netpolicy", "ferry/gsi", "ferry/gsi/gsilogin"},
-	"ferry/service/worker":  {"ferry/service/domain", "ferry/service/secret", "ferry/service/gridops", "ferry/engine", "ferry/gridftp", "ferry/netpolicy", "ferry/gsi", "ferry/plural"},
+	"ferry/service/worker":  {"ferry/service/domain", "ferry/service/secret", "ferry/service/gridops", "ferry/engine", "ferry/gridftp", "ferry/netpolicy", "ferry/gsi", "ferry/plural", "ferry/internal/synclevel"},
 	"ferry/service/notify":  {"ferry/service/domain"},
 
 	// ferry connect: the tunnel protocol, the agent, the service's CA and

@@ -204,7 +204,8 @@ type Transfer struct {
 	// every item of DATA, at the item's destination_path or at its own
 	// destination_paths.
 	Destinations []TransferDestination `json:"destinations,omitempty"`
-	// SyncLevel 0 exists, 1 size, 2 mtime, 3 checksum; nil: always copy.
+	// SyncLevel is a sync level's API number (internal/synclevel): 0
+	// exists, 1 size, 2 mtime, 3 checksum; nil: always copy.
 	SyncLevel              *int   `json:"sync_level,omitempty"`
 	VerifyChecksum         bool   `json:"verify_checksum,omitempty"`
 	ChecksumAlgorithm      string `json:"checksum_algorithm,omitempty"` // MD5, ADLER32, SHA1, ...; "" lets the endpoints choose

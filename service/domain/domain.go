@@ -11,6 +11,8 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"ferry/internal/synclevel"
 )
 
 // User is an account of the service.
@@ -168,15 +170,6 @@ const (
 // Done reports whether the status is final.
 func Done(status string) bool { return status == StatusSucceeded || status == StatusFailed }
 
-// Sync levels of the transfer API; -1 means always copy.
-const (
-	SyncNone     = -1
-	SyncExists   = 0
-	SyncSize     = 1
-	SyncMtime    = 2
-	SyncChecksum = 3
-)
-
 // FilterRule includes or excludes names during a recursive transfer.
 type FilterRule struct {
 	Method string `json:"method"` // "include" or "exclude"
@@ -197,15 +190,15 @@ var TarModes = []string{"auto", "always", "never"}
 
 // Options are a transfer task's choices, echoed back in the task document.
 type Options struct {
-	SyncLevel              int          `json:"sync_level"`
-	VerifyChecksum         bool         `json:"verify_checksum"`
-	ChecksumAlgorithm      string       `json:"checksum_algorithm,omitempty"`
-	EncryptData            bool         `json:"encrypt_data,omitempty"`
-	PreserveTimestamp      bool         `json:"preserve_timestamp"`
-	Tar                    string       `json:"tar,omitempty"` // TarModes; "": auto
-	Compress               bool         `json:"compress,omitempty"`
-	DeleteDestinationExtra bool         `json:"delete_destination_extra"`
-	FilterRules            []FilterRule `json:"filter_rules,omitempty"`
+	SyncLevel              synclevel.Level `json:"sync_level"` // recorded as -1 (none) to 3
+	VerifyChecksum         bool            `json:"verify_checksum"`
+	ChecksumAlgorithm      string          `json:"checksum_algorithm,omitempty"`
+	EncryptData            bool            `json:"encrypt_data,omitempty"`
+	PreserveTimestamp      bool            `json:"preserve_timestamp"`
+	Tar                    string          `json:"tar,omitempty"` // TarModes; "": auto
+	Compress               bool            `json:"compress,omitempty"`
+	DeleteDestinationExtra bool            `json:"delete_destination_extra"`
+	FilterRules            []FilterRule    `json:"filter_rules,omitempty"`
 	// SkipSourceErrors skips a source path that is missing or not
 	// allowed when the task reaches it (recorded FileSkippedError)
 	// instead of failing it; FailOnQuotaErrors fails the task at once

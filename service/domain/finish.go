@@ -3,6 +3,8 @@ package domain
 import (
 	"fmt"
 	"strings"
+
+	"ferry/internal/synclevel"
 )
 
 // finishShown bounds the commands FinishCommands names: a task of many
@@ -33,7 +35,7 @@ func FinishCommands(t Task) (cmds []string, more int) {
 		}
 	}
 	o := t.Options
-	add(true, "--sync-level", "size")
+	add(true, "--sync-level", synclevel.Size.String())
 	add(!o.VerifyChecksum, "--no-verify-checksum")
 	add(o.ChecksumAlgorithm != "", "--checksum-algorithm", o.ChecksumAlgorithm)
 	add(o.EncryptData, "--encrypt-data")
@@ -68,7 +70,7 @@ func FinishAdvice(t Task) string {
 	}
 	s := "to finish the job, run: " + strings.Join(cmds, "; ")
 	if more > 0 {
-		s += fmt.Sprintf("; and the same for its %d more items (or submit them all with --batch and --sync-level size)", more)
+		s += fmt.Sprintf("; and the same for its %d more items (or submit them all with --batch and --sync-level %s)", more, synclevel.Size)
 	}
 	return s
 }

@@ -3,6 +3,8 @@ package domain
 import (
 	"slices"
 	"testing"
+
+	"ferry/internal/synclevel"
 )
 
 func TestFinishCommands(t *testing.T) {
@@ -22,7 +24,7 @@ func TestFinishCommands(t *testing.T) {
 			[]string{"ferry transfer S:/a D:/b -r --sync-level size"}, 0},
 		{"options and quoting", with(func(t *Task) {
 			t.Items = []Item{{Src: "/my data", Dst: "/x"}}
-			t.Options = Options{SyncLevel: SyncMtime, PreserveTimestamp: true, Tar: "never", ChecksumAlgorithm: "MD5",
+			t.Options = Options{SyncLevel: synclevel.Mtime, PreserveTimestamp: true, Tar: "never", ChecksumAlgorithm: "MD5",
 				FilterRules: []FilterRule{{Method: "exclude", Name: "*.tmp"}}}
 		}), []string{"ferry transfer 'S:/my data' D:/x --sync-level size --no-verify-checksum --checksum-algorithm MD5 " +
 			"--preserve-timestamp --tar never --exclude '*.tmp'"}, 0},

@@ -14,6 +14,7 @@ import (
 	"unicode"
 
 	"ferry/checksum"
+	"ferry/internal/synclevel"
 	"ferry/service/api"
 	"ferry/service/domain"
 )
@@ -108,12 +109,8 @@ func (s *Server) transfer(w http.ResponseWriter, r *http.Request, c *call) error
 		return err
 	}
 	o := &t.Options
-	o.SyncLevel = domain.SyncNone
-	if req.SyncLevel != nil {
-		if *req.SyncLevel < domain.SyncExists || *req.SyncLevel > domain.SyncChecksum {
-			return domain.Errorf(domain.EInvalid, "sync level %d: want 0 (exists), 1 (size), 2 (mtime) or 3 (checksum)", *req.SyncLevel)
-		}
-		o.SyncLevel = *req.SyncLevel
+	if o.SyncLevel, err = synclevel.FromAPI(req.SyncLevel); err != nil {
+		return domain.Errorf(domain.EInvalid, "%v", err)
 	}
 	if req.ChecksumAlgorithm != "" {
 		if o.ChecksumAlgorithm, err = checksum.Canonical(req.ChecksumAlgorithm); err != nil {
@@ -339,7 +336,6 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err != nil {
 		return err
 	}
-	t.Options.SyncLevel = domain.SyncNone
 	t.Options.IgnoreMissing = req.IgnoreMissing
 	for i, it := range req.Data {
 		if err := dataType(it.DataType, "delete_item"); err != nil {
@@ -530,8 +526,8 @@ func (s *Server) taskDoc(t domain.Task, names func(string) string) api.Task {
 		d.FatalError = &api.FatalError{Code: t.FatalError.Code, Description: t.FatalError.Description}
 	}
 	d.SubtasksPending = max(0, d.SubtasksTotal-d.SubtasksSucceeded-d.SubtasksFailed)
-	if t.Type == domain.TypeTransfer && o.SyncLevel != domain.SyncNone {
-		d.SyncLevel = &o.SyncLevel
+	if t.Type == domain.TypeTransfer {
+		d.SyncLevel = o.SyncLevel.API()
 	}
 	for _, f := range o.FilterRules {
 		d.FilterRules = append(d.FilterRules, api.FilterRule{DataType: "filter_rule", Method: f.Method, Name: f.Name, Type: f.Type})

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"ferry/internal/synclevel"
 	"ferry/service/domain"
 )
 
@@ -33,7 +34,7 @@ func testCreateTask(t *testing.T, open Open) {
 	in := domain.Task{UserID: alice.ID, SubmissionID: "sub-1", Type: domain.TypeTransfer, Label: "first",
 		SrcEndpoint: src.ID, DstEndpoint: dst.ID, Deadline: t0.Add(24 * time.Hour), RequestTime: t0,
 		Items: []domain.Item{{Src: "/a", Dst: "/b"}, {Src: "/dir/", Dst: "/out/", Recursive: true}},
-		Options: domain.Options{SyncLevel: domain.SyncChecksum, VerifyChecksum: true, ChecksumAlgorithm: "SHA256",
+		Options: domain.Options{SyncLevel: synclevel.Checksum, VerifyChecksum: true, ChecksumAlgorithm: "SHA256",
 			FilterRules:      []domain.FilterRule{{Method: "exclude", Name: "*.tmp", Type: "file"}},
 			SkipSourceErrors: true, FailOnQuotaErrors: true,
 			NotifyOnSucceeded: true},

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"ferry/internal/synclevel"
 	"ferry/service/domain"
 )
 
@@ -70,7 +71,7 @@ func TestAgentAway(t *testing.T) {
 	relay := &fakeRelay{addr: strings.TrimPrefix(f.src.url, "ftp://"), gone: make(chan struct{})}
 	f.files("tree", 100, 1000)
 	f.src.fs.delay.Store(int64(20 * time.Millisecond))
-	task := f.submit(domain.Options{SyncLevel: domain.SyncNone, NotifyOnInactive: true},
+	task := f.submit(domain.Options{SyncLevel: synclevel.None, NotifyOnInactive: true},
 		domain.Item{Src: "/tree", Dst: "/tree", Recursive: true})
 	w := f.worker("w1", f.store, &spy{})
 	w.Agents = relay

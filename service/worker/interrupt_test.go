@@ -16,6 +16,7 @@ import (
 	"ferry/gridftp/server"
 	"ferry/gridftp/server/servertest"
 	"ferry/internal/pgtest"
+	"ferry/internal/synclevel"
 	"ferry/service/domain"
 )
 
@@ -47,7 +48,7 @@ func TestCancelStopsTheData(t *testing.T) {
 					write(t, filepath.Join(f.src.root, "tree", "big"), random(64<<20))
 					write(t, filepath.Join(f.src.root, "tree", "small"), random(1<<20))
 					f.src.fs.rate.Store(rate)
-					task := f.submit(domain.Options{SyncLevel: domain.SyncNone}, domain.Item{Src: "/tree", Dst: "/tree", Recursive: true})
+					task := f.submit(domain.Options{SyncLevel: synclevel.None}, domain.Item{Src: "/tree", Dst: "/tree", Recursive: true})
 					w := f.worker("w1", f.store, &spy{})
 					w.Lease, w.HeartbeatEvery = 3*time.Minute, time.Minute
 					serve(t, w)
@@ -105,7 +106,7 @@ func TestCancelStopsTheData(t *testing.T) {
 func TestCancelAsTheLastFileEnds(t *testing.T) {
 	f := newFixture(t)
 	write(t, filepath.Join(f.src.root, "one"), random(1000))
-	task := f.submit(domain.Options{SyncLevel: domain.SyncNone}, domain.Item{Src: "/one", Dst: "/one"})
+	task := f.submit(domain.Options{SyncLevel: synclevel.None}, domain.Item{Src: "/one", Dst: "/one"})
 	late := &spy{after: func() {
 		if _, err := f.open().RequestCancel(context.Background(), f.user.ID, task.ID, time.Now()); err != nil {
 			t.Error(err)
@@ -128,7 +129,7 @@ func TestResumeFromMarkers(t *testing.T) {
 	data := random(32 << 20)
 	write(t, filepath.Join(f.src.root, "big"), data)
 	f.src.fs.rate.Store(8 << 20)
-	task := f.submit(domain.Options{SyncLevel: domain.SyncNone}, domain.Item{Src: "/big", Dst: "/big"})
+	task := f.submit(domain.Options{SyncLevel: synclevel.None}, domain.Item{Src: "/big", Dst: "/big"})
 	first := f.open()
 	w1 := f.worker("w1", first, &spy{})
 	w1.Lease = time.Second
@@ -193,7 +194,7 @@ func TestRestartTakesBackItsTasks(t *testing.T) {
 	f := newFixture(t)
 	f.files("tree", 60, 2000)
 	f.src.fs.delay.Store(int64(20 * time.Millisecond))
-	task := f.submit(domain.Options{SyncLevel: domain.SyncNone}, domain.Item{Src: "/tree", Dst: "/tree", Recursive: true})
+	task := f.submit(domain.Options{SyncLevel: synclevel.None}, domain.Item{Src: "/tree", Dst: "/tree", Recursive: true})
 	first := f.open()
 	w1 := f.worker("host/127.0.0.1:8080", first, &spy{})
 	w1.Lease = time.Minute
@@ -240,7 +241,7 @@ func TestLargeRunsWriteInSmallBatches(t *testing.T) {
 		write(t, filepath.Join(f.src.root, p), []byte("x"))
 		write(t, filepath.Join(f.dst.root, p), []byte("x"))
 	}
-	task := f.submit(domain.Options{SyncLevel: domain.SyncSize}, domain.Item{Src: "/tree", Dst: "/tree", Recursive: true})
+	task := f.submit(domain.Options{SyncLevel: synclevel.Size}, domain.Item{Src: "/tree", Dst: "/tree", Recursive: true})
 	rec := &batches{Store: f.store}
 	w := f.worker("w1", rec, &spy{})
 	w.FlushFiles = 100000 // nothing but the batch bound splits them
@@ -282,7 +283,7 @@ func TestEndpointMovedMidTask(t *testing.T) {
 	if err := f.store.UpdateEndpoint(context.Background(), f.srcEP); err != nil {
 		t.Fatal(err)
 	}
-	task := f.submit(domain.Options{SyncLevel: domain.SyncNone}, domain.Item{Src: "/tree", Dst: "/tree", Recursive: true})
+	task := f.submit(domain.Options{SyncLevel: synclevel.None}, domain.Item{Src: "/tree", Dst: "/tree", Recursive: true})
 	w := f.worker("w1", f.store, &spy{})
 	w.HeartbeatEvery, w.Backoff = time.Minute, 30*time.Second
 	serve(t, w)
@@ -321,7 +322,7 @@ func TestOutageIsOneFault(t *testing.T) {
 	if err := f.store.UpdateEndpoint(context.Background(), f.dstEP); err != nil {
 		t.Fatal(err)
 	}
-	task := f.submit(domain.Options{SyncLevel: domain.SyncNone}, domain.Item{Src: "/tree", Dst: "/tree", Recursive: true})
+	task := f.submit(domain.Options{SyncLevel: synclevel.None}, domain.Item{Src: "/tree", Dst: "/tree", Recursive: true})
 	w := f.worker("w1", f.store, &spy{})
 	w.Backoff = 500 * time.Millisecond
 	serve(t, w)
@@ -362,7 +363,7 @@ func TestDestinationFull(t *testing.T) {
 	f := newFixture(t)
 	f.files("tree", 20, 1<<20)
 	f.dst.fs.quota.Store(5 << 20)
-	task := f.submit(domain.Options{SyncLevel: domain.SyncNone, NotifyOnInactive: true, NotifyOnSucceeded: true},
+	task := f.submit(domain.Options{SyncLevel: synclevel.None, NotifyOnInactive: true, NotifyOnSucceeded: true},
 		domain.Item{Src: "/tree", Dst: "/tree", Recursive: true})
 	if err := f.store.UpdateTask(context.Background(), f.user.ID, task.ID, "", time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
@@ -430,7 +431,7 @@ func TestFlushesCountOnce(t *testing.T) {
 	for range 5 {
 		f := newFixture(t)
 		f.files("tree", 200, 100)
-		task := f.submit(domain.Options{SyncLevel: domain.SyncNone}, domain.Item{Src: "/tree", Dst: "/tree", Recursive: true})
+		task := f.submit(domain.Options{SyncLevel: synclevel.None}, domain.Item{Src: "/tree", Dst: "/tree", Recursive: true})
 		w := f.worker("w1", committedThenCanceled{f.store}, &spy{})
 		w.FlushEvery, w.FlushFiles = 10*time.Millisecond, 1
 		stop := serve(t, w)

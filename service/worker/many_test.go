@@ -14,6 +14,7 @@ import (
 	"ferry/gridftp/server"
 	"ferry/gridftp/server/servertest"
 	"ferry/internal/partname"
+	"ferry/internal/synclevel"
 	"ferry/service/domain"
 	"ferry/stack"
 	"ferry/stack/forward"
@@ -55,7 +56,7 @@ func (f *fixture) destinations(n int) ([]*endpoint, []domain.Endpoint) {
 func (f *fixture) submitMany(eps []domain.Endpoint, items ...domain.Item) domain.Task {
 	f.t.Helper()
 	t := domain.Task{UserID: f.user.ID, Type: domain.TypeTransfer, SrcEndpoint: f.srcEP.ID, Items: items,
-		Options: domain.Options{SyncLevel: domain.SyncNone}}
+		Options: domain.Options{SyncLevel: synclevel.None}}
 	for i, ep := range eps {
 		d := domain.Destination{Endpoint: ep.ID}
 		if i == 1 {

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"ferry/engine"
+	"ferry/internal/synclevel"
 	"ferry/service/domain"
 )
 
@@ -24,7 +25,7 @@ func TestMetrics(t *testing.T) {
 	f := newFixture(t)
 	write(t, filepath.Join(f.src.root, "data", "a"), random(1000))
 	write(t, filepath.Join(f.src.root, "data", "b"), random(5000))
-	task := f.submit(domain.Options{SyncLevel: domain.SyncNone}, domain.Item{Src: "/data", Dst: "/out/data", Recursive: true})
+	task := f.submit(domain.Options{SyncLevel: synclevel.None}, domain.Item{Src: "/data", Dst: "/out/data", Recursive: true})
 	e := &spy{}
 	w := f.worker("w1", f.store, e)
 	reg := prometheus.NewRegistry()

@@ -13,6 +13,7 @@ import (
 
 	"ferry/engine"
 	"ferry/gridftp"
+	"ferry/internal/synclevel"
 	"ferry/plural"
 	"ferry/service/domain"
 	"ferry/service/gridops"
@@ -679,9 +680,9 @@ func (r *run) transfer(ctx context.Context, try int, deadline time.Time, logins 
 // earlier run recorded of them.
 func (r *run) options(ctx context.Context, deadline time.Time, unsure bool) engine.Options {
 	o := r.task.Options
-	level := syncLevel(o.SyncLevel)
-	if unsure && level != engine.SyncNone {
-		level = engine.SyncChecksum
+	level := o.SyncLevel
+	if unsure && level != synclevel.None {
+		level = synclevel.Checksum
 	}
 	tar, err := engine.ParseTarMode(o.Tar)
 	if err != nil {
@@ -709,15 +710,6 @@ func (r *run) options(ctx context.Context, deadline time.Time, unsure bool) engi
 		eo.Filters = append(eo.Filters, engine.Filter{Exclude: f.Method == "exclude", Name: f.Name, Type: f.Type})
 	}
 	return eo
-}
-
-// syncLevel maps the transfer API's sync level (-1 none, 0 exists ... 3
-// checksum) to the engine's.
-func syncLevel(l int) engine.SyncLevel {
-	if l < domain.SyncExists {
-		return engine.SyncNone
-	}
-	return engine.SyncExists + engine.SyncLevel(min(l, domain.SyncChecksum))
 }
 
 // delete deletes the items not yet done; a failure to reach the endpoint

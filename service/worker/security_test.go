@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"ferry/internal/peertest"
+	"ferry/internal/synclevel"
 	"ferry/netpolicy"
 	"ferry/service/domain"
 )
@@ -42,7 +43,7 @@ func newSharing(t *testing.T) *sharing {
 func (s *sharing) submitAs(user domain.User, src, dst domain.Endpoint) domain.Task {
 	s.t.Helper()
 	t := domain.Task{UserID: user.ID, Type: domain.TypeTransfer, SrcEndpoint: src.ID, DstEndpoint: dst.ID,
-		Items: []domain.Item{{Src: "/tree", Dst: "/tree", Recursive: true}}, Options: domain.Options{SyncLevel: domain.SyncNone}}
+		Items: []domain.Item{{Src: "/tree", Dst: "/tree", Recursive: true}}, Options: domain.Options{SyncLevel: synclevel.None}}
 	if err := s.store.CreateTask(context.Background(), &t); err != nil {
 		s.t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"ferry/gridftp/client"
+	"ferry/internal/synclevel"
 	"ferry/service/domain"
 )
 
@@ -18,7 +19,7 @@ func TestStallIsAnEvent(t *testing.T) {
 	f := newFixture(t)
 	f.files("tree", 1, 32<<20)
 	f.src.fs.rate.Store(16 << 20) // in flight long enough to be held
-	task := f.submit(domain.Options{SyncLevel: domain.SyncNone}, domain.Item{Src: "/tree", Dst: "/tree", Recursive: true})
+	task := f.submit(domain.Options{SyncLevel: synclevel.None}, domain.Item{Src: "/tree", Dst: "/tree", Recursive: true})
 	w := f.worker("w1", f.store, &spy{stall: time.Second})
 	serve(t, w)
 	f.wait(task.ID, 10*time.Second, func(t domain.Task) bool { return t.BytesTransferred > 0 })

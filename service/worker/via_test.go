@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"ferry/internal/synclevel"
 	"ferry/service/domain"
 )
 
@@ -58,7 +59,7 @@ func TestViaDestination(t *testing.T) {
 	f.files("set/sub", 3, 1000)
 	head, inner, _, innerEP := f.relayed(true)
 	task := domain.Task{UserID: f.user.ID, Type: domain.TypeTransfer, SrcEndpoint: f.srcEP.ID, DstEndpoint: innerEP.ID,
-		Items: []domain.Item{{Src: "/set", Dst: "/copy", Recursive: true}}, Options: domain.Options{SyncLevel: domain.SyncNone, VerifyChecksum: true}}
+		Items: []domain.Item{{Src: "/set", Dst: "/copy", Recursive: true}}, Options: domain.Options{SyncLevel: synclevel.None, VerifyChecksum: true}}
 	if err := f.store.CreateTask(context.Background(), &task); err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +107,7 @@ func TestViaNotActivated(t *testing.T) {
 	f.files("set", 3, 1000)
 	_, inner, headEP, innerEP := f.relayed(false)
 	task := domain.Task{UserID: f.user.ID, Type: domain.TypeTransfer, SrcEndpoint: f.srcEP.ID, DstEndpoint: innerEP.ID,
-		Items: []domain.Item{{Src: "/set", Dst: "/copy", Recursive: true}}, Options: domain.Options{SyncLevel: domain.SyncNone}}
+		Items: []domain.Item{{Src: "/set", Dst: "/copy", Recursive: true}}, Options: domain.Options{SyncLevel: synclevel.None}}
 	if err := f.store.CreateTask(context.Background(), &task); err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +136,7 @@ func TestViaSource(t *testing.T) {
 	f := newFixture(t)
 	f.files("set", 1, 1000)
 	_, _, headEP, _ := f.relayed(true)
-	task := f.submit(domain.Options{SyncLevel: domain.SyncNone}, domain.Item{Src: "/set", Dst: "/copy", Recursive: true})
+	task := f.submit(domain.Options{SyncLevel: synclevel.None}, domain.Item{Src: "/set", Dst: "/copy", Recursive: true})
 	src := f.srcEP
 	src.Via = headEP.ID
 	if err := f.store.UpdateEndpoint(context.Background(), src); err != nil {

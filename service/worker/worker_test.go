@@ -21,6 +21,7 @@ import (
 	"ferry/gridftp/server"
 	"ferry/gridftp/server/servertest"
 	"ferry/internal/partname"
+	"ferry/internal/synclevel"
 	"ferry/service/domain"
 	"ferry/service/gridops"
 	"ferry/service/secret"
@@ -422,7 +423,7 @@ func TestTransferSucceeds(t *testing.T) {
 	write(t, filepath.Join(f.src.root, "data", "scratch.tmp"), random(10))
 	write(t, filepath.Join(f.src.root, "single.txt"), []byte("hello"))
 	write(t, filepath.Join(f.dst.root, "out", "data", "extra"), []byte("not in the source"))
-	task := f.submit(domain.Options{SyncLevel: domain.SyncNone, VerifyChecksum: true, DeleteDestinationExtra: true,
+	task := f.submit(domain.Options{SyncLevel: synclevel.None, VerifyChecksum: true, DeleteDestinationExtra: true,
 		FilterRules:       []domain.FilterRule{{Method: "exclude", Name: "*.tmp", Type: "file"}},
 		NotifyOnSucceeded: true, NotifyOnFailed: true},
 		domain.Item{Src: "/data", Dst: "/out/data", Recursive: true}, domain.Item{Src: "/single.txt", Dst: "/out/single.txt"})
@@ -694,10 +695,10 @@ func TestResume(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		kill  bool
-		level int // exists: files in flight when the worker stopped are partial at the destination
+		level synclevel.Level // exists: files in flight when the worker stopped are partial at the destination
 	}{
-		{"killed", true, domain.SyncNone},
-		{"stopped", false, domain.SyncExists},
+		{"killed", true, synclevel.None},
+		{"stopped", false, synclevel.Exists},
 	} {
 		kill := tc.kill
 		t.Run(tc.name, func(t *testing.T) {
@@ -777,7 +778,7 @@ func TestCancel(t *testing.T) {
 	f := newFixture(t)
 	f.files("tree", 100, 1000)
 	f.src.fs.delay.Store(int64(20 * time.Millisecond))
-	task := f.submit(domain.Options{SyncLevel: domain.SyncNone, NotifyOnFailed: true}, domain.Item{Src: "/tree", Dst: "/tree", Recursive: true})
+	task := f.submit(domain.Options{SyncLevel: synclevel.None, NotifyOnFailed: true}, domain.Item{Src: "/tree", Dst: "/tree", Recursive: true})
 	e := &spy{}
 	w := f.worker("w1", f.store, e)
 	w.ProgressEvery = 50 * time.Millisecond
@@ -810,7 +811,7 @@ func TestCredentialExpiresMidTask(t *testing.T) {
 	f.files("tree", 100, 1000)
 	f.src.fs.delay.Store(int64(20 * time.Millisecond))
 	f.activate(f.srcEP, domain.Login{User: "alice", Password: "pw"}, 700*time.Millisecond)
-	task := f.submit(domain.Options{SyncLevel: domain.SyncNone, NotifyOnInactive: true, NotifyOnSucceeded: true},
+	task := f.submit(domain.Options{SyncLevel: synclevel.None, NotifyOnInactive: true, NotifyOnSucceeded: true},
 		domain.Item{Src: "/tree", Dst: "/tree", Recursive: true})
 	w := f.worker("w1", f.store, &spy{})
 	w.HeartbeatEvery = time.Minute // the expiry timer, not a heartbeat, stops the engine
@@ -856,7 +857,7 @@ func TestLapsingLeaseStopsTheEngine(t *testing.T) {
 	f := newFixture(t)
 	f.files("tree", 150, 1000)
 	f.src.fs.delay.Store(int64(60 * time.Millisecond))
-	task := f.submit(domain.Options{SyncLevel: domain.SyncNone}, domain.Item{Src: "/tree", Dst: "/tree", Recursive: true})
+	task := f.submit(domain.Options{SyncLevel: synclevel.None}, domain.Item{Src: "/tree", Dst: "/tree", Recursive: true})
 	var ended, lease time.Time
 	e1 := &spy{}
 	e1.after = func() {
@@ -892,7 +893,7 @@ func TestOwnLeaseLapsed(t *testing.T) {
 	f := newFixture(t)
 	f.files("tree", 60, 1000)
 	f.src.fs.delay.Store(int64(20 * time.Millisecond))
-	task := f.submit(domain.Options{SyncLevel: domain.SyncNone}, domain.Item{Src: "/tree", Dst: "/tree", Recursive: true})
+	task := f.submit(domain.Options{SyncLevel: synclevel.None}, domain.Item{Src: "/tree", Dst: "/tree", Recursive: true})
 	e := &spy{}
 	w := f.worker("w1", f.store, e)
 	w.Lease, w.HeartbeatEvery = 400*time.Millisecond, time.Hour
@@ -928,7 +929,7 @@ func TestDeadline(t *testing.T) {
 			f.src.fs.delay.Store(int64(20 * time.Millisecond))
 			task := domain.Task{UserID: f.user.ID, Type: domain.TypeTransfer, SrcEndpoint: f.srcEP.ID, DstEndpoint: f.dstEP.ID,
 				Items:    []domain.Item{{Src: "/tree", Dst: "/tree", Recursive: true}},
-				Options:  domain.Options{SyncLevel: domain.SyncNone},
+				Options:  domain.Options{SyncLevel: synclevel.None},
 				Deadline: time.Now().Add(800 * time.Millisecond)}
 			if err := f.store.CreateTask(context.Background(), &task); err != nil {
 				t.Fatal(err)
@@ -977,7 +978,7 @@ func TestLimits(t *testing.T) {
 			f.src.fs.delay.Store(int64(20 * time.Millisecond))
 			var ids []string
 			for i := range 3 {
-				ids = append(ids, f.submit(domain.Options{SyncLevel: domain.SyncNone},
+				ids = append(ids, f.submit(domain.Options{SyncLevel: synclevel.None},
 					domain.Item{Src: "/tree", Dst: fmt.Sprintf("/copy%d", i), Recursive: true}).ID)
 			}
 			e := &spy{}

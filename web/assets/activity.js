@@ -6,6 +6,8 @@ import { h, field, confirm, toast, bytes, rate, date, errorText, humanize } from
 import * as tasks from './tasks.js';
 import { chart } from './chart.js';
 
+// syncLevels words the transfer API's sync levels 0 to 3 (files.js offers
+// them); what each compares is written once, in ferry's internal/synclevel.
 const syncLevels = ['if missing', 'if the size differs', 'if newer', 'if the checksum differs'];
 
 // cancel asks, then cancels task t.
