@@ -1,0 +1,110 @@
+package gridftp
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// The schemes of GridFTP URLs.
+const (
+	FTP    = "ftp"    // a password login, or anonymous
+	GSIFTP = "gsiftp" // a GSI login with a grid credential
+	SSHFTP = "sshftp" // a control channel over ssh
+)
+
+// DefaultPort is the port of a URL of scheme that names none: 21 for
+// ftp://, 2811 for gsiftp://, 22 for sshftp://; "" for another scheme.
+func DefaultPort(scheme string) string {
+	switch scheme {
+	case FTP:
+		return "21"
+	case GSIFTP:
+		return "2811"
+	case SSHFTP:
+		return "22"
+	}
+	return ""
+}
+
+// ErrNotURL and ErrNoHost report a URL that does not parse and one that
+// names no host.
+var (
+	ErrNotURL = errors.New("not a URL")
+	ErrNoHost = errors.New("no host")
+)
+
+// SchemeError reports a URL whose scheme is not a GridFTP one.
+type SchemeError struct{ Scheme string }
+
+func (e *SchemeError) Error() string {
+	return fmt.Sprintf("scheme %q is not supported: want ftp://, gsiftp:// or sshftp://", e.Scheme)
+}
+
+// URL is a GridFTP URL: scheme://[user[:password]@]host[:port][/path].
+type URL struct {
+	Scheme   string        // FTP, GSIFTP or SSHFTP
+	User     *url.Userinfo // nil when the URL names none
+	Host     string        // a name or an address, an IPv6 one without brackets
+	Port     string        // "" when the URL names none
+	Path     string        // "" when the URL names none
+	RawQuery string        // after "?", which a GridFTP URL does not use
+	Fragment string        // after "#", which a GridFTP URL does not use
+}
+
+// Parse reads a GridFTP URL. Its errors do not repeat s, which may hold a
+// password: the caller names it as it shows it (Redact).
+func Parse(s string) (URL, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		// Unwrapped: a *url.Error names the URL, password and all.
+		return URL{}, fmt.Errorf("%w: %v", ErrNotURL, errors.Unwrap(err))
+	}
+	if DefaultPort(u.Scheme) == "" {
+		return URL{}, &SchemeError{u.Scheme}
+	}
+	host := u.Hostname()
+	if u.Opaque != "" || host == "" || strings.ContainsAny(host, "/@?#% ") {
+		return URL{}, ErrNoHost
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return URL{}, fmt.Errorf("port %s is out of range (1 to 65535)", p)
+		}
+	}
+	return URL{Scheme: u.Scheme, User: u.User, Host: host, Port: u.Port(), Path: u.Path,
+		RawQuery: u.RawQuery, Fragment: u.Fragment}, nil
+}
+
+// Addr is the host:port to dial: the URL's port, else its scheme's
+// default.
+func (u URL) Addr() string {
+	if u.Port != "" {
+		return net.JoinHostPort(u.Host, u.Port)
+	}
+	return net.JoinHostPort(u.Host, DefaultPort(u.Scheme))
+}
+
+// Server is the URL of u's server as a service keeps it:
+// scheme://host:port, with the default port written out.
+func (u URL) Server() string { return u.Scheme + "://" + u.Addr() }
+
+// String writes u back as a URL, its user and password included.
+func (u URL) String() string {
+	host := u.Host
+	if u.Port != "" || strings.Contains(host, ":") {
+		host = net.JoinHostPort(host, u.Port)
+		host = strings.TrimSuffix(host, ":")
+	}
+	return (&url.URL{Scheme: u.Scheme, User: u.User, Host: host, Path: u.Path,
+		RawQuery: u.RawQuery, Fragment: u.Fragment}).String()
+}
+
+// GSI reports a gsiftp:// URL, whose server takes a grid credential.
+func (u URL) GSI() bool { return u.Scheme == GSIFTP }
+
+// SSH reports an sshftp:// URL, whose control channel runs over ssh.
+func (u URL) SSH() bool { return u.Scheme == SSHFTP }
