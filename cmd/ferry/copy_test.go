@@ -172,7 +172,7 @@ func TestParsePlace(t *testing.T) {
 		{in: "/tmp/some/file", local: true, p: "/file"},
 		{in: "/tmp/some/dir/", local: true, p: "/"},
 		{in: "gsiftp://h/x", bad: "no grid proxy"},
-		{in: "http://h/x", bad: "unsupported scheme"},
+		{in: "http://h/x", bad: `scheme "http" is not supported: want ftp://, gsiftp:// or sshftp://, or a local path`},
 		{in: "ftp:///x", bad: "no host"},
 	} {
 		pl, err := parsePlace(tc.in, "")
