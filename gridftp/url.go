@@ -67,7 +67,7 @@ func Parse(s string) (URL, error) {
 		return URL{}, &SchemeError{u.Scheme}
 	}
 	host := u.Hostname()
-	if u.Opaque != "" || host == "" || strings.ContainsAny(host, "/@?#% ") {
+	if u.Opaque != "" || host == "" {
 		return URL{}, ErrNoHost
 	}
 	if p := u.Port(); p != "" {
@@ -90,7 +90,7 @@ func (u URL) Addr() string {
 
 // Server is the URL of u's server as a service keeps it:
 // scheme://host:port, with the default port written out.
-func (u URL) Server() string { return u.Scheme + "://" + u.Addr() }
+func (u URL) Server() string { return (&url.URL{Scheme: u.Scheme, Host: u.Addr()}).String() }
 
 // String writes u back as a URL, its user and password included.
 func (u URL) String() string {

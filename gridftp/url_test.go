@@ -25,6 +25,7 @@ func TestParseURL(t *testing.T) {
 		{in: "ftp://h:2811/a/b", addr: "h:2811", path: "/a/b"},
 		{in: "gsiftp://[::1]:5000/d/", addr: "[::1]:5000", path: "/d/"},
 		{in: "ftp://[fe80::1]/x", addr: "[fe80::1]:21", path: "/x"},
+		{in: "ftp://[fe80::1%25eth0]:21/x", addr: "[fe80::1%eth0]:21", path: "/x"},
 		{in: "ftp://u:p%40ss%3Aw%2F@h:2/f", addr: "h:2", user: "u", pass: "p@ss:w/", path: "/f", str: "ftp://u:p%40ss%3Aw%2F@h:2/f"},
 		{in: "ftp://a%20b@h/x%20y", addr: "h:21", user: "a b", path: "/x y"},
 		{in: "sshftp://me@h/x", addr: "h:22", user: "me", path: "/x"},
@@ -81,6 +82,7 @@ func TestURLServerAndKind(t *testing.T) {
 	}{
 		{"ftp://u:p@h/x", "ftp://h:21", false, false},
 		{"gsiftp://[::1]/", "gsiftp://[::1]:2811", true, false},
+		{"ftp://[fe80::1%25eth0]/", "ftp://[fe80::1%25eth0]:21", false, false},
 		{"sshftp://h:2222/x", "sshftp://h:2222", false, true},
 	}
 	for _, tt := range tests {

@@ -3,7 +3,6 @@ package forward
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -112,21 +111,20 @@ func yes(v, k string) (bool, error) {
 
 // hop is one destination: where to send, and its own options.
 type hop struct {
-	URL  *url.URL // without "?opts"
-	Opts string   // its "?opts" as given, for its own stack
-	own  Options  // Opts read
+	URL  gridftp.URL // without "?opts"
+	Opts string      // its "?opts" as given, for its own stack
+	own  Options     // Opts read
 }
 
-// parseHop reads "ftp://[user[:pass]@]host:port/path?opts", or
+// parseHop reads "ftp://[user[:pass]@]host[:port]/path?opts", or
 // gsiftp:// (logged in with the session's delegated credential).
 func parseHop(raw string) (hop, error) {
 	base, opts, _ := strings.Cut(raw, "?")
-	u, err := url.Parse(base)
-	if err != nil {
-		// Unwrapped: a *url.Error names the URL, password and all.
-		return hop{}, fmt.Errorf("destination %q: %v", Show(raw), errors.Unwrap(err))
+	u, err := gridftp.Parse(base)
+	if errors.Is(err, gridftp.ErrNotURL) {
+		return hop{}, fmt.Errorf("destination %q: %v", Show(raw), err)
 	}
-	if (u.Scheme != "ftp" && u.Scheme != "gsiftp") || u.Host == "" || u.Path == "" {
+	if err != nil || u.SSH() || u.Path == "" {
 		return hop{}, fmt.Errorf("destination %q: want ftp://host:port/path or gsiftp://", Show(raw))
 	}
 	h := hop{URL: u, Opts: opts, own: Options{CC: DefaultCC, P: DefaultP, LocalWrite: true}}
@@ -144,21 +142,6 @@ func parseHop(raw string) (hop, error) {
 	}
 	return h, nil
 }
-
-// addr is the host:port to dial, port 21 (2811 for gsiftp://) when none
-// is given.
-func (h hop) addr() string {
-	switch {
-	case h.URL.Port() != "":
-		return h.URL.Host
-	case h.grid():
-		return net.JoinHostPort(h.URL.Hostname(), "2811")
-	}
-	return net.JoinHostPort(h.URL.Hostname(), "21")
-}
-
-// grid reports a gsiftp:// destination.
-func (h hop) grid() bool { return h.URL.Scheme == "gsiftp" }
 
 // Show is how a destination is named to users and in logs: without its
 // options and without a password (gridftp.Redact), in the form a ferry

@@ -87,7 +87,7 @@ func newLayer(e stack.Entry, env stack.Env) (stack.Filter, error) {
 		return nil, stack.Refuse(fmt.Sprintf("%s: this server connects to no other host.", e.Name))
 	}
 	for _, u := range o.URLs {
-		if h, _ := parseHop(u); h.grid() && env.Grid == nil {
+		if h, _ := parseHop(u); h.URL.GSI() && env.Grid == nil {
 			return nil, stack.Refuse(fmt.Sprintf("%s: %s: gsiftp:// needs a GSI login that delegated a credential.", e.Name, Show(u)))
 		}
 	}
@@ -535,7 +535,7 @@ func (k *kid) run(ctx context.Context) {
 func (k *kid) transfer(ctx context.Context) (named []string, err error) {
 	sctx, cancel := context.WithTimeout(ctx, SetupTimeout)
 	defer cancel()
-	c, err := client.DialWith(sctx, k.dial, k.hop.addr())
+	c, err := client.DialWith(sctx, k.dial, k.hop.URL.Addr())
 	if err != nil {
 		return nil, err
 	}
@@ -602,9 +602,9 @@ func (k *kid) dialData(ctx context.Context, network, addr string) (net.Conn, err
 // anonymously.
 func (k *kid) login(ctx context.Context, c *client.Conn) error {
 	user := k.hop.URL.User.Username()
-	if k.hop.grid() {
+	if k.hop.URL.GSI() {
 		cred := &gsi.Credential{Chain: k.grid.Chain, Key: k.grid.Key}
-		return gsilogin.Verified(cred, k.grid.Verify, k.hop.URL.Hostname(), user).Authenticate(ctx, c)
+		return gsilogin.Verified(cred, k.grid.Verify, k.hop.URL.Host, user).Authenticate(ctx, c)
 	}
 	pass, ok := k.hop.URL.User.Password()
 	if !ok {
