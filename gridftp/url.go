@@ -63,20 +63,32 @@ func Parse(s string) (URL, error) {
 		// Unwrapped: a *url.Error names the URL, password and all.
 		return URL{}, fmt.Errorf("%w: %v", ErrNotURL, errors.Unwrap(err))
 	}
-	if DefaultPort(u.Scheme) == "" {
-		return URL{}, &SchemeError{u.Scheme}
-	}
-	host := u.Hostname()
-	if u.Opaque != "" || host == "" {
+	if u.Opaque != "" {
 		return URL{}, ErrNoHost
 	}
-	if p := u.Port(); p != "" {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return URL{}, fmt.Errorf("port %s is out of range (1 to 65535)", p)
+	g := URL{Scheme: u.Scheme, User: u.User, Host: u.Hostname(), Port: u.Port(), Path: u.Path,
+		RawQuery: u.RawQuery, Fragment: u.Fragment}
+	if err := g.Check(); err != nil {
+		return URL{}, err
+	}
+	return g, nil
+}
+
+// Check reports what makes u no GridFTP URL: a scheme of another kind
+// (a *SchemeError), no host (ErrNoHost), or a port out of range.
+func (u URL) Check() error {
+	if DefaultPort(u.Scheme) == "" {
+		return &SchemeError{u.Scheme}
+	}
+	if u.Host == "" {
+		return ErrNoHost
+	}
+	if u.Port != "" {
+		if n, err := strconv.Atoi(u.Port); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("port %s is out of range (1 to 65535)", u.Port)
 		}
 	}
-	return URL{Scheme: u.Scheme, User: u.User, Host: host, Port: u.Port(), Path: u.Path,
-		RawQuery: u.RawQuery, Fragment: u.Fragment}, nil
+	return nil
 }
 
 // Addr is the host:port to dial: the URL's port, else its scheme's

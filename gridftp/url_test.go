@@ -95,3 +95,24 @@ func TestURLServerAndKind(t *testing.T) {
 		}
 	}
 }
+
+func TestURLCheck(t *testing.T) {
+	tests := []struct {
+		u   gridftp.URL
+		bad string // "" for none
+	}{
+		{gridftp.URL{Scheme: "gsiftp", Host: "h", Port: "2811"}, ""},
+		{gridftp.URL{Scheme: "ftp", Host: "::1"}, ""},
+		{gridftp.URL{Scheme: "http", Host: "h"}, `scheme "http" is not supported`},
+		{gridftp.URL{Scheme: "ftp"}, "no host"},
+		{gridftp.URL{Scheme: "ftp", Host: "h", Port: "-5"}, "port -5 is out of range (1 to 65535)"},
+		{gridftp.URL{Scheme: "ftp", Host: "h", Port: "x"}, "port x is out of range"},
+		{gridftp.URL{Scheme: "ftp", Host: "h", Port: "65536"}, "port 65536 is out of range"},
+	}
+	for _, tt := range tests {
+		err := tt.u.Check()
+		if tt.bad == "" && err != nil || tt.bad != "" && (err == nil || !strings.Contains(err.Error(), tt.bad)) {
+			t.Errorf("%+v.Check() = %v, want %q", tt.u, err, tt.bad)
+		}
+	}
+}

@@ -110,7 +110,7 @@ var allowed = map[string][]string{
 
 	// The REST API: its documents, server and client.
 	"ferry/service/api":       {"ferry/service/domain"},
-	"ferry/service/httpapi":   {"ferry/service/domain", "ferry/service/secret", "ferry/service/api", "ferry/passwd", "ferry/checksum", "ferry/tunnel", "ferry/netpolicy", "ferry/throttle", "ferry/gsi", "ferry/gsi/myproxy"},
+	"ferry/service/httpapi":   {"ferry/service/domain", "ferry/service/secret", "ferry/service/api", "ferry/passwd", "ferry/checksum", "ferry/tunnel", "ferry/netpolicy", "ferry/throttle", "ferry/gsi", "ferry/gsi/myproxy", "ferry/gridftp"}, // gridftp: server URLs (gridftp.URL)
 	"ferry/service/apiclient": {"ferry/service/api"},
 
 	// The store: one adapter over database/sql, and its conformance suite.
