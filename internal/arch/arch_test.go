@@ -82,7 +82,9 @@ var allowed = map[string][]string{
 	"ferry/stack":          {"ferry/storage"},
 	"ferry/stack/popen":    {"ferry/stack", "ferry/storage"},
 	"ferry/stack/compress": {"ferry/stack"},
-	"ferry/stack/forward":  {"ferry/stack", "ferry/storage", "ferry/gridftp", "ferry/gridftp/client", "ferry/gsi", "ferry/gsi/gsilogin", "ferry/internal/partname"}, // gsiftp:// children; a relay child's temporary names
+	"ferry/stack/forward":  {"ferry/stack", "ferry/storage", "ferry/gridftp", "ferry/gridftp/client", "ferry/gridftp/multicast", "ferry/gsi", "ferry/gsi/gsilogin", "ferry/internal/partname"}, // gsiftp:// children; a relay child's temporary names
+	// The multicast layer's wire forms, which the engine shares: no server code.
+	"ferry/gridftp/multicast": {"ferry/gridftp", "ferry/stack"},
 	// Many-file layers: tar streams and checksum lists.
 	"ferry/stack/tarstream":    {"ferry/stack", "ferry/storage", "ferry/checksum", "ferry/internal/partname"},
 	"ferry/internal/partname":  {}, // the temporary names of files being written
@@ -98,7 +100,7 @@ var allowed = map[string][]string{
 	"ferry/sshftp":             {}, // GridFTP control channels over ssh: pipes as a net.Conn
 	"ferry/gsi":                {}, // GSI's PKI: credentials, proxies, chain checks, grid-mapfile
 	"ferry/gridftp/client":     {"ferry/gridftp", "ferry/gsi/gss"},
-	"ferry/engine":             {"ferry/gridftp", "ferry/gridftp/client", "ferry/stack/forward", "ferry/plural", "ferry/internal/partname"}, // builds multicast trees
+	"ferry/engine":             {"ferry/gridftp", "ferry/gridftp/client", "ferry/gridftp/multicast", "ferry/plural", "ferry/internal/partname"}, // builds multicast trees
 	"ferry/service/domain":     {},
 	"ferry/service/secret":     {"ferry/service/domain"},
 

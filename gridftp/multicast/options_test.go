@@ -1,4 +1,4 @@
-package forward
+package multicast
 
 import (
 	"slices"
@@ -77,11 +77,11 @@ func TestParseRefused(t *testing.T) {
 // The stack a hop sends its child is the one GCT sent in the same place.
 func TestChildStackObserved(t *testing.T) {
 	o := parse(t, gucOpts) // B, cc=1: its one child C takes D
-	p := plan(o.URLs, o.CC)
+	p := Plan(o.URLs, o.CC)
 	if len(p) != 1 {
 		t.Fatalf("plan %+v", p)
 	}
-	if got := childStack(p[0]); got != fwdBC {
+	if got := p[0].Stack(); got != fwdBC {
 		t.Errorf("B -> C stack\n got %s\nwant %s", got, fwdBC)
 	}
 	// GCT sends a leaf "file,gridftp_multicast:"; ferry sends plain file,
@@ -91,12 +91,12 @@ func TestChildStackObserved(t *testing.T) {
 		"ftp://127.0.0.1:50214/data/mc3/big.bin?cc=3;P=2":      "file",
 		"ftp://127.0.0.1:50214/data/mc3/big.bin?local_write=n": "file," + Name + ":local_write%3Dn",
 	} {
-		if got := childStack(child{URL: u}); got != want {
+		if got := (Child{URL: u}).Stack(); got != want {
 			t.Errorf("leaf %s: stack %s, want %s", u, got, want)
 		}
 	}
 	// What a child is sent, it reads back: its subtree and its own options.
-	back := parse(t, childStack(child{URL: "ftp://h:1/a?cc=1;P=3", Sub: []string{"ftp://u:p%3Bw@h:2/b c?local_write=n", "ftp://h:3/c?"}}))
+	back := parse(t, Child{URL: "ftp://h:1/a?cc=1;P=3", Sub: []string{"ftp://u:p%3Bw@h:2/b c?local_write=n", "ftp://h:3/c?"}}.Stack())
 	if !slices.Equal(back.URLs, []string{"ftp://u:p%3Bw@h:2/b c?local_write=n", "ftp://h:3/c?"}) || back.CC != 1 || back.P != 3 {
 		t.Errorf("round trip %+v", back)
 	}
@@ -121,11 +121,11 @@ func TestPlan(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var got []string
-		for _, c := range plan(u[:tt.n], tt.cc) {
+		for _, c := range Plan(u[:tt.n], tt.cc) {
 			got = append(got, c.URL+":"+strings.Join(c.Sub, ","))
 		}
 		if s := strings.Join(got, " "); s != tt.want {
-			t.Errorf("plan(%d urls, cc=%d) = %q, want %q", tt.n, tt.cc, s, tt.want)
+			t.Errorf("Plan(%d urls, cc=%d) = %q, want %q", tt.n, tt.cc, s, tt.want)
 		}
 	}
 }
