@@ -320,7 +320,7 @@ func parseVia(flags []string) (map[string]engine.Endpoint, error) {
 			return nil, fmt.Errorf("--via: %w", err)
 		}
 		if _, _, err := net.SplitHostPort(host); err != nil {
-			host = net.JoinHostPort(host, "21")
+			host = net.JoinHostPort(host, gridftp.DefaultPort(gridftp.FTP))
 		}
 		routes[host] = pl.ep
 	}
