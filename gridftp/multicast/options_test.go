@@ -58,10 +58,28 @@ func TestParseObserved(t *testing.T) {
 	}
 }
 
+func TestParseHop(t *testing.T) {
+	tests := []struct {
+		raw, addr, path, opts string
+		gsi                   bool
+	}{
+		{raw: "ftp://h/x", addr: "h:21", path: "/x"},
+		{raw: "gsiftp://[::1]/d/x?cc=1", addr: "[::1]:2811", path: "/d/x", opts: "cc=1", gsi: true},
+		{raw: "ftp://u:p%3Bw@h:2/b c?local_write=n", addr: "h:2", path: "/b c", opts: "local_write=n"},
+	}
+	for _, tt := range tests {
+		h, err := ParseHop(tt.raw)
+		if err != nil || h.URL.Addr() != tt.addr || h.URL.Path != tt.path || h.Opts != tt.opts || h.URL.GSI() != tt.gsi {
+			t.Errorf("ParseHop(%q) = %+v, %v", tt.raw, h, err)
+		}
+	}
+}
+
 func TestParseRefused(t *testing.T) {
 	for _, opts := range []string{
 		"bogus=1", "cc=0", "local_write=n", "P=x", "local_write=maybe", "part=maybe",
 		"urls=#http://h/x", "urls=#ftp%253A//h:1/x?bogus%253D1", "urls=#ftp%253A//h:1",
+		"urls=#ftp%253A//h%253A99999/x", "urls=#ftp%253A//%253A21/x", "urls=#sshftp%253A//h/x",
 	} {
 		e := stack.Entry{Name: Name}
 		entries, err := stack.Parse("file," + Name + ":" + opts)
