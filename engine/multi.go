@@ -876,7 +876,7 @@ func (f *fanout) stack(src, dst string, size int64, p int) string {
 	inner := multicast.Inner(urls, cc)
 	for n := range urls {
 		if inner[n] {
-			urls[n] += fmt.Sprintf("?cc=%d;P=%d", cc, max(p, 1))
+			urls[n] = multicast.WithOptions(urls[n], cc, p)
 		}
 	}
 	// A relay renames its child's copy once checked: the engine cannot.

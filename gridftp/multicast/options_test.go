@@ -75,6 +75,16 @@ func TestParseHop(t *testing.T) {
 	}
 }
 
+func TestWithOptions(t *testing.T) {
+	for _, tt := range []struct{ cc, p, wantCC, wantP int }{{1, 1, 1, 1}, {3, 8, 3, 8}, {2, 0, 2, 1}} {
+		raw := WithOptions("gsiftp://u@h:2/a b", tt.cc, tt.p)
+		h, err := ParseHop(raw)
+		if err != nil || h.Own.CC != tt.wantCC || h.Own.P != tt.wantP || h.URL.Path != "/a b" || !h.Own.LocalWrite {
+			t.Errorf("ParseHop(%q) = %+v, %v; want cc=%d P=%d", raw, h, err, tt.wantCC, tt.wantP)
+		}
+	}
+}
+
 func TestParseRefused(t *testing.T) {
 	for _, opts := range []string{
 		"bogus=1", "cc=0", "local_write=n", "P=x", "local_write=maybe", "part=maybe",

@@ -36,6 +36,13 @@ func (o Options) Spec() string {
 	return "file," + Name + ":" + Encode(body)
 }
 
+// WithOptions is the destination url told to forward, as a hop, at
+// fan-out cc with p streams to each child: "url?cc=N;P=N", which
+// ParseHop reads back into Hop.Own.
+func WithOptions(url string, cc, p int) string {
+	return fmt.Sprintf("%s?cc=%d;P=%d", url, max(cc, 1), max(p, 1))
+}
+
 // Inner reports, for each of urls, whether the tree a hop plans for them
 // at fan-out cc, with every hop below planning at cc too, gives it
 // destinations of its own to forward to. A server that cannot forward
