@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"ferry/gridftp"
 	"ferry/stack"
 )
 
@@ -155,5 +156,17 @@ func TestPlan(t *testing.T) {
 		if s := strings.Join(got, " "); s != tt.want {
 			t.Errorf("Plan(%d urls, cc=%d) = %q, want %q", tt.n, tt.cc, s, tt.want)
 		}
+	}
+}
+
+func TestReportRead(t *testing.T) {
+	dests := []string{"ftp://u:xxxxx@h:2/a", "gsiftp://[::1]:2811/b"}
+	lines := strings.Split(Report(dests), "\n")
+	for i := range lines {
+		lines[i] = "451-" + lines[i] // as a server's reply holds them
+	}
+	got, ok := Undelivered(&gridftp.Error{Reply: gridftp.Reply{Code: 451, Lines: append(lines, "451 End.")}})
+	if !ok || !slices.Equal(got, dests) {
+		t.Errorf("Undelivered(Report(%q)) = %q, %v", dests, got, ok)
 	}
 }

@@ -77,6 +77,12 @@ func Below(urls []string, cc int) [][]int {
 	return below
 }
 
+// Report is the failure report a hop gives in its reply: a Marker line,
+// then the destinations, as Show names them, that did not get the file.
+func Report(dests []string) string {
+	return fmt.Sprintf("%s%d of its destinations:\n%s", Marker, len(dests), strings.Join(dests, "\n"))
+}
+
 // Undelivered reads a failure report from err, a server's reply to a
 // transfer through the layer: the destinations, as Show names them, that
 // did not get the file. ok is false when err is no such report (the

@@ -477,9 +477,7 @@ func (s *sink) report() error {
 	if len(failed) == 0 {
 		return nil
 	}
-	lines := []string{fmt.Sprintf("%s%d of its destinations:", multicast.Marker, len(failed))}
-	lines = append(lines, failed...)
-	return &stack.ShownError{Text: strings.Join(lines, "\n"), Err: ErrNotDelivered}
+	return &stack.ShownError{Text: multicast.Report(failed), Err: ErrNotDelivered}
 }
 
 // kid is one direct child: its connection, its queue, how it fared.
