@@ -111,9 +111,8 @@ func yes(v, k string) (bool, error) {
 
 // Hop is one destination: where to send, and its own options.
 type Hop struct {
-	URL  gridftp.URL // without "?opts"
-	Opts string      // its "?opts" as given, for its own stack
-	Own  Options     // Opts read
+	URL gridftp.URL // without "?opts"
+	Own Options     // its "?opts" read
 }
 
 // ParseHop reads "ftp://[user[:pass]@]host[:port]/path?opts", or
@@ -127,7 +126,7 @@ func ParseHop(raw string) (Hop, error) {
 	if err != nil || u.SSH() || u.Path == "" {
 		return Hop{}, fmt.Errorf("destination %q: want ftp://host:port/path or gsiftp://", Show(raw))
 	}
-	h := Hop{URL: u, Opts: opts, Own: Options{CC: DefaultCC, P: DefaultP, LocalWrite: true}}
+	h := Hop{URL: u, Own: Options{CC: DefaultCC, P: DefaultP, LocalWrite: true}}
 	for _, kv := range strings.Split(opts, ";") {
 		if kv == "" {
 			continue

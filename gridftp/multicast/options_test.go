@@ -61,16 +61,17 @@ func TestParseObserved(t *testing.T) {
 
 func TestParseHop(t *testing.T) {
 	tests := []struct {
-		raw, addr, path, opts string
-		gsi                   bool
+		raw, addr, path string
+		cc              int
+		write, gsi      bool
 	}{
-		{raw: "ftp://h/x", addr: "h:21", path: "/x"},
-		{raw: "gsiftp://[::1]/d/x?cc=1", addr: "[::1]:2811", path: "/d/x", opts: "cc=1", gsi: true},
-		{raw: "ftp://u:p%3Bw@h:2/b c?local_write=n", addr: "h:2", path: "/b c", opts: "local_write=n"},
+		{raw: "ftp://h/x", addr: "h:21", path: "/x", cc: DefaultCC, write: true},
+		{raw: "gsiftp://[::1]/d/x?cc=1", addr: "[::1]:2811", path: "/d/x", cc: 1, write: true, gsi: true},
+		{raw: "ftp://u:p%3Bw@h:2/b c?local_write=n", addr: "h:2", path: "/b c", cc: DefaultCC},
 	}
 	for _, tt := range tests {
 		h, err := ParseHop(tt.raw)
-		if err != nil || h.URL.Addr() != tt.addr || h.URL.Path != tt.path || h.Opts != tt.opts || h.URL.GSI() != tt.gsi {
+		if err != nil || h.URL.Addr() != tt.addr || h.URL.Path != tt.path || h.Own.CC != tt.cc || h.Own.LocalWrite != tt.write || h.URL.GSI() != tt.gsi {
 			t.Errorf("ParseHop(%q) = %+v, %v", tt.raw, h, err)
 		}
 	}
