@@ -42,7 +42,6 @@ import (
 	"time"
 
 	"ferry/gridftp/server"
-	"ferry/service/ca"
 	"ferry/storage"
 	"ferry/tunnel"
 )
@@ -83,7 +82,7 @@ func Pair(ctx context.Context, relayURL, secret, pin, dir string) (string, error
 				if err != nil {
 					return err
 				}
-				if ca.Pin(c) == pin {
+				if tunnel.Pin(c) == pin {
 					pinned = c
 				}
 				chain = append(chain, c)
@@ -117,7 +116,7 @@ func Pair(ctx context.Context, relayURL, secret, pin, dir string) (string, error
 	if err := checkOwn(cert, &key.PublicKey, pinned); err != nil {
 		return "", fmt.Errorf("pair: %w", err)
 	}
-	keyPEM, err := ca.KeyPEM(key)
+	keyPEM, err := tunnel.KeyPEM(key)
 	if err != nil {
 		return "", err
 	}
@@ -130,8 +129,8 @@ func Pair(ctx context.Context, relayURL, secret, pin, dir string) (string, error
 		mode os.FileMode
 	}{
 		{KeyFile, keyPEM, 0o600},
-		{CAFile, ca.CertPEM(pinned.Raw), 0o644},
-		{CertFile, ca.CertPEM(cert.Raw), 0o644},
+		{CAFile, tunnel.CertPEM(pinned.Raw), 0o644},
+		{CertFile, tunnel.CertPEM(cert.Raw), 0o644},
 	} {
 		if err := writeFile(filepath.Join(dir, f.name), f.data, f.mode); err != nil {
 			return "", err
@@ -149,7 +148,7 @@ func pool(c *x509.Certificate) *x509.CertPool {
 // verifyRelay checks that leaf is the relay's certificate, issued by the
 // CA of roots.
 func verifyRelay(leaf *x509.Certificate, roots *x509.CertPool) error {
-	_, err := leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: ca.RelayName})
+	_, err := leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: tunnel.RelayName})
 	return err
 }
 
@@ -158,7 +157,7 @@ func checkOwn(cert *x509.Certificate, pub *ecdsa.PublicKey, caCert *x509.Certifi
 	if k, ok := cert.PublicKey.(*ecdsa.PublicKey); !ok || !k.Equal(pub) {
 		return errors.New("the certificate is not for this agent's key")
 	}
-	if _, _, err := ca.Agent(cert); err != nil {
+	if _, _, err := tunnel.ParseAgent(cert); err != nil {
 		return err
 	}
 	_, err := cert.Verify(x509.VerifyOptions{Roots: pool(caCert), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
@@ -262,7 +261,7 @@ func (a *Agent) load() error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", a.Dir, err)
 	}
-	caCert, err := ca.ParseCertPEM(caPEM)
+	caCert, err := tunnel.ParseCertPEM(caPEM)
 	if err != nil {
 		return fmt.Errorf("%s: %w", CAFile, err)
 	}
@@ -358,7 +357,7 @@ func (a *Agent) serve(ctx context.Context, ln *streamListener, relay string) (up
 		NextProtos:   []string{tunnel.ProtoTunnel},
 		Certificates: []tls.Certificate{a.cert},
 		RootCAs:      pool(a.ca),
-		ServerName:   ca.RelayName,
+		ServerName:   tunnel.RelayName,
 	}
 	a.mu.Unlock()
 	conn, err := dialTLS(ctx, relay, conf)
@@ -452,7 +451,7 @@ func (a *Agent) keep(der []byte) error {
 	if err := checkOwn(cert, &key.PublicKey, a.ca); err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(a.Dir, CertFile), ca.CertPEM(der), 0o644); err != nil {
+	if err := writeFile(filepath.Join(a.Dir, CertFile), tunnel.CertPEM(der), 0o644); err != nil {
 		return err
 	}
 	a.cert = tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: cert}

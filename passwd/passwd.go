@@ -25,11 +25,11 @@ import (
 	"golang.org/x/crypto/bcrypt"
 )
 
-// DefaultCost is the bcrypt cost Set uses when given 0.
-const DefaultCost = 12
+// defaultCost is the bcrypt cost Set uses when given 0.
+const defaultCost = 12
 
-// MaxPassword is the longest password bcrypt takes, in bytes.
-const MaxPassword = 72
+// maxPassword is the longest password bcrypt takes, in bytes.
+const maxPassword = 72
 
 // maxUser is the longest user name, in bytes.
 const maxUser = 256
@@ -103,7 +103,7 @@ func Load(path string) (*File, error) {
 // user exists.
 func (f *File) Check(user, password string) bool {
 	hash, ok := f.users[user]
-	if !ok || password == "" || len(password) > MaxPassword {
+	if !ok || password == "" || len(password) > maxPassword {
 		// bcrypt ignores bytes past the 72nd: refuse rather than accept a
 		// password that only shares its first 72 bytes.
 		bcrypt.CompareHashAndPassword(f.dummy, []byte(password))
@@ -159,17 +159,17 @@ func userProblem(user string) string {
 	return ""
 }
 
-// Hash checks password's length and returns its bcrypt hash at cost (0
-// means DefaultCost).
-func Hash(password string, cost int) ([]byte, error) {
+// hashPassword checks password's length and returns its bcrypt hash at cost (0
+// means defaultCost).
+func hashPassword(password string, cost int) ([]byte, error) {
 	switch {
 	case password == "":
 		return nil, errors.New("passwd: empty password")
-	case len(password) > MaxPassword:
-		return nil, fmt.Errorf("passwd: password longer than %d bytes", MaxPassword)
+	case len(password) > maxPassword:
+		return nil, fmt.Errorf("passwd: password longer than %d bytes", maxPassword)
 	}
 	if cost == 0 {
-		cost = DefaultCost
+		cost = defaultCost
 	}
 	if cost < bcrypt.MinCost || cost > bcrypt.MaxCost {
 		return nil, fmt.Errorf("passwd: bcrypt cost %d outside %d..%d", cost, bcrypt.MinCost, bcrypt.MaxCost)
@@ -183,12 +183,12 @@ func Hash(password string, cost int) ([]byte, error) {
 
 // Set gives user the password, adding the user or replacing the entry, and
 // rewrites the file at path atomically with mode 0600 (creating it if
-// needed). cost is the bcrypt cost; 0 means DefaultCost.
+// needed). cost is the bcrypt cost; 0 means 12.
 func Set(path, user, password string, cost int) error {
 	if err := ValidateUser(user); err != nil {
 		return err
 	}
-	hash, err := Hash(password, cost)
+	hash, err := hashPassword(password, cost)
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,12 @@
 // another process of the service reach an agent connected to this relay
 // (PeerRequest, PeerReply).
 //
+// Both sides check the names in the certificates of ferry connect: the
+// relay's names RelayName, an agent's names its endpoint and the
+// generation of its setup key (AgentSubject, ParseAgent), and a setup key
+// carries the Pin of the service's CA; the PEM forms they are kept in are
+// CertPEM and KeyPEM.
+//
 // A relay listens on a port of its own, or is reached through the
 // service's HTTP listener by an upgrade (Upgrade); relay URLs name either,
 // and Dialer.Dial opens a connection to one.

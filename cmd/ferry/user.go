@@ -16,7 +16,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"ferry/passwd"
 	"ferry/service/domain"
 	"ferry/service/sqlstore"
 )
@@ -84,7 +83,7 @@ func newUserCmd() *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			u := domain.User{Name: args[0], Email: email, PasswordHash: string(hash)}
+			u := domain.User{Name: args[0], Email: email, PasswordHash: hash}
 			if err := domain.ValidName(u.Name); err != nil {
 				return err
 			}
@@ -105,7 +104,7 @@ func newUserCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return st.SetPassword(cmd.Context(), u.ID, string(hash))
+			return st.SetPassword(cmd.Context(), u.ID, hash)
 		})
 	var listF storeFlags
 	list := &cobra.Command{
@@ -263,10 +262,10 @@ func readPassword(r io.Reader) (string, error) {
 }
 
 // readPasswordHash reads a password from the first line of r and hashes it.
-func readPasswordHash(r io.Reader) ([]byte, error) {
+func readPasswordHash(r io.Reader) (string, error) {
 	pw, err := readPassword(r)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	return passwd.Hash(pw, 0)
+	return domain.HashPassword(pw)
 }

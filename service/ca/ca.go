@@ -3,10 +3,10 @@
 // service in its PEM form (PEM, Parse), that issues short-lived client
 // certificates to agents and to the service's processes, and the relay's
 // server certificate. An agent's certificate names nothing but its
-// endpoint's ID (the subject's common name) and the generation of the
-// endpoint's setup keys it was paired with (the subject's serial number
-// attribute), so the relay can refuse the certificates of an endpoint
-// whose key was issued again. A process's certificate names the process
+// endpoint's ID and the generation of the endpoint's setup keys it was
+// paired with (tunnel.AgentSubject, which the agent checks too), so the
+// relay can refuse the certificates of an endpoint whose key was issued
+// again. A process's certificate names the process
 // (common name) under the organizational unit ProcessUnit; processes show
 // it to each other's relays to reach the agents connected there.
 package ca
@@ -16,26 +16,22 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/base64"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"math/big"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
+
+	"ferry/tunnel"
 )
 
-// Names and lifetimes.
+// Lifetimes.
 const (
-	// RelayName is the DNS name in the relay's certificate; agents check
-	// it whatever address they reach the relay by.
-	RelayName = "ferry-relay"
 	// Lifetime is how long an issued certificate lasts; the relay renews
 	// an agent's once half of it has passed.
 	Lifetime     = 30 * 24 * time.Hour
@@ -93,21 +89,21 @@ func Generate() (*CA, error) {
 // PEM is the CA's certificate and then its private key, in PEM; it is
 // secret.
 func (c *CA) PEM() []byte {
-	key, err := KeyPEM(c.key)
+	key, err := tunnel.KeyPEM(c.key)
 	if err != nil {
 		panic(err) // a P-256 key always marshals
 	}
-	return append(CertPEM(c.cert.Raw), key...)
+	return append(tunnel.CertPEM(c.cert.Raw), key...)
 }
 
 // Parse reads a CA written by PEM.
 func Parse(b []byte) (*CA, error) {
-	cert, err := ParseCertPEM(b)
+	cert, err := tunnel.ParseCertPEM(b)
 	if err != nil {
 		return nil, fmt.Errorf("ca: %w", err)
 	}
 	_, rest := pem.Decode(b)
-	key, err := ParseKeyPEM(rest)
+	key, err := tunnel.ParseKeyPEM(rest)
 	if err != nil {
 		return nil, fmt.Errorf("ca: %w", err)
 	}
@@ -158,15 +154,8 @@ func (c *CA) Certificate() *x509.Certificate { return c.cert }
 // Pool holds the CA's certificate, to verify what it issued.
 func (c *CA) Pool() *x509.CertPool { return c.pool }
 
-// Pin is the CA's pin (see Pin).
-func (c *CA) Pin() string { return Pin(c.cert) }
-
-// Pin is the unpadded base64url SHA-256 of a certificate: setup keys carry
-// the CA's, so that an agent that has nothing else yet can trust the relay.
-func Pin(cert *x509.Certificate) string {
-	sum := sha256.Sum256(cert.Raw)
-	return base64.RawURLEncoding.EncodeToString(sum[:])
-}
+// Pin is the CA's pin (see tunnel.Pin).
+func (c *CA) Pin() string { return tunnel.Pin(c.cert) }
 
 func serial() *big.Int {
 	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
@@ -180,18 +169,9 @@ func (c *CA) IssueAgent(pub crypto.PublicKey, endpointID string, generation int6
 		return nil, errors.New("ca: no endpoint")
 	}
 	return c.issue(pub, &x509.Certificate{
-		Subject:     pkix.Name{CommonName: endpointID, SerialNumber: strconv.FormatInt(generation, 10)},
+		Subject:     tunnel.AgentSubject(endpointID, generation),
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	})
-}
-
-// Agent reads whom an agent's certificate, issued by IssueAgent, names.
-func Agent(cert *x509.Certificate) (endpointID string, generation int64, err error) {
-	generation, err = strconv.ParseInt(cert.Subject.SerialNumber, 10, 64)
-	if err != nil || cert.Subject.CommonName == "" {
-		return "", 0, errors.New("ca: not an agent's certificate")
-	}
-	return cert.Subject.CommonName, generation, nil
 }
 
 // IssueProcess certifies pub as the service process processID.
@@ -222,8 +202,8 @@ func (c *CA) Relay() (tls.Certificate, error) {
 		return tls.Certificate{}, err
 	}
 	cert, err := c.issue(&key.PublicKey, &x509.Certificate{
-		Subject:     pkix.Name{CommonName: RelayName},
-		DNSNames:    []string{RelayName},
+		Subject:     pkix.Name{CommonName: tunnel.RelayName},
+		DNSNames:    []string{tunnel.RelayName},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	})
 	if err != nil {
@@ -251,44 +231,4 @@ func (c *CA) issue(pub crypto.PublicKey, tmpl *x509.Certificate) (*x509.Certific
 // Renew reports whether cert is past half its life at now.
 func Renew(cert *x509.Certificate, now time.Time) bool {
 	return now.After(cert.NotBefore.Add(cert.NotAfter.Sub(cert.NotBefore) / 2))
-}
-
-// CertPEM encodes a DER certificate.
-func CertPEM(der []byte) []byte {
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-}
-
-// ParseCertPEM reads a PEM certificate.
-func ParseCertPEM(b []byte) (*x509.Certificate, error) {
-	blk, _ := pem.Decode(b)
-	if blk == nil || blk.Type != "CERTIFICATE" {
-		return nil, errors.New("no PEM certificate")
-	}
-	return x509.ParseCertificate(blk.Bytes)
-}
-
-// KeyPEM encodes a private key (PKCS #8).
-func KeyPEM(key *ecdsa.PrivateKey) ([]byte, error) {
-	der, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
-}
-
-// ParseKeyPEM reads a PEM ECDSA private key (PKCS #8).
-func ParseKeyPEM(b []byte) (*ecdsa.PrivateKey, error) {
-	blk, _ := pem.Decode(b)
-	if blk == nil || blk.Type != "PRIVATE KEY" {
-		return nil, errors.New("no PEM private key")
-	}
-	k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
-	if err != nil {
-		return nil, err
-	}
-	ek, ok := k.(*ecdsa.PrivateKey)
-	if !ok {
-		return nil, errors.New("not an ECDSA key")
-	}
-	return ek, nil
 }

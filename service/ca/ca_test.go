@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"ferry/tunnel"
 )
 
 // A CA survives its PEM form; an old CA directory (before the CA moved
@@ -33,8 +35,8 @@ func TestPEM(t *testing.T) {
 		pem  []byte
 	}{
 		{"junk", []byte("junk")},
-		{"no key", CertPEM(a.Certificate().Raw)},
-		{"another's key", append(CertPEM(a.Certificate().Raw), other.PEM()[len(CertPEM(other.Certificate().Raw)):]...)},
+		{"no key", tunnel.CertPEM(a.Certificate().Raw)},
+		{"another's key", append(tunnel.CertPEM(a.Certificate().Raw), other.PEM()[len(tunnel.CertPEM(other.Certificate().Raw)):]...)},
 	} {
 		if _, err := Parse(c.pem); err == nil {
 			t.Errorf("%s: parsed", c.name)
@@ -45,8 +47,8 @@ func TestPEM(t *testing.T) {
 	if _, err := LoadDir(dir); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("empty directory: %v, want fs.ErrNotExist", err)
 	}
-	keyPEM, _ := KeyPEM(a.key)
-	os.WriteFile(filepath.Join(dir, CertFile), CertPEM(a.Certificate().Raw), 0o644)
+	keyPEM, _ := tunnel.KeyPEM(a.key)
+	os.WriteFile(filepath.Join(dir, CertFile), tunnel.CertPEM(a.Certificate().Raw), 0o644)
 	os.WriteFile(filepath.Join(dir, KeyFile), keyPEM, 0o600)
 	if c, err := LoadDir(dir); err != nil || c.Pin() != a.Pin() {
 		t.Fatalf("LoadDir: %v", err)
@@ -73,7 +75,7 @@ func TestIssue(t *testing.T) {
 	if _, err := cert.Verify(x509.VerifyOptions{Roots: c.Pool()}); err == nil {
 		t.Fatal("an agent certificate verifies as a server's")
 	}
-	id, gen, err := Agent(cert)
+	id, gen, err := tunnel.ParseAgent(cert)
 	if err != nil || id != "ep-1" || gen != 3 {
 		t.Fatalf("Agent = %q, %d, %v", id, gen, err)
 	}
@@ -91,14 +93,14 @@ func TestIssue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := relay.Leaf.Verify(x509.VerifyOptions{Roots: c.Pool(), DNSName: RelayName}); err != nil {
+	if _, err := relay.Leaf.Verify(x509.VerifyOptions{Roots: c.Pool(), DNSName: tunnel.RelayName}); err != nil {
 		t.Fatalf("relay certificate: %v", err)
 	}
-	if _, _, err := Agent(relay.Leaf); err == nil {
+	if _, _, err := tunnel.ParseAgent(relay.Leaf); err == nil {
 		t.Fatal("the relay's certificate reads as an agent's")
 	}
 	ca, _ := x509.ParseCertificate(relay.Certificate[1])
-	if Pin(ca) != c.Pin() {
+	if tunnel.Pin(ca) != c.Pin() {
 		t.Fatal("the relay's chain lacks the CA")
 	}
 
@@ -113,7 +115,7 @@ func TestIssue(t *testing.T) {
 	if id, err := Process(proc); err != nil || id != "host:42" {
 		t.Fatalf("Process = %q, %v", id, err)
 	}
-	if _, _, err := Agent(proc); err == nil {
+	if _, _, err := tunnel.ParseAgent(proc); err == nil {
 		t.Fatal("a process's certificate reads as an agent's")
 	}
 	for _, other := range []*x509.Certificate{cert, relay.Leaf} {

@@ -231,7 +231,7 @@ func (m *Mesh) peer(ctx context.Context, p domain.Process, req tunnel.PeerReques
 		MinVersion:           tls.VersionTLS13,
 		NextProtos:           []string{tunnel.ProtoPeer},
 		RootCAs:              m.CA.Pool(),
-		ServerName:           ca.RelayName,
+		ServerName:           tunnel.RelayName,
 		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return m.clientCert() },
 		Time:                 m.now,
 	})

@@ -383,7 +383,7 @@ func (r *Relay) tunnel(tc *tls.Conn) {
 		return
 	}
 	leaf := certs[0]
-	id, gen, err := ca.Agent(leaf)
+	id, gen, err := tunnel.ParseAgent(leaf)
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
 		err = r.check(ctx, id, gen)

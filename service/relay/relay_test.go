@@ -260,7 +260,7 @@ func TestRenewal(t *testing.T) {
 	}
 	certOf := func() *x509.Certificate {
 		b, _ := os.ReadFile(filepath.Join(dir, agent.CertFile))
-		c, err := ca.ParseCertPEM(b)
+		c, err := tunnel.ParseCertPEM(b)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -275,7 +275,7 @@ func TestRenewal(t *testing.T) {
 			t.Fatal("the agent's certificate was not renewed")
 		}
 	}
-	if id, _, err := ca.Agent(certOf()); err != nil || id != ep.ID {
+	if id, _, err := tunnel.ParseAgent(certOf()); err != nil || id != ep.ID {
 		t.Fatalf("renewed certificate names %q (%v)", id, err)
 	}
 }
@@ -503,7 +503,7 @@ func TestPeers(t *testing.T) {
 				t.Fatal(err)
 			}
 			tc := tls.Client(raw, &tls.Config{NextProtos: []string{tunnel.ProtoPeer}, RootCAs: e.ca.Pool(),
-				ServerName: ca.RelayName, Certificates: c.certs})
+				ServerName: tunnel.RelayName, Certificates: c.certs})
 			defer tc.Close()
 			tc.SetDeadline(time.Now().Add(5 * time.Second))
 			var reply tunnel.PeerReply
@@ -690,7 +690,7 @@ func TestOldAgentPassive(t *testing.T) {
 		t.Fatal(err)
 	}
 	tc, err := tls.Dial("tcp", strings.TrimPrefix(e.url, "tcp://"), &tls.Config{NextProtos: []string{tunnel.ProtoTunnel},
-		RootCAs: e.ca.Pool(), ServerName: ca.RelayName, Certificates: []tls.Certificate{cert}})
+		RootCAs: e.ca.Pool(), ServerName: tunnel.RelayName, Certificates: []tls.Certificate{cert}})
 	if err != nil {
 		t.Fatal(err)
 	}
