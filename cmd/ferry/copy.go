@@ -196,7 +196,8 @@ func parsePlace(s, proxy string) (place, error) {
 	}
 	shown := gridftp.Redact(s) // the place as errors name it
 	u, err := gridftp.Parse(s)
-	if se := (*gridftp.SchemeError)(nil); errors.As(err, &se) {
+	var se *gridftp.SchemeError
+	if errors.As(err, &se) {
 		return place{}, fmt.Errorf("%s: %w, or a local path", shown, err)
 	}
 	if err != nil {
