@@ -137,10 +137,13 @@ func serverURI(sv api.Server) (string, error) {
 	const want = "want ftp://host:port or gsiftp://host:port"
 	named := cmp.Or(sv.URI, sv.Hostname)
 	u := gridftp.URL{Scheme: cmp.Or(sv.Scheme, gridftp.FTP), Host: sv.Hostname, Port: strconv.Itoa(sv.Port)}
-	err := u.Check()
-	if sv.URI != "" {
+	var err error
+	if sv.URI == "" {
+		err = u.Check()
+	} else {
 		u, err = gridftp.Parse(sv.URI)
-		if err == nil && (u.User != nil || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.Fragment != "") || errors.Is(err, gridftp.ErrNotURL) {
+		more := u.User != nil || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.Fragment != ""
+		if errors.Is(err, gridftp.ErrNotURL) || more {
 			return "", domain.Errorf(domain.EInvalid, "server %q is not a server's URL: %s", sv.URI, want)
 		}
 	}
