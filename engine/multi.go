@@ -12,10 +12,11 @@ import (
 	"sync"
 	"time"
 
+	"ferry/gridftp"
 	"ferry/gridftp/client"
+	"ferry/gridftp/multicast"
 	"ferry/internal/partname"
 	"ferry/internal/synclevel"
-	"ferry/stack/forward"
 )
 
 // A copy to many destinations (CopyMany) runs in two passes.
@@ -274,7 +275,7 @@ func (m *multi) probe(ctx context.Context) {
 			}
 			defer c.Close()
 			names, _ := c.Feature("DISKSTACK")
-			m.probes[i] = probe{ok: true, rtt: c.RTT(), forward: offers(names, forward.Name) && reachable(t.Endpoint)}
+			m.probes[i] = probe{ok: true, rtt: c.RTT(), forward: offers(names, multicast.Name) && reachable(t.Endpoint)}
 		}()
 	}
 	wg.Wait()
@@ -332,7 +333,7 @@ func (m *multi) planTree() {
 		}
 		bad := -1
 		for _, cc := range []int{large, small} {
-			inner := forward.Inner(urls, cc)
+			inner := multicast.Inner(urls, cc)
 			for j, k := range kids {
 				if inner[j] && !m.probes[k].forward {
 					bad = j
@@ -873,14 +874,14 @@ func (f *fanout) stack(src, dst string, size int64, p int) string {
 	for _, j := range live {
 		urls = append(urls, f.url(j, dst))
 	}
-	inner := forward.Inner(urls, cc)
+	inner := multicast.Inner(urls, cc)
 	for n := range urls {
 		if inner[n] {
-			urls[n] += fmt.Sprintf("?cc=%d;P=%d", cc, max(p, 1))
+			urls[n] = multicast.WithOptions(urls[n], cc, p)
 		}
 	}
 	// A relay renames its child's copy once checked: the engine cannot.
-	return forward.Options{URLs: urls, CC: cc, P: max(p, 1), LocalWrite: !f.relay, Part: f.relay && !f.inPlace}.Spec()
+	return multicast.Options{URLs: urls, CC: cc, P: max(p, 1), LocalWrite: !f.relay, Part: f.relay && !f.inPlace}.Spec()
 }
 
 // url is where kid j receives the file the head receives at dst: a
@@ -888,10 +889,11 @@ func (f *fanout) stack(src, dst string, size int64, p int) string {
 // credential delegated to it.
 func (f *fanout) url(j int, dst string) string {
 	e := f.kids[j].target.Endpoint
-	u := url.URL{Scheme: "ftp", Host: e.Addr, Path: f.kidPath(j, dst)}
+	host, port, _ := net.SplitHostPort(e.Addr)
+	u := gridftp.URL{Scheme: gridftp.FTP, Host: host, Port: port, Path: f.kidPath(j, dst)}
 	switch g, ok := e.Auth.(client.GSILogin); {
 	case ok:
-		u.Scheme = "gsiftp"
+		u.Scheme = gridftp.GSIFTP
 		if g.User != "" {
 			u.User = url.User(g.User)
 		}
@@ -903,7 +905,7 @@ func (f *fanout) url(j int, dst string) string {
 
 // kidPath is where kid j writes the file the head receives at dst: the
 // temporary name of its place there (dstOf), unless in place or behind a
-// relay, which writes under the temporary name itself (forward.Options.Part).
+// relay, which writes under the temporary name itself (multicast.Options.Part).
 func (f *fanout) kidPath(j int, dst string) string {
 	if f.inPlace || f.relay {
 		return f.dstOf(j, dst)
@@ -931,7 +933,7 @@ func (f *fanout) dstOf(j int, dst string) string {
 // its reply err, and leaves them out of the files that follow. ok is
 // false when err is not such a report.
 func (f *fanout) failed(dst string, err error) bool {
-	names, ok := forward.Undelivered(err)
+	names, ok := multicast.Undelivered(err)
 	if !ok || f.relay {
 		return false // through a relay, the one destination failed: retry it
 	}
@@ -944,14 +946,14 @@ func (f *fanout) failed(dst string, err error) bool {
 	urls := make([]string, len(sent))
 	for p, j := range sent {
 		urls[p] = f.url(j, dst)
-		if slices.Contains(names, forward.Show(urls[p])) {
+		if slices.Contains(names, multicast.Show(urls[p])) {
 			f.missed[dst] = append(f.missed[dst], j)
 			if _, ok := f.dead[j]; !ok {
 				f.dead[j] = dst
 			}
 		}
 	}
-	for p, below := range forward.Below(urls, f.ccOf[dst]) {
+	for p, below := range multicast.Below(urls, f.ccOf[dst]) {
 		if !slices.Contains(f.missed[dst], sent[p]) {
 			continue
 		}

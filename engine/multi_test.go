@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"ferry/engine"
+	"ferry/gridftp/multicast"
 	"ferry/internal/partname"
 	"ferry/stack"
 	"ferry/stack/forward"
@@ -356,10 +357,10 @@ func TestCopyManyPollutedHop(t *testing.T) {
 	hop := startEndpointLn(t, "", nil, func(ln net.Listener) net.Listener { return slowUSER{ln} })
 	reg := stack.Kinds()
 	polluting := stack.Kind{Filter: func(e stack.Entry, env stack.Env) (stack.Filter, error) {
-		f, err := forward.Kinds()[forward.Name].Filter(e, env)
+		f, err := forward.Kinds()[multicast.Name].Filter(e, env)
 		return polluter{Filter: f, flipped: &flipped}, err
 	}}
-	reg[forward.Name], reg[forward.Alias] = polluting, polluting
+	reg[multicast.Name], reg[multicast.Alias] = polluting, polluting
 	hop.srv.Layers = reg
 	leaf := startEndpoint(t, "", nil)
 	o := fastOptions()

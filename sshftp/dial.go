@@ -13,9 +13,6 @@ import (
 	"time"
 )
 
-// DefaultPort is the port of an sshftp:// URL that names none.
-const DefaultPort = 22
-
 // DefaultRemote is the remote command when none is configured: the same
 // lookup as GCT's gridftp-ssh, so that a host set up for globus-url-copy
 // (an executable ~/.globus/sshftp or /etc/grid-security/sshftp that starts

@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -197,38 +196,18 @@ func parsePlace(s, proxy string) (place, error) {
 		return place{local: filepath.Dir(abs), path: "/" + filepath.Base(abs)}, nil
 	}
 	shown := gridftp.Redact(s) // the place as errors name it
-	u, err := url.Parse(s)
+	u, err := gridftp.Parse(s)
+	var se *gridftp.SchemeError
+	if errors.As(err, &se) {
+		return place{}, fmt.Errorf("%s: %w, or a local path", shown, err)
+	}
 	if err != nil {
-		// Unwrapped: a *url.Error names the URL, password and all.
-		return place{}, fmt.Errorf("%q is not a URL: %v", shown, errors.Unwrap(err))
+		return place{}, fmt.Errorf("%s: %w", shown, err)
 	}
-	port := ""
-	switch u.Scheme {
-	case "ftp":
-		port = "21"
-	case "gsiftp":
-		port = "2811"
-	case "sshftp":
-		port = strconv.Itoa(sshftp.DefaultPort)
-	default:
-		return place{}, fmt.Errorf("%s: unsupported scheme %q (want ftp://, gsiftp://, sshftp:// or a local path)", shown, u.Scheme)
-	}
-	if u.Hostname() == "" {
-		return place{}, fmt.Errorf("%s: no host", shown)
-	}
-	if u.Port() != "" {
-		port = u.Port()
-	}
-	p := u.Path
-	if p == "" {
-		p = "/"
-	}
-	ep := engine.Endpoint{Addr: net.JoinHostPort(u.Hostname(), port)}
-	if u.User != nil {
-		ep.User = u.User.Username()
-		ep.Password, _ = u.User.Password()
-	}
-	if u.Scheme == "sshftp" {
+	p := cmp.Or(u.Path, "/")
+	ep := engine.Endpoint{Addr: u.Addr(), User: u.User.Username()}
+	ep.Password, _ = u.User.Password()
+	if u.SSH() {
 		// The user is ssh's; the session on the far side accepts any
 		// login, and logs in anonymously as globus-url-copy's does.
 		if ep.Password != "" {
@@ -237,8 +216,8 @@ func parsePlace(s, proxy string) (place, error) {
 		ep.Dial = sshDialer(ep.User, os.Getenv).Dial
 		ep.User, ep.Password = "", ""
 	}
-	if u.Scheme == "gsiftp" {
-		login, err := gridLogin(u.Hostname(), ep.User, proxy)
+	if u.GSI() {
+		login, err := gridLogin(u.Host, ep.User, proxy)
 		if err != nil {
 			return place{}, fmt.Errorf("%s: %w", shown, err)
 		}
@@ -343,7 +322,7 @@ func parseVia(flags []string) (map[string]engine.Endpoint, error) {
 			return nil, fmt.Errorf("--via: %w", err)
 		}
 		if _, _, err := net.SplitHostPort(host); err != nil {
-			host = net.JoinHostPort(host, "21")
+			host = net.JoinHostPort(host, gridftp.DefaultPort(gridftp.FTP))
 		}
 		routes[host] = pl.ep
 	}

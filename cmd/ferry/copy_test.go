@@ -172,13 +172,16 @@ func TestParsePlace(t *testing.T) {
 		{in: "/tmp/some/file", local: true, p: "/file"},
 		{in: "/tmp/some/dir/", local: true, p: "/"},
 		{in: "gsiftp://h/x", bad: "no grid proxy"},
-		{in: "http://h/x", bad: "unsupported scheme"},
+		{in: "http://h/x", bad: `scheme "http" is not supported: want ftp://, gsiftp:// or sshftp://, or a local path`},
 		{in: "ftp:///x", bad: "no host"},
+		{in: "ftp://h:99999/x", bad: "port 99999 is out of range (1 to 65535)"},
+		{in: "sshftp://[::1]/x", addr: "[::1]:22", p: "/x", ssh: true},
+		{in: "ftp://u:secret@h:x/", bad: "not a URL"},
 	} {
 		pl, err := parsePlace(tc.in, "")
 		if tc.bad != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.bad) {
-				t.Errorf("%s: error %v, want one saying %q", tc.in, err, tc.bad)
+			if err == nil || !strings.Contains(err.Error(), tc.bad) || strings.Contains(err.Error(), "secret") {
+				t.Errorf("%s: error %v, want one saying %q, without the password", tc.in, err, tc.bad)
 			}
 			continue
 		}

@@ -92,7 +92,9 @@ var allowed = map[string][]string{
 	"ferry/stack":          {"ferry/storage"},
 	"ferry/stack/popen":    {"ferry/stack", "ferry/storage"},
 	"ferry/stack/compress": {"ferry/stack"},
-	"ferry/stack/forward":  {"ferry/stack", "ferry/storage", "ferry/gridftp", "ferry/gridftp/client", "ferry/gsi", "ferry/gsi/gsilogin", "ferry/internal/partname"}, // gsiftp:// children; a relay child's temporary names
+	"ferry/stack/forward":  {"ferry/stack", "ferry/storage", "ferry/gridftp", "ferry/gridftp/client", "ferry/gridftp/multicast", "ferry/gsi", "ferry/gsi/gsilogin", "ferry/internal/partname"}, // gsiftp:// children; a relay child's temporary names
+	// The multicast layer's wire forms, which the engine shares: no server code.
+	"ferry/gridftp/multicast": {"ferry/gridftp", "ferry/stack"},
 	// Many-file layers: tar streams and checksum lists.
 	"ferry/stack/tarstream":    {"ferry/stack", "ferry/storage", "ferry/checksum", "ferry/internal/partname"},
 	"ferry/internal/partname":  {}, // the temporary names of files being written
@@ -109,7 +111,7 @@ var allowed = map[string][]string{
 	"ferry/sshftp":             {}, // GridFTP control channels over ssh: pipes as a net.Conn
 	"ferry/gsi":                {}, // GSI's PKI: credentials, proxies, chain checks, grid-mapfile
 	"ferry/gridftp/client":     {"ferry/gridftp", "ferry/gsi/gss"},
-	"ferry/engine":             {"ferry/gridftp", "ferry/gridftp/client", "ferry/stack/forward", "ferry/plural", "ferry/internal/partname", "ferry/internal/synclevel"}, // builds multicast trees
+	"ferry/engine":             {"ferry/gridftp", "ferry/gridftp/client", "ferry/gridftp/multicast", "ferry/plural", "ferry/internal/partname", "ferry/internal/synclevel"}, // builds multicast trees
 	"ferry/service/domain":     {"ferry/internal/synclevel"},
 	"ferry/service/secret":     {"ferry/service/domain"},
 
@@ -173,7 +175,8 @@ var exceptions = map[string][]string{
 	// Issue 32: the rules the HTTP handlers hold (activation, endpoint
 	// checks, credentials, rates, the connect relay) move to a service
 	// core that httpapi calls through interfaces of domain.
-	"ferry/service/httpapi": {"ferry/service/secret", "ferry/checksum", "ferry/tunnel", "ferry/netpolicy", "ferry/throttle", "ferry/gsi", "ferry/gsi/myproxy"},
+	// gridftp: an endpoint's server URLs (gridftp.URL), an endpoint check.
+	"ferry/service/httpapi": {"ferry/service/secret", "ferry/checksum", "ferry/tunnel", "ferry/netpolicy", "ferry/throttle", "ferry/gsi", "ferry/gsi/myproxy", "ferry/gridftp"},
 }
 
 // testHelper lists the packages of allowed that serve tests: no other

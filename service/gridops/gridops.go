@@ -11,13 +11,11 @@
 package gridops
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/url"
 	"path"
 	"strings"
 	"sync"
@@ -100,18 +98,17 @@ func Servers(ep domain.Endpoint, agents domain.Agents, nets *netpolicy.Policy) (
 
 // addrs are the host:port addresses of ep's servers, in order.
 func addrs(ep domain.Endpoint) ([]string, error) {
-	scheme, port := "ftp", "21" // as ftp:// URLs say, and as ferry copy reads them
+	scheme := gridftp.FTP // as ftp:// URLs say, and as ferry copy reads them
 	if ep.Auth == domain.AuthGSI {
-		scheme, port = "gsiftp", "2811"
+		scheme = gridftp.GSIFTP
 	}
 	var out []string
 	for _, s := range ep.Servers {
-		u, err := url.Parse(s)
-		if err != nil || u.Scheme != scheme || u.Host == "" || u.User != nil {
+		u, err := gridftp.Parse(s)
+		if err != nil || u.Scheme != scheme || u.User != nil {
 			return nil, domain.Errorf(domain.EInvalid, "endpoint %s: server %q: want %s://host:port", ep.DisplayName(), s, scheme)
 		}
-		port := cmp.Or(u.Port(), port)
-		out = append(out, net.JoinHostPort(u.Hostname(), port))
+		out = append(out, u.Addr())
 	}
 	if len(out) == 0 {
 		return nil, domain.Errorf(domain.EUnavailable, "endpoint %s has no servers", ep.DisplayName())

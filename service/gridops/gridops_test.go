@@ -66,6 +66,8 @@ func TestCheck(t *testing.T) {
 		{"no servers", nil, domain.AuthPassword, alice, domain.EUnavailable},
 		{"not an ftp URL", []string{"http://example.org/"}, domain.AuthPassword, alice, domain.EInvalid},
 		{"credentials in the URL", []string{strings.Replace(url, "ftp://", "ftp://u:p@", 1)}, domain.AuthPassword, alice, domain.EInvalid},
+		{"no host (the port of a server here)", []string{"ftp://:" + url[strings.LastIndex(url, ":")+1:]}, domain.AuthPassword, alice, domain.EInvalid},
+		{"a gsiftp:// server of a password endpoint", []string{strings.Replace(url, "ftp://", "gsiftp://", 1)}, domain.AuthPassword, alice, domain.EInvalid},
 		{"control characters in the login", []string{url}, domain.AuthPassword, domain.Login{User: "alice\r\nDELE /x", Password: "secret"}, domain.EInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,14 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"ferry/gridftp"
 	"ferry/gsi"
 	"ferry/service/api"
 	"ferry/service/domain"
@@ -121,15 +120,12 @@ func (s *Server) endpointDoc(r *http.Request, c *call, ep domain.Endpoint) (api.
 // serverDoc describes a server URL the store holds (ftp://host:port).
 func serverDoc(uri string) api.Server {
 	d := api.Server{DataType: "server", URI: uri}
-	if u, err := url.Parse(uri); err == nil {
-		d.Scheme, d.Hostname = u.Scheme, u.Hostname()
-		d.Port, _ = strconv.Atoi(u.Port())
+	if u, err := gridftp.Parse(uri); err == nil {
+		d.Scheme, d.Hostname = u.Scheme, u.Host
+		d.Port, _ = strconv.Atoi(u.Port)
 	}
 	return d
 }
-
-// defaultPorts are the ports of server URLs that name none.
-var defaultPorts = map[string]string{"ftp": "21", "gsiftp": "2811"}
 
 // serverURI checks a server of a request and writes it as the store keeps
 // it: ftp://host:port, or gsiftp://host:port for a GSI server. Its
@@ -138,38 +134,48 @@ func serverURI(sv api.Server) (string, error) {
 	if err := dataType(sv.DataType, "server"); err != nil {
 		return "", err
 	}
-	scheme, host, port := cmp.Or(sv.Scheme, "ftp"), sv.Hostname, sv.Port
-	if sv.URI != "" {
-		u, err := url.Parse(sv.URI)
-		if err != nil || u.User != nil || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
-			return "", domain.Errorf(domain.EInvalid, "server %q is not a server's URL: want ftp://host:port or gsiftp://host:port", sv.URI)
-		}
-		scheme, host = u.Scheme, u.Hostname()
-		if port, err = strconv.Atoi(cmp.Or(u.Port(), defaultPorts[scheme], "21")); err != nil {
-			return "", domain.Errorf(domain.EInvalid, "server %q: its port is not a number", sv.URI)
-		}
-	}
+	const want = "want ftp://host:port or gsiftp://host:port"
 	named := cmp.Or(sv.URI, sv.Hostname)
-	switch {
-	case defaultPorts[scheme] == "":
-		return "", domain.Errorf(domain.EInvalid, "server %q: scheme %q is not supported: want ftp://host:port or gsiftp://host:port", named, scheme)
-	case host == "" || strings.ContainsAny(host, "/@?#% "):
-		return "", domain.Errorf(domain.EInvalid, "server %q names no host: want ftp://host:port or gsiftp://host:port", named)
-	case port < 1 || port > 65535:
-		return "", domain.Errorf(domain.EInvalid, "server %q: port %d is out of range (1 to 65535)", named, port)
+	u := gridftp.URL{Scheme: cmp.Or(sv.Scheme, gridftp.FTP), Host: sv.Hostname, Port: strconv.Itoa(sv.Port)}
+	var err error
+	if sv.URI == "" {
+		err = u.Check()
+	} else {
+		u, err = gridftp.Parse(sv.URI)
+		more := u.User != nil || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.Fragment != ""
+		if errors.Is(err, gridftp.ErrNotURL) || more {
+			return "", domain.Errorf(domain.EInvalid, "server %q is not a server's URL: %s", sv.URI, want)
+		}
 	}
-	return scheme + "://" + net.JoinHostPort(host, strconv.Itoa(port)), nil
+	var se *gridftp.SchemeError
+	switch {
+	case errors.As(err, &se):
+		return "", domain.Errorf(domain.EInvalid, "server %q: scheme %q is not supported: %s", named, se.Scheme, want)
+	case err == nil && u.SSH():
+		return "", domain.Errorf(domain.EInvalid, "server %q: scheme %q is not supported: %s", named, u.Scheme, want)
+	case errors.Is(err, gridftp.ErrNoHost) || strings.ContainsAny(u.Host, "/@?#% "):
+		return "", domain.Errorf(domain.EInvalid, "server %q names no host: %s", named, want)
+	case err != nil:
+		return "", domain.Errorf(domain.EInvalid, "server %q: %v", named, err)
+	}
+	return u.Server(), nil
+}
+
+// gsiServer reports a gsiftp:// server (as serverURI writes it), which
+// takes grid credentials.
+func gsiServer(uri string) bool {
+	u, err := gridftp.Parse(uri)
+	return err == nil && u.GSI()
 }
 
 // checkGSI refuses an endpoint whose auth method and servers disagree: a
 // gsi endpoint's servers are gsiftp:// ones, and only a gsi endpoint's.
 func checkGSI(ep domain.Endpoint) error {
 	for _, sv := range ep.Servers {
-		gsiftp := strings.HasPrefix(sv, "gsiftp://")
-		switch {
-		case ep.Auth == domain.AuthGSI && !gsiftp:
+		switch gsi := gsiServer(sv); {
+		case ep.Auth == domain.AuthGSI && !gsi:
 			return domain.Errorf(domain.EInvalid, "server %s: a %s endpoint's servers are gsiftp://host:port", sv, domain.AuthGSI)
-		case ep.Auth != domain.AuthGSI && gsiftp:
+		case ep.Auth != domain.AuthGSI && gsi:
 			return domain.Errorf(domain.EInvalid, "server %s: a gsiftp:// server takes grid credentials: the endpoint's auth method must be %s", sv, domain.AuthGSI)
 		}
 	}
@@ -186,12 +192,12 @@ const resolveWithin = 5 * time.Second
 // the network policy refuses, or whose name resolves to one.
 func (s *Server) checkServers(ctx context.Context, servers []string) error {
 	for _, sv := range servers {
-		u, err := url.Parse(sv)
+		u, err := gridftp.Parse(sv)
 		if err != nil {
 			return err
 		}
 		lctx, cancel := context.WithTimeout(ctx, resolveWithin)
-		err = s.Networks.CheckHost(lctx, u.Hostname())
+		err = s.Networks.CheckHost(lctx, u.Host)
 		cancel()
 		if err != nil {
 			return domain.Errorf(domain.EInvalid, "server %s: %v", sv, err)
@@ -357,7 +363,7 @@ func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request, c *call)
 	if err := applySpec(&ep, spec); err != nil {
 		return err
 	}
-	if spec.AuthMethod == nil && len(ep.Servers) > 0 && strings.HasPrefix(ep.Servers[0], "gsiftp://") {
+	if spec.AuthMethod == nil && len(ep.Servers) > 0 && gsiServer(ep.Servers[0]) {
 		ep.Auth = domain.AuthGSI // gsiftp:// servers take grid credentials
 	}
 	if err := s.applyVia(r, c, &ep, spec); err != nil {

@@ -16,8 +16,9 @@
 // under its temporary name (internal/partname) and the hop renames it over
 // its name once the copy is checked, so that it never bears its name short
 // (a relay's child, which the relay's client cannot reach to rename).
-// Children are planned front-first as GCT does (plan), and told their
-// subtree in GCT's encoding, so that a GCT server can be a child.
+// Children are planned front-first as GCT does, and told their subtree in
+// GCT's encoding, so that a GCT server can be a child. These wire forms,
+// which a client that builds trees shares, are package gridftp/multicast's.
 //
 // Unlike GCT, a hop puts the blocks in order (a bounded window of blocks
 // ahead of a gap, as the ordering layer does) before it sends them on,

@@ -20,6 +20,7 @@ import (
 
 	"ferry/gridftp"
 	"ferry/gridftp/client"
+	"ferry/gridftp/multicast"
 	"ferry/gridftp/server"
 	"ferry/gridftp/server/servertest"
 	"ferry/stack"
@@ -70,9 +71,9 @@ func mcStack(opts string, urls ...string) string {
 	b.WriteString(opts)
 	b.WriteString(";urls=")
 	for _, u := range urls {
-		b.WriteString("#" + encode(u))
+		b.WriteString("#" + multicast.Encode(u))
 	}
-	return "file," + Name + ":" + encode(b.String())
+	return "file," + multicast.Name + ":" + multicast.Encode(b.String())
 }
 
 func payload(n int) []byte {
@@ -205,7 +206,7 @@ func names(t *testing.T, err error, want ...string) {
 	t.Helper()
 	text := shown(t, err)
 	var got []string
-	_, list, ok := strings.Cut(text, marker)
+	_, list, ok := strings.Cut(text, multicast.Marker)
 	if !ok {
 		t.Fatalf("no failure report in the reply:\n%s", text)
 	}
@@ -215,7 +216,7 @@ func names(t *testing.T, err error, want ...string) {
 		}
 	}
 	for i, u := range want {
-		want[i] = Show(u)
+		want[i] = multicast.Show(u)
 	}
 	slices.Sort(got)
 	slices.Sort(want)
@@ -305,7 +306,7 @@ func TestChildOutsideTargetPolicy(t *testing.T) {
 	t.Cleanup(func() { b.srv.Close() })
 	spec := mcStack("cc=1", b.url("f", ""))
 	text := shown(t, upload(t, a, spec, "f", bytes.NewReader(data), int64(len(data))))
-	if !strings.Contains(text, Show(b.url("f", ""))) {
+	if !strings.Contains(text, multicast.Show(b.url("f", ""))) {
 		t.Errorf("reply does not name the refused child:\n%s", text)
 	}
 	if b.srv.Sessions() != 0 || fileExists(filepath.Join(b.root, "f")) {

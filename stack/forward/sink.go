@@ -20,6 +20,7 @@ import (
 
 	"ferry/gridftp"
 	"ferry/gridftp/client"
+	"ferry/gridftp/multicast"
 	"ferry/gsi"
 	"ferry/gsi/gsilogin"
 	"ferry/internal/partname"
@@ -48,10 +49,6 @@ var ErrNotDelivered = errors.New("forward: the file did not reach every destinat
 // sent to it.
 var errCorrupt = errors.New("the copy's checksum differs from what was sent")
 
-// marker starts the lines of a failure report, which a parent reads from
-// its child's reply to learn which of that child's destinations failed.
-const marker = "Multicast: the file did not reach "
-
 // gmcToken starts GCT's failure report (GMC_ERROR_TOKEN): the lines after
 // it are the destinations that failed. A ferry parent reads it from a GCT
 // child's reply ("500-Command failed. : GMC_ERROR=", then a URL a line).
@@ -67,16 +64,16 @@ const gmcToken = "GMC_ERROR="
 
 // Kinds is the multicast layer under GCT's name and ferry's alias.
 func Kinds() stack.Registry {
-	return stack.Registry{Name: {Filter: newLayer}, Alias: {Filter: newLayer}}
+	return stack.Registry{multicast.Name: {Filter: newLayer}, multicast.Alias: {Filter: newLayer}}
 }
 
 type layer struct {
-	o   Options
+	o   multicast.Options
 	env stack.Env
 }
 
 func newLayer(e stack.Entry, env stack.Env) (stack.Filter, error) {
-	o, err := ParseOptions(e)
+	o, err := multicast.ParseOptions(e)
 	if err != nil {
 		return nil, err
 	}
@@ -87,8 +84,8 @@ func newLayer(e stack.Entry, env stack.Env) (stack.Filter, error) {
 		return nil, stack.Refuse(fmt.Sprintf("%s: this server connects to no other host.", e.Name))
 	}
 	for _, u := range o.URLs {
-		if h, _ := parseHop(u); h.grid() && env.Grid == nil {
-			return nil, stack.Refuse(fmt.Sprintf("%s: %s: gsiftp:// needs a GSI login that delegated a credential.", e.Name, Show(u)))
+		if h, _ := multicast.ParseHop(u); h.URL.GSI() && env.Grid == nil {
+			return nil, stack.Refuse(fmt.Sprintf("%s: %s: gsiftp:// needs a GSI login that delegated a credential.", e.Name, multicast.Show(u)))
 		}
 	}
 	return layer{o: o, env: env}, nil
@@ -118,9 +115,9 @@ func (l layer) WrapSink(ctx context.Context, t *stack.Transfer, below stack.Sink
 // that name, if there is one, stays as it was.
 func (l layer) DeferSink(ctx context.Context, t *stack.Transfer, open func() (stack.Sink, error)) (stack.Sink, error) {
 	if t.Flag&storage.Keep != 0 && len(l.o.URLs) > 0 {
-		return nil, fmt.Errorf("%s: %w", Name, stack.ErrNotSeekable) // children get a plain STOR
+		return nil, fmt.Errorf("%s: %w", multicast.Name, stack.ErrNotSeekable) // children get a plain STOR
 	}
-	plans := plan(l.o.URLs, l.o.CC)
+	plans := multicast.Plan(l.o.URLs, l.o.CC)
 	release, err := l.reserve(len(plans))
 	if err != nil {
 		return nil, err
@@ -157,8 +154,8 @@ func (l layer) DeferSink(ctx context.Context, t *stack.Transfer, open func() (st
 	s.room.L = &s.mu
 	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	for _, c := range plans {
-		h, _ := parseHop(c.URL) // checked by ParseOptions
-		k := &kid{plan: c, hop: h, part: l.o.Part && h.own.LocalWrite, p: l.o.P, blocks: s.blocks, q: make(chan *shared, QueueBlocks), dial: l.env.Dial, grid: l.env.Grid,
+		h, _ := multicast.ParseHop(c.URL) // checked by ParseOptions
+		k := &kid{plan: c, hop: h, part: l.o.Part && h.Own.LocalWrite, p: l.o.P, blocks: s.blocks, q: make(chan *shared, QueueBlocks), dial: l.env.Dial, grid: l.env.Grid,
 			dead: make(chan struct{}), done: make(chan struct{}), eof: s.eof, aborted: s.aborted, sent: &s.sent, log: log}
 		s.kids = append(s.kids, k)
 		go k.run(ctx)
@@ -473,23 +470,21 @@ func (s *sink) report() error {
 	var failed []string
 	for _, k := range s.kids {
 		if names, err := k.failed(); err != nil {
-			s.log.Info("forward: child failed", "url", Show(k.plan.URL), "err", err)
+			s.log.Info("forward: child failed", "url", multicast.Show(k.plan.URL), "err", err)
 			failed = append(failed, names...)
 		}
 	}
 	if len(failed) == 0 {
 		return nil
 	}
-	lines := []string{fmt.Sprintf("%s%d of its destinations:", marker, len(failed))}
-	lines = append(lines, failed...)
-	return &stack.ShownError{Text: strings.Join(lines, "\n"), Err: ErrNotDelivered}
+	return &stack.ShownError{Text: multicast.Report(failed), Err: ErrNotDelivered}
 }
 
 // kid is one direct child: its connection, its queue, how it fared.
 type kid struct {
-	plan    child
-	hop     hop
-	part    bool                  // it writes under its temporary name, renamed once checked (Options.Part)
+	plan    multicast.Child
+	hop     multicast.Hop
+	part    bool                  // it writes under its temporary name, renamed once checked (multicast.Options.Part)
 	dial    client.DialFunc       // the session's, under the server's target policy: control and data
 	grid    *stack.GridCredential // for gsiftp:// children
 	p       int
@@ -535,7 +530,7 @@ func (k *kid) run(ctx context.Context) {
 func (k *kid) transfer(ctx context.Context) (named []string, err error) {
 	sctx, cancel := context.WithTimeout(ctx, SetupTimeout)
 	defer cancel()
-	c, err := client.DialWith(sctx, k.dial, k.hop.addr())
+	c, err := client.DialWith(sctx, k.dial, k.hop.URL.Addr())
 	if err != nil {
 		return nil, err
 	}
@@ -560,14 +555,14 @@ func (k *kid) transfer(ctx context.Context) (named []string, err error) {
 			return nil, err // the child's own copy failed, or it said nothing of its subtree
 		}
 	}
-	if k.hop.own.LocalWrite {
+	if k.hop.Own.LocalWrite {
 		if verr := k.verify(ctx, c); verr != nil {
-			return append([]string{Show(k.plan.URL)}, named...), verr
+			return append([]string{multicast.Show(k.plan.URL)}, named...), verr
 		}
 	}
 	if k.part {
 		if rerr := c.Rename(ctx, k.path(), k.hop.URL.Path); rerr != nil {
-			return append([]string{Show(k.plan.URL)}, named...), fmt.Errorf("rename from its temporary name: %w", rerr)
+			return append([]string{multicast.Show(k.plan.URL)}, named...), fmt.Errorf("rename from its temporary name: %w", rerr)
 		}
 	}
 	return named, err
@@ -602,9 +597,9 @@ func (k *kid) dialData(ctx context.Context, network, addr string) (net.Conn, err
 // anonymously.
 func (k *kid) login(ctx context.Context, c *client.Conn) error {
 	user := k.hop.URL.User.Username()
-	if k.hop.grid() {
+	if k.hop.URL.GSI() {
 		cred := &gsi.Credential{Chain: k.grid.Chain, Key: k.grid.Key}
-		return gsilogin.Verified(cred, k.grid.Verify, k.hop.URL.Hostname(), user).Authenticate(ctx, c)
+		return gsilogin.Verified(cred, k.grid.Verify, k.hop.URL.Host, user).Authenticate(ctx, c)
 	}
 	pass, ok := k.hop.URL.User.Password()
 	if !ok {
@@ -628,8 +623,8 @@ func (k *kid) login(ctx context.Context, c *client.Conn) error {
 func (k *kid) setup(ctx context.Context, c *client.Conn) error {
 	var cmds []string
 	dir := path.Dir(k.hop.URL.Path)
-	probe := k.hop.own.LocalWrite && dir != "/" && dir != "."
-	if k.hop.own.LocalWrite {
+	probe := k.hop.Own.LocalWrite && dir != "/" && dir != "."
+	if k.hop.Own.LocalWrite {
 		if _, ok := c.Feature("CKSMLIVE"); ok {
 			cmds = append(cmds, "OPTS CKSM Live=MD5;")
 		}
@@ -637,7 +632,7 @@ func (k *kid) setup(ctx context.Context, c *client.Conn) error {
 	if probe {
 		cmds = append(cmds, "MLST "+dir)
 	}
-	_, errs, err := c.SetDiskStackThen(ctx, childStack(k.plan), cmds)
+	_, errs, err := c.SetDiskStackThen(ctx, k.plan.Stack(), cmds)
 	if err != nil {
 		return err
 	}
@@ -733,9 +728,9 @@ func (k *kid) failed() ([]string, error) {
 	if k.named != nil {
 		return k.named, k.err
 	}
-	all := []string{Show(k.plan.URL)}
+	all := []string{multicast.Show(k.plan.URL)}
 	for _, u := range k.plan.Sub {
-		all = append(all, Show(u))
+		all = append(all, multicast.Show(u))
 	}
 	return all, k.err
 }
@@ -751,20 +746,20 @@ func reported(err error, sub []string) []string {
 	}
 	ours := make([]string, len(sub))
 	for i, u := range sub {
-		ours[i] = Show(u)
+		ours[i] = multicast.Show(u)
 	}
 	var named []string
 	in := false
 	for _, l := range ge.Reply.Lines {
 		l = strings.TrimSpace(l)
 		if !in {
-			in = strings.HasPrefix(l, marker) || strings.Contains(l, gmcToken)
+			in = strings.HasPrefix(l, multicast.Marker) || strings.Contains(l, gmcToken)
 			continue
 		}
 		if l == "" || l == "End." {
 			continue
 		}
-		u := Show(l)
+		u := multicast.Show(l)
 		if !slices.Contains(ours, u) {
 			return nil
 		}

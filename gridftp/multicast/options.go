@@ -1,9 +1,8 @@
-package forward
+package multicast
 
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -12,7 +11,7 @@ import (
 	"ferry/stack"
 )
 
-// Names of the layer: GCT's, and ferry's alias.
+// Names of the layer in a stack: GCT's, and ferry's alias.
 const (
 	Name  = "gridftp_multicast"
 	Alias = "forward"
@@ -54,7 +53,7 @@ func ParseOptions(e stack.Entry) (Options, error) {
 		return Options{}, stack.Refuse(fmt.Sprintf("%s: local_write=n and no urls: nothing to write to.", e.Name))
 	}
 	for _, u := range o.URLs {
-		if _, err := parseHop(u); err != nil {
+		if _, err := ParseHop(u); err != nil {
 			return Options{}, stack.Refuse(fmt.Sprintf("%s: %v", e.Name, err))
 		}
 	}
@@ -110,55 +109,38 @@ func yes(v, k string) (bool, error) {
 	return false, fmt.Errorf("%s=%q: want y or n", k, v)
 }
 
-// hop is one destination: where to send, and its own options.
-type hop struct {
-	URL  *url.URL // without "?opts"
-	Opts string   // its "?opts" as given, for its own stack
-	own  Options  // Opts read
+// Hop is one destination: where to send, and its own options.
+type Hop struct {
+	URL gridftp.URL // without "?opts"
+	Own Options     // its "?opts" read
 }
 
-// parseHop reads "ftp://[user[:pass]@]host:port/path?opts", or
+// ParseHop reads "ftp://[user[:pass]@]host[:port]/path?opts", or
 // gsiftp:// (logged in with the session's delegated credential).
-func parseHop(raw string) (hop, error) {
+func ParseHop(raw string) (Hop, error) {
 	base, opts, _ := strings.Cut(raw, "?")
-	u, err := url.Parse(base)
-	if err != nil {
-		// Unwrapped: a *url.Error names the URL, password and all.
-		return hop{}, fmt.Errorf("destination %q: %v", Show(raw), errors.Unwrap(err))
+	u, err := gridftp.Parse(base)
+	if errors.Is(err, gridftp.ErrNotURL) {
+		return Hop{}, fmt.Errorf("destination %q: %v", Show(raw), err)
 	}
-	if (u.Scheme != "ftp" && u.Scheme != "gsiftp") || u.Host == "" || u.Path == "" {
-		return hop{}, fmt.Errorf("destination %q: want ftp://host:port/path or gsiftp://", Show(raw))
+	if err != nil || u.SSH() || u.Path == "" {
+		return Hop{}, fmt.Errorf("destination %q: want ftp://host:port/path or gsiftp://", Show(raw))
 	}
-	h := hop{URL: u, Opts: opts, own: Options{CC: DefaultCC, P: DefaultP, LocalWrite: true}}
+	h := Hop{URL: u, Own: Options{CC: DefaultCC, P: DefaultP, LocalWrite: true}}
 	for _, kv := range strings.Split(opts, ";") {
 		if kv == "" {
 			continue
 		}
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "urls" {
-			return hop{}, fmt.Errorf("destination %q: bad option %q", Show(raw), kv)
+			return Hop{}, fmt.Errorf("destination %q: bad option %q", Show(raw), kv)
 		}
-		if err := h.own.set(k, v); err != nil {
-			return hop{}, fmt.Errorf("destination %q: %v", Show(raw), err)
+		if err := h.Own.set(k, v); err != nil {
+			return Hop{}, fmt.Errorf("destination %q: %v", Show(raw), err)
 		}
 	}
 	return h, nil
 }
-
-// addr is the host:port to dial, port 21 (2811 for gsiftp://) when none
-// is given.
-func (h hop) addr() string {
-	switch {
-	case h.URL.Port() != "":
-		return h.URL.Host
-	case h.grid():
-		return net.JoinHostPort(h.URL.Hostname(), "2811")
-	}
-	return net.JoinHostPort(h.URL.Hostname(), "21")
-}
-
-// grid reports a gsiftp:// destination.
-func (h hop) grid() bool { return h.URL.Scheme == "gsiftp" }
 
 // Show is how a destination is named to users and in logs: without its
 // options and without a password (gridftp.Redact), in the form a ferry
@@ -171,28 +153,28 @@ func Show(raw string) string {
 	return gridftp.Redact(base)
 }
 
-// child is one direct child of a hop: its destination and the ones it
+// Child is one direct child of a hop: its destination and the ones it
 // forwards to in turn.
-type child struct {
+type Child struct {
 	URL string   // "url?opts"
 	Sub []string // its subtree, each "url?opts"
 }
 
-// plan splits urls among min(cc, len(urls)) direct children as GCT does:
+// Plan splits urls among min(cc, len(urls)) direct children as GCT does:
 // the first ones are the children; each then takes, in turn, up to
 // ceil(len(urls)/children) of the rest, so that the first children fill
 // up before the later ones get any.
-func plan(urls []string, cc int) []child {
+func Plan(urls []string, cc int) []Child {
 	k := min(cc, len(urls))
 	if k <= 0 {
 		return nil
 	}
 	each := (len(urls) + k - 1) / k
-	out := make([]child, k)
+	out := make([]Child, k)
 	rest := urls[k:]
 	for i := range out {
 		n := min(each, len(rest))
-		out[i] = child{URL: urls[i], Sub: rest[:n:n]}
+		out[i] = Child{URL: urls[i], Sub: rest[:n:n]}
 		rest = rest[n:]
 	}
 	return out
@@ -202,8 +184,9 @@ func plan(urls []string, cc int) []child {
 // (GMC_URL_ENC_CHAR), besides "%" and controls.
 const encChars = "#;:=+ ,"
 
-// encode %-encodes s as globus_url_string_hex_encode does with encChars.
-func encode(s string) string {
+// Encode %-encodes s as GCT's multicast driver and globus-url-copy -MC
+// do (globus_url_string_hex_encode with encChars).
+func Encode(s string) string {
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -216,14 +199,14 @@ func encode(s string) string {
 	return b.String()
 }
 
-// childStack is the SITE SETDISKSTACK a child is sent: GCT's
+// Stack is the SITE SETDISKSTACK c is sent: GCT's
 // "file,gridftp_multicast:" and, encoded once, "urls=#u1#u2;" (each URL
 // encoded once more) and the child's own options. A leaf that writes
 // gets plain "file": GCT sends it "file,gridftp_multicast:", which only a
 // server that offers the multicast driver accepts; any server can be
 // ferry's leaf.
-func childStack(c child) string {
-	if h, err := parseHop(c.URL); len(c.Sub) == 0 && err == nil && h.own.LocalWrite {
+func (c Child) Stack() string {
+	if h, err := ParseHop(c.URL); len(c.Sub) == 0 && err == nil && h.Own.LocalWrite {
 		return "file"
 	}
 	var body strings.Builder
@@ -231,12 +214,12 @@ func childStack(c child) string {
 		body.WriteString("urls=")
 		for _, u := range c.Sub {
 			body.WriteByte('#')
-			body.WriteString(encode(u))
+			body.WriteString(Encode(u))
 		}
 		body.WriteByte(';')
 	}
 	if _, opts, ok := strings.Cut(c.URL, "?"); ok {
 		body.WriteString(opts)
 	}
-	return "file," + Name + ":" + encode(body.String())
+	return "file," + Name + ":" + Encode(body.String())
 }

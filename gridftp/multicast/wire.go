@@ -1,4 +1,4 @@
-package forward
+package multicast
 
 import (
 	"errors"
@@ -12,6 +12,10 @@ import (
 // layer's wire forms: the stack that starts a tree, where the tree puts
 // each destination, and the failure report that names the destinations a
 // file did not reach.
+
+// Marker starts the lines of a failure report, which a parent reads from
+// its child's reply to learn which of that child's destinations failed.
+const Marker = "Multicast: the file did not reach "
 
 // Spec is the SITE SETDISKSTACK argument that makes a server write what
 // it receives (when o.LocalWrite) and forward it to o.URLs, each a
@@ -27,9 +31,16 @@ func (o Options) Spec() string {
 	}
 	body += "urls="
 	for _, u := range o.URLs {
-		body += "#" + encode(u)
+		body += "#" + Encode(u)
 	}
-	return "file," + Name + ":" + encode(body)
+	return "file," + Name + ":" + Encode(body)
+}
+
+// WithOptions is the destination url told to forward, as a hop, at
+// fan-out cc with p streams to each child: "url?cc=N;P=N", which
+// ParseHop reads back into Hop.Own.
+func WithOptions(url string, cc, p int) string {
+	return fmt.Sprintf("%s?cc=%d;P=%d", url, max(cc, 1), max(p, 1))
 }
 
 // Inner reports, for each of urls, whether the tree a hop plans for them
@@ -55,7 +66,7 @@ func Below(urls []string, cc int) [][]int {
 	}
 	var walk func([]string)
 	walk = func(us []string) {
-		for _, c := range plan(us, cc) {
+		for _, c := range Plan(us, cc) {
 			for _, u := range c.Sub {
 				below[at[c.URL]] = append(below[at[c.URL]], at[u])
 			}
@@ -64,6 +75,12 @@ func Below(urls []string, cc int) [][]int {
 	}
 	walk(urls)
 	return below
+}
+
+// Report is the failure report a hop gives in its reply: a Marker line,
+// then the destinations, as Show names them, that did not get the file.
+func Report(dests []string) string {
+	return fmt.Sprintf("%s%d of its destinations:\n%s", Marker, len(dests), strings.Join(dests, "\n"))
 }
 
 // Undelivered reads a failure report from err, a server's reply to a
@@ -81,7 +98,7 @@ func Undelivered(err error) (dests []string, ok bool) {
 			l = l[4:]
 		}
 		switch {
-		case strings.HasPrefix(l, marker):
+		case strings.HasPrefix(l, Marker):
 			ok = true
 		case ok && strings.Contains(l, "://"):
 			dests = append(dests, Show(l)) // a GCT child lists URLs as it was given them, passwords and all
