@@ -958,6 +958,15 @@ func (c *copier) progress(f *file, d int64) {
 	}
 	f.moved += d
 	c.mu.Unlock()
+	c.moved(f, d)
+}
+
+// moved tells the reporter that d bytes of f moved (or were taken back).
+func (c *copier) moved(f *file, d int64) {
+	if fp, ok := c.rep.(FileProgress); ok {
+		fp.FileProgress(f.src, d)
+		return
+	}
 	c.rep.Progress(d)
 }
 
@@ -1622,7 +1631,7 @@ func (c *copier) final(f *file, o Outcome, err error) {
 	default:
 	}
 	if back != 0 {
-		c.rep.Progress(-back)
+		c.moved(f, -back)
 	}
 	c.rep.Done(r)
 	if c.ways != nil {

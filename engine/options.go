@@ -241,6 +241,14 @@ type Reporter interface {
 	Done(FileResult)
 }
 
+// FileProgress is an optional interface of a Reporter: FileProgress is
+// called instead of Progress, with the source path of the file whose
+// bytes moved (or, negative, were taken back), so that the reporter can
+// store a file's bytes with its outcome.
+type FileProgress interface {
+	FileProgress(src string, delta int64)
+}
+
 // Result sums up a copy.
 type Result struct {
 	Files, Transferred, Skipped, Failed, Canceled int

@@ -39,6 +39,7 @@ type progress struct {
 	delta    domain.Counters // not yet flushed, but those of files
 	files    []domain.File
 	tied     []domain.Counters // of each of files, stored with it
+	moving   map[string]int64  // bytes of each file in delta (FileProgress)
 	events   []domain.Event
 	known    *recorded       // the stored records, a window of them
 	pending  map[string]bool // files (recKey) whose records are not yet stored
@@ -77,7 +78,7 @@ func newProgress(w *Worker, t domain.Task) *progress {
 	p := &progress{w: w, taskID: t.ID, kick: make(chan struct{}, 1), soon: make(chan struct{}, 1), total: t.Counters,
 		known: newRecorded(w.Store, t.ID), pending: map[string]bool{}, canceled: map[string]bool{},
 		lastEvent: w.now(), lastBytes: t.BytesTransferred,
-		restart: map[string]engine.Partial{}, stored: map[string]bool{}, partials: map[string]partialRec{},
+		restart: map[string]engine.Partial{}, stored: map[string]bool{}, partials: map[string]partialRec{}, moving: map[string]int64{},
 		faults: map[string]*faultGroup{}}
 	p.room.L = &p.mu
 	return p
@@ -358,6 +359,15 @@ func (p *progress) Progress(n int64) {
 	p.add(domain.Counters{BytesTransferred: n}, nil, nil)
 }
 
+// FileProgress is Progress of the bytes of the file src, which its record
+// takes with it if they are not stored before it ends.
+func (p *progress) FileProgress(src string, n int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.add(domain.Counters{BytesTransferred: n}, nil, nil)
+	p.moving[src] += n
+}
+
 // Fault counts a failure of one file that the engine retries.
 func (p *progress) Fault(path string, err error, retryIn time.Duration) {
 	p.fault(domain.EventFault, path, err, retryIn)
@@ -443,6 +453,8 @@ func (p *progress) Done(r engine.FileResult) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	f := domain.File{Src: r.Src, Dst: r.Dst, Size: r.Size}
+	moving := p.moving[r.Src]
+	delete(p.moving, r.Src)
 	var uncounted int64
 	pt, ok := p.restart[r.Src]
 	switch {
@@ -471,7 +483,7 @@ func (p *progress) Done(r engine.FileResult) {
 		// a tar member's, reported as it ended) are stored with its
 		// record: stored without it, a crash would leave them counted
 		// and the file to count again.
-		if m := min(r.Moved, r.Size, p.delta.BytesTransferred); m > 0 && r.Moved == r.Size {
+		if m := min(moving, p.delta.BytesTransferred); m > 0 {
 			p.delta.BytesTransferred -= m
 			p.tied[len(p.tied)-1].BytesTransferred += m
 		}
@@ -707,6 +719,7 @@ func (p *progress) flushing(ctx context.Context, all bool) error {
 		nx := min(len(p.deletions), maxBatchFiles)
 		p.tellDeleted()
 		untied, tied := p.delta, p.tied[:n:n]
+		clear(p.moving) // their bytes are in untied
 		b := domain.Batch{Delta: untied, Files: p.files[:n:n], DestFiles: p.destFiles[:nd:nd], Deletions: p.deletions[:nx:nx], Events: p.events}
 		for _, d := range tied {
 			b.Delta.Add(d)
