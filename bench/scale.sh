@@ -336,6 +336,17 @@ service() {
 	"$FERRY" endpoint add dst --server "ftp://127.0.0.1:$P_DST" >>"$LOG/cli.log"
 }
 
+# end_row: stop the first-transfer poller and the RSS watch of a row; set
+# ttfb (s, "-" if none came).
+end_row() {
+	kill "$poller" 2>/dev/null || true
+	wait "$poller" 2>/dev/null || true
+	unwatch
+	ttfb=-
+	[[ -s $TMP/ttfb ]] && ttfb=$(<"$TMP/ttfb")
+	rm -f "$TMP/ttfb"
+}
+
 # web_page ID: the API calls the web app's task page makes at each refresh
 # (web/assets/activity.js: the task, its events, the first page of its
 # transferred and of its failed files), with the CLI's token.
@@ -373,12 +384,7 @@ for tree in "${TREES[@]}"; do
 		first_transfer "$P_MET" "$t0" "$TMP/ttfb" &
 		poller=$!
 		timed "synth-$n-copy" "$FERRY" copy -r "ftp://127.0.0.1:$P_SRC/" "ftp://127.0.0.1:$P_DST/out/"
-		kill "$poller" 2>/dev/null || true
-		wait "$poller" 2>/dev/null || true
-		unwatch
-		ttfb=-
-		[[ -s $TMP/ttfb ]] && ttfb=$(<"$TMP/ttfb")
-		rm -f "$TMP/ttfb"
+		end_row
 		grep -E '^[0-9]+ files?:|^settings:' "$LOG/synth-$n-copy.out" | sed 's/^/  /' || true
 		if [[ $RC == 0 ]] && summary_ok "$n" "synth-$n-copy"; then
 			row "$label" "ferry copy → sink" "$n" "$WALL" "$ttfb" "$CLIENT_MB" "$(peak "$PID_fsrc")" "$(peak "$PID_fdst")" - - ""
@@ -459,12 +465,7 @@ for tree in "${TREES[@]}"; do
 		kill "$shower" 2>/dev/null || true
 		wait "$shower" 2>/dev/null || true
 	fi
-	kill "$poller" 2>/dev/null || true
-	wait "$poller" 2>/dev/null || true
-	unwatch
-	ttfb=-
-	[[ -s $TMP/ttfb ]] && ttfb=$(<"$TMP/ttfb")
-	rm -f "$TMP/ttfb"
+	end_row
 	j=$("$FERRY" task show "$id" -F json 2>>"$LOG/cli.log" || echo '{}')
 	st=$(jq -r '.status // "?"' <<<"$j") done_files=$(jq -r '.files_transferred // 0' <<<"$j")
 	read -r show_med show_max show_n < <(awk '{print $1}' "$TMP/shows" | spread)
