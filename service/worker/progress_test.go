@@ -169,4 +169,17 @@ func TestCountersGoWithRecords(t *testing.T) {
 			t.Errorf("batch %d of %d records: counters %+v, want %+v", i, len(b.Files), b.Delta, want)
 		}
 	}
+
+	// A file whose bytes were stored before it ended takes none of
+	// another's with its record.
+	store.got = nil
+	p.FileProgress("/early", size)
+	if err := p.flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	p.FileProgress("/big", 1000)
+	p.Done(engine.FileResult{Src: "/early", Dst: "/early", Size: size, Outcome: engine.Transferred, Moved: size})
+	if got, want := p.tied[0], (domain.Counters{FilesTransferred: 1}); len(p.tied) != 1 || got != want || p.delta.BytesTransferred != 1000 {
+		t.Errorf("after /early ended: its record's counters %+v (want %+v), the others' %+v (want 1,000 bytes)", p.tied, want, p.delta)
+	}
 }
