@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -132,23 +133,8 @@ func TestCLILsHugeDirectory(t *testing.T) {
 	printed = make(chan struct{})
 	signal := printed
 	mu.Unlock()
-	cmd := s.command("ls", "ep:/big")
-	stdout, err := cmd.StdoutPipe()
+	got, err := printedLines(t, s.command("ls", "ep:/big"), func() { close(signal) })
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]int{}
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		if len(got) == 0 {
-			close(signal)
-		}
-		got[sc.Text()]++
-	}
-	if err := cmd.Wait(); err != nil {
 		t.Fatalf("ferry ls: %v", err)
 	}
 	mu.Lock()
@@ -161,12 +147,7 @@ func TestCLILsHugeDirectory(t *testing.T) {
 		t.Errorf("ls of %d entries: the server listed the directory %d times, want once", many, n)
 	}
 
-	got = map[string]int{}
-	for line := range strings.Lines(s.ok("", "ls", "-l", "ep:/big")) {
-		f := strings.Fields(line)
-		got[f[len(f)-1]]++
-	}
-	checkNames(t, "ls -l", got, want)
+	checkNames(t, "ls -l", lastFields(s.ok("", "ls", "-l", "ep:/big")), want)
 
 	var l api.FileList
 	s.okJSON(&l, "ls", "ep:/big")
@@ -232,22 +213,8 @@ func TestCLILsUnsorted(t *testing.T) {
 	cmd := s.command("ls", "-U", "ep:/big")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
+	got, err := printedLines(t, cmd, func() { close(held.printed) })
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]int{}
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		if len(got) == 0 {
-			close(held.printed)
-		}
-		got[sc.Text()]++
-	}
-	if err := cmd.Wait(); err != nil {
 		t.Fatalf("ferry ls -U: %v: %s", err, stderr.String())
 	}
 	if held.late.Load() {
@@ -255,12 +222,7 @@ func TestCLILsUnsorted(t *testing.T) {
 	}
 	checkNames(t, "ls -U", got, want)
 
-	got = map[string]int{}
-	for line := range strings.Lines(s.ok("", "ls", "-U", "-l", "ep:/big")) {
-		f := strings.Fields(line)
-		got[f[len(f)-1]]++
-	}
-	checkNames(t, "ls -U -l", got, want)
+	checkNames(t, "ls -U -l", lastFields(s.ok("", "ls", "-U", "-l", "ep:/big")), want)
 
 	var l api.FileList
 	s.okJSON(&l, "ls", "-U", "ep:/big")
@@ -275,6 +237,38 @@ func TestCLILsUnsorted(t *testing.T) {
 }
 
 // checkNames checks that got counts each name of want once, and no other.
+// printedLines runs cmd and counts each line it prints, calling first
+// once the first line is read (while cmd still runs); the error is cmd's.
+func printedLines(t *testing.T, cmd *exec.Cmd, first func()) (map[string]int, error) {
+	t.Helper()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if len(got) == 0 {
+			first()
+		}
+		got[sc.Text()]++
+	}
+	return got, cmd.Wait()
+}
+
+// lastFields counts the last field of each line of out (the name in ls -l).
+func lastFields(out string) map[string]int {
+	got := map[string]int{}
+	for line := range strings.Lines(out) {
+		f := strings.Fields(line)
+		got[f[len(f)-1]]++
+	}
+	return got
+}
+
 func checkNames(t *testing.T, what string, got map[string]int, want map[string]bool) {
 	t.Helper()
 	for name, n := range got {
