@@ -45,7 +45,6 @@ python3 - "$WORK/root/flat" "$N" <<-'EOF'
 EOF
 
 hwm() { awk '/VmHWM/ {printf "%.0f MiB", $2 / 1024}' "/proc/$1/status"; }
-now() { printf '%s' "$EPOCHREALTIME"; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f s", b - a}'; }
 
 # rows LABEL BIN LIMIT: the two rows for the ferry binary BIN, its ls cut

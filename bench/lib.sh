@@ -26,6 +26,15 @@ need() {
 	done
 }
 
+# now: the time, in seconds; since T: the seconds since T (a now), to the
+# millisecond.
+now() { printf '%s' "$EPOCHREALTIME"; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN {printf "%.3f", b - a}'; }
+
+# peak_mib PID: the peak RSS (VmHWM) of process PID in MiB, "-" when it is
+# gone.
+peak_mib() { awk '/VmHWM/ {printf "%.0f", $2 / 1024; f = 1} END {if (!f) print "-"}' "/proc/$1/status" 2>/dev/null || echo -; }
+
 # say prints its arguments as one line.
 say() { printf '%s\n' "$*"; }
 

@@ -8,8 +8,10 @@
 # no disk), a `--root sink:` destination (hashes and discards; its metrics
 # count the bytes it received), `ferry server` on SQLite.
 # Reported: the time to the kill and from the restart to the end, the
-# files recorded at the kill, the files sent again (the sink's bytes
-# beyond N × BYTES, over BYTES), the peak RSS (VmHWM) of the service before
+# files recorded at the kill, about how many files were sent again (the
+# sink's bytes of finished transfers, counted in tar members, beyond N: a
+# tar stream the kill cut is not counted, so its members that had landed
+# and go again are not seen), the peak RSS (VmHWM) of the service before
 # the kill and after the restart, and the task's counters at the end.
 #
 #   bench/resume.sh
@@ -51,9 +53,6 @@ machine_facts
 ports_free "" "$P_SRC" "$P_DST" "$P_MET" "$P_API"
 say "files: $N of $BYTES bytes, $PER_DIR to a directory; kill -9 of the service at $AT of them, down $DOWN s"
 
-peak() { awk '/VmHWM/ {printf "%.0f", $2 / 1024; f = 1} END {if (!f) print "-"}' "/proc/$1/status" 2>/dev/null || echo -; }
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN {printf "%.1f", b - a}'; }
 sunk() { curl -fsS "http://127.0.0.1:$P_MET/metrics" | awk '/^ferry_gridftp_bytes_total\{direction="in"\}/ {printf "%.0f", $2}'; }
 field() { "$FERRY" task show "$ID" -F json 2>>"$LOG/cli.log" | jq -r ".$1 // 0"; }
 
@@ -79,7 +78,7 @@ while (($(field files_transferred) < at)); do
 	(($(awk -v t="$(since "$t0")" -v m="$RUN_TIMEOUT" 'BEGIN {print (t > m)}'))) && { say "FAILED: $at files not transferred within $RUN_TIMEOUT s" >&2; exit 1; }
 	sleep 0.5
 done
-before_mb=$(peak "$PID_server")
+before_mb=$(peak_mib "$PID_server")
 kill -9 "$PID_server"
 to_kill=$(since "$t0")
 wait_gone() { while kill -0 "$1" 2>/dev/null; do sleep 0.05; done; }
@@ -98,7 +97,7 @@ while :; do
 	sleep 1
 done
 after=$(since "$t1")
-after_mb=$(peak "$PID_server")
+after_mb=$(peak_mib "$PID_server")
 j=$("$FERRY" task show "$ID" -F json)
 total=$(sunk)
 # Files this small go as tar streams: a member is a 512-byte header and

@@ -120,9 +120,6 @@ say "== build"
 build_ferry
 
 # --- measuring ---------------------------------------------------------------
-# now: seconds since the epoch, from bash (no fork).
-now() { printf '%s' "$EPOCHREALTIME"; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN {printf "%.3f", b - a}'; }
 
 # hwm PID: the peak RSS (VmHWM, kB) of process PID now, 0 when it is gone.
 hwm() {

@@ -55,10 +55,6 @@ wan_ready
 # shellcheck disable=SC2086 # WAN is a list of arguments
 wan_up $WAN
 
-# peak PID: the peak RSS of PID in MiB (VmHWM), "-" when it is gone.
-peak() { awk '/VmHWM/ {printf "%.0f", $2 / 1024; f = 1} END {if (!f) print "-"}' "/proc/$1/status" 2>/dev/null || echo -; }
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN {printf "%.1f", b - a}'; }
 ROWS=()
 
 # The copy.
@@ -72,7 +68,7 @@ ip netns exec ferryB timeout "$RUN_TIMEOUT" /usr/bin/time -f '%M' -o "$TMP/time"
 wall=$(since "$t0")
 grep -E '^[0-9]+ files?:|^settings:' "$LOG/copy.out" | sed 's/^/  /' || true
 if [[ $RC == 0 ]] && grep -Eq "^$N files?: $N transferred, 0 skipped, 0 failed" "$LOG/copy.out"; then
-	ROWS+=("| ferry copy → sink | $wall | $(awk -v n="$N" -v s="$wall" 'BEGIN {printf "%.0f", n / s}') | - | $(awk '{printf "%.0f", $1 / 1024}' "$TMP/time") | $(peak "$PID_src") | $(peak "$PID_dst") | - |")
+	ROWS+=("| ferry copy → sink | $wall | $(awk -v n="$N" -v s="$wall" 'BEGIN {printf "%.0f", n / s}') | - | $(awk '{printf "%.0f", $1 / 1024}' "$TMP/time") | $(peak_mib "$PID_src") | $(peak_mib "$PID_dst") | - |")
 else
 	say "  FAILED: exit $RC; see $LOG/copy.out" >&2
 	KEEP_LOGS=1
@@ -101,7 +97,7 @@ for flags in -U ""; do
 	wall=$(since "$t0")
 	lines=$(($(cat "$TMP/lines") + 1))
 	if [[ $RC == 0 && $lines == "$N" ]]; then
-		ROWS+=("| ferry ls ${flags:-(sorted)} through the service | $wall | $(awk -v n="$N" -v s="$wall" 'BEGIN {printf "%.0f", n / s}') | $(cat "$TMP/first") | $(awk '{printf "%.0f", $1 / 1024}' "$TMP/time") | $(peak "$PID_src") | - | $(peak "$PID_server") |")
+		ROWS+=("| ferry ls ${flags:-(sorted)} through the service | $wall | $(awk -v n="$N" -v s="$wall" 'BEGIN {printf "%.0f", n / s}') | $(cat "$TMP/first") | $(awk '{printf "%.0f", $1 / 1024}' "$TMP/time") | $(peak_mib "$PID_src") | - | $(peak_mib "$PID_server") |")
 	else
 		say "  FAILED: exit $RC, $lines of $N lines; see $LOG" >&2
 		KEEP_LOGS=1
