@@ -1604,7 +1604,7 @@ func (c *copier) final(f *file, o Outcome, err error) {
 		return
 	}
 	f.ended, f.outcome = true, o
-	r := FileResult{Src: f.src, Dst: f.dst, Size: f.size, Outcome: o, Checksum: f.sum, Attempts: max(f.attempts, 1), Err: err, Moved: f.moved}
+	r := FileResult{Src: f.src, Dst: f.dst, Size: f.size, Outcome: o, Checksum: f.sum, Attempts: max(f.attempts, 1), Err: err, Moved: f.moved, Unreported: f.unreported}
 	var back int64
 	switch o {
 	case Failed:

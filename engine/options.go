@@ -226,6 +226,10 @@ type FileResult struct {
 	// Moved is what this copy reported moved of the file (Progress):
 	// none for a file found whole at the destination.
 	Moved int64
+	// Unreported is what of Moved this result reports rather than
+	// Progress: a tar member's bytes, to a FileProgress reporter, come
+	// with its result, so that it can store them with its record.
+	Unreported int64
 }
 
 // Reporter receives progress; its methods are called from many goroutines.

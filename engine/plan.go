@@ -32,6 +32,7 @@ type file struct {
 	touched    bool           // a transfer of it started: it may be partial at the destination
 	renameSent bool           // its rename from tmp was sent (whereIs)
 	moved      int64          // bytes reported moved
+	unreported int64          // of moved, those left to its FileResult (memberMoved)
 	restart    gridftp.Ranges // at the destination from an earlier run (Options.Restart)
 	chunks     gridftp.Ranges // chunks done
 	sum        string

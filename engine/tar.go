@@ -549,11 +549,28 @@ func (c *copier) settle(f *file, sum string, err error) {
 		c.fail(&unit{f: f, n: -1}, err)
 		return
 	}
-	c.progress(f, f.size)
+	c.memberMoved(f, f.size)
 	if c.opts.Verify {
 		f.sum = c.set.Algorithm + ":" + strings.ToLower(sum)
 	}
 	c.final(f, Transferred, nil)
+}
+
+// memberMoved counts the d bytes of a member that arrived: reported with
+// its result (FileResult.Unreported) to a FileProgress reporter, which
+// stores them with its record at once, else by Progress.
+func (c *copier) memberMoved(f *file, d int64) {
+	if _, ok := c.rep.(FileProgress); !ok {
+		c.progress(f, d)
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !f.ended {
+		c.res.Bytes += d
+		f.moved += d
+		f.unreported += d
+	}
 }
 
 // batchMoved settles the members of a batch whose stream ended well that

@@ -478,11 +478,11 @@ func (p *progress) Done(r engine.FileResult) {
 		if alg, sum, ok := strings.Cut(r.Checksum, ":"); ok {
 			f.Algorithm, f.Checksum, d.BytesChecksummed = alg, sum, r.Size
 		}
+		d.BytesTransferred += r.Unreported // a tar member's, with its result
 		p.add(d, &f, nil)
-		// The bytes of it this run reported and did not store yet (all of
-		// a tar member's, reported as it ended) are stored with its
-		// record: stored without it, a crash would leave them counted
-		// and the file to count again.
+		// The bytes of it this run reported and did not store yet are
+		// stored with its record: stored without it, a crash would leave
+		// them counted and the file to count again.
 		if m := min(moving, p.delta.BytesTransferred); m > 0 {
 			p.delta.BytesTransferred -= m
 			p.tied[len(p.tied)-1].BytesTransferred += m

@@ -182,4 +182,9 @@ func TestCountersGoWithRecords(t *testing.T) {
 	if got, want := p.tied[0], (domain.Counters{FilesTransferred: 1}); len(p.tied) != 1 || got != want || p.delta.BytesTransferred != 1000 {
 		t.Errorf("after /early ended: its record's counters %+v (want %+v), the others' %+v (want 1,000 bytes)", p.tied, want, p.delta)
 	}
+	// A tar member's bytes come with its result: stored with its record.
+	p.Done(engine.FileResult{Src: "/member", Dst: "/member", Size: size, Outcome: engine.Transferred, Moved: size, Unreported: size})
+	if got, want := p.tied[1], (domain.Counters{FilesTransferred: 1, BytesTransferred: size}); got != want || p.delta.BytesTransferred != 1000 {
+		t.Errorf("after /member ended: its record's counters %+v (want %+v), the others' %+v (want 1,000 bytes)", got, want, p.delta)
+	}
 }
