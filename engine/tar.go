@@ -714,14 +714,103 @@ func (c *copier) batchFailed(u *unit, err error) {
 	c.res.Faults++
 	c.mu.Unlock()
 	if Fatal(err) || next.attempts >= c.opts.maxAttempts() {
-		for _, f := range left {
-			c.q.push(&unit{f: f, n: -1})
-		}
+		c.lookFirst(next, func(left []*file, _ error) {
+			for _, f := range left {
+				c.q.push(&unit{f: f, n: -1})
+			}
+		})
 		return
 	}
 	delay := c.backoff(&next.wait, &next.seen, err)
 	c.rep.Fault(fmt.Sprintf("%s (tar stream of %d files)", b.src, len(left)), err, delay)
-	c.after(delay, func() { c.q.push(next) })
+	c.after(delay, func() {
+		c.lookFirst(next, func(left []*file, err error) {
+			next.b.files = left
+			switch {
+			case err != nil:
+				c.batchFailed(next, err) // the endpoints did not answer: the retry failed
+			case len(left) > 0:
+				c.q.push(next)
+			}
+		})
+	})
+}
+
+// lookFirst hands the members of the failed batch u that are to go again
+// to then, but for those whole at the destination: a member can arrive
+// whole, under its final name, before either end reports it (GCT's tar
+// through popen reports none until its stream ends; ferry's layer reports
+// as it goes), so a finisher looks the members up first and settles, by
+// checksums at both ends, those equal to their source (settleWhole).
+// Without an algorithm both ends compute nothing is trusted: all go again.
+// err is why the finisher could not look; then all go again.
+func (c *copier) lookFirst(u *unit, then func(left []*file, err error)) {
+	if c.sumAlg == "" || c.opts.fan != nil {
+		then(u.b.files, nil)
+		return
+	}
+	go c.finish(c.ctx, func(p *client.Pair) error {
+		left, err := c.settleWhole(c.ctx, p, u.b)
+		then(left, err)
+		return err
+	})
+}
+
+// settleWhole settles, on a finisher's pair p, the members of b whole at
+// the destination and equal to their source by checksum, and returns the
+// rest; err is a broken session or one that could not be had.
+func (c *copier) settleWhole(ctx context.Context, p *client.Pair, b *batch) (left []*file, err error) {
+	c.mu.Lock()
+	var files []*file
+	for _, f := range b.files {
+		if !f.ended {
+			files = append(files, f)
+		}
+	}
+	c.mu.Unlock()
+	if len(files) == 0 {
+		return nil, nil
+	}
+	if p == nil {
+		return files, c.sessionless()
+	}
+	dst := make([]string, len(files))
+	for i, f := range files {
+		dst[i] = f.dst
+	}
+	ents, errs, err := p.Dst.StatAll(ctx, dst)
+	if err != nil {
+		return files, err
+	}
+	var whole []*file
+	var rels []string
+	for i, f := range files {
+		if errs[i] == nil && !ents[i].IsDir() && ents[i].Size == f.size {
+			whole = append(whole, f)
+			rels = append(rels, b.rel(f))
+		} else {
+			left = append(left, f)
+		}
+	}
+	if len(whole) == 0 {
+		return files, nil
+	}
+	var srcSums, dstSums []string
+	var srcErrs, dstErrs []error
+	var serr, derr error
+	both(func() { srcSums, srcErrs, serr = c.srcSums.sums(ctx, p.Src, c.sumAlg, b.src, rels) },
+		func() { dstSums, dstErrs, derr = c.dstSums.sums(ctx, p.Dst, c.sumAlg, b.dst, rels) })
+	if err := errors.Join(serr, derr); err != nil {
+		return files, err
+	}
+	for i, f := range whole {
+		if srcErrs[i] == nil && dstErrs[i] == nil && srcSums[i] != "" && strings.EqualFold(srcSums[i], dstSums[i]) {
+			c.settle(f, dstSums[i], nil)
+		} else {
+			left = append(left, f)
+		}
+	}
+	return left, nil
 }
 
 // covers reports whether canceling p cancels a file u moves.

@@ -248,6 +248,113 @@ func TestEngineTarKilled(t *testing.T) {
 	}
 }
 
+// TestEngineTarWholeNotSentAgain: a tar stream breaks (kill -9 of a
+// server) after members arrived whole that no end had reported yet (GCT's
+// tar through popen reports none until the stream ends; ferry's layer
+// reports them as it goes). The members whole at the destination when it
+// broke are looked up and settled by checksum, not sent again with the
+// rest of their batch: they keep their inode and ctime.
+func TestEngineTarWholeNotSentAgain(t *testing.T) {
+	needTools(t)
+	for _, c := range []struct {
+		name       string
+		dst        func(t *testing.T) restartable
+		killSource bool
+	}{
+		{"ferry-to-gct-popen/kill-source", func(t *testing.T) restartable { return startGCTPopen(t) }, true},
+		{"ferry-to-ferry/kill-destination", func(t *testing.T) restartable {
+			return startFerryConfig(t, ferryConfig{Root: bigTempDir(t), Anonymous: true})
+		}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := startFerryConfig(t, ferryConfig{Root: bigTempDir(t), Anonymous: true})
+			dst := c.dst(t)
+			victim := restartable(src)
+			if !c.killSource {
+				victim = dst
+			}
+			wholeNotSentAgain(t, src, dst, victim)
+		})
+	}
+}
+
+// wholeNotSentAgain copies a tree of small files from src to dst as tar
+// streams and kills victim once 50 files have arrived at dst; none of
+// those whole there after the kill may be written again.
+func wholeNotSentAgain(t *testing.T, src, dst, victim restartable) {
+	const files, size = 2000, 64 << 10
+	makeRandomFiles(t, src.Path("t"), "f-%05d.dat", files, size, size)
+	o := engineOptions()
+	o.Recursive, o.Tar, o.Concurrency = true, engine.TarAlways, 1
+	o.Deadline = time.Now().Add(90 * time.Second)
+	rec := newEngineRecorder()
+	type result struct {
+		res engine.Result
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := engine.Copy(context.Background(), endpointOf(src), endpointOf(dst),
+			[]engine.Item{{Src: "/t", Dst: epPath(dst, "t")}}, o, rec)
+		done <- result{res, err}
+	}()
+	// whole lists the files whole at the destination.
+	whole := func() []string {
+		var out []string
+		for i := range files {
+			rel := fmt.Sprintf("f-%05d.dat", i)
+			if compareFiles(src.Path("t/"+rel), dst.Path("t/"+rel)) == nil {
+				out = append(out, rel)
+			}
+		}
+		return out
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for arrived := 0; arrived < 50; time.Sleep(5 * time.Millisecond) {
+		select {
+		case r := <-done:
+			t.Fatalf("copy ended before a server could be killed: %+v, %v", r.res, r.err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("50 files did not arrive within 60 s")
+		}
+		arrived = 0
+		for i := range files {
+			if fi, err := os.Stat(dst.Path(fmt.Sprintf("t/f-%05d.dat", i))); err == nil && fi.Size() == size {
+				arrived++
+			}
+		}
+	}
+	victim.kill9()
+	before := whole()
+	ids := fileIDs(t, dst.Path("t"), before)
+	reported := len(rec.outcomes(epPath(dst, "t"), engine.Transferred))
+	victim.restart()
+	t.Logf("killed a server with %d files whole at the destination, %d reported", len(before), reported)
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(90 * time.Second):
+		t.Fatal("copy did not end within 90 s of the restart")
+	}
+	if r.err != nil || r.res.Transferred != files || r.res.Failed != 0 {
+		t.Fatalf("transferred %d, failed %d, err %v\nfaults:\n%s", r.res.Transferred, r.res.Failed, r.err, rec.faultLog())
+	}
+	if err := compareTrees(src.Path("t"), dst.Path("t")); err != nil {
+		t.Fatal(err)
+	}
+	again := 0
+	for rel, id := range fileIDs(t, dst.Path("t"), before) {
+		if id != ids[rel] {
+			again++
+		}
+	}
+	if again > 0 {
+		t.Errorf("%d of the %d files whole at the destination when the stream broke were sent again; faults:\n%s", again, len(before), rec.faultLog())
+	}
+}
+
 func inode(t *testing.T, p string) uint64 {
 	t.Helper()
 	fi, err := os.Stat(p)
