@@ -595,6 +595,10 @@ func (c *copier) worker(ctx context.Context) {
 						drop()
 					}
 					continue
+				} else if err := pair.Setup(ctx, c.streams(u)); err != nil {
+					c.fail(u, err)
+					drop()
+					continue
 				}
 			}
 			u.selfRen = c.serverRenames(u, pair)

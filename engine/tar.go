@@ -262,7 +262,10 @@ func (c *copier) tarWindow(ctx context.Context, files []*file, first, last bool)
 		}
 		c.tarDecided = true
 		why := c.tarDecide(ctx, files)
-		if first && c.tarPer > 0 {
+		switch {
+		case c.tarPer > 0 && c.tarDst.popen != "":
+			why += ", on one stream each (GCT's tar through popen takes its stream only in order)"
+		case first && c.tarPer > 0:
 			var more string
 			c.set.Parallelism, more = tarStreams(c.opts, c.set)
 			why += more
@@ -401,6 +404,19 @@ func (c *copier) stacksFor(u *unit) (src, dst string) {
 		dst = popenUnpack(c.tarDst.popen, u.b.dst)
 	}
 	return src, dst
+}
+
+// streams is the parallelism of u's transfer: a batch that GCT's tar
+// unpacks through popen goes on one stream. GCT's ordering driver passes
+// writes on in the order they come (it orders only reads), so the blocks
+// of several streams reached tar out of order ("Skipping to next header")
+// and the batch failed. A program's stack is set between transfers only,
+// so the pair's parallelism changes with it.
+func (c *copier) streams(u *unit) int {
+	if u.b != nil && c.tarDst.popen != "" {
+		return 1
+	}
+	return c.set.Parallelism
 }
 
 // popenStack reports whether any of stacks runs a program: GCT approves
@@ -714,6 +730,7 @@ func (c *copier) batchFailed(u *unit, err error) {
 	c.res.Faults++
 	c.mu.Unlock()
 	if Fatal(err) || next.attempts >= c.opts.maxAttempts() {
+		c.rep.Fault(fmt.Sprintf("%s (tar stream of %d files, which go one by one)", b.src, len(left)), err, 0)
 		c.lookFirst(next, func(left []*file, _ error) {
 			for _, f := range left {
 				c.q.push(&unit{f: f, n: -1})

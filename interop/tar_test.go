@@ -65,6 +65,34 @@ func TestEngineTar(t *testing.T) {
 	}
 }
 
+// TestEngineTarManyStreams: tar streams on several data streams (as the
+// tuner gives them over a wide-area link), in every combination. GCT's
+// ordering driver passes writes through in the order they come (it orders
+// only reads), so a batch that popen's tar unpacked from several streams
+// arrived out of order ("tar: Skipping to next header") and every batch
+// failed, again and again.
+func TestEngineTarManyStreams(t *testing.T) {
+	needTools(t)
+	for _, p := range tarPairs {
+		t.Run(p.name, func(t *testing.T) {
+			src, dst := p.src(t), p.dst(t)
+			const files, size = 400, 64 << 10
+			makeRandomFiles(t, src.Path("t"), "f-%04d.dat", files, size, size)
+			rec := newEngineRecorder()
+			o := engineOptions()
+			o.Recursive, o.Tar, o.Parallelism, o.Concurrency = true, engine.TarAlways, 4, 1
+			res, err := runEngine(t, src, dst, []engine.Item{{Src: epPath(src, "t"), Dst: epPath(dst, "t")}}, o, rec)
+			if err != nil || res.Transferred != files || res.Failed != 0 || res.Faults != 0 || res.Settings.Batches == 0 {
+				t.Fatalf("%d batches, %d transferred, %d failed, %d faults, %v; want %d in tar streams, no fault\nfaults:\n%s",
+					res.Settings.Batches, res.Transferred, res.Failed, res.Faults, err, files, rec.faultLog())
+			}
+			if err := compareTrees(src.Path("t"), dst.Path("t")); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
 // TestEngineTarAuto: with no option the engine packs a tree of many small
 // files between ferry servers and says why, and leaves a few files alone.
 func TestEngineTarAuto(t *testing.T) {

@@ -112,7 +112,7 @@ func (p *Pair) Setup(ctx context.Context, parallel int) error {
 		switch {
 		case p.parallel == parallel:
 			return nil
-		case !p.used && !p.Reverse && p.Striping == nil:
+		case !p.used && !p.Reverse && p.Striping == nil && p.Src.takesLateParallelism():
 			// Nothing moved yet, so no streams are cached: the source
 			// takes the new parallelism ahead of the first transfer,
 			// with no round trip of its own (a refusal fails that one).
@@ -190,6 +190,17 @@ func (p *Pair) Setup(ctx context.Context, parallel int) error {
 	p.Src.data.modeE, p.Dst.data.modeE = true, true
 	p.parallel, p.stripes, p.ready, p.used = parallel, stripes, true, false
 	return nil
+}
+
+// takesLateParallelism reports whether the server, as a source, takes a
+// parallelism given after PORT for its next transfer: one that grows its
+// streams while a transfer runs (FEAT STREAMGROW) does. GCT fixes a data
+// channel's parallelism at PORT: a later OPTS RETR applied only from the
+// next PORT, so a pair set up for 4 streams and then asked for 1 sent its
+// first transfer on 4.
+func (c *Conn) takesLateParallelism() bool {
+	_, ok := c.Feature("STREAMGROW")
+	return ok
 }
 
 // retrOpts is the source's OPTS RETR: the parallelism (start, minimum,
