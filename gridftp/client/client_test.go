@@ -243,28 +243,44 @@ func TestPairSetupPipelined(t *testing.T) {
 }
 
 // TestPairParallelismAhead: a pair set up but not yet used that is set up
-// again for another parallelism costs no round trip: the source gets the
-// new OPTS RETR ahead of the first transfer, and neither side a new PASV
-// or PORT; a refusal fails that transfer.
+// again for another parallelism costs no round trip when its source takes
+// a parallelism after PORT (FEAT STREAMGROW, a ferry server): the source
+// gets the new OPTS RETR ahead of the first transfer, and neither side a
+// new PASV or PORT; a refusal fails that transfer. A source that does not
+// (GCT fixes it at PORT) gets a new PASV and PORT: its first transfer ran
+// on the old parallelism.
 func TestPairParallelismAhead(t *testing.T) {
+	growLogin := step{loginStep.commands, strings.Replace(loginStep.replies, " PARALLEL\r\n", " PARALLEL\r\n STREAMGROW 64\r\n", 1)}
 	for _, tc := range []struct {
-		name, optsReply, bad string
+		name, bad string
+		srcLogin  step
+		src, dst  []step // after the first setup
 	}{
-		{"accepted", "200 OPTS ok.\r\n", ""},
-		{"refused", "501 Too many.\r\n", "501 Too many."},
+		{"accepted", "", growLogin,
+			[]step{{[]string{"OPTS RETR Parallelism=4,4,4;Markers=5;", "RETR /f"}, "200 OPTS ok.\r\n226 Sent.\r\n"}},
+			[]step{{[]string{"STOR /g"}, "226 Stored.\r\n"}}},
+		{"refused", "501 Too many.", growLogin,
+			[]step{{[]string{"OPTS RETR Parallelism=4,4,4;Markers=5;", "RETR /f"}, "501 Too many.\r\n226 Sent.\r\n"}},
+			[]step{{[]string{"STOR /g"}, "226 Stored.\r\n"}}},
+		{"fixed at PORT", "", loginStep,
+			[]step{
+				{[]string{"OPTS RETR Parallelism=4,4,4;Markers=5;", "PORT 127,0,0,1,4,2"}, "200 OPTS ok.\r\n200 PORT ok.\r\n"},
+				{[]string{"RETR /f"}, "226 Sent.\r\n"},
+			},
+			[]step{
+				{[]string{"PASV"}, "227 Entering Passive Mode (127,0,0,1,4,2)\r\n"},
+				{[]string{"STOR /g"}, "226 Stored.\r\n"},
+			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			src := dialScripted(t, scripted(t, loginStep, step{
+			src := dialScripted(t, scripted(t, append([]step{tc.srcLogin, {
 				[]string{"MODE E", "OPTS RETR Parallelism=1,1,1;Markers=5;", "PORT 127,0,0,1,4,1"},
 				"200 MODE E ok.\r\n200 OPTS ok.\r\n200 PORT ok.\r\n",
-			}, step{
-				[]string{"OPTS RETR Parallelism=4,4,4;Markers=5;", "RETR /f"},
-				tc.optsReply + "226 Sent.\r\n",
-			}))
-			dst := dialScripted(t, scripted(t, loginStep, step{
+			}}, tc.src...)...))
+			dst := dialScripted(t, scripted(t, append([]step{loginStep, {
 				[]string{"MODE E", "PASV"},
 				"200 MODE E ok.\r\n227 Entering Passive Mode (127,0,0,1,4,1)\r\n",
-			}, step{[]string{"STOR /g"}, "226 Stored.\r\n"}))
+			}}, tc.dst...)...))
 			ctx := context.Background()
 			for _, c := range []*client.Conn{src, dst} {
 				if err := c.Login(ctx, "anonymous", "ferry@"); err != nil {
