@@ -48,7 +48,7 @@ shopt -s inherit_errexit
 
 RUNS=${RUNS:-3}
 PHASES=${PHASES:-loop wan}
-ROWS=${ROWS:-big cksum small medium}
+ROWS=$(selected_rows big cksum small medium)
 WARMUP=${WARMUP:-1}
 WARMUP_ROWS=${WARMUP_ROWS:-big small medium} # loop only; cksum follows big on the same file
 BIG_MIB=${BIG_MIB:-2048} WAN_BIG_MIB=${WAN_BIG_MIB:-512}
