@@ -115,7 +115,7 @@ set_phase() {
 #   args: %S and %D stand for the source and destination URLs;
 #   flags: "cap" = run once under timeout CAP, rated by the files that arrived.
 # The first ferry kind is ferry copy with no tuning flag; "tuned" kinds are the
-# globus-url-copy settings found best by hand on this machine (see RESULTS.md).
+# globus-url-copy settings found best by hand on this machine (see bench/LOG.md).
 kinds() {
 	local R="" M="--verify-checksum --checksum-algorithm MD5"
 	[[ $2 == small || $2 == medium ]] && R="-r "

@@ -27,7 +27,7 @@
 # hands freed pages back to its host (free page reporting) makes the first
 # write of each such page fault on the host, inside whichever copy comes
 # next: cp of 2 GiB took 0.8-4.8 s here without it, 0.8-1.1 s with it
-# (bench/RESULTS.md, issue 17). Needs: go, globus-url-copy,
+# (bench/LOG.md, issue 17). Needs: go, globus-url-copy,
 # globus-gridftp-server, root (GCT serves anonymous users as nobody).
 set -Eeuo pipefail
 shopt -s inherit_errexit

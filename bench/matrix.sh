@@ -120,7 +120,7 @@ PHASE=""
 # globus-url-copy settings tried (labels "guc tuned ..."; the best counts):
 # parallel streams for one file, sessions × streams for 100 MB files,
 # pipelined sessions for small files, around the best of bench/copy.sh's
-# hand search on the 60 ms link (RESULTS.md). With FERRY_HAND, also ferry
+# hand search on the 60 ms link (bench/LOG.md). With FERRY_HAND, also ferry
 # copy with those flags, to tell the tuner's plan from the engine (shown,
 # not counted).
 kinds() {

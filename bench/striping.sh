@@ -9,7 +9,7 @@
 #
 # Why 100 Mbit/s: 4 pairs at once stay link-bound (iperf3 4 pairs 374 Mb/s =
 # 3.99 × one pair) with the machine ~57 % busy (delay line ~50 % of a core,
-# GCT's servers ~25 %) during GCT's width-4 copy (bench/RESULTS.md, issue 18).
+# GCT's servers ~25 %) during GCT's width-4 copy (bench/LOG.md, issue 18).
 #
 #   bench/striping.sh                                     # RUNS=1, 2 GiB, 100 Mbit/s links (~11 min GCT only)
 #   SIZE_MIB=256 WIDTHS="1 4" bench/striping.sh           # a quick run
