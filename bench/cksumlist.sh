@@ -16,7 +16,9 @@
 # bench/wan (60 ms RTT, 1 Gbit/s, 0.01 % loss; source in ferryA, destination
 # in ferryB, client in ferryA). RUNS timed runs per kind (default 3), order
 # alternating; the median is reported with the ratio per-file ÷ list.
-# Environment: PHASES RUNS FILES DIRS BYTES ALGS FERRY FERRY_PER_FILE BASELINE
+# Rows (ROWS, default all): ferry-ALG for each ALG of ALGS (ferry→ferry), gct
+# (ferry→GCT).
+# Environment: PHASES ROWS RUNS FILES DIRS BYTES ALGS FERRY FERRY_PER_FILE BASELINE
 #   PORT_BASE (3 ports) WAN_WAIT WAN_KEEP WAN_CC KEEP_LOGS.
 # Needs: go, git, globus-gridftp-server, md5sum, iproute2, root. Listens on
 # 127.0.0.1 and, in the namespaces, on 10.77.0.1/10.77.0.2 only.
@@ -32,6 +34,8 @@ BASELINE=${BASELINE:-dc0b8a5~1}
 PORT_BASE=${PORT_BASE:-29891}
 WAN_WAIT=${WAN_WAIT:-1200}
 KEEP_LOGS=${KEEP_LOGS:-0}
+# shellcheck disable=SC2046 # one row a word
+selected_rows $(printf 'ferry-%s ' $ALGS) gct >/dev/null # a misspelt row fails here
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 WANDIR=$REPO/bench/wan
@@ -107,8 +111,8 @@ for PHASE in $PHASES; do
 	done
 	diff -rq "$WORK/src" "$WORK/ferry-dst/src" && diff -rq "$WORK/src" "$WORK/gct-dst/src"
 	cases=()
-	for alg in $ALGS; do cases+=("ferry→ferry $alg|$ferry_url|$alg"); done
-	cases+=("ferry→GCT popen md5sum MD5|$gct_url|MD5")
+	for alg in $ALGS; do row_wanted "ferry-$alg" && cases+=("ferry→ferry $alg|$ferry_url|$alg"); done
+	row_wanted gct && cases+=("ferry→GCT popen md5sum MD5|$gct_url|MD5")
 	for c in "${cases[@]}"; do
 		IFS='|' read -r label url alg <<<"$c"
 		list=() perfile=()

@@ -35,8 +35,10 @@
 set -Eeuo pipefail
 shopt -s inherit_errexit
 
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh" # selected_rows (say, cleanup and median are this script's own, below)
+
 RUNS=${RUNS:-3}
-ROWS=${ROWS:-big small}
+ROWS=$(selected_rows big small)
 WARMUP=${WARMUP:-1}
 BIG_MIB=${BIG_MIB:-1024}
 SMALL_FILES=${SMALL_FILES:-1000} SMALL_BYTES=${SMALL_BYTES:-65536}

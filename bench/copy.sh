@@ -48,7 +48,7 @@ shopt -s inherit_errexit
 
 RUNS=${RUNS:-3}
 PHASES=${PHASES:-loop wan}
-ROWS=${ROWS:-big cksum small medium}
+ROWS=$(selected_rows big cksum small medium)
 WARMUP=${WARMUP:-1}
 WARMUP_ROWS=${WARMUP_ROWS:-big small medium} # loop only; cksum follows big on the same file
 BIG_MIB=${BIG_MIB:-2048} WAN_BIG_MIB=${WAN_BIG_MIB:-512}
@@ -115,7 +115,7 @@ set_phase() {
 #   args: %S and %D stand for the source and destination URLs;
 #   flags: "cap" = run once under timeout CAP, rated by the files that arrived.
 # The first ferry kind is ferry copy with no tuning flag; "tuned" kinds are the
-# globus-url-copy settings found best by hand on this machine (see RESULTS.md).
+# globus-url-copy settings found best by hand on this machine (see bench/LOG.md).
 kinds() {
 	local R="" M="--verify-checksum --checksum-algorithm MD5"
 	[[ $2 == small || $2 == medium ]] && R="-r "

@@ -15,7 +15,7 @@
 #   bench/dirwalk.sh                        # N=1000000 RDEL_N=200000
 #   N=100000 OLD=/tmp/ferry-main bench/dirwalk.sh
 #
-# Environment: N RDEL_N FERRY OLD PORT_BASE KEEP_LOGS=1.
+# Environment: N RDEL_N ROWS (tar, rdel) FERRY OLD PORT_BASE KEEP_LOGS=1.
 # Needs: go, python3, ss; /dev/shm with room for RDEL_N inodes.
 set -Eeuo pipefail
 shopt -s inherit_errexit
@@ -28,6 +28,7 @@ P_SRV=$PORT_BASE
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$REPO/bench/lib.sh"
+selected_rows tar rdel >/dev/null # a misspelt row fails here
 TMP=$(mktemp -d /tmp/ferry-dirwalk.XXXXXX)
 WORK=$(mktemp -d /dev/shm/ferry-dirwalk.XXXXXX) # cleanup removes it
 LOG=$TMP/logs PHASE=dirwalk
@@ -93,12 +94,15 @@ client() {
 # rows LABEL BIN: the two rows for the ferry binary BIN.
 rows() {
 	local label=$1 FERRY=$2 pid out # FERRY: ferry_server's binary
-	ferry_server "tar_$label" "" 127.0.0.1 "$P_SRV" "synthetic:files=$N,size=10,per-dir=$N"
-	pid=$(eval "echo \$PID_tar_$label")
-	out=$(client "$P_SRV" tar /)
-	say "$label tar: $out, server peak RSS $(hwm "$pid")"
-	stop_servers
+	if row_wanted tar; then
+		ferry_server "tar_$label" "" 127.0.0.1 "$P_SRV" "synthetic:files=$N,size=10,per-dir=$N"
+		pid=$(eval "echo \$PID_tar_$label")
+		out=$(client "$P_SRV" tar /)
+		say "$label tar: $out, server peak RSS $(hwm "$pid")"
+		stop_servers
+	fi
 
+	row_wanted rdel || return 0
 	mkdir -p "$WORK/root/flat"
 	show "python3: $RDEL_N empty files in $WORK/root/flat"
 	python3 -c '

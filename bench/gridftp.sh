@@ -33,7 +33,7 @@ SMALL_BYTES=${SMALL_BYTES:-51200}
 IDLE_SESSIONS=${IDLE_SESSIONS:-2000}
 GCT_IDLE_SESSIONS=${GCT_IDLE_SESSIONS:-100}
 PORT_BASE=${PORT_BASE:-29811} # below the ephemeral range, so no data connection holds one
-ROWS=${ROWS:-stream p4 small idle limits}
+ROWS=$(selected_rows stream p4 small idle limits)
 KEEP_LOGS=${KEEP_LOGS:-0}
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -13,7 +13,7 @@
 #   N=100000 OLD=/tmp/ferry-main bench/hugedir.sh
 #
 # Environment: N FERRY OLD LS_TIMEOUT (s, default 600) OLD_LS_TIMEOUT (s, for
-# OLD, default LS_TIMEOUT) PORT_BASE KEEP_LOGS=1.
+# OLD, default LS_TIMEOUT) ROWS (mlsd, ls) PORT_BASE KEEP_LOGS=1.
 # Needs: go, globus-url-copy, python3, curl, ss.
 set -Eeuo pipefail
 shopt -s inherit_errexit
@@ -26,6 +26,7 @@ P_SRV=$PORT_BASE P_API=$((PORT_BASE + 1))
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$REPO/bench/lib.sh"
+selected_rows mlsd ls >/dev/null # a misspelt row fails here
 TMP=$(mktemp -d /tmp/ferry-hugedir.XXXXXX)
 LOG=$TMP/logs WORK=$TMP/work PHASE=hugedir
 mkdir -p "$LOG" "$WORK/root/flat"
@@ -52,14 +53,17 @@ secs() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f s", b - a}'; }
 rows() {
 	local label=$1 bin=$2 limit=$3 t0 t1 first lines pid
 	local FERRY=$bin # ferry_server's binary too
-	ferry_server "srv_$label" "" 127.0.0.1 "$P_SRV" "$WORK/root"
-	pid=$(eval "echo \$PID_srv_$label")
-	t0=$(now)
-	lines=$(globus-url-copy -list "ftp://127.0.0.1:$P_SRV/flat/" | wc -l)
-	t1=$(now)
-	say "$label mlsd: $(secs "$t0" "$t1"), $lines lines, endpoint server peak RSS $(hwm "$pid")"
-	stop_servers
+	if row_wanted mlsd; then
+		ferry_server "srv_$label" "" 127.0.0.1 "$P_SRV" "$WORK/root"
+		pid=$(eval "echo \$PID_srv_$label")
+		t0=$(now)
+		lines=$(globus-url-copy -list "ftp://127.0.0.1:$P_SRV/flat/" | wc -l)
+		t1=$(now)
+		say "$label mlsd: $(secs "$t0" "$t1"), $lines lines, endpoint server peak RSS $(hwm "$pid")"
+		stop_servers
+	fi
 
+	row_wanted ls || return 0
 	export XDG_CONFIG_HOME=$TMP/config-$label FERRY_URL=http://127.0.0.1:$P_API
 	mkdir -p "$TMP/data-$label"
 	echo benchpw | "$bin" user add alice --data "$TMP/data-$label" >/dev/null

@@ -41,6 +41,41 @@ say() { printf '%s\n' "$*"; }
 # show prints a command line, as run.
 show() { printf '+ %s\n' "$*"; }
 
+# --- the row selector ----------------------------------------------------------
+# ROWS, read by every script that has more than one row: the rows (cases,
+# kinds, parts) to run, by the names its header and bench/README.md give:
+# globs, space- or comma-separated (ROWS="big small", ROWS='single-* fml-8-1',
+# ROWS=big,cksum); unset or empty, all of them. A space in a row's name
+# is matched as "-" (loopback.sh's "ferry MD5" is ferry-MD5).
+
+# row_wanted ROW: whether ROWS selects ROW.
+row_wanted() {
+	local g gs
+	read -ra gs <<<"${ROWS//,/ }"
+	((${#gs[@]})) || return 0
+	for g in "${gs[@]}"; do
+		# shellcheck disable=SC2053 # a glob on purpose
+		[[ ${1// /-} == $g ]] && return 0
+	done
+	return 1
+}
+
+# selected_rows ROW...: those of the script's rows ROW... that ROWS selects,
+# in their order, on one line; fails on a glob of ROWS that selects none of
+# them (a misspelt row).
+selected_rows() {
+	local g gs r hit out=()
+	read -ra gs <<<"${ROWS//,/ }"
+	for g in "${gs[@]}"; do
+		hit=0
+		# shellcheck disable=SC2053 # a glob on purpose
+		for r; do [[ ${r// /-} == $g ]] && hit=1; done
+		((hit)) || { say "ROWS: $g is none of the rows: $*" >&2; return 1; }
+	done
+	for r; do row_wanted "$r" && out+=("$r"); done
+	say "${out[*]}"
+}
+
 # build_ferry sets FERRY to the binary to measure: $FERRY if given, else
 # one built from the checkout $REPO into $TMP.
 build_ferry() {

@@ -17,14 +17,17 @@
 # row again (PROFILE_RUNS copies) with FERRY_CPUPROFILE set for both servers
 # and the client, into DIR/<kind>-{src,dst,client}.prof, and `go tool pprof
 # -top` of each. Environment: RUNS BIG_MIB FERRY FERRY_BEFORE PROFILE
-# PROFILE_RUNS PORT_BASE (6 ports) KEEP_LOGS WARM_MIB ONLY. ONLY: a bash regular
-# expression; only the kinds it matches run (ONLY='MD5|verify' for the MD5
-# rows and GCT's). WARM_MIB (default 3072):
+# PROFILE_RUNS PORT_BASE (6 ports) KEEP_LOGS WARM_MIB ROWS ONLY. ROWS: globs of
+# the kinds to run, a space in a kind's name written as - (ROWS='ferry-MD5*
+# guc-*' for ferry's MD5 rows and globus-url-copy's); cp runs always, as the
+# reference. ONLY, the old selector: a bash regular expression; only the
+# kinds it matches run (ONLY='MD5|verify' for the MD5 rows and GCT's).
+# WARM_MIB (default 3072):
 # before each timed copy, touch that much fresh memory (0: none). A VM that
 # hands freed pages back to its host (free page reporting) makes the first
 # write of each such page fault on the host, inside whichever copy comes
 # next: cp of 2 GiB took 0.8-4.8 s here without it, 0.8-1.1 s with it
-# (bench/RESULTS.md, issue 17). Needs: go, globus-url-copy,
+# (bench/LOG.md, issue 17). Needs: go, globus-url-copy,
 # globus-gridftp-server, root (GCT serves anonymous users as nobody).
 set -Eeuo pipefail
 shopt -s inherit_errexit
@@ -110,6 +113,7 @@ KINDS_ALL=("cp" "ferry" "ferry before" "guc @ferry" "guc @gct" "ferry MD5" "ferr
 KINDS=()
 for k in "${KINDS_ALL[@]}"; do
 	[[ $k == *before && -z $FERRY_BEFORE ]] && continue
+	[[ $k == cp ]] || row_wanted "$k" || continue
 	[[ -n $ONLY && $k != cp && ! $k =~ $ONLY ]] && continue
 	KINDS+=("$k")
 done
@@ -165,6 +169,7 @@ say "(÷ cp: cp's median time ÷ this kind's; ≥ 1 is as fast as cp)"
 if [[ -n $PROFILE ]]; then
 	mkdir -p "$PROFILE"
 	for k in "ferry" "ferry MD5" "ferry fast hash" ${FERRY_BEFORE:+"ferry before" "ferry MD5 before" "ferry fast hash before"}; do
+		row_wanted "$k" || continue
 		[[ -n $ONLY && ! $k =~ $ONLY ]] && continue
 		tag=${k// /-}
 		say "== profile $k ($PROFILE_RUNS copies; servers restarted with FERRY_CPUPROFILE)"

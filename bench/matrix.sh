@@ -53,7 +53,7 @@ shopt -s inherit_errexit
 SAMPLE="60/0.01/bbr/deep 60/0.01/cubic/shallow 20/0/cubic/deep 20/0.1/bbr/shallow 150/0/bbr/deep 150/0.01/cubic/deep"
 CELLS=${CELLS:-$SAMPLE}
 RUNS=${RUNS:-3}
-ROWS=${ROWS:-big medium small}
+ROWS=$(selected_rows big medium small)
 RATE=${RATE:-1gbit}
 LOSS_MODEL=${LOSS_MODEL:-random}
 BIG_MIB=${BIG_MIB:-512}
@@ -120,7 +120,7 @@ PHASE=""
 # globus-url-copy settings tried (labels "guc tuned ..."; the best counts):
 # parallel streams for one file, sessions × streams for 100 MB files,
 # pipelined sessions for small files, around the best of bench/copy.sh's
-# hand search on the 60 ms link (RESULTS.md). With FERRY_HAND, also ferry
+# hand search on the 60 ms link (bench/LOG.md). With FERRY_HAND, also ferry
 # copy with those flags, to tell the tuner's plan from the engine (shown,
 # not counted).
 kinds() {

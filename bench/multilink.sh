@@ -8,7 +8,7 @@
 # iperf3 on the same links as the physical limit.
 #
 #   bench/multilink.sh                                  # RUNS=2, 64 MiB, 50 Mbit/s links
-#   SIZE_MIB=1024 RUNS=1 ONLY="single-* fml-8-1 gml-8-1" bench/multilink.sh
+#   SIZE_MIB=1024 RUNS=1 ROWS="single-* fml-8-1 gml-8-1" bench/multilink.sh
 #   FERRY=/path/to/ferry bench/multilink.sh             # measure that binary instead of building one
 #
 # The star: bench/wan/setup.sh up -nodes DMAX+1 -rate RATE -delay DELAY -loss LOSS
@@ -24,7 +24,7 @@
 # (home $WORK/nI/gct); ferry1 .. ferryDMAX an iperf3 server. Every client
 # runs in ferry0. Files live in /dev/shm.
 #
-# Cases (ids; ONLY and SKIP take globs of them):
+# Cases (ids; ROWS and SKIP take globs of them):
 #   iperf-D          iperf3 -n SIZE from ferryI to ferryI+1 for I = 0 .. D-1, all at
 #                    once (the chain's pattern: every node's uplink and downlink
 #                    carry one flow); the time until the last ends. D = 1 and DMAX.
@@ -67,7 +67,7 @@
 # Reported per case: median seconds, ÷ single (the single copy between the
 # same kind of servers), effective throughput D × SIZE ÷ s (Mb/s = 10⁶ bit/s).
 # Environment: RUNS SIZE_MIB DESTS FANOUTS RATE DELAY LOSS GCT_TCPBS EXTRA
-#   TIMELINE ONLY SKIP TIMEOUT WAN_WAIT WAN_KEEP WAN_CC PORT_BASE (3 ports) FERRY KEEP_LOGS=1.
+#   TIMELINE ROWS (ONLY) SKIP TIMEOUT WAN_WAIT WAN_KEEP WAN_CC PORT_BASE (3 ports) FERRY KEEP_LOGS=1.
 # Needs: go, globus-gridftp-server, globus-url-copy with
 # libglobus-xio-gridftp-multicast, iperf3, md5sum, iproute2, root
 # (namespaces; GCT serves anonymous users as nobody). Listens only on the
@@ -84,7 +84,7 @@ RATE=${RATE:-50mbit} DELAY=${DELAY:-15ms} LOSS=${LOSS:-0}
 GCT_TCPBS=${GCT_TCPBS:-2097152}
 EXTRA=${EXTRA:-1}
 TIMELINE=${TIMELINE:-0}
-ONLY=${ONLY:-} SKIP=${SKIP:-}
+ROWS=${ROWS:-${ONLY:-}} SKIP=${SKIP:-} # ONLY: the old name of ROWS
 TIMEOUT=${TIMEOUT:-1800}
 WAN_WAIT=${WAN_WAIT:-1200}
 WAN_KEEP=${WAN_KEEP:-0}
@@ -125,7 +125,7 @@ machine_facts
 say "shm:     /dev/shm free: $(df -h --output=avail /dev/shm | tail -1 | tr -d ' ')"
 say "tcp cc:  $(sysctl -n net.ipv4.tcp_congestion_control) (root ns)"
 say "GCT:     $(globus-gridftp-server -version 2>&1 | head -1); globus-url-copy $(globus-url-copy -version 2>&1 | awk '{print $2}'); $(iperf3 --version | head -1)"
-say "runs:    RUNS=$RUNS (median), SIZE_MIB=$SIZE_MIB, DESTS=\"$DESTS\", FANOUTS=\"$FANOUTS\", star: $((DMAX + 1)) nodes, RATE=$RATE DELAY=$DELAY (per link, each way) LOSS=$LOSS${ONLY:+, ONLY=\"$ONLY\"}${SKIP:+, SKIP=\"$SKIP\"}"
+say "runs:    RUNS=$RUNS (median), SIZE_MIB=$SIZE_MIB, DESTS=\"$DESTS\", FANOUTS=\"$FANOUTS\", star: $((DMAX + 1)) nodes, RATE=$RATE DELAY=$DELAY (per link, each way) LOSS=$LOSS${ROWS:+, ROWS=\"$ROWS\"}${SKIP:+, SKIP=\"$SKIP\"}"
 
 say "== build"
 build_ferry
@@ -161,12 +161,9 @@ tree_of() { # D CC: the tree from the source, node 0
 
 # --- cases -------------------------------------------------------------------
 # One line per case: id|label|D|CC|type.
-wanted() { # ID: in ONLY (if set) and not in SKIP
+wanted() { # ID: selected by ROWS and not in SKIP
 	local g ok=1
-	if [[ -n $ONLY ]]; then
-		ok=0
-		for g in $ONLY; do [[ $1 == $g ]] && ok=1; done
-	fi
+	row_wanted "$1" || ok=0
 	for g in $SKIP; do [[ $1 == $g ]] && ok=0; done
 	((ok))
 }
@@ -457,7 +454,7 @@ done
 declare -A RES=() FAILS=() LABEL=() CMDLINE=() KNOWN=() CPU=()
 mapfile -t LINES < <(cases)
 N=${#LINES[@]}
-((N)) || { say "no case selected (ONLY=\"$ONLY\", SKIP=\"$SKIP\")" >&2; exit 1; }
+((N)) || { say "no case selected (ROWS=\"$ROWS\", SKIP=\"$SKIP\")" >&2; exit 1; }
 say "== cases (trees from the source, node 0; node I = ferryI, $(ip_of 1) ..)"
 for ((i = 0; i < N; i++)); do
 	IFS='|' read -r id label d cc t <<<"${LINES[i]}"

@@ -34,7 +34,7 @@ shopt -s inherit_errexit
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 RUNS=${RUNS:-5}
-ROWS=${ROWS:-small tar big}
+ROWS=$(selected_rows small tar big)
 SMALL_FILES=${SMALL_FILES:-2000} SMALL_BYTES=${SMALL_BYTES:-10240}
 BIG_MIB=${BIG_MIB:-1024}
 PORT_BASE=${PORT_BASE:-29931}

@@ -28,12 +28,13 @@
 # psql), not from the CLI.
 # PostgreSQL (PG=auto: when /usr/lib/postgresql/*/bin/postgres exists and
 # we are root; PG=0 skips): a throwaway cluster as in service.sh.
-# Environment: N PROBE_N PROBE_GAP PG SERVER_ARGS PORT_BASE (5 ports)
+# Environment: N PROBE_N PROBE_GAP PG ROWS (sqlite, pg) SERVER_ARGS PORT_BASE (5 ports)
 #   FERRY KEEP_LOGS=1.
 # Needs: go, curl, jq, ss, setsid, sqlite3; psql and runuser for PostgreSQL.
 set -Eeuo pipefail
 shopt -s inherit_errexit
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+selected_rows sqlite pg >/dev/null # a misspelt row fails here
 
 N=${N:-10000}
 PROBE_N=${PROBE_N:-100}
@@ -226,12 +227,7 @@ run() {
 }
 
 RESULT=()
-# --- SQLite: one process --------------------------------------------------------
-SVC=$TMP/svc-sqlite DB_ARGS=() PGDSN=""
-echo "$PASSWORD" | "$FERRY" user add bulk --data "$SVC" >>"$LOG/cli.log"
-serve() { start "$P_API" "$FERRY" server --data "$SVC" --listen "127.0.0.1:$P_API" --log-level warn $SERVER_ARGS "$@"; }
-serve
-echo "$PASSWORD" | "$FERRY" user add probe --data "$SVC" >>"$LOG/cli.log"
+# add_users_endpoints: the endpoints src and dst, public, added by bulk.
 add_users_endpoints() {
 	local tok
 	tok=$(token bulk)
@@ -240,12 +236,21 @@ add_users_endpoints() {
 		FERRY_URL=http://127.0.0.1:$P_API FERRY_TOKEN=$tok "$FERRY" endpoint add "$1" --server "ftp://127.0.0.1:$2" --public >>"$LOG/cli.log"
 	done
 }
-add_users_endpoints
-run "SQLite, 1 process"
-stop_services
+
+# --- SQLite: one process --------------------------------------------------------
+if row_wanted sqlite; then
+	SVC=$TMP/svc-sqlite DB_ARGS=() PGDSN=""
+	echo "$PASSWORD" | "$FERRY" user add bulk --data "$SVC" >>"$LOG/cli.log"
+	serve() { start "$P_API" "$FERRY" server --data "$SVC" --listen "127.0.0.1:$P_API" --log-level warn $SERVER_ARGS "$@"; }
+	serve
+	echo "$PASSWORD" | "$FERRY" user add probe --data "$SVC" >>"$LOG/cli.log"
+	add_users_endpoints
+	run "SQLite, 1 process"
+	stop_services
+fi
 
 # --- PostgreSQL: two processes ---------------------------------------------------
-if [[ -n $PG_BIN ]]; then
+if [[ -n $PG_BIN ]] && row_wanted pg; then
 	say "== PostgreSQL: a throwaway cluster"
 	PGDIR=$(mktemp -d /tmp/ferry-queue-pg.XXXXXX)
 	chown postgres: "$PGDIR"

@@ -46,7 +46,8 @@
 # session: the largest of them); the service row's client is `ferry task
 # wait`. Servers are started afresh for each row, so their peaks are the
 # row's. Each row also shows the 1-minute load average at its end.
-# Environment: QUICK N_REAL N_SYNTH FLAT PER_DIR BYTES SERVICE COPY (0: no
+# Environment: QUICK ROWS (real, synthetic, flat: (1), (2) nested, (2) in one
+#   directory) N_REAL N_SYNTH FLAT PER_DIR BYTES SERVICE COPY (0: no
 #   ferry copy row for the synthetic trees) GCT (auto|0|1)
 #   GUC_FLAGS RUN_TIMEOUT (s a run may take; 0: no limit) SHOW_EVERY SINK
 #   REAL_DIR (about 8 KiB per file on tmpfs, twice: a copy is removed once
@@ -57,6 +58,7 @@
 set -Eeuo pipefail
 shopt -s inherit_errexit
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+selected_rows real synthetic flat >/dev/null # a misspelt row fails here
 
 QUICK=${QUICK:-0}
 if [[ $QUICK == 1 ]]; then
@@ -201,14 +203,14 @@ timed() {
 	CLIENT_MB=$(awk 'END {printf "%.0f", $1 / 1024}' "$TMP/time")
 }
 
-ROWS=()
+TABLE=()
 # load: the 1-minute load average now (the machine is shared: say how much).
 load() { cut -d" " -f1 /proc/loadavg; }
 # row TREE TOOL FILES WALL TTFB CLIENT SRC DST SERVICE DB NOTE: one line of the table.
 row() {
 	local rate
 	rate=$(awk -v n="$3" -v s="$4" 'BEGIN {printf "%.0f", n / s}')
-	ROWS+=("| $1 | $2 | $3 | $4 | $rate | $5 | $6 | $7 | $8 | $9 | ${10} | $(load) | ${11} |")
+	TABLE+=("| $1 | $2 | $3 | $4 | $rate | $5 | $6 | $7 | $8 | $9 | ${10} | $(load) | ${11} |")
 	say "  => $2: $4 s, $rate files/s, first file ${5} s; peak RSS MiB: client $6, source $7, destination $8, service $9; db ${10} B/file; load $(load) ${11}"
 }
 declare -A RATE # RATE[tool]: files/s of the real rows, for the ratios
@@ -256,7 +258,7 @@ real_row() {
 	TTFB=$ttfb
 }
 
-if ((N_REAL > 0)); then
+if ((N_REAL > 0)) && row_wanted real; then
 	NDIRS=$(((N_REAL + PER_DIR - 1) / PER_DIR))
 	WIDTH=${#PER_DIR} # split's suffix: f000 .. f999 for 1000
 	((PER_DIR == 10 ** (WIDTH - 1))) && WIDTH=$((WIDTH - 1))
@@ -369,8 +371,8 @@ PASSWORD=bench-$RANDOM-$RANDOM
 
 # The trees: "N PER TREE" — N_SYNTH nested, then FLAT in one directory.
 TREES=()
-for n in $N_SYNTH; do TREES+=("$n $PER_DIR $n synthetic"); done
-((FLAT > 0)) && TREES+=("$FLAT $FLAT $FLAT synthetic, one directory")
+row_wanted synthetic && for n in $N_SYNTH; do TREES+=("$n $PER_DIR $n synthetic"); done
+((FLAT > 0)) && row_wanted flat && TREES+=("$FLAT $FLAT $FLAT synthetic, one directory")
 for tree in "${TREES[@]}"; do
 	read -r n per label <<<"$tree"
 	if [[ $COPY == 1 ]]; then
@@ -484,4 +486,4 @@ done
 say ""
 say "| tree | tool | files | wall s | files/s | first file s | client MiB | source server MiB | destination server MiB | service MiB | database B/file | load | |"
 say "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
-for r in "${ROWS[@]}"; do say "$r"; done
+for r in "${TABLE[@]}"; do say "$r"; done

@@ -52,11 +52,14 @@
 # /dev/shm. Everything listens on 127.0.0.1 only; the CLI's login is kept
 # under the temp dir (XDG_CONFIG_HOME), never in ~/.config.
 # Environment: RUNS DISPATCH_N CONTEXT_N CONC_NS DEFAULT_NS FILES FILE_BYTES
-#   DB_FILES SUBMIT PG PG_NS SVC_DIR PORT_BASE (4 ports) FERRY KEEP_LOGS=1.
+#   DB_FILES SUBMIT PG PG_NS SVC_DIR ROWS (dispatch: (1); concurrency: (2) and
+#   its reference; database: (3) on SQLite; pg: PostgreSQL) PORT_BASE (4 ports)
+#   FERRY KEEP_LOGS=1.
 # Needs: go, curl, cmp, jq, ss, setsid; sqlite3 for (3) on SQLite.
 set -Eeuo pipefail
 shopt -s inherit_errexit
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+selected_rows dispatch concurrency database pg >/dev/null # a misspelt row fails here
 
 RUNS=${RUNS:-3}
 DISPATCH_N=${DISPATCH_N:-100}
@@ -247,86 +250,88 @@ pg_sessions() {
 }
 
 # --- (1) dispatch ------------------------------------------------------------
-say ""
-say "== (1) dispatch: $DISPATCH_N × (ferry transfer of 1 byte; ferry task wait), server $SERVER_SETTINGS; load $(load)"
-show "$FERRY transfer src:/one.bin dst:/dispatch/one-\$i.bin   # prints the task id"
-show "$FERRY task wait -H \$id                                   # -H: a dot per poll that saw the task unfinished"
-D=$TMP/dispatch.txt
-: >"$D"
-dispatch_one() { # destination name; appends "id t0 t1 t2 dots"
-	local t0 t1 t2 id rc=0
-	t0=$EPOCHREALTIME
-	id=$("$FERRY" transfer src:/one.bin "dst:/dispatch/$1" 2>>"$LOG/cli.log") || rc=$?
-	t1=$EPOCHREALTIME
-	((rc == 0)) && { "$FERRY" task wait -H "$id" >/dev/null 2>"$TMP/dots" || rc=$?; }
-	t2=$EPOCHREALTIME
-	((rc == 0)) || { fail "dispatch $1: exit $rc"; return 0; }
-	echo "$id $t0 $t1 $t2 $(tr -cd . <"$TMP/dots" | wc -c)"
-}
-dispatch_one warm.bin >/dev/null # untimed warm-up
-s0=$(cpu_ticks "$PID_server")
-for ((i = 1; i <= DISPATCH_N; i++)); do dispatch_one "one-$i.bin" >>"$D"; done
-s1=$(cpu_ticks "$PID_server")
-say "  load after: $(load); server CPU: $(awk -v t=$((s1 - s0)) -v hz="$HZ" -v n="$DISPATCH_N" 'BEGIN {printf "%.1f ms per task", t / hz * 1000 / n}')"
-# split each total with the task's own times
-: >"$TMP/dispatch.split"
-while read -r id t0 t1 t2 dots; do
-	read -r rq co st _ < <(task_times "$id")
-	[[ $st == SUCCEEDED ]] || fail "dispatch task $id is $st"
-	echo "$(sub "$t2" "$t0") $(sub "$t1" "$t0") $(sub "$t2" "$t1") $(sub "$rq" "$t0") $(sub "$co" "$rq") $(sub "$t2" "$co") $dots" >>"$TMP/dispatch.split"
-done <"$D"
-got=0
-for ((i = 1; i <= DISPATCH_N; i++)); do
-	cmp -s "$WORK/src/one.bin" "$WORK/dst/dispatch/one-$i.bin" && got=$((got + 1))
-done
-[[ $got == "$DISPATCH_N" ]] || fail "dispatch: $got of $DISPATCH_N files arrived intact"
-say "  verified: $got of $DISPATCH_N files arrived (cmp)"
-col() { awk -v c="$1" '{print $c}' "$TMP/dispatch.split"; }
-DSTAT=$(col 1 | stats)
-say "  total submit→wait exits: median/p90/min/max $(for v in $DSTAT; do printf '%s ' "$(ms <<<"$v")"; done| awk '{print $1" / "$2" / "$3" / "$4}') ms (n $(awk '{print $5}' <<<"$DSTAT"))"
-LAST_ID=$(tail -1 "$D" | cut -d" " -f1)
+if row_wanted dispatch; then
+	say ""
+	say "== (1) dispatch: $DISPATCH_N × (ferry transfer of 1 byte; ferry task wait), server $SERVER_SETTINGS; load $(load)"
+	show "$FERRY transfer src:/one.bin dst:/dispatch/one-\$i.bin   # prints the task id"
+	show "$FERRY task wait -H \$id                                   # -H: a dot per poll that saw the task unfinished"
+	D=$TMP/dispatch.txt
+	: >"$D"
+	dispatch_one() { # destination name; appends "id t0 t1 t2 dots"
+		local t0 t1 t2 id rc=0
+		t0=$EPOCHREALTIME
+		id=$("$FERRY" transfer src:/one.bin "dst:/dispatch/$1" 2>>"$LOG/cli.log") || rc=$?
+		t1=$EPOCHREALTIME
+		((rc == 0)) && { "$FERRY" task wait -H "$id" >/dev/null 2>"$TMP/dots" || rc=$?; }
+		t2=$EPOCHREALTIME
+		((rc == 0)) || { fail "dispatch $1: exit $rc"; return 0; }
+		echo "$id $t0 $t1 $t2 $(tr -cd . <"$TMP/dots" | wc -c)"
+	}
+	dispatch_one warm.bin >/dev/null # untimed warm-up
+	s0=$(cpu_ticks "$PID_server")
+	for ((i = 1; i <= DISPATCH_N; i++)); do dispatch_one "one-$i.bin" >>"$D"; done
+	s1=$(cpu_ticks "$PID_server")
+	say "  load after: $(load); server CPU: $(awk -v t=$((s1 - s0)) -v hz="$HZ" -v n="$DISPATCH_N" 'BEGIN {printf "%.1f ms per task", t / hz * 1000 / n}')"
+	# split each total with the task's own times
+	: >"$TMP/dispatch.split"
+	while read -r id t0 t1 t2 dots; do
+		read -r rq co st _ < <(task_times "$id")
+		[[ $st == SUCCEEDED ]] || fail "dispatch task $id is $st"
+		echo "$(sub "$t2" "$t0") $(sub "$t1" "$t0") $(sub "$t2" "$t1") $(sub "$rq" "$t0") $(sub "$co" "$rq") $(sub "$t2" "$co") $dots" >>"$TMP/dispatch.split"
+	done <"$D"
+	got=0
+	for ((i = 1; i <= DISPATCH_N; i++)); do
+		cmp -s "$WORK/src/one.bin" "$WORK/dst/dispatch/one-$i.bin" && got=$((got + 1))
+	done
+	[[ $got == "$DISPATCH_N" ]] || fail "dispatch: $got of $DISPATCH_N files arrived intact"
+	say "  verified: $got of $DISPATCH_N files arrived (cmp)"
+	col() { awk -v c="$1" '{print $c}' "$TMP/dispatch.split"; }
+	DSTAT=$(col 1 | stats)
+	say "  total submit→wait exits: median/p90/min/max $(for v in $DSTAT; do printf '%s ' "$(ms <<<"$v")"; done| awk '{print $1" / "$2" / "$3" / "$4}') ms (n $(awk '{print $5}' <<<"$DSTAT"))"
+	LAST_ID=$(tail -1 "$D" | cut -d" " -f1)
 
-# context: CONTEXT_N of each, after one untimed warm-up
-declare -A CTX CTXCMD
-timed() { # name command...: appends seconds to CTX[name]
-	local name=$1 t0 t1 rc=0
-	shift
-	t0=$EPOCHREALTIME
-	"$@" >>"$LOG/context.log" 2>&1 || rc=$?
-	t1=$EPOCHREALTIME
-	((rc == 0)) || { fail "$name: exit $rc"; return 0; }
-	CTX[$name]+="$(sub "$t1" "$t0")"$'\n'
-}
-context() { # name pattern: the command line, with @ for the destination's number
-	local name=$1 pat=$2 i
-	CTXCMD[$name]=$pat
-	show "${pat//@/\$i}"
-	# shellcheck disable=SC2086 # split on purpose: no word has spaces
-	eval "set -- ${pat//@/w}"
-	"$@" >>"$LOG/context.log" 2>&1 || fail "$name warm-up"
-	for ((i = 1; i <= CONTEXT_N; i++)); do
-		# shellcheck disable=SC2086
-		eval "set -- ${pat//@/$i}"
-		timed "$name" "$@"
+	# context: CONTEXT_N of each, after one untimed warm-up
+	declare -A CTX CTXCMD
+	timed() { # name command...: appends seconds to CTX[name]
+		local name=$1 t0 t1 rc=0
+		shift
+		t0=$EPOCHREALTIME
+		"$@" >>"$LOG/context.log" 2>&1 || rc=$?
+		t1=$EPOCHREALTIME
+		((rc == 0)) || { fail "$name: exit $rc"; return 0; }
+		CTX[$name]+="$(sub "$t1" "$t0")"$'\n'
+	}
+	context() { # name pattern: the command line, with @ for the destination's number
+		local name=$1 pat=$2 i
+		CTXCMD[$name]=$pat
+		show "${pat//@/\$i}"
+		# shellcheck disable=SC2086 # split on purpose: no word has spaces
+		eval "set -- ${pat//@/w}"
+		"$@" >>"$LOG/context.log" 2>&1 || fail "$name warm-up"
+		for ((i = 1; i <= CONTEXT_N; i++)); do
+			# shellcheck disable=SC2086
+			eval "set -- ${pat//@/$i}"
+			timed "$name" "$@"
+		done
+	}
+	say "== (1) context: $CONTEXT_N each; load $(load)"
+	context "ferry scp" "$FERRY scp src:/one.bin dst:/scp/one-@.bin"
+	context "ferry copy --verify-checksum" "$FERRY copy -q --verify-checksum ftp://127.0.0.1:$P_SRC/one.bin ftp://127.0.0.1:$P_DST/copy/one-@.bin"
+	context "ferry copy" "$FERRY copy -q ftp://127.0.0.1:$P_SRC/one.bin ftp://127.0.0.1:$P_DST/copy/nv-@.bin"
+	context "curl -T (FTP upload)" "curl -sS -T $WORK/src/one.bin ftp://127.0.0.1:$P_DST/curl/one-@.bin"
+	context "ferry task show -F json" "$FERRY task show $LAST_ID -F json"
+	SCP_NOTE="scp: not measured (no sshd on this machine)"
+	if command -v sshd >/dev/null || [[ -x /usr/sbin/sshd ]]; then SCP_NOTE="scp: sshd is installed but this script does not start it"; fi
+	for f in one- nv-; do
+		n=$(find "$WORK/dst/copy" -name "$f*" | wc -l)
+		[[ $n == $((CONTEXT_N + 1)) ]] || fail "ferry copy: $n files $f*"
 	done
-}
-say "== (1) context: $CONTEXT_N each; load $(load)"
-context "ferry scp" "$FERRY scp src:/one.bin dst:/scp/one-@.bin"
-context "ferry copy --verify-checksum" "$FERRY copy -q --verify-checksum ftp://127.0.0.1:$P_SRC/one.bin ftp://127.0.0.1:$P_DST/copy/one-@.bin"
-context "ferry copy" "$FERRY copy -q ftp://127.0.0.1:$P_SRC/one.bin ftp://127.0.0.1:$P_DST/copy/nv-@.bin"
-context "curl -T (FTP upload)" "curl -sS -T $WORK/src/one.bin ftp://127.0.0.1:$P_DST/curl/one-@.bin"
-context "ferry task show -F json" "$FERRY task show $LAST_ID -F json"
-SCP_NOTE="scp: not measured (no sshd on this machine)"
-if command -v sshd >/dev/null || [[ -x /usr/sbin/sshd ]]; then SCP_NOTE="scp: sshd is installed but this script does not start it"; fi
-for f in one- nv-; do
-	n=$(find "$WORK/dst/copy" -name "$f*" | wc -l)
-	[[ $n == $((CONTEXT_N + 1)) ]] || fail "ferry copy: $n files $f*"
-done
-for d in scp curl; do
-	for ((i = 1; i <= CONTEXT_N; i++)); do
-		cmp -s "$WORK/src/one.bin" "$WORK/dst/$d/one-$i.bin" || fail "$d: one-$i.bin differs or is missing"
+	for d in scp curl; do
+		for ((i = 1; i <= CONTEXT_N; i++)); do
+			cmp -s "$WORK/src/one.bin" "$WORK/dst/$d/one-$i.bin" || fail "$d: one-$i.bin differs or is missing"
+		done
 	done
-done
+fi
 
 # --- (2) concurrency ---------------------------------------------------------
 declare -A CONC # CONC[label,N] = lines "total_s svc_s submit_s waited_s server_cpu_s endpoints_cpu_s [postgres_cpu_s pg_sessions]"
@@ -407,7 +412,7 @@ declare -A CSET CNS
 
 # default settings first, on the server already running
 # shellcheck disable=SC2086
-[[ -n $DEFAULT_NS ]] && conc_phase "sqlite-default" "--tasks 16 --per-user 3 (defaults)" $DEFAULT_NS
+[[ -n $DEFAULT_NS ]] && row_wanted concurrency && conc_phase "sqlite-default" "--tasks 16 --per-user 3 (defaults)" $DEFAULT_NS
 
 # --- (3) database rows (SQLite) ----------------------------------------------
 DBTAB="" DBNOTE=""
@@ -427,68 +432,73 @@ db_task() { # one task of DB_FILES files; sets DB_ID
 	rm -rf "${WORK:?}/dst/db"
 }
 say ""
-if command -v sqlite3 >/dev/null; then
-	DB=$SVC/ferry.db
-	q() { sqlite3 -readonly "$DB" "$1"; }
-	TABLES=$(q "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
-	say "== (3) database rows, SQLite: one task of $DB_FILES × $FILE_BYTES B; load $(load)"
-	show "sqlite3 -readonly $DB 'SELECT count(*) FROM TABLE'   # each table, before and after"
-	show "$FERRY transfer -r src:/db/ dst:/db/; $FERRY task wait ID"
-	for t in $TABLES; do ROWS0[$t]=$(q "SELECT count(*) FROM $t"); done
-	sz0=$(q "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()")
-	db_task
-	id=$DB_ID
-	for t in $TABLES; do ROWS1[$t]=$(q "SELECT count(*) FROM $t"); done
-	sz1=$(q "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()")
-	DBTAB="| table | rows before | rows after | added | per file |"$'\n'"|---|---:|---:|---:|---:|"$'\n'
-	tot=0
-	for t in $TABLES; do
-		d=$((ROWS1[$t] - ROWS0[$t]))
-		tot=$((tot + d))
-		DBTAB+="| $t | ${ROWS0[$t]} | ${ROWS1[$t]} | $d | $(awk -v d="$d" -v n="$DB_FILES" 'BEGIN {printf "%.3f", d / n}') |"$'\n'
-	done
-	DBTAB+="| **total** | | | $tot | $(awk -v d="$tot" -v n="$DB_FILES" 'BEGIN {printf "%.3f", d / n}') |"
-	DBNOTE="events of the task by code: $(q "SELECT group_concat(code || ' ' || n, ', ') FROM (SELECT code, count(*) n FROM events WHERE task_id = '$id' GROUP BY code ORDER BY min(seq))"); database grew $((sz1 - sz0)) B ($(awk -v d=$((sz1 - sz0)) -v n="$DB_FILES" 'BEGIN {printf "%.0f", d / n}') B per file; page_count × page_size)"
-	say "$DBTAB"
-	say "  $DBNOTE"
-else
-	say "== (3) database rows, SQLite: skipped: no sqlite3 (apt-get install sqlite3)"
+if row_wanted database; then
+	if command -v sqlite3 >/dev/null; then
+		DB=$SVC/ferry.db
+		q() { sqlite3 -readonly "$DB" "$1"; }
+		TABLES=$(q "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+		say "== (3) database rows, SQLite: one task of $DB_FILES × $FILE_BYTES B; load $(load)"
+		show "sqlite3 -readonly $DB 'SELECT count(*) FROM TABLE'   # each table, before and after"
+		show "$FERRY transfer -r src:/db/ dst:/db/; $FERRY task wait ID"
+		for t in $TABLES; do ROWS0[$t]=$(q "SELECT count(*) FROM $t"); done
+		sz0=$(q "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()")
+		db_task
+		id=$DB_ID
+		for t in $TABLES; do ROWS1[$t]=$(q "SELECT count(*) FROM $t"); done
+		sz1=$(q "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()")
+		DBTAB="| table | rows before | rows after | added | per file |"$'\n'"|---|---:|---:|---:|---:|"$'\n'
+		tot=0
+		for t in $TABLES; do
+			d=$((ROWS1[$t] - ROWS0[$t]))
+			tot=$((tot + d))
+			DBTAB+="| $t | ${ROWS0[$t]} | ${ROWS1[$t]} | $d | $(awk -v d="$d" -v n="$DB_FILES" 'BEGIN {printf "%.3f", d / n}') |"$'\n'
+		done
+		DBTAB+="| **total** | | | $tot | $(awk -v d="$tot" -v n="$DB_FILES" 'BEGIN {printf "%.3f", d / n}') |"
+		DBNOTE="events of the task by code: $(q "SELECT group_concat(code || ' ' || n, ', ') FROM (SELECT code, count(*) n FROM events WHERE task_id = '$id' GROUP BY code ORDER BY min(seq))"); database grew $((sz1 - sz0)) B ($(awk -v d=$((sz1 - sz0)) -v n="$DB_FILES" 'BEGIN {printf "%.0f", d / n}') B per file; page_count × page_size)"
+		say "$DBTAB"
+		say "  $DBNOTE"
+	else
+		say "== (3) database rows, SQLite: skipped: no sqlite3 (apt-get install sqlite3)"
+	fi
 fi
+
 
 # all N at once
 stop_service
 start_service "$max_n" 0
 # shellcheck disable=SC2086
-conc_phase "sqlite" "--tasks $max_n --per-user 0" $CONC_NS
+row_wanted concurrency && conc_phase "sqlite" "--tasks $max_n --per-user 0" $CONC_NS
 
 # the engine alone, no service, one process: one task's directory, and all
 # of them in one copy (the rate one engine reaches with this many files)
 declare -A REF REFN REFCMD
-say ""
-say "== (2) reference: the engine alone, ferry copy -r --verify-checksum (the tasks verify too), $RUNS each; load $(load)"
-for what in one all; do
-	src=c/$(tname 1)/ REFN[$what]=$FILES
-	[[ $what == all ]] && src=c/ REFN[$what]=$((max_src * FILES))
-	cmd=("$FERRY" copy -q -r --verify-checksum "ftp://127.0.0.1:$P_SRC/$src" "ftp://127.0.0.1:$P_DST/ref/$what/")
-	REFCMD[$what]="ferry copy -q -r --verify-checksum ftp://127.0.0.1:$P_SRC/$src ftp://127.0.0.1:$P_DST/ref/$what/"
-	show "${cmd[*]}"
-	for ((r = 1; r <= RUNS; r++)); do
+if row_wanted concurrency; then
+	say ""
+	say "== (2) reference: the engine alone, ferry copy -r --verify-checksum (the tasks verify too), $RUNS each; load $(load)"
+	for what in one all; do
+		src=c/$(tname 1)/ REFN[$what]=$FILES
+		[[ $what == all ]] && src=c/ REFN[$what]=$((max_src * FILES))
+		cmd=("$FERRY" copy -q -r --verify-checksum "ftp://127.0.0.1:$P_SRC/$src" "ftp://127.0.0.1:$P_DST/ref/$what/")
+		REFCMD[$what]="ferry copy -q -r --verify-checksum ftp://127.0.0.1:$P_SRC/$src ftp://127.0.0.1:$P_DST/ref/$what/"
+		show "${cmd[*]}"
+		for ((r = 1; r <= RUNS; r++)); do
+			rm -rf "${WORK:?}/dst/ref"
+			settle
+			t0=$EPOCHREALTIME
+			"${cmd[@]}" >>"$LOG/ref.log" 2>&1 || fail "ferry copy $src"
+			t1=$EPOCHREALTIME
+			got=$(find "$WORK/dst/ref/$what" -type f -size "${FILE_BYTES}c" | wc -l)
+			[[ $got == "${REFN[$what]}" ]] || fail "ferry copy $src: $got files arrived, want ${REFN[$what]}"
+			REF[$what]+="$(sub "$t1" "$t0")"$'\n'
+			say "  $what run $r: $(sub "$t1" "$t0") s, $got files"
+		done
 		rm -rf "${WORK:?}/dst/ref"
-		settle
-		t0=$EPOCHREALTIME
-		"${cmd[@]}" >>"$LOG/ref.log" 2>&1 || fail "ferry copy $src"
-		t1=$EPOCHREALTIME
-		got=$(find "$WORK/dst/ref/$what" -type f -size "${FILE_BYTES}c" | wc -l)
-		[[ $got == "${REFN[$what]}" ]] || fail "ferry copy $src: $got files arrived, want ${REFN[$what]}"
-		REF[$what]+="$(sub "$t1" "$t0")"$'\n'
-		say "  $what run $r: $(sub "$t1" "$t0") s, $got files"
 	done
-	rm -rf "${WORK:?}/dst/ref"
-done
+fi
 
 # --- PostgreSQL --------------------------------------------------------------
 PGTAB="" PGXACT=""
-if [[ -n $PG_BIN ]]; then
+if [[ -n $PG_BIN ]] && row_wanted pg; then
 	say ""
 	say "== PostgreSQL: a throwaway cluster"
 	PGDIR=$(mktemp -d /tmp/ferry-service-pg.XXXXXX)
@@ -544,31 +554,34 @@ fi
 say ""
 say "== results"
 say ""
-say "(1) dispatch, server --tasks 16 --per-user 3, $DISPATCH_N consecutive 1-byte tasks, ms:"
-say ""
-say "| measure | median | p90 | min | max |"
-say "|---|---:|---:|---:|---:|"
-for c in "1 submit → wait exits (the goal's figure)" "2 ferry transfer process" "3 ferry task wait process" \
-	"4 submit start → request_time (CLI start-up, POST)" "5 request_time → completion_time (the service)" "6 completion_time → wait exits (polling, CLI exit)"; do
-	read -r m p lo hi _ <<<"$(col "${c%% *}" | stats)"
-	say "| ${c#* } | $(ms <<<"$m") | $(ms <<<"$p") | $(ms <<<"$lo") | $(ms <<<"$hi") |"
-done
-say ""
-say "polls that saw the task unfinished, per wait: $(col 7 | sort -n | uniq -c | awk '{printf "%s%d× %d", (NR > 1 ? ", " : ""), $1, $2}')"
-say ""
-say "context, $CONTEXT_N each, ms ($SCP_NOTE):"
-say ""
-say "| command | median | p90 | min | max |"
-say "|---|---:|---:|---:|---:|"
-for name in "ferry scp" "ferry copy --verify-checksum" "ferry copy" "curl -T (FTP upload)" "ferry task show -F json"; do
-	read -r m p lo hi _ <<<"$(printf '%s' "${CTX[$name]:-}" | awk NF | stats)"
-	cmdline=${CTXCMD[$name]//@/N}
-	cmdline=${cmdline//$FERRY/ferry}
-	say "| \`${cmdline//$WORK/\$W}\` | $(ms <<<"$m") | $(ms <<<"$p") | $(ms <<<"$lo") | $(ms <<<"$hi") |"
-done
-dmed=$(col 1 | median)
-say ""
-say "goal (1): median $(ms <<<"$dmed") ms < 100 ms: $(awk -v m="$dmed" 'BEGIN {print (m < 0.1) ? "met" : "NOT MET"}')"
+if row_wanted dispatch; then
+	say "(1) dispatch, server --tasks 16 --per-user 3, $DISPATCH_N consecutive 1-byte tasks, ms:"
+	say ""
+	say "| measure | median | p90 | min | max |"
+	say "|---|---:|---:|---:|---:|"
+	for c in "1 submit → wait exits (the goal's figure)" "2 ferry transfer process" "3 ferry task wait process" \
+		"4 submit start → request_time (CLI start-up, POST)" "5 request_time → completion_time (the service)" "6 completion_time → wait exits (polling, CLI exit)"; do
+		read -r m p lo hi _ <<<"$(col "${c%% *}" | stats)"
+		say "| ${c#* } | $(ms <<<"$m") | $(ms <<<"$p") | $(ms <<<"$lo") | $(ms <<<"$hi") |"
+	done
+	say ""
+	say "polls that saw the task unfinished, per wait: $(col 7 | sort -n | uniq -c | awk '{printf "%s%d× %d", (NR > 1 ? ", " : ""), $1, $2}')"
+	say ""
+	say "context, $CONTEXT_N each, ms ($SCP_NOTE):"
+	say ""
+	say "| command | median | p90 | min | max |"
+	say "|---|---:|---:|---:|---:|"
+	for name in "ferry scp" "ferry copy --verify-checksum" "ferry copy" "curl -T (FTP upload)" "ferry task show -F json"; do
+		read -r m p lo hi _ <<<"$(printf '%s' "${CTX[$name]:-}" | awk NF | stats)"
+		cmdline=${CTXCMD[$name]//@/N}
+		cmdline=${cmdline//$FERRY/ferry}
+		say "| \`${cmdline//$WORK/\$W}\` | $(ms <<<"$m") | $(ms <<<"$p") | $(ms <<<"$lo") | $(ms <<<"$hi") |"
+	done
+	dmed=$(col 1 | median)
+	say ""
+	say "goal (1): median $(ms <<<"$dmed") ms < 100 ms: $(awk -v m="$dmed" 'BEGIN {print (m < 0.1) ? "met" : "NOT MET"}')"
+fi
+
 
 say ""
 say "(2) concurrency: $FILES × $FILE_BYTES B per task, median of $RUNS; files/s = N × $FILES / (first submit → last completion_time):"

@@ -9,11 +9,11 @@
 #
 # Why 100 Mbit/s: 4 pairs at once stay link-bound (iperf3 4 pairs 374 Mb/s =
 # 3.99 × one pair) with the machine ~57 % busy (delay line ~50 % of a core,
-# GCT's servers ~25 %) during GCT's width-4 copy (bench/RESULTS.md, issue 18).
+# GCT's servers ~25 %) during GCT's width-4 copy (bench/LOG.md, issue 18).
 #
 #   bench/striping.sh                                     # RUNS=1, 2 GiB, 100 Mbit/s links (~11 min GCT only)
 #   SIZE_MIB=256 WIDTHS="1 4" bench/striping.sh           # a quick run
-#   ONLY="iperf-* gct-*" RUNS=3 bench/striping.sh         # GCT and the floor only, median of 3
+#   ROWS="iperf-* gct-*" RUNS=3 bench/striping.sh         # GCT and the floor only, median of 3
 #   FERRY=/path/to/ferry bench/striping.sh                # measure that binary instead of building one
 #
 # The star: bench/wan/setup.sh up -nodes 9 -rate RATE -delay DELAY -loss LOSS
@@ -55,7 +55,7 @@
 #     its passive port ("not the client's address"; guc sends SPAS before STOR).
 #   iperf3 -s on nodes 5..4+W.
 #
-# Cases (ids; ONLY and SKIP take globs of them), for each W in WIDTHS:
+# Cases (ids; ROWS and SKIP take globs of them), for each W in WIDTHS:
 #   iperf-W   iperf3 -c 10.77.1.(14+I) -n SIZE/W from node I, I = 1 .. W, all at
 #             once: the same bytes over the same links, the physical floor.
 #   gct-W     ip netns exec ferry0 globus-url-copy -stripe -p PARALLEL [-sbs SBS] GUC_FLAGS
@@ -79,7 +79,7 @@
 # ferry faster), and the issue's goals: 4 movers ≥ 3.5× one, ferry ≥ 1.0× GCT.
 # Environment: RUNS(1) SIZE_MIB(2048) WIDTHS("1 2 4") RATE(100mbit) DELAY(15ms)
 #   LOSS(0) PARALLEL(1) SBS("" = the servers' default, blocked 1 MiB) GUC_FLAGS FCOPY_FLAGS
-#   FERRY_FE_FLAGS FERRY_MOVER_FLAGS ONLY SKIP TIMEOUT WAN_WAIT WAN_KEEP WAN_CC
+#   FERRY_FE_FLAGS FERRY_MOVER_FLAGS ROWS (ONLY) SKIP TIMEOUT WAN_WAIT WAN_KEEP WAN_CC
 #   PORT_BASE (5 ports) FERRY KEEP_LOGS=1.
 # Needs: go, globus-gridftp-server, globus-url-copy, iperf3, md5sum, iproute2,
 # root (namespaces; GCT serves anonymous users as nobody). Listens only on
@@ -98,7 +98,7 @@ FCOPY_FLAGS=${FCOPY_FLAGS:-}
 GUC_FLAGS=${GUC_FLAGS:-}
 FERRY_FE_FLAGS=${FERRY_FE_FLAGS:---pasv-any --port-allow 10.77.1.0/24}
 FERRY_MOVER_FLAGS=${FERRY_MOVER_FLAGS:-}
-ONLY=${ONLY:-} SKIP=${SKIP:-}
+ROWS=${ROWS:-${ONLY:-}} SKIP=${SKIP:-} # ONLY: the old name of ROWS
 TIMEOUT=${TIMEOUT:-1800}
 WAN_WAIT=${WAN_WAIT:-1200}
 WAN_KEEP=${WAN_KEEP:-0}
@@ -143,7 +143,7 @@ machine_facts
 say "shm:     /dev/shm free: $(df -h --output=avail /dev/shm | tail -1 | tr -d ' ')"
 say "tcp cc:  $(sysctl -n net.ipv4.tcp_congestion_control) (root ns)"
 say "GCT:     $(globus-gridftp-server -version 2>&1 | head -1); globus-url-copy $(globus-url-copy -version 2>&1 | awk '{print $2}'); $(iperf3 --version | head -1)"
-say "runs:    RUNS=$RUNS (median), SIZE_MIB=$SIZE_MIB, WIDTHS=\"$WIDTHS\", PARALLEL=$PARALLEL, SBS=${SBS:-default}${GUC_FLAGS:+, GUC_FLAGS=\"$GUC_FLAGS\"}${FCOPY_FLAGS:+, FCOPY_FLAGS=\"$FCOPY_FLAGS\"}, star: $NODES nodes, RATE=$RATE DELAY=$DELAY (per link, each way) LOSS=$LOSS${ONLY:+, ONLY=\"$ONLY\"}${SKIP:+, SKIP=\"$SKIP\"}"
+say "runs:    RUNS=$RUNS (median), SIZE_MIB=$SIZE_MIB, WIDTHS=\"$WIDTHS\", PARALLEL=$PARALLEL, SBS=${SBS:-default}${GUC_FLAGS:+, GUC_FLAGS=\"$GUC_FLAGS\"}${FCOPY_FLAGS:+, FCOPY_FLAGS=\"$FCOPY_FLAGS\"}, star: $NODES nodes, RATE=$RATE DELAY=$DELAY (per link, each way) LOSS=$LOSS${ROWS:+, ROWS=\"$ROWS\"}${SKIP:+, SKIP=\"$SKIP\"}"
 
 say "== build"
 build_ferry
@@ -156,12 +156,9 @@ else
 fi
 
 # --- cases -------------------------------------------------------------------
-wanted() { # ID: in ONLY (if set) and not in SKIP
+wanted() { # ID: selected by ROWS and not in SKIP
 	local g ok=1
-	if [[ -n $ONLY ]]; then
-		ok=0
-		for g in $ONLY; do [[ $1 == $g ]] && ok=1; done
-	fi
+	row_wanted "$1" || ok=0
 	for g in $SKIP; do [[ $1 == $g ]] && ok=0; done
 	((ok))
 }

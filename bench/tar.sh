@@ -77,7 +77,7 @@ shopt -s inherit_errexit
 
 RUNS=${RUNS:-3}
 PHASES=${PHASES:-loop wan}
-ROWS=${ROWS:-w2k w20k l5k}
+ROWS=$(selected_rows w2k w20k l5k)
 FILES=${FILES:-}
 WARMUP=${WARMUP:-1}
 CC_SWEEP=${CC_SWEEP:-4 8 16 32}

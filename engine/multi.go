@@ -852,7 +852,7 @@ type kid struct {
 // uplink is what limits it, and its streams' blocks must be put back in
 // order at the next hop (a window of blocks), where one stream that lags
 // holds the others back (8 destinations at 50 Mbit/s, 61 ms, a chain:
-// 16.7 s with one stream per hop, 27–34 s with four; bench/RESULTS.md).
+// 16.7 s with one stream per hop, 27–34 s with four; bench/LOG.md).
 func (f *fanout) stack(src, dst string, size int64, p int) string {
 	cc := f.cc
 	if size < f.smallBelow && f.ccSmall > 0 {

@@ -232,7 +232,7 @@ func (c *copier) chooseTar(files []*file) (bool, string) {
 // batch is megabytes in one transfer, and one stream's window ramps too
 // slowly to carry it (2,000 × 50 KB, 60 ms, 0.01 %, cubic, 8 pairs:
 // median of 3, 5.07 s on one stream a batch, 3.46 s on 4;
-// bench/RESULTS.md, issue 17).
+// bench/LOG.md, issue 17).
 const wanTarStreams = 4
 
 // tarStreams is the parallelism of a copy whose small files move as tar

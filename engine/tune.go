@@ -58,7 +58,7 @@ func tune(o Options, files []*file, s Settings, more bool) Settings {
 	default:
 		// On a LAN one stream per file runs as fast as the disks and
 		// costs least CPU (20 × 100 MB on loopback: 0.82 s with -p 1,
-		// 1.07 s with -p 2; bench/RESULTS.md).
+		// 1.07 s with -p 2; bench/LOG.md).
 		s.Concurrency, s.Parallelism, s.Pipelining = 2, 1, 2
 		why = append(why, "large files on a local link: one stream per file runs as fast as the disks and costs least CPU")
 		if wan {
@@ -69,7 +69,7 @@ func tune(o Options, files []*file, s Settings, more bool) Settings {
 			// The streams of all pairs together are 16: with loss, a
 			// loss-based congestion control (cubic) caps each stream
 			// far below the link (Mathis), so only more streams fill
-			// it; bbr fills it with any number (bench/RESULTS.md, issue
+			// it; bbr fills it with any number (bench/LOG.md, issue
 			// 17: 60 ms, 0.01 %, cubic: -p 4 20.6 s, -p 16 8.9 s).
 			// Several files get 32 in all: 10 × 100 MB over 4 pairs, 4
 			// and 8 streams each, mean of 2: 60 ms, 0.1 %, cubic 76.3
@@ -94,7 +94,7 @@ func tune(o Options, files []*file, s Settings, more bool) Settings {
 	// files than sessions is split too: there one receiving session's copy
 	// into the page cache is the limit, and two share it (2 GiB on
 	// loopback into tmpfs, median of 5: 1.50 s in one session, 1.22 s in
-	// two with 256 MiB chunks; bench/RESULTS.md, issue 17).
+	// two with 256 MiB chunks; bench/LOG.md, issue 17).
 	// Over a WAN a file up to 4 GiB is one transfer over its 16 streams:
 	// chunks there end each in a wait for the slowest stream, which loss
 	// makes long (one 512 MiB file, 16 streams, median of 2: 60 ms, 0.01
@@ -197,7 +197,7 @@ func growLimit(c *client.Conn) int {
 // or the copy fans out. Over a lossy path a loss-based
 // congestion control (cubic) keeps each stream's window small, and the
 // rate grows with the number of streams well past 16 (150 ms, 0.1 %:
-// bench/RESULTS.md, issue 17); no plan made before the data moves can
+// bench/LOG.md, issue 17); no plan made before the data moves can
 // tell such a path from one that the streams already fill.
 func growTo(o Options, s Settings, limit int) (int, string) {
 	if limit <= 0 || o.Parallelism > 0 || s.RTT < wideArea || o.fan != nil {

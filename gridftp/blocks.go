@@ -317,7 +317,7 @@ func whole(pool *BufferPool, next func([]byte) (int64, int, error)) func(net.Con
 // megabytes that only they can send: over a lossy path, where each
 // stream's window stays small, that tail was a third of the transfer
 // (512 MiB, 16 streams, 150 ms, 0.1 %, cubic: 58.8 and 59.7 s unbounded,
-// 43.6 and 51.9 s at 256 KiB, 46.7 and 54.8 s at 1 MiB; bench/RESULTS.md,
+// 43.6 and 51.9 s at 256 KiB, 46.7 and 54.8 s at 1 MiB; bench/LOG.md,
 // issue 17).
 const sendBacklog = 256 << 10
 
@@ -341,7 +341,7 @@ const minBlock = 64 << 10
 // sends in about a round trip, and the streams with large windows carry
 // the rest (2,000 × 50 KB as tar batches, 150 ms, 0.01 %, cubic: a pair
 // whose streams sat at windows of 30–80 segments took 5–8 s where the
-// others took 2–3; bench/RESULTS.md, issue 17). win is the window in
+// others took 2–3; bench/LOG.md, issue 17). win is the window in
 // bytes, 0 when not known (to this host, where the blocks stay whole).
 func blockLimit(win int) int {
 	if win > 0 {
@@ -1024,7 +1024,7 @@ type zeroCopy struct {
 // for each pays a wake-up, a read (or two splices) and a write per
 // segment (one 512 MiB file over 16 streams, 60 ms, 0.01 %, bbr: the
 // destination's server took 2.2-2.5 CPU-s a copy woken per segment, 0.72
-// with the threshold; bench/RESULTS.md, issue 17).
+// with the threshold; bench/LOG.md, issue 17).
 const maxLowat = 256 << 10
 
 // minLowat: a block shorter than this (a small file's) is read as it comes.

@@ -14,7 +14,7 @@ import (
 // path with random loss a loss-based congestion control (cubic) caps
 // each stream's window far below the link (Mathis), and the rate grows
 // with the number of streams (150 ms, 0.1 %: globus-url-copy with 4, 8
-// and 16 streams 270, 128 and 60 s for 512 MiB; bench/RESULTS.md, issue
+// and 16 streams 270, 128 and 60 s for 512 MiB; bench/LOG.md, issue
 // 17); where the streams already fill the link, more add nothing. So the
 // sender probes: it adds half as many streams again and keeps growing
 // while the rate rises with them, and stops at the first probe that does
@@ -126,7 +126,7 @@ func (p *prober) step(rate float64) int {
 // more streams may raise it: not under bbr, which paces at the rate it
 // measures whatever the random loss (20 ms, 0.1 %, bbr, shallow queue:
 // 512 MiB in 4.99 s probing against 4.86 s without, median of 4;
-// bench/RESULTS.md, issue 17).
+// bench/LOG.md, issue 17).
 func lossBound(c net.Conn) bool {
 	return !strings.HasPrefix(congestionControl(c), "bbr")
 }

@@ -283,7 +283,7 @@ func congestionControl(c net.Conn) string {
 // before it connects: one that paces (bbr, a common default) sends each
 // few segments at a timer's expiry, which on loopback, where nothing
 // queues, only costs (2 GiB into tmpfs, median of 7: 1.39 s sent under
-// bbr, 1.02 s under cubic; bench/RESULTS.md, issue 17). Set after the
+// bbr, 1.02 s under cubic; bench/LOG.md, issue 17). Set after the
 // handshake it would be too late: the socket keeps pacing. Elsewhere the
 // system's choice stands. It never fails a dial or a listen.
 func DataControl(network, address string, c syscall.RawConn) error {

@@ -15,18 +15,21 @@
 #   chain   0>1 1>2 ... (N-2)>(N-1)      (every node sends one flow and receives one,
 #                                         as a multicast chain does)
 #   fan4    0>1 0>2 0>3 0>4              (four flows share ferry0's uplink)
-# Environment: RATES NODES (9) SECS (10) DELAY (15ms) LOSS (0) PATTERNS WAN_CC.
+# Environment: RATES NODES (9) SECS (10) DELAY (15ms) LOSS (0) ROWS (the
+# patterns; PATTERNS, its old name) WAN_CC.
 # Brings the star up for each rate (setup.sh up tears down any link first:
 # run it only when no one else uses bench/wan) and takes it down at the end.
 # Needs root, iperf3.
 set -Eeuo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$HERE/../lib.sh" # selected_rows (say, show and cleanup are this script's own, below)
 RATES=${RATES:-0 50mbit 75mbit 100mbit}
 NODES=${NODES:-9}
 SECS=${SECS:-10}
 DELAY=${DELAY:-15ms} LOSS=${LOSS:-0}
-PATTERNS=${PATTERNS:-pair 4pairs chain fan4}
+ROWS=${ROWS:-${PATTERNS:-}} # PATTERNS: the old name of ROWS
+PATTERNS=$(selected_rows pair 4pairs chain fan4)
 WAN_CC=${WAN_CC:-}
 STATE=${STATE:-/run/ferry-wan}
 TMP=$(mktemp -d /tmp/star-capacity.XXXXXX)
