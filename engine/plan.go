@@ -12,6 +12,7 @@ import (
 
 	"ferry/gridftp"
 	"ferry/gridftp/client"
+	"ferry/internal/fault"
 	"ferry/internal/partname"
 	"ferry/internal/synclevel"
 )
@@ -685,7 +686,7 @@ func (p *planner) walkDir(ctx context.Context, src, dst string, existed bool, up
 // again, while nothing of it was used (used): a listing that breaks costs
 // that directory, not the tree.
 func (p *planner) listAt(ctx context.Context, dst bool, name string, fn func(gridftp.Entry) error, used func() bool) error {
-	b := Backoff{Base: p.opts.Backoff, Max: p.opts.MaxBackoff}
+	b := fault.Backoff{Base: p.opts.Backoff, Max: p.opts.MaxBackoff}
 	for try := 1; ; try++ {
 		conn := p.src
 		if dst {
@@ -698,7 +699,7 @@ func (p *planner) listAt(ctx context.Context, dst bool, name string, fn func(gri
 		if !dst {
 			p.listing = false
 		}
-		if err == nil || used() || try >= p.opts.maxAttempts() || gridftp.Classify(err) != gridftp.FaultTransient || ctx.Err() != nil {
+		if err == nil || used() || try >= p.opts.maxAttempts() || fault.Final(err) || ctx.Err() != nil {
 			return err
 		}
 		select {

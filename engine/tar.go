@@ -11,6 +11,7 @@ import (
 
 	"ferry/gridftp"
 	"ferry/gridftp/client"
+	"ferry/internal/fault"
 )
 
 // Tar mode: a tree of small files moves as tar streams, many files to a
@@ -700,7 +701,7 @@ func (c *copier) batchFailed(u *unit, err error) {
 		return // the run is stopping
 	default:
 	}
-	if gridftp.Classify(err) == gridftp.FaultNoSpace {
+	if fault.IsFatal(err) {
 		c.filled(err)
 		return
 	}
@@ -713,7 +714,7 @@ func (c *copier) batchFailed(u *unit, err error) {
 	c.mu.Lock()
 	c.res.Faults++
 	c.mu.Unlock()
-	if Fatal(err) || next.attempts >= c.opts.maxAttempts() {
+	if fault.Final(err) || next.attempts >= c.opts.maxAttempts() {
 		for _, f := range left {
 			c.q.push(&unit{f: f, n: -1})
 		}

@@ -71,3 +71,29 @@ func TestSaid(t *testing.T) {
 		t.Errorf("Told of a plain error = %q", got)
 	}
 }
+
+// TestFaultRetry: what each kind of refusal means for another try; only a
+// full destination stops all the work.
+func TestFaultRetry(t *testing.T) {
+	for _, tc := range []struct {
+		fault        Fault
+		retry, fatal bool
+	}{
+		{FaultTransient, true, false},
+		{FaultChecksum, true, false},
+		{FaultRefused, true, false},
+		{FaultNoSpace, false, true},
+		{FaultNotFound, false, false},
+		{FaultPermission, false, false},
+		{FaultExists, false, false},
+		{FaultNotEmpty, false, false},
+		{FaultIsDir, false, false},
+		{FaultNotDir, false, false},
+		{FaultInvalid, false, false},
+		{FaultLogin, false, false},
+	} {
+		if tc.fault.Retry() != tc.retry || tc.fault.Fatal() != tc.fatal {
+			t.Errorf("fault %d: Retry %v, Fatal %v; want %v, %v", tc.fault, tc.fault.Retry(), tc.fault.Fatal(), tc.retry, tc.fatal)
+		}
+	}
+}
