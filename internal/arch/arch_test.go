@@ -134,7 +134,7 @@ var allowed = map[string][]string{
 	// Running tasks: file operations on endpoints, workers, notifications.
 	"ferry/service/gridops": {"ferry/service/domain", "ferry/gridftp", "ferry/gridftp/client", "ferry/engine", "ferry/netpolicy", "ferry/gsi", "ferry/gsi/gsilogin"},
 	"ferry/service/worker":  {"ferry/service/domain", "ferry/service/secret", "ferry/service/gridops", "ferry/engine", "ferry/gridftp", "ferry/netpolicy", "ferry/gsi", "ferry/plural", "ferry/internal/synclevel", "ferry/internal/fault"},
-	"ferry/service/notify":  {"ferry/service/domain"},
+	"ferry/service/notify":  {"ferry/service/domain", "ferry/internal/fault"},
 
 	// ferry connect: the tunnel protocol, the agent, the service's CA and
 	// relay, and the mesh that reaches agents connected to other processes.
