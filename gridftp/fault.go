@@ -66,6 +66,7 @@ var faultRules = []struct {
 	{[]string{"c=DATA_CHANNEL", "c=INTERNAL_ERROR", "c=TIMEOUT", "c=ABORTED", "Connection reset", "Broken pipe", "timed out", "Timed out"}, 0, FaultTransient},
 	{nil, CodeNotLoggedIn, FaultLogin},
 	{nil, CodeNoSpace, FaultNoSpace},
+	{nil, CodeExceededStorage, FaultNoSpace},
 	{nil, CodeFileUnavailable, FaultNotFound},
 	{nil, CodeNameNotAllowed, FaultInvalid},
 	{nil, CodeBadArguments, FaultInvalid},

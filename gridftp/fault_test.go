@@ -28,6 +28,7 @@ func TestClassify(t *testing.T) {
 		{"GCT: missing, as 500", reply(500, "Command failed. : globus_gridftp_server_file.c:globus_l_gfs_file_open:", "System error in open: No such file or directory", "End."), FaultNotFound},
 		{"GCT: reset, as 500", reply(500, "Command failed. : an end-of-file was reached", "Connection reset by peer", "End."), FaultTransient},
 		{"GCT: full, as 451", reply(451, "Command failed. : System error in write: No space left on device", "End."), FaultNoSpace},
+		{"RFC 959: over the storage allocation, 552", reply(552, "Requested file action aborted. Exceeded storage allocation."), FaultNoSpace},
 		{"login", reply(530, "Login incorrect."), FaultLogin},
 		{"unknown verb", reply(500, "Command not supported."), FaultRefused},
 		{"not implemented", reply(502, "Not implemented."), FaultInvalid},

@@ -39,6 +39,7 @@ func TestVerdicts(t *testing.T) {
 		{"disk full, in a transfer's end", &client.EndError{Dest: true, Err: full}, fatal},
 		{"disk full, as the engine stops for it", fmt.Errorf("%w: %w", errors.New("the destination has no space left"), full), fatal},
 		{"disk full, in a file operation", &domain.Error{Code: domain.ELimit, Err: full}, fatal},
+		{"over the storage allocation (RFC 959's 552)", &client.EndError{Dest: true, Err: reply(552, "Requested file action aborted.")}, fatal},
 		{"permission denied", &client.EndError{Err: denied}, final},
 		{"permission denied, in a file operation", &domain.Error{Code: domain.EForbidden, Err: denied}, final},
 		{"refused without a reason", &client.EndError{Err: bare}, retry},
