@@ -1213,7 +1213,16 @@ func (c *copier) retryFinish(ctx context.Context, u *unit, err error, j job) {
 	c.after(delay, func() { c.finish(ctx, j) })
 }
 
-var errMismatch = errors.New("checksum mismatch")
+// errMismatch is data that arrived damaged: its checksums at both ends
+// differ. It says another try may mend it (internal/fault), as a
+// destination server's INCORRECT_CHECKSUM does.
+var errMismatch error = damaged{}
+
+type damaged struct{}
+
+func (damaged) Error() string { return "checksum mismatch" }
+func (damaged) Retry() bool   { return true }
+
 var errSourceChanged = errors.New("source changed during the transfer")
 
 // finalize checks that the source did not change, verifies the whole file

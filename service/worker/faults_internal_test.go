@@ -1,11 +1,14 @@
 package worker
 
 import (
+	"errors"
+	"io"
 	"testing"
 
 	"ferry/gridftp"
 	"ferry/gridftp/client"
 	"ferry/internal/fault"
+	"ferry/service/domain"
 	"ferry/service/gridops"
 )
 
@@ -39,5 +42,31 @@ func TestFaultsAgree(t *testing.T) {
 				t.Errorf("%s: the engine retries a file: %v; a task runs again: %v; want both %v", gridftp.Told(tc.err), inEngine, inTask, tc.retry)
 			}
 		})
+	}
+}
+
+// TestFailureCodes: the name a task's failure gets (its fatal error code,
+// nice status, metrics class) is what the fault is, wherever it was met.
+func TestFailureCodes(t *testing.T) {
+	reply := func(code int, lines ...string) error {
+		return &client.EndError{Dest: true, Err: &gridftp.Error{Reply: gridftp.Reply{Code: code, Lines: lines}}}
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"disk full", reply(452, "GlobusError: v=1 c=NO_SPACE_LEFT", "No space left on device"), domain.NiceNoSpace},
+		{"over the storage allocation", reply(552, "Exceeded storage allocation."), domain.NiceNoSpace},
+		{"missing", reply(550, "GlobusError: v=1 c=PATH_NOT_FOUND", "No such file or directory"), domain.NiceFileNotFound},
+		{"not allowed", reply(550, "GlobusError: v=1 c=PERMISSION_DENIED", "Permission denied"), domain.NicePermissionDenied},
+		{"login refused", &client.HandshakeError{Stage: client.StageLogin, Err: &gridftp.Error{Reply: gridftp.Reply{Code: 530, Lines: []string{"Login incorrect."}}}}, domain.NiceCredentialExpired},
+		{"damaged, as the destination server found", reply(550, "GlobusError: v=1 c=INCORRECT_CHECKSUM", "Checksum mismatch"), domain.NiceChecksumMismatch},
+		{"no answer", &client.EndError{Err: io.ErrUnexpectedEOF}, domain.NiceConnectFailed},
+		{"says nothing", errors.New("no destination"), "FAILED"},
+	} {
+		if got := classify(tc.err).code; got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
 	}
 }
