@@ -1218,6 +1218,7 @@ func (c *copier) retryFinish(ctx context.Context, u *unit, err error, j job) {
 // destination server's INCORRECT_CHECKSUM does.
 var errMismatch error = damaged{}
 
+// damaged is the type of errMismatch.
 type damaged struct{}
 
 func (damaged) Error() string { return "checksum mismatch" }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"syscall"
 	"testing"
@@ -43,11 +44,13 @@ func TestVerdicts(t *testing.T) {
 		{"permission denied", &client.EndError{Err: denied}, final},
 		{"permission denied, in a file operation", &domain.Error{Code: domain.EForbidden, Err: denied}, final},
 		{"refused without a reason", &client.EndError{Err: bare}, retry},
+		{"refused by the source while the destination broke", errors.Join(&client.EndError{Err: denied}, &client.EndError{Dest: true, Err: io.EOF}), final},
 		{"refused without a reason, in a file operation", &domain.Error{Code: domain.EInvalid, Err: bare}, retry},
 		{"on the way", reply(451, "busy"), retry},
 		{"login refused", &client.HandshakeError{Stage: client.StageLogin, Err: reply(530, "Login incorrect.")}, final},
 		{"connection refused", &client.HandshakeError{Stage: client.StageConnect, Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}, retry},
 		{"unreachable, in a file operation", &domain.Error{Code: domain.EUnavailable}, retry},
+		{"unreachable, with its cause", &domain.Error{Code: domain.EUnavailable, Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}, retry},
 		{"a bad request", &domain.Error{Code: domain.EInvalid}, final},
 		{"says nothing", errors.New("checksum mismatch"), none},
 		{"canceled", context.Canceled, none},
