@@ -11,6 +11,7 @@ import (
 
 	"ferry/gridftp"
 	"ferry/gridftp/client"
+	"ferry/internal/fault"
 	"ferry/internal/synclevel"
 )
 
@@ -22,12 +23,12 @@ type unit struct {
 	off, n   int64 // the chunk; n < 0 for the whole file
 	striped  bool  // moves over a striped pair (ways.go)
 	attempts int
-	wait     Backoff     // its retries' waits
-	seen     int64       // the copier's recoveries when it last failed
-	part     client.Part // what the current attempt moves
-	reported int64       // bytes of the current attempt already reported
-	renaming bool        // its file landed, its rename was sent on its pair: the replies are owed
-	selfRen  bool        // the current attempt's destination renames it itself (serverRenames)
+	wait     fault.Backoff // its retries' waits
+	seen     int64         // the copier's recoveries when it last failed
+	part     client.Part   // what the current attempt moves
+	reported int64         // bytes of the current attempt already reported
+	renaming bool          // its file landed, its rename was sent on its pair: the replies are owed
+	selfRen  bool          // the current attempt's destination renames it itself (serverRenames)
 }
 
 func (u *unit) length() int64 {
@@ -1203,7 +1204,7 @@ func (c *copier) retryFinish(ctx context.Context, u *unit, err error, j job) {
 	if c.moot(u) {
 		return
 	}
-	if gridftp.Classify(err) == gridftp.FaultNoSpace {
+	if fault.IsFatal(err) {
 		c.filled(err)
 		return
 	}
@@ -1216,7 +1217,17 @@ func (c *copier) retryFinish(ctx context.Context, u *unit, err error, j job) {
 	c.after(delay, func() { c.finish(ctx, j) })
 }
 
-var errMismatch = errors.New("checksum mismatch")
+// errMismatch is data that arrived damaged: its checksums at both ends
+// differ. It says another try may mend it (internal/fault), as a
+// destination server's INCORRECT_CHECKSUM does.
+var errMismatch error = damaged{}
+
+// damaged is the type of errMismatch.
+type damaged struct{}
+
+func (damaged) Error() string { return "checksum mismatch" }
+func (damaged) Retry() bool   { return true }
+
 var errSourceChanged = errors.New("source changed during the transfer")
 
 // finalize checks that the source did not change, verifies the whole file
@@ -1403,7 +1414,7 @@ func (c *copier) fail(u *unit, err error) {
 	if c.moot(u) {
 		return
 	}
-	if gridftp.Classify(err) == gridftp.FaultNoSpace {
+	if fault.IsFatal(err) {
 		c.filled(err)
 		return
 	}
@@ -1495,20 +1506,20 @@ func (c *copier) retryDelay(u *unit, err error) (delay time.Duration, giveUp boo
 	c.mu.Unlock()
 	delay = c.backoff(&u.wait, &u.seen, err)
 	late := !c.opts.Deadline.IsZero() && time.Now().Add(delay).After(c.opts.Deadline)
-	return delay, Fatal(err) || u.attempts >= c.opts.maxAttempts() || late
+	return delay, fault.Final(err) || u.attempts >= c.opts.maxAttempts() || late
 }
 
 // backoff counts a failure err of work whose backoff is b, and says how
 // long to wait before its retry. seen is the count of recoveries the work
 // knew of: when the endpoints answered again since its last failure, its
 // waits start again from the first.
-func (c *copier) backoff(b *Backoff, seen *int64, err error) time.Duration {
+func (c *copier) backoff(b *fault.Backoff, seen *int64, err error) time.Duration {
 	b.Base, b.Max = c.opts.Backoff, c.opts.MaxBackoff
 	if r := c.recoveries.Load(); r != *seen {
 		b.Reset()
 		*seen = r
 	}
-	if Unanswered(err) {
+	if fault.Unanswered(err) {
 		c.downSince.CompareAndSwap(0, time.Now().UnixNano())
 	}
 	return b.Next()
@@ -1641,17 +1652,6 @@ func (c *copier) final(f *file, o Outcome, err error) {
 	if c.ways != nil {
 		c.chosen(f, o == Transferred)
 	}
-}
-
-// Fatal reports errors that no retry can mend: the path does not exist or
-// is not allowed, the login is refused, the command is not understood
-// (gridftp.Classify reads the reply).
-func Fatal(err error) bool {
-	switch gridftp.Classify(err) {
-	case gridftp.FaultTransient, gridftp.FaultChecksum, gridftp.FaultRefused, gridftp.FaultNoSpace:
-		return false
-	}
-	return true
 }
 
 type nopReporter struct{}

@@ -21,6 +21,7 @@ import (
 	"ferry/engine"
 	"ferry/gridftp/client"
 	"ferry/gridftp/server"
+	"ferry/internal/fault"
 	"ferry/internal/synclevel"
 	"ferry/storage"
 	"ferry/storage/posix"
@@ -556,7 +557,7 @@ func TestVanishedFileFailsAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Failed != 1 || len(res.FailedFiles) != 1 || res.FailedFiles[0].Attempts != 1 || !engine.Fatal(res.FailedFiles[0].Err) {
+	if res.Failed != 1 || len(res.FailedFiles) != 1 || res.FailedFiles[0].Attempts != 1 || !fault.Final(res.FailedFiles[0].Err) {
 		t.Fatalf("%+v: want one fatal failure without retries", res)
 	}
 }

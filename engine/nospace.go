@@ -22,7 +22,7 @@ var ErrNoSpace = errors.New("the destination has no space left")
 func (c *copier) filled(err error) {
 	c.mu.Lock()
 	if c.noSpace == nil {
-		c.noSpace = fmt.Errorf("%w: %v", ErrNoSpace, err)
+		c.noSpace = fmt.Errorf("%w: %w", ErrNoSpace, err)
 	}
 	c.mu.Unlock()
 	c.stop()

@@ -89,7 +89,7 @@ type Options struct {
 
 	Deadline    time.Time     // give up retrying then; zero: MaxAttempts decides
 	MaxAttempts int           // tries per file or chunk; 0: 5
-	Backoff     time.Duration // first retry delay, doubled each time (Backoff); 0: 1 s
+	Backoff     time.Duration // first retry delay, doubled each time (fault.Backoff); 0: 1 s
 	MaxBackoff  time.Duration // the longest retry delay; 0: 1 min
 	// StallTimeout bounds how long a transfer may move no data, by its
 	// markers, before it is stalled: ended, reported as a fault and sent

@@ -12,6 +12,7 @@ import (
 
 	"ferry/gridftp"
 	"ferry/gridftp/client"
+	"ferry/internal/fault"
 	"ferry/internal/partname"
 	"ferry/internal/synclevel"
 )
@@ -680,12 +681,12 @@ func (p *planner) walkDir(ctx context.Context, src, dst string, existed bool, up
 
 // listAt lists the directory name at the source, or at the destination
 // (dst), calling fn with each entry as it arrives, and lists it again
-// after a transient failure (a reply of class 4, or a broken session,
-// which it dials afresh: redial) after a backoff, as a transfer is tried
-// again, while nothing of it was used (used): a listing that breaks costs
-// that directory, not the tree.
+// after a failure a retry may mend (not fault.Final: a reply on the way,
+// or a broken session, which it dials afresh: redial) after a backoff, as
+// a transfer is tried again, while nothing of it was used (used): a
+// listing that breaks costs that directory, not the tree.
 func (p *planner) listAt(ctx context.Context, dst bool, name string, fn func(gridftp.Entry) error, used func() bool) error {
-	b := Backoff{Base: p.opts.Backoff, Max: p.opts.MaxBackoff}
+	b := fault.Backoff{Base: p.opts.Backoff, Max: p.opts.MaxBackoff}
 	for try := 1; ; try++ {
 		conn := p.src
 		if dst {
@@ -698,7 +699,7 @@ func (p *planner) listAt(ctx context.Context, dst bool, name string, fn func(gri
 		if !dst {
 			p.listing = false
 		}
-		if err == nil || used() || try >= p.opts.maxAttempts() || gridftp.Classify(err) != gridftp.FaultTransient || ctx.Err() != nil {
+		if err == nil || used() || try >= p.opts.maxAttempts() || fault.Final(err) || ctx.Err() != nil {
 			return err
 		}
 		select {

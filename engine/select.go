@@ -177,5 +177,9 @@ type Walker interface {
 	Walked(dirs int)
 }
 
-// Mismatch reports an error saying the checksums at both ends differed.
-func Mismatch(err error) bool { return errors.Is(err, errMismatch) }
+// Mismatch reports an error saying the data arrived damaged: the
+// checksums at both ends differed, as the engine or the destination server
+// (INCORRECT_CHECKSUM) found.
+func Mismatch(err error) bool {
+	return errors.Is(err, errMismatch) || gridftp.Classify(err) == gridftp.FaultChecksum
+}

@@ -11,6 +11,7 @@ import (
 
 	"ferry/gridftp"
 	"ferry/gridftp/client"
+	"ferry/internal/fault"
 )
 
 // Tar mode: a tree of small files moves as tar streams, many files to a
@@ -716,7 +717,7 @@ func (c *copier) batchFailed(u *unit, err error) {
 		return // the run is stopping
 	default:
 	}
-	if gridftp.Classify(err) == gridftp.FaultNoSpace {
+	if fault.IsFatal(err) {
 		c.filled(err)
 		return
 	}
@@ -729,7 +730,7 @@ func (c *copier) batchFailed(u *unit, err error) {
 	c.mu.Lock()
 	c.res.Faults++
 	c.mu.Unlock()
-	if Fatal(err) || next.attempts >= c.opts.maxAttempts() {
+	if fault.Final(err) || next.attempts >= c.opts.maxAttempts() {
 		c.rep.Fault(fmt.Sprintf("%s (tar stream of %d files, which go one by one)", b.src, len(left)), err, 0)
 		c.lookFirst(next, func(left []*file, _ error) {
 			for _, f := range left {

@@ -27,6 +27,25 @@ const (
 	FaultRefused                 // refused for no reason given (a 5xx reply without words)
 )
 
+// Retry reports whether another try may mend a refusal of kind f: one on
+// the way, data that arrived damaged, or a refusal for no reason given (GCT
+// answers 500 for failures on the way too, and the tries are bounded).
+// internal/fault reads it through Error.Retry.
+func (f Fault) Retry() bool {
+	return f == FaultTransient || f == FaultChecksum || f == FaultRefused
+}
+
+// Fatal reports whether a refusal of kind f stops all the work, not only
+// its path: nothing more moves to a destination full or over its quota
+// until someone frees space.
+func (f Fault) Fatal() bool { return f == FaultNoSpace }
+
+// Retry reports whether another try may mend the refusal e (Fault.Retry).
+func (e *Error) Retry() bool { return Classify(e).Retry() }
+
+// Fatal reports whether the refusal e stops all the work (Fault.Fatal).
+func (e *Error) Fatal() bool { return Classify(e).Fatal() }
+
 // faultRules are the rules of Classify, first match wins: a GlobusError
 // class, or words either server uses, then codes. Words come first since
 // GCT answers 500 both for a missing file and a reset connection.
@@ -47,6 +66,7 @@ var faultRules = []struct {
 	{[]string{"c=DATA_CHANNEL", "c=INTERNAL_ERROR", "c=TIMEOUT", "c=ABORTED", "Connection reset", "Broken pipe", "timed out", "Timed out"}, 0, FaultTransient},
 	{nil, CodeNotLoggedIn, FaultLogin},
 	{nil, CodeNoSpace, FaultNoSpace},
+	{nil, CodeExceededStorage, FaultNoSpace},
 	{nil, CodeFileUnavailable, FaultNotFound},
 	{nil, CodeNameNotAllowed, FaultInvalid},
 	{nil, CodeBadArguments, FaultInvalid},

@@ -28,6 +28,7 @@ func TestClassify(t *testing.T) {
 		{"GCT: missing, as 500", reply(500, "Command failed. : globus_gridftp_server_file.c:globus_l_gfs_file_open:", "System error in open: No such file or directory", "End."), FaultNotFound},
 		{"GCT: reset, as 500", reply(500, "Command failed. : an end-of-file was reached", "Connection reset by peer", "End."), FaultTransient},
 		{"GCT: full, as 451", reply(451, "Command failed. : System error in write: No space left on device", "End."), FaultNoSpace},
+		{"RFC 959: over the storage allocation, 552", reply(552, "Requested file action aborted. Exceeded storage allocation."), FaultNoSpace},
 		{"login", reply(530, "Login incorrect."), FaultLogin},
 		{"unknown verb", reply(500, "Command not supported."), FaultRefused},
 		{"not implemented", reply(502, "Not implemented."), FaultInvalid},
@@ -69,5 +70,31 @@ func TestSaid(t *testing.T) {
 	}
 	if got := Told(errors.New("plain")); got != "plain" {
 		t.Errorf("Told of a plain error = %q", got)
+	}
+}
+
+// TestFaultRetry: what each kind of refusal means for another try; only a
+// full destination stops all the work.
+func TestFaultRetry(t *testing.T) {
+	for _, tc := range []struct {
+		fault        Fault
+		retry, fatal bool
+	}{
+		{FaultTransient, true, false},
+		{FaultChecksum, true, false},
+		{FaultRefused, true, false},
+		{FaultNoSpace, false, true},
+		{FaultNotFound, false, false},
+		{FaultPermission, false, false},
+		{FaultExists, false, false},
+		{FaultNotEmpty, false, false},
+		{FaultIsDir, false, false},
+		{FaultNotDir, false, false},
+		{FaultInvalid, false, false},
+		{FaultLogin, false, false},
+	} {
+		if tc.fault.Retry() != tc.retry || tc.fault.Fatal() != tc.fatal {
+			t.Errorf("fault %d: Retry %v, Fatal %v; want %v, %v", tc.fault, tc.fault.Retry(), tc.fault.Fatal(), tc.retry, tc.fatal)
+		}
 	}
 }

@@ -49,6 +49,7 @@ const (
 	CodeAuthRejected      = 535 // RFC 2228: the security data is refused
 	CodeProtNotSupported  = 536 // RFC 2228
 	CodeFileUnavailable   = 550 // RFC 959
+	CodeExceededStorage   = 552 // RFC 959: over the storage allocation
 	CodeNameNotAllowed    = 553 // RFC 959
 )
 

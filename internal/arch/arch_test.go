@@ -99,6 +99,7 @@ var allowed = map[string][]string{
 	"ferry/stack/tarstream":    {"ferry/stack", "ferry/storage", "ferry/checksum", "ferry/internal/partname"},
 	"ferry/internal/partname":  {}, // the temporary names of files being written
 	"ferry/internal/synclevel": {}, // when a file the destination has is skipped, and its encodings
+	"ferry/internal/fault":     {}, // whether a failure is worth another try, and the wait before it
 	"ferry/storage/posix":      {"ferry/storage"},
 	"ferry/storage/synthetic":  {"ferry/storage"},                   // a generated source, for benchmarks
 	"ferry/storage/sink":       {"ferry/storage", "ferry/checksum"}, // a destination that hashes and discards, for benchmarks
@@ -111,7 +112,7 @@ var allowed = map[string][]string{
 	"ferry/sshftp":             {}, // GridFTP control channels over ssh: pipes as a net.Conn
 	"ferry/gsi":                {}, // GSI's PKI: credentials, proxies, chain checks, grid-mapfile
 	"ferry/gridftp/client":     {"ferry/gridftp", "ferry/gsi/gss"},
-	"ferry/engine":             {"ferry/gridftp", "ferry/gridftp/client", "ferry/gridftp/multicast", "ferry/plural", "ferry/internal/partname", "ferry/internal/synclevel"}, // builds multicast trees
+	"ferry/engine":             {"ferry/gridftp", "ferry/gridftp/client", "ferry/gridftp/multicast", "ferry/plural", "ferry/internal/partname", "ferry/internal/synclevel", "ferry/internal/fault"}, // builds multicast trees
 	"ferry/service/domain":     {"ferry/internal/synclevel"},
 	"ferry/service/secret":     {"ferry/service/domain"},
 
@@ -132,8 +133,8 @@ var allowed = map[string][]string{
 
 	// Running tasks: file operations on endpoints, workers, notifications.
 	"ferry/service/gridops": {"ferry/service/domain", "ferry/gridftp", "ferry/gridftp/client", "ferry/engine", "ferry/netpolicy", "ferry/gsi", "ferry/gsi/gsilogin"},
-	"ferry/service/worker":  {"ferry/service/domain", "ferry/service/secret", "ferry/service/gridops", "ferry/engine", "ferry/gridftp", "ferry/netpolicy", "ferry/gsi", "ferry/plural", "ferry/internal/synclevel"},
-	"ferry/service/notify":  {"ferry/service/domain"},
+	"ferry/service/worker":  {"ferry/service/domain", "ferry/service/secret", "ferry/service/gridops", "ferry/engine", "ferry/gridftp", "ferry/netpolicy", "ferry/gsi", "ferry/plural", "ferry/internal/synclevel", "ferry/internal/fault"},
+	"ferry/service/notify":  {"ferry/service/domain", "ferry/internal/fault"},
 
 	// ferry connect: the tunnel protocol, the agent, the service's CA and
 	// relay, and the mesh that reaches agents connected to other processes.

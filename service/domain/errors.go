@@ -26,9 +26,18 @@ const (
 type Error struct {
 	Code    string
 	Message string
+	Err     error // the cause, for programs (whether to retry); never shown
 }
 
 func (e *Error) Error() string { return e.Message }
+
+// Unwrap is the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Retry reports whether another try may mend e, by its code: an endpoint
+// could not be reached, or did not answer in time (internal/fault; a
+// cause may say so too).
+func (e *Error) Retry() bool { return e.Code == EUnavailable || e.Code == ETimeout }
 
 // Errorf makes an *Error.
 func Errorf(code, format string, args ...any) *Error {

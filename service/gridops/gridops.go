@@ -524,7 +524,8 @@ func (o *Ops) Delete(ctx context.Context, ep domain.Endpoint, l domain.Login, p 
 }
 
 // faults maps what a server's refusal means (gridftp.Classify) to the
-// domain's error kinds, with the reason users read.
+// domain's error kinds, with the reason users read; whether another try
+// may mend it the refusal says itself (gridftp.Fault.Retry).
 var faults = map[gridftp.Fault]struct{ kind, reason string }{
 	gridftp.FaultLogin:      {domain.EUnauthorized, "login refused"},
 	gridftp.FaultPermission: {domain.EForbidden, "permission denied"},
@@ -554,13 +555,20 @@ func Err(op, p string, err error) error {
 	}
 	var ge *gridftp.Error
 	if !errors.As(err, &ge) {
-		return domain.Errorf(domain.EUnavailable, "%s %s: endpoint unreachable: %s", op, p, Tell(err))
+		return caused(err, domain.Errorf(domain.EUnavailable, "%s %s: endpoint unreachable: %s", op, p, Tell(err)))
 	}
 	f := faults[gridftp.Classify(err)]
 	if _, ok := errors.AsType[*client.HandshakeError](err); ok && f.kind != domain.EUnauthorized {
 		f.reason = Tell(err) // not a path's fault: the server refused the session
 	}
-	return domain.Errorf(f.kind, "%s %s: %s", op, p, f.reason)
+	return caused(err, domain.Errorf(f.kind, "%s %s: %s", op, p, f.reason))
+}
+
+// caused is e with the cause err, which says whether to retry
+// (internal/fault).
+func caused(err error, e *domain.Error) *domain.Error {
+	e.Err = err
+	return e
 }
 
 // Tell is what users are told of err, an error of a session with an

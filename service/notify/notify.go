@@ -25,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"ferry/internal/fault"
 	"ferry/service/domain"
 )
 
@@ -200,14 +201,14 @@ func (s *SMTP) send(ctx context.Context, to string, msg []byte) error {
 
 // Webhook POSTs a JSON document about the task (see Payload) to URL.
 // Failures to reach it (but for a certificate it does not trust) and 5xx
-// and 429 answers are tried again, Tries times in all, with a doubling
-// delay.
+// and 429 answers are tried again, Tries times in all, waiting as
+// fault.Backoff says from Backoff.
 type Webhook struct {
 	URL     string
 	Client  *http.Client  // nil: one with a 10 s timeout
 	Secret  string        // signs the body (SignatureHeader); "": unsigned
 	Tries   int           // 0: 3
-	Backoff time.Duration // the first delay; 0: 1 s
+	Backoff time.Duration // the first wait; 0: 1 s
 }
 
 // SignatureHeader carries "sha256=" and the hex HMAC-SHA256 of the body,
@@ -254,12 +255,9 @@ func (h *Webhook) Notify(ctx context.Context, user domain.User, t domain.Task) e
 	if err != nil {
 		return err
 	}
-	tries, delay := h.Tries, h.Backoff
+	tries, wait := h.Tries, fault.Backoff{Base: h.Backoff}
 	if tries <= 0 {
 		tries = 3
-	}
-	if delay <= 0 {
-		delay = time.Second
 	}
 	for try := 1; ; try++ {
 		retry, err := h.post(ctx, body)
@@ -272,9 +270,8 @@ func (h *Webhook) Notify(ctx context.Context, user domain.User, t domain.Task) e
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(delay):
+		case <-time.After(wait.Next()):
 		}
-		delay *= 2
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"ferry/engine"
+	"ferry/internal/fault"
 	"ferry/plural"
 	"ferry/service/domain"
 	"ferry/service/gridops"
@@ -281,7 +282,7 @@ func (p *progress) settle(res engine.MultiResult, err error) error {
 		p.add(domain.Counters{}, nil, &domain.Event{Code: domain.EventDestinationFailed, IsError: true,
 			Description: fmt.Sprintf("destination %s: %s (%s did not arrive)", m.names[i], gridops.Tell(d.Err), plural.Count(d.Failed, "file")),
 			Details:     details(map[string]any{"destination": i, "endpoint": m.names[i], "files_failed": d.Failed})})
-		if again == nil && classify(d.Err).transient {
+		if again == nil && fault.ShouldRetry(d.Err) {
 			again = fmt.Errorf("destination %s: %w", m.names[i], d.Err)
 		}
 	}

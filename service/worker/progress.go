@@ -14,6 +14,7 @@ import (
 
 	"ferry/engine"
 	"ferry/gridftp"
+	"ferry/internal/fault"
 	"ferry/plural"
 	"ferry/service/domain"
 	"ferry/service/gridops"
@@ -304,7 +305,7 @@ func recKey(src, dst string) string { return src + "\x00" + dst }
 // recorded says whether src going to dst has a record, stored or waiting
 // for a flush.
 // While the store does not answer it tries again, waiting as
-// engine.Backoff says, until ctx ends (false then: the run is over).
+// fault.Backoff says, until ctx ends (false then: the run is over).
 func (p *progress) recorded(ctx context.Context, src, dst string) bool {
 	p.mu.Lock()
 	pending := p.pending[recKey(src, dst)]
@@ -312,7 +313,7 @@ func (p *progress) recorded(ctx context.Context, src, dst string) bool {
 	if pending {
 		return true
 	}
-	b := engine.Backoff{Base: p.w.backoff(), Max: storeWait}
+	b := fault.Backoff{Base: p.w.backoff(), Max: storeWait}
 	for {
 		ok, err := p.known.has(ctx, src, dst)
 		if err == nil || ctx.Err() != nil {

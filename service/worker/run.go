@@ -13,6 +13,7 @@ import (
 
 	"ferry/engine"
 	"ferry/gridftp"
+	"ferry/internal/fault"
 	"ferry/internal/synclevel"
 	"ferry/plural"
 	"ferry/service/domain"
@@ -545,7 +546,7 @@ func (r *run) beat(ctx context.Context) bool {
 // (or maxTries without one), and says how the task ends. The backoff
 // starts again when an endpoint that did not answer answers again.
 func (r *run) attempts(ctx context.Context, work func(ctx context.Context, try int, deadline time.Time) error) ending {
-	wait := engine.Backoff{Base: r.w.backoff()}
+	wait := fault.Backoff{Base: r.w.backoff()}
 	down := false // the last run failed for an endpoint that did not answer
 	for try := 0; ; try++ {
 		r.mu.Lock()
@@ -582,18 +583,18 @@ func (r *run) attempts(ctx context.Context, work func(ctx context.Context, try i
 		case late:
 			return deadlinePassed("")
 		}
-		f := classify(err)
-		if f.code == domain.NiceNoSpace {
+		if fault.IsFatal(err) {
 			return r.full(err)
 		}
+		f := classify(err)
 		if f.code == domain.NiceCredentialExpired {
 			return paused(&pause{nice: f.code,
 				why: fmt.Sprintf("an endpoint refused the credential (%s); activate it again to resume", gridops.Tell(err))})
 		}
-		if down && !engine.Unanswered(err) {
+		if down && !fault.Unanswered(err) {
 			wait.Reset()
 		}
-		down = engine.Unanswered(err)
+		down = fault.Unanswered(err)
 		delay := wait.Next()
 		last := deadline.IsZero() && try+1 >= maxTries || !deadline.IsZero() && r.w.now().Add(delay).After(deadline)
 		if !f.transient || last {
@@ -723,7 +724,7 @@ func (r *run) delete(ctx context.Context, l domain.Login) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if err != nil && classify(err).transient {
+		if fault.ShouldRetry(err) {
 			return err
 		}
 		r.p.deleted(it.Src, err, r.task.Options.IgnoreMissing)
@@ -765,36 +766,39 @@ func (r *run) result(timed bool) ending {
 // failure is what an error means for a task.
 type failure struct {
 	code      string // fatal error code, event code or nice status
-	transient bool   // worth another try
+	transient bool   // worth another try (fault.ShouldRetry)
 }
 
-// failures maps the domain's error codes to what they mean for a task;
-// other codes fail it.
-var failures = map[string]failure{
-	domain.ENotFound:     {domain.NiceFileNotFound, false},
-	domain.EForbidden:    {domain.NicePermissionDenied, false},
-	domain.EUnavailable:  {domain.NiceConnectFailed, true},
-	domain.ETimeout:      {domain.NiceConnectFailed, true},
-	domain.EUnauthorized: {domain.NiceCredentialExpired, false},
+// codes names the domain's error codes a user acts on, for a task's fatal
+// error or nice status; other codes are FAILED.
+var codes = map[string]string{
+	domain.ENotFound:     domain.NiceFileNotFound,
+	domain.EForbidden:    domain.NicePermissionDenied,
+	domain.EUnavailable:  domain.NiceConnectFailed,
+	domain.ETimeout:      domain.NiceConnectFailed,
+	domain.EUnauthorized: domain.NiceCredentialExpired,
 }
 
-// classify says what err, from the engine or from FileOps, means.
+// classify says what err, from the engine or from FileOps, means: whether
+// to retry, the fault says (internal/fault); its name, the domain's code
+// of it.
 func classify(err error) failure {
+	f := failure{code: "FAILED", transient: fault.ShouldRetry(err)}
+	var de *domain.Error
 	var ge *gridftp.Error
 	switch {
-	case errors.Is(err, engine.ErrNoSpace) || gridftp.Classify(err) == gridftp.FaultNoSpace:
-		return failure{domain.NiceNoSpace, false}
+	case fault.IsFatal(err):
+		f.code = domain.NiceNoSpace
 	case engine.Mismatch(err):
-		return failure{domain.NiceChecksumMismatch, false}
+		f.code = domain.NiceChecksumMismatch
+	case errors.As(err, &de):
+		f.code = orString(codes[de.Code], f.code)
 	case errors.As(err, &ge):
-		err = gridops.Err("", "", err)
-	case engine.Unanswered(err):
-		return failures[domain.EUnavailable]
+		f.code = orString(codes[domain.ErrorCode(gridops.Err("", "", err))], f.code)
+	case fault.Unanswered(err):
+		f.code = domain.NiceConnectFailed
 	}
-	if f, ok := failures[domain.ErrorCode(err)]; ok {
-		return f
-	}
-	return failure{"FAILED", false}
+	return f
 }
 
 // finish persists what is left and the ending, and notifies the user.
@@ -850,12 +854,12 @@ func (r *run) finish(parent context.Context, e ending) {
 }
 
 // stored runs write until the store takes it: while the database is
-// unreachable it tries again, waiting as engine.Backoff says from 1 s up
+// unreachable it tries again, waiting as fault.Backoff says from 1 s up
 // to storeWait, so that what the run did is not lost with its end. It
 // gives up on a lost lease, or when the worker stops (parent ends): then
 // the task goes on after a restart, from what was stored.
 func (r *run) stored(parent context.Context, what string, write func(context.Context) error) error {
-	b := engine.Backoff{Base: time.Second, Max: storeWait}
+	b := fault.Backoff{Base: time.Second, Max: storeWait}
 	for {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), time.Minute)
 		err := write(ctx)

@@ -1,4 +1,4 @@
-package engine_test
+package fault_test
 
 import (
 	"context"
@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"ferry/engine"
 	"ferry/gridftp"
 	"ferry/gridftp/client"
+	"ferry/internal/fault"
 )
 
 // TestBackoff: the wait grows twofold from Base with each failure in a
@@ -39,7 +39,7 @@ func TestBackoff(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			for range 20 { // the jitter differs each time
-				b := engine.Backoff{Base: tc.base, Max: tc.max}
+				b := fault.Backoff{Base: tc.base, Max: tc.max}
 				var got time.Duration
 				for _, s := range tc.steps {
 					if s == 'r' {
@@ -76,7 +76,7 @@ func TestUnanswered(t *testing.T) {
 		{"login refused", &client.HandshakeError{Stage: client.StageLogin, Err: &gridftp.Error{Reply: gridftp.Reply{Code: 530, Lines: []string{"no"}}}}, false},
 	}
 	for _, tc := range tests {
-		if got := engine.Unanswered(tc.err); got != tc.want {
+		if got := fault.Unanswered(tc.err); got != tc.want {
 			t.Errorf("%s: Unanswered = %v, want %v", tc.name, got, tc.want)
 		}
 	}
