@@ -41,9 +41,9 @@ import (
 	"sync"
 	"time"
 
+	"ferry/connect/tunnel"
 	"ferry/gridftp/server"
 	"ferry/storage"
-	"ferry/tunnel"
 )
 
 // Files of an agent's directory.

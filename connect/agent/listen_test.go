@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"ferry/tunnel"
+	"ferry/connect/tunnel"
 )
 
 // tunnelTo starts a tunnel as the agent's, to a relay whose side serves

@@ -22,18 +22,18 @@ import (
 	"testing"
 	"time"
 
-	"ferry/agent"
+	"ferry/connect/agent"
+	"ferry/connect/ca"
+	"ferry/connect/tunnel"
 	"ferry/engine"
 	"ferry/gridftp"
 	"ferry/gridftp/client"
 	"ferry/gridftp/server"
 	"ferry/gridftp/server/servertest"
-	"ferry/service/ca"
 	"ferry/service/domain"
 	"ferry/service/httpapi"
 	"ferry/service/sqlstore"
 	"ferry/storage/posix"
-	"ferry/tunnel"
 )
 
 // env is a relay on loopback over a fresh store, with one user.

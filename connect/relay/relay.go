@@ -46,9 +46,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"ferry/service/ca"
+	"ferry/connect/ca"
+	"ferry/connect/tunnel"
 	"ferry/service/domain"
-	"ferry/tunnel"
 )
 
 // Limits.
