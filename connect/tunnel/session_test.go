@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -112,8 +113,8 @@ func TestFlowControl(t *testing.T) {
 	if !errors.As(err, &ne) || !ne.Timeout() {
 		t.Fatalf("write to a peer that does not read: %d, %v; want a timeout", n, err)
 	}
-	if n != Window {
-		t.Fatalf("wrote %d bytes before blocking, want the window %d", n, Window)
+	if want := Window - 1 - len(KindGridFTP); n != want { // the kind took the rest
+		t.Fatalf("wrote %d bytes before blocking, want the window's %d", n, want)
 	}
 	// Reading frees the window again.
 	st.SetWriteDeadline(time.Time{})
@@ -125,9 +126,9 @@ func TestFlowControl(t *testing.T) {
 
 func TestReadDeadlineAndClose(t *testing.T) {
 	client, server := pair(t)
-	st, _ := client.Open(KindPassive)
+	st, _ := client.Open(KindListen)
 	peer, _ := server.Accept()
-	if peer.Kind() != KindPassive {
+	if peer.Kind() != KindListen {
 		t.Fatalf("kind %q", peer.Kind())
 	}
 	st.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
@@ -142,11 +143,53 @@ func TestReadDeadlineAndClose(t *testing.T) {
 	if err != nil || string(got) != "bye" {
 		t.Fatalf("read %q, %v; want bye then EOF", got, err)
 	}
-	if _, err := st.Write([]byte("x")); err == nil {
-		t.Fatal("write to a stream the peer closed succeeded")
-	}
 	st.Close()
+	if _, err := st.Read(make([]byte, 1)); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("read on a stream closed here: %v; want net.ErrClosed", err)
+	}
 	waitFor(t, func() bool { return client.Streams() == 0 && server.Streams() == 0 })
+}
+
+// A passed deadline fails a blocked Read or Write with an error that wraps
+// os.ErrDeadlineExceeded and is a net.Error whose Timeout is true, as
+// net.Conn says: the GridFTP server tells an idle timeout so.
+func TestDeadlines(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		op   func(*Stream) error
+	}{
+		{"read", func(st *Stream) error {
+			st.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+			_, err := st.Read(make([]byte, 1))
+			return err
+		}},
+		{"write", func(st *Stream) error { // more than the window, to a peer that does not read
+			st.SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
+			_, err := st.Write(make([]byte, 4*Window))
+			return err
+		}},
+		{"both", func(st *Stream) error {
+			st.SetDeadline(time.Now().Add(50 * time.Millisecond))
+			_, err := st.Read(make([]byte, 1))
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client, server := pair(t)
+			st, err := client.Open(KindGridFTP)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := server.Accept(); err != nil {
+				t.Fatal(err)
+			}
+			err = tc.op(st)
+			var ne net.Error
+			if !errors.Is(err, os.ErrDeadlineExceeded) || !errors.As(err, &ne) || !ne.Timeout() {
+				t.Fatalf("past the deadline: %v; want os.ErrDeadlineExceeded, a timeout", err)
+			}
+		})
+	}
 }
 
 // Streams end when their session does, and a session holds at most
@@ -179,20 +222,25 @@ func TestWindowViolation(t *testing.T) {
 	a, b := net.Pipe()
 	s := Server(a)
 	defer s.Close()
-	frame := func(typ byte, id uint32, p []byte) {
-		h := make([]byte, headerLen)
-		h[0] = typ
-		binary.BigEndian.PutUint32(h[1:5], id)
-		binary.BigEndian.PutUint32(h[5:9], uint32(len(p)))
+	// frame writes one yamux frame: version 0, type, flags, stream ID,
+	// length, payload.
+	frame := func(typ byte, flags uint16, p []byte) {
+		h := make([]byte, 12)
+		h[1] = typ
+		binary.BigEndian.PutUint16(h[2:4], flags)
+		binary.BigEndian.PutUint32(h[4:8], 1)
+		binary.BigEndian.PutUint32(h[8:12], uint32(len(p)))
 		b.Write(append(h, p...))
 	}
+	const data, windowUpdate, syn = 0, 1, 1
 	go io.Copy(io.Discard, b)
-	frame(frameOpen, 1, []byte(KindPassive))
+	frame(windowUpdate, syn, nil)
+	frame(data, 0, append([]byte{byte(len(KindListen))}, KindListen...))
 	if _, err := s.Accept(); err != nil {
 		t.Fatal(err)
 	}
-	for range Window/maxFrame + 1 {
-		frame(frameData, 1, make([]byte, maxFrame))
+	for range Window/(16<<10) + 1 {
+		frame(data, 0, make([]byte, 16<<10))
 	}
 	select {
 	case <-s.Done():
