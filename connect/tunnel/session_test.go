@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -14,7 +15,7 @@ import (
 )
 
 // pair returns both ends of a session over a loopback TCP connection.
-func pair(t *testing.T) (client, server *Session) {
+func pair(t testing.TB) (client, server *Session) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -246,5 +247,49 @@ func TestWindowViolation(t *testing.T) {
 	case <-s.Done():
 	case <-time.After(5 * time.Second):
 		t.Fatal("session survived a window violation")
+	}
+}
+
+// BenchmarkStreams is the throughput of n streams at once through a
+// session over loopback TCP, each writing 32 KiB at a time to a peer that
+// discards it.
+func BenchmarkStreams(b *testing.B) {
+	for _, n := range []int{1, 16} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			client, server := pair(b)
+			go func() {
+				for {
+					st, err := server.Accept()
+					if err != nil {
+						return
+					}
+					go io.Copy(io.Discard, st)
+				}
+			}()
+			streams := make([]*Stream, n)
+			for i := range streams {
+				st, err := client.Open(KindGridFTP)
+				if err != nil {
+					b.Fatal(err)
+				}
+				streams[i] = st
+			}
+			buf := make([]byte, 32<<10)
+			b.SetBytes(int64(len(buf)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for i, st := range streams {
+				wg.Go(func() {
+					for j := i; j < b.N; j += n {
+						if _, err := st.Write(buf); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+		})
 	}
 }
