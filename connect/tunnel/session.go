@@ -33,7 +33,10 @@ var ErrClosed = errors.New("tunnel closed")
 
 // config is the yamux configuration of both sides. A stream closed here
 // that the peer does not close within writeTimeout is reset, so that a
-// peer writing to it learns it is gone.
+// peer writing to it learns it is gone; a stream opened here that the
+// peer does not take within yamux's StreamOpenTimeout (75 s) ends the
+// session (the peer takes every stream at once, and refuses those it
+// cannot serve).
 func config() *yamux.Config {
 	c := yamux.DefaultConfig()
 	c.AcceptBacklog = acceptQ
@@ -214,7 +217,8 @@ func (st *Stream) Read(p []byte) (int, error) {
 }
 
 // Write sends p, waiting for window when the peer is behind. A peer that
-// closed the stream takes up to a window more before Write fails.
+// closed the stream takes up to a window more, and resets the stream
+// writeTimeout after its Close: then Write fails.
 func (st *Stream) Write(p []byte) (int, error) {
 	if st.closed.Load() {
 		return 0, net.ErrClosed

@@ -193,6 +193,45 @@ func TestDeadlines(t *testing.T) {
 	}
 }
 
+// Close fails a Read or Write blocked on the stream at once, as net.Conn
+// says, and the peer reads EOF.
+func TestCloseWakes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		op   func(*Stream) error
+	}{
+		{"read", func(st *Stream) error { _, err := st.Read(make([]byte, 1)); return err }},
+		{"write", func(st *Stream) error { _, err := st.Write(make([]byte, 4*Window)); return err }}, // to a peer that does not read
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client, server := pair(t)
+			st, err := client.Open(KindGridFTP)
+			if err != nil {
+				t.Fatal(err)
+			}
+			peer, err := server.Accept()
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- tc.op(st) }()
+			time.Sleep(50 * time.Millisecond) // let it block (if it ends before, so much the better)
+			st.Close()
+			select {
+			case err := <-done:
+				if !errors.Is(err, net.ErrClosed) {
+					t.Fatalf("blocked on a stream closed here: %v; want net.ErrClosed", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("still blocked 5 s after Close")
+			}
+			if _, err := io.Copy(io.Discard, peer); err != nil {
+				t.Fatalf("the peer reads %v; want EOF", err)
+			}
+		})
+	}
+}
+
 // Streams end when their session does, and a session holds at most
 // MaxStreams.
 func TestSessionEnd(t *testing.T) {
