@@ -257,35 +257,84 @@ func TestSessionEnd(t *testing.T) {
 	}
 }
 
+// Raw yamux frames, for tests that play a peer: a frame is version 0,
+// type, flags, stream ID, length, payload.
+const (
+	typeData, typeWindowUpdate = 0, 1
+	flagSYN, flagFIN           = 1, 4
+)
+
+func rawFrame(w io.Writer, typ byte, flags uint16, id uint32, p []byte) {
+	h := make([]byte, 12)
+	h[1] = typ
+	binary.BigEndian.PutUint16(h[2:4], flags)
+	binary.BigEndian.PutUint32(h[4:8], id)
+	binary.BigEndian.PutUint32(h[8:12], uint32(len(p)))
+	w.Write(append(h, p...))
+}
+
+// rawOpen opens stream id of kind as a peer does.
+func rawOpen(w io.Writer, id uint32, kind string) {
+	rawFrame(w, typeWindowUpdate, flagSYN, id, nil)
+	rawFrame(w, typeData, 0, id, append([]byte{byte(len(kind))}, kind...))
+}
+
 // A peer that sends past the window breaks the session.
 func TestWindowViolation(t *testing.T) {
 	a, b := net.Pipe()
 	s := Server(a)
 	defer s.Close()
-	// frame writes one yamux frame: version 0, type, flags, stream ID,
-	// length, payload.
-	frame := func(typ byte, flags uint16, p []byte) {
-		h := make([]byte, 12)
-		h[1] = typ
-		binary.BigEndian.PutUint16(h[2:4], flags)
-		binary.BigEndian.PutUint32(h[4:8], 1)
-		binary.BigEndian.PutUint32(h[8:12], uint32(len(p)))
-		b.Write(append(h, p...))
-	}
-	const data, windowUpdate, syn = 0, 1, 1
 	go io.Copy(io.Discard, b)
-	frame(windowUpdate, syn, nil)
-	frame(data, 0, append([]byte{byte(len(KindListen))}, KindListen...))
+	rawOpen(b, 1, KindListen)
 	if _, err := s.Accept(); err != nil {
 		t.Fatal(err)
 	}
 	for range Window/(16<<10) + 1 {
-		frame(data, 0, make([]byte, 16<<10))
+		rawFrame(b, typeData, 0, 1, make([]byte, 16<<10))
 	}
 	select {
 	case <-s.Done():
 	case <-time.After(5 * time.Second):
 		t.Fatal("session survived a window violation")
+	}
+}
+
+// A peer that opens more than MaxStreams has the one too many closed.
+func TestPeerPastMaxStreams(t *testing.T) {
+	a, b := net.Pipe()
+	s := Server(a)
+	defer s.Close()
+	fins := make(chan uint32, MaxStreams+1)
+	go func() { // the session's frames: the streams it closes
+		h := make([]byte, 12)
+		for {
+			if _, err := io.ReadFull(b, h); err != nil {
+				return
+			}
+			if h[1] == typeData {
+				io.CopyN(io.Discard, b, int64(binary.BigEndian.Uint32(h[8:12])))
+			}
+			if binary.BigEndian.Uint16(h[2:4])&flagFIN != 0 {
+				fins <- binary.BigEndian.Uint32(h[4:8])
+			}
+		}
+	}()
+	for i := range uint32(MaxStreams + 1) {
+		rawOpen(b, 2*i+1, KindListen)
+		if i == MaxStreams {
+			break
+		}
+		if _, err := s.Accept(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case id := <-fins:
+		if id != 2*MaxStreams+1 {
+			t.Fatalf("stream %d closed; want only the last, %d", id, 2*MaxStreams+1)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("stream %d of a peer past MaxStreams not closed", 2*MaxStreams+1)
 	}
 }
 
