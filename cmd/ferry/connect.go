@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"ferry/agent"
+	"ferry/connect/agent"
 	"ferry/service/apiclient"
 	"ferry/service/domain"
 	"ferry/storage/posix"

@@ -14,10 +14,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"ferry/connect/ca"
+	"ferry/connect/relay"
 	"ferry/service/api"
-	"ferry/service/ca"
 	"ferry/service/domain"
-	"ferry/service/relay"
 	"ferry/service/secret"
 )
 

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	"ferry/service/ca"
+	"ferry/connect/ca"
+	"ferry/connect/tunnel"
 	"ferry/service/secret"
 	"ferry/service/sqlstore"
-	"ferry/tunnel"
 )
 
 // The connect CA lives in the store: a CA an earlier version kept under

@@ -16,12 +16,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
+	"ferry/connect/mesh"
 	"ferry/gsi"
 	"ferry/netpolicy"
 	"ferry/service/domain"
 	"ferry/service/gridops"
 	"ferry/service/httpapi"
-	"ferry/service/mesh"
 	"ferry/service/notify"
 	"ferry/service/secret"
 	"ferry/service/worker"

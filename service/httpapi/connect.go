@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"ferry/connect/tunnel"
 	"ferry/service/api"
 	"ferry/service/domain"
-	"ferry/tunnel"
 )
 
 // newKey makes the secret of a new setup key, and says until when it is

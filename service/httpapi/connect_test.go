@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"ferry/connect/tunnel"
 	"ferry/service/api"
 	"ferry/service/domain"
 	"ferry/service/httpapi"
-	"ferry/tunnel"
 )
 
 // agents is a relay where the agents of the listed endpoints are online.

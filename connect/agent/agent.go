@@ -41,9 +41,9 @@ import (
 	"sync"
 	"time"
 
+	"ferry/connect/tunnel"
 	"ferry/gridftp/server"
 	"ferry/storage"
-	"ferry/tunnel"
 )
 
 // Files of an agent's directory.
@@ -223,6 +223,10 @@ type Agent struct {
 	ca      *x509.Certificate
 }
 
+// errOldRelay says that the relay speaks only the tunnel protocol before
+// yamux.
+var errOldRelay = errors.New("the relay is older than this agent: it speaks only " + tunnel.ProtoTunnelOld + "; upgrade the service")
+
 // RevokedError is the relay's refusal of the agent's certificate, which
 // no retry mends: the agent must pair again.
 type RevokedError struct{ Reason string }
@@ -354,7 +358,7 @@ func (a *Agent) serve(ctx context.Context, ln *streamListener, relay string) (up
 	a.mu.Lock()
 	conf := &tls.Config{
 		MinVersion:   tls.VersionTLS13,
-		NextProtos:   []string{tunnel.ProtoTunnel},
+		NextProtos:   []string{tunnel.ProtoTunnel, tunnel.ProtoTunnelOld}, // the old one to tell an older relay
 		Certificates: []tls.Certificate{a.cert},
 		RootCAs:      pool(a.ca),
 		ServerName:   tunnel.RelayName,
@@ -363,6 +367,10 @@ func (a *Agent) serve(ctx context.Context, ln *streamListener, relay string) (up
 	conn, err := dialTLS(ctx, relay, conf)
 	if err != nil {
 		return false, err
+	}
+	if conn.ConnectionState().NegotiatedProtocol == tunnel.ProtoTunnelOld {
+		conn.Close()
+		return false, errOldRelay
 	}
 	conn.SetDeadline(time.Now().Add(dialTimeout))
 	var hello tunnel.Hello
@@ -459,9 +467,6 @@ func (a *Agent) keep(der []byte) error {
 	return nil
 }
 
-// errOldRelay says that the relay closed a listen request unanswered.
-var errOldRelay = errors.New("the relay does not take this agent's listen requests (a ferry server older than the agent?)")
-
 // listen is the GridFTP server's passive listener: one on the relay,
 // which admits only senders at the addresses of from (any when nil).
 func (a *Agent) listen(from []netip.Addr) (net.Listener, error) {
@@ -481,9 +486,6 @@ func (a *Agent) listen(from []netip.Addr) (net.Listener, error) {
 	err = tunnel.WriteLine(st, tunnel.Listen{Any: from == nil, From: from})
 	if err == nil {
 		err = dec.Decode(&p)
-	}
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) {
-		err = errOldRelay // it closed the stream of a kind it does not know
 	}
 	if err != nil || p.Error != "" {
 		st.Close()

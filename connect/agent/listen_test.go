@@ -1,13 +1,12 @@
 package agent
 
 import (
-	"errors"
 	"net"
 	"net/netip"
 	"slices"
 	"testing"
 
-	"ferry/tunnel"
+	"ferry/connect/tunnel"
 )
 
 // tunnelTo starts a tunnel as the agent's, to a relay whose side serves
@@ -42,8 +41,7 @@ func tunnelTo(t *testing.T, serve func(*tunnel.Stream)) *Agent {
 }
 
 // The agent asks the relay for a passive listener naming whom it admits,
-// as its server says, and says plainly when the relay does not take such
-// requests (a ferry server older than the agent closes the stream).
+// as its server says.
 func TestListenRequest(t *testing.T) {
 	from := []netip.Addr{netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.7")}
 	for _, c := range []struct {
@@ -79,10 +77,4 @@ func TestListenRequest(t *testing.T) {
 			}
 		})
 	}
-	t.Run("older relay", func(t *testing.T) {
-		a := tunnelTo(t, func(st *tunnel.Stream) { st.Close() }) // a kind it does not know
-		if _, err := a.listen(from); !errors.Is(err, errOldRelay) {
-			t.Fatalf("listen: %v; want %v", err, errOldRelay)
-		}
-	})
 }

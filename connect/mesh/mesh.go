@@ -22,9 +22,9 @@ import (
 	"sync"
 	"time"
 
-	"ferry/service/ca"
+	"ferry/connect/ca"
+	"ferry/connect/tunnel"
 	"ferry/service/domain"
-	"ferry/tunnel"
 )
 
 // Defaults.

@@ -14,15 +14,18 @@ import (
 // ALPN protocols of the relay's TLS listener.
 const (
 	ProtoPair   = "ferry-pair/1"
-	ProtoTunnel = "ferry-tunnel/1"
+	ProtoTunnel = "ferry-tunnel/2" // a Session of yamux streams
 	ProtoPeer   = "ferry-peer/1"
+
+	// ProtoTunnelOld is the tunnel of agents before yamux: the relay
+	// answers its Hello with why it cannot serve them.
+	ProtoTunnelOld = "ferry-tunnel/1"
 )
 
 // Stream kinds.
 const (
 	KindGridFTP = "gridftp" // relay → agent: a GridFTP control connection
 	KindListen  = "listen"  // agent → relay: a passive data listener on the relay (Listen)
-	KindPassive = "passive" // an older agent's KindListen, with no Listen: refused
 	KindCert    = "cert"    // relay → agent: a renewed certificate (DER), then EOF
 	KindRelays  = "relays"  // relay → agent: one Relays line, then EOF
 )

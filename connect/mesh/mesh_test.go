@@ -12,13 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"ferry/agent"
+	"ferry/connect/agent"
+	"ferry/connect/ca"
+	"ferry/connect/relay"
 	"ferry/engine"
 	"ferry/gridftp/server"
 	"ferry/gridftp/server/servertest"
-	"ferry/service/ca"
 	"ferry/service/domain"
-	"ferry/service/relay"
 	"ferry/service/sqlstore"
 )
 

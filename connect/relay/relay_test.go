@@ -22,18 +22,18 @@ import (
 	"testing"
 	"time"
 
-	"ferry/agent"
+	"ferry/connect/agent"
+	"ferry/connect/ca"
+	"ferry/connect/tunnel"
 	"ferry/engine"
 	"ferry/gridftp"
 	"ferry/gridftp/client"
 	"ferry/gridftp/server"
 	"ferry/gridftp/server/servertest"
-	"ferry/service/ca"
 	"ferry/service/domain"
 	"ferry/service/httpapi"
 	"ferry/service/sqlstore"
 	"ferry/storage/posix"
-	"ferry/tunnel"
 )
 
 // env is a relay on loopback over a fresh store, with one user.
@@ -676,9 +676,9 @@ func TestPassiveAdmits(t *testing.T) {
 	}
 }
 
-// An agent older than the relay asks for a passive listener without
-// naming whom it admits: the relay refuses, saying why.
-func TestOldAgentPassive(t *testing.T) {
+// An agent of the tunnel protocol before yamux (ferry-tunnel/1) is told in
+// its Hello, which it still reads, that it is too old, and not to retry.
+func TestOldAgentTunnel(t *testing.T) {
 	e := newEnv(t, time.Hour)
 	_, secret := e.endpoint("laptop", time.Now().Add(time.Hour))
 	dir := t.TempDir()
@@ -689,7 +689,7 @@ func TestOldAgentPassive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc, err := tls.Dial("tcp", strings.TrimPrefix(e.url, "tcp://"), &tls.Config{NextProtos: []string{tunnel.ProtoTunnel},
+	tc, err := tls.Dial("tcp", strings.TrimPrefix(e.url, "tcp://"), &tls.Config{NextProtos: []string{tunnel.ProtoTunnelOld},
 		RootCAs: e.ca.Pool(), ServerName: tunnel.RelayName, Certificates: []tls.Certificate{cert}})
 	if err != nil {
 		t.Fatal(err)
@@ -697,17 +697,7 @@ func TestOldAgentPassive(t *testing.T) {
 	defer tc.Close()
 	tc.SetDeadline(time.Now().Add(10 * time.Second))
 	var hello tunnel.Hello
-	if err := tunnel.ReadLine(tc, &hello); err != nil || hello.Error != "" {
-		t.Fatalf("hello: %+v, %v", hello, err)
-	}
-	sess := tunnel.Client(tc)
-	defer sess.Close()
-	st, err := sess.Open(tunnel.KindPassive)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var p tunnel.Passive
-	if err := tunnel.ReadLine(st, &p); err != nil || p.Addr != "" || !strings.Contains(p.Error, "older than the service") {
-		t.Fatalf("the relay answered %+v, %v; want a refusal that says the agent is too old", p, err)
+	if err := tunnel.ReadLine(tc, &hello); err != nil || !hello.Revoked || !strings.Contains(hello.Error, "older than the service") {
+		t.Fatalf("hello: %+v, %v; want a refusal that says the agent is too old", hello, err)
 	}
 }

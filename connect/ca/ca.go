@@ -27,7 +27,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"ferry/tunnel"
+	"ferry/connect/tunnel"
 )
 
 // Lifetimes.

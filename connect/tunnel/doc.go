@@ -9,14 +9,19 @@
 // own to the relay, which starts with JoinMagic and the token the relay
 // sent, and which the relay splices to the sender's.
 //
-// Every stream has a flow-control window: a peer may send no more than
-// Window unread bytes on a stream, and a session has at most MaxStreams,
-// so a tunnel buffers at most MaxStreams × Window bytes per side.
+// A Session is yamux (github.com/hashicorp/yamux) over that connection,
+// each stream starting with its kind. Every stream has a flow-control
+// window: a peer may send no more than Window unread bytes on a stream,
+// and a session has at most MaxStreams, so a tunnel buffers at most
+// MaxStreams × Window bytes per side. Each side pings every KeepAlive; a
+// ping unanswered, or a write stalled, for writeTimeout ends the session.
 //
 // The relay's TLS listener serves three protocols, told apart by ALPN:
 // ProtoPair trades a one-time setup key for a certificate (PairRequest,
 // PairReply); ProtoTunnel, with that certificate as the client's, starts
-// with one Hello line from the relay and then carries a Session;
+// with one Hello line from the relay and then carries a Session (an agent
+// of ProtoTunnelOld, before yamux, gets a Hello that says it is too old;
+// an agent whose relay speaks only that says the relay is);
 // ProtoPeer, with a service process's certificate as the client's, lets
 // another process of the service reach an agent connected to this relay
 // (PeerRequest, PeerReply).

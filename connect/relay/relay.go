@@ -46,9 +46,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"ferry/service/ca"
+	"ferry/connect/ca"
+	"ferry/connect/tunnel"
 	"ferry/service/domain"
-	"ferry/tunnel"
 )
 
 // Limits.
@@ -281,6 +281,8 @@ func (r *Relay) ServeConn(c net.Conn) {
 		r.pair(tc)
 	case tunnel.ProtoTunnel:
 		r.tunnel(tc)
+	case tunnel.ProtoTunnelOld:
+		r.refuseOld(tc)
 	case tunnel.ProtoPeer:
 		r.peer(tc)
 	default:
@@ -294,7 +296,7 @@ func (r *Relay) tlsConfig() *tls.Config {
 		GetCertificate: r.serverCert,
 		ClientAuth:     tls.VerifyClientCertIfGiven,
 		ClientCAs:      r.CA.Pool(),
-		NextProtos:     []string{tunnel.ProtoTunnel, tunnel.ProtoPair, tunnel.ProtoPeer},
+		NextProtos:     []string{tunnel.ProtoTunnel, tunnel.ProtoPair, tunnel.ProtoPeer, tunnel.ProtoTunnelOld},
 		Time:           r.now,
 	}
 }
@@ -418,8 +420,6 @@ func (r *Relay) tunnel(tc *tls.Conn) {
 		switch st.Kind() {
 		case tunnel.KindListen:
 			go r.passive(a, st)
-		case tunnel.KindPassive:
-			go r.refuseOld(a, st)
 		default:
 			st.Close()
 		}
@@ -670,17 +670,16 @@ func (r *Relay) Online(_ context.Context, endpointID string) (<-chan struct{}, b
 	return nil, false
 }
 
-// errOldAgent refuses an agent that asks for a passive listener without
-// naming whom it admits.
-var errOldAgent = errors.New("this ferry connect is older than the service: its passive listeners would admit anyone; upgrade it")
+// errOldAgent refuses an agent of the tunnel protocol before yamux.
+var errOldAgent = errors.New("this ferry connect is older than the service: its tunnel protocol (" + tunnel.ProtoTunnelOld + ") is no longer served; upgrade it")
 
-// refuseOld answers an older agent's request for a passive listener,
-// which names no senders: the listener would admit anyone, and the
-// agent's server expects the relay to check.
-func (r *Relay) refuseOld(a *peer, st *tunnel.Stream) {
-	defer st.Close()
-	r.log().Warn("relay: passive listener refused", "endpoint", a.id, "err", errOldAgent)
-	tunnel.WriteLine(st, tunnel.Passive{Error: errOldAgent.Error()})
+// refuseOld answers an agent of ProtoTunnelOld with a Hello it reads:
+// too old, and trying again will not help.
+func (r *Relay) refuseOld(tc *tls.Conn) {
+	defer tc.Close()
+	r.log().Warn("relay: agent refused", "remote", tc.RemoteAddr().String(), "err", errOldAgent)
+	tc.SetDeadline(time.Now().Add(handshakeTimeout))
+	tunnel.WriteLine(tc, tunnel.Hello{Error: errOldAgent.Error(), Revoked: true})
 }
 
 // passive serves one passive listener of the agent: it reads whom the

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"ferry/tunnel"
+	"ferry/connect/tunnel"
 )
 
 // A CA survives its PEM form; an old CA directory (before the CA moved
