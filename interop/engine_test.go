@@ -121,6 +121,23 @@ func (r *engineRecorder) faultLog() string {
 	return strings.Join(r.faults, "\n")
 }
 
+// copyResult is what engine.Copy returned.
+type copyResult struct {
+	res engine.Result
+	err error
+}
+
+// copyInBackground runs engine.Copy between two servers; what it returns
+// comes on the channel.
+func copyInBackground(src, dst server, items []engine.Item, o engine.Options, rep engine.Reporter) <-chan copyResult {
+	done := make(chan copyResult, 1)
+	go func() {
+		res, err := engine.Copy(context.Background(), endpointOf(src), endpointOf(dst), items, o, rep)
+		done <- copyResult{res, err}
+	}()
+	return done
+}
+
 // runEngine runs engine.Copy between two servers with a time limit.
 func runEngine(t *testing.T, src, dst server, items []engine.Item, o engine.Options, rep engine.Reporter) (engine.Result, error) {
 	t.Helper()
@@ -649,17 +666,8 @@ func testEngineRestart(t *testing.T, src server, dst restartable) {
 	o.Deadline = time.Now().Add(30 * time.Second) // retry until then (the copy takes a few seconds)
 	rec := newEngineRecorder()
 
-	type result struct {
-		res engine.Result
-		err error
-	}
-	done := make(chan result, 1)
 	start := time.Now()
-	go func() {
-		res, err := engine.Copy(context.Background(), endpointOf(src), endpointOf(dst),
-			[]engine.Item{{Src: epPath(src, "big.dat"), Dst: epPath(dst, "big.dat")}}, o, rec)
-		done <- result{res, err}
-	}()
+	done := copyInBackground(src, dst, []engine.Item{{Src: epPath(src, "big.dat"), Dst: epPath(dst, "big.dat")}}, o, rec)
 
 	root := dst.Path("")
 	deadline := time.Now().Add(60 * time.Second)
@@ -679,7 +687,7 @@ func testEngineRestart(t *testing.T, src server, dst restartable) {
 	time.Sleep(200 * time.Millisecond) // let the engine notice and retry against a dead port
 	dst.restart()
 
-	var r result
+	var r copyResult
 	select {
 	case r = <-done:
 	case <-time.After(90 * time.Second):

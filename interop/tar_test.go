@@ -215,16 +215,7 @@ func TestEngineTarKilled(t *testing.T) {
 			o.Recursive, o.Tar, o.Concurrency = true, engine.TarAlways, 2
 			o.Deadline = time.Now().Add(60 * time.Second)
 			rec := newEngineRecorder()
-			type result struct {
-				res engine.Result
-				err error
-			}
-			done := make(chan result, 1)
-			go func() {
-				res, err := engine.Copy(context.Background(), endpointOf(src), endpointOf(dst),
-					[]engine.Item{{Src: "/t", Dst: "/t"}}, o, rec)
-				done <- result{res, err}
-			}()
+			done := copyInBackground(src, dst, []engine.Item{{Src: "/t", Dst: "/t"}}, o, rec)
 			deadline := time.Now().Add(30 * time.Second)
 			for len(rec.outcomes("/t", engine.Transferred)) < files/4 {
 				select {
@@ -250,7 +241,7 @@ func TestEngineTarKilled(t *testing.T) {
 				before[rel] = inode(t, dst.Path("t/"+rel))
 			}
 			t.Logf("killed the %s with %d files reported transferred", victim, len(before))
-			var r result
+			var r copyResult
 			select {
 			case r = <-done:
 			case <-time.After(60 * time.Second):
@@ -316,16 +307,7 @@ func wholeNotSentAgain(t *testing.T, src, dst, victim restartable) {
 	o.Recursive, o.Tar, o.Concurrency = true, engine.TarAlways, 1
 	o.Deadline = time.Now().Add(90 * time.Second)
 	rec := newEngineRecorder()
-	type result struct {
-		res engine.Result
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		res, err := engine.Copy(context.Background(), endpointOf(src), endpointOf(dst),
-			[]engine.Item{{Src: "/t", Dst: epPath(dst, "t")}}, o, rec)
-		done <- result{res, err}
-	}()
+	done := copyInBackground(src, dst, []engine.Item{{Src: "/t", Dst: epPath(dst, "t")}}, o, rec)
 	// whole lists the files whole at the destination.
 	whole := func() []string {
 		var out []string
@@ -360,7 +342,7 @@ func wholeNotSentAgain(t *testing.T, src, dst, victim restartable) {
 	reported := len(rec.outcomes(epPath(dst, "t"), engine.Transferred))
 	victim.restart()
 	t.Logf("killed a server with %d files whole at the destination, %d reported", len(before), reported)
-	var r result
+	var r copyResult
 	select {
 	case r = <-done:
 	case <-time.After(90 * time.Second):
