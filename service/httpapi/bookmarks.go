@@ -33,7 +33,7 @@ func (s *Server) createBookmark(w http.ResponseWriter, r *http.Request, c *call)
 	if err := setBookmark(&b, &req.Name, &req.Path); err != nil {
 		return err
 	}
-	ep, err := s.visibleEndpoint(r, c, "endpoint", req.EndpointID)
+	ep, err := s.Endpoints.FindEndpoint(r.Context(), c.user, req.EndpointID)
 	if err != nil {
 		return err
 	}

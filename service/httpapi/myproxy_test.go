@@ -17,7 +17,6 @@ import (
 	"ferry/netpolicy"
 	"ferry/service/api"
 	"ferry/service/domain"
-	"ferry/service/httpapi"
 )
 
 // fakeMyProxy stands for MyProxy servers: it gives the proxy of its
@@ -143,7 +142,7 @@ func TestMyProxyActivation(t *testing.T) {
 	const pass = "correct horse battery staple 42"
 	proxy, dn, notAfter := gridProxy(t, "Alice", 3*time.Hour)
 	mp := &fakeMyProxy{user: "alice-mp", pass: pass, proxy: proxy}
-	e := newEnv(t, func(s *httpapi.Server) {
+	e := newEnv(t, func(s *setup) {
 		s.Trust = gsi.NewTrust(nil, nil)
 		s.MyProxyLogon = mp.logon
 	})
@@ -323,7 +322,7 @@ func TestMyProxyActivation(t *testing.T) {
 	}
 
 	// Without grid CAs the service cannot check a MyProxy server.
-	e2 := newEnv(t, func(s *httpapi.Server) { s.MyProxyLogon = mp.logon })
+	e2 := newEnv(t, func(s *setup) { s.MyProxyLogon = mp.logon })
 	carol, _ := e2.user("carol")
 	gsiEP(carol, "g", "mp.example", false)
 	_, err = carol.Activate(t.Context(), "g", api.Activate{MyProxyUsername: "alice-mp", MyProxyPassphrase: pass})
@@ -366,7 +365,7 @@ func TestMyProxyDialPolicy(t *testing.T) {
 	}
 	proxy, dn, _ := gridProxy(t, "Alice", 3*time.Hour)
 	mp := &fakeMyProxy{user: "alice-mp", pass: "pp", proxy: proxy}
-	e := newEnv(t, func(s *httpapi.Server) {
+	e := newEnv(t, func(s *setup) {
 		s.Networks, s.Trust, s.MyProxyLogon = nets, gsi.NewTrust(nil, nil), mp.logon
 	})
 	e.ops.set(func(f *fakeOps) { f.gridmap[dn] = true })

@@ -36,12 +36,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"ferry/gsi"
-	"ferry/gsi/myproxy"
-	"ferry/netpolicy"
 	"ferry/service/api"
 	"ferry/service/domain"
-	"ferry/service/secret"
 )
 
 // Default body limits.
@@ -53,11 +49,14 @@ const (
 // Server holds the API's dependencies and settings. Set the exported
 // fields, then call Handler once.
 type Server struct {
-	Store  domain.Store
-	Ops    domain.FileOps
-	Box    *secret.Box // seals activations
-	Logger *slog.Logger
-	Now    func() time.Time // the clock; time.Now when nil
+	Store domain.Store
+	// The service's use cases (package core implements them all).
+	Endpoints   domain.EndpointService
+	Activations domain.ActivationService
+	Files       domain.FileService
+	Tasks       domain.TaskService
+	Logger      *slog.Logger
+	Now         func() time.Time // the clock; time.Now when nil
 	// MaxBody limits request bodies, MaxSubmitBody those of POST /transfer
 	// and /delete; larger ones get 413. Zero means the defaults.
 	MaxBody, MaxSubmitBody int64
@@ -65,37 +64,13 @@ type Server struct {
 	// workers can register their own collectors on it too. When nil,
 	// Handler makes one with the Go and process collectors.
 	Registry *prometheus.Registry
-	// Queued is called after a task is stored or made runnable again (a
-	// submission, an activation that resumed tasks), so that workers in
-	// this process look for work at once. Nil: none.
-	Queued func()
-	// DefaultDeadline is given to tasks submitted without a deadline;
-	// until then failing files are retried. Zero: none (the worker's retry
-	// budget decides).
-	DefaultDeadline time.Duration
-	// CheckWithin bounds how long a submission waits for its endpoints to
-	// answer whether its paths can be copied (see checkTransfer); 0: 2 s,
-	// < 0: no check.
-	CheckWithin time.Duration
-	// Agents reaches connect endpoints' agents through the relays;
 	// RelayURL is where agents reach this process's relay (a relay URL,
-	// see api.Relay), and CAPin the pin of its CA that setup keys carry.
-	// Without them connect endpoints cannot be made or paired.
-	Agents          domain.Agents
-	RelayURL, CAPin string
+	// see api.Relay); "": it runs none.
+	RelayURL string
 	// RelayConn, when set, takes the connections upgraded at GET /relay
 	// (see tunnel.Upgrade), and serves each until it ends: the relay on
 	// the API's listener.
 	RelayConn func(net.Conn)
-	// Revoked is called when a connect endpoint's agent certificates are
-	// revoked (a new setup key, the endpoint deleted), so that the relay
-	// drops its agent at once; nil: the relay finds out by itself, later.
-	Revoked func(endpointID string)
-	// Networks says which addresses endpoints' servers may have: a server
-	// refused by it is refused when an endpoint is created or changed (the
-	// file operations check it again as they connect, see gridops); nil:
-	// any.
-	Networks *netpolicy.Policy
 	// PublicURL is where users reach the service, if not at the address
 	// the requests name (a proxy in front): its origin may log in too.
 	PublicURL string
@@ -104,19 +79,9 @@ type Server struct {
 	// BodyTimeout bounds how long a request's body may take to arrive;
 	// 0: 1 minute.
 	BodyTimeout time.Duration
-	// Trust is the grid CAs MyProxy servers' host certificates are
-	// checked against (ferry server --gsi-ca-dir); nil: gsi endpoints
-	// cannot be activated through a MyProxy server.
-	Trust *gsi.Trust
-	// MyProxyLogon fetches a proxy from a MyProxy server; nil:
-	// myproxy.Logon. Tests put a fake here.
-	MyProxyLogon func(ctx context.Context, addr string, o myproxy.Options) (*gsi.Credential, error)
-	// MyProxyWithin bounds a MyProxy logon; 0: 30 s.
-	MyProxyWithin time.Duration
 
 	logins   *logins
 	where    whereCache // where tasks' items are
-	listings listings   // directory listings being paged (ls)
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	exporter http.Handler // serves Registry
@@ -448,11 +413,4 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request, _ *call) error {
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request, _ *call) error {
 	s.exporter.ServeHTTP(w, r)
 	return nil
-}
-
-// queued tells this process's workers that there is work.
-func (s *Server) queued() {
-	if s.Queued != nil {
-		s.Queued()
-	}
 }

@@ -11,7 +11,6 @@ import (
 
 	"ferry/service/api"
 	"ferry/service/domain"
-	"ferry/service/httpapi"
 )
 
 func TestTransferRefused(t *testing.T) {
@@ -452,7 +451,7 @@ func TestDelete(t *testing.T) {
 
 func TestQueuedHookAndDefaultDeadline(t *testing.T) {
 	var queued atomic.Int32
-	e := newEnv(t, func(s *httpapi.Server) {
+	e := newEnv(t, func(s *setup) {
 		s.Queued = func() { queued.Add(1) }
 		s.DefaultDeadline = 6 * time.Hour
 	})

@@ -537,7 +537,7 @@ func TestPeers(t *testing.T) {
 // connections through HTTP upgrades of the API's /relay route.
 func TestOverHTTP(t *testing.T) {
 	e := newEnv(t, time.Hour)
-	api := &httpapi.Server{Store: e.store, RelayConn: e.relay.ServeConn, CAPin: e.ca.Pin()}
+	api := &httpapi.Server{Store: e.store, RelayConn: e.relay.ServeConn}
 	srv := httptest.NewServer(api.Handler())
 	defer srv.Close()
 	url := srv.URL + "/api/v0.10/relay"
