@@ -65,7 +65,8 @@ type Service struct {
 	// MyProxyWithin bounds a MyProxy logon; 0: 30 s.
 	MyProxyWithin time.Duration
 
-	listings listings // directory listings being paged (List)
+	listings listings   // directory listings being paged (List)
+	where    whereCache // where tasks' items are (Task)
 }
 
 var (

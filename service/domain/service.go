@@ -139,6 +139,55 @@ type TaskService interface {
 	PauseInfo(ctx context.Context, u User, id string) (PauseInfo, error)
 	// ResumeTask runs an INACTIVE task of u's again.
 	ResumeTask(ctx context.Context, u User, id string) error
+	Tasks(ctx context.Context, u User, f TaskFilter, p Page) ([]TaskView, int, error)
+	// Task is one of u's tasks with where its items are.
+	Task(ctx context.Context, u User, id string) (TaskView, error)
+	// UpdateTask changes the label and the deadline (nil: kept) of a task
+	// that is not over.
+	UpdateTask(ctx context.Context, u User, id string, label *string, deadline *time.Time) error
+	// CancelTask cancels a task, or with path one file of it.
+	CancelTask(ctx context.Context, u User, id, path string) (Result, error)
+	Events(ctx context.Context, u User, id string, p Page) ([]Event, int, error)
+	// TaskFiles, FailedTransfers, DeletedPaths and PartialPaths page
+	// through a task's records after marker; they return the next marker
+	// (0: no more).
+	TaskFiles(ctx context.Context, u User, id, state string, marker int64, limit int) ([]File, int64, error)
+	FailedTransfers(ctx context.Context, u User, id string, marker int64, limit int) ([]FailedFile, int64, error)
+	DeletedPaths(ctx context.Context, u User, id string, marker int64, limit int) ([]DeletedPath, int64, error)
+	PartialPaths(ctx context.Context, u User, id string, marker int64, limit int) ([]Partial, int64, error)
+	// TaskCounts counts all the store's tasks by status.
+	TaskCounts(ctx context.Context) (map[string]int, error)
+}
+
+// TaskView is a task as its user sees it: its endpoints' names ("" for
+// one deleted since), where its items are (one item's paths, or the
+// deepest directories holding them all; for Task only), and its mean rate.
+type TaskView struct {
+	Task
+	SrcName, DstName string
+	DestNames        []string // of Destinations, in order
+	SrcPath, DstPath string
+	BytesPerSecond   int64
+}
+
+// Result is what an operation did, as a code and in words.
+type Result struct{ Code, Message string }
+
+// FailedFile is a file that failed, at the destination endpoint
+// DestEndpoint when the task has several ("" else).
+type FailedFile struct {
+	Src, Dst     string
+	Size         int64
+	Error        string
+	Time         time.Time
+	DestEndpoint string
+}
+
+// DeletedPath is a Deletion at the destination endpoint DestEndpoint
+// ("" for a task with one destination).
+type DeletedPath struct {
+	Deletion
+	DestEndpoint string
 }
 
 // PauseInfo is why a task is paused: the event that paused it (a paused

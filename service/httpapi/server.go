@@ -81,7 +81,6 @@ type Server struct {
 	BodyTimeout time.Duration
 
 	logins   *logins
-	where    whereCache // where tasks' items are
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	exporter http.Handler // serves Registry
@@ -191,7 +190,7 @@ func (s *Server) Handler() http.Handler {
 		Help:    "Time to serve an HTTP request, by route pattern.",
 		Buckets: prometheus.DefBuckets,
 	}, []string{"route"})
-	s.Registry.MustRegister(s.requests, s.latency, taskCollector{s.Store, s.Logger})
+	s.Registry.MustRegister(s.requests, s.latency, taskCollector{s.Tasks, s.Logger})
 	s.exporter = promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{})
 
 	mux := http.NewServeMux()

@@ -2,11 +2,8 @@ package httpapi
 
 import (
 	"crypto/rand"
-	"fmt"
 	"net/http"
-	"path"
 	"strings"
-	"sync"
 	"time"
 	"unicode"
 
@@ -121,14 +118,13 @@ func (s *Server) taskList(w http.ResponseWriter, r *http.Request, c *call) error
 	}
 	page := domain.Page{Limit: q.Limit, Offset: q.Offset}.Normal()
 	f := domain.TaskFilter{Status: q.Status, Type: q.Type, Label: q.Label, Newest: !q.Oldest}
-	ts, total, err := s.Store.Tasks(r.Context(), c.user.ID, f, page)
+	ts, total, err := s.Tasks.Tasks(r.Context(), c.user, f, page)
 	if err != nil {
 		return err
 	}
-	names := s.endpointNames(r)
 	doc := api.TaskList{DataType: "task_list", PageInfo: pageInfo(page, len(ts), total), Data: make([]api.Task, len(ts))}
 	for i, t := range ts {
-		doc.Data[i] = s.taskDoc(t, names)
+		doc.Data[i] = taskDoc(t)
 	}
 	return reply(w, http.StatusOK, doc)
 }
@@ -138,127 +134,28 @@ func pageInfo(p domain.Page, n, total int) api.PageInfo {
 }
 
 func (s *Server) task(w http.ResponseWriter, r *http.Request, c *call) error {
-	t, err := s.Store.Task(r.Context(), c.user.ID, r.PathValue("id"))
+	t, err := s.Tasks.Task(r.Context(), c.user, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	where, err := s.where.get(t.ID, func() (itemsWhere, error) {
-		items, err := s.Store.TaskItems(r.Context(), t.ID)
-		src, dst := itemPaths(items)
-		return itemsWhere{src, dst}, err
-	})
-	if err != nil {
-		return err
-	}
-	d := s.taskDoc(t, s.endpointNames(r))
-	d.SourcePath, d.DestinationPath = where.src, where.dst
-	return reply(w, http.StatusOK, d)
+	return reply(w, http.StatusOK, taskDoc(t))
 }
 
-// itemsWhere is where a task's items are (itemPaths).
-type itemsWhere struct{ src, dst string }
-
-// whereCache keeps where tasks' items are, which never changes once a
-// task is submitted, so that polling a task (ferry task wait) does not
-// read all its items each time. It forgets everything when full.
-type whereCache struct {
-	mu sync.Mutex
-	m  map[string]itemsWhere
-}
-
-// whereCacheSize bounds whereCache: tasks polled at once, with room.
-const whereCacheSize = 4096
-
-// get returns id's entry, computing it with load the first time.
-func (c *whereCache) get(id string, load func() (itemsWhere, error)) (itemsWhere, error) {
-	c.mu.Lock()
-	w, ok := c.m[id]
-	c.mu.Unlock()
-	if ok {
-		return w, nil
-	}
-	w, err := load()
-	if err != nil {
-		return w, err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) >= whereCacheSize {
-		c.m = map[string]itemsWhere{}
-	}
-	c.m[id] = w
-	return w, nil
-}
-
-// itemPaths says where items are: the one item's source and destination
-// paths, or the deepest directories that hold all the sources and all
-// the destinations ("" when the items have none, as in a delete task).
-func itemPaths(items []domain.Item) (src, dst string) {
-	if len(items) == 1 {
-		return items[0].Src, items[0].Dst
-	}
-	for i, it := range items {
-		s, d := parentDir(it.Src), parentDir(it.Dst)
-		if i > 0 {
-			s, d = commonDir(src, s), commonDir(dst, d)
-		}
-		src, dst = s, d
-	}
-	return src, dst
-}
-
-// parentDir is the directory holding p, with a trailing slash; "" for "".
-func parentDir(p string) string {
-	if p == "" {
-		return ""
-	}
-	return strings.TrimSuffix(path.Dir(strings.TrimSuffix(p, "/")), "/") + "/"
-}
-
-// commonDir is the deepest directory that holds both directories a and
-// b (each with a trailing slash); "" if either is "".
-func commonDir(a, b string) string {
-	if a == "" || b == "" {
-		return ""
-	}
-	x, y := strings.Split(a, "/"), strings.Split(b, "/")
-	n := 0
-	for n < len(x)-1 && n < len(y)-1 && x[n] == y[n] {
-		n++
-	}
-	return strings.Join(x[:n], "/") + "/"
-}
-
-// endpointNames returns a lookup of endpoint display names by ID that
-// asks the store once per endpoint; a deleted endpoint has no name.
-func (s *Server) endpointNames(r *http.Request) func(id string) string {
-	names := map[string]string{"": ""}
-	return func(id string) string {
-		n, ok := names[id]
-		if !ok {
-			if ep, err := s.Store.Endpoint(r.Context(), id); err == nil {
-				n = ep.DisplayName()
-			}
-			names[id] = n
-		}
-		return n
-	}
-}
-
-func (s *Server) taskDoc(t domain.Task, names func(string) string) api.Task {
+func taskDoc(t domain.TaskView) api.Task {
 	o := t.Options
 	d := api.Task{
 		DataType: "task", TaskID: t.ID, Type: t.Type, Label: t.Label, Status: t.Status, NiceStatus: t.NiceStatus,
 		CancelRequested: t.CancelRequested, SubmissionID: t.SubmissionID,
 		RequestTime: t.RequestTime, CompletionTime: t.CompletionTime, Deadline: t.Deadline,
-		SourceEndpointID: t.SrcEndpoint, SourceEndpointDisplayName: names(t.SrcEndpoint),
-		DestinationEndpointID: t.DstEndpoint, DestinationEndpointDisplayName: names(t.DstEndpoint),
+		SourceEndpointID: t.SrcEndpoint, SourceEndpointDisplayName: t.SrcName,
+		DestinationEndpointID: t.DstEndpoint, DestinationEndpointDisplayName: t.DstName,
+		SourcePath: t.SrcPath, DestinationPath: t.DstPath,
 
 		Files: t.Files, Directories: t.Directories, FilesTransferred: t.FilesTransferred,
 		FilesSkipped: t.FilesSkipped, BytesTransferred: t.BytesTransferred, BytesTotal: t.BytesTotal,
 		BytesChecksummed: t.BytesChecksummed, Faults: t.Faults,
 		SubtasksTotal: t.Files, SubtasksSucceeded: t.FilesTransferred + t.FilesSkipped,
-		SubtasksFailed: t.FilesFailed,
+		SubtasksFailed: t.FilesFailed, EffectiveBytesPerSecond: t.BytesPerSecond,
 
 		VerifyChecksum: o.VerifyChecksum, ChecksumAlgorithm: o.ChecksumAlgorithm, EncryptData: o.EncryptData,
 		PreserveTimestamp: o.PreserveTimestamp, Tar: o.Tar, Compress: o.Compress, DeleteDestinationExtra: o.DeleteDestinationExtra,
@@ -269,9 +166,9 @@ func (s *Server) taskDoc(t domain.Task, names func(string) string) api.Task {
 	if domain.Done(t.Status) {
 		d.NiceStatus = ""
 	}
-	for _, dd := range t.Destinations {
+	for i, dd := range t.Destinations {
 		d.Destinations = append(d.Destinations, api.TaskDestination{DataType: "task_destination",
-			EndpointID: dd.Endpoint, EndpointDisplayName: names(dd.Endpoint), DestinationPaths: dd.Paths,
+			EndpointID: dd.Endpoint, EndpointDisplayName: t.DestNames[i], DestinationPaths: dd.Paths,
 			FilesTransferred: dd.FilesTransferred, FilesSkipped: dd.FilesSkipped, FilesFailed: dd.FilesFailed,
 			BytesTransferred: dd.BytesTransferred})
 	}
@@ -285,15 +182,6 @@ func (s *Server) taskDoc(t domain.Task, names func(string) string) api.Task {
 	for _, f := range o.FilterRules {
 		d.FilterRules = append(d.FilterRules, api.FilterRule{DataType: "filter_rule", Method: f.Method, Name: f.Name, Type: f.Type})
 	}
-	if !t.StartTime.IsZero() {
-		end := t.CompletionTime
-		if end.IsZero() {
-			end = s.Now()
-		}
-		if secs := end.Sub(t.StartTime).Seconds(); secs > 0 {
-			d.EffectiveBytesPerSecond = int64(float64(t.BytesTransferred) / secs)
-		}
-	}
 	return d
 }
 
@@ -305,26 +193,7 @@ func (s *Server) updateTask(w http.ResponseWriter, r *http.Request, c *call) err
 	if err := dataType(req.DataType, "task"); err != nil {
 		return err
 	}
-	t, err := s.Store.Task(r.Context(), c.user.ID, r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	if domain.Done(t.Status) {
-		return domain.Errorf(domain.EConflict, "task %s is %s: it can no longer change", t.ID, t.Status)
-	}
-	if req.Label != nil {
-		if err := checkText("label", *req.Label, 128); err != nil {
-			return err
-		}
-		t.Label = *req.Label
-	}
-	if req.Deadline != nil {
-		if !req.Deadline.After(s.Now()) {
-			return domain.Errorf(domain.EInvalid, "deadline %s is in the past", req.Deadline.Format(time.RFC3339))
-		}
-		t.Deadline = *req.Deadline
-	}
-	if err := s.Store.UpdateTask(r.Context(), c.user.ID, t.ID, t.Label, t.Deadline); err != nil {
+	if err := s.Tasks.UpdateTask(r.Context(), c.user, r.PathValue("id"), req.Label, req.Deadline); err != nil {
 		return err
 	}
 	return result(w, r, "result", "Updated", "the task is updated")
@@ -338,32 +207,11 @@ func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request, c *call) err
 	if err := dataType(req.DataType, "cancel"); err != nil {
 		return err
 	}
-	id := r.PathValue("id")
-	t, err := s.Store.Task(r.Context(), c.user.ID, id)
+	res, err := s.Tasks.CancelTask(r.Context(), c.user, r.PathValue("id"), req.Path)
 	if err != nil {
 		return err
 	}
-	if domain.Done(t.Status) {
-		return result(w, r, "result", "TaskComplete", fmt.Sprintf("the task was already %s", t.Status))
-	}
-	if req.Path != "" {
-		p, err := domain.CleanPath(req.Path, "")
-		if err != nil {
-			return err
-		}
-		if err := s.Store.CancelFile(r.Context(), c.user.ID, id, p); err != nil {
-			return err
-		}
-		return result(w, r, "result", "FileCanceled", fmt.Sprintf("%s will not be transferred", p))
-	}
-	if t, err = s.Store.RequestCancel(r.Context(), c.user.ID, id, s.Now()); err != nil {
-		return err
-	}
-	msg := "the task is being canceled"
-	if domain.Done(t.Status) {
-		msg = "the task is canceled"
-	}
-	return result(w, r, "result", "Canceled", msg)
+	return result(w, r, "result", res.Code, res.Message)
 }
 
 // resumeTask runs an INACTIVE task again.
@@ -379,12 +227,8 @@ func (s *Server) eventList(w http.ResponseWriter, r *http.Request, c *call) erro
 	if err != nil {
 		return err
 	}
-	t, err := s.Store.Task(r.Context(), c.user.ID, r.PathValue("id"))
-	if err != nil {
-		return err
-	}
 	page := domain.Page{Limit: q.Limit, Offset: q.Offset}.Normal()
-	evs, total, err := s.Store.Events(r.Context(), t.ID, page)
+	evs, total, err := s.Tasks.Events(r.Context(), c.user, r.PathValue("id"), page)
 	if err != nil {
 		return err
 	}
@@ -402,12 +246,7 @@ func (s *Server) taskFiles(r *http.Request, c *call, state string) ([]domain.Fil
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	t, err := s.Store.Task(r.Context(), c.user.ID, r.PathValue("id"))
-	if err != nil {
-		return nil, 0, 0, err
-	}
-	limit := domain.Page{Limit: q.Limit}.Normal().Limit
-	files, next, err := s.Store.Files(r.Context(), t.ID, state, q.Marker, limit)
+	files, next, err := s.Tasks.TaskFiles(r.Context(), c.user, r.PathValue("id"), state, q.Marker, q.Limit)
 	return files, q.Marker, next, err
 }
 
@@ -442,22 +281,16 @@ func (s *Server) deletedPaths(w http.ResponseWriter, r *http.Request, c *call) e
 	if err != nil {
 		return err
 	}
-	t, err := s.Store.Task(r.Context(), c.user.ID, r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	ds, next, err := s.Store.Deletions(r.Context(), t.ID, q.Marker, domain.Page{Limit: q.Limit}.Normal().Limit)
+	ds, next, err := s.Tasks.DeletedPaths(r.Context(), c.user, r.PathValue("id"), q.Marker, q.Limit)
 	if err != nil {
 		return err
 	}
 	doc := api.DeletedPaths{DataType: "deleted_paths", Marker: q.Marker, NextMarker: next, Data: make([]api.DeletedPath, len(ds))}
 	for i, d := range ds {
-		doc.Data[i] = api.DeletedPath{DataType: "deleted_path", DestinationPath: d.Path, Type: "file", Size: d.Size, Time: d.Time}
+		doc.Data[i] = api.DeletedPath{DataType: "deleted_path", DestinationPath: d.Path, Type: "file", Size: d.Size, Time: d.Time,
+			DestinationEndpointID: d.DestEndpoint}
 		if d.Dir {
 			doc.Data[i].Type = "dir"
-		}
-		if d.Dest < len(t.Destinations) {
-			doc.Data[i].DestinationEndpointID = t.Destinations[d.Dest].Endpoint
 		}
 	}
 	return reply(w, http.StatusOK, doc)
@@ -470,11 +303,7 @@ func (s *Server) partialPaths(w http.ResponseWriter, r *http.Request, c *call) e
 	if err != nil {
 		return err
 	}
-	t, err := s.Store.Task(r.Context(), c.user.ID, r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	ps, next, err := s.Store.Partials(r.Context(), t.ID, q.Marker, q.Limit)
+	ps, next, err := s.Tasks.PartialPaths(r.Context(), c.user, r.PathValue("id"), q.Marker, q.Limit)
 	if err != nil {
 		return err
 	}
@@ -485,43 +314,21 @@ func (s *Server) partialPaths(w http.ResponseWriter, r *http.Request, c *call) e
 	return reply(w, http.StatusOK, doc)
 }
 
+// failedTransfers lists the files that failed, each naming its
+// destination endpoint for a task with several.
 func (s *Server) failedTransfers(w http.ResponseWriter, r *http.Request, c *call) error {
-	t, err := s.Store.Task(r.Context(), c.user.ID, r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	if len(t.Destinations) > 0 {
-		return s.destFailures(w, r, t)
-	}
-	files, marker, next, err := s.taskFiles(r, c, domain.FileFailed)
-	if err != nil {
-		return err
-	}
-	doc := api.FailedTransfers{DataType: "failed_transfers", Marker: marker, NextMarker: next, Data: make([]api.FailedTransfer, len(files))}
-	for i, f := range files {
-		doc.Data[i] = api.FailedTransfer{DataType: "failed_transfer", SourcePath: f.Src, DestinationPath: f.Dst, Size: f.Size, Error: f.Error, Time: f.Time}
-	}
-	return reply(w, http.StatusOK, doc)
-}
-
-// destFailures answers failed_transfers for a task with several
-// destinations: each file that failed at a destination, naming it.
-func (s *Server) destFailures(w http.ResponseWriter, r *http.Request, t domain.Task) error {
 	q, err := api.ParseMarkerQuery(r.URL.Query())
 	if err != nil {
 		return err
 	}
-	limit := domain.Page{Limit: q.Limit}.Normal().Limit
-	files, next, err := s.Store.DestFiles(r.Context(), t.ID, -1, domain.FileFailed, q.Marker, limit)
+	files, next, err := s.Tasks.FailedTransfers(r.Context(), c.user, r.PathValue("id"), q.Marker, q.Limit)
 	if err != nil {
 		return err
 	}
 	doc := api.FailedTransfers{DataType: "failed_transfers", Marker: q.Marker, NextMarker: next, Data: make([]api.FailedTransfer, len(files))}
 	for i, f := range files {
-		doc.Data[i] = api.FailedTransfer{DataType: "failed_transfer", SourcePath: f.Src, DestinationPath: f.Dst, Size: f.Size, Error: f.Error, Time: f.Time}
-		if f.Dest < len(t.Destinations) {
-			doc.Data[i].DestinationEndpointID = t.Destinations[f.Dest].Endpoint
-		}
+		doc.Data[i] = api.FailedTransfer{DataType: "failed_transfer", SourcePath: f.Src, DestinationPath: f.Dst, Size: f.Size, Error: f.Error, Time: f.Time,
+			DestinationEndpointID: f.DestEndpoint}
 	}
 	return reply(w, http.StatusOK, doc)
 }
