@@ -99,7 +99,7 @@ func startServiceWrapped(t *testing.T, withWorker bool, wrap func(http.Handler) 
 	}
 	ops := &gridops.Ops{Timeout: 10 * time.Second}
 	svc := &core.Service{Store: db, Ops: ops, Box: box}
-	h := &httpapi.Server{Store: db, Endpoints: svc, Activations: svc, Files: svc, Tasks: svc}
+	h := &httpapi.Server{Auth: svc, Users: svc, Bookmarks: svc, Endpoints: svc, Activations: svc, Files: svc, Tasks: svc}
 	handler := h.Handler()
 	if wrap != nil {
 		handler = wrap(handler)

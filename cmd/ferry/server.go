@@ -158,7 +158,7 @@ func runServer(ctx context.Context, cmd *cobra.Command, f serverFlags) error {
 		svc.Queued = w.Wake
 	}
 	api := &httpapi.Server{
-		Store: st, Endpoints: svc, Activations: svc, Files: svc, Tasks: svc,
+		Auth: svc, Users: svc, Endpoints: svc, Activations: svc, Files: svc, Tasks: svc, Bookmarks: svc,
 		Logger: log, Registry: reg, PublicURL: f.publicURL,
 	}
 	// ferry connect: this process's relay, and the mesh through which it
@@ -196,7 +196,7 @@ func runServer(ctx context.Context, cmd *cobra.Command, f serverFlags) error {
 	defer cancel()
 	// The SSH gateway runs the service commands through the API, as the
 	// user who logged in, on this process's own listener.
-	if err := f.ssh.start(ctx, st, api, filepath.Join(f.store.data, "ssh_host_ed25519_key"), "http://"+selfAddr(ln.Addr()), base,
+	if err := f.ssh.start(ctx, st, svc, filepath.Join(f.store.data, "ssh_host_ed25519_key"), "http://"+selfAddr(ln.Addr()), base,
 		log.With("component", "ssh"), cmd.ErrOrStderr()); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"crypto/rand"
+	"slices"
 	"time"
 
 	"ferry/service/domain"
@@ -68,4 +69,20 @@ func (s *Service) revoked(ep domain.Endpoint) {
 	if ep.Auth == domain.AuthConnect && s.Revoked != nil {
 		s.Revoked(ep.ID)
 	}
+}
+
+// Relays lists where agents reach the service's relays: self first,
+// then the other live processes'.
+func (s *Service) Relays(ctx context.Context, self string) ([]string, error) {
+	ps, err := s.Store.Processes(ctx, s.now())
+	if err != nil {
+		return nil, err
+	}
+	urls := []string{self}
+	for _, p := range ps {
+		if !slices.Contains(urls, p.RelayURL) {
+			urls = append(urls, p.RelayURL)
+		}
+	}
+	return urls, nil
 }

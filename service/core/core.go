@@ -11,6 +11,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -64,9 +65,13 @@ type Service struct {
 	MyProxyLogon func(ctx context.Context, addr string, o myproxy.Options) (*gsi.Credential, error)
 	// MyProxyWithin bounds a MyProxy logon; 0: 30 s.
 	MyProxyWithin time.Duration
+	// LoginLimits slow down password guessing; zero fields: the defaults.
+	LoginLimits LoginLimits
 
-	listings listings   // directory listings being paged (List)
-	where    whereCache // where tasks' items are (Task)
+	loginsOnce   sync.Once
+	failedLogins *logins    // see logins
+	listings     listings   // directory listings being paged (List)
+	where        whereCache // where tasks' items are (Task)
 }
 
 var (

@@ -285,4 +285,6 @@ func (s *Service) PartialPaths(ctx context.Context, u domain.User, id string, ma
 }
 
 // TaskCounts counts the store's tasks by status.
-func (s *Service) TaskCounts(ctx context.Context) (map[string]int, error) { return s.Store.TaskCounts(ctx) }
+func (s *Service) TaskCounts(ctx context.Context) (map[string]int, error) {
+	return s.Store.TaskCounts(ctx)
+}

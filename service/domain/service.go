@@ -25,6 +25,9 @@ type EndpointService interface {
 	// NewSetupKey gives a connect endpoint a new one-time setup key,
 	// which revokes its earlier agents' certificates.
 	NewSetupKey(ctx context.Context, u User, ref string) (SetupKey, error)
+	// Relays lists where agents reach the service's relays: self (this
+	// process's) first, then the other live processes'.
+	Relays(ctx context.Context, self string) ([]string, error)
 }
 
 // ActivationService keeps the logins users' tasks and file operations
@@ -271,4 +274,68 @@ type Listing struct {
 	Page     Page // as normalised
 	Files    []FileInfo
 	Total    int
+}
+
+// AuthService authenticates users by password and by token, and keeps
+// their tokens.
+type AuthService interface {
+	// Authenticate finds the user of a token of kind (TokenAPI,
+	// TokenSession) by its secret; check, if not nil, may refuse the
+	// token once it is known valid.
+	Authenticate(ctx context.Context, kind, secret string, check func(Token) error) (User, Token, error)
+	// Login checks a user's password and makes a token; guesses are
+	// throttled per user name and per remote address (EThrottled, with
+	// RetryAfter).
+	Login(ctx context.Context, req LoginRequest) (LoginResult, error)
+	// MintToken makes an API token of u for a component of the service
+	// that acts as u (the SSH gateway): its secret, and revoke, which
+	// ends it.
+	MintToken(ctx context.Context, u User, name string, lifetime time.Duration) (secret string, revoke func(), err error)
+	Tokens(ctx context.Context, u User) ([]Token, error)
+	RevokeToken(ctx context.Context, u User, id int64) error
+	// Health checks the store with a cheap lookup.
+	Health(ctx context.Context) error
+}
+
+// LoginRequest is a login: a user name and password from Remote (an
+// address, host:port), for a token of Kind ("": TokenAPI) named Name,
+// valid for Lifetime seconds (0: the kind's default).
+type LoginRequest struct {
+	Username, Password, Remote, Kind, Name string
+	Lifetime                               int64
+}
+
+// LoginResult is a login's token and its secret; a throttled login's
+// seconds to wait.
+type LoginResult struct {
+	User       User
+	Token      Token
+	Secret     string
+	RetryAfter int64
+}
+
+// UserService administers accounts and users' SSH keys.
+type UserService interface {
+	// AddUser makes an account with a password (hashed here).
+	AddUser(ctx context.Context, name, email, password string) (User, error)
+	UserByName(ctx context.Context, name string) (User, error)
+	Users(ctx context.Context) ([]User, error)
+	SetPassword(ctx context.Context, u User, password string) error
+	// RemoveUser removes u and all that is theirs (see Store.RemoveUser).
+	RemoveUser(ctx context.Context, u User) error
+	SSHKeys(ctx context.Context, u User) ([]SSHKey, error)
+	// AddSSHKey adds a public key (an authorized_keys line) of u's.
+	AddSSHKey(ctx context.Context, u User, line string) (SSHKey, error)
+	DeleteSSHKey(ctx context.Context, u User, id int64) error
+}
+
+// BookmarkService keeps users' names for paths on endpoints. A bookmark
+// that is not u's is answered ENotFound naming id.
+type BookmarkService interface {
+	Bookmarks(ctx context.Context, u User) ([]Bookmark, error)
+	CreateBookmark(ctx context.Context, u User, name, path, endpoint string) (Bookmark, error)
+	Bookmark(ctx context.Context, u User, id string) (Bookmark, error)
+	// UpdateBookmark changes a bookmark's name and path (nil: kept).
+	UpdateBookmark(ctx context.Context, u User, id string, name, path *string) (Bookmark, error)
+	DeleteBookmark(ctx context.Context, u User, id string) error
 }

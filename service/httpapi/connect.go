@@ -21,15 +21,9 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, _ *call) error {
 	if strings.EqualFold(r.Header.Get("Upgrade"), tunnel.Upgrade) {
 		return s.upgrade(w)
 	}
-	ps, err := s.Store.Processes(r.Context(), s.Now())
+	urls, err := s.Endpoints.Relays(r.Context(), s.RelayURL)
 	if err != nil {
 		return err
-	}
-	urls := []string{s.RelayURL}
-	for _, p := range ps {
-		if !slices.Contains(urls, p.RelayURL) {
-			urls = append(urls, p.RelayURL)
-		}
 	}
 	return reply(w, http.StatusOK, api.Relay{DataType: "relay", Relays: urls})
 }

@@ -14,7 +14,7 @@ import (
 
 	"ferry/netpolicy"
 	"ferry/service/api"
-	"ferry/service/httpapi"
+	"ferry/service/core"
 )
 
 // TestEndpointNetworks: with the service listening elsewhere than on
@@ -90,7 +90,7 @@ func (e *env) login(client *http.Client, user, password string) (int, string) {
 // logins from one address, whichever accounts they try, get 429 too,
 // while another address is served.
 func TestLoginThrottle(t *testing.T) {
-	limits := httpapi.LoginLimits{Free: 3, FreeAddress: 8, First: 2 * time.Second, Max: time.Minute, Forget: time.Hour}
+	limits := core.LoginLimits{Free: 3, FreeAddress: 8, First: 2 * time.Second, Max: time.Minute, Forget: time.Hour}
 	e := newEnv(t, func(s *setup) { s.LoginLimits = limits })
 	for _, u := range []string{"alice", "bob", "carol"} {
 		e.addUser(u, u+"-pw")

@@ -49,8 +49,10 @@ const (
 // Server holds the API's dependencies and settings. Set the exported
 // fields, then call Handler once.
 type Server struct {
-	Store domain.Store
 	// The service's use cases (package core implements them all).
+	Auth        domain.AuthService
+	Users       domain.UserService
+	Bookmarks   domain.BookmarkService
 	Endpoints   domain.EndpointService
 	Activations domain.ActivationService
 	Files       domain.FileService
@@ -74,13 +76,10 @@ type Server struct {
 	// PublicURL is where users reach the service, if not at the address
 	// the requests name (a proxy in front): its origin may log in too.
 	PublicURL string
-	// LoginLimits slow down password guessing; zero fields: the defaults.
-	LoginLimits LoginLimits
 	// BodyTimeout bounds how long a request's body may take to arrive;
 	// 0: 1 minute.
 	BodyTimeout time.Duration
 
-	logins   *logins
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	exporter http.Handler // serves Registry
@@ -176,7 +175,6 @@ func (s *Server) Handler() http.Handler {
 	if s.BodyTimeout == 0 {
 		s.BodyTimeout = time.Minute
 	}
-	s.logins = newLogins(s.LoginLimits, s.Now)
 	if s.Registry == nil {
 		s.Registry = prometheus.NewRegistry()
 		s.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -402,7 +400,7 @@ func dataType(got, want string) error {
 func (s *Server) health(w http.ResponseWriter, r *http.Request, _ *call) error {
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
-	if _, err := s.Store.UserByID(ctx, 0); err != nil && !domain.IsNotFound(err) {
+	if err := s.Auth.Health(ctx); err != nil {
 		s.Logger.Error("health check", "request_id", callOf(r).id, "err", err)
 		return reply(w, http.StatusServiceUnavailable, api.Health{DataType: "health", Status: "unavailable"})
 	}

@@ -5,23 +5,10 @@ import (
 	"net/http"
 	"strings"
 	"time"
-	"unicode"
 
 	"ferry/service/api"
 	"ferry/service/domain"
 )
-
-// checkText refuses a user-given string longer than max characters or
-// holding control characters.
-func checkText(field, s string, max int) error {
-	if len([]rune(s)) > max {
-		return domain.Errorf(domain.EInvalid, "%s: longer than %d characters", field, max)
-	}
-	if strings.ContainsFunc(s, unicode.IsControl) {
-		return domain.Errorf(domain.EInvalid, "%s: contains a control character", field)
-	}
-	return nil
-}
 
 func (s *Server) submissionID(w http.ResponseWriter, r *http.Request, c *call) error {
 	return reply(w, http.StatusOK, api.SubmissionID{DataType: "submission_id", Value: rand.Text()})
