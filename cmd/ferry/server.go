@@ -26,6 +26,7 @@ import (
 	"ferry/service/notify"
 	"ferry/service/secret"
 	"ferry/service/worker"
+	"ferry/tunnel"
 	"ferry/web"
 )
 
@@ -179,7 +180,7 @@ func runServer(ctx context.Context, cmd *cobra.Command, f serverFlags) error {
 	}
 	ops.Agents, w.Agents = m, m
 	svc.Agents, svc.CAPin, svc.Revoked = m, c.Pin(), m.Drop
-	api.RelayURL, api.RelayConn = relayURL, rl.ServeConn
+	api.RelayURL, api.RelayProtocol, api.RelayConn = relayURL, tunnel.Upgrade, rl.ServeUpgraded
 	fmt.Fprintf(cmd.ErrOrStderr(), "ferry server: relay for ferry connect agents at %s\n", relayURL)
 	// The web app at "/", beside the API and the operator's endpoints.
 	mux := http.NewServeMux()

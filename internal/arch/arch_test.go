@@ -175,11 +175,7 @@ var allowed = map[string][]string{
 // layer's rule today, each with what is to take it away. TestLayering
 // admits them, and fails on one that is no longer made: the list only
 // shrinks.
-var exceptions = map[string][]string{
-	// Issue 32: the relay's HTTP upgrade (tunnel's names for it) is to
-	// be given to httpapi by cmd.
-	"ferry/service/httpapi": {"ferry/tunnel"},
-}
+var exceptions = map[string][]string{}
 
 // testHelper lists the packages of allowed that serve tests: no other
 // package imports them, whatever its row in allowed says.

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -9,7 +8,6 @@ import (
 
 	"ferry/service/api"
 	"ferry/service/domain"
-	"ferry/tunnel"
 )
 
 // relay hands a connection that asks for an upgrade to the relay, and
@@ -18,7 +16,7 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, _ *call) error {
 	if s.RelayURL == "" {
 		return domain.Errorf(domain.ENotFound, "this service runs no relay for connect endpoints")
 	}
-	if strings.EqualFold(r.Header.Get("Upgrade"), tunnel.Upgrade) {
+	if up := r.Header.Get("Upgrade"); up != "" && (s.RelayConn == nil || strings.EqualFold(up, s.RelayProtocol)) {
 		return s.upgrade(w)
 	}
 	urls, err := s.Endpoints.Relays(r.Context(), s.RelayURL)
@@ -29,7 +27,7 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, _ *call) error {
 }
 
 // upgrade takes the connection from the HTTP server and hands it to the
-// relay.
+// relay, with what the client sent after its request.
 func (s *Server) upgrade(w http.ResponseWriter) error {
 	if s.RelayConn == nil {
 		return domain.Errorf(domain.ENotFound, "this process's relay is not on the API's port")
@@ -38,15 +36,8 @@ func (s *Server) upgrade(w http.ResponseWriter) error {
 	if err != nil {
 		return err
 	}
-	c.SetDeadline(time.Time{}) // a body's deadline (serve) is not the relay's
-	if _, err := io.WriteString(c, tunnel.UpgradeReply); err != nil {
-		c.Close()
-		return nil
-	}
-	if n := rw.Reader.Buffered(); n > 0 { // sent before the answer
-		head, _ := rw.Reader.Peek(n)
-		c = tunnel.Prefixed(c, slices.Clone(head))
-	}
-	go s.RelayConn(c)
+	c.SetDeadline(time.Time{})                      // a body's deadline (serve) is not the relay's
+	head, _ := rw.Reader.Peek(rw.Reader.Buffered()) // sent before the answer
+	go s.RelayConn(c, slices.Clone(head))
 	return nil
 }

@@ -169,7 +169,13 @@ func TestConnectWithoutRelay(t *testing.T) {
 func TestRelayUpgrade(t *testing.T) {
 	relayed := make(chan net.Conn, 1)
 	e := newEnv(t, func(s *setup) {
-		s.Agents, s.CAPin, s.RelayConn = agents{}, "PIN", func(c net.Conn) { relayed <- c }
+		s.Agents, s.CAPin, s.RelayProtocol = agents{}, "PIN", tunnel.Upgrade
+		s.RelayConn = func(c net.Conn, head []byte) {
+			if _, err := io.WriteString(c, tunnel.UpgradeReply); err != nil {
+				t.Error(err)
+			}
+			relayed <- tunnel.Prefixed(c, head)
+		}
 		s.RelayURL = "http://service.example" + api.Prefix + "/relay"
 	})
 	c, err := tunnel.Dialer{}.Dial(t.Context(), e.srv.URL+api.Prefix+"/relay")

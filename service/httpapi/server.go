@@ -7,9 +7,9 @@
 // /api/v0.10/auth/login. Unsafe requests that rely on the cookie must also
 // carry the session's CSRF token (see CSRFToken) in X-CSRF-Token.
 //
-// GET /api/v0.10/relay with Upgrade: ferry-relay/1 hands the connection to
-// the process's relay for ferry connect (RelayConn), so that agents need
-// no port but the API's.
+// GET /api/v0.10/relay with Upgrade: ferry-relay/1 (RelayProtocol) hands
+// the connection to the process's relay for ferry connect (RelayConn), so
+// that agents need no port but the API's.
 //
 // Every failure is one JSON document {code, message, request_id, resource}
 // whose HTTP status comes from the domain error code through one table;
@@ -69,10 +69,12 @@ type Server struct {
 	// RelayURL is where agents reach this process's relay (a relay URL,
 	// see api.Relay); "": it runs none.
 	RelayURL string
-	// RelayConn, when set, takes the connections upgraded at GET /relay
-	// (see tunnel.Upgrade), and serves each until it ends: the relay on
-	// the API's listener.
-	RelayConn func(net.Conn)
+	// RelayConn, when set, takes each connection that asks GET /relay for
+	// an upgrade to RelayProtocol (the tunnel's), with the bytes the
+	// client sent after its request, answers the upgrade and serves the
+	// connection until it ends: the relay on the API's listener.
+	RelayProtocol string
+	RelayConn     func(c net.Conn, head []byte)
 	// PublicURL is where users reach the service, if not at the address
 	// the requests name (a proxy in front): its origin may log in too.
 	PublicURL string

@@ -539,7 +539,7 @@ func TestPeers(t *testing.T) {
 func TestOverHTTP(t *testing.T) {
 	e := newEnv(t, time.Hour)
 	svc := &core.Service{Store: e.store}
-	api := &httpapi.Server{Endpoints: svc, RelayConn: e.relay.ServeConn}
+	api := &httpapi.Server{Endpoints: svc, RelayProtocol: tunnel.Upgrade, RelayConn: e.relay.ServeUpgraded}
 	srv := httptest.NewServer(api.Handler())
 	defer srv.Close()
 	url := srv.URL + "/api/v0.10/relay"
