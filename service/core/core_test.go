@@ -263,3 +263,43 @@ func TestSubmitRules(t *testing.T) {
 	_, _, err = s.SubmitDelete(ctx, alice, domain.DeleteRequest{Endpoint: ep.ID, Paths: []string{"/"}})
 	wantErr(t, err, domain.EInvalid, "the root of an endpoint cannot be deleted")
 }
+
+// A task as its user sees it: its endpoints' names, where its items are;
+// cancelling it, and what a task that is over can no longer do.
+func TestTaskViews(t *testing.T) {
+	s, alice, bob := newService(t)
+	ctx := t.Context()
+	s.CheckWithin = -1 // no endpoint is asked
+	if _, err := s.CreateEndpoint(ctx, alice, domain.EndpointSpec{Name: new("a"), Servers: servers("ftp://h:2811")}); err != nil {
+		t.Fatal(err)
+	}
+	task, created, err := s.SubmitTransfer(ctx, alice, domain.TransferRequest{Source: "a", Destination: "a", Submission: domain.Submission{Label: "two"},
+		Items: []domain.Item{{Src: "/d/x/1", Dst: "/e/1"}, {Src: "/d/y/2", Dst: "/e/f/2"}}})
+	if err != nil || !created {
+		t.Fatalf("SubmitTransfer: %v, %v", created, err)
+	}
+	v, err := s.Task(ctx, alice, task.ID)
+	if err != nil || v.SrcName != "alice#a" || v.DstName != "alice#a" || v.SrcPath != "/d/" || v.DstPath != "/e/" || v.Label != "two" {
+		t.Fatalf("Task: %+v, %v", v, err)
+	}
+	_, err = s.Task(ctx, bob, task.ID)
+	wantErr(t, err, domain.ENotFound, "")
+	vs, total, err := s.Tasks(ctx, alice, domain.TaskFilter{}, domain.Page{})
+	if err != nil || total != 1 || vs[0].ID != task.ID || vs[0].SrcName != "alice#a" {
+		t.Fatalf("Tasks: %d %+v, %v", total, vs, err)
+	}
+	wantErr(t, s.UpdateTask(ctx, alice, task.ID, new("a\nb"), nil), domain.EInvalid, "label: contains a control character")
+	wantErr(t, s.UpdateTask(ctx, alice, task.ID, nil, new(time.Now().Add(-time.Minute))), domain.EInvalid, "is in the past")
+	res, err := s.CancelTask(ctx, alice, task.ID, "")
+	if err != nil || res.Code != "Canceled" {
+		t.Fatalf("CancelTask: %+v, %v", res, err)
+	}
+	if v, err = s.Task(ctx, alice, task.ID); err != nil || !domain.Done(v.Status) {
+		t.Fatalf("a canceled task that never ran: %s, %v", v.Status, err)
+	}
+	if res, err = s.CancelTask(ctx, alice, task.ID, ""); err != nil || res.Code != "TaskComplete" {
+		t.Fatalf("CancelTask again: %+v, %v", res, err)
+	}
+	wantErr(t, s.UpdateTask(ctx, alice, task.ID, new("x"), nil), domain.EConflict, "it can no longer change")
+	wantErr(t, s.ResumeTask(ctx, alice, task.ID), domain.EConflict, "")
+}
