@@ -197,7 +197,7 @@ func runServer(ctx context.Context, cmd *cobra.Command, f serverFlags) error {
 	defer cancel()
 	// The SSH gateway runs the service commands through the API, as the
 	// user who logged in, on this process's own listener.
-	if err := f.ssh.start(ctx, st, svc, filepath.Join(f.store.data, "ssh_host_ed25519_key"), "http://"+selfAddr(ln.Addr()), base,
+	if err := f.ssh.start(ctx, svc, svc, filepath.Join(f.store.data, "ssh_host_ed25519_key"), "http://"+selfAddr(ln.Addr()), base,
 		log.With("component", "ssh"), cmd.ErrOrStderr()); err != nil {
 		return err
 	}

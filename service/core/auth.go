@@ -182,6 +182,31 @@ func (s *Service) UserByName(ctx context.Context, name string) (domain.User, err
 	return s.Store.UserByName(ctx, name)
 }
 
+// UserByID finds a user.
+func (s *Service) UserByID(ctx context.Context, id int64) (domain.User, error) {
+	return s.Store.UserByID(ctx, id)
+}
+
+// KeyUser is the user named name if one of their SSH keys has
+// fingerprint.
+func (s *Service) KeyUser(ctx context.Context, name, fingerprint string) (domain.User, error) {
+	unknown := domain.Errorf(domain.EUnauthorized, "unknown user or key")
+	u, err := s.Store.UserByName(ctx, name)
+	if err != nil {
+		return u, unknown
+	}
+	keys, err := s.Store.SSHKeys(ctx, u.ID)
+	if err != nil {
+		return u, err
+	}
+	for _, k := range keys {
+		if k.Fingerprint == fingerprint {
+			return u, nil
+		}
+	}
+	return u, unknown
+}
+
 // Users lists the users.
 func (s *Service) Users(ctx context.Context) ([]domain.User, error) { return s.Store.Users(ctx) }
 

@@ -319,6 +319,10 @@ type UserService interface {
 	// AddUser makes an account with a password (hashed here).
 	AddUser(ctx context.Context, name, email, password string) (User, error)
 	UserByName(ctx context.Context, name string) (User, error)
+	UserByID(ctx context.Context, id int64) (User, error)
+	// KeyUser is the user named name if one of their SSH keys has
+	// fingerprint (SHA256:...); EUnauthorized else.
+	KeyUser(ctx context.Context, name, fingerprint string) (User, error)
 	Users(ctx context.Context) ([]User, error)
 	SetPassword(ctx context.Context, u User, password string) error
 	// RemoveUser removes u and all that is theirs (see Store.RemoveUser).
