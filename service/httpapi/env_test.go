@@ -70,7 +70,7 @@ func newEnv(t *testing.T, configure ...func(*setup)) *env {
 	logger := slog.New(slog.NewJSONHandler(e.logs, nil))
 	svc := &core.Service{Store: db, Ops: e.ops, Box: box, Now: e.clock.Now, Logger: logger}
 	s := &httpapi.Server{
-		Auth: svc, Users: svc, Bookmarks: svc, Endpoints: svc, Activations: svc, Files: svc, Tasks: svc, Now: e.clock.Now,
+		Auth: svc, Users: svc, Bookmarks: svc, Endpoints: svc, Activations: svc, Files: svc, Tasks: svc,
 		Logger:  logger,
 		MaxBody: maxBody, MaxSubmitBody: maxSubmitBody, Registry: e.reg,
 	}

@@ -58,7 +58,6 @@ type Server struct {
 	Files       domain.FileService
 	Tasks       domain.TaskService
 	Logger      *slog.Logger
-	Now         func() time.Time // the clock; time.Now when nil
 	// MaxBody limits request bodies, MaxSubmitBody those of POST /transfer
 	// and /delete; larger ones get 413. Zero means the defaults.
 	MaxBody, MaxSubmitBody int64
@@ -162,9 +161,6 @@ func (s *Server) routes() []route {
 // Handler returns the API's handler. It registers the HTTP metrics on
 // Registry, so it is called once per Server.
 func (s *Server) Handler() http.Handler {
-	if s.Now == nil {
-		s.Now = time.Now
-	}
 	if s.Logger == nil {
 		s.Logger = slog.New(slog.DiscardHandler)
 	}
