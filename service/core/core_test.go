@@ -98,6 +98,22 @@ func TestCreateEndpointRules(t *testing.T) {
 			auth: domain.AuthGSI, servers: []string{"gsiftp://h:2811"}, myproxy: "mp.example:7512"},
 		{name: "bad description", spec: domain.EndpointSpec{Name: new("d"), Servers: servers("ftp://h:2811"), Description: new("a\x00b")},
 			code: domain.EInvalid, msg: "description: contains a control character"},
+		{name: "empty servers", spec: domain.EndpointSpec{Name: new("x"), Servers: []domain.ServerSpec{}}, code: domain.EInvalid, msg: "1 to 16 servers"},
+		{name: "bad name", spec: domain.EndpointSpec{Name: new("a#b"), Servers: servers("ftp://h:1")}, code: domain.EInvalid},
+		{name: "gsi with ftp", spec: domain.EndpointSpec{Name: new("x"), Servers: servers("ftp://h:21"), AuthMethod: new(domain.AuthGSI)},
+			code: domain.EInvalid, msg: "a gsi endpoint's servers are gsiftp://host:port"},
+		{name: "gsi and ftp mixed", spec: domain.EndpointSpec{Name: new("x"), Servers: servers("gsiftp://h", "ftp://h")},
+			code: domain.EInvalid, msg: "a gsi endpoint's servers are gsiftp://host:port"},
+		{name: "gsi via a head node", spec: domain.EndpointSpec{Name: new("x"), Servers: servers("gsiftp://h"), Via: new("plain")},
+			code: domain.EInvalid, msg: "cannot be reached through a head node"},
+		{name: "sftp", spec: domain.EndpointSpec{Name: new("x"), Servers: servers("sftp://h:22")}, code: domain.EInvalid, msg: `scheme "sftp" is not supported`},
+		{name: "an IPv6 zone", spec: domain.EndpointSpec{Name: new("x"), Servers: servers("ftp://[fe80::1%25eth0]:21")}, code: domain.EInvalid},
+		{name: "port 0", spec: domain.EndpointSpec{Name: new("x"), Servers: []domain.ServerSpec{{Host: "h"}}}, code: domain.EInvalid},
+		{name: "bad port", spec: domain.EndpointSpec{Name: new("x"), Servers: []domain.ServerSpec{{Host: "h", Port: 70000}}}, code: domain.EInvalid},
+		{name: "credentials in the URI", spec: domain.EndpointSpec{Name: new("x"), Servers: servers("ftp://u:p@h:1")},
+			code: domain.EInvalid, msg: "is not a server's URL"},
+		{name: "auth method", spec: domain.EndpointSpec{Name: new("x"), Servers: servers("ftp://h:1"), AuthMethod: new("kerberos")},
+			code: domain.EInvalid, msg: `auth method "kerberos": want one of`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -111,6 +127,35 @@ func TestCreateEndpointRules(t *testing.T) {
 			}
 			if got, err := s.FindEndpoint(t.Context(), alice, v.ID); err != nil || got.ID != v.ID {
 				t.Errorf("FindEndpoint: %v, %v", got.ID, err)
+			}
+		})
+	}
+}
+
+// The rules of a change to an endpoint.
+func TestUpdateEndpointRules(t *testing.T) {
+	s, alice, _ := newService(t)
+	if _, err := s.CreateEndpoint(t.Context(), alice, domain.EndpointSpec{Name: new("data"), Servers: servers("ftp://h:2811")}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name      string
+		spec      domain.EndpointSpec
+		code, msg string
+	}{
+		{"gsiftp to an anonymous endpoint", domain.EndpointSpec{Servers: servers("gsiftp://h")}, domain.EInvalid, "the endpoint's auth method must be gsi"},
+		{"negative max_concurrent", domain.EndpointSpec{MaxConcurrent: new(-1)}, domain.EInvalid, "at most -1 concurrent tasks"},
+		{"default directory with NUL", domain.EndpointSpec{DefaultDir: new("/a\x00")}, domain.EInvalid, ""},
+		{"connect afterwards", domain.EndpointSpec{AuthMethod: new(domain.AuthConnect)}, domain.EInvalid, "from its creation on, or never"},
+		{"via itself", domain.EndpointSpec{Via: new("data")}, domain.EInvalid, "cannot be reached through itself"},
+		{"fine", domain.EndpointSpec{Description: new("the data"), MaxConcurrent: new(3)}, "", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := s.UpdateEndpoint(t.Context(), alice, "data", tc.spec)
+			wantErr(t, err, tc.code, tc.msg)
+			if err == nil && (v.Description != "the data" || v.MaxConcurrent != 3) {
+				t.Errorf("updated to %q, %d", v.Description, v.MaxConcurrent)
 			}
 		})
 	}
