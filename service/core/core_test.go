@@ -247,8 +247,11 @@ func TestActivateAndFileOps(t *testing.T) {
 // The rules of a submission, checked before a task is stored, and a
 // submission ID used twice.
 func TestSubmitRules(t *testing.T) {
-	s, alice, _ := newService(t)
+	s, alice, bob := newService(t)
 	ctx := t.Context()
+	if _, err := s.CreateEndpoint(ctx, bob, domain.EndpointSpec{Name: new("private"), Servers: servers("ftp://h:2811")}); err != nil {
+		t.Fatal(err)
+	}
 	_, fs := servertest.Root(t)
 	addr := servertest.Serve(t, &server.Server{FS: fs, Anonymous: true})
 	ep, err := s.CreateEndpoint(ctx, alice, domain.EndpointSpec{Name: new("a"), Servers: servers("ftp://" + addr)})
@@ -289,6 +292,21 @@ func TestSubmitRules(t *testing.T) {
 			r.Destinations = []domain.DestinationSpec{{Endpoint: "a"}, {Endpoint: ep.ID, Paths: []string{"/dst/sub"}}}
 		}), domain.EInvalid, "destinations 1 and 2 are one place"},
 		{"no such endpoint", transfer(func(r *domain.TransferRequest) { r.Destination = "nope" }), domain.ENotFound, `no destination endpoint "nope"`},
+		{"NUL in a path", transfer(func(r *domain.TransferRequest) { r.Items = []domain.Item{{Src: "/a\x00b", Dst: "/b"}} }), domain.EInvalid, "control character"},
+		{"newline in a path", transfer(func(r *domain.TransferRequest) { r.Items = []domain.Item{{Src: "/a", Dst: "/b\nc"}} }), domain.EInvalid, "control character"},
+		{"sync level 4", transfer(func(r *domain.TransferRequest) { r.SyncLevel = new(4) }), domain.EInvalid, "sync level 4"},
+		{"sync level -1", transfer(func(r *domain.TransferRequest) { r.SyncLevel = new(-1) }), domain.EInvalid, "sync level -1"},
+		{"filter glob", transfer(func(r *domain.TransferRequest) { r.FilterRules = []domain.FilterRule{{Method: "exclude", Name: "[a"}} }), domain.EInvalid, "glob"},
+		{"filter type", transfer(func(r *domain.TransferRequest) {
+			r.FilterRules = []domain.FilterRule{{Method: "exclude", Name: "x", Type: "socket"}}
+		}), domain.EInvalid, `type "socket"`},
+		{"label with newline", transfer(func(r *domain.TransferRequest) { r.Label = "a\nb" }), domain.EInvalid, "label: contains a control character"},
+		{"long label", transfer(func(r *domain.TransferRequest) { r.Label = strings.Repeat("x", 129) }), domain.EInvalid, "label: longer than 128"},
+		{"no source endpoint", transfer(func(r *domain.TransferRequest) { r.Source = "" }), domain.EInvalid, "no source endpoint given"},
+		{"unknown UUID", transfer(func(r *domain.TransferRequest) { r.Destination = "6a1c2b9e-0000-4000-8000-000000000000" }),
+			domain.ENotFound, "no destination endpoint"},
+		{"another user's private endpoint", transfer(func(r *domain.TransferRequest) { r.Source = "bob#private" }),
+			domain.ENotFound, `no source endpoint "bob#private"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
