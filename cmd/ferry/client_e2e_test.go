@@ -23,6 +23,7 @@ import (
 	"ferry/gridftp/server"
 	"ferry/gridftp/server/servertest"
 	"ferry/service/api"
+	"ferry/service/core"
 	"ferry/service/domain"
 	"ferry/service/gridops"
 	"ferry/service/httpapi"
@@ -97,7 +98,8 @@ func startServiceWrapped(t *testing.T, withWorker bool, wrap func(http.Handler) 
 		t.Fatal(err)
 	}
 	ops := &gridops.Ops{Timeout: 10 * time.Second}
-	h := &httpapi.Server{Store: db, Ops: ops, Box: box}
+	svc := &core.Service{Store: db, Ops: ops, Box: box}
+	h := &httpapi.Server{Auth: svc, Users: svc, Bookmarks: svc, Endpoints: svc, Activations: svc, Files: svc, Tasks: svc}
 	handler := h.Handler()
 	if wrap != nil {
 		handler = wrap(handler)

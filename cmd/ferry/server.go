@@ -17,8 +17,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"ferry/connect/mesh"
+	"ferry/connect/tunnel"
 	"ferry/gsi"
 	"ferry/netpolicy"
+	"ferry/service/core"
 	"ferry/service/domain"
 	"ferry/service/gridops"
 	"ferry/service/httpapi"
@@ -149,12 +151,16 @@ func runServer(ctx context.Context, cmd *cobra.Command, f serverFlags) error {
 		Notify: notifier(f, base),
 	}
 	reg.MustRegister(w.Collector())
-	api := &httpapi.Server{
-		Store: st, Ops: ops, Box: box, Logger: log, Registry: reg,
-		DefaultDeadline: f.defaultDeadline, Networks: nets, PublicURL: f.publicURL, Trust: trust,
+	svc := &core.Service{
+		Store: st, Ops: ops, Box: box, Logger: log,
+		DefaultDeadline: f.defaultDeadline, Networks: nets, Trust: trust,
 	}
 	if !f.noWorker {
-		api.Queued = w.Wake
+		svc.Queued = w.Wake
+	}
+	api := &httpapi.Server{
+		Auth: svc, Users: svc, Endpoints: svc, Activations: svc, Files: svc, Tasks: svc, Bookmarks: svc,
+		Logger: log, Registry: reg, PublicURL: f.publicURL,
 	}
 	// ferry connect: this process's relay, and the mesh through which it
 	// reaches the agents connected to the service's other processes.
@@ -173,7 +179,8 @@ func runServer(ctx context.Context, cmd *cobra.Command, f serverFlags) error {
 		return err
 	}
 	ops.Agents, w.Agents = m, m
-	api.Agents, api.RelayURL, api.CAPin, api.Revoked, api.RelayConn = m, relayURL, c.Pin(), m.Drop, rl.ServeConn
+	svc.Agents, svc.CAPin, svc.Revoked = m, c.Pin(), m.Drop
+	api.RelayURL, api.RelayProtocol, api.RelayConn = relayURL, tunnel.Upgrade, rl.ServeUpgraded
 	fmt.Fprintf(cmd.ErrOrStderr(), "ferry server: relay for ferry connect agents at %s\n", relayURL)
 	// The web app at "/", beside the API and the operator's endpoints.
 	mux := http.NewServeMux()
@@ -190,7 +197,7 @@ func runServer(ctx context.Context, cmd *cobra.Command, f serverFlags) error {
 	defer cancel()
 	// The SSH gateway runs the service commands through the API, as the
 	// user who logged in, on this process's own listener.
-	if err := f.ssh.start(ctx, st, api, filepath.Join(f.store.data, "ssh_host_ed25519_key"), "http://"+selfAddr(ln.Addr()), base,
+	if err := f.ssh.start(ctx, svc, svc, filepath.Join(f.store.data, "ssh_host_ed25519_key"), "http://"+selfAddr(ln.Addr()), base,
 		log.With("component", "ssh"), cmd.ErrOrStderr()); err != nil {
 		return err
 	}

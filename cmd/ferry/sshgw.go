@@ -127,7 +127,7 @@ const sshSessionLifetime = 24 * time.Hour
 // until ctx ends. Its commands reach the API at apiURL with a token made
 // for each session; public is where users reach the service. It says
 // where it listens, with the host key's fingerprint.
-func (f *sshFlags) start(ctx context.Context, store domain.Store, api *httpapi.Server, keyPath, apiURL, public string, log *slog.Logger, out io.Writer) error {
+func (f *sshFlags) start(ctx context.Context, users domain.UserService, auth domain.AuthService, keyPath, apiURL, public string, log *slog.Logger, out io.Writer) error {
 	if f.listen == "" {
 		return nil
 	}
@@ -140,11 +140,11 @@ func (f *sshFlags) start(ctx context.Context, store domain.Store, api *httpapi.S
 		return fmt.Errorf("--ssh-listen: %w", err)
 	}
 	s := &sshgw.Server{
-		Store: store, HostKey: hostKey, Logger: log,
+		Users: users, HostKey: hostKey, Logger: log,
 		Sessions: f.sessions, Idle: f.idle, Handshake: f.handshake, Unauthenticated: f.unauthenticated,
 		UnauthenticatedPerAddress: f.perAddress,
 		Login: func(ctx context.Context, u domain.User, from net.Addr) (sshgw.Runner, func(), error) {
-			token, revoke, err := api.MintToken(ctx, u, "ssh session from "+from.String(), sshSessionLifetime)
+			token, revoke, err := auth.MintToken(ctx, u, "ssh session from "+from.String(), sshSessionLifetime)
 			if err != nil {
 				return nil, nil, err
 			}

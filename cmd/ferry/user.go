@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"ferry/service/core"
 	"ferry/service/domain"
 	"ferry/service/sqlstore"
 )
@@ -71,7 +72,7 @@ func newUserCmd() *cobra.Command {
 		Short: "Add a user; the password is read from the first line of standard input",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			hash, err := readPasswordHash(cmd.InOrStdin())
+			pw, err := readPassword(cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
@@ -83,11 +84,8 @@ func newUserCmd() *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			u := domain.User{Name: args[0], Email: email, PasswordHash: hash}
-			if err := domain.ValidName(u.Name); err != nil {
-				return err
-			}
-			if err := st.CreateUser(cmd.Context(), &u); err != nil {
+			u, err := users(st).AddUser(cmd.Context(), args[0], email, pw)
+			if err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "added user %s\n", u.Name)
@@ -99,12 +97,12 @@ func newUserCmd() *cobra.Command {
 
 	var pwS userStore
 	setpw := pwS.cmd("set-password NAME --data DIR [--db DSN]", "Change a user's password (read from standard input)", cobra.ExactArgs(1),
-		func(cmd *cobra.Command, st *sqlstore.DB, u domain.User, _ []string) error {
-			hash, err := readPasswordHash(cmd.InOrStdin())
+		func(cmd *cobra.Command, us domain.UserService, u domain.User, _ []string) error {
+			pw, err := readPassword(cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
-			return st.SetPassword(cmd.Context(), u.ID, hash)
+			return us.SetPassword(cmd.Context(), u, pw)
 		})
 	var listF storeFlags
 	list := &cobra.Command{
@@ -117,12 +115,12 @@ func newUserCmd() *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			users, err := st.Users(cmd.Context())
+			all, err := users(st).Users(cmd.Context())
 			if err != nil {
 				return err
 			}
 			return operatorTable(cmd, []string{"NAME", "EMAIL", "CREATED"}, func(w io.Writer) {
-				for _, u := range users {
+				for _, u := range all {
 					row(w, u.Name, cmp.Or(u.Email, "-"), when(u.Created))
 				}
 			})
@@ -132,8 +130,8 @@ func newUserCmd() *cobra.Command {
 
 	var rmS userStore
 	rm := rmS.cmd("remove NAME --data DIR [--db DSN]", "Remove a user with their tokens, SSH keys, endpoints and ended tasks (refused while any is in use)", cobra.ExactArgs(1),
-		func(cmd *cobra.Command, st *sqlstore.DB, u domain.User, _ []string) error {
-			if err := st.RemoveUser(cmd.Context(), u.ID); err != nil {
+		func(cmd *cobra.Command, us domain.UserService, u domain.User, _ []string) error {
+			if err := us.RemoveUser(cmd.Context(), u); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "removed user %s\n", u.Name)
@@ -159,13 +157,16 @@ func operatorTable(cmd *cobra.Command, header []string, rows func(w io.Writer)) 
 	return tw.Flush()
 }
 
+// users is the service's user administration over the store st.
+func users(st domain.Store) domain.UserService { return &core.Service{Store: st} }
+
 // userStore makes the commands that change a user in the store of
 // --data/--db: the first argument names the user.
 type userStore struct{ sf storeFlags }
 
-// cmd is a command that runs fn on the store, the user, and the other
-// arguments.
-func (us *userStore) cmd(use, short string, args cobra.PositionalArgs, fn func(cmd *cobra.Command, st *sqlstore.DB, u domain.User, args []string) error) *cobra.Command {
+// cmd is a command that runs fn on the user administration, the user,
+// and the other arguments.
+func (us *userStore) cmd(use, short string, args cobra.PositionalArgs, fn func(cmd *cobra.Command, users domain.UserService, u domain.User, args []string) error) *cobra.Command {
 	c := &cobra.Command{
 		Use: use, Short: short, Args: args,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -174,11 +175,12 @@ func (us *userStore) cmd(use, short string, args cobra.PositionalArgs, fn func(c
 				return err
 			}
 			defer st.Close()
-			u, err := st.UserByName(cmd.Context(), args[0])
+			svc := users(st)
+			u, err := svc.UserByName(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
-			return fn(cmd, st, u, args[1:])
+			return fn(cmd, svc, u, args[1:])
 		},
 	}
 	us.sf.register(c)
@@ -190,7 +192,7 @@ func (us *userStore) cmd(use, short string, args cobra.PositionalArgs, fn func(c
 func newUserKeyCmd() *cobra.Command {
 	var addS, listS, rmS userStore
 	add := addS.cmd("add NAME [KEY_FILE] --data DIR [--db DSN]", "Let a user log in over SSH with a public key (a .pub file's line; standard input without KEY_FILE)",
-		cobra.RangeArgs(1, 2), func(cmd *cobra.Command, st *sqlstore.DB, u domain.User, args []string) error {
+		cobra.RangeArgs(1, 2), func(cmd *cobra.Command, us domain.UserService, u domain.User, args []string) error {
 			in := cmd.InOrStdin()
 			if len(args) == 1 && args[0] != "-" {
 				f, err := os.Open(args[0])
@@ -204,20 +206,16 @@ func newUserKeyCmd() *cobra.Command {
 			if err != nil && line == "" {
 				return usagef("reading the public key: %v", err)
 			}
-			k, err := domain.ParseSSHKey(line)
+			k, err := us.AddSSHKey(cmd.Context(), u, line)
 			if err != nil {
-				return err
-			}
-			k.UserID = u.ID
-			if err := st.AddSSHKey(cmd.Context(), &k); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "added SSH key %d of %s: %s\n", k.ID, u.Name, k.Fingerprint)
 			return nil
 		})
 	list := listS.cmd("list NAME --data DIR [--db DSN]", "List a user's SSH keys", cobra.ExactArgs(1),
-		func(cmd *cobra.Command, st *sqlstore.DB, u domain.User, _ []string) error {
-			keys, err := st.SSHKeys(cmd.Context(), u.ID)
+		func(cmd *cobra.Command, us domain.UserService, u domain.User, _ []string) error {
+			keys, err := us.SSHKeys(cmd.Context(), u)
 			if err != nil {
 				return err
 			}
@@ -228,12 +226,12 @@ func newUserKeyCmd() *cobra.Command {
 			})
 		})
 	rm := rmS.cmd("remove NAME KEY_ID --data DIR [--db DSN]", "Remove one of a user's SSH keys (an ID of ferry user key list)", cobra.ExactArgs(2),
-		func(cmd *cobra.Command, st *sqlstore.DB, u domain.User, args []string) error {
+		func(cmd *cobra.Command, us domain.UserService, u domain.User, args []string) error {
 			id, err := strconv.ParseInt(args[0], 10, 64)
 			if err != nil {
 				return usagef("key ID %q: want a number from ferry user key list", args[0])
 			}
-			if err := st.DeleteSSHKey(cmd.Context(), u.ID, id); err != nil {
+			if err := us.DeleteSSHKey(cmd.Context(), u, id); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "removed SSH key %d of %s\n", id, u.Name)
@@ -259,13 +257,4 @@ func readPassword(r io.Reader) (string, error) {
 		return "", errors.New("empty password")
 	}
 	return pw, nil
-}
-
-// readPasswordHash reads a password from the first line of r and hashes it.
-func readPasswordHash(r io.Reader) (string, error) {
-	pw, err := readPassword(r)
-	if err != nil {
-		return "", err
-	}
-	return domain.HashPassword(pw)
 }

@@ -250,6 +250,20 @@ func (r *Relay) Close() error {
 	return nil
 }
 
+// ServeUpgraded answers a connection that asked an HTTP server for an
+// upgrade to the relay's protocol (tunnel.Upgrade) and serves it, head
+// (what the client sent after its request) first.
+func (r *Relay) ServeUpgraded(c net.Conn, head []byte) {
+	if _, err := io.WriteString(c, tunnel.UpgradeReply); err != nil {
+		c.Close()
+		return
+	}
+	if len(head) > 0 {
+		c = tunnel.Prefixed(c, head)
+	}
+	r.ServeConn(c)
+}
+
 // ServeConn serves one connection to the relay, until it ends: it tells
 // a TLS connection (pairing, tunnel or another process) from a data join
 // by its first byte.

@@ -30,6 +30,7 @@ import (
 	"ferry/gridftp/client"
 	"ferry/gridftp/server"
 	"ferry/gridftp/server/servertest"
+	"ferry/service/core"
 	"ferry/service/domain"
 	"ferry/service/httpapi"
 	"ferry/service/sqlstore"
@@ -537,7 +538,8 @@ func TestPeers(t *testing.T) {
 // connections through HTTP upgrades of the API's /relay route.
 func TestOverHTTP(t *testing.T) {
 	e := newEnv(t, time.Hour)
-	api := &httpapi.Server{Store: e.store, RelayConn: e.relay.ServeConn, CAPin: e.ca.Pin()}
+	svc := &core.Service{Store: e.store}
+	api := &httpapi.Server{Endpoints: svc, RelayProtocol: tunnel.Upgrade, RelayConn: e.relay.ServeUpgraded}
 	srv := httptest.NewServer(api.Handler())
 	defer srv.Close()
 	url := srv.URL + "/api/v0.10/relay"

@@ -11,6 +11,8 @@ package api
 import (
 	"fmt"
 	"time"
+
+	"ferry/service/domain"
 )
 
 // Prefix is the path every versioned route lives under.
@@ -161,9 +163,9 @@ type PauseInfo struct {
 // What resumes a paused task, for one of its endpoints
 // (PausedEndpoint.Resume).
 const (
-	ResumeActivate  = "activate"   // activate the endpoint (again): the task resumes by itself
-	ResumeAgent     = "agent"      // the connect endpoint's agent connects: the task resumes by itself
-	ResumeFreeSpace = "free_space" // free space there, then resume the task (POST task/{id}/resume)
+	ResumeActivate  = domain.ResumeActivate  // activate the endpoint (again): the task resumes by itself
+	ResumeAgent     = domain.ResumeAgent     // the connect endpoint's agent connects: the task resumes by itself
+	ResumeFreeSpace = domain.ResumeFreeSpace // free space there, then resume the task (POST task/{id}/resume)
 )
 
 // PausedEndpoint is an endpoint that holds a paused task (DATA_TYPE

@@ -1,8 +1,6 @@
 package httpapi
 
 import (
-	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -10,7 +8,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"ferry/service/api"
 	"ferry/service/domain"
@@ -18,21 +15,6 @@ import (
 
 // SessionCookie is the name of the web session cookie.
 const SessionCookie = "ferry_session"
-
-// Token lifetimes.
-const (
-	apiTokenLifetime = 30 * 24 * time.Hour
-	sessionLifetime  = 12 * time.Hour
-	maxTokenLifetime = 365 * 24 * time.Hour
-	// touchEvery limits how often a token's last use is written.
-	touchEvery = time.Minute
-)
-
-// hashToken is what the store keeps of a token's secret.
-func hashToken(secret string) string {
-	h := sha256.Sum256([]byte(secret))
-	return hex.EncodeToString(h[:])
-}
 
 // CSRFToken is the token that unsafe requests authenticated by the
 // session cookie whose value is session must carry in X-CSRF-Token. Only
@@ -57,51 +39,21 @@ func (s *Server) authenticate(r *http.Request, c *call) error {
 	} else {
 		return domain.Errorf(domain.EUnauthorized, "not logged in: send Authorization: Bearer TOKEN (from ferry login)")
 	}
-	ctx := r.Context()
-	now := s.Now()
-	t, err := s.Store.TokenByHash(ctx, hashToken(secret))
-	if domain.IsNotFound(err) || err == nil && t.Kind != kind {
-		return domain.Errorf(domain.EUnauthorized, "unknown token: log in again")
-	}
+	u, t, err := s.Auth.Authenticate(r.Context(), kind, secret, func(domain.Token) error {
+		if kind == domain.TokenSession && !safeMethod(r.Method) &&
+			subtle.ConstantTimeCompare([]byte(r.Header.Get("X-CSRF-Token")), []byte(CSRFToken(secret))) != 1 {
+			return domain.Errorf(domain.EForbidden, "missing or wrong X-CSRF-Token for this session")
+		}
+		return nil
+	})
 	if err != nil {
 		return err
-	}
-	if !t.Valid(now) {
-		return domain.Errorf(domain.EUnauthorized, "token expired or revoked: log in again")
-	}
-	if kind == domain.TokenSession && !safeMethod(r.Method) &&
-		subtle.ConstantTimeCompare([]byte(r.Header.Get("X-CSRF-Token")), []byte(CSRFToken(secret))) != 1 {
-		return domain.Errorf(domain.EForbidden, "missing or wrong X-CSRF-Token for this session")
-	}
-	u, err := s.Store.UserByID(ctx, t.UserID)
-	if err != nil {
-		if domain.IsNotFound(err) {
-			return domain.Errorf(domain.EUnauthorized, "unknown token: log in again")
-		}
-		return err
-	}
-	if now.Sub(t.LastUsed) >= touchEvery {
-		if err := s.Store.TouchToken(ctx, t.ID, now); err != nil {
-			return err
-		}
 	}
 	c.user, c.token, c.secret = u, t, secret
 	return nil
 }
 
 func safeMethod(m string) bool { return m == "GET" || m == "HEAD" || m == "OPTIONS" }
-
-// checkPassword finds the user name whose password is password.
-func (s *Server) checkPassword(r *http.Request, name, password string) (domain.User, error) {
-	u, err := s.Store.UserByName(r.Context(), name)
-	if err != nil && !domain.IsNotFound(err) {
-		return u, err
-	}
-	if !domain.CheckPassword(u.PasswordHash, password) || err != nil {
-		return u, domain.Errorf(domain.EUnauthorized, "wrong user name or password")
-	}
-	return u, nil
-}
 
 // sameOrigin refuses a browser's request from a page of another origin
 // than the service's: the Host it was sent to, or PublicURL's. Requests
@@ -136,46 +88,17 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err := dataType(req.DataType, "login"); err != nil {
 		return err
 	}
-	kind := req.Kind
-	if kind == "" {
-		kind = domain.TokenAPI
-	}
-	lifetime := apiTokenLifetime
-	if kind == domain.TokenSession {
-		lifetime = sessionLifetime
-	} else if kind != domain.TokenAPI {
-		return domain.Errorf(domain.EInvalid, "kind %q: want api or session", req.Kind)
-	}
-	if req.Lifetime < 0 || time.Duration(req.Lifetime) > maxTokenLifetime/time.Second {
-		return domain.Errorf(domain.EInvalid, "lifetime %d: want 1 to %d seconds", req.Lifetime, int64(maxTokenLifetime/time.Second))
-	}
-	if req.Lifetime > 0 {
-		lifetime = time.Duration(req.Lifetime) * time.Second
-	}
-	if err := checkText("name", req.Name, 128); err != nil {
-		return err
-	}
-	keys := s.logins.keys(req.Username, r.RemoteAddr)
-	if wait := s.logins.t.Try(keys...); wait > 0 {
-		secs := int64((wait + time.Second - 1) / time.Second)
-		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
-		return domain.Errorf(domain.EThrottled, "too many failed logins: try again in %d s", secs)
-	}
-	u, err := s.checkPassword(r, req.Username, req.Password)
-	switch {
-	case err == nil:
-		s.logins.t.Succeeded(keys...)
-	case domain.ErrorCode(err) != domain.EUnauthorized:
-		s.logins.t.Void(keys...) // no answer to the password
+	res, err := s.Auth.Login(r.Context(), domain.LoginRequest{Username: req.Username, Password: req.Password, Remote: r.RemoteAddr,
+		Kind: req.Kind, Name: req.Name, Lifetime: req.Lifetime})
+	if res.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.FormatInt(res.RetryAfter, 10))
 	}
 	if err != nil {
 		return err
 	}
-	c.user = u
-	secret, t, err := s.newToken(r.Context(), u, kind, req.Name, lifetime)
-	if err != nil {
-		return err
-	}
+	c.user = res.User
+	secret, t := res.Secret, res.Token
+	kind := t.Kind
 	doc := tokenDoc(t)
 	if kind == domain.TokenSession {
 		cookie := s.sessionCookie(r, secret)
@@ -198,35 +121,9 @@ func (s *Server) sessionCookie(r *http.Request, value string) *http.Cookie {
 	return &http.Cookie{Name: SessionCookie, Value: value, Path: "/", HttpOnly: true, Secure: r.TLS != nil || https, SameSite: http.SameSiteStrictMode}
 }
 
-// newToken makes and stores a token of user u and returns its secret.
-func (s *Server) newToken(ctx context.Context, u domain.User, kind, name string, lifetime time.Duration) (string, domain.Token, error) {
-	secret := "ferry_" + rand.Text()
-	now := s.Now()
-	t := domain.Token{UserID: u.ID, Kind: kind, Name: name, Hash: hashToken(secret), Expires: now.Add(lifetime), LastUsed: now}
-	return secret, t, s.Store.CreateToken(ctx, &t)
-}
-
-// MintToken makes an API token of user u, named name, valid for lifetime,
-// for a component of the service that acts as u through the API (the SSH
-// gateway, for a session of u): it returns the secret, and revoke, which
-// ends the token. The token is listed among u's.
-func (s *Server) MintToken(ctx context.Context, u domain.User, name string, lifetime time.Duration) (secret string, revoke func(), err error) {
-	secret, t, err := s.newToken(ctx, u, domain.TokenAPI, name, lifetime)
-	if err != nil {
-		return "", nil, err
-	}
-	return secret, func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		if err := s.Store.RevokeToken(ctx, u.ID, t.ID); err != nil {
-			s.Logger.Warn("revoking a minted token", "user", u.Name, "token", t.ID, "err", err)
-		}
-	}, nil
-}
-
 // logout revokes the credential of the request and drops the cookie.
 func (s *Server) logout(w http.ResponseWriter, r *http.Request, c *call) error {
-	if err := s.Store.RevokeToken(r.Context(), c.user.ID, c.token.ID); err != nil {
+	if err := s.Auth.RevokeToken(r.Context(), c.user, c.token.ID); err != nil {
 		return err
 	}
 	if c.token.Kind == domain.TokenSession {
@@ -249,7 +146,7 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request, c *call) error 
 }
 
 func (s *Server) tokens(w http.ResponseWriter, r *http.Request, c *call) error {
-	ts, err := s.Store.Tokens(r.Context(), c.user.ID)
+	ts, err := s.Auth.Tokens(r.Context(), c.user)
 	if err != nil {
 		return err
 	}
@@ -265,14 +162,14 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request, c *call) er
 	if err != nil {
 		return domain.Errorf(domain.ENotFound, "no token %q", r.PathValue("id"))
 	}
-	if err := s.Store.RevokeToken(r.Context(), c.user.ID, id); err != nil {
+	if err := s.Auth.RevokeToken(r.Context(), c.user, id); err != nil {
 		return err
 	}
 	return result(w, r, "result", "Revoked", "the token is revoked")
 }
 
 func (s *Server) sshKeys(w http.ResponseWriter, r *http.Request, c *call) error {
-	ks, err := s.Store.SSHKeys(r.Context(), c.user.ID)
+	ks, err := s.Users.SSHKeys(r.Context(), c.user)
 	if err != nil {
 		return err
 	}
@@ -291,12 +188,8 @@ func (s *Server) addSSHKey(w http.ResponseWriter, r *http.Request, c *call) erro
 	if err := dataType(req.DataType, "ssh_key"); err != nil {
 		return err
 	}
-	k, err := domain.ParseSSHKey(req.Key)
+	k, err := s.Users.AddSSHKey(r.Context(), c.user, req.Key)
 	if err != nil {
-		return err
-	}
-	k.UserID = c.user.ID
-	if err := s.Store.AddSSHKey(r.Context(), &k); err != nil {
 		return err
 	}
 	return reply(w, http.StatusCreated, sshKeyDoc(k))
@@ -307,7 +200,7 @@ func (s *Server) deleteSSHKey(w http.ResponseWriter, r *http.Request, c *call) e
 	if err != nil {
 		return domain.Errorf(domain.ENotFound, "no SSH key %q", r.PathValue("id"))
 	}
-	if err := s.Store.DeleteSSHKey(r.Context(), c.user.ID, id); err != nil {
+	if err := s.Users.DeleteSSHKey(r.Context(), c.user, id); err != nil {
 		return err
 	}
 	return result(w, r, "result", "Deleted", "the SSH key is removed")

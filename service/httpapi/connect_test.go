@@ -12,7 +12,6 @@ import (
 	"ferry/connect/tunnel"
 	"ferry/service/api"
 	"ferry/service/domain"
-	"ferry/service/httpapi"
 )
 
 // agents is a relay where the agents of the listed endpoints are online.
@@ -25,7 +24,7 @@ func (a agents) Online(_ context.Context, id string) (<-chan struct{}, bool) { r
 func TestConnectEndpoints(t *testing.T) {
 	online := agents{}
 	var revoked []string
-	e := newEnv(t, func(s *httpapi.Server) {
+	e := newEnv(t, func(s *setup) {
 		s.Agents, s.RelayURL, s.CAPin = online, "tcp://203.0.113.7:8443", "PIN"
 		s.Revoked = func(id string) { revoked = append(revoked, id) }
 	})
@@ -169,8 +168,14 @@ func TestConnectWithoutRelay(t *testing.T) {
 // The relay route hands connections that ask for an upgrade to the relay.
 func TestRelayUpgrade(t *testing.T) {
 	relayed := make(chan net.Conn, 1)
-	e := newEnv(t, func(s *httpapi.Server) {
-		s.Agents, s.CAPin, s.RelayConn = agents{}, "PIN", func(c net.Conn) { relayed <- c }
+	e := newEnv(t, func(s *setup) {
+		s.Agents, s.CAPin, s.RelayProtocol = agents{}, "PIN", tunnel.Upgrade
+		s.RelayConn = func(c net.Conn, head []byte) {
+			if _, err := io.WriteString(c, tunnel.UpgradeReply); err != nil {
+				t.Error(err)
+			}
+			relayed <- tunnel.Prefixed(c, head)
+		}
 		s.RelayURL = "http://service.example" + api.Prefix + "/relay"
 	})
 	c, err := tunnel.Dialer{}.Dial(t.Context(), e.srv.URL+api.Prefix+"/relay")

@@ -104,6 +104,9 @@ func TestEndpoints(t *testing.T) {
 	wantAPIError(t, err, 404, "NotFound")
 }
 
+// A refused endpoint spec is answered 400 (the rules are core's, see
+// service/core's TestCreateEndpointRules), a document that does not
+// decode 400 too, one too big 413.
 func TestEndpointSpecRefused(t *testing.T) {
 	e := newEnv(t)
 	alice, tok := e.user("alice")
@@ -113,24 +116,7 @@ func TestEndpointSpecRefused(t *testing.T) {
 		status                   int
 	}{
 		{"no servers", "POST", "endpoint", `{"name":"x"}`, 400},
-		{"empty servers", "POST", "endpoint", `{"name":"x","DATA":[]}`, 400},
-		{"no name", "POST", "endpoint", `{"DATA":[{"uri":"ftp://h:1"}]}`, 400},
-		{"bad name", "POST", "endpoint", `{"name":"a#b","DATA":[{"uri":"ftp://h:1"}]}`, 400},
-		{"gsiftp with passwords", "POST", "endpoint", `{"name":"x","DATA":[{"uri":"gsiftp://h:2811"}],"auth_method":"password"}`, 400},
-		{"gsi with ftp", "POST", "endpoint", `{"name":"x","DATA":[{"uri":"ftp://h:21"}],"auth_method":"gsi"}`, 400},
-		{"gsi and ftp mixed", "POST", "endpoint", `{"name":"x","DATA":[{"uri":"gsiftp://h"},{"uri":"ftp://h"}]}`, 400},
-		{"gsi via a head node", "POST", "endpoint", `{"name":"x","DATA":[{"uri":"gsiftp://h"}],"via":"data"}`, 400},
 		{"gsiftp to an anonymous endpoint", "PUT", "endpoint/data", `{"DATA":[{"uri":"gsiftp://h"}]}`, 400},
-		{"sftp", "POST", "endpoint", `{"name":"x","DATA":[{"uri":"sftp://h:22"}]}`, 400},
-		{"sshftp", "POST", "endpoint", `{"name":"x","DATA":[{"uri":"sshftp://h:22"}]}`, 400},
-		{"an IPv6 zone", "POST", "endpoint", `{"name":"x","DATA":[{"uri":"ftp://[fe80::1%25eth0]:21"}]}`, 400},
-		{"port 0", "POST", "endpoint", `{"name":"x","DATA":[{"hostname":"h","port":0}]}`, 400},
-		{"credentials in the URI", "POST", "endpoint", `{"name":"x","DATA":[{"uri":"ftp://u:p@h:1"}]}`, 400},
-		{"path in the URI", "POST", "endpoint", `{"name":"x","DATA":[{"uri":"ftp://h:1/data"}]}`, 400},
-		{"bad port", "POST", "endpoint", `{"name":"x","DATA":[{"hostname":"h","port":70000}]}`, 400},
-		{"auth method", "POST", "endpoint", `{"name":"x","DATA":[{"uri":"ftp://h:1"}],"auth_method":"kerberos"}`, 400},
-		{"negative max_concurrent", "PUT", "endpoint/data", `{"max_concurrent":-1}`, 400},
-		{"default directory with NUL", "PUT", "endpoint/data", `{"default_directory":"/a\u0000"}`, 400},
 		{"unknown field", "PUT", "endpoint/data", `{"owner":"bob"}`, 400},
 		{"read-only field", "PUT", "endpoint/data", `{"activated":true}`, 400},
 		{"wrong DATA_TYPE", "PUT", "endpoint/data", `{"DATA_TYPE":"task"}`, 400},

@@ -22,6 +22,7 @@ import (
 	"ferry/gsi"
 	"ferry/service/api"
 	"ferry/service/apiclient"
+	"ferry/service/core"
 	"ferry/service/domain"
 	"ferry/service/gridops"
 	"ferry/service/httpapi"
@@ -46,7 +47,14 @@ const (
 	maxSubmitBody = 256 << 10
 )
 
-func newEnv(t *testing.T, configure ...func(*httpapi.Server)) *env {
+// setup is what a test may configure: the API and the service core
+// behind it.
+type setup struct {
+	*httpapi.Server
+	*core.Service
+}
+
+func newEnv(t *testing.T, configure ...func(*setup)) *env {
 	t.Helper()
 	dbDir := t.TempDir()
 	db, err := sqlstore.Open(t.Context(), filepath.Join(dbDir, "ferry.db"))
@@ -59,13 +67,15 @@ func newEnv(t *testing.T, configure ...func(*httpapi.Server)) *env {
 		t.Fatal(err)
 	}
 	e := &env{t: t, db: db, dbDir: dbDir, ops: newFakeOps(), clock: &clock{now: time.Now()}, reg: prometheus.NewRegistry(), logs: &syncBuffer{}}
+	logger := slog.New(slog.NewJSONHandler(e.logs, nil))
+	svc := &core.Service{Store: db, Ops: e.ops, Box: box, Now: e.clock.Now, Logger: logger}
 	s := &httpapi.Server{
-		Store: db, Ops: e.ops, Box: box, Now: e.clock.Now,
-		Logger:  slog.New(slog.NewJSONHandler(e.logs, nil)),
+		Auth: svc, Users: svc, Bookmarks: svc, Endpoints: svc, Activations: svc, Files: svc, Tasks: svc,
+		Logger:  logger,
 		MaxBody: maxBody, MaxSubmitBody: maxSubmitBody, Registry: e.reg,
 	}
 	for _, c := range configure {
-		c(s)
+		c(&setup{s, svc})
 	}
 	e.srv = httptest.NewServer(s.Handler())
 	t.Cleanup(e.srv.Close)

@@ -14,7 +14,7 @@ import (
 
 	"ferry/netpolicy"
 	"ferry/service/api"
-	"ferry/service/httpapi"
+	"ferry/service/core"
 )
 
 // TestEndpointNetworks: with the service listening elsewhere than on
@@ -27,7 +27,7 @@ func TestEndpointNetworks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnv(t, func(s *httpapi.Server) { s.Networks = nets })
+	e := newEnv(t, func(s *setup) { s.Networks = nets })
 	alice, tok := e.user("alice")
 	for _, tc := range []struct {
 		name, body, why string
@@ -90,8 +90,8 @@ func (e *env) login(client *http.Client, user, password string) (int, string) {
 // logins from one address, whichever accounts they try, get 429 too,
 // while another address is served.
 func TestLoginThrottle(t *testing.T) {
-	limits := httpapi.LoginLimits{Free: 3, FreeAddress: 8, First: 2 * time.Second, Max: time.Minute, Forget: time.Hour}
-	e := newEnv(t, func(s *httpapi.Server) { s.LoginLimits = limits })
+	limits := core.LoginLimits{Free: 3, FreeAddress: 8, First: 2 * time.Second, Max: time.Minute, Forget: time.Hour}
+	e := newEnv(t, func(s *setup) { s.LoginLimits = limits })
 	for _, u := range []string{"alice", "bob", "carol"} {
 		e.addUser(u, u+"-pw")
 	}
@@ -153,7 +153,7 @@ func TestLoginThrottle(t *testing.T) {
 // TestLoginCSRF: a login must be a JSON document (which a cross-site form
 // cannot send) and, from a browser, come from the service's own origin.
 func TestLoginCSRF(t *testing.T) {
-	e := newEnv(t, func(s *httpapi.Server) { s.PublicURL = "https://ferry.example.org" })
+	e := newEnv(t, func(s *setup) { s.PublicURL = "https://ferry.example.org" })
 	e.addUser("alice", "alice-pw")
 	body := `{"username":"alice","password":"alice-pw","kind":"session"}`
 	host := strings.TrimPrefix(e.srv.URL, "http://")
@@ -188,7 +188,7 @@ func TestLoginCSRF(t *testing.T) {
 // TestSlowBody: a request whose body trickles in is cut off after
 // BodyTimeout, and its connection closed; the server goes on serving.
 func TestSlowBody(t *testing.T) {
-	e := newEnv(t, func(s *httpapi.Server) { s.BodyTimeout = 300 * time.Millisecond })
+	e := newEnv(t, func(s *setup) { s.BodyTimeout = 300 * time.Millisecond })
 	_, tok := e.user("alice")
 	c, err := net.Dial("tcp", strings.TrimPrefix(e.srv.URL, "http://"))
 	if err != nil {
@@ -232,7 +232,7 @@ func TestSlowBody(t *testing.T) {
 // is read: an activation whose endpoint takes longer to answer than
 // BodyTimeout still succeeds.
 func TestSlowHandlerAfterItsBody(t *testing.T) {
-	e := newEnv(t, func(s *httpapi.Server) { s.BodyTimeout = 100 * time.Millisecond })
+	e := newEnv(t, func(s *setup) { s.BodyTimeout = 100 * time.Millisecond })
 	alice, _ := e.user("alice")
 	addEndpoint(t, alice, "data", "password", false)
 	e.ops.set(func(f *fakeOps) { f.delay = 500 * time.Millisecond })

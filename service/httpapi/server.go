@@ -7,9 +7,9 @@
 // /api/v0.10/auth/login. Unsafe requests that rely on the cookie must also
 // carry the session's CSRF token (see CSRFToken) in X-CSRF-Token.
 //
-// GET /api/v0.10/relay with Upgrade: ferry-relay/1 hands the connection to
-// the process's relay for ferry connect (RelayConn), so that agents need
-// no port but the API's.
+// GET /api/v0.10/relay with Upgrade: ferry-relay/1 (RelayProtocol) hands
+// the connection to the process's relay for ferry connect (RelayConn), so
+// that agents need no port but the API's.
 //
 // Every failure is one JSON document {code, message, request_id, resource}
 // whose HTTP status comes from the domain error code through one table;
@@ -36,12 +36,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"ferry/gsi"
-	"ferry/gsi/myproxy"
-	"ferry/netpolicy"
 	"ferry/service/api"
 	"ferry/service/domain"
-	"ferry/service/secret"
 )
 
 // Default body limits.
@@ -53,11 +49,15 @@ const (
 // Server holds the API's dependencies and settings. Set the exported
 // fields, then call Handler once.
 type Server struct {
-	Store  domain.Store
-	Ops    domain.FileOps
-	Box    *secret.Box // seals activations
-	Logger *slog.Logger
-	Now    func() time.Time // the clock; time.Now when nil
+	// The service's use cases (package core implements them all).
+	Auth        domain.AuthService
+	Users       domain.UserService
+	Bookmarks   domain.BookmarkService
+	Endpoints   domain.EndpointService
+	Activations domain.ActivationService
+	Files       domain.FileService
+	Tasks       domain.TaskService
+	Logger      *slog.Logger
 	// MaxBody limits request bodies, MaxSubmitBody those of POST /transfer
 	// and /delete; larger ones get 413. Zero means the defaults.
 	MaxBody, MaxSubmitBody int64
@@ -65,58 +65,22 @@ type Server struct {
 	// workers can register their own collectors on it too. When nil,
 	// Handler makes one with the Go and process collectors.
 	Registry *prometheus.Registry
-	// Queued is called after a task is stored or made runnable again (a
-	// submission, an activation that resumed tasks), so that workers in
-	// this process look for work at once. Nil: none.
-	Queued func()
-	// DefaultDeadline is given to tasks submitted without a deadline;
-	// until then failing files are retried. Zero: none (the worker's retry
-	// budget decides).
-	DefaultDeadline time.Duration
-	// CheckWithin bounds how long a submission waits for its endpoints to
-	// answer whether its paths can be copied (see checkTransfer); 0: 2 s,
-	// < 0: no check.
-	CheckWithin time.Duration
-	// Agents reaches connect endpoints' agents through the relays;
 	// RelayURL is where agents reach this process's relay (a relay URL,
-	// see api.Relay), and CAPin the pin of its CA that setup keys carry.
-	// Without them connect endpoints cannot be made or paired.
-	Agents          domain.Agents
-	RelayURL, CAPin string
-	// RelayConn, when set, takes the connections upgraded at GET /relay
-	// (see tunnel.Upgrade), and serves each until it ends: the relay on
-	// the API's listener.
-	RelayConn func(net.Conn)
-	// Revoked is called when a connect endpoint's agent certificates are
-	// revoked (a new setup key, the endpoint deleted), so that the relay
-	// drops its agent at once; nil: the relay finds out by itself, later.
-	Revoked func(endpointID string)
-	// Networks says which addresses endpoints' servers may have: a server
-	// refused by it is refused when an endpoint is created or changed (the
-	// file operations check it again as they connect, see gridops); nil:
-	// any.
-	Networks *netpolicy.Policy
+	// see api.Relay); "": it runs none.
+	RelayURL string
+	// RelayConn, when set, takes each connection that asks GET /relay for
+	// an upgrade to RelayProtocol (the tunnel's), with the bytes the
+	// client sent after its request, answers the upgrade and serves the
+	// connection until it ends: the relay on the API's listener.
+	RelayProtocol string
+	RelayConn     func(c net.Conn, head []byte)
 	// PublicURL is where users reach the service, if not at the address
 	// the requests name (a proxy in front): its origin may log in too.
 	PublicURL string
-	// LoginLimits slow down password guessing; zero fields: the defaults.
-	LoginLimits LoginLimits
 	// BodyTimeout bounds how long a request's body may take to arrive;
 	// 0: 1 minute.
 	BodyTimeout time.Duration
-	// Trust is the grid CAs MyProxy servers' host certificates are
-	// checked against (ferry server --gsi-ca-dir); nil: gsi endpoints
-	// cannot be activated through a MyProxy server.
-	Trust *gsi.Trust
-	// MyProxyLogon fetches a proxy from a MyProxy server; nil:
-	// myproxy.Logon. Tests put a fake here.
-	MyProxyLogon func(ctx context.Context, addr string, o myproxy.Options) (*gsi.Credential, error)
-	// MyProxyWithin bounds a MyProxy logon; 0: 30 s.
-	MyProxyWithin time.Duration
 
-	logins   *logins
-	where    whereCache // where tasks' items are
-	listings listings   // directory listings being paged (ls)
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	exporter http.Handler // serves Registry
@@ -197,9 +161,6 @@ func (s *Server) routes() []route {
 // Handler returns the API's handler. It registers the HTTP metrics on
 // Registry, so it is called once per Server.
 func (s *Server) Handler() http.Handler {
-	if s.Now == nil {
-		s.Now = time.Now
-	}
 	if s.Logger == nil {
 		s.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -212,7 +173,6 @@ func (s *Server) Handler() http.Handler {
 	if s.BodyTimeout == 0 {
 		s.BodyTimeout = time.Minute
 	}
-	s.logins = newLogins(s.LoginLimits, s.Now)
 	if s.Registry == nil {
 		s.Registry = prometheus.NewRegistry()
 		s.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -226,7 +186,7 @@ func (s *Server) Handler() http.Handler {
 		Help:    "Time to serve an HTTP request, by route pattern.",
 		Buckets: prometheus.DefBuckets,
 	}, []string{"route"})
-	s.Registry.MustRegister(s.requests, s.latency, taskCollector{s.Store, s.Logger})
+	s.Registry.MustRegister(s.requests, s.latency, taskCollector{s.Tasks, s.Logger})
 	s.exporter = promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{})
 
 	mux := http.NewServeMux()
@@ -438,7 +398,7 @@ func dataType(got, want string) error {
 func (s *Server) health(w http.ResponseWriter, r *http.Request, _ *call) error {
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
-	if _, err := s.Store.UserByID(ctx, 0); err != nil && !domain.IsNotFound(err) {
+	if err := s.Auth.Health(ctx); err != nil {
 		s.Logger.Error("health check", "request_id", callOf(r).id, "err", err)
 		return reply(w, http.StatusServiceUnavailable, api.Health{DataType: "health", Status: "unavailable"})
 	}
@@ -448,11 +408,4 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request, _ *call) error {
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request, _ *call) error {
 	s.exporter.ServeHTTP(w, r)
 	return nil
-}
-
-// queued tells this process's workers that there is work.
-func (s *Server) queued() {
-	if s.Queued != nil {
-		s.Queued()
-	}
 }

@@ -18,9 +18,9 @@ var taskStatuses = []string{domain.StatusActive, domain.StatusInactive, domain.S
 var tasksDesc = prometheus.NewDesc("ferry_tasks", "Tasks in the store by status (every process sharing the store reports the same).", []string{"status"}, nil)
 
 // taskCollector reports the store's tasks by status at each scrape: one
-// aggregate query (domain.Store.TaskCounts), bounded by scrapeWithin.
+// aggregate query (domain.TaskService.TaskCounts), bounded by scrapeWithin.
 type taskCollector struct {
-	store domain.Store
+	tasks domain.TaskService
 	log   *slog.Logger
 }
 
@@ -34,7 +34,7 @@ func (c taskCollector) Describe(ch chan<- *prometheus.Desc) { ch <- tasksDesc }
 func (c taskCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeWithin)
 	defer cancel()
-	n, err := c.store.TaskCounts(ctx)
+	n, err := c.tasks.TaskCounts(ctx)
 	if err != nil {
 		c.log.Warn("metrics: count tasks", "err", err)
 		return

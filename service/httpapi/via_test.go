@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"ferry/service/api"
-	"ferry/service/httpapi"
 )
 
 // TestEndpointVia: an endpoint may name, by ID or owner#name, the endpoint
@@ -14,7 +13,7 @@ import (
 // of a via that cannot be, and of every operation that would need the
 // service to reach the endpoint, name the head node.
 func TestEndpointVia(t *testing.T) {
-	e := newEnv(t, func(s *httpapi.Server) {
+	e := newEnv(t, func(s *setup) {
 		s.Agents, s.RelayURL, s.CAPin = agents{}, "tcp://203.0.113.7:8443", "PIN"
 	})
 	alice, aliceTok := e.user("alice")

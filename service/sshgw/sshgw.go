@@ -70,7 +70,7 @@ type Login func(ctx context.Context, u domain.User, addr net.Addr) (run Runner, 
 
 // Server is the gateway. Set the fields, then call Serve.
 type Server struct {
-	Store   domain.Store // users and their keys
+	Users   domain.UserService // users and their keys
 	HostKey ssh.Signer
 	Login   Login
 	Logger  *slog.Logger // nil: none
@@ -132,21 +132,11 @@ func (s *Server) init() {
 func (s *Server) checkKey(meta ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.Handshake)
 	defer cancel()
-	u, err := s.Store.UserByName(ctx, meta.User())
-	if err != nil {
-		return nil, errors.New("unknown user or key")
-	}
-	keys, err := s.Store.SSHKeys(ctx, u.ID)
+	u, err := s.Users.KeyUser(ctx, meta.User(), ssh.FingerprintSHA256(key))
 	if err != nil {
 		return nil, err
 	}
-	fp := ssh.FingerprintSHA256(key)
-	for _, k := range keys {
-		if k.Fingerprint == fp {
-			return &ssh.Permissions{Extensions: map[string]string{userExt: strconv.FormatInt(u.ID, 10)}}, nil
-		}
-	}
-	return nil, errors.New("unknown user or key")
+	return &ssh.Permissions{Extensions: map[string]string{userExt: strconv.FormatInt(u.ID, 10)}}, nil
 }
 
 // Serve accepts SSH connections on ln until it fails or is closed.
@@ -186,7 +176,7 @@ func (s *Server) serveConn(c net.Conn, addr string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	id, _ := strconv.ParseInt(conn.Permissions.Extensions[userExt], 10, 64)
-	u, err := s.Store.UserByID(ctx, id)
+	u, err := s.Users.UserByID(ctx, id)
 	if err != nil {
 		s.Logger.Warn("ssh: user gone after login", "user", conn.User(), "err", err)
 		return

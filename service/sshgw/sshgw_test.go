@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"ferry/service/core"
 	"ferry/service/domain"
 	"ferry/service/sqlstore"
 	"ferry/service/sshgw"
@@ -58,7 +59,7 @@ func newGateway(t *testing.T, tune func(*sshgw.Server)) *gateway {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &sshgw.Server{Store: st, HostKey: hostKey, Login: func(ctx context.Context, u domain.User, _ net.Addr) (sshgw.Runner, func(), error) {
+	s := &sshgw.Server{Users: &core.Service{Store: st}, HostKey: hostKey, Login: func(ctx context.Context, u domain.User, _ net.Addr) (sshgw.Runner, func(), error) {
 		g.sessions <- u.Name
 		return run, func() {}, nil
 	}}

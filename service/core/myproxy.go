@@ -1,17 +1,15 @@
-package httpapi
+package core
 
 import (
 	"context"
 	"errors"
 	"net"
-	"net/http"
 	"net/netip"
 	"strconv"
 	"strings"
 	"time"
 
 	"ferry/gsi/myproxy"
-	"ferry/service/api"
 	"ferry/service/domain"
 	"ferry/service/secret"
 )
@@ -20,7 +18,7 @@ import (
 // its MyProxy server; the user gives the service a MyProxy username and
 // pass phrase, the service fetches a short-lived proxy with them and
 // activates with it — the endpoint and every other gsi endpoint of the
-// caller's naming the same server, as in the Globus Online paper. The pass
+// user's naming the same server, as in the Globus Online paper. The pass
 // phrase goes to the MyProxy server and nowhere else: not to the store,
 // not to a log, not into a message.
 
@@ -63,7 +61,7 @@ func myproxyServer(s string) (string, error) {
 }
 
 // applyMyProxy sets the MyProxy server and its DN a spec names.
-func applyMyProxy(ep *domain.Endpoint, spec api.EndpointSpec) error {
+func applyMyProxy(ep *domain.Endpoint, spec domain.EndpointSpec) error {
 	if spec.MyProxyServer != nil {
 		ep.MyProxyServer = ""
 		if *spec.MyProxyServer != "" {
@@ -105,7 +103,7 @@ func checkMyProxy(ep domain.Endpoint) error {
 
 // checkMyProxyHost refuses a MyProxy server whose address the network
 // policy refuses, as checkServers does endpoints' servers.
-func (s *Server) checkMyProxyHost(ctx context.Context, server string) error {
+func (s *Service) checkMyProxyHost(ctx context.Context, server string) error {
 	if server == "" {
 		return nil
 	}
@@ -121,11 +119,11 @@ func (s *Server) checkMyProxyHost(ctx context.Context, server string) error {
 	return nil
 }
 
-// myproxyLogin fetches the caller's proxy from ep's MyProxy server with
+// myproxyLogin fetches the user's proxy from ep's MyProxy server with
 // the username and pass phrase of req, asking for lifetime (0: the
 // server's default for myproxy-logon, 12 hours). Its errors name the
 // server and the username, never the pass phrase.
-func (s *Server) myproxyLogin(ctx context.Context, ep domain.Endpoint, req api.Activate, lifetime time.Duration) (string, error) {
+func (s *Service) myproxyLogin(ctx context.Context, ep domain.Endpoint, req domain.ActivateRequest, lifetime time.Duration) (string, error) {
 	switch {
 	case ep.Auth != domain.AuthGSI:
 		return "", domain.Errorf(domain.EInvalid, "a MyProxy username: endpoint %s is a %s endpoint; a MyProxy server activates %s endpoints only",
@@ -181,44 +179,44 @@ func (s *Server) myproxyLogin(ctx context.Context, ep domain.Endpoint, req api.A
 	return string(cred.Encode()), nil
 }
 
-// shareActivation stores the activation of the caller's login l (a
+// shareActivation stores the activation of u's login l (a
 // proxy fetched from ep's MyProxy server) for every other gsi endpoint
-// the caller may use that names the same server, each sealed for its
+// the user may use that names the same server, each sealed for its
 // endpoint, and resumes their INACTIVE tasks. They are not logged in to
-// first: the proxy is the caller's, for whichever server takes it.
-func (s *Server) shareActivation(r *http.Request, c *call, ep domain.Endpoint, l domain.Login, a domain.Activation) ([]api.ActivatedEndpoint, int, error) {
-	eps, err := s.Store.EndpointsByMyProxy(r.Context(), c.user.ID, ep.MyProxyServer)
+// first: the proxy is the user's, for whichever server takes it.
+func (s *Service) shareActivation(ctx context.Context, u domain.User, ep domain.Endpoint, l domain.Login, a domain.Activation) ([]domain.ActivatedEndpoint, int, error) {
+	eps, err := s.Store.EndpointsByMyProxy(ctx, u.ID, ep.MyProxyServer)
 	if err != nil {
 		return nil, 0, err
 	}
-	var out []api.ActivatedEndpoint
+	var out []domain.ActivatedEndpoint
 	resumed := 0
 	for _, o := range eps {
 		if o.ID == ep.ID {
 			continue
 		}
-		sealed, err := s.Box.Seal(l, secret.Context(c.user.ID, o.ID))
+		sealed, err := s.Box.Seal(l, secret.Context(u.ID, o.ID))
 		if err != nil {
 			return out, resumed, err
 		}
 		oa := a
 		oa.EndpointID, oa.Sealed = o.ID, sealed
-		if err := s.Store.PutActivation(r.Context(), oa); err != nil {
+		if err := s.Store.PutActivation(ctx, oa); err != nil {
 			return out, resumed, err
 		}
-		n, err := s.Store.Reactivate(r.Context(), c.user.ID, o.ID, a.Created)
+		n, err := s.Store.Reactivate(ctx, u.ID, o.ID, a.Created)
 		if err != nil {
 			return out, resumed, err
 		}
 		resumed += n
-		out = append(out, api.ActivatedEndpoint{DataType: "activated_endpoint", ID: o.ID, DisplayName: o.DisplayName(),
+		out = append(out, domain.ActivatedEndpoint{ID: o.ID, DisplayName: o.DisplayName(),
 			ExpiresIn: int64(a.Expires.Sub(a.Created) / time.Second), Resumed: n})
 	}
 	return out, resumed, nil
 }
 
 // sharedNames lists the display names of endpoints.
-func sharedNames(eps []api.ActivatedEndpoint) string {
+func sharedNames(eps []domain.ActivatedEndpoint) string {
 	names := make([]string, len(eps))
 	for i, e := range eps {
 		names[i] = e.DisplayName

@@ -1,4 +1,4 @@
-package httpapi
+package core
 
 import (
 	"cmp"
@@ -7,7 +7,7 @@ import (
 	"ferry/throttle"
 )
 
-// LoginLimits slow down password guessing at POST /auth/login. After Free
+// LoginLimits slow down password guessing (Service.Login). After Free
 // failed logins for one user name (from any address), or FreeAddress from
 // one client address (an IPv4 address, an IPv6 /64, whatever user names
 // they tried), each further try must wait: First after the next failure,
@@ -32,6 +32,12 @@ type logins struct {
 	t      *throttle.Throttle
 }
 
+// logins is the counter of failed logins, made at its first use.
+func (s *Service) logins() *logins {
+	s.loginsOnce.Do(func() { s.failedLogins = newLogins(s.LoginLimits, s.now) })
+	return s.failedLogins
+}
+
 func newLogins(l LoginLimits, now func() time.Time) *logins {
 	l = LoginLimits{
 		Free: cmp.Or(l.Free, 5), FreeAddress: cmp.Or(l.FreeAddress, 20),
@@ -40,8 +46,7 @@ func newLogins(l LoginLimits, now func() time.Time) *logins {
 	return &logins{limits: l, t: &throttle.Throttle{Base: l.First, Max: l.Max, Forget: l.Forget, Now: now}}
 }
 
-// keys are what a login as name from remote (an http.Request's
-// RemoteAddr) counts against: the user name, then the address.
+// keys are what a login as name from remote (host:port) counts against: the user name, then the address.
 func (l *logins) keys(name, remote string) []throttle.Key {
 	if len(name) > 128 { // no user has such a name: all are one
 		name = name[:128]

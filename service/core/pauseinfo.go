@@ -1,10 +1,9 @@
-package httpapi
+package core
 
 import (
-	"net/http"
+	"context"
 	"slices"
 
-	"ferry/service/api"
 	"ferry/service/domain"
 )
 
@@ -12,33 +11,28 @@ import (
 // for the one that paused it.
 const pauseEvents = 20
 
-func (s *Server) pauseInfo(w http.ResponseWriter, r *http.Request, c *call) error {
-	t, err := s.Store.Task(r.Context(), c.user.ID, r.PathValue("id"))
-	if err != nil {
-		return err
+// PauseInfo says why a task of u's is paused and what resumes it.
+func (s *Service) PauseInfo(ctx context.Context, u domain.User, id string) (domain.PauseInfo, error) {
+	t, err := s.Store.Task(ctx, u.ID, id)
+	if err != nil || t.Status != domain.StatusInactive {
+		return domain.PauseInfo{Task: t}, err
 	}
-	doc := api.PauseInfo{DataType: "pause_info", TaskID: t.ID, IsPaused: t.Status == domain.StatusInactive}
-	if !doc.IsPaused {
-		return reply(w, http.StatusOK, doc)
+	pi := domain.PauseInfo{Task: t}
+	if pi.Description, err = s.pausedBecause(ctx, t.ID); err != nil {
+		return pi, err
 	}
-	doc.NiceStatus = t.NiceStatus
-	if doc.Description, err = s.pausedBecause(r, t.ID); err != nil {
-		return err
-	}
-	if doc.Endpoints, err = s.pausedBy(r, c, t); err != nil {
-		return err
-	}
-	return reply(w, http.StatusOK, doc)
+	pi.Endpoints, err = s.pausedBy(ctx, u, t)
+	return pi, err
 }
 
 // pausedBecause is the description of the event that paused task id: the
 // last INACTIVE one.
-func (s *Server) pausedBecause(r *http.Request, id string) (string, error) {
-	_, total, err := s.Store.Events(r.Context(), id, domain.Page{Limit: 1})
+func (s *Service) pausedBecause(ctx context.Context, id string) (string, error) {
+	_, total, err := s.Store.Events(ctx, id, domain.Page{Limit: 1})
 	if err != nil {
 		return "", err
 	}
-	evs, _, err := s.Store.Events(r.Context(), id, domain.Page{Limit: pauseEvents, Offset: max(0, total-pauseEvents)})
+	evs, _, err := s.Store.Events(ctx, id, domain.Page{Limit: pauseEvents, Offset: max(0, total-pauseEvents)})
 	if err != nil {
 		return "", err
 	}
@@ -52,11 +46,11 @@ func (s *Server) pausedBecause(r *http.Request, id string) (string, error) {
 
 // pausedBy lists the endpoints of t, a paused task, that hold it, with
 // what resumes it: for a full destination, space there; for an agent
-// away, the agent; else the activations that the caller lacks (of the
+// away, the agent; else the activations that u lacks (of the
 // task's endpoints and of the head nodes they are reached through) — or,
 // when the task was paused though it has them all (an endpoint refused
 // the credential), every endpoint that takes one.
-func (s *Server) pausedBy(r *http.Request, c *call, t domain.Task) ([]api.PausedEndpoint, error) {
+func (s *Service) pausedBy(ctx context.Context, u domain.User, t domain.Task) ([]domain.PausedEndpoint, error) {
 	var ids []string // each once, in order
 	add := func(id string) {
 		if id != "" && !slices.Contains(ids, id) {
@@ -68,9 +62,9 @@ func (s *Server) pausedBy(r *http.Request, c *call, t domain.Task) ([]api.Paused
 	for _, d := range t.Destinations {
 		add(d.Endpoint)
 	}
-	var held, activatable []api.PausedEndpoint
+	var held, activatable []domain.PausedEndpoint
 	for i := 0; i < len(ids); i++ {
-		ep, err := s.Store.Endpoint(r.Context(), ids[i])
+		ep, err := s.Store.Endpoint(ctx, ids[i])
 		if domain.IsNotFound(err) {
 			continue // deleted since
 		}
@@ -78,20 +72,20 @@ func (s *Server) pausedBy(r *http.Request, c *call, t domain.Task) ([]api.Paused
 			return nil, err
 		}
 		add(ep.Via)
-		pe := api.PausedEndpoint{DataType: "paused_endpoint", EndpointID: ep.ID, DisplayName: ep.DisplayName()}
+		pe := domain.PausedEndpoint{ID: ep.ID, DisplayName: ep.DisplayName()}
 		switch {
 		case t.NiceStatus == domain.NiceNoSpace:
 			if destination(t, ep.ID) {
-				pe.Resume = api.ResumeFreeSpace
+				pe.Resume = domain.ResumeFreeSpace
 			}
 		case t.NiceStatus == domain.NiceEndpointOffline:
 			if ep.Auth == domain.AuthConnect {
-				pe.Resume = api.ResumeAgent
+				pe.Resume = domain.ResumeAgent
 			}
 		case ep.NeedsActivation():
-			pe.Resume = api.ResumeActivate
+			pe.Resume = domain.ResumeActivate
 			activatable = append(activatable, pe)
-			if activated, _, err := s.activation(r, c, ep); err != nil || activated {
+			if activated, _, err := s.activation(ctx, u, ep); err != nil || activated {
 				pe.Resume = "" // activated: not what holds the task, unless none holds it
 				if err != nil {
 					return nil, err
