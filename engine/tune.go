@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"ferry/gridftp/client"
-	"ferry/plural"
+	"ferry/internal/plural"
 )
 
 // wideArea is the round trip from which the link is treated as a WAN:

@@ -33,9 +33,9 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"ferry/internal/passwd"
 	"ferry/internal/pgtest"
 	"ferry/internal/smtptest"
-	"ferry/passwd"
 	"ferry/service/api"
 	"ferry/service/domain"
 	"ferry/service/notify"

@@ -21,7 +21,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 	"golang.org/x/crypto/bcrypt"
 
-	"ferry/passwd"
+	"ferry/internal/passwd"
 )
 
 // Panes of the file manager.

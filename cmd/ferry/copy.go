@@ -24,8 +24,8 @@ import (
 	"ferry/gridftp"
 	"ferry/gridftp/client"
 	"ferry/gridftp/server"
+	"ferry/internal/plural"
 	"ferry/internal/synclevel"
-	"ferry/plural"
 	"ferry/sshftp"
 	"ferry/storage/posix"
 )

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"ferry/plural"
+	"ferry/internal/plural"
 	"ferry/service/api"
 	"ferry/service/domain"
 )

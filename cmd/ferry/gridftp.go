@@ -22,8 +22,8 @@ import (
 
 	"ferry/gridftp/server"
 	"ferry/gsi"
-	"ferry/passwd"
-	"ferry/plural"
+	"ferry/internal/passwd"
+	"ferry/internal/plural"
 	"ferry/sshftp"
 	"ferry/stack/popen"
 	"ferry/storage"

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"ferry/passwd"
+	"ferry/internal/passwd"
 )
 
 func newPasswdCmd() *cobra.Command {

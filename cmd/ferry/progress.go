@@ -1,7 +1,7 @@
 package main
 
 import (
-	"ferry/plural"
+	"ferry/internal/plural"
 	"fmt"
 	"io"
 	"sync"

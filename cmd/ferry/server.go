@@ -19,7 +19,7 @@ import (
 	"ferry/connect/mesh"
 	"ferry/connect/tunnel"
 	"ferry/gsi"
-	"ferry/netpolicy"
+	"ferry/internal/netpolicy"
 	"ferry/service/core"
 	"ferry/service/domain"
 	"ferry/service/gridops"

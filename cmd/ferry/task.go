@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"ferry/plural"
+	"ferry/internal/plural"
 	"ferry/service/api"
 	"ferry/service/apiclient"
 	"ferry/service/domain"

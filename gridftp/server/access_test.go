@@ -17,7 +17,7 @@ import (
 
 	"ferry/gridftp"
 	"ferry/gridftp/server"
-	"ferry/throttle"
+	"ferry/internal/throttle"
 )
 
 // writeLines are commands that change the tree, each with a target that

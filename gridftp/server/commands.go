@@ -11,8 +11,8 @@ import (
 
 	"ferry/checksum"
 	"ferry/gridftp"
+	"ferry/internal/throttle"
 	"ferry/storage"
-	"ferry/throttle"
 )
 
 type argRule int

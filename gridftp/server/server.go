@@ -27,9 +27,9 @@ import (
 
 	"ferry/gridftp"
 	"ferry/internal/connlimit"
+	"ferry/internal/throttle"
 	"ferry/stack"
 	"ferry/storage"
-	"ferry/throttle"
 )
 
 // Version is reported in the banner and by SITE VERSION.

@@ -83,9 +83,9 @@ func TestEveryPackageHasADocComment(t *testing.T) {
 // ferry's is a layering violation. A package missing from it fails
 // TestEveryPackageHasALayer.
 var allowed = map[string][]string{
-	"ferry/gridftp":                   {"ferry/gsi/gss"},                                                                                                                                                                     // data channels run a GSI security context
-	"ferry/gsi/gss":                   {},                                                                                                                                                                                    // GSI's GSSAPI: TLS in tokens; who is trusted is the caller's
-	"ferry/gridftp/server":            {"ferry/gridftp", "ferry/gridftp/client", "ferry/gsi/gss", "ferry/storage", "ferry/stack", "ferry/checksum", "ferry/throttle", "ferry/internal/connlimit", "ferry/internal/partname"}, // a striped front end is its movers' client; SITE PARTSTOR's temporary names
+	"ferry/gridftp":                   {"ferry/gsi/gss"},                                                                                                                                                                              // data channels run a GSI security context
+	"ferry/gsi/gss":                   {},                                                                                                                                                                                             // GSI's GSSAPI: TLS in tokens; who is trusted is the caller's
+	"ferry/gridftp/server":            {"ferry/gridftp", "ferry/gridftp/client", "ferry/gsi/gss", "ferry/storage", "ferry/stack", "ferry/checksum", "ferry/internal/throttle", "ferry/internal/connlimit", "ferry/internal/partname"}, // a striped front end is its movers' client; SITE PARTSTOR's temporary names
 	"ferry/gridftp/server/servertest": {"ferry/gridftp/server", "ferry/storage/posix"},
 	"ferry/storage":                   {},
 	// The storage side of a transfer as a stack of layers over a driver.
@@ -104,15 +104,15 @@ var allowed = map[string][]string{
 	"ferry/storage/synthetic":  {"ferry/storage"},                   // a generated source, for benchmarks
 	"ferry/storage/sink":       {"ferry/storage", "ferry/checksum"}, // a destination that hashes and discards, for benchmarks
 	"ferry/checksum":           {},
-	"ferry/plural":             {},
-	"ferry/passwd":             {},
-	"ferry/throttle":           {},
+	"ferry/internal/plural":    {},
+	"ferry/internal/passwd":    {},
+	"ferry/internal/throttle":  {},
 	"ferry/internal/connlimit": {}, // connections counted in all and by address
-	"ferry/netpolicy":          {},
+	"ferry/internal/netpolicy": {},
 	"ferry/sshftp":             {}, // GridFTP control channels over ssh: pipes as a net.Conn
 	"ferry/gsi":                {}, // GSI's PKI: credentials, proxies, chain checks, grid-mapfile
 	"ferry/gridftp/client":     {"ferry/gridftp", "ferry/gsi/gss"},
-	"ferry/engine":             {"ferry/gridftp", "ferry/gridftp/client", "ferry/gridftp/multicast", "ferry/plural", "ferry/internal/partname", "ferry/internal/synclevel", "ferry/internal/fault"}, // builds multicast trees
+	"ferry/engine":             {"ferry/gridftp", "ferry/gridftp/client", "ferry/gridftp/multicast", "ferry/internal/plural", "ferry/internal/partname", "ferry/internal/synclevel", "ferry/internal/fault"}, // builds multicast trees
 	"ferry/service/domain":     {"ferry/internal/synclevel"},
 	"ferry/service/secret":     {"ferry/service/domain"},
 
@@ -129,15 +129,15 @@ var allowed = map[string][]string{
 
 	// The service's application layer: every rule of its use cases,
 	// behind the service interfaces of domain.
-	"ferry/service/core": {"ferry/service/domain", "ferry/service/secret", "ferry/gridftp", "ferry/gsi", "ferry/gsi/myproxy", "ferry/netpolicy", "ferry/throttle", "ferry/checksum", "ferry/internal/synclevel"},
+	"ferry/service/core": {"ferry/service/domain", "ferry/service/secret", "ferry/gridftp", "ferry/gsi", "ferry/gsi/myproxy", "ferry/internal/netpolicy", "ferry/internal/throttle", "ferry/checksum", "ferry/internal/synclevel"},
 
 	// The store: one adapter over database/sql, and its conformance suite.
 	"ferry/service/sqlstore":  {"ferry/service/domain"},
 	"ferry/service/storetest": {"ferry/service/domain", "ferry/internal/synclevel"},
 
 	// Running tasks: file operations on endpoints, workers, notifications.
-	"ferry/service/gridops": {"ferry/service/domain", "ferry/gridftp", "ferry/gridftp/client", "ferry/engine", "ferry/netpolicy", "ferry/gsi", "ferry/gsi/gsilogin"},
-	"ferry/service/worker":  {"ferry/service/domain", "ferry/service/secret", "ferry/service/gridops", "ferry/engine", "ferry/gridftp", "ferry/netpolicy", "ferry/gsi", "ferry/plural", "ferry/internal/synclevel", "ferry/internal/fault"},
+	"ferry/service/gridops": {"ferry/service/domain", "ferry/gridftp", "ferry/gridftp/client", "ferry/engine", "ferry/internal/netpolicy", "ferry/gsi", "ferry/gsi/gsilogin"},
+	"ferry/service/worker":  {"ferry/service/domain", "ferry/service/secret", "ferry/service/gridops", "ferry/engine", "ferry/gridftp", "ferry/internal/netpolicy", "ferry/gsi", "ferry/internal/plural", "ferry/internal/synclevel", "ferry/internal/fault"},
 	"ferry/service/notify":  {"ferry/service/domain", "ferry/internal/fault"},
 
 	// ferry connect: the tunnel protocol, the agent, the service's CA and
@@ -151,7 +151,7 @@ var allowed = map[string][]string{
 
 	// The SSH command gateway: SSH and its policy; what a command line
 	// does is given to it (cmd runs the CLI's commands through the API).
-	"ferry/service/sshgw": {"ferry/service/domain", "ferry/throttle", "ferry/internal/connlimit"},
+	"ferry/service/sshgw": {"ferry/service/domain", "ferry/internal/throttle", "ferry/internal/connlimit"},
 
 	// The web app: embedded assets that reach the service only through
 	// the REST API, from the browser.

@@ -17,7 +17,7 @@ import (
 
 	"ferry/gsi"
 	"ferry/gsi/myproxy"
-	"ferry/netpolicy"
+	"ferry/internal/netpolicy"
 	"ferry/service/domain"
 	"ferry/service/secret"
 )

@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"time"
 
-	"ferry/throttle"
+	"ferry/internal/throttle"
 )
 
 // LoginLimits slow down password guessing (Service.Login). After Free

@@ -26,7 +26,7 @@ import (
 	"ferry/gridftp/client"
 	"ferry/gsi"
 	"ferry/gsi/gsilogin"
-	"ferry/netpolicy"
+	"ferry/internal/netpolicy"
 	"ferry/service/domain"
 )
 

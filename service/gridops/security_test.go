@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"ferry/internal/netpolicy"
 	"ferry/internal/peertest"
-	"ferry/netpolicy"
 	"ferry/service/domain"
 	"ferry/service/gridops"
 )

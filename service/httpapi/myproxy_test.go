@@ -14,7 +14,7 @@ import (
 
 	"ferry/gsi"
 	"ferry/gsi/myproxy"
-	"ferry/netpolicy"
+	"ferry/internal/netpolicy"
 	"ferry/service/api"
 	"ferry/service/domain"
 )

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"ferry/netpolicy"
+	"ferry/internal/netpolicy"
 	"ferry/service/api"
 	"ferry/service/core"
 )

@@ -34,8 +34,8 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"ferry/internal/connlimit"
+	"ferry/internal/throttle"
 	"ferry/service/domain"
-	"ferry/throttle"
 )
 
 // Defaults of the Server's limits.

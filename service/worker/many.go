@@ -9,7 +9,7 @@ import (
 
 	"ferry/engine"
 	"ferry/internal/fault"
-	"ferry/plural"
+	"ferry/internal/plural"
 	"ferry/service/domain"
 	"ferry/service/gridops"
 )

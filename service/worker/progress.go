@@ -15,7 +15,7 @@ import (
 	"ferry/engine"
 	"ferry/gridftp"
 	"ferry/internal/fault"
-	"ferry/plural"
+	"ferry/internal/plural"
 	"ferry/service/domain"
 	"ferry/service/gridops"
 )

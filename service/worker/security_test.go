@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"ferry/internal/netpolicy"
 	"ferry/internal/peertest"
 	"ferry/internal/synclevel"
-	"ferry/netpolicy"
 	"ferry/service/domain"
 )
 

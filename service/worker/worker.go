@@ -21,7 +21,7 @@ import (
 
 	"ferry/engine"
 	"ferry/gsi"
-	"ferry/netpolicy"
+	"ferry/internal/netpolicy"
 	"ferry/service/domain"
 	"ferry/service/secret"
 )

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"ferry/throttle"
+	"ferry/internal/throttle"
 )
 
 // clock is a settable time.

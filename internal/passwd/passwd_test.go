@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
-	"ferry/passwd"
+	"ferry/internal/passwd"
 )
 
 const cost = bcrypt.MinCost // fast tests

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"ferry/internal/netpolicy"
 	"ferry/internal/peertest"
-	"ferry/netpolicy"
 )
 
 func TestCheck(t *testing.T) {
