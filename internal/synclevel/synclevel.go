@@ -31,8 +31,7 @@ const (
 )
 
 // levels are the names of Exists to Checksum and when each skips a file,
-// by API number. The web app words them in web/assets/files.js and
-// activity.js.
+// by API number. The web app words them once, in web/assets/tasks.js.
 var levels = [...]struct{ name, skips string }{
 	{"exists", "if it is there, of the source's size"},
 	{"size", "if the sizes match"},

@@ -6,10 +6,6 @@ import { h, field, confirm, toast, bytes, rate, date, errorText, humanize } from
 import * as tasks from './tasks.js';
 import { chart } from './chart.js';
 
-// syncLevels words the transfer API's sync levels 0 to 3 (files.js offers
-// them); what each compares is written once, in ferry's internal/synclevel.
-const syncLevels = ['if missing', 'if the size differs', 'if newer', 'if the checksum differs'];
-
 // cancel asks, then cancels task t.
 async function cancel(t) {
   const name = tasks.name(t);
@@ -216,7 +212,7 @@ export function task(main, _, id) {
     const p = tasks.progress(t);
     summary.replaceChildren(badge(t), bar(t, p), h('span', { text: p.text }));
     if (t.fatal_error) summary.append(h('p', { class: 'error', text: t.fatal_error.description }));
-    const o = [t.sync_level === undefined ? 'always copy' : 'copy ' + syncLevels[t.sync_level]];
+    const o = [t.sync_level === undefined ? 'always copy' : 'copy ' + tasks.syncLevels[t.sync_level].toLowerCase()];
     if (t.verify_checksum) o.push('verify checksums' + (t.checksum_algorithm ? ` (${t.checksum_algorithm})` : ''));
     if (t.preserve_timestamp) o.push('preserve times');
     if (t.delete_destination_extra) o.push('delete extra files');

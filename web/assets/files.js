@@ -350,10 +350,7 @@ function pane(id, title) {
     const to = p.other;
     const list = chosen();
     const check = (name, label, checked = false) => h('label', { class: 'check' }, h('input', { type: 'checkbox', name, checked }), label);
-    // The transfer API's sync levels; what each compares is written once,
-    // in ferry's internal/synclevel (as is activity.js's syncLevels).
-    const levels = [['', 'Always copy'], ['0', 'If missing at the destination'], ['1', 'If the size differs'],
-      ['2', 'If newer at the source'], ['3', 'If the checksum differs']];
+    const levels = [['', 'Always copy'], ...tasks.syncLevels.map((t, i) => [String(i), t])];
     // More destinations: each an endpoint and a directory there, which
     // get the same items in the same task.
     const known = h('datalist', { id: 'more-endpoints' });

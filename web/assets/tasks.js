@@ -6,6 +6,12 @@
 import { get } from './api.js';
 import { toast, bytes, rate, duration } from './ui.js';
 
+// syncLevels words the transfer API's sync levels 0 to 3, for the transfer
+// form (files.js) and a task's settings (activity.js); what each compares
+// is written once, in ferry's internal/synclevel.
+export const syncLevels = ['If missing at the destination', 'If the size differs', 'If newer at the source',
+  'If the checksum differs'];
+
 export const done = (t) => t.status === 'SUCCEEDED' || t.status === 'FAILED';
 
 const listeners = new Set();
