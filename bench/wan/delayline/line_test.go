@@ -337,7 +337,7 @@ func TestDelayQueueOrderAndDelay(t *testing.T) {
 			t.Fatalf("packet %d: seq %d len %d; want in order with len %d", i, r.seq, r.n, in.sizes[i])
 		}
 		lag := time.Duration(r.at - in.at[i])
-		if lag < delay || lag > delay+50*time.Millisecond { // the upper bound only catches gross errors
+		if lag < delay || lag > delay+hang { // the upper bound catches a packet held for good, not a slow machine
 			t.Errorf("packet %d delayed %v; want %v", i, lag, delay)
 		}
 	}
@@ -412,3 +412,8 @@ func TestForwardNoAllocs(t *testing.T) {
 		t.Errorf("%v allocations per packet", a)
 	}
 }
+
+// hang bounds how much later than its delay a packet may leave before a
+// test calls it held for good: a loaded machine runs late by tens of
+// milliseconds, which says nothing of the line.
+const hang = 10 * time.Second
