@@ -12,6 +12,8 @@ package interop
 // under its final name before it is whole. Needs root, ip, nft and tc.
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
@@ -21,10 +23,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"ferry/gridftp/client"
 	"ferry/service/api"
 	"ferry/service/domain"
 )
@@ -147,6 +151,32 @@ func ferryIn(t *testing.T, ns, ip, root string, debug bool) *ferryServer {
 	t.Cleanup(s.stop)
 	s.start()
 	return s
+}
+
+// logMarks numbers the marks of logMark.
+var logMarks atomic.Int64
+
+// logMark is the length of s's log up to a mark of its own: a command it
+// sends and waits for in the log, where s (debug) writes each command as
+// it reads it. Whatever s read before logMark was called, the log holds
+// before the mark; a command after the mark came later.
+func (s *ferryServer) logMark() int {
+	s.t.Helper()
+	if !s.debug {
+		s.t.Fatalf("%s logs no commands to mark", s.name)
+	}
+	mark := fmt.Sprintf("/.log-mark-%d", logMarks.Add(1))
+	c := dialFTP(s.t, s.addr)
+	defer c.tp.Close()
+	c.login("anonymous", "ferry@")
+	c.cmd("MLST " + mark) // not found, and logged all the same
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if i := bytes.Index(s.log.Bytes(), []byte("arg="+mark+"\n")); i >= 0 {
+			return i
+		}
+	}
+	s.t.Fatalf("%s: the mark %s is not in its log after a minute", s.name, mark)
+	return 0
 }
 
 // gctIn starts globus-gridftp-server in the destination's namespace.
@@ -547,15 +577,17 @@ type doneFiles struct {
 	dst      map[string]string // source path → destination file
 	recorded int               // of src, those the task had recorded
 	ids      map[string]fileID // of the destination files
-	logEnd   int               // length of the source server's log
+	logEnd   int               // of the source server's log, its part before the snapshot ended
 }
 
-// done snapshots what task id has recorded done and what is whole at the
-// destination, and their copies.
-func (r *faultRun) done(c *serviceCLI, id string) doneFiles {
+// done snapshots what a task has recorded done (recorded, by source
+// path) and what is whole at the destination, and their copies; then it
+// marks the source server's log (logMark): the files keep moving while
+// it looks, and a file it finds done was retrieved before the mark.
+func (r *faultRun) done(recorded func() map[string]api.SuccessfulTransfer) doneFiles {
 	r.t.Helper()
-	v := doneFiles{dst: map[string]string{}, logEnd: len(r.src.log.Bytes())}
-	for p, f := range c.recorded(id) {
+	v := doneFiles{dst: map[string]string{}}
+	for p, f := range recorded() {
 		local := f.DestinationPath // GCT's paths are its file names
 		if _, ok := r.dst.(*ferryServer); ok {
 			local = r.dst.Path(local)
@@ -574,12 +606,17 @@ func (r *faultRun) done(c *serviceCLI, id string) doneFiles {
 		locals = append(locals, v.dst[p])
 	}
 	v.ids = fileIDs(r.t, "/", locals)
+	v.logEnd = r.src.logMark()
 	return v
 }
 
-// checkNotSentAgain fails the scenario for every file of v retrieved from
-// the source again or written again at the destination.
-func (r *faultRun) checkNotSentAgain(v doneFiles, what string) {
+// resend is a file done when a snapshot was taken (doneFiles) and sent
+// again since: how.
+type resend struct{ path, how string }
+
+// sentAgain is what of v was retrieved from the source again or written
+// again at the destination since v was taken.
+func (r *faultRun) sentAgain(v doneFiles) []resend {
 	r.t.Helper()
 	again := retrieved(r.t, r.src.log.Bytes()[v.logEnd:])
 	var locals []string
@@ -587,19 +624,28 @@ func (r *faultRun) checkNotSentAgain(v doneFiles, what string) {
 		locals = append(locals, v.dst[p])
 	}
 	after := fileIDs(r.t, "/", locals)
-	bad := 0
+	var bad []resend
 	for _, p := range v.src {
 		if n := again[p]; n > 0 {
-			r.errorf("%s was done before %s, then retrieved %d more times", p, what, n)
-			bad++
+			bad = append(bad, resend{p, fmt.Sprintf("retrieved %d more times", n)})
 		}
 		if after[v.dst[p]] != v.ids[v.dst[p]] {
-			r.errorf("%s was done before %s, then its copy was written again: %+v, was %+v", p, what, after[v.dst[p]], v.ids[v.dst[p]])
-			bad++
+			bad = append(bad, resend{p, fmt.Sprintf("its copy was written again: %+v, was %+v", after[v.dst[p]], v.ids[v.dst[p]])})
 		}
 	}
+	return bad
+}
+
+// checkNotSentAgain fails the scenario for every file of v retrieved from
+// the source again or written again at the destination.
+func (r *faultRun) checkNotSentAgain(v doneFiles, what string) {
+	r.t.Helper()
+	bad := r.sentAgain(v)
+	for _, b := range bad {
+		r.errorf("%s was done before %s, then %s", b.path, what, b.how)
+	}
 	r.t.Logf("%d files done before %s (%d recorded, the others whole under their final names); %d sent again",
-		len(v.src), what, v.recorded, bad)
+		len(v.src), what, v.recorded, len(bad))
 }
 
 // serviceFault is a scenario of the service: a task moves the tree and,
@@ -611,7 +657,7 @@ func serviceFault(t *testing.T, bed *faultBed, s *faultService, gct bool, fault 
 	c := s.cli(t)
 	id := r.submit(c)
 	r.midway(0.15+0.7*r.rng.Float64(), taskEnded(c, id))
-	v := r.done(c, id)
+	v := r.done(func() map[string]api.SuccessfulTransfer { return c.recorded(id) })
 	what := fault(r)
 	task := r.checkTask(c, id, what, true)
 	r.checkNotSentAgain(v, what)
@@ -764,7 +810,7 @@ func TestFaultCampaign(t *testing.T) {
 		c := own.cli(t)
 		id := r.submit(c)
 		r.midway(0.15+0.7*r.rng.Float64(), taskEnded(c, id))
-		v := r.done(c, id)
+		v := r.done(func() map[string]api.SuccessfulTransfer { return c.recorded(id) })
 		killed := time.Now()
 		own.svc.kill9()
 		down := r.between(0, 2*time.Second)
@@ -786,4 +832,47 @@ func TestFaultCampaign(t *testing.T) {
 			r.errorf("after %s the task counts no fault; events:\n%s", what, c.events(id))
 		}
 	})
+}
+
+// TestFaultDoneSnapshot: a file that lands while a scenario takes its
+// snapshot of what was done (here, while it reads what the task recorded)
+// is done, and its one retrieval, which came before the snapshot, is not
+// a second one. On loopback: the campaign's check itself, without its bed.
+func TestFaultDoneSnapshot(t *testing.T) {
+	const rel = "tree/small/d1/s-01.dat"
+	bed := &faultBed{root: t.TempDir(), files: map[string]int64{rel: 1602}}
+	writeRandomFile(t, bed.path(rel), bed.files[rel])
+	src := startFerryConfig(t, ferryConfig{Root: bed.root, Anonymous: true, Args: []string{"--log-level", "debug"}})
+	src.debug = true
+	r := &faultRun{t: t, bed: bed, src: src, dst: startFerryConfig(t, ferryConfig{Anonymous: true})}
+
+	v := r.done(func() map[string]api.SuccessfulTransfer {
+		ctx := context.Background()
+		c, err := client.Dial(ctx, src.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if err := c.Login(ctx, "anonymous", "ferry@"); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(r.dst.Path(rel)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Create(r.dst.Path(rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := c.Get(ctx, "/"+rel, f, 0, -1); err != nil {
+			t.Fatalf("retrieve %s: %v", rel, err)
+		}
+		return nil
+	})
+	if len(v.src) != 1 {
+		t.Fatalf("the snapshot holds %v as done; want %s, whole at the destination", v.src, rel)
+	}
+	for _, b := range r.sentAgain(v) {
+		t.Errorf("%s landed during the snapshot, then %s", b.path, b.how)
+	}
 }
