@@ -4,9 +4,11 @@
 // curl, OpenSSH, the GSI tools and MyProxy, PostgreSQL, aiosmtpd,
 // chromium). Those tests build only with the interop tag
 // (`go test -tags interop ./...`, as `make test` runs them), so that
-// `go test ./...` (`make test-fast`) runs the others in about a minute. A
-// build tag rather than -short: plain `go test ./...` is then the fast
-// run, and the peers' tests are not even compiled into it.
+// plain `go test ./...` runs the others with no peers installed. A build
+// tag rather than -short: `go test ./...` is then the run that needs
+// nothing, the peers' tests are not even compiled into it, and -short
+// keeps its meaning (`make test-fast` also leaves out the few tests that
+// make tens of thousands of files).
 //
 // Built with the tag, a test whose peer is missing skips, unless
 // FERRY_INTEROP=required (set by .ci/run), when it fails; so does one
