@@ -641,14 +641,12 @@ func TestModeEBrokenStreams(t *testing.T) {
 		dc := dialData(t, c.pasv())
 		c.send("STOR f")
 		c.read()
-		start := time.Now()
 		send(t, dc, block(0, []byte("ab")), eof(2))
+		// Only the data timeout ends the wait for the second stream
+		// before the read's (replyTimeout).
 		_, final := c.final()
 		if final.Code != gridftp.CodeTransferAborted {
 			t.Fatalf("got %q, want 426", final.String())
-		}
-		if d := time.Since(start); d > 10*300*time.Millisecond {
-			t.Fatalf("took %v with DataTimeout 300ms", d)
 		}
 		c.expectText("NOOP", "200 NOOP command successful.")
 	})
