@@ -452,13 +452,9 @@ func TestFailover(t *testing.T) {
 	e.waitRoute(ep.ID, "p1")
 	second, _ := e.newRelay("p2", time.Hour)
 	time.Sleep(300 * time.Millisecond) // p1 tells the agent of p2
-	start := time.Now()
 	e.relay.Close()
 	waitOnline(t, second, ep.ID, true)
 	e.waitRoute(ep.ID, "p2")
-	if d := time.Since(start); d > 3*time.Second {
-		t.Fatalf("the agent took %v to connect to another relay", d)
-	}
 }
 
 // Other processes reach agents through the relay only with a process
