@@ -8,7 +8,7 @@
 // tag rather than -short: `go test ./...` is then the run that needs
 // nothing, the peers' tests are not even compiled into it, and -short
 // keeps its meaning (`make test-fast` also leaves out the few tests that
-// make tens of thousands of files).
+// make thousands of files).
 //
 // Built with the tag, a test whose peer is missing skips, unless
 // FERRY_INTEROP=required (set by .ci/run), when it fails; so does one
