@@ -3,14 +3,23 @@
 
 GO ?= go
 
-.PHONY: build test demo bench fuzz
+.PHONY: build test test-fast demo bench fuzz
 
 build:
 	$(GO) build -o bin/ferry ./cmd/ferry
 
+# Every test: with the interop tag, also those that need the peers
+# (internal/interoptest).
 test:
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 30m ./...
+	$(GO) vet -tags interop ./...
+	$(GO) test -count=1 -timeout 30m -tags interop ./...
+
+# The tests that need no peers, less the few with 5,000 to 30,000 files
+# (-short): a few minutes, no peers needed.
+test-fast:
+	$(GO) vet ./...
+	$(GO) test -count=1 -short ./...
 
 demo: build
 	bash scripts/demo.sh

@@ -648,7 +648,7 @@ func TestCancel(t *testing.T) {
 	if err == nil {
 		t.Fatal("a cancelled copy reported success")
 	}
-	if d := time.Since(start); d > 5*time.Second {
+	if d := time.Since(start); d > 30*time.Second { // did not hang
 		t.Fatalf("cancel took %v", d)
 	}
 }

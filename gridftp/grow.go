@@ -32,17 +32,18 @@ type Growth struct {
 	// AnyControl grows whatever the streams' congestion control; else
 	// not under one whose rate loss does not bound (bbr: lossBound).
 	AnyControl bool
-
-	// clock is when the send had moved the given bytes; nil: now. Tests
-	// set it (export_test.go) to measure rates in a link's time rather
-	// than a busy machine's.
-	clock func(moved int64) time.Time
+	// Clock, when set, is when the send had moved the given bytes over
+	// the given number of streams; nil: now. Tests set it to a simulated
+	// path's time, which passes with the bytes it carries, so that a busy
+	// machine, which runs the streams late, changes how much a period
+	// carries but not the rates a probe compares.
+	Clock func(streams int, moved int64) time.Time
 }
 
-// when is the time of a reading of the bytes moved.
-func (g *Growth) when(moved int64) time.Time {
-	if g.clock != nil {
-		return g.clock(moved)
+// when is the time of a reading of the bytes moved over streams.
+func (g *Growth) when(streams int, moved int64) time.Time {
+	if g.Clock != nil {
+		return g.Clock(streams, moved)
 	}
 	return time.Now()
 }
@@ -152,7 +153,7 @@ func (g *Growth) run(ctx context.Context, first net.Conn, n int, moved func() in
 	t := time.NewTicker(period)
 	defer t.Stop()
 	last := moved()
-	at := g.when(last)
+	at := g.when(p.n, last)
 	for {
 		select {
 		case <-ctx.Done():
@@ -164,7 +165,7 @@ func (g *Growth) run(ctx context.Context, first net.Conn, n int, moved func() in
 			// The rate between the readings, not the ticks: a tick taken
 			// late would count what moved since against its period.
 			b := moved()
-			now := g.when(b)
+			now := g.when(p.n, b)
 			rate := float64(b-last) / now.Sub(at).Seconds()
 			last, at = b, now
 			if k := p.step(rate); k > 0 {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"net"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -71,7 +70,6 @@ func TestSendGrowing(t *testing.T) {
 					accept <- c
 				}
 			}()
-			var dialed atomic.Int64 // streams
 			dial := func(ctx context.Context, n int) ([]*gridftp.Stream, error) {
 				var out []*gridftp.Stream
 				for range n {
@@ -82,7 +80,6 @@ func TestSendGrowing(t *testing.T) {
 					}
 					t.Cleanup(func() { c.Close() })
 					out = append(out, gridftp.NewStream(c))
-					dialed.Add(1)
 				}
 				return out, nil
 			}
@@ -113,15 +110,15 @@ func TestSendGrowing(t *testing.T) {
 			// less, not its rate differ.
 			const rate = 1 << 20 // bytes a second: the link's, or a stream's
 			clock, last := time.Now(), int64(0)
-			gridftp.SetGrowthClock(g, func(moved int64) time.Time {
+			g.Clock = func(streams int, moved int64) time.Time {
 				r := int64(rate)
 				if tc.perStream {
-					r *= dialed.Load()
+					r *= int64(streams)
 				}
 				clock = clock.Add(time.Duration((moved-last)*int64(time.Second)/r) + 1)
 				last = moved
 				return clock
-			})
+			}
 			res, err := gridftp.SendGrowing(ctx, first, gridftp.NewPlan([]gridftp.Range{{Start: 0, End: int64(len(data))}}, block),
 				src, 0, gridftp.NewBufferPool(block), nil, g)
 			if err != nil {

@@ -10,19 +10,18 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"ferry/internal/interoptest"
 )
 
-// needTools skips the test when a program is missing, unless
-// FERRY_INTEROP=required (as in interop/harness_test.go), then it fails.
+// needTools skips the test unless it runs with the peers (interoptest)
+// and the programs are installed.
 func needTools(t *testing.T, names ...string) {
 	t.Helper()
+	interoptest.Need(t)
 	for _, name := range names {
 		if _, err := exec.LookPath(name); err != nil {
-			msg := fmt.Sprintf("%s not found on PATH (Debian: openssl globus-proxy-utils)", name)
-			if os.Getenv("FERRY_INTEROP") == "required" {
-				t.Fatalf("FERRY_INTEROP=required: %s", msg)
-			}
-			t.Skip(msg)
+			interoptest.Missing(t, fmt.Sprintf("%s not found on PATH (Debian: openssl globus-proxy-utils)", name))
 		}
 	}
 }

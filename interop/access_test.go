@@ -1,3 +1,5 @@
+//go:build interop
+
 package interop
 
 // Who may do what to a `ferry gridftp` process, and how often, as the real

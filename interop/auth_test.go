@@ -1,3 +1,5 @@
+//go:build interop
+
 package interop
 
 // Password logins: `ferry passwd` writes the file, `ferry gridftp

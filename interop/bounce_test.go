@@ -1,3 +1,5 @@
+//go:build interop
+
 package interop
 
 // FTP bounce: an anonymous client must not make ferry gridftp send bytes

@@ -1,3 +1,5 @@
+//go:build interop
+
 package interop
 
 // Resource bounds of a `ferry gridftp` process: no size or offset makes a

@@ -1,3 +1,5 @@
+//go:build interop
+
 package interop
 
 // Other FTP clients: gfal2 (the library CERN FTS3 and Rucio use), lftp and

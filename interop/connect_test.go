@@ -1,3 +1,5 @@
+//go:build interop
+
 package interop
 
 // ferry connect end to end: the real `ferry server` with its relay (one
@@ -19,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"ferry/internal/interoptest"
 	"ferry/internal/pgtest"
 	"ferry/service/api"
 	"ferry/service/domain"
@@ -42,10 +45,7 @@ func needNetns(t *testing.T) {
 	}
 	msg := fmt.Sprintf("ferry connect tests need %s (network namespaces and an nftables firewall; Debian: iproute2 nftables)",
 		strings.Join(missing, ", "))
-	if interopRequired() {
-		t.Fatalf("FERRY_INTEROP=required: %s", msg)
-	}
-	t.Skip(msg)
+	interoptest.Missing(t, msg)
 }
 
 // sh runs a command and fails the test if it fails.

@@ -1,3 +1,5 @@
+//go:build interop
+
 package interop
 
 // `ferry copy`, the built binary, against real servers: local paths and

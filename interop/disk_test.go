@@ -1,3 +1,5 @@
+//go:build interop
+
 package interop
 
 import (
@@ -8,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"ferry/internal/interoptest"
 )
 
 // mountTiny mounts a tmpfs of the given size (needs root); it skips the
@@ -16,7 +20,7 @@ func mountTiny(t *testing.T, size string) string {
 	t.Helper()
 	dir := t.TempDir()
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size+",mode=0777", "tmpfs", dir).CombinedOutput(); err != nil {
-		if interopRequired() && os.Geteuid() == 0 {
+		if interoptest.Required() && os.Geteuid() == 0 {
 			t.Fatalf("mount tmpfs: %v: %s", err, out)
 		}
 		t.Skipf("cannot mount a small tmpfs here: %v: %s", err, out)

@@ -1,3 +1,5 @@
+//go:build interop
+
 package interop
 
 // The transfer engine (ferry/engine) driven in-process against real servers:

@@ -1,3 +1,5 @@
+//go:build interop
+
 package interop
 
 // The fault campaign of issue 30 ("never report success over a damaged

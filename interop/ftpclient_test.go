@@ -1,3 +1,5 @@
+//go:build interop
+
 package interop
 
 // A minimal raw FTP client, for sending exactly the commands a real client

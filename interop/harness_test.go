@@ -1,3 +1,5 @@
+//go:build interop
+
 package interop
 
 import (
@@ -19,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"ferry/internal/interoptest"
 	"ferry/internal/pgtest"
 )
 
@@ -59,10 +62,6 @@ func buildFerry(out string) error {
 	return nil
 }
 
-// interopRequired reports whether missing peers are a failure rather than a
-// reason to skip (FERRY_INTEROP=required, set by .ci/run).
-func interopRequired() bool { return os.Getenv("FERRY_INTEROP") == "required" }
-
 // toolPath finds a program on PATH, or in the sbin directories that a
 // non-root PATH lacks (globus-gridftp-server lives in /usr/sbin).
 func toolPath(name string) (string, error) {
@@ -87,10 +86,7 @@ func needTools(t testing.TB, extra ...string) {
 			msg := fmt.Sprintf("%v: interop tests need the GCT programs and gfal2/lftp/curl "+
 				"(Debian: globus-gridftp-server-progs globus-gass-copy-progs libglobus-xio-popen-driver gfal2-util-scripts "+
 				"python3-gfal2-util gfal2-plugin-gridftp lftp curl openssh-server openssh-client; `bash .ci/run` installs them)", err)
-			if interopRequired() {
-				t.Fatalf("FERRY_INTEROP=required: %s", msg)
-			}
-			t.Skip(msg)
+			interoptest.Missing(t, msg)
 		}
 	}
 }

@@ -1,3 +1,5 @@
+//go:build interop
+
 package interop
 
 import (
@@ -6,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"ferry/internal/interoptest"
 )
 
 // Multicast (multilink): globus-url-copy -MC FILE SRC DST sends SRC to DST
@@ -34,10 +38,7 @@ func needMulticast(t *testing.T) {
 		}
 	}
 	msg := multicastLib + " not found: the mixed multicast tests need GCT's multicast driver (Debian: libglobus-xio-gridftp-multicast; `bash .ci/run` installs it)"
-	if interopRequired() {
-		t.Fatalf("FERRY_INTEROP=required: %s", msg)
-	}
-	t.Skip(msg)
+	interoptest.Missing(t, msg)
 }
 
 // startFerryMC starts a ferry server offering the multicast layer; with

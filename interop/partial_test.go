@@ -1,3 +1,5 @@
+//go:build interop
+
 package interop
 
 // What an interrupted `ferry copy` leaves at a destination, ferry's server

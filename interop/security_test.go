@@ -1,3 +1,5 @@
+//go:build interop
+
 package interop
 
 // Confinement: no path a client sends — "..", absolute file names, percent

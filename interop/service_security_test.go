@@ -1,3 +1,5 @@
+//go:build interop
+
 package interop
 
 // The managed service under attack, end to end: real `ferry server`

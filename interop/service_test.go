@@ -1,3 +1,5 @@
+//go:build interop
+
 package interop
 
 // The managed service end to end: real `ferry server` processes (on SQLite,

@@ -1,3 +1,5 @@
+//go:build interop
+
 package interop
 
 // The SSH command gateway end to end: a real `ferry server --ssh-listen`,
@@ -9,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -23,6 +26,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"ferry/internal/interoptest"
 	"ferry/service/api"
 	"ferry/service/domain"
 )
@@ -33,10 +37,7 @@ func needSSH(t *testing.T) {
 	t.Helper()
 	for _, name := range []string{"ssh", "ssh-keygen"} {
 		if _, err := exec.LookPath(name); err != nil {
-			if interopRequired() {
-				t.Fatalf("FERRY_INTEROP=required: %v (Debian: openssh-client)", err)
-			}
-			t.Skipf("%v (Debian: openssh-client)", err)
+			interoptest.Missing(t, fmt.Sprintf("%v (Debian: openssh-client)", err))
 		}
 	}
 }

@@ -1,3 +1,5 @@
+//go:build interop
+
 package interop
 
 // sshftp:// with a real OpenSSH server on loopback: globus-url-copy to

@@ -1,3 +1,5 @@
+//go:build interop
+
 package interop
 
 // Silent black holes: a data path (or a whole path) that drops packets

@@ -1,3 +1,5 @@
+//go:build interop
+
 package interop
 
 // Strangers on the data channels the service and its agents listen on: a

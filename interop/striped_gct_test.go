@@ -1,3 +1,5 @@
+//go:build interop
+
 package interop
 
 // A striped GCT endpoint on loopback: a front end (globus-gridftp-server

@@ -1,3 +1,5 @@
+//go:build interop
+
 package interop
 
 // The engine's tar mode: trees of small files packed and unpacked as tar

@@ -1,3 +1,5 @@
+//go:build interop
+
 package interop
 
 // globus-url-copy scenarios. Each runs against any server (a starter); the

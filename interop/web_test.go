@@ -1,3 +1,5 @@
+//go:build interop
+
 package interop
 
 // The web app end to end: a real headless chromium drives the app that a
@@ -21,6 +23,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 	"golang.org/x/crypto/bcrypt"
 
+	"ferry/internal/interoptest"
 	"ferry/internal/passwd"
 )
 
@@ -40,10 +43,7 @@ func needChromium(t *testing.T) string {
 		}
 	}
 	msg := "no chromium on PATH: the web app tests need a headless browser (Debian: chromium; `bash .ci/run` installs it)"
-	if interopRequired() {
-		t.Fatalf("FERRY_INTEROP=required: %s", msg)
-	}
-	t.Skip(msg)
+	interoptest.Missing(t, msg)
 	return ""
 }
 

@@ -87,6 +87,9 @@ func (c *countedLister) count(name string) int {
 // once, and the endpoint's server lists the directory once for all the
 // pages; -l and -F json (one JSON document) too.
 func TestCLILsHugeDirectory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("30,000 files")
+	}
 	t.Parallel()
 	const many = 30000
 	root, fs := servertest.Root(t)
@@ -194,6 +197,9 @@ func (h *heldDir) ListDir(ctx context.Context, name string, fn func(storage.Info
 // its first line while the endpoint's server is still listing it (held
 // after 5,000 entries), and prints every name once; -l and -F json too.
 func TestCLILsUnsorted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("10,000 files")
+	}
 	t.Parallel()
 	const many = 10000
 	root, fs := servertest.Root(t)

@@ -64,7 +64,8 @@ func TestABOR(t *testing.T) {
 				t.Fatalf("begin: %q", r.String())
 			}
 			time.Sleep(20 * time.Millisecond) // let the transfer block
-			start := time.Now()
+			// A transfer that ABOR does not stop fails the reads
+			// (replyTimeout).
 			c.write("\xff\xf4\xff\xf2ABOR\r\n")
 			_, final := c.final()
 			if final.String() != "426 Transfer aborted." {
@@ -72,9 +73,6 @@ func TestABOR(t *testing.T) {
 			}
 			if r := c.read(); r.String() != "226 ABOR command successful." {
 				t.Fatalf("ABOR: %q", r.String())
-			}
-			if d := time.Since(start); d > 2*time.Second {
-				t.Fatalf("ABOR took %v", d)
 			}
 			if dc != nil {
 				// The server closes the data connection of an aborted transfer.
@@ -224,21 +222,21 @@ func TestCommandSplitAcrossIdleDeadline(t *testing.T) {
 // aborts at once) abort the transfer, whether or not it had started when
 // the session read ABOR. readCommands calls abortTransfer as it reads ABOR;
 // if the STOR is still queued, nothing is cancelled and the transfer runs
-// until its data timeout.
+// until its data timeout, a minute here: longer than the reads wait
+// (replyTimeout).
 func TestABORPipelined(t *testing.T) {
-	env := startServer(t, func(s *server.Server) { s.DataTimeout = time.Second })
+	env := startServer(t, func(s *server.Server) { s.DataTimeout = time.Minute })
 	c := env.login()
 	c.expect("MODE E", 200)
 	for i := range 5 {
 		dialData(t, c.pasv())
-		start := time.Now()
 		c.write("STOR f\r\nABOR\r\n")
 		_, final := c.final()
 		if r := c.read(); r.String() != "226 ABOR command successful." {
 			t.Fatalf("round %d: ABOR: %q", i, r.String())
 		}
-		if final.String() != "426 Transfer aborted." || time.Since(start) > 500*time.Millisecond {
-			t.Fatalf("round %d: STOR ended with %q after %v, want 426 Transfer aborted. at once", i, final.String(), time.Since(start))
+		if final.String() != "426 Transfer aborted." {
+			t.Fatalf("round %d: STOR ended with %q, want 426 Transfer aborted.", i, final.String())
 		}
 	}
 }

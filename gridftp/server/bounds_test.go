@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -140,7 +139,8 @@ func TestChecksumHoles(t *testing.T) {
 	env.file("dense", pattern(16*mib))
 	c := env.login()
 
-	start := time.Now()
+	// Hashing the holes would take far longer than a read waits
+	// (replyTimeout).
 	for _, line := range []string{"CKSM MD5 0 -1 huge", "CKSM ADLER32 0 -1 huge", "CKSM MD5 1024 -1 huge",
 		fmt.Sprint("CKSM MD5 0 ", 1<<39, " huge")} {
 		c.send(line)
@@ -149,9 +149,6 @@ func TestChecksumHoles(t *testing.T) {
 			!strings.Contains(r.String(), "sparse") {
 			t.Errorf("%s: %q, want a refusal", line, r.String())
 		}
-	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("refusing took %v: the holes were hashed", d)
 	}
 	// Holes within the budget, and dense files, are summed.
 	c.expect("CKSM MD5 0 -1 small", 213)
@@ -172,9 +169,6 @@ func TestChecksumHoles(t *testing.T) {
 	if _, final := c.final(); final.Code/100 != 5 || !strings.Contains(final.String(), "sparse") {
 		t.Errorf("SCKS over a terabyte hole: %q", final.String())
 	}
-	if d := time.Since(start); d > 4*time.Second {
-		t.Errorf("took %v: the holes were hashed", d)
-	}
 }
 
 // TestChecksumStops: a CKSM that hashes a long hole (allowed here) stops
@@ -185,8 +179,7 @@ func TestChecksumStops(t *testing.T) {
 	c := env.login()
 	c.send("CKSM MD5 0 -1 huge")
 	time.Sleep(100 * time.Millisecond)
-	start := time.Now()
-	c.send("ABOR")
+	c.send("ABOR") // a CKSM that does not stop fails the reads (replyTimeout)
 	r := c.read()
 	if r.Code != gridftp.CodeTransferAborted {
 		t.Fatalf("CKSM after ABOR: %q", r.String())
@@ -194,30 +187,16 @@ func TestChecksumStops(t *testing.T) {
 	if r := c.read(); r.String() != "226 ABOR command successful." {
 		t.Fatalf("ABOR: %q", r.String())
 	}
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("ABOR took %v", d)
-	}
 
+	// A hash that goes on after its client left is a goroutine that
+	// does not end.
+	base := runtime.NumGoroutine()
 	busy := env.login()
 	busy.send("CKSM SHA512 0 -1 huge")
 	time.Sleep(100 * time.Millisecond)
-	base := cpuTime(t)
 	busy.c.Close()
 	env.waitSessions(1)
-	time.Sleep(300 * time.Millisecond)
-	if used := cpuTime(t) - base; used > 300*time.Millisecond {
-		t.Errorf("the process used %v of CPU after the client left", used)
-	}
-}
-
-// cpuTime is the CPU time this process has used.
-func cpuTime(t *testing.T) time.Duration {
-	t.Helper()
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		t.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	settle(t, base)
 }
 
 // heapInUse is the live heap after collections (two: buffers a

@@ -46,6 +46,7 @@ func (ss *session) growth(n int) *gridftp.Growth {
 		},
 		Period:     ss.srv.GrowPeriod,
 		AnyControl: ss.srv.GrowAnyControl,
+		Clock:      ss.srv.growClock,
 	}
 }
 

@@ -15,13 +15,11 @@ import (
 	"ferry/storage"
 )
 
-// slowReads is a tree whose every read takes a while: a send's rate then
-// grows with its streams, as over a path where loss bounds each stream;
-// or, with one, not at all, as over a link the streams fill.
+// slowReads is a tree whose every read takes a while, so that a send
+// lasts the periods of its probe.
 type slowReads struct {
 	storage.Driver
 	delay time.Duration
-	one   *sync.Mutex // when set, one read at a time
 }
 
 func (s slowReads) Open(ctx context.Context, name string) (storage.File, error) {
@@ -35,10 +33,6 @@ type slowFile struct {
 }
 
 func (f slowFile) ReadAt(p []byte, off int64) (int, error) {
-	if f.s.one != nil {
-		f.s.one.Lock()
-		defer f.s.one.Unlock()
-	}
 	time.Sleep(f.s.delay)
 	return f.File.ReadAt(p, off)
 }
@@ -74,27 +68,42 @@ func TestSendGrows(t *testing.T) {
 		mib        int // the file's size
 		kept, grew int // streams kept after the first file, and the most it had
 	}{
-		{"maximum 8", 8, false, 64, 8, 8},
-		{"link-bound: one probe", 8, true, 32, 2, 3},
-		{"no maximum", 0, false, 16, 0, 0},
+		// At most 3.2 MB/s a stream (the reads' sleeps), a file lasts
+		// the periods its probe takes however fast the machine: 8 for
+		// maximum 8 (at most 23 MB), 5 for the link-bound (8 MB).
+		{"maximum 8", 8, false, 32, 8, 8},
+		{"link-bound: one probe", 8, true, 16, 2, 3},
+		{"no maximum", 0, false, 4, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			logs := &logBuffer{}
 			src := startServer(t, func(s *server.Server) {
-				// Reads slow enough that the rate is the reads' sleeps, not
-				// the CPU a loaded machine has left (8 streams: ~26 MB/s),
-				// and periods long enough to hold ten reads a stream, so
-				// that a period's rate varies by a few percent, not by the
-				// one read more or less that decides a probe.
-				slow := slowReads{Driver: s.FS, delay: 20 * time.Millisecond}
-				if tc.linkBound {
-					slow.delay, slow.one = 4*time.Millisecond, &sync.Mutex{}
-				}
-				s.FS = slow
+				// Reads slow enough that the send lasts the periods of
+				// its probe (8 streams: ~26 MB/s).
+				s.FS = slowReads{Driver: s.FS, delay: 20 * time.Millisecond}
 				s.GrowPeriod = 200 * time.Millisecond
 				s.GrowAnyControl = true // loopback may run bbr
 				s.BlockSize = 64 << 10
 				s.Logger = slog.New(slog.NewTextHandler(logs, nil))
+				// The rates are measured in the path's time, which passes
+				// with the bytes it carries (and a nanosecond at each
+				// reading, so that no two are the same): over a full link
+				// at its rate whatever the number of streams, over a lossy
+				// path at a stream's rate times the streams. A busy
+				// machine that runs the streams late makes a period carry
+				// less, not its rate differ (on a wall clock one core
+				// shared with a busy loop failed most runs of both cases).
+				const rate = 4 << 20 // bytes a second: the link's, or a stream's
+				clock, last := time.Now(), int64(0)
+				server.SetGrowClock(s, func(streams int, moved int64) time.Time {
+					r := int64(rate)
+					if !tc.linkBound {
+						r *= int64(streams)
+					}
+					clock = clock.Add(time.Duration((moved-last)*int64(time.Second)/r) + 1)
+					last = moved
+					return clock
+				})
 			})
 			dst := startServer(t)
 			data := pattern(tc.mib << 20)

@@ -51,6 +51,9 @@ func (h *heldLister) ListDir(ctx context.Context, name string, fn func(storage.I
 // a directory of 30,000 reaches the client exactly once, by MLSD in MODE
 // E through ferry's client and by NLST and LIST in stream mode.
 func TestListingStreams(t *testing.T) {
+	if testing.Short() {
+		t.Skip("30,000 files")
+	}
 	const many = 30000
 	held := &heldLister{half: many / 2, received: make(chan struct{})}
 	env := startServer(t, func(s *server.Server) {

@@ -175,6 +175,9 @@ type Server struct {
 	tlsConf  *tls.Config
 	tlsErr   error
 	nextPasv atomic.Uint64 // the mover a front end's next PASV goes to
+	// growClock is the Clock of sends' growth (gridftp.Growth); nil: now.
+	// Tests set it (export_test.go).
+	growClock func(streams int, moved int64) time.Time
 }
 
 // moverTLS is the TLS configuration of the channel between a front end

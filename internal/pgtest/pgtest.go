@@ -2,8 +2,10 @@
 // per test binary, started on 127.0.0.1 from the PostgreSQL programs
 // installed on the machine (Debian: /usr/lib/postgresql/<version>/bin),
 // and one fresh database per test. FERRY_DSN_POSTGRES (a postgres:// URL)
-// names a server to use instead. Without either the tests skip, unless
-// FERRY_INTEROP=required (set by .ci/run), when they fail.
+// names a server to use instead. The tests run only with the interop build
+// tag, as the other tests that need the peers do (interoptest); without
+// PostgreSQL they skip, unless FERRY_INTEROP=required (set by .ci/run),
+// when they fail.
 //
 // A package that uses it runs its tests through Main:
 //
@@ -34,6 +36,8 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
+
+	"ferry/internal/interoptest"
 )
 
 // server is the one PostgreSQL server of the test binary.
@@ -73,15 +77,14 @@ func Run(m *testing.M) int {
 // t ends.
 func DSN(t testing.TB) string {
 	t.Helper()
+	interoptest.Need(t)
 	if !server.main {
 		t.Fatal("pgtest: the package's TestMain must call pgtest.Main or pgtest.Run")
 	}
 	server.once.Do(start)
 	switch {
-	case server.skip != "" && os.Getenv("FERRY_INTEROP") == "required":
-		t.Fatalf("FERRY_INTEROP=required: %s", server.skip)
 	case server.skip != "":
-		t.Skip(server.skip)
+		interoptest.Missing(t, server.skip)
 	case server.err != nil:
 		t.Fatalf("pgtest: %v", server.err)
 	}

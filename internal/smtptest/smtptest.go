@@ -1,7 +1,9 @@
 // Package smtptest runs a real SMTP server for tests: aiosmtpd (Debian:
 // python3-aiosmtpd) on a free port of 127.0.0.1, keeping every message it
-// receives in a maildir. Without aiosmtpd the tests skip, unless
-// FERRY_INTEROP=required (set by .ci/run), when they fail.
+// receives in a maildir. The tests run only with the interop build tag, as
+// the other tests that need the peers do (interoptest); without aiosmtpd
+// they skip, unless FERRY_INTEROP=required (set by .ci/run), when they
+// fail.
 package smtptest
 
 import (
@@ -11,6 +13,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"ferry/internal/interoptest"
 )
 
 const missing = "aiosmtpd is not installed (apt-get install python3-aiosmtpd)"
@@ -24,10 +28,7 @@ func python(t testing.TB) string {
 			return py
 		}
 	}
-	if os.Getenv("FERRY_INTEROP") == "required" {
-		t.Fatal("FERRY_INTEROP=required: " + missing)
-	}
-	t.Skip(missing)
+	interoptest.Missing(t, missing)
 	return ""
 }
 
@@ -35,6 +36,7 @@ func python(t testing.TB) string {
 // maildir that receives the messages (new ones appear in maildir/new).
 func Start(t testing.TB) (addr, maildir string) {
 	t.Helper()
+	interoptest.Need(t)
 	py := python(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

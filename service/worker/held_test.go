@@ -85,6 +85,9 @@ func syntheticEndpoint(t *testing.T, driver storage.Driver) string {
 // for it), not one for every file done, and the task ends with every file
 // recorded.
 func TestRecordsHeldBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("20,000 files")
+	}
 	const files = 20_000
 	f := newFixture(t)
 	src, err := synthetic.New(synthetic.Tree{Files: files, Size: 10, PerDir: 1000, Fan: 10})

@@ -109,11 +109,10 @@ func TestPrivateEndpointRunningTask(t *testing.T) {
 	w.HeartbeatEvery = time.Minute // only the store's signal tells the run
 	serve(t, w)
 	s.wait(task.ID, 10*time.Second, func(t domain.Task) bool { return t.FilesTransferred >= 5 })
-	start := time.Now()
 	s.setPublic(false)
-	got := s.wantRevoked(task)
-	if took := time.Since(start); took > 3*time.Second || got.FilesTransferred >= files {
-		t.Fatalf("the task ended %v after the endpoint went private, with %d of %d files transferred", took, got.FilesTransferred, files)
+	got := s.wantRevoked(task) // a run the store does not tell ends SUCCEEDED
+	if got.FilesTransferred >= files {
+		t.Fatalf("the task ended after the endpoint went private with %d of %d files transferred", got.FilesTransferred, files)
 	}
 	opened := 0
 	for i := range files {

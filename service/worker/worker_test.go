@@ -806,17 +806,36 @@ func TestCancel(t *testing.T) {
 	f.notes.expect(t, "[alice FAILED]")
 }
 
+// TestCredentialExpiresMidTask: a task whose credential expires while it
+// runs pauses (INACTIVE) and, activated again, goes on without sending
+// again what it had done. The credential is renewed until a file is done,
+// then left to expire with the source slowed, so that the expiry comes
+// mid-task however fast or busy the machine (a 700 ms credential expired
+// once before the first file under load).
 func TestCredentialExpiresMidTask(t *testing.T) {
 	f := newFixture(t)
 	f.files("tree", 100, 1000)
 	f.src.fs.delay.Store(int64(20 * time.Millisecond))
-	f.activate(f.srcEP, domain.Login{User: "alice", Password: "pw"}, 700*time.Millisecond)
+	const life = 2 * time.Second
+	f.activate(f.srcEP, domain.Login{User: "alice", Password: "pw"}, life)
 	task := f.submit(domain.Options{SyncLevel: synclevel.None, NotifyOnInactive: true, NotifyOnSucceeded: true},
 		domain.Item{Src: "/tree", Dst: "/tree", Recursive: true})
 	w := f.worker("w1", f.store, &spy{})
 	w.HeartbeatEvery = time.Minute // the expiry timer, not a heartbeat, stops the engine
 	serve(t, w)
-	got := f.wait(task.ID, 5*time.Second, func(t domain.Task) bool { return t.Status != domain.StatusActive })
+	renewed := time.Now()
+	f.wait(task.ID, 30*time.Second, func(domain.Task) bool {
+		if len(f.done(task.ID)) > 0 {
+			return true
+		}
+		if time.Since(renewed) > life/4 {
+			f.activate(f.srcEP, domain.Login{User: "alice", Password: "pw"}, life)
+			renewed = time.Now()
+		}
+		return false
+	})
+	f.src.fs.delay.Store(int64(time.Second)) // the other 99 take longer than the life left
+	got := f.wait(task.ID, 30*time.Second, func(t domain.Task) bool { return t.Status != domain.StatusActive })
 	if got.Status != domain.StatusInactive || got.NiceStatus != domain.NiceCredentialExpired {
 		t.Fatalf("task %s %s", got.Status, got.NiceStatus)
 	}
