@@ -1436,7 +1436,10 @@ func (c *copier) fail(u *unit, err error) {
 
 // takeBack takes back from the progress what the failed attempt of u
 // reported moved, but for the ranges its markers said arrived: it goes
-// again.
+// again. Those ranges become u's part's, as they will be the next
+// attempt's: what stays counted is then u's part's ranges and what it
+// reported, as reportRest takes it, even when the next attempt fails
+// before it starts and a look then finds the file whole (recheck).
 func (c *copier) takeBack(u *unit, err error) {
 	c.mu.Lock()
 	back := u.reported
@@ -1447,6 +1450,10 @@ func (c *copier) takeBack(u *unit, err error) {
 	if errors.Is(err, errMismatch) && u.n < 0 {
 		back = u.f.moved
 		u.f.have = gridftp.Ranges{}
+	}
+	if u.n < 0 {
+		u.part.Have = gridftp.Ranges{}
+		u.part.Have.AddAll(u.f.have)
 	}
 	c.mu.Unlock()
 	if back > 0 {

@@ -230,6 +230,61 @@ func TestRetryKeepsWholeFile(t *testing.T) {
 	}
 }
 
+// TestWholeFileFoundLate: the destination dies once a file's data all
+// landed, and stays down while the retry looks at the file and while the
+// next attempt dials: the attempt fails before it sends a byte, and the
+// look after it finds the file whole. The progress counts the file once,
+// what the failed try's markers said arrived included, and nothing is sent
+// again.
+func TestWholeFileFoundLate(t *testing.T) {
+	src := startEndpoint(t, "", nil)
+	trip := &tripwire{fn: func() {}, fail: true}
+	dst := startEndpoint(t, "", func(d storage.Driver) storage.Driver { trip.Driver = d; return trip })
+	data := random(32 << 20)
+	writeFile(t, filepath.Join(src.root, "big"), data)
+	trip.n.Store(int64(len(data)))
+	addr := dst.Addr
+	rep := &downUntil{recorder: &recorder{}, faults: map[int]func(){
+		1: func() { dst.srv.Close() },    // the failed write's reply came: every session dies
+		2: func() { dst.start(t, addr) }, // the next attempt could not dial
+	}}
+	o := fastOptions()
+	o.ChunkSize, o.Parallelism = -1, 1
+	res, err := engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/big", Dst: "/big"}}, o, rep)
+	if err != nil || res.Transferred != 1 {
+		t.Fatalf("%+v %v %v", res, err, rep.recorder.faults)
+	}
+	if rep.n != 2 {
+		t.Fatalf("%d faults, want 2: the failed write and the failed dial: %v", rep.n, rep.recorder.faults)
+	}
+	compareTrees(t, src.root, dst.root)
+	if res.Bytes > int64(len(data)) {
+		t.Errorf("moved %d bytes for a %d-byte file that had arrived whole", res.Bytes, len(data))
+	}
+	if got := rep.progress.Load(); got != int64(len(data)) {
+		t.Errorf("progress %d bytes, want %d", got, len(data))
+	}
+}
+
+// downUntil is a recorder that runs faults[n] when the n-th fault is
+// reported, before the engine goes on.
+type downUntil struct {
+	*recorder
+	n      int
+	faults map[int]func()
+}
+
+func (r *downUntil) Fault(p string, err error, d time.Duration) {
+	r.recorder.Fault(p, err, d)
+	r.mu.Lock()
+	r.n++
+	f := r.faults[r.n]
+	r.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}
+
 // TestTemporaryNamesListed: a tree's listings leave temporary names
 // alone: one at the source is no file of the user's to send, one at the
 // destination (another copy may be writing it) is not deleted as extra.
