@@ -1467,7 +1467,8 @@ func (c *copier) takeBack(u *unit, err error) {
 // again: all of it, equal to its source by checksum, is only finished (a
 // destination that died after the data landed, before it said so), never
 // truncated and sent again. A broken session looks once more, on a new one
-// (again).
+// (again); without a session to look on, the look is the file's next try
+// (fail): what the look cannot see is not sent again.
 func (c *copier) recheck(ctx context.Context, p *client.Pair, u *unit, cause error, again bool) error {
 	if c.moot(u) {
 		return nil
@@ -1491,15 +1492,23 @@ func (c *copier) recheck(ctx context.Context, p *client.Pair, u *unit, cause err
 		c.unitDone(ctx, u, p)
 		return nil
 	}
+	if p == nil {
+		err = c.sessionless()
+	}
 	var refused *gridftp.Error
-	if p != nil && !again && err != nil && !errors.As(err, &refused) {
+	switch {
+	case err == nil || errors.As(err, &refused):
+		// Not all of it, or not the source's: it goes again.
+		c.takeBack(u, cause)
+		c.q.push(u)
+	case p != nil && !again:
 		// The finisher's session broke (as the destination's did): it
 		// dials afresh, and looks again.
 		go c.finish(ctx, func(p *client.Pair) error { return c.recheck(ctx, p, u, cause, true) })
-		return err
+	default:
+		// No session to look on: the look is the next try.
+		c.fail(u, err)
 	}
-	c.takeBack(u, cause)
-	c.q.push(u)
 	return err
 }
 

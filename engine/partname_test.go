@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -230,51 +231,106 @@ func TestRetryKeepsWholeFile(t *testing.T) {
 	}
 }
 
-// TestWholeFileFoundLate: the destination dies once a file's data all
-// landed, and stays down while the retry looks at the file and while the
-// next attempt dials: the attempt fails before it sends a byte, and the
-// look after it finds the file whole. The progress counts the file once,
-// what the failed try's markers said arrived included, and nothing is sent
-// again.
-func TestWholeFileFoundLate(t *testing.T) {
-	src := startEndpoint(t, "", nil)
-	trip := &tripwire{fn: func() {}, fail: true}
-	dst := startEndpoint(t, "", func(d storage.Driver) storage.Driver { trip.Driver = d; return trip })
-	data := random(32 << 20)
-	writeFile(t, filepath.Join(src.root, "big"), data)
-	trip.n.Store(int64(len(data)))
-	addr := dst.Addr
-	rep := &downUntil{recorder: &recorder{}, faults: map[int]func(){
-		1: func() { dst.srv.Close() },    // the failed write's reply came: every session dies
-		2: func() { dst.start(t, addr) }, // the next attempt could not dial
-	}}
-	o := fastOptions()
-	o.ChunkSize, o.Parallelism = -1, 1
-	res, err := engine.Copy(context.Background(), src.Endpoint, dst.Endpoint, []engine.Item{{Src: "/big", Dst: "/big"}}, o, rep)
-	if err != nil || res.Transferred != 1 {
-		t.Fatalf("%+v %v %v", res, err, rep.recorder.faults)
-	}
-	if rep.n != 2 {
-		t.Fatalf("%d faults, want 2: the failed write and the failed dial: %v", rep.n, rep.recorder.faults)
-	}
-	compareTrees(t, src.root, dst.root)
-	if res.Bytes > int64(len(data)) {
-		t.Errorf("moved %d bytes for a %d-byte file that had arrived whole", res.Bytes, len(data))
-	}
-	if got := rep.progress.Load(); got != int64(len(data)) {
-		t.Errorf("progress %d bytes, want %d", got, len(data))
+// TestWholeFileLookedAtAgain: the destination fails once a file's data
+// all landed, before it could say so, and the retry's look at the file
+// fails too: the file is looked at again on a later try, found whole under
+// its temporary name and only renamed. Nothing of it is sent again, and
+// the progress counts it once, what the failed try's markers said arrived
+// included.
+func TestWholeFileLookedAtAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		down, up func(*outage) // at the first fault (the failed write's), at the second
+	}{
+		{
+			name: "no session to look on",
+			down: func(o *outage) {
+				o.refuse.Store(1) // the finisher's dial, after its session died
+				o.dst.srv.Close() // every session dies
+				o.dst.start(o.t, o.addr)
+			},
+		},
+		{
+			name: "look refused, next try cannot dial",
+			down: func(o *outage) {
+				o.dst.fs.(*failedLook).fails.Store(1)
+				o.refuse.Store(1 << 30)
+			},
+			up: func(o *outage) { o.refuse.Store(0) },
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := startEndpoint(t, "", nil)
+			look := &failedLook{tripwire: tripwire{fn: func() {}, fail: true}}
+			dst := startEndpoint(t, "", func(d storage.Driver) storage.Driver { look.Driver = d; return look })
+			data := random(32 << 20)
+			writeFile(t, filepath.Join(src.root, "big"), data)
+			look.n.Store(int64(len(data)))
+			out := &outage{t: t, dst: dst, addr: dst.Addr}
+			d := dst.Endpoint
+			d.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+				if out.refuse.Add(-1) >= 0 {
+					return nil, &net.OpError{Op: "dial", Net: network, Err: syscall.ECONNREFUSED}
+				}
+				var dl net.Dialer
+				return dl.DialContext(ctx, network, addr)
+			}
+			rep := &onFault{recorder: &recorder{}, faults: map[int]func(){1: func() { tc.down(out) }}}
+			if tc.up != nil {
+				rep.faults[2] = func() { tc.up(out) }
+			}
+			o := fastOptions()
+			o.ChunkSize, o.Parallelism, o.Concurrency = -1, 1, 1
+			res, err := engine.Copy(context.Background(), src.Endpoint, d, []engine.Item{{Src: "/big", Dst: "/big"}}, o, rep)
+			if err != nil || res.Transferred != 1 {
+				t.Fatalf("%+v %v %v", res, err, rep.recorder.faults)
+			}
+			compareTrees(t, src.root, dst.root)
+			if n := dst.cmds.count("STOR"); n != 1 {
+				t.Errorf("%d STOR at the destination, want 1: the file that had arrived whole was sent again", n)
+			}
+			if res.Bytes > int64(len(data)) {
+				t.Errorf("moved %d bytes for a %d-byte file that had arrived whole", res.Bytes, len(data))
+			}
+			if got := rep.progress.Load(); got != int64(len(data)) {
+				t.Errorf("progress %d bytes, want %d", got, len(data))
+			}
+		})
 	}
 }
 
-// downUntil is a recorder that runs faults[n] when the n-th fault is
+// outage is what a test's destination outage acts on: the destination
+// endpoint at addr, the count of dials to it to refuse.
+type outage struct {
+	t      *testing.T
+	dst    *endpoint
+	addr   string
+	refuse atomic.Int32
+}
+
+// failedLook is a tripwire whose Stat (a look at a file: MLST) fails while
+// fails is above zero.
+type failedLook struct {
+	tripwire
+	fails atomic.Int32
+}
+
+func (l *failedLook) Stat(ctx context.Context, name string) (storage.Info, error) {
+	if l.fails.Add(-1) >= 0 {
+		return storage.Info{}, errors.New("failedLook: no look at the file")
+	}
+	return l.tripwire.Stat(ctx, name)
+}
+
+// onFault is a recorder that runs faults[n] when the n-th fault is
 // reported, before the engine goes on.
-type downUntil struct {
+type onFault struct {
 	*recorder
 	n      int
 	faults map[int]func()
 }
 
-func (r *downUntil) Fault(p string, err error, d time.Duration) {
+func (r *onFault) Fault(p string, err error, d time.Duration) {
 	r.recorder.Fault(p, err, d)
 	r.mu.Lock()
 	r.n++
