@@ -1436,10 +1436,11 @@ func (c *copier) fail(u *unit, err error) {
 
 // takeBack takes back from the progress what the failed attempt of u
 // reported moved, but for the ranges its markers said arrived: it goes
-// again. Those ranges become u's part's, as they will be the next
-// attempt's: what stays counted is then u's part's ranges and what it
-// reported, as reportRest takes it, even when the next attempt fails
-// before it starts and a look then finds the file whole (recheck).
+// again. What stays counted is those ranges, also when its byte count
+// (perf markers) was behind them; they become u's part's, as they will be
+// the next attempt's, so that reportRest counts the rest, even when the
+// next attempt fails before it starts and a look then finds the file whole
+// (recheck).
 func (c *copier) takeBack(u *unit, err error) {
 	c.mu.Lock()
 	back := u.reported
@@ -1456,7 +1457,7 @@ func (c *copier) takeBack(u *unit, err error) {
 		u.part.Have.AddAll(u.f.have)
 	}
 	c.mu.Unlock()
-	if back > 0 {
+	if back != 0 {
 		c.progress(u.f, -back)
 	}
 }
