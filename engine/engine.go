@@ -1499,7 +1499,8 @@ func (c *copier) recheck(ctx context.Context, p *client.Pair, u *unit, cause err
 	var refused *gridftp.Error
 	switch {
 	case err == nil || errors.As(err, &refused):
-		// Not all of it, or not the source's: it goes again.
+		// Not all of it, not the source's, or the destination
+		// refused the look: it goes again.
 		c.takeBack(u, cause)
 		c.q.push(u)
 	case p != nil && !again:
