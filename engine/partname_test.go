@@ -239,8 +239,8 @@ func TestRetryKeepsWholeFile(t *testing.T) {
 // included.
 func TestWholeFileLookedAtAgain(t *testing.T) {
 	for _, tc := range []struct {
-		name     string
-		down, up func(*outage) // at the first fault (the failed write's), at the second
+		name string
+		down func(*outage) // at the first fault: the failed write's
 	}{
 		{
 			name: "no session to look on",
@@ -252,21 +252,18 @@ func TestWholeFileLookedAtAgain(t *testing.T) {
 		},
 		{
 			name: "look refused, next try cannot dial",
-			down: func(o *outage) {
-				o.dst.fs.(*failedLook).fails.Store(1)
-				o.refuse.Store(1 << 30)
-			},
-			up: func(o *outage) { o.refuse.Store(0) },
+			down: func(o *outage) { o.look.fails.Store(1) },
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := startEndpoint(t, "", nil)
-			look := &failedLook{tripwire: tripwire{fn: func() {}, fail: true}}
-			dst := startEndpoint(t, "", func(d storage.Driver) storage.Driver { look.Driver = d; return look })
+			out := &outage{t: t}
+			out.look = &failedLook{tripwire: tripwire{fn: func() {}, fail: true}, refuse: &out.refuse}
+			dst := startEndpoint(t, "", func(d storage.Driver) storage.Driver { out.look.Driver = d; return out.look })
+			out.dst, out.addr = dst, dst.Addr
 			data := random(32 << 20)
 			writeFile(t, filepath.Join(src.root, "big"), data)
-			look.n.Store(int64(len(data)))
-			out := &outage{t: t, dst: dst, addr: dst.Addr}
+			out.look.n.Store(int64(len(data)))
 			d := dst.Endpoint
 			d.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
 				if out.refuse.Add(-1) >= 0 {
@@ -276,9 +273,6 @@ func TestWholeFileLookedAtAgain(t *testing.T) {
 				return dl.DialContext(ctx, network, addr)
 			}
 			rep := &onFault{recorder: &recorder{}, faults: map[int]func(){1: func() { tc.down(out) }}}
-			if tc.up != nil {
-				rep.faults[2] = func() { tc.up(out) }
-			}
 			o := fastOptions()
 			o.ChunkSize, o.Parallelism, o.Concurrency = -1, 1, 1
 			res, err := engine.Copy(context.Background(), src.Endpoint, d, []engine.Item{{Src: "/big", Dst: "/big"}}, o, rep)
@@ -300,23 +294,27 @@ func TestWholeFileLookedAtAgain(t *testing.T) {
 }
 
 // outage is what a test's destination outage acts on: the destination
-// endpoint at addr, the count of dials to it to refuse.
+// endpoint at addr, its storage, the count of dials to it to refuse.
 type outage struct {
 	t      *testing.T
 	dst    *endpoint
 	addr   string
+	look   *failedLook
 	refuse atomic.Int32
 }
 
 // failedLook is a tripwire whose Stat (a look at a file: MLST) fails while
-// fails is above zero.
+// fails is above zero; the dial after a failed look is refused (the file
+// goes again: its next try fails before it starts).
 type failedLook struct {
 	tripwire
-	fails atomic.Int32
+	fails  atomic.Int32
+	refuse *atomic.Int32
 }
 
 func (l *failedLook) Stat(ctx context.Context, name string) (storage.Info, error) {
 	if l.fails.Add(-1) >= 0 {
+		l.refuse.Store(1)
 		return storage.Info{}, errors.New("failedLook: no look at the file")
 	}
 	return l.tripwire.Stat(ctx, name)
