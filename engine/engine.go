@@ -1436,7 +1436,11 @@ func (c *copier) fail(u *unit, err error) {
 
 // takeBack takes back from the progress what the failed attempt of u
 // reported moved, but for the ranges its markers said arrived: it goes
-// again.
+// again. What stays counted is those ranges, also when its byte count
+// (perf markers) was behind them; they become u's part's, as they will be
+// the next attempt's, so that reportRest counts the rest, even when the
+// next attempt fails before it starts and a look then finds the file whole
+// (recheck).
 func (c *copier) takeBack(u *unit, err error) {
 	c.mu.Lock()
 	back := u.reported
@@ -1448,8 +1452,12 @@ func (c *copier) takeBack(u *unit, err error) {
 		back = u.f.moved
 		u.f.have = gridftp.Ranges{}
 	}
+	if u.n < 0 {
+		u.part.Have = gridftp.Ranges{}
+		u.part.Have.AddAll(u.f.have)
+	}
 	c.mu.Unlock()
-	if back > 0 {
+	if back != 0 {
 		c.progress(u.f, -back)
 	}
 }
@@ -1460,7 +1468,8 @@ func (c *copier) takeBack(u *unit, err error) {
 // again: all of it, equal to its source by checksum, is only finished (a
 // destination that died after the data landed, before it said so), never
 // truncated and sent again. A broken session looks once more, on a new one
-// (again).
+// (again); without a session to look on, the look is the file's next try
+// (fail): what the look cannot see is not sent again.
 func (c *copier) recheck(ctx context.Context, p *client.Pair, u *unit, cause error, again bool) error {
 	if c.moot(u) {
 		return nil
@@ -1484,15 +1493,24 @@ func (c *copier) recheck(ctx context.Context, p *client.Pair, u *unit, cause err
 		c.unitDone(ctx, u, p)
 		return nil
 	}
+	if p == nil {
+		err = c.sessionless()
+	}
 	var refused *gridftp.Error
-	if p != nil && !again && err != nil && !errors.As(err, &refused) {
+	switch {
+	case err == nil || errors.As(err, &refused):
+		// Not all of it, not the source's, or the destination
+		// refused the look: it goes again.
+		c.takeBack(u, cause)
+		c.q.push(u)
+	case p != nil && !again:
 		// The finisher's session broke (as the destination's did): it
 		// dials afresh, and looks again.
 		go c.finish(ctx, func(p *client.Pair) error { return c.recheck(ctx, p, u, cause, true) })
-		return err
+	default:
+		// No session to look on: the look is the next try.
+		c.fail(u, err)
 	}
-	c.takeBack(u, cause)
-	c.q.push(u)
 	return err
 }
 

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -227,6 +228,115 @@ func TestRetryKeepsWholeFile(t *testing.T) {
 	}
 	if got := rep.progress.Load(); got != int64(len(data)) {
 		t.Errorf("progress %d bytes, want %d", got, len(data))
+	}
+}
+
+// TestWholeFileLookedAtAgain: the destination fails once a file's data
+// all landed, before it could say so, and the retry's look at the file
+// fails too: the file is looked at again on a later try, found whole under
+// its temporary name and only renamed. Nothing of it is sent again, and
+// the progress counts it once, what the failed try's markers said arrived
+// included.
+func TestWholeFileLookedAtAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		down func(*outage) // at the first fault: the failed write's
+	}{
+		{
+			name: "no session to look on",
+			down: func(o *outage) {
+				o.refuse.Store(1) // the finisher's dial, after its session died
+				o.dst.srv.Close() // every session dies
+				o.dst.start(o.t, o.addr)
+			},
+		},
+		{
+			name: "look refused, next try cannot dial",
+			down: func(o *outage) { o.look.fails.Store(1) },
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := startEndpoint(t, "", nil)
+			out := &outage{t: t}
+			out.look = &failedLook{tripwire: tripwire{fn: func() {}, fail: true}, refuse: &out.refuse}
+			dst := startEndpoint(t, "", func(d storage.Driver) storage.Driver { out.look.Driver = d; return out.look })
+			out.dst, out.addr = dst, dst.Addr
+			data := random(32 << 20)
+			writeFile(t, filepath.Join(src.root, "big"), data)
+			out.look.n.Store(int64(len(data)))
+			d := dst.Endpoint
+			d.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+				if out.refuse.Add(-1) >= 0 {
+					return nil, &net.OpError{Op: "dial", Net: network, Err: syscall.ECONNREFUSED}
+				}
+				var dl net.Dialer
+				return dl.DialContext(ctx, network, addr)
+			}
+			rep := &onFault{recorder: &recorder{}, faults: map[int]func(){1: func() { tc.down(out) }}}
+			o := fastOptions()
+			o.ChunkSize, o.Parallelism, o.Concurrency = -1, 1, 1
+			o.Recursive = false // one file: no pairs dialed ahead (on a loaded machine's long round trip), the next try dials
+			res, err := engine.Copy(context.Background(), src.Endpoint, d, []engine.Item{{Src: "/big", Dst: "/big"}}, o, rep)
+			if err != nil || res.Transferred != 1 {
+				t.Fatalf("%+v %v %v", res, err, rep.recorder.faults)
+			}
+			compareTrees(t, src.root, dst.root)
+			if n := dst.cmds.count("STOR"); n != 1 {
+				t.Errorf("%d STOR at the destination, want 1: the file that had arrived whole was sent again; faults: %q", n, rep.recorder.faults)
+			}
+			if res.Bytes > int64(len(data)) {
+				t.Errorf("moved %d bytes for a %d-byte file that had arrived whole", res.Bytes, len(data))
+			}
+			if got := rep.progress.Load(); got != int64(len(data)) {
+				t.Errorf("progress %d bytes, want %d", got, len(data))
+			}
+		})
+	}
+}
+
+// outage is what a test's destination outage acts on: the destination
+// endpoint at addr, its storage, the count of dials to it to refuse.
+type outage struct {
+	t      *testing.T
+	dst    *endpoint
+	addr   string
+	look   *failedLook
+	refuse atomic.Int32
+}
+
+// failedLook is a tripwire whose Stat (a look at a file: MLST) fails while
+// fails is above zero; the dial after a failed look is refused (the file
+// goes again: its next try fails before it starts).
+type failedLook struct {
+	tripwire
+	fails  atomic.Int32
+	refuse *atomic.Int32
+}
+
+func (l *failedLook) Stat(ctx context.Context, name string) (storage.Info, error) {
+	if l.fails.Add(-1) >= 0 {
+		l.refuse.Store(1)
+		return storage.Info{}, errors.New("failedLook: no look at the file")
+	}
+	return l.tripwire.Stat(ctx, name)
+}
+
+// onFault is a recorder that runs faults[n] when the n-th fault is
+// reported, before the engine goes on.
+type onFault struct {
+	*recorder
+	n      int
+	faults map[int]func()
+}
+
+func (r *onFault) Fault(p string, err error, d time.Duration) {
+	r.recorder.Fault(p, err, d)
+	r.mu.Lock()
+	r.n++
+	f := r.faults[r.n]
+	r.mu.Unlock()
+	if f != nil {
+		f()
 	}
 }
 
