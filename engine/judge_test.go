@@ -37,22 +37,23 @@ func (c *lateConn) Write(p []byte) (int, error) {
 	return c.Conn.Write(p)
 }
 
-// TestLinkLeastRoundTrip: one late reply does not make a wide-area link
-// of loopback; the least round trip decides, and the tuner says so. Every
-// reply late (slowConn) still does.
+// TestLinkLeastRoundTrip: one late reply does not set the round trip the
+// tuner sees, nor make a wide-area link of loopback: the least of the
+// samples does, and the tuner says how many. Every reply late
+// (slowConn) is a wide-area link still.
 func TestLinkLeastRoundTrip(t *testing.T) {
 	src := startEndpoint(t, "", nil)
 	dst := startEndpoint(t, "", nil)
 	writeFile(t, filepath.Join(src.root, "f"), random(1000))
-	const late = 20 * time.Millisecond
+	const late, slow = 100 * time.Millisecond, 6 * time.Millisecond
 	for _, tc := range []struct {
 		name string
 		wrap func(net.Conn) net.Conn
-		link string
+		wan  bool
 	}{
-		{"the banner late", func(c net.Conn) net.Conn { return &lateConn{Conn: c, delay: late, at: 0} }, "over a local link (round trip"},
-		{"the login's reply late", func(c net.Conn) net.Conn { return &lateConn{Conn: c, delay: late, at: 1} }, "over a local link (round trip"},
-		{"every reply late", func(c net.Conn) net.Conn { return newSlowConn(c, 6*time.Millisecond) }, "over a wide-area link (round trip"},
+		{"the banner late", func(c net.Conn) net.Conn { return &lateConn{Conn: c, delay: late, at: 0} }, false},
+		{"the login's reply late", func(c net.Conn) net.Conn { return &lateConn{Conn: c, delay: late, at: 1} }, false},
+		{"every reply late", func(c net.Conn) net.Conn { return newSlowConn(c, slow) }, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -69,8 +70,15 @@ func TestLinkLeastRoundTrip(t *testing.T) {
 			if err != nil || res.Transferred != 1 {
 				t.Fatalf("%+v %v", res, err)
 			}
-			if !strings.Contains(res.Settings.Why, tc.link) {
-				t.Errorf("tuner: %q; want %q", res.Settings.Why, tc.link)
+			set := res.Settings
+			if !strings.Contains(set.Why, "the least of ") || set.RTTSamples < 2 {
+				t.Errorf("tuner: %q, %d samples; want the round trip the least of 2 or more", set.Why, set.RTTSamples)
+			}
+			switch {
+			case tc.wan && (set.RTT < slow || !strings.Contains(set.Why, "over a wide-area link (round trip")):
+				t.Errorf("round trip %v, tuner: %q; want a wide-area link, every round trip %v or more", set.RTT, set.Why, slow)
+			case !tc.wan && set.RTT >= late:
+				t.Errorf("round trip %v, tuner: %q; want the least of the samples, not the late one", set.RTT, set.Why)
 			}
 		})
 	}
