@@ -6,11 +6,15 @@ package interop
 // host is never behind a wide-area link, however late a reply comes.
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"ferry/service/api"
+	"ferry/service/domain"
 )
 
 // lateLogin holds each USER command 20 ms (controlRelay): a login's round
@@ -47,5 +51,34 @@ func TestCopyLinkJudgedLocal(t *testing.T) {
 				t.Errorf("want the link judged local, both ends on this host:\n%s", r.stderr)
 			}
 		})
+	}
+}
+
+// TestServiceLinkJudgedLocal: a service task between two ferry servers on
+// this host, the source's logins 20 ms late (lateLogin), is planned for a
+// local link, and its STARTED event's why says that both ends are on the
+// same host.
+func TestServiceLinkJudgedLocal(t *testing.T) {
+	needTools(t)
+	src, dst := startFerry(t), startFerry(t)
+	if err := os.WriteFile(src.Path("f.dat"), make([]byte, 100_000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := newServiceUser(t, startService(t, serviceConfig{}), "")
+	c.ok("", "endpoint", "add", "src", "--server", "ftp://"+controlRelay(t, src.Addr(), lateLogin))
+	c.addEndpoint("dst", dst)
+	id := c.transfer("src:/f.dat", "dst:/f.dat", "--label", "late logins")
+	c.succeeded(id, time.Minute)
+	var events api.EventList
+	c.decode(&events, "task", "events", id)
+	var why []string
+	for _, e := range events.Data {
+		var d struct{ Why string }
+		if e.Code == domain.EventStarted && json.Unmarshal([]byte(e.Details), &d) == nil {
+			why = append(why, d.Why)
+		}
+	}
+	if len(why) != 1 || !strings.Contains(why[0], "over a local link (both ends on the same host)") {
+		t.Errorf("STARTED events' why %q; want one, the link local, both ends on this host", why)
 	}
 }
