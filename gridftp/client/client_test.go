@@ -556,3 +556,18 @@ func TestRoundTrips(t *testing.T) {
 		})
 	}
 }
+
+// TestPingRefused: a server that refuses NOOP answers in a round trip all
+// the same: Ping counts it, and the session goes on.
+func TestPingRefused(t *testing.T) {
+	c := dialScripted(t, scripted(t, loginStep, step{[]string{"NOOP"}, "500 Unknown command.\r\n"}, step{[]string{"PWD"}, "257 \"/\"\r\n"}))
+	if err := c.Login(context.Background(), "anonymous", "ferry@"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Ping(context.Background()); err != nil || c.RTTSamples() != 3 {
+		t.Fatalf("Ping: %v, %d samples; want no error, 3 samples", err, c.RTTSamples())
+	}
+	if _, err := c.Do(context.Background(), "PWD"); err != nil {
+		t.Fatal(err)
+	}
+}
