@@ -136,7 +136,7 @@ func Copy(ctx context.Context, src, dst Endpoint, items []Item, opts Options, re
 	if err != nil {
 		return c.res, err
 	}
-	if c.set.RTT >= wideArea && (opts.Recursive || len(items) > 1 || len(items) == 1 && items[0].Recursive) {
+	if c.set.wan() && (opts.Recursive || len(items) > 1 || len(items) == 1 && items[0].Recursive) {
 		c.predial(ctx, predialPairs)
 	}
 	planned := make(chan error, 1)
@@ -182,8 +182,8 @@ func Copy(ctx context.Context, src, dst Endpoint, items []Item, opts Options, re
 }
 
 // open opens a session at each end, which the planner lists on (and a
-// worker takes once the plan is done), takes the longer of their round
-// trips, chooses the checksum algorithm, and makes the planner.
+// worker takes once the plan is done), judges the link between them
+// (judgeLink), chooses the checksum algorithm, and makes the planner.
 func (c *copier) open(ctx context.Context) (*planner, error) {
 	pair, err := c.dialPair(ctx)
 	if err != nil {
@@ -191,8 +191,9 @@ func (c *copier) open(ctx context.Context) (*planner, error) {
 	}
 	c.listing = pair
 	s, d := pair.Src, pair.Dst
-	// The client may sit beside either end: the far one sets the plan.
-	c.set.RTT = max(s.RTT(), d.RTT())
+	if err := judgeLink(ctx, &c.set, s, d, localNets()); err != nil {
+		return nil, err
+	}
 	if err := c.secure(s, d); err != nil {
 		return nil, err
 	}

@@ -653,10 +653,21 @@ func TestCancel(t *testing.T) {
 	}
 }
 
-// slowConn delays every write by its delay: a long round trip on loopback.
+// slowConn delays every write by its delay, and the banner too: a long
+// round trip on loopback.
 type slowConn struct {
 	net.Conn
-	delay time.Duration
+	delay  time.Duration
+	banner *sync.Once
+}
+
+func newSlowConn(c net.Conn, delay time.Duration) slowConn {
+	return slowConn{c, delay, new(sync.Once)}
+}
+
+func (c slowConn) Read(p []byte) (int, error) {
+	c.banner.Do(func() { time.Sleep(c.delay) })
+	return c.Conn.Read(p)
 }
 
 func (c slowConn) Write(p []byte) (int, error) {
@@ -679,7 +690,7 @@ func TestPredial(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		return slowConn{c, 6 * time.Millisecond}, nil // a round trip past wideArea: a WAN to the engine
+		return newSlowConn(c, 6*time.Millisecond), nil // a round trip past wideArea: a WAN to the engine
 	}
 	s, d := src.Endpoint, dst.Endpoint
 	s.Dial, d.Dial = slow, slow

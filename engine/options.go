@@ -279,7 +279,14 @@ type Settings struct {
 	Algorithm                            string
 	Live                                 bool          // both ends hash data as it moves
 	Authenticated, Encrypted             bool          // the data channels prove a one-time credential (DATATLS), and are encrypted
-	RTT                                  time.Duration // the longer of the two control channels' round trips
+	RTT                                  time.Duration // the longer of the two control channels' round trips, each the least of its samples (judgeLink)
+	// RTTSamples is how many round trips RTT is the least of, at its end.
+	RTTSamples int
+	// Near says why the ends are provably near each other ("both ends on
+	// the same host", "both ends on one subnet, 192.168.1.0/24"): the
+	// link is local whatever the round trip; "" when their addresses
+	// prove nothing, and the round trip decides.
+	Near string
 	// MaxParallel, above Parallelism, is how many streams a pair's source
 	// may grow to while a transfer runs, as long as they raise its rate
 	// (both ends ferry servers, over a WAN; 0: no growth).

@@ -239,7 +239,7 @@ const wanTarStreams = 4
 // tarStreams is the parallelism of a copy whose small files move as tar
 // streams, and what to add to the reason for tar.
 func tarStreams(o Options, s Settings) (int, string) {
-	if s.RTT < wideArea || o.Parallelism > 0 || s.Parallelism >= wanTarStreams {
+	if !s.wan() || o.Parallelism > 0 || s.Parallelism >= wanTarStreams {
 		return s.Parallelism, ""
 	}
 	return wanTarStreams, fmt.Sprintf(", on %d streams each over a wide-area link", wanTarStreams)

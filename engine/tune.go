@@ -10,10 +10,6 @@ import (
 	"ferry/internal/plural"
 )
 
-// wideArea is the round trip from which the link is treated as a WAN:
-// more streams per file and more files in flight pay off there.
-const wideArea = 5 * time.Millisecond
-
 // tune chooses concurrency, parallelism, pipelining and chunk size from the
 // file-size mix and the control channels' round trip, keeping what the
 // options fix. Small files want many in flight (pipelining, sessions);
@@ -31,11 +27,7 @@ func tune(o Options, files []*file, s Settings, more bool) Settings {
 	if len(files) > 0 {
 		avg = total / int64(len(files))
 	}
-	wan := s.RTT >= wideArea
-	link := "a local link (round trip under " + wideArea.String() + ")"
-	if wan {
-		link = "a wide-area link (round trip " + s.RTT.Round(time.Millisecond).String() + ")"
-	}
+	wan, link := s.wan(), linkNote(s)
 	why := []string{fmt.Sprintf("%s averaging %s, the largest %s, over %s", plural.Count(len(files), "file"), plural.Bytes(avg), plural.Bytes(largest), link)}
 	if len(files) == 0 {
 		why[0] = "no file to move, over " + link
@@ -200,7 +192,7 @@ func growLimit(c *client.Conn) int {
 // bench/LOG.md, issue 17); no plan made before the data moves can
 // tell such a path from one that the streams already fill.
 func growTo(o Options, s Settings, limit int) (int, string) {
-	if limit <= 0 || o.Parallelism > 0 || s.RTT < wideArea || o.fan != nil {
+	if limit <= 0 || o.Parallelism > 0 || !s.wan() || o.fan != nil {
 		return 0, ""
 	}
 	most := min(max(s.Parallelism, growStreams/max(s.Concurrency, 1)), limit)
@@ -228,7 +220,7 @@ func tuneInterval(rtt time.Duration) time.Duration {
 
 // maxConcurrency bounds what the optimizer may add.
 func maxConcurrency(s Settings) int {
-	if s.RTT >= wideArea {
+	if s.wan() {
 		return max(4*s.Concurrency, 32)
 	}
 	return 2 * s.Concurrency

@@ -74,7 +74,7 @@ func TestTune(t *testing.T) {
 // TestTuneWhy: the reasons name what decided the settings.
 func TestTuneWhy(t *testing.T) {
 	const mib = 1 << 20
-	lan, wan := Settings{RTT: 100 * time.Microsecond}, Settings{RTT: 61 * time.Millisecond}
+	lan, wan := Settings{RTT: 100 * time.Microsecond, RTTSamples: 2}, Settings{RTT: 61 * time.Millisecond, RTTSamples: 4}
 	for _, tc := range []struct {
 		name  string
 		o     Options
@@ -82,13 +82,13 @@ func TestTuneWhy(t *testing.T) {
 		in    Settings
 		want  []string
 	}{
-		{"small files, WAN", Options{}, sameFiles(2000, 50_000), wan, []string{"2000 files averaging 48.8 KiB", "wide-area link (round trip 61ms)", "small files: many in flight", "up to 32"}},
+		{"small files, WAN", Options{}, sameFiles(2000, 50_000), wan, []string{"2000 files averaging 48.8 KiB", "wide-area link (round trip 61ms, the least of 4 samples)", "small files: many in flight", "up to 32"}},
 		{"large file, WAN", Options{}, sameFiles(1, 512*mib), wan, []string{"large files over a wide-area link", "up to 4, with 16 streams each, 16 in all"}},
 		{"huge file, WAN", Options{}, sameFiles(1, 8192*mib), wan, []string{"chunks of 1.0 GiB, so that the largest file can be spread"}},
 		{"four large files, WAN", Options{}, sameFiles(4, 512*mib), wan, []string{"with 8 streams each, 32 in all"}},
 		{"nothing to move", Options{}, nil, wan, []string{"no file to move, over a wide-area link"}},
 		{"one small file", Options{}, sameFiles(1, 10), lan, []string{"1 file averaging 10 B", "no more session pairs than there are files and chunks (1)"}},
-		{"large file, LAN", Options{}, sameFiles(1, 2048*mib), lan, []string{"local link", "one stream per file", "one receiving session's copy into memory is the limit"}},
+		{"large file, LAN", Options{}, sameFiles(1, 2048*mib), lan, []string{"local link (round trip 100µs, the least of 2 samples, under 5ms)", "one stream per file", "one receiving session's copy into memory is the limit"}},
 		{"live checksums", Options{}, sameFiles(1, 2048*mib), Settings{RTT: lan.RTT, Live: true}, []string{"checksums computed as the data moves, on every stream"}},
 		{"options", Options{Parallelism: 8, ChunkSize: -1}, sameFiles(10, 20*mib), wan, []string{"medium files", "-p 8, --chunk-size 0 (no chunks) as given"}},
 	} {

@@ -21,9 +21,17 @@ type verbCounter struct {
 	n  map[string]int
 }
 
-// relay listens on loopback and relays each connection to addr; it
-// returns the address to connect to.
+// relay listens on loopback and relays each connection to addr, counting
+// its commands; it returns the address to connect to.
 func (v *verbCounter) relay(t *testing.T, addr string) string {
+	t.Helper()
+	return controlRelay(t, addr, v.count)
+}
+
+// controlRelay listens on loopback and relays each connection to addr,
+// handing each command line a client sends to each before it forwards
+// it; it returns the address to connect to.
+func controlRelay(t *testing.T, addr string, each func(line string)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -47,7 +55,7 @@ func (v *verbCounter) relay(t *testing.T, addr string) string {
 				for {
 					line, err := r.ReadString('\n')
 					if line != "" {
-						v.count(line)
+						each(line)
 						if _, werr := io.WriteString(s, line); werr != nil {
 							break
 						}

@@ -31,7 +31,8 @@ type Conn struct {
 	addr string
 	opts Options
 	data data
-	rtt  time.Duration // measured by Login
+	rtt  time.Duration // the least round trip measured (sample)
+	rtts int           // how many were measured
 	owed int           // replies to commands sent ahead, which Next reads first
 	held []byte        // command lines that go out with the next write, or before the next read (SendRename)
 
@@ -64,7 +65,9 @@ func DialWith(ctx context.Context, dial DialFunc, addr string) (*Conn, error) {
 		return nil, &HandshakeError{Stage: StageConnect, Addr: addr, Err: err}
 	}
 	cc := &Conn{c: c, r: bufio.NewReaderSize(c, 4096), addr: addr}
+	start := time.Now()
 	rep, err := cc.Next(ctx)
+	cc.sample(start) // a TCP server's banner comes a round trip after connect returns
 	if err == nil && rep.Code != gridftp.CodeReady {
 		err = &gridftp.Error{Reply: rep}
 	}
@@ -291,8 +294,7 @@ func (c *Conn) Do(ctx context.Context, format string, args ...any) (gridftp.Repl
 // Login authenticates and reads the server's features. USER, PASS, TYPE I
 // and FEAT go out together and their replies are read in order, so that a
 // login costs one round trip (servers read commands from a queue: ferry's
-// and GCT's do); the wait for the first reply is the round trip that RTT
-// reports. A PASS that a server did not ask for is ignored, as is a
+// and GCT's do); the wait for the first reply is a round trip (RTT). A PASS that a server did not ask for is ignored, as is a
 // refused FEAT, as globus-url-copy does. After an error the session is in
 // an unknown state: close it.
 func (c *Conn) Login(ctx context.Context, user, password string) error {
@@ -305,7 +307,7 @@ func (c *Conn) Login(ctx context.Context, user, password string) error {
 		return &HandshakeError{Stage: StageLogin, Addr: c.addr, Err: err}
 	}
 	rep, err := c.Final(ctx, nil)
-	c.rtt = time.Since(start)
+	c.sample(start)
 	if err != nil {
 		return &HandshakeError{Stage: StageLogin, Addr: c.addr, Err: err}
 	}
@@ -335,9 +337,51 @@ func (c *Conn) Login(ctx context.Context, user, password string) error {
 	return nil
 }
 
-// RTT is the round trip Login measured: the wait for the reply to USER,
-// which servers answer at once. Zero before Login.
+// RTT is the least of the round trips measured (RTTSamples of them): the
+// wait for the banner, for the reply to USER (Login), which servers
+// answer at once, and for each Ping's. A busy server or client makes a
+// round trip longer, never shorter, so the least is the link's. Zero
+// before any.
 func (c *Conn) RTT() time.Duration { return c.rtt }
+
+// RTTSamples is how many round trips RTT is the least of.
+func (c *Conn) RTTSamples() int { return c.rtts }
+
+// sample counts the wait since start as a round trip.
+func (c *Conn) sample(start time.Time) {
+	d := time.Since(start)
+	if c.rtts == 0 || d < c.rtt {
+		c.rtt = d
+	}
+	c.rtts++
+}
+
+// Ping measures one more round trip (RTT) with a NOOP; a server that
+// refuses it answers in a round trip too.
+func (c *Conn) Ping(ctx context.Context) error {
+	start := time.Now()
+	var ge *gridftp.Error
+	if _, err := c.Do(ctx, "NOOP"); err != nil && !errors.As(err, &ge) {
+		return fmt.Errorf("NOOP: %w", err)
+	}
+	c.sample(start)
+	return nil
+}
+
+// PeerIP is the server's IP address when the control connection is a TCP
+// connection straight to it (DialWith's dial returned a *net.TCPConn);
+// false over a tunnel, an SSH channel or any other connection a dial made.
+func (c *Conn) PeerIP() (netip.Addr, bool) {
+	tc, ok := c.c.(*net.TCPConn)
+	if !ok {
+		return netip.Addr{}, false
+	}
+	a, ok := tc.RemoteAddr().(*net.TCPAddr)
+	if !ok {
+		return netip.Addr{}, false
+	}
+	return a.AddrPort().Addr().Unmap().WithZone(""), true
+}
 
 // Feature reports whether the server announced a FEAT line name, and its
 // parameters ("CKSM" → "MD5:10;ADLER32:10;...").

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -500,5 +501,73 @@ func TestSendRename(t *testing.T) {
 		if !errors.As(err, &refused) || !strings.Contains(err.Error(), tc.want) {
 			t.Fatalf("rename of %s: %v, want a refusal %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// wrapped is a connection that a DialFunc made of another: a tunnel's, to
+// the client.
+type wrapped struct{ net.Conn }
+
+// TestRoundTrips: a session measures the banner's and the login's round
+// trips, and one more with each Ping; RTT is the least. PeerIP names the
+// server over a TCP connection straight to it, and nothing over a
+// connection a dial wrapped.
+func TestRoundTrips(t *testing.T) {
+	addr, _ := startServer(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		dial   client.DialFunc
+		direct bool
+	}{
+		{"TCP", nil, true},
+		{"wrapped", func(ctx context.Context, network, addr string) (net.Conn, error) {
+			var d net.Dialer
+			c, err := d.DialContext(ctx, network, addr)
+			return wrapped{c}, err
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := client.DialWith(ctx, tc.dial, addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if n := c.RTTSamples(); n != 1 || c.RTT() <= 0 {
+				t.Errorf("after the banner: %d samples, round trip %v; want 1, above 0", n, c.RTT())
+			}
+			if err := c.Login(ctx, "anonymous", "ferry@"); err != nil {
+				t.Fatal(err)
+			}
+			least := c.RTT()
+			for want := 2; want <= 4; want++ {
+				if n := c.RTTSamples(); n != want || c.RTT() > least {
+					t.Errorf("%d samples, round trip %v; want %d, at most %v", n, c.RTT(), want, least)
+				}
+				least = c.RTT()
+				if err := c.Ping(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ip, ok := c.PeerIP()
+			if want := netip.MustParseAddr("127.0.0.1"); ok != tc.direct || tc.direct && ip != want {
+				t.Errorf("PeerIP %v, %v; want %v: %v", ip, ok, want, tc.direct)
+			}
+		})
+	}
+}
+
+// TestPingRefused: a server that refuses NOOP answers in a round trip all
+// the same: Ping counts it, and the session goes on.
+func TestPingRefused(t *testing.T) {
+	c := dialScripted(t, scripted(t, loginStep, step{[]string{"NOOP"}, "500 Unknown command.\r\n"}, step{[]string{"PWD"}, "257 \"/\"\r\n"}))
+	if err := c.Login(context.Background(), "anonymous", "ferry@"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Ping(context.Background()); err != nil || c.RTTSamples() != 3 {
+		t.Fatalf("Ping: %v, %d samples; want no error, 3 samples", err, c.RTTSamples())
+	}
+	if _, err := c.Do(context.Background(), "PWD"); err != nil {
+		t.Fatal(err)
 	}
 }
