@@ -23,8 +23,8 @@ type dataChannel struct {
 	accepted chan net.Conn // filled by the accept goroutine of ln
 	stop     chan struct{}
 	wg       sync.WaitGroup
-	// own is ln's address while it is open, for the session's layers'
-	// connections (dialOut), which run beside the session.
+	// own is the address announced for ln while it is open, for the
+	// connections of the session's layers (dialOut), which run beside it.
 	own atomic.Pointer[netip.AddrPort]
 
 	active []netip.AddrPort // PORT, EPRT, SPOR
