@@ -339,7 +339,11 @@ func (s *ferryServer) start() {
 // restart starts the server again with the same root, port and flags.
 func (s *ferryServer) restart() { s.t.Helper(); s.start() }
 
-func (s *ferryServer) stop() { s.child.stop(10 * time.Second) }
+// stop gives ferry gridftp its drain on SIGTERM, 10 s for the sessions
+// at work (a transfer whose sender hangs, as GCT's multicast does when a
+// child fails) before it closes them, and a margin: with a bound of 10 s,
+// such a session made "did not exit" a race.
+func (s *ferryServer) stop() { s.child.stop(15 * time.Second) }
 
 func (s *ferryServer) Name() string { return "ferry" }
 func (s *ferryServer) Addr() string { return s.addr }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"ferry/internal/interoptest"
@@ -195,7 +196,7 @@ func TestFerryMulticastFerryHeadGCTChildren(t *testing.T) {
 	}
 	t.Run("below a GCT child, a destination unreachable", func(t *testing.T) {
 		head, g1, k := startFerryMC(t, false), startGCTMC(t), startFerryMC(t, true)
-		dead := fmt.Sprintf("ftp://127.0.0.1:%d/f", freePort(t))
+		dead := fmt.Sprintf("ftp://127.0.0.1:%d/f", refusedPort(t))
 		// head's children (cc=2): g1, with dead below it, and k.
 		out, err := gucErr("-MC", mcFile(t, g1.URL("f"), k.URL("f"), dead), fileURL(src), head.URL("f"))
 		if err == nil {
@@ -238,18 +239,61 @@ func TestFerryMulticastGCTHeadFerryChildren(t *testing.T) {
 			}
 		})
 	}
-	t.Run("below a ferry child, a destination unreachable", func(t *testing.T) {
-		g, k1, k2 := startGCTMC(t), startFerryMC(t, false), startFerryMC(t, false)
-		dead := fmt.Sprintf("ftp://127.0.0.1:%d/f", freePort(t))
-		out, err := gucErr("-MC", mcFile(t, k1.URL("f"), k2.URL("f"), dead), fileURL(src), g.URL("f"))
-		if err == nil {
-			t.Fatalf("a destination is unreachable, and the copy succeeded:\n%s", out)
+	// Below k1, a destination k1 cannot reach: a port where nothing
+	// listens, or k1's own passive data port (a free port that the kernel
+	// gave k1's PASV, as once under load: k1's connection to it joined
+	// k1's own transfer and, closed by k1's setup timeout 20 s later, cut
+	// that transfer short; GCT, whose multicast hangs when a child fails,
+	// then never finished).
+	for _, own := range []bool{false, true} {
+		name := "below a ferry child, a destination unreachable"
+		if own {
+			name = "below a ferry child, a destination at its own data port"
 		}
-		if !strings.Contains(out, "GMC_ERROR=") || !strings.Contains(out, dead) || !strings.Contains(out, k1.URL("f")) || strings.Contains(out, k2.Addr()) {
-			t.Errorf("GCT's report should name k1 (%s) and what is below it (%s), not k2:\n%s", k1.Addr(), dead, out)
-		}
-		sameCopies(t, src, "f", g, k1, k2)
-	})
+		t.Run(name, func(t *testing.T) {
+			var port int
+			var k1Args []string
+			if own {
+				port = freePort(t)
+				k1Args = []string{"--port-range", fmt.Sprintf("%d-%d", port, port)}
+			} else {
+				port = refusedPort(t)
+			}
+			g := startGCTMC(t)
+			k1 := startFerryConfig(t, ferryConfig{Anonymous: true, Args: append([]string{"--multicast"}, k1Args...)})
+			k2 := startFerryMC(t, false)
+			dead := fmt.Sprintf("ftp://127.0.0.1:%d/f", port)
+			out, err := gucErr("-MC", mcFile(t, k1.URL("f"), k2.URL("f"), dead), fileURL(src), g.URL("f"))
+			if err == nil {
+				t.Fatalf("a destination is unreachable, and the copy succeeded:\n%s", out)
+			}
+			if !strings.Contains(out, "GMC_ERROR=") || !strings.Contains(out, dead) || !strings.Contains(out, k1.URL("f")) || strings.Contains(out, k2.Addr()) {
+				t.Errorf("GCT's report should name k1 (%s) and what is below it (%s), not k2:\n%s", k1.Addr(), dead, out)
+			}
+			sameCopies(t, src, "f", g, k1, k2)
+		})
+	}
+}
+
+// refusedPort is a port of 127.0.0.1 that refuses connections for the
+// rest of the test: a socket bound to it, without SO_REUSEADDR, and not
+// listening, keeps any listener from taking it (a port merely found free
+// may be given to one, which then answers, or not, for the unreachable).
+func refusedPort(t *testing.T) int {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sa.(*syscall.SockaddrInet4).Port
 }
 
 // reportLines are the destinations a ferry hop's failure report names, in

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"ferry/gridftp"
@@ -22,6 +23,9 @@ type dataChannel struct {
 	accepted chan net.Conn // filled by the accept goroutine of ln
 	stop     chan struct{}
 	wg       sync.WaitGroup
+	// own is the address announced for ln while it is open, for the
+	// connections of the session's layers (dialOut), which run beside it.
+	own atomic.Pointer[netip.AddrPort]
 
 	active []netip.AddrPort // PORT, EPRT, SPOR
 
@@ -47,6 +51,7 @@ func (d *dataChannel) closeListener() {
 	if d.ln == nil {
 		return
 	}
+	d.own.Store(nil)
 	d.ln.Close()
 	close(d.stop)
 	d.wg.Wait()
@@ -189,6 +194,7 @@ func (ss *session) listen() (netip.AddrPort, error) {
 	}
 	d := &ss.data
 	d.ln, d.accepted, d.stop = ln, make(chan net.Conn, maxPendingConns), make(chan struct{})
+	d.own.Store(&ap)
 	admit := ss.admitter(from)
 	d.wg.Add(1)
 	go func() {

@@ -3,6 +3,7 @@ package server
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -97,7 +98,8 @@ func (ss *session) checkTarget(ap netip.AddrPort) error {
 // child's PASV answer points) to the first of addr's addresses that the
 // TargetPolicy allows, as for a PORT: a client cannot make the server
 // connect to what it could not reach with one (an FTP bounce by another
-// road), nor can a hostile child.
+// road), nor can a hostile child. Nor does it connect to the session's own
+// passive data port (errOwnDataPort).
 func (ss *session) dialOut(ctx context.Context, network, addr string) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -114,7 +116,11 @@ func (ss *session) dialOut(ctx context.Context, network, addr string) (net.Conn,
 	var refused error
 	for _, ip := range ips {
 		ap := netip.AddrPortFrom(ip.Unmap(), uint16(pn))
-		if err := ss.checkTarget(ap); err != nil {
+		err := ss.checkTarget(ap)
+		if err == nil && ss.ownDataPort(ap) {
+			err = errOwnDataPort
+		}
+		if err != nil {
 			refused = cmp.Or(refused, fmt.Errorf("%s: %w", addr, err))
 			continue
 		}
@@ -125,6 +131,22 @@ func (ss *session) dialOut(ctx context.Context, network, addr string) (net.Conn,
 		refused = fmt.Errorf("%s: no address", addr)
 	}
 	return nil, refused
+}
+
+// errOwnDataPort refuses a layer's connection to its session's own
+// passive data port: while the session receives, the port takes every
+// connection as a stream of the transfer, so that a multicast child there
+// (a port the kernel gave the listener after the child's server had left
+// it) would wait for a banner inside the transfer that waits for it to
+// take its blocks, until its setup timeout closed it and so cut the
+// transfer short.
+var errOwnDataPort = errors.New("the session's own data port")
+
+// ownDataPort reports whether ap is the address the session's passive
+// listener announced.
+func (ss *session) ownDataPort(ap netip.AddrPort) bool {
+	own := ss.data.own.Load()
+	return own != nil && *own == ap
 }
 
 // passiveFrom is whom the passive listener opened now admits: nil for

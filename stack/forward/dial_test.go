@@ -3,8 +3,10 @@ package forward
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -15,6 +17,7 @@ import (
 	"time"
 
 	"ferry/gridftp"
+	"ferry/gridftp/client"
 	"ferry/gridftp/server"
 )
 
@@ -294,4 +297,88 @@ func TestFanoutReleased(t *testing.T) {
 	if !bytes.Equal(b.content(t, "f"), data) {
 		t.Error("the child's copy differs")
 	}
+}
+
+// listenEOF listens on 127.0.0.1 for one MODE E stream and reads it; eof is
+// closed once the sender's EOF came, which a hop sends its child when its
+// sink is closed, after the last block.
+func listenEOF(t *testing.T) (ap netip.AddrPort, eof <-chan struct{}) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	came := make(chan struct{})
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(bound))
+		r := bufio.NewReader(c)
+		for {
+			h, err := gridftp.ReadHeader(r)
+			if err != nil {
+				return
+			}
+			if h.Desc&gridftp.DescEOF != 0 {
+				close(came)
+			}
+			if _, err := io.CopyN(io.Discard, r, int64(h.Count)); err != nil {
+				return
+			}
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).AddrPort(), came
+}
+
+// TestServerCloseWhileHopWaits: a server that closes its sessions (as
+// SIGTERM does once its drain is over) while a hop waits for a child's
+// reply after the data ends that session at once, instead of waiting
+// for the child as long as the child may take (ReplyTimeout and more).
+func TestServerCloseWhileHopWaits(t *testing.T) {
+	a := start(t)
+	pasv, eof := listenEOF(t)
+	never := make(chan struct{}) // the child takes the data and never answers the STOR
+	t.Cleanup(func() { close(never) })
+	child := startFakeChild(t, pasv, never)
+	data := payload(1 << 20)
+	put := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), bound)
+		defer cancel()
+		c, err := client.Dial(ctx, a.addr)
+		if err != nil {
+			put <- err
+			return
+		}
+		defer c.Close()
+		if err = c.Login(ctx, "anonymous", "x@"); err == nil {
+			err = c.SetDiskStack(ctx, mcStack("cc=1", "ftp://"+child.addr+"/f?"))
+		}
+		if err == nil {
+			_, err = c.Put(ctx, "/f", bytes.NewReader(data), 0, int64(len(data)))
+		}
+		put <- err
+	}()
+	select {
+	case <-eof: // the hop's sink is closed: it waits for the child's reply
+	case err := <-put:
+		t.Fatalf("the upload ended before the hop sent its child the EOF: %v", err)
+	case <-time.After(bound):
+		t.Fatalf("the hop sent its child no EOF within %v", bound)
+	}
+	closed := make(chan struct{})
+	go func() {
+		a.srv.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the server's Close did not end within 20 s the session of a hop that waits for its child")
+	}
+	<-put
 }

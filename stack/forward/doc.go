@@ -57,5 +57,7 @@
 // (when it sends no markers meanwhile) or the hop's own data timeout ends
 // the transfer, whichever comes first. While a hop waits for its
 // children after the data, its server goes on sending 112 markers, so
-// that its own parent's wait for the reply goes on too.
+// that its own parent's wait for the reply goes on too; the wait ends
+// with the transfer (an ABOR, or the session's end when the server
+// stops), which drops the children still at work.
 package forward

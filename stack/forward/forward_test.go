@@ -249,6 +249,28 @@ func TestUnreachableChild(t *testing.T) {
 	}
 }
 
+// TestChildAtOwnDataPort: a child at the hop's own passive data port (a
+// free port the kernel then gave the hop's PASV, as the port of
+// "unreachable" once was in interop TestFerryMulticastGCTHeadFerryChildren)
+// is not connected to. Such a connection joined the hop's own transfer as
+// a data stream and waited there for a banner, while the hop waited for
+// the child to take its blocks; when the child gave up (SetupTimeout) and
+// closed it, the hop's transfer failed as cut short, and a GCT parent,
+// which hangs when a child fails (reference/grid-extensions.md, bug 1),
+// hung the whole tree. The hop drops the child at once and names it; its
+// own copy is whole.
+func TestChildAtOwnDataPort(t *testing.T) {
+	port := netip.MustParseAddrPort(closedPort(t))
+	a := start(t, func(s *server.Server) { s.PortLow, s.PortHigh = int(port.Port()), int(port.Port()) })
+	data := payload(size)
+	child := "ftp://" + port.String() + "/f?"
+	err := uploadP(t, a, mcStack("cc=1", child), "f", bytes.NewReader(data), size, 1)
+	names(t, err, child)
+	if !bytes.Equal(a.content(t, "f"), data) {
+		t.Error("the hop's own copy differs")
+	}
+}
+
 // killAt is a source that closes a server once a read reaches an offset.
 type killAt struct {
 	io.ReaderAt

@@ -152,6 +152,7 @@ func (l layer) DeferSink(ctx context.Context, t *stack.Transfer, open func() (st
 		_, s.osFile = below.(*os.File)
 	}
 	s.room.L = &s.mu
+	s.gone = ctx.Done()
 	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	for _, c := range plans {
 		h, _ := multicast.ParseHop(c.URL) // checked by ParseOptions
@@ -198,8 +199,9 @@ type sink struct {
 	sent  sent              // what the children were sent: set before eof closes
 
 	cancel    context.CancelFunc
-	release   func()        // gives back what the children took of the server's limits
-	eof       chan struct{} // closed by Close: no more blocks
+	gone      <-chan struct{} // the transfer's context is done: ABOR, or the session's end
+	release   func()          // gives back what the children took of the server's limits
+	eof       chan struct{}   // closed by Close: no more blocks
 	aborted   chan struct{}
 	abortOnce sync.Once
 	endOnce   sync.Once
@@ -374,13 +376,26 @@ func (s *sink) Close() error {
 			}
 		}
 		close(s.eof)
+		// Each child's reply, until the deadline or the transfer's end
+		// (ABOR, or the session's: the server stops), after which the
+		// children still at work are dropped.
 		deadline := time.NewTimer(s.wait())
 		defer deadline.Stop()
+		var stop error
 		for _, k := range s.kids {
+			if stop == nil {
+				select {
+				case <-k.done:
+				case <-deadline.C:
+					stop = errors.New("no reply in time")
+				case <-s.gone:
+					stop = errors.New("the transfer ended")
+				}
+			}
 			select {
 			case <-k.done:
-			case <-deadline.C:
-				k.fail(errors.New("no reply in time"))
+			default:
+				k.fail(stop)
 				k.abort()
 				<-k.done
 			}
