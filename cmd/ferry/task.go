@@ -140,7 +140,7 @@ func (w waiter) poll(ctx context.Context, cl *apiclient.Client, id string, seen 
 func taskState(t api.Task, rate float64, now time.Time) barState {
 	s := barState{
 		Done:  t.FilesTransferred + t.FilesSkipped + t.SubtasksFailed,
-		Files: t.Files, Moved: t.BytesTransferred, Rate: rate,
+		Files: t.Files, Moved: t.BytesTransferred, Bytes: t.BytesTotal, Rate: rate,
 	}
 	if !t.RequestTime.IsZero() {
 		s.Elapsed = now.Sub(t.RequestTime)

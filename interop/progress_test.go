@@ -1,0 +1,137 @@
+//go:build interop
+
+package interop
+
+import (
+	"context"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// bigFileSpec is a synthetic tree of one 4 GiB file: a single large file
+// whose progress must show while it moves, not only once it ends.
+const bigFileSpec = "files=1,size=4294967296"
+
+// TestServiceWaitShowsBytesAsTheyMove: ferry task wait, on a terminal
+// (script(1) gives it one), for a task of one 4 GiB file from a synthetic
+// source into a sink, shows bytes moved before the file is done, with the
+// total from the start, and the count never goes back (when no fault made
+// the task send anything again); before the file is done, it shows a time
+// left.
+func TestServiceWaitShowsBytesAsTheyMove(t *testing.T) {
+	script, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("no script(1) to give ferry task wait a terminal")
+	}
+	src := startFerryConfig(t, ferryConfig{Root: "synthetic:" + bigFileSpec, Anonymous: true})
+	dst := startFerryConfig(t, ferryConfig{Root: "sink:", Anonymous: true})
+	svc := startService(t, serviceConfig{})
+	c := newServiceUser(t, svc, "")
+	c.addEndpoint("src", src)
+	c.addEndpoint("dst", dst)
+	// Not verified: the sink cannot sum the ranges of a file sent in chunks.
+	id := c.transfer("--no-verify-checksum", "-r", "src:/", "dst:/out/")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, script, "-qefc", shellQuote(ferryBin, "task", "wait", id, "--polling-interval", "0.5"), "/dev/null")
+	cmd.Env = c.env()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("ferry task wait on a terminal: %v\n%q\nevents:\n%s", err, out, c.events(id))
+	}
+	task := c.task(id)
+	if task.FilesTransferred != 1 {
+		t.Fatalf("task: %d files transferred, want 1\nevents:\n%s", task.FilesTransferred, c.events(id))
+	}
+	bars := barLines(string(out))
+	var before []barLine // drawn before the file was done
+	for _, b := range bars {
+		if b.done == 0 {
+			before = append(before, b)
+		}
+	}
+	moving, total, eta := false, false, false
+	for _, b := range before {
+		moving = moving || b.moved > 0
+		total = total || (b.total > 0 && abs(b.total-task.BytesTotal) <= task.BytesTotal/100) // as rounded
+		eta = eta || (b.moved > 0 && b.eta != "--")
+	}
+	if !moving || !total || !eta {
+		t.Errorf("before the file was done, the bar showed bytes moved: %v, the total (%d B): %v, a time left: %v; bars:\n%s",
+			moving, task.BytesTotal, total, eta, strings.Join(rawBars(bars), "\n"))
+	}
+	if task.Faults == 0 {
+		for i := 1; i < len(bars); i++ {
+			if bars[i].moved < bars[i-1].moved {
+				t.Errorf("bytes moved went back, from %q to %q", bars[i-1].raw, bars[i].raw)
+			}
+		}
+	}
+}
+
+// barLine is one drawing of the progress bar.
+type barLine struct {
+	raw          string
+	done, files  int
+	moved, total int64 // total 0: not shown
+	eta          string
+}
+
+// barRE is the bar's line: files D/N  MOVED[/TOTAL]  RATE/s  ETA LEFT.
+var barRE = regexp.MustCompile(`^files (\d+)/(\d+)  ([0-9.]+ [KMGTPE]?i?B)(?:/([0-9.]+ [KMGTPE]?i?B))?  \S+ \S+/s  ETA (\S+)`)
+
+// barLines reads the bar's drawings from a terminal's output.
+func barLines(out string) []barLine {
+	var bars []barLine
+	for _, s := range strings.Split(out, "\r\x1b[K") {
+		m := barRE.FindStringSubmatch(s)
+		if m == nil {
+			continue
+		}
+		b := barLine{raw: strings.TrimSpace(m[0]), moved: parseShownBytes(m[3]), total: parseShownBytes(m[4]), eta: m[5]}
+		b.done, _ = strconv.Atoi(m[1])
+		b.files, _ = strconv.Atoi(m[2])
+		bars = append(bars, b)
+	}
+	return bars
+}
+
+func rawBars(bs []barLine) []string {
+	var s []string
+	for _, b := range bs {
+		s = append(s, b.raw)
+	}
+	return s
+}
+
+// parseShownBytes reads a byte count as plural.Bytes shows it ("1.5 GiB"),
+// to within its rounding; 0 for "".
+func parseShownBytes(s string) int64 {
+	if s == "" {
+		return 0
+	}
+	num, unit, _ := strings.Cut(s, " ")
+	v, _ := strconv.ParseFloat(num, 64)
+	if i := strings.IndexByte("KMGTPE", unit[0]); unit != "B" && i >= 0 {
+		v *= float64(int64(1) << (10 * (i + 1)))
+	}
+	return int64(v)
+}
+
+func abs(n int64) int64 { return max(n, -n) }
+
+// shellQuote is a command line for sh -c.
+func shellQuote(args ...string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(q, " ")
+}
