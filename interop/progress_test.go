@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"ferry/service/api"
 )
 
 // bigFileSpec is a synthetic tree of one 4 GiB file: a single large file
@@ -51,6 +53,7 @@ func TestServiceWaitShowsBytesAsTheyMove(t *testing.T) {
 		t.Fatalf("task: %d files transferred, want 1\nevents:\n%s", task.FilesTransferred, c.events(id))
 	}
 	bars := barLines(string(out))
+	t.Logf("bars:\n%s", strings.Join(rawBars(bars), "\n"))
 	var before []barLine // drawn before the file was done
 	for _, b := range bars {
 		if b.done == 0 {
@@ -134,4 +137,60 @@ func shellQuote(args ...string) string {
 		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 	}
 	return strings.Join(q, " ")
+}
+
+// TestServiceEventsTellResumeAndBytes: a task of one 16 GiB file whose
+// service is killed (SIGKILL) once bytes moved and started again: its
+// history's STARTED events are short lines, the one after the restart
+// says the task resumed and what was done already, and its PROGRESS
+// events count bytes in human units (1.5 GiB), not raw numbers.
+func TestServiceEventsTellResumeAndBytes(t *testing.T) {
+	src := startFerryConfig(t, ferryConfig{Root: "synthetic:files=1,size=17179869184", Anonymous: true})
+	dst := startFerryConfig(t, ferryConfig{Root: "sink:", Anonymous: true})
+	svc := startService(t, serviceConfig{Lease: time.Minute})
+	c := newServiceUser(t, svc, "")
+	c.addEndpoint("src", src)
+	c.addEndpoint("dst", dst)
+	id := c.transfer("--no-verify-checksum", "-r", "src:/", "dst:/out/")
+	c.waitFor(id, "bytes moved", time.Minute, func(t api.Task) bool { return t.BytesTransferred > 0 })
+	svc.kill9()
+	svc.restart()
+	c.succeeded(id, 5*time.Minute)
+
+	var evs api.EventList
+	c.decode(&evs, "task", "events", id)
+	var started, progress []string
+	for _, e := range evs.Data {
+		switch e.Code {
+		case "STARTED":
+			started = append(started, e.Description)
+		case "PROGRESS":
+			progress = append(progress, e.Description)
+		}
+	}
+	resumed := false
+	for _, d := range started {
+		lines := strings.Split(d, "\n")
+		resumed = resumed || strings.HasPrefix(lines[0], "resumed where an earlier run stopped: ")
+		if len(lines) < 2 {
+			t.Errorf("STARTED in one line, want short lines:\n%s", d)
+		}
+		for _, l := range lines {
+			if len(l) > 160 {
+				t.Errorf("STARTED has a line of %d characters, want short lines:\n%s", len(l), l)
+			}
+		}
+	}
+	if !resumed {
+		t.Errorf("no STARTED event says the task resumed:\n%s", strings.Join(started, "\n\n"))
+	}
+	raw := regexp.MustCompile(`\d bytes`)
+	if len(progress) == 0 {
+		t.Errorf("no PROGRESS event in a task of 16 GiB; events:\n%s", c.events(id))
+	}
+	for _, d := range progress {
+		if raw.MatchString(d) || !strings.Contains(d, "iB transferred") {
+			t.Errorf("PROGRESS %q: want human byte counts", d)
+		}
+	}
 }

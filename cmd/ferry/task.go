@@ -532,9 +532,17 @@ func newTaskEventsCmd(c *cli, use string) *cobra.Command {
 			if c.format == "text" {
 				// The description last, unpadded; the details (JSON) are
 				// for -F json and -F unix.
+				// A description of several lines (STARTED's) goes on in
+				// rows of its own, under the first.
 				return c.table(cmd, all, []string{"TIME", "CODE", "ERROR", "DESCRIPTION"}, func(w io.Writer) {
 					for _, e := range all.Data {
-						row(w, when(e.Time), e.Code, e.IsError, e.Description)
+						first, rest, _ := strings.Cut(e.Description, "\n")
+						row(w, when(e.Time), e.Code, e.IsError, first)
+						for l := range strings.SplitSeq(rest, "\n") {
+							if l != "" {
+								row(w, "", "", "", "  "+l)
+							}
+						}
 					}
 				})
 			}

@@ -151,6 +151,9 @@ func (r *run) execute(ctx context.Context) ending {
 	}
 	switch t.Type {
 	case domain.TypeTransfer:
+		if r.resumed {
+			r.p.resumed()
+		}
 		return r.attempts(ctx, func(ctx context.Context, try int, deadline time.Time) error {
 			return r.transfer(ctx, try, deadline, logins)
 		})
