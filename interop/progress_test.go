@@ -24,7 +24,7 @@ const bigFileSpec = "files=1,size=4294967296"
 // source into a sink, shows bytes moved before the file is done, with the
 // total from the start, and the count never goes back (when no fault made
 // the task send anything again); before the file is done, it shows a time
-// left.
+// left. ferry task show says the total too.
 func TestServiceWaitShowsBytesAsTheyMove(t *testing.T) {
 	script, err := exec.LookPath("script")
 	if err != nil {
@@ -51,6 +51,9 @@ func TestServiceWaitShowsBytesAsTheyMove(t *testing.T) {
 	task := c.task(id)
 	if task.FilesTransferred != 1 {
 		t.Fatalf("task: %d files transferred, want 1\nevents:\n%s", task.FilesTransferred, c.events(id))
+	}
+	if m := regexp.MustCompile(`(?m)^Bytes Total:\s+(\d+)$`).FindStringSubmatch(c.ok("", "task", "show", id)); m == nil || m[1] != strconv.FormatInt(task.BytesTotal, 10) {
+		t.Errorf("ferry task show: Bytes Total %v, want %d", m, task.BytesTotal)
 	}
 	bars := barLines(string(out))
 	t.Logf("bars:\n%s", strings.Join(rawBars(bars), "\n"))

@@ -351,6 +351,7 @@ func taskFields(t api.Task, used string) [][2]string {
 		{"Files Failed", n(t.SubtasksFailed)},
 		{"Files Pending", n(t.SubtasksPending)},
 		{"Bytes Transferred", n(t.BytesTransferred)},
+		{"Bytes Total", n(t.BytesTotal)},
 		{"Bytes Checksummed", n(t.BytesChecksummed)},
 		{"Bytes Per Second", n(t.EffectiveBytesPerSecond)},
 		{"Faults", n(t.Faults)},
