@@ -19,6 +19,24 @@ import (
 // whose progress must show while it moves, not only once it ends.
 const bigFileSpec = "files=1,size=4294967296"
 
+// hugeFileSpec is one 16 GiB file: a task that lasts several seconds
+// even on a fast machine.
+const hugeFileSpec = "files=1,size=17179869184"
+
+// syntheticService starts a service of cfg, logs alice in, and adds her
+// endpoints src, a ferry gridftp serving the synthetic tree of spec, and
+// dst, one with a sink for root (returned).
+func syntheticService(t *testing.T, spec string, cfg serviceConfig) (*serviceCLI, *ferryService, *ferryServer) {
+	t.Helper()
+	src := startFerryConfig(t, ferryConfig{Root: "synthetic:" + spec, Anonymous: true})
+	dst := startFerryConfig(t, ferryConfig{Root: "sink:", Anonymous: true})
+	svc := startService(t, cfg)
+	c := newServiceUser(t, svc, "")
+	c.addEndpoint("src", src)
+	c.addEndpoint("dst", dst)
+	return c, svc, dst
+}
+
 // TestServiceWaitShowsBytesAsTheyMove: ferry task wait, on a terminal
 // (script(1) gives it one), for a task of one 4 GiB file from a synthetic
 // source into a sink, shows bytes moved before the file is done, with the
@@ -30,12 +48,7 @@ func TestServiceWaitShowsBytesAsTheyMove(t *testing.T) {
 	if err != nil {
 		t.Skip("no script(1) to give ferry task wait a terminal")
 	}
-	src := startFerryConfig(t, ferryConfig{Root: "synthetic:" + bigFileSpec, Anonymous: true})
-	dst := startFerryConfig(t, ferryConfig{Root: "sink:", Anonymous: true})
-	svc := startService(t, serviceConfig{})
-	c := newServiceUser(t, svc, "")
-	c.addEndpoint("src", src)
-	c.addEndpoint("dst", dst)
+	c, _, _ := syntheticService(t, bigFileSpec, serviceConfig{})
 	// Not verified: the sink cannot sum the ranges of a file sent in chunks.
 	id := c.transfer("--no-verify-checksum", "-r", "src:/", "dst:/out/")
 
@@ -148,12 +161,7 @@ func shellQuote(args ...string) string {
 // says the task resumed and what was done already, and its PROGRESS
 // events count bytes in human units (1.5 GiB), not raw numbers.
 func TestServiceEventsTellResumeAndBytes(t *testing.T) {
-	src := startFerryConfig(t, ferryConfig{Root: "synthetic:files=1,size=17179869184", Anonymous: true})
-	dst := startFerryConfig(t, ferryConfig{Root: "sink:", Anonymous: true})
-	svc := startService(t, serviceConfig{Lease: time.Minute})
-	c := newServiceUser(t, svc, "")
-	c.addEndpoint("src", src)
-	c.addEndpoint("dst", dst)
+	c, svc, _ := syntheticService(t, hugeFileSpec, serviceConfig{Lease: time.Minute})
 	id := c.transfer("--no-verify-checksum", "-r", "src:/", "dst:/out/")
 	c.waitFor(id, "bytes moved", time.Minute, func(t api.Task) bool { return t.BytesTransferred > 0 })
 	svc.kill9()

@@ -25,12 +25,7 @@ import (
 // take that batch for the rate.
 func TestWebTaskETA(t *testing.T) {
 	chromium := needChromium(t)
-	src := startFerryConfig(t, ferryConfig{Root: "synthetic:files=1,size=17179869184", Anonymous: true})
-	dst := startFerryConfig(t, ferryConfig{Root: "sink:", Anonymous: true})
-	svc := startService(t, serviceConfig{})
-	c := newServiceUser(t, svc, "")
-	c.addEndpoint("src", src)
-	c.addEndpoint("dst", dst)
+	c, svc, _ := syntheticService(t, hugeFileSpec, serviceConfig{})
 	p := newPage(t, chromium, svc.URL())
 	p.do("open the app", chromedp.Navigate(svc.URL()+"/"), chromedp.WaitVisible(chromedp.ID("signin-title")))
 	p.do("sign in", chromedp.SendKeys(chromedp.CSS(`input[name=username]`), "alice"),
