@@ -250,7 +250,7 @@ func TestRateMeter(t *testing.T) {
 		{"the rate averages the changes of the last rateWindow, not the last one", []look{
 			{0, 0, 100, 100},
 			{1, 1000, 100, 1000},
-			{2, 1100, 100, 550}, // a small batch: 1100 B over 2 s
+			{2, 1100, 100, 550},  // a small batch: 1100 B over 2 s
 			{12, 2100, 100, 100}, // the first change left the window: 1100 B over 11 s
 		}},
 		{"silence beyond twice the last gap: the rate falls", []look{
