@@ -158,8 +158,10 @@ func shellQuote(args ...string) string {
 // TestServiceEventsTellResumeAndBytes: a task of one 16 GiB file whose
 // service is killed (SIGKILL) once bytes moved and started again: its
 // history's STARTED events are short lines, the one after the restart
-// says the task resumed and what was done already, and its PROGRESS
-// events count bytes in human units (1.5 GiB), not raw numbers.
+// says the task resumed and what was done already, and its events
+// (PROGRESS, SUCCEEDED) count bytes in human units (1.5 GiB), not raw
+// numbers; ferry
+// task events prints the lines of a description under each other.
 func TestServiceEventsTellResumeAndBytes(t *testing.T) {
 	c, svc, _ := syntheticService(t, hugeFileSpec, serviceConfig{Lease: time.Minute})
 	id := c.transfer("--no-verify-checksum", "-r", "src:/", "dst:/out/")
@@ -195,13 +197,32 @@ func TestServiceEventsTellResumeAndBytes(t *testing.T) {
 	if !resumed {
 		t.Errorf("no STARTED event says the task resumed:\n%s", strings.Join(started, "\n\n"))
 	}
+	// ferry task events prints a description's lines under its first,
+	// in its column.
+	text := c.events(id)
+	t.Logf("ferry task events:\n%s", text)
+	lines := strings.Split(text, "\n")
+	col := strings.Index(lines[0], "DESCRIPTION")
+	for i, l := range lines {
+		if !strings.Contains(l, "resumed where an earlier run stopped") {
+			continue
+		}
+		if next := lines[min(i+1, len(lines)-1)]; len(next) <= col || strings.TrimSpace(next[:col]) != "" || !strings.HasPrefix(strings.TrimSpace(next), "concurrency ") {
+			t.Errorf("ferry task events: the line after %q is %q, want the settings under the description", l, next)
+		}
+	}
 	raw := regexp.MustCompile(`\d bytes`)
 	if len(progress) == 0 {
 		t.Errorf("no PROGRESS event in a task of 16 GiB; events:\n%s", c.events(id))
 	}
 	for _, d := range progress {
-		if raw.MatchString(d) || !strings.Contains(d, "iB transferred") {
+		if !strings.Contains(d, "iB transferred") {
 			t.Errorf("PROGRESS %q: want human byte counts", d)
+		}
+	}
+	for _, e := range evs.Data {
+		if raw.MatchString(e.Description) && !e.IsError {
+			t.Errorf("%s %q: want human byte counts", e.Code, e.Description)
 		}
 	}
 }
