@@ -106,12 +106,7 @@ func TestServiceSyntheticToSink(t *testing.T) {
 	const spec = "files=2000,size=100,per-dir=100,fan=10"
 	syn := syntheticTree(t, spec)
 	want := syntheticSums(t, syn)
-	src := startFerryConfig(t, ferryConfig{Root: "synthetic:" + spec, Anonymous: true})
-	dst := startFerryConfig(t, ferryConfig{Root: "sink:", Anonymous: true})
-	svc := startService(t, serviceConfig{})
-	c := newServiceUser(t, svc, "")
-	c.addEndpoint("src", src)
-	c.addEndpoint("dst", dst)
+	c, _, dst := syntheticService(t, spec, serviceConfig{})
 	task := c.succeeded(c.transfer("-r", "src:/", "dst:/out/"), time.Minute)
 	if task.FilesTransferred != int64(len(want)) {
 		t.Errorf("task: %d files transferred, want %d", task.FilesTransferred, len(want))

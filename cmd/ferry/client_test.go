@@ -140,9 +140,9 @@ func TestBarState(t *testing.T) {
 
 func TestTaskState(t *testing.T) {
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	task := api.Task{Files: 10, FilesTransferred: 3, FilesSkipped: 2, SubtasksFailed: 1, BytesTransferred: 300,
+	task := api.Task{Files: 10, FilesTransferred: 3, FilesSkipped: 2, SubtasksFailed: 1, BytesTransferred: 300, BytesTotal: 1000,
 		EffectiveBytesPerSecond: 30, RequestTime: now.Add(-10 * time.Second)}
-	want := barState{Done: 6, Files: 10, Moved: 300, Rate: 45, Elapsed: 10 * time.Second}
+	want := barState{Done: 6, Files: 10, Moved: 300, Bytes: 1000, Rate: 45, Elapsed: 10 * time.Second}
 	if got := taskState(task, 45, now); !reflect.DeepEqual(got, want) {
 		t.Fatalf("taskState = %+v, want %+v", got, want)
 	}
@@ -222,7 +222,8 @@ func TestVersion(t *testing.T) {
 }
 
 // TestRateMeter: the bar's rate of a task whose bytes the worker persists
-// in batches holds between batches instead of sagging and jumping.
+// in batches holds between batches instead of sagging and jumping, and
+// averages the changes of the last rateWindow.
 func TestRateMeter(t *testing.T) {
 	t0 := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
@@ -246,9 +247,11 @@ func TestRateMeter(t *testing.T) {
 			{4, 400, 100, 100},
 			{5.9, 400, 68, 100},
 		}},
-		{"a change is smoothed with the rate before", []look{
+		{"the rate averages the changes of the last rateWindow, not the last one", []look{
 			{0, 0, 100, 100},
-			{1, 300, 100, 200}, // 300 B/s now, 100 before
+			{1, 1000, 100, 1000},
+			{2, 1100, 100, 550},  // a small batch: 1100 B over 2 s
+			{12, 2100, 100, 100}, // the first change left the window: 1100 B over 11 s
 		}},
 		{"silence beyond twice the last gap: the rate falls", []look{
 			{0, 0, 0, 0},

@@ -94,48 +94,57 @@ func (s barState) String() string {
 
 // rateMeter is the rate of a counter seen now and then, such as a task's
 // bytes_transferred, which the worker persists in batches and ferry wait
-// polls: each change counts over the time since the change before it (not
-// since the last look, which may have seen no change yet), smoothed with
-// the rate before. Between changes the rate holds for twice the time the
-// last two changes came apart (at least holdMin), then falls as the
-// silence goes on, so a stalled task shows it. The first look takes the
-// rate given (the task's average since it started).
+// polls: a moving average, the bytes of the changes within rateWindow of
+// the last one over the time they took (from the change before the
+// window's first, so a batch counts over the time it gathered), not the
+// last change alone, which may be one small batch. Between changes the
+// rate holds for twice the time the last two changes came apart (at least
+// holdMin), then falls as the silence goes on, so a stalled task shows it.
+// The first look takes the rate given (the task's average since it
+// started).
 type rateMeter struct {
-	seen bool
-	n    int64         // the counter at its last change
-	at   time.Time     // when the change was seen
-	gap  time.Duration // between the last two changes
-	r    float64       // bytes per second as of the last change
+	first   float64    // the rate given at the first look
+	changes []rateMark // the first look, then the changes, within rateWindow and the one before
 }
 
-// holdMin is the least time a rate holds after a change.
-const holdMin = 2 * time.Second
+// rateMark is the counter n as seen at a time.
+type rateMark struct {
+	n  int64
+	at time.Time
+}
+
+const (
+	holdMin    = 2 * time.Second  // the least time a rate holds after a change
+	rateWindow = 10 * time.Second // the changes the rate averages
+)
 
 // observe records the counter n, seen at now; first is the rate to start
 // from on the first look, or when the counter went back (a task that
 // started again).
 func (m *rateMeter) observe(n int64, now time.Time, first float64) {
+	last := len(m.changes) - 1
 	switch {
-	case !m.seen || n < m.n:
-		*m = rateMeter{seen: true, n: n, at: now, r: first}
-	case n > m.n:
-		gap := now.Sub(m.at)
-		if gap <= 0 {
-			return // seen in the same instant: wait for time to pass
+	case last < 0 || n < m.changes[last].n:
+		*m = rateMeter{first: first, changes: []rateMark{{n, now}}}
+	case n > m.changes[last].n && now.After(m.changes[last].at):
+		m.changes = append(m.changes, rateMark{n, now})
+		for len(m.changes) > 2 && now.Sub(m.changes[1].at) > rateWindow {
+			m.changes = m.changes[1:]
 		}
-		inst := float64(n-m.n) / gap.Seconds()
-		if m.r > 0 {
-			inst = (m.r + inst) / 2
-		}
-		*m = rateMeter{seen: true, n: n, at: now, gap: gap, r: inst}
 	}
 }
 
 // rate is the rate to show at now.
 func (m *rateMeter) rate(now time.Time) float64 {
-	hold := max(2*m.gap, holdMin)
-	if quiet := now.Sub(m.at); quiet > hold {
-		return m.r * hold.Seconds() / quiet.Seconds()
+	k := len(m.changes)
+	if k < 2 {
+		return m.first
 	}
-	return m.r
+	base, last, prev := m.changes[0], m.changes[k-1], m.changes[k-2]
+	r := float64(last.n-base.n) / last.at.Sub(base.at).Seconds()
+	hold := max(2*last.at.Sub(prev.at), holdMin)
+	if quiet := now.Sub(last.at); quiet > hold {
+		return r * hold.Seconds() / quiet.Seconds()
+	}
+	return r
 }

@@ -140,7 +140,7 @@ func (w waiter) poll(ctx context.Context, cl *apiclient.Client, id string, seen 
 func taskState(t api.Task, rate float64, now time.Time) barState {
 	s := barState{
 		Done:  t.FilesTransferred + t.FilesSkipped + t.SubtasksFailed,
-		Files: t.Files, Moved: t.BytesTransferred, Rate: rate,
+		Files: t.Files, Moved: t.BytesTransferred, Bytes: t.BytesTotal, Rate: rate,
 	}
 	if !t.RequestTime.IsZero() {
 		s.Elapsed = now.Sub(t.RequestTime)
@@ -351,6 +351,7 @@ func taskFields(t api.Task, used string) [][2]string {
 		{"Files Failed", n(t.SubtasksFailed)},
 		{"Files Pending", n(t.SubtasksPending)},
 		{"Bytes Transferred", n(t.BytesTransferred)},
+		{"Bytes Total", n(t.BytesTotal)},
 		{"Bytes Checksummed", n(t.BytesChecksummed)},
 		{"Bytes Per Second", n(t.EffectiveBytesPerSecond)},
 		{"Faults", n(t.Faults)},
@@ -532,9 +533,17 @@ func newTaskEventsCmd(c *cli, use string) *cobra.Command {
 			if c.format == "text" {
 				// The description last, unpadded; the details (JSON) are
 				// for -F json and -F unix.
+				// A description of several lines (STARTED's) goes on in
+				// rows of its own, under the first.
 				return c.table(cmd, all, []string{"TIME", "CODE", "ERROR", "DESCRIPTION"}, func(w io.Writer) {
 					for _, e := range all.Data {
-						row(w, when(e.Time), e.Code, e.IsError, e.Description)
+						first, rest, _ := strings.Cut(e.Description, "\n")
+						row(w, when(e.Time), e.Code, e.IsError, first)
+						for l := range strings.SplitSeq(rest, "\n") {
+							if l != "" {
+								row(w, "", "", "", "  "+l)
+							}
+						}
 					}
 				})
 			}

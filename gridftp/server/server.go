@@ -153,7 +153,7 @@ type Server struct {
 	MaxSessions    int           // concurrent sessions; 0 means unlimited
 	IdleTimeout    time.Duration // control channel idle limit; default 30 min
 	DataTimeout    time.Duration // wait for a data connection; default 60 s
-	MarkerInterval time.Duration // 111/112 markers while receiving; default 5 s
+	MarkerInterval time.Duration // 111/112 markers while receiving; default 1 s, so a client shows a large file's bytes as they land
 	BlockSize      int           // MODE E block size when sending; default 1 MiB
 	Logger         *slog.Logger
 	// Stats, when set, counts sessions, transfers, bytes and refusals.
@@ -210,7 +210,7 @@ func (s *Server) idleTimeout() time.Duration  { return durationOr(s.IdleTimeout,
 func (s *Server) loginTimeout() time.Duration { return durationOr(s.LoginTimeout, 30*time.Second) }
 func (s *Server) dataTimeout() time.Duration  { return durationOr(s.DataTimeout, 60*time.Second) }
 func (s *Server) markerInterval() time.Duration {
-	return durationOr(s.MarkerInterval, 5*time.Second)
+	return durationOr(s.MarkerInterval, time.Second)
 }
 
 func (s *Server) blockSize() int {

@@ -50,6 +50,7 @@ type progress struct {
 	failure  string          // the first file failure of this run, for the fatal error
 	class    failure         // what it means
 	skipped  int             // files recorded FileSkippedError, by this run and earlier ones
+	resume   string          // what earlier runs did, for the next STARTED event (resumed)
 
 	lastEvent time.Time // of the last PROGRESS event
 	lastBytes int64     // total.BytesTransferred then
@@ -626,38 +627,63 @@ func (p *progress) fileFailed(f domain.File, err error, d domain.Counters, attem
 		Description: fmt.Sprintf("%s: %s (after %s)", f.Src, f.Error, plural.Count(attempts, "attempt"))})
 }
 
-// Started records the settings the engine chose.
+// Started records the settings the engine chose, in short lines: the
+// settings, then why, a line for each reason, then how the data goes (tar
+// streams, compression, data channel security). The first engine run of
+// a run that resumes a task begins with what earlier runs did.
 func (p *progress) Started(s engine.Settings) {
-	desc := fmt.Sprintf("concurrency %d, parallelism %d, pipelining %d", s.Concurrency, s.Parallelism, s.Pipelining)
+	lines := []string{fmt.Sprintf("concurrency %d, parallelism %d, pipelining %d", s.Concurrency, s.Parallelism, s.Pipelining)}
 	if s.ChunkSize > 0 {
-		desc += ", chunks of " + plural.Bytes(s.ChunkSize)
+		lines[0] += ", chunks of " + plural.Bytes(s.ChunkSize)
 	}
+	p.mu.Lock()
+	if p.resume != "" {
+		lines = append([]string{p.resume}, lines...)
+		p.resume = ""
+	}
+	p.mu.Unlock()
 	if s.Why != "" {
-		desc += " (" + s.Why + ")"
+		lines = append(lines, strings.Split(s.Why, "; ")...)
 	}
 	if s.TarReason != "" {
-		desc += "; " + s.TarReason
+		tar := s.TarReason
 		if s.Batches > 0 {
-			desc += " (" + plural.Count(s.Batches, "batch") + ")"
+			tar += " (" + plural.Count(s.Batches, "batch") + ")"
 		}
+		lines = append(lines, tar)
 	}
 	switch {
 	case s.Compressed:
-		desc += "; compressed in flight (zstd)"
+		lines = append(lines, "compressed in flight (zstd)")
 	case s.CompressNote != "":
-		desc += "; " + s.CompressNote
+		lines = append(lines, s.CompressNote)
 	}
 	switch {
 	case s.Encrypted:
-		desc += "; data channels authenticated and encrypted"
+		lines = append(lines, "data channels authenticated and encrypted")
 	case s.Authenticated:
-		desc += "; data channels authenticated"
+		lines = append(lines, "data channels authenticated")
 	}
-	p.event(domain.Event{Code: domain.EventStarted, Description: desc,
+	p.event(domain.Event{Code: domain.EventStarted, Description: strings.Join(lines, "\n"),
 		Details: details(map[string]any{"concurrency": s.Concurrency, "parallelism": s.Parallelism,
 			"pipelining": s.Pipelining, "chunk_size": s.ChunkSize, "checksum_algorithm": s.Algorithm,
 			"rtt_ms": float64(s.RTT.Microseconds()) / 1000, "tar_batches": s.Batches, "tar_reason": s.TarReason, "compressed": s.Compressed,
 			"authenticated": s.Authenticated, "encrypted": s.Encrypted, "why": s.Why})})
+}
+
+// resumed notes, for the next STARTED event, that the run resumes a task
+// earlier runs stopped (a restart of the service, a lost worker, a
+// pause): the files they finished, the bytes they moved, and the files
+// they left partial, which go on from what reached the destination.
+func (p *progress) resumed() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t := p.total
+	p.resume = fmt.Sprintf("resumed where an earlier run stopped: %s done already, %s moved",
+		plural.Count(t.FilesTransferred+t.FilesSkipped, "file"), plural.Bytes(t.BytesTransferred))
+	if n := len(p.stored); n > 0 {
+		p.resume += fmt.Sprintf("; partial at the destination: %s, sent on from what reached it", plural.Count(n, "file"))
+	}
 }
 
 // Tuned records a change of the engine's optimizer.
@@ -708,7 +734,7 @@ func (p *progress) flushing(ctx context.Context, all bool) error {
 	if moved := p.total.BytesTransferred - p.lastBytes; moved > 0 && now.Sub(p.lastEvent) >= orDuration(p.w.ProgressEvery, 5*time.Second) {
 		rate := float64(moved) / now.Sub(p.lastEvent).Seconds()
 		p.add(domain.Counters{}, nil, &domain.Event{Code: domain.EventProgress,
-			Description: fmt.Sprintf("%d bytes transferred, %.0f bytes/s", p.total.BytesTransferred, rate),
+			Description: fmt.Sprintf("%s transferred, %s/s", plural.Bytes(p.total.BytesTransferred), plural.Bytes(int64(rate))),
 			Details:     details(map[string]any{"bytes_transferred": p.total.BytesTransferred, "bytes_per_second": int64(rate)})})
 		p.lastEvent, p.lastBytes = now, p.total.BytesTransferred
 	}

@@ -151,6 +151,9 @@ func (r *run) execute(ctx context.Context) ending {
 	}
 	switch t.Type {
 	case domain.TypeTransfer:
+		if r.resumed {
+			r.p.resumed()
+		}
 		return r.attempts(ctx, func(ctx context.Context, try int, deadline time.Time) error {
 			return r.transfer(ctx, try, deadline, logins)
 		})
@@ -742,7 +745,7 @@ func (r *run) result(timed bool) ending {
 		if n := r.p.skippedErrs(); n > 0 {
 			skipped += fmt.Sprintf(" (%d for source errors: ferry task show --skipped-errors %s)", n, r.task.ID)
 		}
-		why := fmt.Sprintf("%s: %d transferred, %s skipped; %s", plural.Count(c.Files, "file"), c.FilesTransferred, skipped, plural.Count(c.BytesTransferred, "byte"))
+		why := fmt.Sprintf("%s: %d transferred, %s skipped; %s", plural.Count(c.Files, "file"), c.FilesTransferred, skipped, plural.Bytes(c.BytesTransferred))
 		if r.task.Type == domain.TypeDelete {
 			why = fmt.Sprintf("%s: %d deleted, %d missing", plural.Count(c.Files, "path"), c.FilesTransferred, c.FilesSkipped)
 		}

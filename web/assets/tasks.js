@@ -20,7 +20,7 @@ let total = 0;
 let timer = 0;
 let running = false;
 const seen = new Map(); // task ID → status at the last poll
-const samples = new Map(); // task ID → the last two {time, bytes} seen
+const samples = new Map(); // task ID → the {time, bytes} of the changes within rateWindow, and the one before
 
 // subscribe calls f(tasks, total, ended) now and after every poll; ended
 // lists the tasks that ended since the last one. It returns the
@@ -91,16 +91,26 @@ export const name = (t) => t.label ? `Task “${t.label}”`
   : t.type === 'DELETE' ? `Delete on ${t.source_endpoint_display_name}`
     : `Transfer from ${t.source_endpoint_display_name} to ${t.destination_endpoint_display_name}`;
 
-// sample keeps the task's bytes at this poll, to measure its current rate.
+// rateWindow is the time, in ms, a task's current rate averages over.
+const rateWindow = 10000;
+
+// sample keeps the task's bytes at this poll when they changed (or went
+// back: the task started again), to measure its current rate.
 export function sample(t) {
-  const s = samples.get(t.task_id) || [];
+  let s = samples.get(t.task_id) || [];
   const now = { time: Date.now(), bytes: t.bytes_transferred };
-  if (!s.length || s[s.length - 1].bytes !== now.bytes || now.time - s[s.length - 1].time > 10000) s.push(now);
-  samples.set(t.task_id, s.slice(-2));
+  const last = s[s.length - 1];
+  if (last && now.bytes < last.bytes) s = [];
+  if (!last || now.bytes !== last.bytes) s.push(now);
+  while (s.length > 2 && now.time - s[1].time > rateWindow) s.shift();
+  samples.set(t.task_id, s);
 }
 
 // progress sums up a task's advance: fraction done (null when unknown),
 // the current rate, and a line of text with files, bytes, rate and ETA.
+// The rate is a moving average: the bytes that moved since the last
+// change before the window, over the time since; the worker stores a
+// task's bytes in batches, and one batch, small or large, says little.
 export function progress(t) {
   let fraction = null;
   if (t.bytes_total > 0) fraction = Math.min(1, t.bytes_transferred / t.bytes_total);
@@ -108,7 +118,8 @@ export function progress(t) {
   if (done(t)) fraction = t.status === 'SUCCEEDED' ? 1 : fraction ?? 0;
   let r = t.effective_bytes_per_second;
   const s = samples.get(t.task_id) || [];
-  if (!done(t) && s.length === 2 && s[1].time > s[0].time) r = (s[1].bytes - s[0].bytes) * 1000 / (s[1].time - s[0].time);
+  const span = Date.now() - s[0]?.time;
+  if (!done(t) && s.length >= 2 && span > 0) r = (s[s.length - 1].bytes - s[0].bytes) * 1000 / span;
   const parts = [`${t.subtasks_succeeded}/${t.files} files`];
   parts.push(t.bytes_total > 0 ? `${bytes(t.bytes_transferred)} of ${bytes(t.bytes_total)}` : bytes(t.bytes_transferred));
   if (r > 0) parts.push(rate(r));
