@@ -2,6 +2,7 @@ package main
 
 import (
 	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -33,4 +34,34 @@ func TestCLIServiceUnreachable(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCLIRmSummary: ferry rm tells what it deleted, not what a transfer
+// would (files transferred, a rate), says why it failed once, and
+// ferry task resume on the failed delete names the command that does
+// the job again.
+func TestCLIRmSummary(t *testing.T) {
+	t.Parallel()
+	s := startService(t, true)
+	root, url := gridEndpoint(t)
+	for _, n := range []string{"a", "b", "c"} {
+		writeFile(t, filepath.Join(root, "d", n), n)
+	}
+	roRoot, roURL := readOnlyEndpoint(t)
+	writeFile(t, filepath.Join(roRoot, "a.txt"), "a")
+	s.login()
+	s.ok("", "endpoint", "add", "epA", "--server", url)
+	s.ok("", "endpoint", "add", "ro", "--server", roURL)
+
+	out := s.ok("", "rm", "-r", "epA:/d")
+	if !strings.Contains(out, "SUCCEEDED: 1 path: 1 deleted") || strings.Contains(out, "transferred") || strings.Contains(out, "/s") {
+		t.Errorf("ferry rm -r: %q; want the paths deleted, no transfer counts or rate", out)
+	}
+
+	r := s.ferry("", "rm", "ro:/a.txt")
+	if r.code != exitFailure || strings.Contains(r.stdout, "/s") || strings.Count(r.stdout+r.stderr, "permission denied") != 1 {
+		t.Fatalf("ferry rm on a read-only server: %+v; want exit 1 and why once", r)
+	}
+	id := strings.Fields(r.stdout)[1]
+	s.fails(exitFailure, "there is nothing to resume; to finish the job, run: ferry rm ", "task", "resume", id)
 }
