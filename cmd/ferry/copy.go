@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/netip"
 	"os"
@@ -558,27 +559,34 @@ func (p *progress) partial(paths []string) {
 	fmt.Fprintf(p.out, "%s kept as .ferry-*.part; run the same command again to resume\n", plural.Count(len(paths), "partial file"))
 }
 
+// summary says how the copy was done (the settings, tar batches), then
+// what it did, last.
 func (p *progress) summary(r engine.Result) {
-	secs := max(r.Elapsed.Seconds(), 1e-3)
-	skipped := fmt.Sprint(r.Skipped)
-	if r.SkippedErrors > 0 {
-		skipped += ", " + plural.Count(r.SkippedErrors, "source error")
-	}
-	fmt.Fprintf(p.out, "%s: %d transferred, %s skipped, %d failed; %s in %v (%s/s, %.0f files/s); %s\n",
-		plural.Count(r.Files, "file"), r.Transferred, skipped, r.Failed, plural.Bytes(r.Bytes), r.Elapsed.Round(time.Millisecond),
-		plural.Bytes(int64(float64(r.Bytes)/secs)), float64(r.Transferred)/secs, plural.Count(r.Faults, "fault"))
-	if r.Deleted > 0 {
-		fmt.Fprintf(p.out, "deleted %s at the destination that the source does not have\n", plural.Count(r.Deleted, "path"))
-	}
 	s := r.Settings
-	fmt.Fprintf(p.out, "settings: -cc %d -p %d -pp %d, chunks %s, rtt %v%s%s%s\n", s.Concurrency, s.Parallelism, s.Pipelining,
-		plural.Bytes(s.ChunkSize), s.RTT.Round(time.Microsecond), checksumNote(s), dataNote(s), wayNote(s)+growNote(s))
+	chunks := "no chunks"
+	if s.ChunkSize > 0 {
+		chunks = "chunks " + plural.Bytes(s.ChunkSize)
+	}
+	fmt.Fprintf(p.out, "settings: -cc %d -p %d -pp %d, %s, rtt %v%s%s%s\n", s.Concurrency, s.Parallelism, s.Pipelining,
+		chunks, s.RTT.Round(time.Microsecond), checksumNote(s), dataNote(s), wayNote(s)+growNote(s))
 	if s.TarReason != "" {
 		fmt.Fprintf(p.out, "tar: %s", s.TarReason)
 		if s.Batches > 0 {
 			fmt.Fprintf(p.out, " (%s)", plural.Count(s.Batches, "batch"))
 		}
 		fmt.Fprintln(p.out)
+	}
+	secs := max(r.Elapsed.Seconds(), 1e-3)
+	skipped := fmt.Sprint(r.Skipped)
+	if r.SkippedErrors > 0 {
+		skipped += ", " + plural.Count(r.SkippedErrors, "source error")
+	}
+	fmt.Fprintf(p.out, "%s: %d transferred, %s skipped, %d failed; %s in %v (%s/s, %s/s); %s\n",
+		plural.Count(r.Files, "file"), r.Transferred, skipped, r.Failed, plural.Bytes(r.Bytes), r.Elapsed.Round(time.Millisecond),
+		plural.Bytes(int64(float64(r.Bytes)/secs)), plural.Count(int64(math.Round(float64(r.Transferred)/secs)), "file"),
+		plural.Count(r.Faults, "fault"))
+	if r.Deleted > 0 {
+		fmt.Fprintf(p.out, "deleted %s at the destination that the source does not have\n", plural.Count(r.Deleted, "path"))
 	}
 }
 

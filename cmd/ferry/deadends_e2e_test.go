@@ -2,6 +2,7 @@ package main
 
 import (
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -64,4 +65,31 @@ func TestCLIRmSummary(t *testing.T) {
 	}
 	id := strings.Fields(r.stdout)[1]
 	s.fails(exitFailure, "there is nothing to resume; to finish the job, run: ferry rm ", "task", "resume", id)
+}
+
+// TestCLICopyLines: ferry copy -v of a small file says how it was done
+// (the settings line, no "chunks 0 B" when nothing went in chunks), then
+// the summary last.
+func TestCLICopyLines(t *testing.T) {
+	t.Parallel()
+	s := &service{t: t, home: t.TempDir()}
+	root, url := gridEndpoint(t)
+	src := filepath.Join(t.TempDir(), "a.txt")
+	writeFile(t, src, "a")
+	r := s.ferry("", "copy", "-v", src, url+"/a.txt")
+	if r.code != 0 {
+		t.Fatalf("ferry copy: %+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(root, "a.txt")); err != nil {
+		t.Fatal(err)
+	}
+	out := r.stdout + r.stderr
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	last := lines[len(lines)-1]
+	if !strings.HasPrefix(last, "1 file: 1 transferred") {
+		t.Errorf("the last line is %q, not the summary:\n%s", last, out)
+	}
+	if strings.Contains(out, "chunks 0 B") || !strings.Contains(out, "no chunks") {
+		t.Errorf("the settings say chunks of 0 B, not that there were none:\n%s", out)
+	}
 }
