@@ -4,6 +4,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -91,5 +92,38 @@ func TestCLICopyLines(t *testing.T) {
 	}
 	if strings.Contains(out, "chunks 0 B") || !strings.Contains(out, "no chunks") {
 		t.Errorf("the settings say chunks of 0 B, not that there were none:\n%s", out)
+	}
+}
+
+// TestCLIWording: what mkdir, endpoint show and ls -l print reads as
+// sentences and values: "created directory /newdir", "no limit" for an
+// endpoint without a limit on its tasks, no owner and group columns of
+// "-" when the server names none, and times in the one format
+// (UTC RFC 3339) the service's own messages use.
+func TestCLIWording(t *testing.T) {
+	t.Parallel()
+	s := startService(t, false)
+	root, url := gridEndpoint(t)
+	writeFile(t, filepath.Join(root, "a.txt"), "a")
+	s.login()
+	s.ok("", "endpoint", "add", "epA", "--server", url)
+
+	if out := s.ok("", "mkdir", "epA:/newdir"); out != "created directory /newdir\n" {
+		t.Errorf("mkdir: %q", out)
+	}
+	show := s.ok("", "endpoint", "show", "epA")
+	if !regexp.MustCompile(`(?m)^Max Concurrent Tasks:\s+no limit$`).MatchString(show) {
+		t.Errorf("endpoint show says no limit otherwise:\n%s", show)
+	}
+	rfc3339 := regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`)
+	if !regexp.MustCompile(`(?m)^Created:\s+` + rfc3339.String() + `$`).MatchString(show) {
+		t.Errorf("endpoint show's Created is not UTC RFC 3339:\n%s", show)
+	}
+	ls := s.ok("", "ls", "-l", "epA:/")
+	for _, l := range strings.Split(strings.TrimSpace(ls), "\n") {
+		f := strings.Fields(l)
+		if len(f) != 4 || !rfc3339.MatchString(f[2]) {
+			t.Errorf("ls -l line %q: want mode, size, time (UTC RFC 3339) and name", l)
+		}
 	}
 }
