@@ -374,20 +374,21 @@ type revokedError struct{ why string }
 func (e *revokedError) Error() string { return e.why }
 
 // check looks an agent's certificate up in the store: its endpoint must
-// still be a connect endpoint and its generation the current one.
-func (r *Relay) check(ctx context.Context, id string, gen int64) error {
+// still be a connect endpoint and its generation the current one. It
+// returns the endpoint's display name.
+func (r *Relay) check(ctx context.Context, id string, gen int64) (string, error) {
 	ep, err := r.Store.Endpoint(ctx, id)
 	if domain.IsNotFound(err) || err == nil && ep.Auth != domain.AuthConnect {
-		return &revokedError{fmt.Sprintf("endpoint %s no longer exists: this agent's certificate is revoked", id)}
+		return "", &revokedError{fmt.Sprintf("endpoint %s no longer exists: this agent's certificate is revoked", id)}
 	}
 	if err != nil {
-		return err
+		return "", err
 	}
 	cur, err := r.Store.CertGeneration(ctx, id)
 	if domain.IsNotFound(err) || err == nil && cur != gen {
-		return &revokedError{fmt.Sprintf("a new setup key was issued for endpoint %s: this agent's certificate is revoked; pair again with --setup-key", ep.DisplayName())}
+		return "", &revokedError{fmt.Sprintf("a new setup key was issued for endpoint %s: this agent's certificate is revoked; pair again with --setup-key", ep.DisplayName())}
 	}
-	return err
+	return ep.DisplayName(), err
 }
 
 // tunnel serves an agent's tunnel until it ends.
@@ -400,9 +401,10 @@ func (r *Relay) tunnel(tc *tls.Conn) {
 	}
 	leaf := certs[0]
 	id, gen, err := tunnel.ParseAgent(leaf)
+	var name string
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
-		err = r.check(ctx, id, gen)
+		name, err = r.check(ctx, id, gen)
 		cancel()
 	}
 	if err != nil {
@@ -413,7 +415,7 @@ func (r *Relay) tunnel(tc *tls.Conn) {
 		return
 	}
 	tc.SetDeadline(time.Now().Add(handshakeTimeout))
-	if err := tunnel.WriteLine(tc, tunnel.Hello{Endpoint: id, Relays: r.relays()}); err != nil {
+	if err := tunnel.WriteLine(tc, tunnel.Hello{Endpoint: id, Name: name, Relays: r.relays()}); err != nil {
 		tc.Close()
 		return
 	}
@@ -572,7 +574,7 @@ func (r *Relay) watch(a *peer, leaf *x509.Certificate, gen int64) {
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
-		err := r.check(ctx, a.id, gen)
+		_, err := r.check(ctx, a.id, gen)
 		cancel()
 		var rev *revokedError
 		if errors.As(err, &rev) {

@@ -78,7 +78,7 @@ func Servers(ep domain.Endpoint, agents domain.Agents, nets *netpolicy.Policy) (
 		dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
 			c, err := agents.Dial(ctx, ep.ID)
 			if domain.ErrorCode(err) == domain.EUnavailable {
-				return nil, domain.Errorf(domain.EUnavailable, "endpoint %s's agent is not connected", ep.DisplayName())
+				return nil, domain.Errorf(domain.EUnavailable, "endpoint %s's agent is not connected: run ferry connect on its machine", ep.DisplayName())
 			}
 			return c, err
 		}
@@ -311,6 +311,9 @@ func (o *Ops) session(ctx context.Context, ep domain.Endpoint, l domain.Login, w
 		}
 		if ctx.Err() != nil {
 			return nil, sv, ctx.Err()
+		}
+		if de, ok := errors.AsType[*domain.Error](err); ok && sv.Outbound && de.Code == domain.EUnavailable {
+			return nil, sv, de // the agent is away: its one sentence says so
 		}
 		if e := Err("log in to", ep.DisplayName(), err); domain.ErrorCode(e) != domain.EUnavailable {
 			return nil, sv, e // refused, not unreachable: the other servers would refuse too
