@@ -102,7 +102,7 @@ func startServerProcess(t *testing.T) (*service, *proc) {
 }
 
 // TestCLIAgentLifecycle: ferry connect names its endpoint by its name,
-// says when it stops; while it is away ls on the endpoint says so in one
+// says when it stops; the service's log names a task's worker once; while it is away ls on the endpoint says so in one
 // sentence (a 503, no request ID of a failure of the service); the
 // service stopped with SIGTERM while an agent is connected closes its
 // database last, without warnings.
@@ -118,6 +118,12 @@ func TestCLIAgentLifecycle(t *testing.T) {
 	agent.waitFor(t, "serving .* as endpoint")
 	if ls := s.ok("", "ls", "laptop:/"); ls != "a.txt\n" {
 		t.Fatalf("ls laptop:/ = %q", ls)
+	}
+	s.ok("", "rm", "laptop:/a.txt")
+	for _, l := range strings.Split(srv.out.String(), "\n") {
+		if strings.Contains(l, "task claimed") && strings.Count(l, " worker=") != 1 {
+			t.Errorf("a log line does not name its worker once: %s", l)
+		}
 	}
 	out := agent.stop()
 	if !strings.Contains(out, "as endpoint alice#laptop ") {
