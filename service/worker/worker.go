@@ -54,17 +54,17 @@ type Worker struct {
 	Notify Notifier // nil: no notifications
 	ID     string   // unique among the workers sharing the store, e.g. host:pid
 
-	Lease          time.Duration    // how long a claim lasts without heartbeat; 0: 1 min
-	HeartbeatEvery time.Duration    // 0: Lease/3
-	Poll           time.Duration    // look for work this often when idle (and on Wake); 0: 1 s
-	Tasks          int              // tasks this worker runs at once; 0: 16
-	PerUser        int              // leased tasks per user across all workers, more queue; 0: no limit
-	FlushEvery     time.Duration    // persist progress this often; 0: 1 s
-	FlushFiles     int              // or once this many file records wait; 0: 100
-	FlushSoon      time.Duration    // or this long after the last flush once a file started, moved on or ended; 0: 100 ms
-	ProgressEvery  time.Duration    // the least time between two PROGRESS events of a task; 0: 5 s
-	Backoff        time.Duration    // first retry delay of a file or of a run that failed; 0: 1 s
-	Logger         *slog.Logger     // names the worker (ferry server adds worker=ID); nil: no log
+	Lease          time.Duration // how long a claim lasts without heartbeat; 0: 1 min
+	HeartbeatEvery time.Duration // 0: Lease/3
+	Poll           time.Duration // look for work this often when idle (and on Wake); 0: 1 s
+	Tasks          int           // tasks this worker runs at once; 0: 16
+	PerUser        int           // leased tasks per user across all workers, more queue; 0: no limit
+	FlushEvery     time.Duration // persist progress this often; 0: 1 s
+	FlushFiles     int           // or once this many file records wait; 0: 100
+	FlushSoon      time.Duration // or this long after the last flush once a file started, moved on or ended; 0: 100 ms
+	ProgressEvery  time.Duration // the least time between two PROGRESS events of a task; 0: 5 s
+	Backoff        time.Duration // first retry delay of a file or of a run that failed; 0: 1 s
+	Logger         *slog.Logger
 	Now            func() time.Time // the clock for leases and records; nil: time.Now
 	Engine         CopyFunc         // nil: engine.Copy
 	EngineMany     CopyManyFunc     // nil: engine.CopyMany
