@@ -7,6 +7,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"ferry/gridftp/server"
+	"ferry/gridftp/server/servertest"
 )
 
 // TestCLIServiceUnreachable: every command that calls the API, logged in
@@ -126,4 +129,28 @@ func TestCLIWording(t *testing.T) {
 			t.Errorf("ls -l line %q: want mode, size, time (UTC RFC 3339) and name", l)
 		}
 	}
+}
+
+// TestCLIAnonymousRefused: an endpoint whose server wants a password is
+// not added as anonymous: endpoint add asks the server and names --auth
+// password; an anonymous endpoint whose server refuses anonymous logins
+// (changed after it was added) is told apart from a lapsed activation by
+// ls and endpoint activate, which name the update and the activation
+// that mend it.
+func TestCLIAnonymousRefused(t *testing.T) {
+	t.Parallel()
+	s := startService(t, false)
+	_, fs := servertest.Root(t)
+	url := "ftp://" + servertest.Serve(t, &server.Server{FS: fs, Auth: servertest.Users{"bob": "pw"}})
+	s.login()
+
+	s.fails(exitFailure, "refused the anonymous login: add it with --auth password", "endpoint", "add", "pw", "--server", url)
+	if out := s.ok("", "endpoint", "list"); strings.Contains(out, "pw") {
+		t.Fatalf("a refused endpoint add left an endpoint:\n%s", out)
+	}
+	s.ok("", "endpoint", "add", "pw", "--server", url, "--auth", "password")
+	s.ok("", "endpoint", "update", "pw", "--auth", "anonymous")
+	mend := "ferry endpoint update alice#pw --auth password, then ferry endpoint activate alice#pw"
+	s.fails(exitFailure, mend, "ls", "pw:/")
+	s.fails(exitFailure, mend, "endpoint", "activate", "pw")
 }

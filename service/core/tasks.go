@@ -230,12 +230,9 @@ func (s *Service) checkTransfer(ctx context.Context, u domain.User, src, dst dom
 			}
 		}
 	}
-	within := s.CheckWithin
+	within := s.checkWithin()
 	if within < 0 || dst.Via != "" {
 		return nil // a destination behind a relay cannot be asked: the head node's copy checks it
-	}
-	if within == 0 {
-		within = 2 * time.Second
 	}
 	var logins [2]domain.Login
 	for i, ep := range []domain.Endpoint{src, dst} {
@@ -257,6 +254,9 @@ func (s *Service) checkTransfer(ctx context.Context, u domain.User, src, dst dom
 	}
 	return nil
 }
+
+// checkWithin is CheckWithin, 2 s for 0.
+func (s *Service) checkWithin() time.Duration { return cmp.Or(s.CheckWithin, 2*time.Second) }
 
 // sameStorage reports endpoints that are one, or share a server.
 func sameStorage(a, b domain.Endpoint) bool {
