@@ -180,6 +180,21 @@ type place struct {
 	local string // the directory served, for a local path
 }
 
+// anonymousHint adds to a refused login at an ftp:// end whose URL names
+// no user that the login was anonymous, and how to give a user.
+func anonymousHint(err error, src place, dsts []place) error {
+	he, ok := errors.AsType[*client.HandshakeError](err)
+	if !ok || he.Stage != client.StageLogin {
+		return err
+	}
+	for _, p := range append([]place{src}, dsts...) {
+		if p.ep.Addr == he.Addr && p.ep.User == "" && p.ep.Auth == nil && p.ep.Dial == nil {
+			return fmt.Errorf("%w (logged in as anonymous: the URL names no user; give one as ftp://USER:PASSWORD@%s/PATH)", err, he.Addr)
+		}
+	}
+	return err
+}
+
 // proxies are the grid proxies of gsiftp:// ends; "" means the default.
 type proxies struct{ src, dst string }
 
@@ -384,7 +399,7 @@ func runCopy(ctx context.Context, srcArg string, dstArgs []string, via map[strin
 		bar.stop()
 		bar.partial(res.Partial)
 		if err != nil {
-			return err
+			return anonymousHint(err, src, dsts)
 		}
 		bar.summary(res)
 		if res.Failed > 0 {
@@ -396,7 +411,7 @@ func runCopy(ctx context.Context, srcArg string, dstArgs []string, via map[strin
 	bar.stop()
 	bar.partial(res.Partial)
 	if err != nil {
-		return err
+		return anonymousHint(err, src, dsts)
 	}
 	bar.summary(res.Result)
 	bar.destinations(res, dstArgs)

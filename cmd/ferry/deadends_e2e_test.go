@@ -154,3 +154,19 @@ func TestCLIAnonymousRefused(t *testing.T) {
 	s.fails(exitFailure, mend, "ls", "pw:/")
 	s.fails(exitFailure, mend, "endpoint", "activate", "pw")
 }
+
+// TestCLICopyAnonymousRefused: ferry copy to a server that wants a user,
+// with none in its URL, says that it tried anonymous and how to give one.
+func TestCLICopyAnonymousRefused(t *testing.T) {
+	t.Parallel()
+	s := &service{t: t, home: t.TempDir()}
+	_, fs := servertest.Root(t)
+	addr := servertest.Serve(t, &server.Server{FS: fs, Auth: servertest.Users{"bob": "pw"}})
+	src := filepath.Join(t.TempDir(), "a.txt")
+	writeFile(t, src, "a")
+	r := s.ferry("", "copy", src, "ftp://"+addr+"/a.txt")
+	want := "(logged in as anonymous: the URL names no user; give one as ftp://USER:PASSWORD@" + addr + "/PATH)"
+	if r.code != exitFailure || !strings.Contains(r.stderr, want) {
+		t.Fatalf("exit %d, stderr %q; want exit 1 and %q", r.code, r.stderr, want)
+	}
+}
