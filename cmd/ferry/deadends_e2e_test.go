@@ -170,3 +170,20 @@ func TestCLICopyAnonymousRefused(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q; want exit 1 and %q", r.code, r.stderr, want)
 	}
 }
+
+// TestCLISymlinkNotFollowed: a destination directory that is a symbolic
+// link the server does not follow (it leads out of its root) is told as
+// one, not as a file.
+func TestCLISymlinkNotFollowed(t *testing.T) {
+	t.Parallel()
+	s := startService(t, false)
+	root, url := gridEndpoint(t)
+	writeFile(t, filepath.Join(root, "a.txt"), "a")
+	if err := os.Symlink(t.TempDir(), filepath.Join(root, "out")); err != nil { // leads out of the root
+		t.Fatal(err)
+	}
+	s.login()
+	s.ok("", "endpoint", "add", "epA", "--server", url)
+	s.fails(exitFailure, "destination /out on alice#epA: is a symbolic link that ferry does not follow; a directory is needed there",
+		"transfer", "epA:/a.txt", "epA:/out/b.txt")
+}
