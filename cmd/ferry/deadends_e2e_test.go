@@ -187,3 +187,21 @@ func TestCLISymlinkNotFollowed(t *testing.T) {
 	s.fails(exitFailure, "destination /out on alice#epA: is a symbolic link that ferry does not follow; a directory is needed there",
 		"transfer", "epA:/a.txt", "epA:/out/b.txt")
 }
+
+// TestCLIRmRefusedAtOnce: ferry rm of a path that is not there, or of a
+// directory without -r, is refused when submitted, as a transfer is, not
+// made a task that fails later.
+func TestCLIRmRefusedAtOnce(t *testing.T) {
+	t.Parallel()
+	s := startService(t, false) // no worker: a task made would never run
+	root, url := gridEndpoint(t)
+	writeFile(t, filepath.Join(root, "d", "a.txt"), "a")
+	s.login()
+	s.ok("", "endpoint", "add", "epA", "--server", url)
+	s.fails(exitFailure, "delete /nothere on alice#epA: no such file or directory", "rm", "--no-wait", "epA:/nothere")
+	s.fails(exitFailure, "delete /d on alice#epA: is a directory: delete it with -r", "rm", "--no-wait", "epA:/d")
+	s.ok("", "rm", "--no-wait", "--ignore-missing", "epA:/nothere") // no error: the task is made
+	if out := s.ok("", "task", "list", "-F", "unix"); strings.Count(out, "DELETE") != 1 {
+		t.Fatalf("want the one task of --ignore-missing:\n%s", out)
+	}
+}

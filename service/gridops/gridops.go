@@ -252,6 +252,27 @@ func (o *Ops) CheckTransfer(ctx context.Context, src, dst domain.Endpoint, sl, d
 	return Err("check", "the transfer's paths", err)
 }
 
+// CheckDelete looks each item up on one session of ep's.
+func (o *Ops) CheckDelete(ctx context.Context, ep domain.Endpoint, l domain.Login, items []domain.Item, ignoreMissing bool) error {
+	c, _, err := o.session(ctx, ep, l, "check a delete")
+	if err != nil {
+		return err
+	}
+	defer c.Quit(ctx)
+	for _, it := range items {
+		e, err := c.Stat(ctx, it.Src)
+		err = Err("delete", it.Src+" on "+ep.DisplayName(), err)
+		switch {
+		case domain.ErrorCode(err) == domain.ENotFound && ignoreMissing:
+		case err != nil:
+			return err
+		case e.IsDir() && !it.Recursive:
+			return domain.Errorf(domain.EInvalid, "delete %s on %s: is a directory: delete it with -r", it.Src, ep.DisplayName())
+		}
+	}
+	return nil
+}
+
 // Overlap applies the engine's rule (engine.Overlap) to an item on one
 // storage, by its paths.
 func (o *Ops) Overlap(dst domain.Endpoint, it domain.Item, opts domain.Options) error {
