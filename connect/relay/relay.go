@@ -98,6 +98,9 @@ type Relay struct {
 	lns      map[net.Listener]bool
 	bind     netip.Addr // Bind, or the first listener's IP
 	closed   bool
+	// tunnels are the agents' tunnels being served, and their watchers:
+	// Close waits for them, so that none writes to the store after it.
+	tunnels sync.WaitGroup
 	// routeMu orders the store's records of where agents are connected
 	// as the agents come and go.
 	routeMu sync.Mutex
@@ -228,7 +231,8 @@ func (r *Relay) Serve(ln net.Listener) error {
 	}
 }
 
-// Close stops the listeners and ends every tunnel.
+// Close stops the listeners, ends every tunnel and waits until they are
+// over.
 func (r *Relay) Close() error {
 	r.init()
 	r.mu.Lock()
@@ -247,6 +251,7 @@ func (r *Relay) Close() error {
 	for _, s := range sessions {
 		s.Close()
 	}
+	r.tunnels.Wait() // their agents' routes are forgotten in the store
 	return nil
 }
 
@@ -391,8 +396,18 @@ func (r *Relay) check(ctx context.Context, id string, gen int64) (string, error)
 	return ep.DisplayName(), err
 }
 
-// tunnel serves an agent's tunnel until it ends.
+// tunnel serves an agent's tunnel until it ends; once the relay is
+// closed it serves none.
 func (r *Relay) tunnel(tc *tls.Conn) {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		tc.Close()
+		return
+	}
+	r.tunnels.Add(1)
+	r.mu.Unlock()
+	defer r.tunnels.Done()
 	certs := tc.ConnectionState().PeerCertificates
 	if len(certs) == 0 {
 		tunnel.WriteLine(tc, tunnel.Hello{Error: "no client certificate: pair first with --setup-key", Revoked: true})
@@ -427,7 +442,7 @@ func (r *Relay) tunnel(tc *tls.Conn) {
 	}
 	r.log().Info("relay: agent connected", "endpoint", id, "remote", tc.RemoteAddr().String())
 	r.resume(id)
-	go r.watch(a, leaf, gen)
+	r.tunnels.Go(func() { r.watch(a, leaf, gen) })
 	for {
 		st, err := a.sess.Accept()
 		if err != nil {
