@@ -468,7 +468,7 @@ func (p *planner) look(ctx context.Context, it Item) (*look, error) {
 	for i, d := range chain {
 		if derrs[i] == nil {
 			if i > 0 && !des[i].IsDir() {
-				return nil, &ItemError{Path: d, Dest: true, Why: "is a file; a directory is needed there"}
+				return nil, &ItemError{Path: d, Dest: true, Why: notDir(des[i])}
 			}
 			l.exist = path.Clean(d)
 			break
@@ -481,7 +481,7 @@ func (p *planner) look(ctx context.Context, it Item) (*look, error) {
 			return nil, &ItemError{Path: it.Src, Why: "is a directory: transfer it recursively"}
 		}
 		if derr == nil && !de.IsDir() {
-			return nil, &ItemError{Path: it.Dst, Dest: true, Why: "is a file; a directory is needed there"}
+			return nil, &ItemError{Path: it.Dst, Dest: true, Why: notDir(de)}
 		}
 		holds, err := p.overlaps(ctx, it, dstL)
 		if err != nil {
@@ -498,7 +498,7 @@ func (p *planner) look(ctx context.Context, it Item) (*look, error) {
 	switch {
 	case isDir || strings.HasSuffix(it.Dst, "/"):
 		if derr == nil && !isDir {
-			return nil, &ItemError{Path: it.Dst, Dest: true, Why: "is a file; a directory is needed there"}
+			return nil, &ItemError{Path: it.Dst, Dest: true, Why: notDir(de)}
 		}
 		l.dst = path.Join(it.Dst, path.Base(it.Src))
 		if isDir {
@@ -823,7 +823,7 @@ func (p *planner) placeWindow(ctx context.Context, w *walk, es []gridftp.Entry) 
 		if e.IsDir() {
 			if ok && !de.IsDir() {
 				p.settled(FileResult{Src: s, Dst: dd, Outcome: Failed, Attempts: 1,
-					Err: &ItemError{Path: dd, Dest: true, Why: "is a file; a directory is needed there"}})
+					Err: &ItemError{Path: dd, Dest: true, Why: notDir(de)}})
 				continue
 			}
 			w.subs = append(w.subs, sub{e: e, de: de, had: ok, made: made[dd]})
@@ -1379,4 +1379,14 @@ func chooseAlgorithm(want string, a, b []string) (string, error) {
 		return "MD5", nil // servers that hide FEAT CKSM usually still compute MD5
 	}
 	return "", errors.New("the endpoints share no checksum algorithm")
+}
+
+// notDir says why an entry where a directory is needed will not do: it is
+// a file, or a symbolic link that the server does not follow (it leads out
+// of the server's root, dangles or loops).
+func notDir(e gridftp.Entry) string {
+	if e.Type == "OS.unix=slink" {
+		return "is a symbolic link that ferry does not follow; a directory is needed there"
+	}
+	return "is a file; a directory is needed there"
 }

@@ -391,7 +391,7 @@ func TestSSHGatewayTerminal(t *testing.T) {
 	}
 
 	r := alice.ssh("endpoint list\r\nls src:/\r\nmkdir src:/new\r\nexit\r\n", []string{"-tt"})
-	for _, want := range []string{"ferry> ", "logged in as alice", "alice#src", "a.txt", "/new is created"} {
+	for _, want := range []string{"ferry> ", "logged in as alice", "alice#src", "a.txt", "created directory /new"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("prompt session lacks %q:\n%s", want, r)
 		}

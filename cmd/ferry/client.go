@@ -334,12 +334,13 @@ func row(w io.Writer, cells ...any) {
 	fmt.Fprintln(w)
 }
 
-// when formats a time for a table; "-" for none.
+// when formats a time as everything the CLI prints does, and as the
+// service's messages do: UTC, RFC 3339; "-" for none.
 func when(t time.Time) string {
 	if t.IsZero() {
 		return "-"
 	}
-	return t.Local().Format("2006-01-02 15:04:05")
+	return t.UTC().Format(time.RFC3339)
 }
 
 // epPath is an endpoint and a path on it, written EP:PATH. EP is an

@@ -320,7 +320,7 @@ func TestCLITransfer(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dstRoot, "out")); !os.IsNotExist(err) {
 		t.Fatalf("rm -r: %v", err)
 	}
-	s.fails(1, "FAILED", "rm", "dst:/missing")
+	s.fails(1, "delete /missing on alice#dst: no such file or directory", "rm", "dst:/missing")
 	s.ok("", "rm", "--ignore-missing", "dst:/missing")
 
 	s.ok("", "endpoint", "deactivate", "dst")

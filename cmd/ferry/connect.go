@@ -72,10 +72,14 @@ Ctrl-C; tasks using the endpoint wait (INACTIVE) until it runs again.`,
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "ferry connect: paired with endpoint %s; credentials in %s\n", id, dir)
 			}
-			a := &agent.Agent{Relays: r.Relays, Dir: dir, FS: fs, Layers: layers(), Logger: log, Connected: func(id, relay string) {
-				fmt.Fprintf(cmd.ErrOrStderr(), "ferry connect: serving %s as endpoint %s through %s\n", root, id, relay)
+			a := &agent.Agent{Relays: r.Relays, Dir: dir, FS: fs, Layers: layers(), Logger: log, Connected: func(ep, relay string) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "ferry connect: serving %s as endpoint %s through %s\n", root, ep, relay)
 			}}
-			return a.Run(ctx)
+			err = a.Run(ctx)
+			if ctx.Err() != nil {
+				fmt.Fprintln(cmd.ErrOrStderr(), "ferry connect: stopped; tasks that use the endpoint wait (INACTIVE) until it runs again")
+			}
+			return err
 		},
 	}
 	f := cmd.Flags()

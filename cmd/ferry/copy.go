@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/netip"
 	"os"
@@ -177,6 +178,21 @@ type place struct {
 	ep    engine.Endpoint
 	path  string
 	local string // the directory served, for a local path
+}
+
+// anonymousHint adds to a refused login at an ftp:// end whose URL names
+// no user that the login was anonymous, and how to give a user.
+func anonymousHint(err error, src place, dsts []place) error {
+	he, ok := errors.AsType[*client.HandshakeError](err)
+	if !ok || he.Stage != client.StageLogin {
+		return err
+	}
+	for _, p := range append([]place{src}, dsts...) {
+		if p.ep.Addr == he.Addr && p.ep.User == "" && p.ep.Auth == nil && p.ep.Dial == nil {
+			return fmt.Errorf("%w (logged in as anonymous: the URL names no user; give one as ftp://USER:PASSWORD@%s/PATH)", err, he.Addr)
+		}
+	}
+	return err
 }
 
 // proxies are the grid proxies of gsiftp:// ends; "" means the default.
@@ -383,7 +399,7 @@ func runCopy(ctx context.Context, srcArg string, dstArgs []string, via map[strin
 		bar.stop()
 		bar.partial(res.Partial)
 		if err != nil {
-			return err
+			return anonymousHint(err, src, dsts)
 		}
 		bar.summary(res)
 		if res.Failed > 0 {
@@ -395,7 +411,7 @@ func runCopy(ctx context.Context, srcArg string, dstArgs []string, via map[strin
 	bar.stop()
 	bar.partial(res.Partial)
 	if err != nil {
-		return err
+		return anonymousHint(err, src, dsts)
 	}
 	bar.summary(res.Result)
 	bar.destinations(res, dstArgs)
@@ -558,27 +574,34 @@ func (p *progress) partial(paths []string) {
 	fmt.Fprintf(p.out, "%s kept as .ferry-*.part; run the same command again to resume\n", plural.Count(len(paths), "partial file"))
 }
 
+// summary says how the copy was done (the settings, tar batches), then
+// what it did, last.
 func (p *progress) summary(r engine.Result) {
-	secs := max(r.Elapsed.Seconds(), 1e-3)
-	skipped := fmt.Sprint(r.Skipped)
-	if r.SkippedErrors > 0 {
-		skipped += ", " + plural.Count(r.SkippedErrors, "source error")
-	}
-	fmt.Fprintf(p.out, "%s: %d transferred, %s skipped, %d failed; %s in %v (%s/s, %.0f files/s); %s\n",
-		plural.Count(r.Files, "file"), r.Transferred, skipped, r.Failed, plural.Bytes(r.Bytes), r.Elapsed.Round(time.Millisecond),
-		plural.Bytes(int64(float64(r.Bytes)/secs)), float64(r.Transferred)/secs, plural.Count(r.Faults, "fault"))
-	if r.Deleted > 0 {
-		fmt.Fprintf(p.out, "deleted %s at the destination that the source does not have\n", plural.Count(r.Deleted, "path"))
-	}
 	s := r.Settings
-	fmt.Fprintf(p.out, "settings: -cc %d -p %d -pp %d, chunks %s, rtt %v%s%s%s\n", s.Concurrency, s.Parallelism, s.Pipelining,
-		plural.Bytes(s.ChunkSize), s.RTT.Round(time.Microsecond), checksumNote(s), dataNote(s), wayNote(s)+growNote(s))
+	chunks := "no chunks"
+	if s.ChunkSize > 0 {
+		chunks = "chunks " + plural.Bytes(s.ChunkSize)
+	}
+	fmt.Fprintf(p.out, "settings: -cc %d -p %d -pp %d, %s, rtt %v%s%s%s\n", s.Concurrency, s.Parallelism, s.Pipelining,
+		chunks, s.RTT.Round(time.Microsecond), checksumNote(s), dataNote(s), wayNote(s)+growNote(s))
 	if s.TarReason != "" {
 		fmt.Fprintf(p.out, "tar: %s", s.TarReason)
 		if s.Batches > 0 {
 			fmt.Fprintf(p.out, " (%s)", plural.Count(s.Batches, "batch"))
 		}
 		fmt.Fprintln(p.out)
+	}
+	secs := max(r.Elapsed.Seconds(), 1e-3)
+	skipped := fmt.Sprint(r.Skipped)
+	if r.SkippedErrors > 0 {
+		skipped += ", " + plural.Count(r.SkippedErrors, "source error")
+	}
+	fmt.Fprintf(p.out, "%s: %d transferred, %s skipped, %d failed; %s in %v (%s/s, %s/s); %s\n",
+		plural.Count(r.Files, "file"), r.Transferred, skipped, r.Failed, plural.Bytes(r.Bytes), r.Elapsed.Round(time.Millisecond),
+		plural.Bytes(int64(float64(r.Bytes)/secs)), plural.Count(int64(math.Round(float64(r.Transferred)/secs)), "file"),
+		plural.Count(r.Faults, "fault"))
+	if r.Deleted > 0 {
+		fmt.Fprintf(p.out, "deleted %s at the destination that the source does not have\n", plural.Count(r.Deleted, "path"))
 	}
 }
 

@@ -157,6 +157,14 @@ func serverState(st api.ServerState) string {
 	return "up"
 }
 
+// maxConcurrent is an endpoint's limit on its running tasks: 0 is none.
+func maxConcurrent(n int) string {
+	if n == 0 {
+		return "no limit"
+	}
+	return fmt.Sprint(n)
+}
+
 // endpointRows are an endpoint document's fields, one a row.
 func endpointRows(w io.Writer, ep api.Endpoint) {
 	for _, f := range [][2]string{
@@ -167,7 +175,7 @@ func endpointRows(w io.Writer, ep api.Endpoint) {
 		{"Auth Method", ep.AuthMethod},
 		{"Default Directory", ep.DefaultDirectory},
 		{"Public", fmt.Sprint(ep.Public)},
-		{"Max Concurrent Tasks", fmt.Sprint(ep.MaxConcurrent)},
+		{"Max Concurrent Tasks", maxConcurrent(ep.MaxConcurrent)},
 		{"Activated", activation(ep.Activated, ep.ExpiresIn)},
 		{"Agent", agentState(ep)},
 		{"Reached Through", cmp.Or(ep.ViaDisplayName, "none (reached directly)")},

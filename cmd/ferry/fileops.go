@@ -203,9 +203,12 @@ func (c *cli) ls(cmd *cobra.Command, cl *apiclient.Client, ep string, q api.List
 		if f.Type == "dir" {
 			name += "/"
 		}
-		if long {
+		switch {
+		case long && f.User == "" && f.Group == "": // the server names no owner (one server lists a directory: all or none)
+			row(w, mode(f), f.Size, when(f.LastModified), name)
+		case long:
 			row(w, mode(f), cmp.Or(f.User, "-"), cmp.Or(f.Group, "-"), f.Size, when(f.LastModified), name)
-		} else {
+		default:
 			fmt.Fprintln(w, name)
 		}
 	}, flush)

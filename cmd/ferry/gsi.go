@@ -26,7 +26,7 @@ func readProxy(path string) (*gsi.Credential, string, error) {
 		return nil, path, fmt.Errorf("grid proxy %s: %w", path, err)
 	}
 	if err := gsilogin.Check(cred, time.Now()); errors.Is(err, gsilogin.ErrExpired) {
-		return nil, path, fmt.Errorf("grid proxy %s expired at %s: make a new one with grid-proxy-init or myproxy-logon", path, cred.NotAfter().Format(time.RFC3339))
+		return nil, path, fmt.Errorf("grid proxy %s expired at %s: make a new one with grid-proxy-init or myproxy-logon", path, when(cred.NotAfter()))
 	} else if err != nil {
 		return nil, path, fmt.Errorf("grid proxy %s: %w", path, err)
 	}

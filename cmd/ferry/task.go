@@ -102,7 +102,7 @@ func (c *cli) wait(cmd *cobra.Command, cl *apiclient.Client, id string, w waiter
 		return perr
 	}
 	if err == nil && t.Status != domain.StatusSucceeded {
-		err = fmt.Errorf("task %s %s", id, status(t))
+		err = fmt.Errorf("task %s %s", id, t.Status) // why is in the summary, said once
 	}
 	return err
 }
@@ -160,8 +160,13 @@ func status(t api.Task) string {
 	return t.Status
 }
 
-// summary is a task in one line.
+// summary is a task in one line: a delete task's paths deleted and
+// missing, a transfer's files, bytes and rate.
 func summary(t api.Task) string {
+	if t.Type == domain.TypeDelete {
+		return fmt.Sprintf("task %s %s: %s: %d deleted, %d missing, %d failed",
+			t.TaskID, status(t), plural.Count(t.Files, "path"), t.FilesTransferred, t.FilesSkipped, t.SubtasksFailed)
+	}
 	return fmt.Sprintf("task %s %s: %s: %d transferred, %d skipped, %d failed; %s, %s/s; %s",
 		t.TaskID, status(t), plural.Count(t.Files, "file"), t.FilesTransferred, t.FilesSkipped, t.SubtasksFailed,
 		plural.Bytes(t.BytesTransferred), plural.Bytes(t.EffectiveBytesPerSecond), plural.Count(t.Faults, "fault"))

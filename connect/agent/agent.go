@@ -21,6 +21,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -212,8 +213,9 @@ type Agent struct {
 	Dir    string // the credentials Pair saved
 	FS     storage.Driver
 	Logger *slog.Logger
-	// Connected, when set, is called each time the tunnel is up.
-	Connected func(endpointID, relayURL string)
+	// Connected, when set, is called each time the tunnel is up, with
+	// the endpoint's owner#name (its ID from a relay that sends none).
+	Connected func(endpoint, relayURL string)
 
 	mu      sync.Mutex
 	sess    *tunnel.Session // the current tunnel; nil between two
@@ -399,9 +401,10 @@ func (a *Agent) serve(ctx context.Context, ln *streamListener, relay string) (up
 		a.mu.Unlock()
 		sess.Close()
 	}()
-	a.log().Info("tunnel up", "relay", relay, "endpoint", hello.Endpoint)
+	name := cmp.Or(hello.Name, hello.Endpoint) // a relay before names: the ID
+	a.log().Info("tunnel up", "relay", relay, "endpoint", name)
 	if a.Connected != nil {
-		a.Connected(hello.Endpoint, relay)
+		a.Connected(name, relay)
 	}
 	for {
 		st, err := sess.Accept()

@@ -98,6 +98,9 @@ type Relay struct {
 	lns      map[net.Listener]bool
 	bind     netip.Addr // Bind, or the first listener's IP
 	closed   bool
+	// tunnels are the agents' tunnels being served, and their watchers:
+	// Close waits for them, so that none writes to the store after it.
+	tunnels sync.WaitGroup
 	// routeMu orders the store's records of where agents are connected
 	// as the agents come and go.
 	routeMu sync.Mutex
@@ -228,7 +231,8 @@ func (r *Relay) Serve(ln net.Listener) error {
 	}
 }
 
-// Close stops the listeners and ends every tunnel.
+// Close stops the listeners, ends every tunnel and waits until they are
+// over.
 func (r *Relay) Close() error {
 	r.init()
 	r.mu.Lock()
@@ -247,6 +251,7 @@ func (r *Relay) Close() error {
 	for _, s := range sessions {
 		s.Close()
 	}
+	r.tunnels.Wait() // their agents' routes are forgotten in the store
 	return nil
 }
 
@@ -374,24 +379,35 @@ type revokedError struct{ why string }
 func (e *revokedError) Error() string { return e.why }
 
 // check looks an agent's certificate up in the store: its endpoint must
-// still be a connect endpoint and its generation the current one.
-func (r *Relay) check(ctx context.Context, id string, gen int64) error {
+// still be a connect endpoint and its generation the current one. It
+// returns the endpoint's display name.
+func (r *Relay) check(ctx context.Context, id string, gen int64) (string, error) {
 	ep, err := r.Store.Endpoint(ctx, id)
 	if domain.IsNotFound(err) || err == nil && ep.Auth != domain.AuthConnect {
-		return &revokedError{fmt.Sprintf("endpoint %s no longer exists: this agent's certificate is revoked", id)}
+		return "", &revokedError{fmt.Sprintf("endpoint %s no longer exists: this agent's certificate is revoked", id)}
 	}
 	if err != nil {
-		return err
+		return "", err
 	}
 	cur, err := r.Store.CertGeneration(ctx, id)
 	if domain.IsNotFound(err) || err == nil && cur != gen {
-		return &revokedError{fmt.Sprintf("a new setup key was issued for endpoint %s: this agent's certificate is revoked; pair again with --setup-key", ep.DisplayName())}
+		return "", &revokedError{fmt.Sprintf("a new setup key was issued for endpoint %s: this agent's certificate is revoked; pair again with --setup-key", ep.DisplayName())}
 	}
-	return err
+	return ep.DisplayName(), err
 }
 
-// tunnel serves an agent's tunnel until it ends.
+// tunnel serves an agent's tunnel until it ends; once the relay is
+// closed it serves none.
 func (r *Relay) tunnel(tc *tls.Conn) {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		tc.Close()
+		return
+	}
+	r.tunnels.Add(1)
+	r.mu.Unlock()
+	defer r.tunnels.Done()
 	certs := tc.ConnectionState().PeerCertificates
 	if len(certs) == 0 {
 		tunnel.WriteLine(tc, tunnel.Hello{Error: "no client certificate: pair first with --setup-key", Revoked: true})
@@ -400,9 +416,10 @@ func (r *Relay) tunnel(tc *tls.Conn) {
 	}
 	leaf := certs[0]
 	id, gen, err := tunnel.ParseAgent(leaf)
+	var name string
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
-		err = r.check(ctx, id, gen)
+		name, err = r.check(ctx, id, gen)
 		cancel()
 	}
 	if err != nil {
@@ -413,7 +430,7 @@ func (r *Relay) tunnel(tc *tls.Conn) {
 		return
 	}
 	tc.SetDeadline(time.Now().Add(handshakeTimeout))
-	if err := tunnel.WriteLine(tc, tunnel.Hello{Endpoint: id, Relays: r.relays()}); err != nil {
+	if err := tunnel.WriteLine(tc, tunnel.Hello{Endpoint: id, Name: name, Relays: r.relays()}); err != nil {
 		tc.Close()
 		return
 	}
@@ -425,7 +442,7 @@ func (r *Relay) tunnel(tc *tls.Conn) {
 	}
 	r.log().Info("relay: agent connected", "endpoint", id, "remote", tc.RemoteAddr().String())
 	r.resume(id)
-	go r.watch(a, leaf, gen)
+	r.tunnels.Go(func() { r.watch(a, leaf, gen) })
 	for {
 		st, err := a.sess.Accept()
 		if err != nil {
@@ -572,7 +589,7 @@ func (r *Relay) watch(a *peer, leaf *x509.Certificate, gen int64) {
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
-		err := r.check(ctx, a.id, gen)
+		_, err := r.check(ctx, a.id, gen)
 		cancel()
 		var rev *revokedError
 		if errors.As(err, &rev) {

@@ -66,6 +66,7 @@ type PairReply struct {
 // the relay refuses it; Revoked says that trying again will not help.
 type Hello struct {
 	Endpoint string   `json:"endpoint,omitempty"`
+	Name     string   `json:"name,omitempty"` // the endpoint's owner#name, for the agent's lines and logs
 	Relays   []string `json:"relays,omitempty"`
 	Error    string   `json:"error,omitempty"`
 	Revoked  bool     `json:"revoked,omitempty"`

@@ -33,9 +33,11 @@ type Error struct {
 // Error is the sentence users read: the message alone, and for a failure
 // of the service itself (HTTP 5xx) the request ID too, which its log
 // knows. A refusal of the request (4xx) is the caller's to mend, and its
-// message says how.
+// message says how; so is an endpoint's server or agent that did not
+// answer (502 or 504 with the service's error document).
 func (e *Error) Error() string {
-	if e.Status >= 500 && e.RequestID != "" {
+	endpoint := (e.Status == 502 || e.Status == 504) && e.Code != ""
+	if e.Status >= 500 && !endpoint && e.RequestID != "" {
 		return fmt.Sprintf("%s (request %s)", e.Message, e.RequestID)
 	}
 	return e.Message

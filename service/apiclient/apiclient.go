@@ -72,7 +72,10 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return err
+		if ctx.Err() != nil {
+			return err
+		}
+		return &UnreachableError{URL: c.base, Err: err}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 300 {
@@ -86,6 +89,20 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	}
 	return nil
 }
+
+// UnreachableError is a call that reached no service at URL: nothing
+// listens there, the host is unknown, the connection broke. Its message
+// says what to start, not the transport's error (Err).
+type UnreachableError struct {
+	URL string
+	Err error
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("cannot reach the ferry service at %s: is \"ferry server\" running?", e.URL)
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
 
 // answerError makes the *api.Error of a failed answer, also when its body
 // is not an error document (say, from a proxy).

@@ -56,6 +56,9 @@ func (s *Service) Activate(ctx context.Context, u domain.User, ref string, req d
 		return res, err
 	}
 	if !ep.NeedsActivation() {
+		if s.refusesAnonymous(ctx, ep) {
+			return res, anonymousRefused(ep)
+		}
 		res.Code, res.Message, res.ExpiresIn = "AlreadyActivated", fmt.Sprintf("endpoint %s needs no activation", ep.DisplayName()), -1
 		return res, nil
 	}

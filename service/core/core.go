@@ -39,8 +39,9 @@ type Service struct {
 	// budget decides).
 	DefaultDeadline time.Duration
 	// CheckWithin bounds how long a submission waits for its endpoints to
-	// answer whether its paths can be copied (see checkTransfer); 0: 2 s,
-	// < 0: no check.
+	// answer whether its paths can be copied (see checkTransfer), and an
+	// anonymous endpoint's creation for its server to take an anonymous
+	// login (see refusesAnonymous); 0: 2 s, < 0: no check.
 	CheckWithin time.Duration
 	// Agents reaches connect endpoints' agents through the relays; CAPin
 	// is the pin of the relay's CA that setup keys carry. Without it

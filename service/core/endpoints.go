@@ -321,6 +321,11 @@ func (s *Service) CreateEndpoint(ctx context.Context, u domain.User, spec domain
 	if err := s.checkMyProxyHost(ctx, ep.MyProxyServer); err != nil {
 		return domain.EndpointView{}, err
 	}
+	if s.refusesAnonymous(ctx, ep) {
+		return domain.EndpointView{}, domain.Errorf(domain.EInvalid,
+			"endpoint %s: its server refused the anonymous login: add it with --auth password, then ferry endpoint activate %s",
+			ep.DisplayName(), ep.DisplayName())
+	}
 	if err := s.Store.CreateEndpoint(ctx, &ep); err != nil {
 		return domain.EndpointView{}, err
 	}
@@ -397,9 +402,33 @@ func (s *Service) endpointLogin(ctx context.Context, u domain.User, ep domain.En
 	return l, err
 }
 
+// refusesAnonymous reports an anonymous endpoint (reached directly)
+// whose server refuses an anonymous login, asked within CheckWithin: a
+// server that does not answer in time is not held against it.
+func (s *Service) refusesAnonymous(ctx context.Context, ep domain.Endpoint) bool {
+	within := s.checkWithin()
+	if ep.Auth != domain.AuthAnonymous || ep.Via != "" || within < 0 {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	return domain.ErrorCode(s.Ops.Check(ctx, ep, domain.Login{})) == domain.EUnauthorized
+}
+
+// anonymousRefused is the error of an anonymous endpoint whose server
+// refused the anonymous login: it wants a user, and says how to give one.
+func anonymousRefused(ep domain.Endpoint) error {
+	n := ep.DisplayName()
+	return domain.Errorf(domain.EInvalid, "endpoint %s: its server refused the anonymous login: run ferry endpoint update %s --auth password, then ferry endpoint activate %s", n, n, n)
+}
+
 // opsError words a file operation's error for the user: a rejected
-// stored login means the endpoint needs activating again.
+// anonymous login means the server wants a user; a rejected stored one,
+// that the endpoint needs activating again.
 func opsError(ep domain.Endpoint, err error) error {
+	if domain.ErrorCode(err) == domain.EUnauthorized && ep.Auth == domain.AuthAnonymous {
+		return anonymousRefused(ep)
+	}
 	if domain.ErrorCode(err) == domain.EUnauthorized {
 		return domain.Errorf(domain.ENotActivated, "endpoint %s refused the activation's login: activate it again", ep.DisplayName())
 	}

@@ -230,12 +230,9 @@ func (s *Service) checkTransfer(ctx context.Context, u domain.User, src, dst dom
 			}
 		}
 	}
-	within := s.CheckWithin
+	within := s.checkWithin()
 	if within < 0 || dst.Via != "" {
 		return nil // a destination behind a relay cannot be asked: the head node's copy checks it
-	}
-	if within == 0 {
-		within = 2 * time.Second
 	}
 	var logins [2]domain.Login
 	for i, ep := range []domain.Endpoint{src, dst} {
@@ -247,16 +244,11 @@ func (s *Service) checkTransfer(ctx context.Context, u domain.User, src, dst dom
 	}
 	cctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
-	err := s.Ops.CheckTransfer(cctx, src, dst, logins[0], logins[1], items[:min(len(items), checkItems)], o)
-	switch domain.ErrorCode(err) {
-	case domain.EInvalid, domain.ENotFound:
-		return err
-	}
-	if err != nil {
-		s.logger().Info("submission check left to the worker", "err", err)
-	}
-	return nil
+	return s.refusal(s.Ops.CheckTransfer(cctx, src, dst, logins[0], logins[1], items[:min(len(items), checkItems)], o))
 }
+
+// checkWithin is CheckWithin, 2 s for 0.
+func (s *Service) checkWithin() time.Duration { return cmp.Or(s.CheckWithin, 2*time.Second) }
 
 // sameStorage reports endpoints that are one, or share a server.
 func sameStorage(a, b domain.Endpoint) bool {
@@ -310,8 +302,44 @@ func (s *Service) SubmitDelete(ctx context.Context, u domain.User, req domain.De
 	if ep.Via != "" {
 		return t, false, ep.ViaError("delete")
 	}
+	if err := s.checkDelete(ctx, u, ep, t.Items, req.IgnoreMissing); err != nil {
+		return t, false, err
+	}
 	t.SrcEndpoint = ep.ID
 	return s.submit(ctx, u, t)
+}
+
+// checkDelete refuses a delete of a missing path (unless ignoreMissing)
+// or of a directory without recursion, as checkTransfer refuses a
+// transfer that cannot work: the endpoint is asked while it answers
+// within CheckWithin; one not activated, or slow, leaves the question to
+// the task.
+func (s *Service) checkDelete(ctx context.Context, u domain.User, ep domain.Endpoint, items []domain.Item, ignoreMissing bool) error {
+	within := s.checkWithin()
+	if within < 0 {
+		return nil
+	}
+	l, err := s.endpointLogin(ctx, u, ep)
+	if err != nil {
+		return nil // not activated: the task waits INACTIVE
+	}
+	cctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	return s.refusal(s.Ops.CheckDelete(cctx, ep, l, items[:min(len(items), checkItems)], ignoreMissing))
+}
+
+// refusal is what a submission check's err means: EInvalid or ENotFound
+// refuse the submission; anything else (a server that did not answer in
+// time) is logged and left to the worker.
+func (s *Service) refusal(err error) error {
+	switch domain.ErrorCode(err) {
+	case domain.EInvalid, domain.ENotFound:
+		return err
+	}
+	if err != nil {
+		s.logger().Info("submission check left to the worker", "err", err)
+	}
+	return nil
 }
 
 // ResumeTask runs an INACTIVE task of u's again, once u has mended what

@@ -528,6 +528,10 @@ type FileOps interface {
 	// With DeleteDestinationExtra, a destination that holds its source is
 	// refused too (its other entries would be deleted).
 	CheckTransfer(ctx context.Context, src, dst Endpoint, srcLogin, dstLogin Login, items []Item, o Options) error
+	// CheckDelete looks up a delete's items before it is accepted:
+	// ENotFound for a missing path (unless ignoreMissing), EInvalid for a
+	// directory without Recursive, with a message naming the endpoint.
+	CheckDelete(ctx context.Context, ep Endpoint, l Login, items []Item, ignoreMissing bool) error
 	// Overlap refuses, by its paths alone and asking no server, an item
 	// whose source and destination are on one storage when its
 	// destination is its source, lies inside it or (deleting extras)

@@ -14,8 +14,9 @@ const finishShown = 3
 // FinishCommands are the ferry transfer commands that finish what a
 // transfer task that is over (SUCCEEDED or FAILED: canceled, deadline,
 // a fatal error) left undone, one for each of its first items, with the
-// task's options, and how many more items there are. A transfer to
-// several destinations or a delete task has none.
+// task's options, and how many more items there are; for a delete task,
+// the one ferry rm command that deletes its paths again. A transfer to
+// several destinations has none.
 //
 // They ask for --sync-level size whatever level the task had: a file the
 // task left partial (a cancel, a crash) is under its temporary name, never
@@ -25,6 +26,19 @@ const finishShown = 3
 // mtime would also do (no level skips a file of another size), but size
 // says what is meant.
 func FinishCommands(t Task) (cmds []string, more int) {
+	if t.Type == TypeDelete && len(t.Items) > 0 {
+		words := []string{"ferry", "rm"}
+		if t.Items[0].Recursive {
+			words = append(words, "-r")
+		}
+		if t.Options.IgnoreMissing {
+			words = append(words, "--ignore-missing")
+		}
+		for _, it := range t.Items {
+			words = append(words, shellQuote(t.SrcEndpoint+":"+it.Src))
+		}
+		return []string{strings.Join(words, " ")}, 0
+	}
 	if t.Type != TypeTransfer || len(t.Destinations) > 0 {
 		return nil, 0
 	}

@@ -32,7 +32,11 @@ func TestFinishCommands(t *testing.T) {
 			t.Items = []Item{{Src: "/1", Dst: "/1"}, {Src: "/2", Dst: "/2"}, {Src: "/3", Dst: "/3"}, {Src: "/4", Dst: "/4"}, {Src: "/5", Dst: "/5"}}
 		}), []string{"ferry transfer S:/1 D:/1 --sync-level size", "ferry transfer S:/2 D:/2 --sync-level size",
 			"ferry transfer S:/3 D:/3 --sync-level size"}, 2},
-		{"a delete task", with(func(t *Task) { t.Type, t.Items = TypeDelete, []Item{{Src: "/a"}} }), nil, 0},
+		{"a delete task", with(func(t *Task) { t.Type, t.Items = TypeDelete, []Item{{Src: "/a"}} }), []string{"ferry rm S:/a"}, 0},
+		{"a recursive delete of two paths", with(func(t *Task) {
+			t.Type, t.Items = TypeDelete, []Item{{Src: "/a", Recursive: true}, {Src: "/my b", Recursive: true}}
+			t.Options.IgnoreMissing = true
+		}), []string{"ferry rm -r --ignore-missing S:/a 'S:/my b'"}, 0},
 		{"several destinations", with(func(t *Task) {
 			t.Items, t.Destinations = []Item{{Src: "/a", Dst: "/a"}}, []Destination{{Endpoint: "D"}, {Endpoint: "E"}}
 		}), nil, 0},

@@ -78,7 +78,7 @@ func Servers(ep domain.Endpoint, agents domain.Agents, nets *netpolicy.Policy) (
 		dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
 			c, err := agents.Dial(ctx, ep.ID)
 			if domain.ErrorCode(err) == domain.EUnavailable {
-				return nil, domain.Errorf(domain.EUnavailable, "endpoint %s's agent is not connected", ep.DisplayName())
+				return nil, domain.Errorf(domain.EUnavailable, "endpoint %s's agent is not connected: run ferry connect on its machine", ep.DisplayName())
 			}
 			return c, err
 		}
@@ -252,6 +252,27 @@ func (o *Ops) CheckTransfer(ctx context.Context, src, dst domain.Endpoint, sl, d
 	return Err("check", "the transfer's paths", err)
 }
 
+// CheckDelete looks each item up on one session of ep's.
+func (o *Ops) CheckDelete(ctx context.Context, ep domain.Endpoint, l domain.Login, items []domain.Item, ignoreMissing bool) error {
+	c, _, err := o.session(ctx, ep, l, "check a delete")
+	if err != nil {
+		return err
+	}
+	defer c.Quit(ctx)
+	for _, it := range items {
+		e, err := c.Stat(ctx, it.Src)
+		err = Err("delete", it.Src+" on "+ep.DisplayName(), err)
+		switch {
+		case domain.ErrorCode(err) == domain.ENotFound && ignoreMissing:
+		case err != nil:
+			return err
+		case e.IsDir() && !it.Recursive:
+			return domain.Errorf(domain.EInvalid, "delete %s on %s: is a directory: delete it with -r", it.Src, ep.DisplayName())
+		}
+	}
+	return nil
+}
+
 // Overlap applies the engine's rule (engine.Overlap) to an item on one
 // storage, by its paths.
 func (o *Ops) Overlap(dst domain.Endpoint, it domain.Item, opts domain.Options) error {
@@ -311,6 +332,9 @@ func (o *Ops) session(ctx context.Context, ep domain.Endpoint, l domain.Login, w
 		}
 		if ctx.Err() != nil {
 			return nil, sv, ctx.Err()
+		}
+		if de, ok := errors.AsType[*domain.Error](err); ok && sv.Outbound && de.Code == domain.EUnavailable {
+			return nil, sv, de // the agent is away: its one sentence says so
 		}
 		if e := Err("log in to", ep.DisplayName(), err); domain.ErrorCode(e) != domain.EUnavailable {
 			return nil, sv, e // refused, not unreachable: the other servers would refuse too

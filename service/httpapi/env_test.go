@@ -295,6 +295,13 @@ func (f *fakeOps) set(change func(*fakeOps)) {
 	change(f)
 }
 
+// callCount is how many operations were done.
+func (f *fakeOps) callCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.calls)
+}
+
 func (f *fakeOps) lastCall() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -374,6 +381,10 @@ func (f *fakeOps) CheckTransfer(ctx context.Context, src, dst domain.Endpoint, s
 }
 
 // Overlap is the real rule: it asks no server.
+func (f *fakeOps) CheckDelete(context.Context, domain.Endpoint, domain.Login, []domain.Item, bool) error {
+	return nil
+}
+
 func (f *fakeOps) Overlap(dst domain.Endpoint, it domain.Item, o domain.Options) error {
 	return new(gridops.Ops).Overlap(dst, it, o)
 }

@@ -63,7 +63,7 @@ func (s *Server) mkdir(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err != nil {
 		return err
 	}
-	return result(w, r, "mkdir_result", "DirectoryCreated", fmt.Sprintf("%s is created", p))
+	return result(w, r, "mkdir_result", "DirectoryCreated", "created directory "+p)
 }
 
 func (s *Server) rename(w http.ResponseWriter, r *http.Request, c *call) error {

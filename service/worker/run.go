@@ -100,7 +100,7 @@ type run struct {
 
 // runTask runs a task claimed at now.
 func (w *Worker) runTask(ctx context.Context, t domain.Task, now time.Time) {
-	r := &run{w: w, task: t, deadline: t.Deadline, p: newProgress(w, t), log: w.log().With("task", t.ID, "worker", w.ID),
+	r := &run{w: w, task: t, deadline: t.Deadline, p: newProgress(w, t), log: w.log().With("task", t.ID),
 		resumed: t.StartTime.Before(now.Add(-time.Millisecond)), // the store keeps microseconds
 		pokes:   make(chan struct{}, 1), again: make(chan struct{}, 1), leased: now}
 	w.started(r)

@@ -18,9 +18,11 @@ async function cancel(t) {
   }
 }
 
-// badge shows a task's status.
+// badge shows a task's status, and why when that says more than the
+// status (a fatal error's code FAILED does not).
 const badge = (t) => {
-  const why = t.fatal_error?.code || (t.nice_status !== 'OK' && t.nice_status);
+  let why = t.fatal_error?.code || (t.nice_status !== 'OK' && t.nice_status);
+  if (why === t.status) why = '';
   return h('span', { class: `badge ${t.status.toLowerCase()}`, text: t.status }, why && h('small', { text: ` ${why}` }));
 };
 

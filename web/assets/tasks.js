@@ -115,7 +115,8 @@ export function progress(t) {
   let fraction = null;
   if (t.bytes_total > 0) fraction = Math.min(1, t.bytes_transferred / t.bytes_total);
   else if (t.files > 0) fraction = (t.subtasks_succeeded + t.subtasks_failed) / t.files;
-  if (done(t)) fraction = t.status === 'SUCCEEDED' ? 1 : fraction ?? 0;
+  // A failed task's bar shows the share of its files that arrived, not of those that ended.
+  if (done(t)) fraction = t.status === 'SUCCEEDED' ? 1 : t.files > 0 ? t.subtasks_succeeded / t.files : 0;
   let r = t.effective_bytes_per_second;
   const s = samples.get(t.task_id) || [];
   const span = Date.now() - s[0]?.time;
