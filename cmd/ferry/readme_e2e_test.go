@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestReadmeRunYourOwn: the README's "Run your own", run as a new user
@@ -83,7 +84,7 @@ func TestReadmeRunYourOwn(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) // the servers the steps started
+	defer stopGroup(cmd.Process.Pid) // the servers the steps started
 	err = cmd.Wait()
 	printed, _ := os.ReadFile(out.Name())
 	if err != nil {
@@ -138,4 +139,17 @@ func freeAddr(t *testing.T) string {
 	}
 	defer ln.Close()
 	return fmt.Sprint(ln.Addr())
+}
+
+// stopGroup stops the processes of group pgid with SIGTERM and waits,
+// a minute at most, until none is left, so that none still writes in the
+// test's directories as they are removed.
+func stopGroup(pgid int) {
+	syscall.Kill(-pgid, syscall.SIGTERM)
+	for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if syscall.Kill(-pgid, 0) == syscall.ESRCH {
+			return
+		}
+	}
+	syscall.Kill(-pgid, syscall.SIGKILL)
 }
