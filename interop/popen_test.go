@@ -216,13 +216,13 @@ func TestPopenFailures(t *testing.T) {
 	}
 }
 
-// TestPopenREADMEExample: the README's example server, `ferry gridftp
-// --anonymous --popen-whitelist tar:/bin/tar,/usr/bin/md5sum`, runs no
-// program for an anonymous client, and a client that may run tar (with
+// TestPopenDocsExample: the example server of docs/gridftp.md ("Programs
+// (popen)"), `ferry gridftp --anonymous --popen-whitelist
+// tar:/bin/tar,/usr/bin/md5sum`, runs no program for an anonymous client, and a client that may run tar (with
 // --popen-anonymous) cannot make it run a command of its own, or read a
 // file outside the root, with tar or md5sum. The stacks go verbatim
 // (-src-fsstack): -src-pipe splits words on spaces.
-func TestPopenREADMEExample(t *testing.T) {
+func TestPopenDocsExample(t *testing.T) {
 	needTools(t, "tar")
 	base := bigTempDir(t)
 	root, outside := popenDir(t, base), popenDir(t, base)
@@ -241,7 +241,7 @@ func TestPopenREADMEExample(t *testing.T) {
 		name string
 		args []string
 	}{
-		{"as in the README", nil},
+		{"as in docs/gridftp.md", nil},
 		{"anonymous allowed", []string{"--popen-anonymous"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

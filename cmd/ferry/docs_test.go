@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -138,6 +139,9 @@ func TestDocsCommandsExist(t *testing.T) {
 				if !ok {
 					t.Errorf("%s: %q: %s takes no %s", filepath.Base(path), line, cmds[0].CommandPath(), flag)
 				}
+				if long := "-" + flag; ok && len(flag) > 2 && !strings.HasPrefix(flag, "--") {
+					t.Errorf("%s: %q: %s is globus-url-copy's spelling; --help says %s", filepath.Base(path), line, flag, long)
+				}
 			}
 		}
 	}
@@ -221,20 +225,32 @@ func allFlags(root *cobra.Command) map[string]bool {
 }
 
 // TestDocsLinksInside: every link of the README and docs/ is a web
-// address or a file of the repository that exists.
+// address or a file of the repository that exists, and a link to a
+// heading of a document names a heading it has.
 func TestDocsLinksInside(t *testing.T) {
 	link := regexp.MustCompile(`\]\(([^)#]*)(#[^)]*)?\)`)
+	docs := docFiles(t)
 	repo, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for path, doc := range docFiles(t) {
+	for path, doc := range docs {
 		for _, m := range link.FindAllStringSubmatch(doc, -1) {
-			target := m[1]
-			if target == "" || strings.HasPrefix(target, "https://") || strings.HasPrefix(target, "http://") {
+			target, anchor := m[1], strings.TrimPrefix(m[2], "#")
+			if strings.HasPrefix(target, "https://") || strings.HasPrefix(target, "http://") {
 				continue
 			}
-			abs, err := filepath.Abs(filepath.Join(filepath.Dir(path), target))
+			linked := filepath.Join(filepath.Dir(path), target)
+			if target == "" {
+				linked = path
+			}
+			if anchor != "" && strings.HasSuffix(linked, ".md") && !slices.Contains(headingAnchors(docs[linked]), anchor) {
+				t.Errorf("%s: link %s#%s: %s has no such heading", filepath.Base(path), target, anchor, filepath.Base(linked))
+			}
+			if target == "" {
+				continue
+			}
+			abs, err := filepath.Abs(linked)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -252,4 +268,23 @@ func TestDocsLinksInside(t *testing.T) {
 			}
 		}
 	}
+}
+
+// headingAnchors are the anchors a document's headings (outside its code
+// blocks) get, as GitHub makes them: lower case, spaces to hyphens,
+// punctuation dropped.
+func headingAnchors(doc string) []string {
+	var anchors []string
+	drop := regexp.MustCompile(`[^a-z0-9 _-]`)
+	inBlock := false
+	for _, l := range strings.Split(doc, "\n") {
+		if strings.HasPrefix(l, "```") {
+			inBlock = !inBlock
+		}
+		if h, ok := strings.CutPrefix(l, "#"); ok && !inBlock {
+			h = strings.TrimSpace(strings.TrimLeft(h, "#"))
+			anchors = append(anchors, strings.ReplaceAll(drop.ReplaceAllString(strings.ToLower(h), ""), " ", "-"))
+		}
+	}
+	return anchors
 }

@@ -20,7 +20,7 @@ import (
 )
 
 // The attacks of security round 3 on popen, each through a real server on
-// 127.0.0.1 and the real programs: what the README's example whitelist
+// 127.0.0.1 and the real programs: what the example whitelist of docs/gridftp.md
 // (tar and md5sum) let a client do beyond moving the session's own files.
 
 // passwords is an Authenticator of one user, alice, password "pw".
