@@ -112,7 +112,7 @@ func tune(o Options, files []*file, s Settings, more bool) Settings {
 	var given []string
 	if o.Concurrency > 0 {
 		s.Concurrency = o.Concurrency
-		given = append(given, fmt.Sprintf("-cc %d", o.Concurrency))
+		given = append(given, fmt.Sprintf("--cc %d", o.Concurrency))
 	}
 	if o.Parallelism > 0 {
 		s.Parallelism = o.Parallelism
@@ -120,7 +120,7 @@ func tune(o Options, files []*file, s Settings, more bool) Settings {
 	}
 	if o.Pipelining > 0 {
 		s.Pipelining = o.Pipelining
-		given = append(given, fmt.Sprintf("-pp %d", o.Pipelining))
+		given = append(given, fmt.Sprintf("--pp %d", o.Pipelining))
 	}
 	if o.ChunkSize != 0 {
 		s.ChunkSize = max(o.ChunkSize, 0)

@@ -131,7 +131,7 @@ func TestCopyCLIFerry(t *testing.T) {
 
 	// -v says what the tuner chose and why.
 	r = mustCopy(t, "-v", "-r", tree, srv.URL("again/"))
-	if !strings.Contains(r.stderr, "tuner: -cc ") || !strings.Contains(r.stderr, "averaging") || !strings.Contains(r.stderr, "local link") {
+	if !strings.Contains(r.stderr, "tuner: --cc ") || !strings.Contains(r.stderr, "averaging") || !strings.Contains(r.stderr, "local link") {
 		t.Errorf("-v: want the tuner's settings and why:\n%s", r.stderr)
 	}
 
@@ -207,8 +207,8 @@ func TestCopyCLIGCT(t *testing.T) {
 		// Bare -pp keeps the plan's pipelining: 16 on a local link, which
 		// both ends on this host are however long GCT's login takes (it
 		// forks a process for it).
-		if s := settingsLine(r); !strings.HasPrefix(s, "settings: -cc 2 -p 4 -pp 16,") {
-			t.Errorf("settings line %q: want -cc 2 -p 4 -pp 16", s)
+		if s := settingsLine(r); !strings.HasPrefix(s, "settings: --cc 2 -p 4 --pp 16,") {
+			t.Errorf("settings line %q: want --cc 2 -p 4 --pp 16", s)
 		}
 		if err := compareTrees(tree, gct.Path("flags/tree")); err != nil {
 			t.Fatalf("up: %v", err)

@@ -502,7 +502,7 @@ func (p *progress) Started(s engine.Settings) {
 		if s.ChunkSize > 0 {
 			chunks = "chunks of " + plural.Bytes(s.ChunkSize)
 		}
-		p.line(fmt.Sprintf("tuner: -cc %d -p %d -pp %d, %s: %s", s.Concurrency, s.Parallelism, s.Pipelining, chunks, s.Why))
+		p.line(fmt.Sprintf("tuner: --cc %d -p %d --pp %d, %s: %s", s.Concurrency, s.Parallelism, s.Pipelining, chunks, s.Why))
 	}
 }
 
@@ -582,7 +582,7 @@ func (p *progress) summary(r engine.Result) {
 	if s.ChunkSize > 0 {
 		chunks = "chunks " + plural.Bytes(s.ChunkSize)
 	}
-	fmt.Fprintf(p.out, "settings: -cc %d -p %d -pp %d, %s, rtt %v%s%s%s\n", s.Concurrency, s.Parallelism, s.Pipelining,
+	fmt.Fprintf(p.out, "settings: --cc %d -p %d --pp %d, %s, rtt %v%s%s%s\n", s.Concurrency, s.Parallelism, s.Pipelining,
 		chunks, s.RTT.Round(time.Microsecond), checksumNote(s), dataNote(s), wayNote(s)+growNote(s))
 	if s.TarReason != "" {
 		fmt.Fprintf(p.out, "tar: %s", s.TarReason)
