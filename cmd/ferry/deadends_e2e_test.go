@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -41,16 +42,17 @@ func TestCLIServiceUnreachable(t *testing.T) {
 	}
 }
 
-// TestCLIRmSummary: ferry rm tells what it deleted, not what a transfer
-// would (files transferred, a rate), says why it failed once, and
+// TestCLIRmSummary: ferry rm tells what it deleted (how many files
+// and directories, the path given among them), not what a transfer would
+// (files transferred, a rate), says why it failed once, and
 // ferry task resume on the failed delete names the command that does
 // the job again.
 func TestCLIRmSummary(t *testing.T) {
 	t.Parallel()
 	s := startService(t, true)
 	root, url := gridEndpoint(t)
-	for _, n := range []string{"a", "b", "c"} {
-		writeFile(t, filepath.Join(root, "d", n), n)
+	for i := range 100 {
+		writeFile(t, filepath.Join(root, "d", fmt.Sprintf("%03d", i)), "x")
 	}
 	roRoot, roURL := readOnlyEndpoint(t)
 	writeFile(t, filepath.Join(roRoot, "a.txt"), "a")
@@ -59,8 +61,11 @@ func TestCLIRmSummary(t *testing.T) {
 	s.ok("", "endpoint", "add", "ro", "--server", roURL)
 
 	out := s.ok("", "rm", "-r", "epA:/d")
-	if !strings.Contains(out, "SUCCEEDED: 1 path: 1 deleted") || strings.Contains(out, "transferred") || strings.Contains(out, "/s") {
-		t.Errorf("ferry rm -r: %q; want the paths deleted, no transfer counts or rate", out)
+	if !strings.Contains(out, "SUCCEEDED: 1 path: 100 files and 1 directory deleted, 0 missing, 0 failed") || strings.Contains(out, "transferred") || strings.Contains(out, "/s") {
+		t.Errorf("ferry rm -r: %q; want the files and directories deleted, no transfer counts or rate", out)
+	}
+	if _, err := os.Stat(filepath.Join(root, "d")); !os.IsNotExist(err) {
+		t.Errorf("ferry rm -r left %s/d: %v", root, err)
 	}
 
 	r := s.ferry("", "rm", "ro:/a.txt")

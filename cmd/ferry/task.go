@@ -160,12 +160,14 @@ func status(t api.Task) string {
 	return t.Status
 }
 
-// summary is a task in one line: a delete task's paths deleted and
-// missing, a transfer's files, bytes and rate.
+// summary is a task in one line: a delete task's paths, the files and
+// directories it removed, the paths missing and failed; a transfer's
+// files, bytes and rate.
 func summary(t api.Task) string {
 	if t.Type == domain.TypeDelete {
-		return fmt.Sprintf("task %s %s: %s: %d deleted, %d missing, %d failed",
-			t.TaskID, status(t), plural.Count(t.Files, "path"), t.FilesTransferred, t.FilesSkipped, t.SubtasksFailed)
+		c := domain.Counters{Files: t.Files, Directories: t.Directories, FilesTransferred: t.SubtasksSucceeded - t.FilesSkipped,
+			FilesSkipped: t.FilesSkipped, FilesFailed: t.SubtasksFailed}
+		return fmt.Sprintf("task %s %s: %s, %d failed", t.TaskID, status(t), c.DeleteSummary(), t.SubtasksFailed)
 	}
 	return fmt.Sprintf("task %s %s: %s: %d transferred, %d skipped, %d failed; %s, %s/s; %s",
 		t.TaskID, status(t), plural.Count(t.Files, "file"), t.FilesTransferred, t.FilesSkipped, t.SubtasksFailed,

@@ -120,14 +120,14 @@ func TestOperations(t *testing.T) {
 		{name: "rename onto a directory", op: func() error { return ops.Rename(ctx, ep, alice, "/dir/c", "/dir/sub", false) }, want: domain.EConflict, made: "dir/c"},
 		{name: "rename onto a file, overwriting", op: func() error { return ops.Rename(ctx, ep, alice, "/dir/c", "/dir/a2", true) }, gone: "dir/c", made: "dir/a2"},
 		{name: "command smuggled in a path", op: func() error { return ops.Mkdir(ctx, ep, alice, "/x\r\nDELE /dir/a2") }, want: domain.EInvalid},
-		{name: "delete a directory without recursive", op: func() error { return ops.Delete(ctx, ep, alice, "/dir", false) }, want: domain.EInvalid},
-		{name: "delete missing", op: func() error { return ops.Delete(ctx, ep, alice, "/nope", false) }, want: domain.ENotFound},
-		{name: "delete the root", op: func() error { return ops.Delete(ctx, ep, alice, "/../", true) }, want: domain.EForbidden},
-		{name: "delete through a link leading out", op: func() error { return ops.Delete(ctx, ep, alice, "/out/secret", false) }, want: domain.EForbidden},
-		{name: "delete a link leading out removes only the link", op: func() error { return ops.Delete(ctx, ep, alice, "/out", true) }, gone: "out"},
-		{name: "delete a link to a directory keeps the directory", op: func() error { return ops.Delete(ctx, ep, alice, "/in", true) }, gone: "in", made: "dir/sub/b"},
-		{name: "delete a file", op: func() error { return ops.Delete(ctx, ep, alice, "/dir/a2", false) }, gone: "dir/a2"},
-		{name: "delete recursively", op: func() error { return ops.Delete(ctx, ep, alice, "/dir", true) }, gone: "dir"},
+		{name: "delete a directory without recursive", op: func() error { return ops.Delete(ctx, ep, alice, "/dir", false, nil) }, want: domain.EInvalid},
+		{name: "delete missing", op: func() error { return ops.Delete(ctx, ep, alice, "/nope", false, nil) }, want: domain.ENotFound},
+		{name: "delete the root", op: func() error { return ops.Delete(ctx, ep, alice, "/../", true, nil) }, want: domain.EForbidden},
+		{name: "delete through a link leading out", op: func() error { return ops.Delete(ctx, ep, alice, "/out/secret", false, nil) }, want: domain.EForbidden},
+		{name: "delete a link leading out removes only the link", op: func() error { return ops.Delete(ctx, ep, alice, "/out", true, nil) }, gone: "out"},
+		{name: "delete a link to a directory keeps the directory", op: func() error { return ops.Delete(ctx, ep, alice, "/in", true, nil) }, gone: "in", made: "dir/sub/b"},
+		{name: "delete a file", op: func() error { return ops.Delete(ctx, ep, alice, "/dir/a2", false, nil) }, gone: "dir/a2"},
+		{name: "delete recursively", op: func() error { return ops.Delete(ctx, ep, alice, "/dir", true, nil) }, gone: "dir"},
 		{name: "wrong password", op: func() error {
 			return ops.Mkdir(ctx, ep, domain.Login{User: "alice", Password: "x"}, "/never")
 		}, want: domain.EUnauthorized},
@@ -250,7 +250,7 @@ func TestBehindRelay(t *testing.T) {
 		{"list", "list", func() error { _, err := list(ctx, ops, ep, alice, "/"); return err }},
 		{"mkdir", "make a directory", func() error { return ops.Mkdir(ctx, ep, alice, "/d") }},
 		{"rename", "rename", func() error { return ops.Rename(ctx, ep, alice, "/a", "/b", false) }},
-		{"delete", "delete", func() error { return ops.Delete(ctx, ep, alice, "/a", false) }},
+		{"delete", "delete", func() error { return ops.Delete(ctx, ep, alice, "/a", false, nil) }},
 		{"transfer from it", "be a transfer's source", func() error {
 			return ops.CheckTransfer(ctx, ep, other, alice, domain.Login{}, []domain.Item{{Src: "/a", Dst: "/b"}}, domain.Options{})
 		}},
