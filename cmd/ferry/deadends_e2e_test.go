@@ -103,6 +103,21 @@ func TestCLICopyLines(t *testing.T) {
 	}
 }
 
+// TestCLICopyNotEveryDestination: ferry copy of one file to two
+// destinations, one of which refuses it, says so in the singular.
+func TestCLICopyNotEveryDestination(t *testing.T) {
+	t.Parallel()
+	s := &service{t: t, home: t.TempDir()}
+	_, url := gridEndpoint(t)
+	_, roURL := readOnlyEndpoint(t)
+	src := filepath.Join(t.TempDir(), "a.txt")
+	writeFile(t, src, "a")
+	r := s.ferry("", "copy", src, url+"/a.txt", roURL+"/a.txt")
+	if r.code != exitFailure || !strings.Contains(r.stderr, "1 of 1 file did not reach every destination") {
+		t.Errorf("ferry copy to a read-only destination: %+v; want exit 1 and 1 of 1 file", r)
+	}
+}
+
 // TestCLIWording: what mkdir, endpoint show and ls -l print reads as
 // sentences and values: "created directory /newdir", "no limit" for an
 // endpoint without a limit on its tasks, no owner and group columns of
