@@ -64,6 +64,12 @@ func TestCLIRmSummary(t *testing.T) {
 	if !strings.Contains(out, "SUCCEEDED: 1 path: 100 files and 1 directory deleted, 0 missing, 0 failed") || strings.Contains(out, "transferred") || strings.Contains(out, "/s") {
 		t.Errorf("ferry rm -r: %q; want the files and directories deleted, no transfer counts or rate", out)
 	}
+	show := s.ok("", "task", "show", strings.Fields(out)[1])
+	for _, want := range []string{`Paths:\s+1\n`, `Paths Deleted:\s+1\n`, `Files Deleted:\s+100\n`, `Directories Deleted:\s+1\n`} {
+		if !regexp.MustCompile(want).MatchString(show) {
+			t.Errorf("ferry task show: want %s in\n%s", want, show)
+		}
+	}
 	if _, err := os.Stat(filepath.Join(root, "d")); !os.IsNotExist(err) {
 		t.Errorf("ferry rm -r left %s/d: %v", root, err)
 	}

@@ -350,6 +350,16 @@ func taskFields(t api.Task, used string) [][2]string {
 	case t.Type == domain.TypeTransfer:
 		f = append(f, [2]string{"Destination Endpoint", t.DestinationEndpointDisplayName + " (" + t.DestinationEndpointID + ")"})
 	}
+	if t.Type == domain.TypeDelete { // its paths, and what deleting them removed
+		return append(f, [][2]string{
+			{"Paths", n(t.SubtasksTotal)},
+			{"Paths Deleted", n(t.SubtasksSucceeded - t.FilesSkipped)},
+			{"Paths Missing", n(t.FilesSkipped)},
+			{"Paths Failed", n(t.SubtasksFailed)},
+			{"Files Deleted", n(t.Files)},
+			{"Directories Deleted", n(t.Directories)},
+		}...)
+	}
 	f = append(f, [][2]string{
 		{"Files", n(t.Files)},
 		{"Directories", n(t.Directories)},
