@@ -70,6 +70,9 @@ func TestCLIRmSummary(t *testing.T) {
 			t.Errorf("ferry task show: want %s in\n%s", want, show)
 		}
 	}
+	if list := s.ok("", "task", "list", strings.Fields(out)[1]); !regexp.MustCompile(`DELETE\s+\S+\s+-\s+1/1\s`).MatchString(list) {
+		t.Errorf("ferry task list: want the paths done of the paths, 1/1, in\n%s", list)
+	}
 	if _, err := os.Stat(filepath.Join(root, "d")); !os.IsNotExist(err) {
 		t.Errorf("ferry rm -r left %s/d: %v", root, err)
 	}

@@ -139,8 +139,8 @@ func (w waiter) poll(ctx context.Context, cl *apiclient.Client, id string, seen 
 // taskState is a task's progress for the bar, at rate (a rateMeter's).
 func taskState(t api.Task, rate float64, now time.Time) barState {
 	s := barState{
-		Done:  t.FilesTransferred + t.FilesSkipped + t.SubtasksFailed,
-		Files: t.Files, Moved: t.BytesTransferred, Bytes: t.BytesTotal, Rate: rate,
+		Done:  t.SubtasksSucceeded + t.SubtasksFailed, // a delete task's paths, a transfer's files
+		Files: t.SubtasksTotal, Moved: t.BytesTransferred, Bytes: t.BytesTotal, Rate: rate,
 	}
 	if !t.RequestTime.IsZero() {
 		s.Elapsed = now.Sub(t.RequestTime)
@@ -184,7 +184,7 @@ func taskRow(w io.Writer, t api.Task) {
 		dst += fmt.Sprintf(" +%d", n-1)
 	}
 	row(w, t.TaskID, t.Status, t.Type, t.SourceEndpointDisplayName, dst,
-		fmt.Sprintf("%d/%d", t.FilesTransferred+t.FilesSkipped, t.Files), plural.Bytes(t.BytesTransferred), when(t.RequestTime), t.Label)
+		fmt.Sprintf("%d/%d", t.SubtasksSucceeded, t.SubtasksTotal), plural.Bytes(t.BytesTransferred), when(t.RequestTime), t.Label)
 }
 
 // newTaskListCmd is ferry task list, also known as ferry status.
