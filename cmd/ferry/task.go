@@ -167,7 +167,7 @@ func summary(t api.Task) string {
 	if t.Type == domain.TypeDelete {
 		c := domain.Counters{Files: t.Files, Directories: t.Directories, FilesTransferred: t.SubtasksSucceeded - t.FilesSkipped,
 			FilesSkipped: t.FilesSkipped, FilesFailed: t.SubtasksFailed}
-		return fmt.Sprintf("task %s %s: %s, %d failed", t.TaskID, status(t), c.DeleteSummary(), t.SubtasksFailed)
+		return fmt.Sprintf("task %s %s: %s", t.TaskID, status(t), c.DeleteSummary())
 	}
 	return fmt.Sprintf("task %s %s: %s: %d transferred, %d skipped, %d failed; %s, %s/s; %s",
 		t.TaskID, status(t), plural.Count(t.Files, "file"), t.FilesTransferred, t.FilesSkipped, t.SubtasksFailed,

@@ -235,14 +235,15 @@ type Counters struct {
 func (c Counters) Paths() int64 { return c.FilesTransferred + c.FilesSkipped + c.FilesFailed }
 
 // DeleteSummary is what a delete task with counters c did, in words: the
-// paths done, what deleting them removed and how many were missing, e.g.
-// "1 path: 100 files and 1 directory deleted, 0 missing".
+// paths done, what deleting them removed, how many were missing and how
+// many failed, e.g. "1 path: 100 files and 1 directory deleted, 0 missing,
+// 0 failed".
 func (c Counters) DeleteSummary() string {
 	removed := plural.Count(c.Files, "file")
 	if c.Directories > 0 {
 		removed += " and " + plural.Count(c.Directories, "directory")
 	}
-	return fmt.Sprintf("%s: %s deleted, %d missing", plural.Count(c.Paths(), "path"), removed, c.FilesSkipped)
+	return fmt.Sprintf("%s: %s deleted, %d missing, %d failed", plural.Count(c.Paths(), "path"), removed, c.FilesSkipped, c.FilesFailed)
 }
 
 // Add adds d to c.

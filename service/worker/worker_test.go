@@ -645,7 +645,7 @@ func TestEndings(t *testing.T) {
 				return t
 			},
 			status: domain.StatusSucceeded, event: domain.EventSucceeded, notes: "[alice SUCCEEDED]",
-			counted: "3 paths: 4 files and 2 directories deleted, 1 missing",
+			counted: "3 paths: 4 files and 2 directories deleted, 1 missing, 0 failed",
 		},
 		{
 			name: "delete missing",
