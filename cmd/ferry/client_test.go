@@ -138,13 +138,25 @@ func TestBarState(t *testing.T) {
 	}
 }
 
+// TestTaskState: the bar counts a transfer's files and a delete task's
+// paths (the subtasks), not the files a delete removed.
 func TestTaskState(t *testing.T) {
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	task := api.Task{Files: 10, FilesTransferred: 3, FilesSkipped: 2, SubtasksFailed: 1, BytesTransferred: 300, BytesTotal: 1000,
-		EffectiveBytesPerSecond: 30, RequestTime: now.Add(-10 * time.Second)}
-	want := barState{Done: 6, Files: 10, Moved: 300, Bytes: 1000, Rate: 45, Elapsed: 10 * time.Second}
-	if got := taskState(task, 45, now); !reflect.DeepEqual(got, want) {
-		t.Fatalf("taskState = %+v, want %+v", got, want)
+	for _, tc := range []struct {
+		name string
+		task api.Task
+		want barState
+	}{
+		{"transfer", api.Task{Type: "TRANSFER", Files: 10, FilesTransferred: 3, FilesSkipped: 2, SubtasksTotal: 10, SubtasksSucceeded: 5,
+			SubtasksFailed: 1, BytesTransferred: 300, BytesTotal: 1000, EffectiveBytesPerSecond: 30, RequestTime: now.Add(-10 * time.Second)},
+			barState{Done: 6, Files: 10, Moved: 300, Bytes: 1000, Rate: 45, Elapsed: 10 * time.Second}},
+		{"delete", api.Task{Type: "DELETE", Files: 100, Directories: 1, FilesTransferred: 1, SubtasksTotal: 2, SubtasksSucceeded: 1,
+			SubtasksPending: 1, RequestTime: now.Add(-10 * time.Second)},
+			barState{Done: 1, Files: 2, Rate: 45, Elapsed: 10 * time.Second}},
+	} {
+		if got := taskState(tc.task, 45, now); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: taskState = %+v, want %+v", tc.name, got, tc.want)
+		}
 	}
 }
 

@@ -416,7 +416,7 @@ func runCopy(ctx context.Context, srcArg string, dstArgs []string, via map[strin
 	bar.summary(res.Result)
 	bar.destinations(res, dstArgs)
 	if res.Failed > 0 {
-		return fmt.Errorf("%d of %d files did not reach every destination", res.Failed, res.Files)
+		return fmt.Errorf("%d of %s did not reach every destination", res.Failed, plural.Count(res.Files, "file"))
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -41,16 +42,17 @@ func TestCLIServiceUnreachable(t *testing.T) {
 	}
 }
 
-// TestCLIRmSummary: ferry rm tells what it deleted, not what a transfer
-// would (files transferred, a rate), says why it failed once, and
+// TestCLIRmSummary: ferry rm tells what it deleted (how many files
+// and directories, the path given among them), not what a transfer would
+// (files transferred, a rate), says why it failed once, and
 // ferry task resume on the failed delete names the command that does
 // the job again.
 func TestCLIRmSummary(t *testing.T) {
 	t.Parallel()
 	s := startService(t, true)
 	root, url := gridEndpoint(t)
-	for _, n := range []string{"a", "b", "c"} {
-		writeFile(t, filepath.Join(root, "d", n), n)
+	for i := range 100 {
+		writeFile(t, filepath.Join(root, "d", fmt.Sprintf("%03d", i)), "x")
 	}
 	roRoot, roURL := readOnlyEndpoint(t)
 	writeFile(t, filepath.Join(roRoot, "a.txt"), "a")
@@ -59,8 +61,20 @@ func TestCLIRmSummary(t *testing.T) {
 	s.ok("", "endpoint", "add", "ro", "--server", roURL)
 
 	out := s.ok("", "rm", "-r", "epA:/d")
-	if !strings.Contains(out, "SUCCEEDED: 1 path: 1 deleted") || strings.Contains(out, "transferred") || strings.Contains(out, "/s") {
-		t.Errorf("ferry rm -r: %q; want the paths deleted, no transfer counts or rate", out)
+	if !strings.Contains(out, "SUCCEEDED: 1 path: 100 files and 1 directory deleted, 0 missing, 0 failed") || strings.Contains(out, "transferred") || strings.Contains(out, "/s") {
+		t.Errorf("ferry rm -r: %q; want the files and directories deleted, no transfer counts or rate", out)
+	}
+	show := s.ok("", "task", "show", strings.Fields(out)[1])
+	for _, want := range []string{`Paths:\s+1\n`, `Paths Deleted:\s+1\n`, `Files Deleted:\s+100\n`, `Directories Deleted:\s+1\n`} {
+		if !regexp.MustCompile(want).MatchString(show) {
+			t.Errorf("ferry task show: want %s in\n%s", want, show)
+		}
+	}
+	if list := s.ok("", "task", "list", strings.Fields(out)[1]); !regexp.MustCompile(`DELETE\s+\S+\s+-\s+1/1\s`).MatchString(list) {
+		t.Errorf("ferry task list: want the paths done of the paths, 1/1, in\n%s", list)
+	}
+	if _, err := os.Stat(filepath.Join(root, "d")); !os.IsNotExist(err) {
+		t.Errorf("ferry rm -r left %s/d: %v", root, err)
 	}
 
 	r := s.ferry("", "rm", "ro:/a.txt")
@@ -95,6 +109,21 @@ func TestCLICopyLines(t *testing.T) {
 	}
 	if strings.Contains(out, "chunks 0 B") || !strings.Contains(out, "no chunks") {
 		t.Errorf("the settings say chunks of 0 B, not that there were none:\n%s", out)
+	}
+}
+
+// TestCLICopyNotEveryDestination: ferry copy of one file to two
+// destinations, one of which refuses it, says so in the singular.
+func TestCLICopyNotEveryDestination(t *testing.T) {
+	t.Parallel()
+	s := &service{t: t, home: t.TempDir()}
+	_, url := gridEndpoint(t)
+	_, roURL := readOnlyEndpoint(t)
+	src := filepath.Join(t.TempDir(), "a.txt")
+	writeFile(t, src, "a")
+	r := s.ferry("", "copy", src, url+"/a.txt", roURL+"/a.txt")
+	if r.code != exitFailure || !strings.Contains(r.stderr, "1 of 1 file did not reach every destination") {
+		t.Errorf("ferry copy to a read-only destination: %+v; want exit 1 and 1 of 1 file", r)
 	}
 }
 

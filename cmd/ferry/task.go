@@ -139,8 +139,8 @@ func (w waiter) poll(ctx context.Context, cl *apiclient.Client, id string, seen 
 // taskState is a task's progress for the bar, at rate (a rateMeter's).
 func taskState(t api.Task, rate float64, now time.Time) barState {
 	s := barState{
-		Done:  t.FilesTransferred + t.FilesSkipped + t.SubtasksFailed,
-		Files: t.Files, Moved: t.BytesTransferred, Bytes: t.BytesTotal, Rate: rate,
+		Done:  t.SubtasksSucceeded + t.SubtasksFailed, // a delete task's paths, a transfer's files
+		Files: t.SubtasksTotal, Moved: t.BytesTransferred, Bytes: t.BytesTotal, Rate: rate,
 	}
 	if !t.RequestTime.IsZero() {
 		s.Elapsed = now.Sub(t.RequestTime)
@@ -160,12 +160,14 @@ func status(t api.Task) string {
 	return t.Status
 }
 
-// summary is a task in one line: a delete task's paths deleted and
-// missing, a transfer's files, bytes and rate.
+// summary is a task in one line: a delete task's paths, the files and
+// directories it removed, the paths missing and failed; a transfer's
+// files, bytes and rate.
 func summary(t api.Task) string {
 	if t.Type == domain.TypeDelete {
-		return fmt.Sprintf("task %s %s: %s: %d deleted, %d missing, %d failed",
-			t.TaskID, status(t), plural.Count(t.Files, "path"), t.FilesTransferred, t.FilesSkipped, t.SubtasksFailed)
+		c := domain.Counters{Files: t.Files, Directories: t.Directories, FilesTransferred: t.SubtasksSucceeded - t.FilesSkipped,
+			FilesSkipped: t.FilesSkipped, FilesFailed: t.SubtasksFailed}
+		return fmt.Sprintf("task %s %s: %s", t.TaskID, status(t), c.DeleteSummary())
 	}
 	return fmt.Sprintf("task %s %s: %s: %d transferred, %d skipped, %d failed; %s, %s/s; %s",
 		t.TaskID, status(t), plural.Count(t.Files, "file"), t.FilesTransferred, t.FilesSkipped, t.SubtasksFailed,
@@ -182,7 +184,7 @@ func taskRow(w io.Writer, t api.Task) {
 		dst += fmt.Sprintf(" +%d", n-1)
 	}
 	row(w, t.TaskID, t.Status, t.Type, t.SourceEndpointDisplayName, dst,
-		fmt.Sprintf("%d/%d", t.FilesTransferred+t.FilesSkipped, t.Files), plural.Bytes(t.BytesTransferred), when(t.RequestTime), t.Label)
+		fmt.Sprintf("%d/%d", t.SubtasksSucceeded, t.SubtasksTotal), plural.Bytes(t.BytesTransferred), when(t.RequestTime), t.Label)
 }
 
 // newTaskListCmd is ferry task list, also known as ferry status.
@@ -347,6 +349,16 @@ func taskFields(t api.Task, used string) [][2]string {
 		}
 	case t.Type == domain.TypeTransfer:
 		f = append(f, [2]string{"Destination Endpoint", t.DestinationEndpointDisplayName + " (" + t.DestinationEndpointID + ")"})
+	}
+	if t.Type == domain.TypeDelete { // its paths, and what deleting them removed
+		return append(f, [][2]string{
+			{"Paths", n(t.SubtasksTotal)},
+			{"Paths Deleted", n(t.SubtasksSucceeded - t.FilesSkipped)},
+			{"Paths Missing", n(t.FilesSkipped)},
+			{"Paths Failed", n(t.SubtasksFailed)},
+			{"Files Deleted", n(t.Files)},
+			{"Directories Deleted", n(t.Directories)},
+		}...)
 	}
 	f = append(f, [][2]string{
 		{"Files", n(t.Files)},

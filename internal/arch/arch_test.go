@@ -113,7 +113,7 @@ var allowed = map[string][]string{
 	"ferry/gsi":                {}, // GSI's PKI: credentials, proxies, chain checks, grid-mapfile
 	"ferry/gridftp/client":     {"ferry/gridftp", "ferry/gsi/gss"},
 	"ferry/engine":             {"ferry/gridftp", "ferry/gridftp/client", "ferry/gridftp/multicast", "ferry/internal/plural", "ferry/internal/partname", "ferry/internal/synclevel", "ferry/internal/fault"}, // builds multicast trees
-	"ferry/service/domain":     {"ferry/internal/synclevel"},
+	"ferry/service/domain":     {"ferry/internal/plural", "ferry/internal/synclevel"},
 	"ferry/service/secret":     {"ferry/service/domain"},
 
 	// The GridFTP login of a grid credential, shared by ferry copy and

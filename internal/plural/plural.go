@@ -10,12 +10,14 @@ import (
 )
 
 // Count is n and noun, in the plural unless n is 1: "1 file", "2 files",
-// "0 batches".
+// "0 batches", "2 directories".
 func Count[N ~int | ~int64](n N, noun string) string {
 	switch {
 	case n == 1:
 	case strings.HasSuffix(noun, "ch") || strings.HasSuffix(noun, "s") || strings.HasSuffix(noun, "x"):
 		noun += "es"
+	case strings.HasSuffix(noun, "y") && !strings.ContainsAny(noun[max(0, len(noun)-2):len(noun)-1], "aeiou"):
+		noun = noun[:len(noun)-1] + "ies"
 	default:
 		noun += "s"
 	}

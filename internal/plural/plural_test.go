@@ -16,6 +16,9 @@ func TestCount(t *testing.T) {
 		{1, "batch", "1 batch"},
 		{2, "batch", "2 batches"},
 		{2, "fault", "2 faults"},
+		{1, "directory", "1 directory"},
+		{2, "directory", "2 directories"},
+		{2, "day", "2 days"},
 	} {
 		if got := Count(tc.n, tc.noun); got != tc.want {
 			t.Errorf("Count(%d, %q) = %q; want %q", tc.n, tc.noun, got, tc.want)

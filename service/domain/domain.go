@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"ferry/internal/plural"
 	"ferry/internal/synclevel"
 )
 
@@ -214,9 +215,13 @@ type Options struct {
 }
 
 // Counters are a task's running totals.
+//
+// A delete task counts the paths it was given in FilesTransferred
+// (deleted), FilesSkipped (missing, with IgnoreMissing) and FilesFailed,
+// and what it removed, the paths among them, in Files and Directories.
 type Counters struct {
-	Files            int64 // files found so far
-	Directories      int64
+	Files            int64 // files found so far; a delete task's files removed
+	Directories      int64 // a delete task's directories removed
 	FilesTransferred int64
 	FilesSkipped     int64
 	FilesFailed      int64
@@ -224,6 +229,21 @@ type Counters struct {
 	BytesTotal       int64 // expected to move: moved before the current run + the sizes it plans to send
 	BytesChecksummed int64
 	Faults           int64
+}
+
+// Paths is how many of its paths a delete task with counters c has done.
+func (c Counters) Paths() int64 { return c.FilesTransferred + c.FilesSkipped + c.FilesFailed }
+
+// DeleteSummary is what a delete task with counters c did, in words: the
+// paths done, what deleting them removed, how many were missing and how
+// many failed, e.g. "1 path: 100 files and 1 directory deleted, 0 missing,
+// 0 failed".
+func (c Counters) DeleteSummary() string {
+	removed := plural.Count(c.Files, "file")
+	if c.Directories > 0 {
+		removed += " and " + plural.Count(c.Directories, "directory")
+	}
+	return fmt.Sprintf("%s: %s deleted, %d missing, %d failed", plural.Count(c.Paths(), "path"), removed, c.FilesSkipped, c.FilesFailed)
 }
 
 // Add adds d to c.
@@ -518,7 +538,10 @@ type FileOps interface {
 	Mkdir(ctx context.Context, ep Endpoint, l Login, path string) error
 	// Rename refuses (EConflict) a to that exists, unless overwrite.
 	Rename(ctx context.Context, ep Endpoint, l Login, from, to string, overwrite bool) error
-	Delete(ctx context.Context, ep Endpoint, l Login, path string, recursive bool) error
+	// Delete deletes the file path or, when recursive, path and everything
+	// below it, calling removed (if not nil) with each path it removed:
+	// whether it was a directory.
+	Delete(ctx context.Context, ep Endpoint, l Login, path string, recursive bool, removed func(dir bool)) error
 	// CheckTransfer looks up a transfer's items at both ends before it is
 	// accepted: EInvalid or ENotFound for an item that cannot be copied
 	// (a missing source, a directory without recursion, a destination

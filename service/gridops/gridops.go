@@ -532,17 +532,25 @@ func exists(ctx context.Context, c *client.Conn, p string) (bool, error) {
 	return err == nil, err
 }
 
-// Delete deletes the file p or, when recursive, p and everything below it.
-// The root of an endpoint is never deleted recursively.
-func (o *Ops) Delete(ctx context.Context, ep domain.Endpoint, l domain.Login, p string, recursive bool) error {
+// Delete deletes the file p or, when recursive, p and everything below it
+// (client.RemoveTree, which tells each path it removed), calling removed
+// (if not nil) with each path removed. The root of an endpoint is never
+// deleted recursively.
+func (o *Ops) Delete(ctx context.Context, ep domain.Endpoint, l domain.Login, p string, recursive bool, removed func(dir bool)) error {
 	if recursive && path.Clean("/"+p) == "/" {
 		return domain.Errorf(domain.EForbidden, "delete %s: the root of an endpoint cannot be deleted", p)
 	}
+	if removed == nil {
+		removed = func(bool) {}
+	}
 	return o.with(ctx, ep, l, "delete", p, func(c *client.Conn) error {
 		if recursive {
-			return c.RemoveAll(ctx, p)
+			return c.RemoveTree(ctx, p, func(_ string, e gridftp.Entry) { removed(e.IsDir() && e.Target == "") })
 		}
 		_, err := c.Do(ctx, "DELE %s", p)
+		if err == nil {
+			removed(false)
+		}
 		return err
 	})
 }

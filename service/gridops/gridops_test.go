@@ -99,13 +99,22 @@ func TestOperations(t *testing.T) {
 	write(t, filepath.Join(root, "dir", "sub", "b"), "b")
 	os.Symlink(outside, filepath.Join(root, "out"))
 	os.Symlink("dir", filepath.Join(root, "in"))
+	var removed [2]int // the files (links among them) and directories a delete told
+	count := func(dir bool) {
+		if dir {
+			removed[1]++
+		} else {
+			removed[0]++
+		}
+	}
 
 	for _, tc := range []struct {
-		name string
-		op   func() error
-		want string // error code; "" for success
-		gone string // a path under root that must be gone afterwards
-		made string // a path under root that must exist afterwards
+		name    string
+		op      func() error
+		want    string // error code; "" for success
+		gone    string // a path under root that must be gone afterwards
+		made    string // a path under root that must exist afterwards
+		removed [2]int // the files and directories the op told it deleted
 	}{
 		{name: "mkdir", op: func() error { return ops.Mkdir(ctx, ep, alice, "/new") }, made: "new"},
 		{name: "mkdir existing", op: func() error { return ops.Mkdir(ctx, ep, alice, "/dir") }, want: domain.EConflict},
@@ -120,22 +129,26 @@ func TestOperations(t *testing.T) {
 		{name: "rename onto a directory", op: func() error { return ops.Rename(ctx, ep, alice, "/dir/c", "/dir/sub", false) }, want: domain.EConflict, made: "dir/c"},
 		{name: "rename onto a file, overwriting", op: func() error { return ops.Rename(ctx, ep, alice, "/dir/c", "/dir/a2", true) }, gone: "dir/c", made: "dir/a2"},
 		{name: "command smuggled in a path", op: func() error { return ops.Mkdir(ctx, ep, alice, "/x\r\nDELE /dir/a2") }, want: domain.EInvalid},
-		{name: "delete a directory without recursive", op: func() error { return ops.Delete(ctx, ep, alice, "/dir", false) }, want: domain.EInvalid},
-		{name: "delete missing", op: func() error { return ops.Delete(ctx, ep, alice, "/nope", false) }, want: domain.ENotFound},
-		{name: "delete the root", op: func() error { return ops.Delete(ctx, ep, alice, "/../", true) }, want: domain.EForbidden},
-		{name: "delete through a link leading out", op: func() error { return ops.Delete(ctx, ep, alice, "/out/secret", false) }, want: domain.EForbidden},
-		{name: "delete a link leading out removes only the link", op: func() error { return ops.Delete(ctx, ep, alice, "/out", true) }, gone: "out"},
-		{name: "delete a link to a directory keeps the directory", op: func() error { return ops.Delete(ctx, ep, alice, "/in", true) }, gone: "in", made: "dir/sub/b"},
-		{name: "delete a file", op: func() error { return ops.Delete(ctx, ep, alice, "/dir/a2", false) }, gone: "dir/a2"},
-		{name: "delete recursively", op: func() error { return ops.Delete(ctx, ep, alice, "/dir", true) }, gone: "dir"},
+		{name: "delete a directory without recursive", op: func() error { return ops.Delete(ctx, ep, alice, "/dir", false, count) }, want: domain.EInvalid},
+		{name: "delete missing", op: func() error { return ops.Delete(ctx, ep, alice, "/nope", false, count) }, want: domain.ENotFound},
+		{name: "delete the root", op: func() error { return ops.Delete(ctx, ep, alice, "/../", true, count) }, want: domain.EForbidden},
+		{name: "delete through a link leading out", op: func() error { return ops.Delete(ctx, ep, alice, "/out/secret", false, count) }, want: domain.EForbidden},
+		{name: "delete a link leading out removes only the link", op: func() error { return ops.Delete(ctx, ep, alice, "/out", true, count) }, gone: "out", removed: [2]int{1, 0}},
+		{name: "delete a link to a directory keeps the directory", op: func() error { return ops.Delete(ctx, ep, alice, "/in", true, count) }, gone: "in", made: "dir/sub/b", removed: [2]int{1, 0}},
+		{name: "delete a file", op: func() error { return ops.Delete(ctx, ep, alice, "/dir/a2", false, count) }, gone: "dir/a2", removed: [2]int{1, 0}},
+		{name: "delete recursively", op: func() error { return ops.Delete(ctx, ep, alice, "/dir", true, count) }, gone: "dir", removed: [2]int{1, 2}},
 		{name: "wrong password", op: func() error {
 			return ops.Mkdir(ctx, ep, domain.Login{User: "alice", Password: "x"}, "/never")
 		}, want: domain.EUnauthorized},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			removed = [2]int{}
 			err := tc.op()
 			if got := code(err); got != tc.want {
 				t.Fatalf("got %v (code %q), want code %q", err, got, tc.want)
+			}
+			if removed != tc.removed {
+				t.Errorf("told %d files and %d directories deleted, want %d and %d", removed[0], removed[1], tc.removed[0], tc.removed[1])
 			}
 			if err != nil && !strings.Contains(err.Error(), "/") && !strings.Contains(err.Error(), "o#ep") {
 				t.Errorf("message %q names neither the path nor the endpoint", err)
@@ -250,7 +263,7 @@ func TestBehindRelay(t *testing.T) {
 		{"list", "list", func() error { _, err := list(ctx, ops, ep, alice, "/"); return err }},
 		{"mkdir", "make a directory", func() error { return ops.Mkdir(ctx, ep, alice, "/d") }},
 		{"rename", "rename", func() error { return ops.Rename(ctx, ep, alice, "/a", "/b", false) }},
-		{"delete", "delete", func() error { return ops.Delete(ctx, ep, alice, "/a", false) }},
+		{"delete", "delete", func() error { return ops.Delete(ctx, ep, alice, "/a", false, nil) }},
 		{"transfer from it", "be a transfer's source", func() error {
 			return ops.CheckTransfer(ctx, ep, other, alice, domain.Login{}, []domain.Item{{Src: "/a", Dst: "/b"}}, domain.Options{})
 		}},

@@ -93,7 +93,7 @@ func TestPeerWordsNotRepeated(t *testing.T) {
 				"check":          ops.Check(ctx, ep, alice),
 				"list":           func() error { _, err := list(ctx, ops, ep, alice, "/"); return err }(),
 				"mkdir":          ops.Mkdir(ctx, ep, alice, "/d"),
-				"delete":         ops.Delete(ctx, ep, alice, "/d", true),
+				"delete":         ops.Delete(ctx, ep, alice, "/d", true, nil),
 				"transfer":       ops.CheckTransfer(ctx, ep, ok, alice, domain.Login{}, items, domain.Options{}),
 				"transfer to it": ops.CheckTransfer(ctx, ok, ep, domain.Login{}, alice, items, domain.Options{}),
 			} {

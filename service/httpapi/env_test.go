@@ -367,7 +367,7 @@ func (f *fakeOps) Rename(ctx context.Context, ep domain.Endpoint, l domain.Login
 	return f.do(ctx, ep, l, call)
 }
 
-func (f *fakeOps) Delete(ctx context.Context, ep domain.Endpoint, l domain.Login, p string, recursive bool) error {
+func (f *fakeOps) Delete(ctx context.Context, ep domain.Endpoint, l domain.Login, p string, recursive bool, _ func(bool)) error {
 	return f.do(ctx, ep, l, "delete "+p)
 }
 

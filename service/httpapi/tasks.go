@@ -162,6 +162,9 @@ func taskDoc(t domain.TaskView) api.Task {
 	if t.FatalError != nil {
 		d.FatalError = &api.FatalError{Code: t.FatalError.Code, Description: t.FatalError.Description}
 	}
+	if t.Type == domain.TypeDelete { // its subtasks are its paths, files and directories what it removed
+		d.SubtasksTotal = t.Paths()
+	}
 	d.SubtasksPending = max(0, d.SubtasksTotal-d.SubtasksSucceeded-d.SubtasksFailed)
 	if t.Type == domain.TypeTransfer {
 		d.SyncLevel = o.SyncLevel.API()

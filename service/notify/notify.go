@@ -102,8 +102,12 @@ func (s *SMTP) message(to *mail.Address, t domain.Task) ([]byte, error) {
 		fmt.Fprintf(&body, "Status: %s\n", t.NiceStatus)
 	}
 	c := t.Counters
-	fmt.Fprintf(&body, "\nFiles: %d found, %d transferred, %d skipped, %d failed\n", c.Files, c.FilesTransferred, c.FilesSkipped, c.FilesFailed)
-	fmt.Fprintf(&body, "Bytes transferred: %d\nFaults: %d\n", c.BytesTransferred, c.Faults)
+	if t.Type == domain.TypeDelete {
+		fmt.Fprintf(&body, "\nDeleted: %s\n", c.DeleteSummary())
+	} else {
+		fmt.Fprintf(&body, "\nFiles: %d found, %d transferred, %d skipped, %d failed\n", c.Files, c.FilesTransferred, c.FilesSkipped, c.FilesFailed)
+		fmt.Fprintf(&body, "Bytes transferred: %d\nFaults: %d\n", c.BytesTransferred, c.Faults)
+	}
 	fmt.Fprintf(&body, "Requested: %s\n", t.RequestTime.UTC().Format(time.RFC3339))
 	if !t.CompletionTime.IsZero() {
 		fmt.Fprintf(&body, "Completed: %s\n", t.CompletionTime.UTC().Format(time.RFC3339))

@@ -90,6 +90,22 @@ func TestSMTP(t *testing.T) {
 	}
 }
 
+// TestSMTPDelete: the mail about a delete task says what it deleted, the
+// files and directories below its paths, not files found and transferred.
+func TestSMTPDelete(t *testing.T) {
+	addr, maildir := smtptest.Start(t)
+	s := &notify.SMTP{Addr: addr, From: "ferry@example.org", TaskURL: func(id string) string { return "https://ferry.example.org/tasks/" + id }}
+	del := domain.Task{ID: "0b7d-delete", Type: domain.TypeDelete, Status: domain.StatusSucceeded,
+		Counters: domain.Counters{Files: 100, Directories: 1, FilesTransferred: 1}, RequestTime: task.RequestTime}
+	if err := s.Notify(context.Background(), alice, del); err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(quotedprintable.NewReader(delivered(t, maildir).Body))
+	if !strings.Contains(string(body), "1 path: 100 files and 1 directory deleted, 0 missing, 0 failed") || strings.Contains(string(body), "found") {
+		t.Errorf("the mail about a delete task:\n%s", body)
+	}
+}
+
 func TestSMTPFailures(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	dead := ln.Addr().String()

@@ -593,11 +593,24 @@ func (p *progress) skippedErrs() int {
 	return p.skipped
 }
 
+// removed counts a file or directory (dir) that a delete task removed,
+// in its counters alone: a tree of millions of files keeps no record of
+// each, only of each path the task was given (deleted).
+func (p *progress) removed(dir bool) {
+	d := domain.Counters{Files: 1}
+	if dir {
+		d = domain.Counters{Directories: 1}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.add(d, nil, nil)
+}
+
 // deleted records the outcome of deleting one path of a delete task.
 func (p *progress) deleted(path string, err error, ignoreMissing bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	f, d := domain.File{Src: path}, domain.Counters{Files: 1}
+	f, d := domain.File{Src: path}, domain.Counters{}
 	switch {
 	case err == nil:
 		f.State, d.FilesTransferred = domain.FileSucceeded, 1

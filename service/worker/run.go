@@ -723,7 +723,7 @@ func (r *run) delete(ctx context.Context, l domain.Login) error {
 		if r.p.skip(ctx, it.Src, "") {
 			continue
 		}
-		err := r.w.Ops.Delete(ctx, r.eps[0], l, it.Src, it.Recursive)
+		err := r.w.Ops.Delete(ctx, r.eps[0], l, it.Src, it.Recursive, r.p.removed)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -747,16 +747,15 @@ func (r *run) result(timed bool) ending {
 		}
 		why := fmt.Sprintf("%s: %d transferred, %s skipped; %s", plural.Count(c.Files, "file"), c.FilesTransferred, skipped, plural.Bytes(c.BytesTransferred))
 		if r.task.Type == domain.TypeDelete {
-			why = fmt.Sprintf("%s: %d deleted, %d missing", plural.Count(c.Files, "path"), c.FilesTransferred, c.FilesSkipped)
+			why = c.DeleteSummary()
 		}
 		return ending{status: domain.StatusSucceeded, event: domain.Event{Code: domain.EventSucceeded, Description: why}}
 	}
 	first, f := r.p.firstFailure()
-	noun := "file"
+	why := fmt.Sprintf("%d of %s failed", c.FilesFailed, plural.Count(c.Files, "file"))
 	if r.task.Type == domain.TypeDelete {
-		noun = "path"
+		why = fmt.Sprintf("%d of %s failed", c.FilesFailed, plural.Count(c.Paths(), "path"))
 	}
-	why := fmt.Sprintf("%d of %s failed", c.FilesFailed, plural.Count(c.Files, noun))
 	if first != "" {
 		why += "; the first: " + first
 	}

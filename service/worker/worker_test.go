@@ -502,6 +502,9 @@ func TestEndings(t *testing.T) {
 		// once is a path the fatal error's description names once.
 		once string
 		said string // the start of the fatal error's description
+		// counted, if not empty, is the description of the task's
+		// SUCCEEDED event.
+		counted string
 	}{
 		{
 			name: "missing source",
@@ -642,6 +645,7 @@ func TestEndings(t *testing.T) {
 				return t
 			},
 			status: domain.StatusSucceeded, event: domain.EventSucceeded, notes: "[alice SUCCEEDED]",
+			counted: "3 paths: 4 files and 2 directories deleted, 1 missing, 0 failed",
 		},
 		{
 			name: "delete missing",
@@ -668,6 +672,9 @@ func TestEndings(t *testing.T) {
 			}
 			if _, ok := f.event(task.ID, tc.event); !ok {
 				t.Errorf("no %s event in %+v", tc.event, f.events(task.ID))
+			}
+			if e, _ := f.event(task.ID, domain.EventSucceeded); tc.counted != "" && e.Description != tc.counted {
+				t.Errorf("SUCCEEDED %q, want %q", e.Description, tc.counted)
 			}
 			if tc.once != "" && strings.Count(got.FatalError.Description, tc.once) != 1 {
 				t.Errorf("fatal error %q: want %s named once", got.FatalError.Description, tc.once)
