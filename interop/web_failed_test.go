@@ -3,6 +3,7 @@
 package interop
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -51,5 +52,18 @@ func TestWebFailedTask(t *testing.T) {
 	}
 	if got := eval[float64](p, `document.querySelector('.summary progress').value`); got != 0 {
 		t.Errorf("the progress bar of a delete that did nothing is at %v, want 0", got)
+	}
+
+	// A delete of a tree says what it removed: its path, and the files and
+	// directory under it (a delete task's files count what it removed).
+	for i := range 3 {
+		writeRandomFile(t, beta.Path(fmt.Sprintf("tree/f%d.dat", i)), 100)
+	}
+	done := strings.TrimSpace(c.ok("", "rm", "-r", "--no-wait", "alice#beta:/tree"))
+	c.waitFor(done, "the delete of a tree ends", time.Minute, func(t api.Task) bool { return domain.Done(t.Status) })
+	p.do("the delete's page", chromedp.Navigate(svc.URL()+"/#/task/"+done))
+	p.waitText(`.summary`, "1/1 path deleted")
+	if got := eval[string](p, `document.querySelector('.summary').textContent`); !strings.Contains(got, "3 files and 1 directory removed") {
+		t.Errorf("the summary of a delete of 3 files in a directory says %q", got)
 	}
 }

@@ -2,7 +2,7 @@
 // page (counters, throughput chart, failed files and events).
 
 import { get, post } from './api.js';
-import { h, field, confirm, toast, bytes, rate, date, errorText, humanize } from './ui.js';
+import { h, field, confirm, toast, bytes, rate, date, errorText, humanize, count } from './ui.js';
 import * as tasks from './tasks.js';
 import { chart } from './chart.js';
 
@@ -227,7 +227,9 @@ export function task(main, _, id) {
       item(t.type === 'DELETE' ? 'Path' : 'From', h('code', { text: `${t.source_endpoint_display_name}:${t.source_path}` })),
       t.type !== 'DELETE' && item('To', h('span', {}, h('code', { text: `${t.destination_endpoint_display_name}:${t.destination_path}` }),
         t.destinations?.length > 1 ? ` and ${t.destinations.length - 1} more (below)` : '')),
-      item('Files', `${t.files} found, ${t.files_transferred} ${t.type === 'DELETE' ? 'deleted' : 'transferred'}, ${t.files_skipped} skipped, ${t.subtasks_failed} failed`),
+      t.type === 'DELETE'
+        ? item('Paths', `${t.subtasks_total} done: ${t.files_transferred} deleted, ${t.files_skipped} missing, ${t.subtasks_failed} failed; ${count(t.files, 'file')} and ${count(t.directories, 'directory')} removed`)
+        : item('Files', `${t.files} found, ${t.files_transferred} transferred, ${t.files_skipped} skipped, ${t.subtasks_failed} failed`),
       item('Directories', String(t.directories)),
       item('Bytes', `${bytes(t.bytes_transferred)} transferred` + (t.bytes_total ? ` of ${bytes(t.bytes_total)}` : '') + `, ${bytes(t.bytes_checksummed)} verified`),
       item('Average rate', rate(t.effective_bytes_per_second)), item('Faults', String(t.faults)),

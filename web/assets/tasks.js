@@ -4,7 +4,7 @@
 // when a task ends or waits.
 
 import { get } from './api.js';
-import { toast, bytes, rate, duration } from './ui.js';
+import { toast, bytes, rate, duration, count } from './ui.js';
 
 // syncLevels words the transfer API's sync levels 0 to 3, for the transfer
 // form (files.js) and a task's settings (activity.js); what each compares
@@ -112,17 +112,23 @@ export function sample(t) {
 // change before the window, over the time since; the worker stores a
 // task's bytes in batches, and one batch, small or large, says little.
 export function progress(t) {
+  // A delete task's items are its paths (subtasks, counted as they end);
+  // its files and directories are what it removed.
+  const del = t.type === 'DELETE';
+  const items = del ? t.subtasks_total : t.files;
   let fraction = null;
   if (t.bytes_total > 0) fraction = Math.min(1, t.bytes_transferred / t.bytes_total);
-  else if (t.files > 0) fraction = (t.subtasks_succeeded + t.subtasks_failed) / t.files;
-  // A failed task's bar shows the share of its files that arrived, not of those that ended.
-  if (done(t)) fraction = t.status === 'SUCCEEDED' ? 1 : t.files > 0 ? t.subtasks_succeeded / t.files : 0;
+  else if (!del && t.files > 0) fraction = (t.subtasks_succeeded + t.subtasks_failed) / t.files;
+  // A failed task's bar shows the share of its items that arrived, not of those that ended.
+  if (done(t)) fraction = t.status === 'SUCCEEDED' ? 1 : items > 0 ? t.subtasks_succeeded / items : 0;
   let r = t.effective_bytes_per_second;
   const s = samples.get(t.task_id) || [];
   const span = Date.now() - s[0]?.time;
   if (!done(t) && s.length >= 2 && span > 0) r = (s[s.length - 1].bytes - s[0].bytes) * 1000 / span;
-  const parts = [`${t.subtasks_succeeded}/${t.files} files`];
-  parts.push(t.bytes_total > 0 ? `${bytes(t.bytes_transferred)} of ${bytes(t.bytes_total)}` : bytes(t.bytes_transferred));
+  const parts = del ? [`${t.subtasks_succeeded}/${count(items, 'path')} deleted`,
+    `${count(t.files, 'file')} and ${count(t.directories, 'directory')} removed`]
+    : [`${t.subtasks_succeeded}/${t.files} files`,
+      t.bytes_total > 0 ? `${bytes(t.bytes_transferred)} of ${bytes(t.bytes_total)}` : bytes(t.bytes_transferred)];
   if (r > 0) parts.push(rate(r));
   if (!done(t) && r > 0 && t.bytes_total > t.bytes_transferred) parts.push(`ETA ${duration((t.bytes_total - t.bytes_transferred) / r)}`);
   if (t.subtasks_failed) parts.push(`${t.subtasks_failed} failed`);

@@ -39,6 +39,10 @@ export function bytes(n) {
   return i === 0 ? `${n} B` : `${(n / 1024 ** i).toFixed(1)} ${units[i]}`;
 }
 
+// count says n of a noun in English, as ferry's internal/plural does:
+// "1 file", "2 files", "2 directories".
+export const count = (n, noun) => `${n} ${n === 1 ? noun : /[^aeiou]y$/.test(noun) ? noun.slice(0, -1) + 'ies' : noun + 's'}`;
+
 export const rate = (n) => bytes(Math.round(n)) + '/s';
 
 // duration says a number of seconds: 1 h 5 min, 3 min 2 s, 40 s.
