@@ -174,6 +174,49 @@ func TestResumeFromMarkers(t *testing.T) {
 	}
 }
 
+// TestResumeFromChunksCountsOnce: a worker dies while a large file moves
+// in chunks, once the task's stored counter holds bytes of chunks not yet
+// whole (their markers) beyond the ranges its partial record has; the
+// next run sends those chunks again, and the task ends with exactly the
+// file's size transferred and in total, not the bytes sent twice on top.
+func TestResumeFromChunksCountsOnce(t *testing.T) {
+	const chunk = 4 << 20
+	f := newFixture(t)
+	data := random(32 << 20)
+	write(t, filepath.Join(f.src.root, "big"), data)
+	f.src.fs.rate.Store(8 << 20)
+	task := f.submit(domain.Options{SyncLevel: synclevel.None}, domain.Item{Src: "/big", Dst: "/big"})
+	first := f.open()
+	w1 := f.worker("w1", first, &spy{chunk: chunk})
+	w1.Lease = time.Second
+	stop1 := serve(t, w1)
+	var have, counted int64
+	f.wait(task.ID, 20*time.Second, func(got domain.Task) bool {
+		ps, _, err := f.store.Partials(context.Background(), task.ID, 0, 0)
+		if err != nil || len(ps) != 1 {
+			return false
+		}
+		have, counted = ps[0].Have, got.BytesTransferred
+		return have >= chunk && counted > have+chunk/4
+	})
+	first.Close() // killed: nothing more reaches the store
+	stop1()
+	quiet(&f.src.fs.read)
+	f.src.fs.rate.Store(0)
+	t.Logf("before the kill: %d MiB counted, %d MiB in the partial record's ranges", counted>>20, have>>20)
+	serve(t, f.worker("w2", f.store, &spy{chunk: chunk}))
+	got := f.wait(task.ID, 20*time.Second, finished)
+	if got.Status != domain.StatusSucceeded {
+		t.Fatalf("task %s %+v", got.Status, got.FatalError)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.dst.root, "big")); !bytes.Equal(b, data) {
+		t.Fatal("the resumed copy differs")
+	}
+	if got.BytesTransferred != int64(len(data)) || got.BytesTotal != int64(len(data)) {
+		t.Errorf("%d bytes transferred of %d in total, want %d of %d (the file's size)", got.BytesTransferred, got.BytesTotal, len(data), len(data))
+	}
+}
+
 // quiet waits until n stops changing for 300 ms; false if it still
 // changes after ten seconds.
 func quiet(n *atomic.Int64) bool {

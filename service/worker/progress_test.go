@@ -54,7 +54,7 @@ func TestDoneCountsWhatAKilledRunMoved(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			p := newProgress(&Worker{}, domain.Task{ID: "t"})
 			if c.record != nil {
-				p.loadPartials([]domain.Partial{{Src: "/f", State: encodePartial(*c.record)}})
+				p.loadPartials([]domain.Partial{{Src: "/f", State: encodePartial(*c.record, c.record.Have.Total())}})
 			}
 			r := c.result
 			r.Src, r.Dst, r.Size = "/f", "/f", size
@@ -117,7 +117,7 @@ func TestStartedRecordsWait(t *testing.T) {
 	p.Partial("/waits", engine.Partial{Size: 10, Modify: epoch, Member: true})
 	p.Partial("/ranges", engine.Partial{Size: 10, Modify: epoch, Have: some})
 	p.Partial("/alone", engine.Partial{Size: 10, Modify: epoch})
-	if got, want := flush(false), []string{"/alone=10 0", "/ranges=10 0 0-5"}; !slices.Equal(got, want) {
+	if got, want := flush(false), []string{"/alone=10 0 counted=0", "/ranges=10 0 0-5 counted=0"}; !slices.Equal(got, want) {
 		t.Errorf("first flush put %q, want %q", got, want)
 	}
 	p.Done(engine.FileResult{Src: "/ends", Dst: "/ends", Size: 10, Outcome: engine.Transferred})
@@ -127,12 +127,12 @@ func TestStartedRecordsWait(t *testing.T) {
 		t.Errorf("flush within the interval put %q, want nothing", got)
 	}
 	now = now.Add(600 * time.Millisecond)
-	if got, want := flush(false), []string{"/waits=10 0"}; !slices.Equal(got, want) {
+	if got, want := flush(false), []string{"/waits=10 0 counted=0"}; !slices.Equal(got, want) {
 		t.Errorf("flush after the interval put %q, want %q", got, want)
 	}
 	p.Partial("/young", engine.Partial{Size: 10, Modify: epoch, Member: true})
 	p.Done(engine.FileResult{Src: "/waits", Dst: "/waits", Size: 10, Outcome: engine.Transferred})
-	if got, want := flush(true), []string{"/waits=", "/young=10 0"}; !slices.Equal(got, want) {
+	if got, want := flush(true), []string{"/waits=", "/young=10 0 counted=0"}; !slices.Equal(got, want) {
 		t.Errorf("last flush put %q, want %q", got, want)
 	}
 }
@@ -186,5 +186,46 @@ func TestCountersGoWithRecords(t *testing.T) {
 	p.Done(engine.FileResult{Src: "/member", Dst: "/member", Size: size, Outcome: engine.Transferred, Moved: size, Unreported: size})
 	if got, want := p.tied[1], (domain.Counters{FilesTransferred: 1, BytesTransferred: size}); got != want || p.delta.BytesTransferred != 1000 {
 		t.Errorf("after /member ended: its record's counters %+v (want %+v), the others' %+v (want 1,000 bytes)", got, want, p.delta)
+	}
+}
+
+// TestLoadPartialsCountTheirRanges: the bytes a partial record counted
+// beyond its ranges go again, so a run that loads it takes them back, and
+// those its ranges have beyond its count count; it stores the record
+// again counting its ranges. A record that counts its ranges, or one
+// stored before records counted, changes nothing.
+func TestLoadPartialsCountTheirRanges(t *testing.T) {
+	mtime := time.Unix(1e9, 0).UTC()
+	ns := mtime.UnixNano()
+	for _, c := range []struct {
+		name  string
+		state string
+		back  int64  // taken back from the counters
+		again string // the record stored again; "": none
+	}{
+		{"counted beyond its ranges", fmt.Sprintf("100 %d 0-40 counted=70", ns), 30, fmt.Sprintf("100 %d 0-40 counted=40", ns)},
+		{"counted its ranges", fmt.Sprintf("100 %d 0-40 counted=40", ns), 0, ""},
+		{"only started", fmt.Sprintf("100 %d counted=0", ns), 0, ""},
+		{"only started, bytes counted", fmt.Sprintf("100 %d counted=25", ns), 25, fmt.Sprintf("100 %d counted=0", ns)},
+		{"ranges ahead of the count", fmt.Sprintf("100 %d 0-40 counted=35", ns), -5, fmt.Sprintf("100 %d 0-40 counted=40", ns)},
+		{"stored before records counted", fmt.Sprintf("100 %d 0-40", ns), 0, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := newProgress(&Worker{}, domain.Task{ID: "t", Counters: domain.Counters{BytesTransferred: 70}})
+			p.loadPartials([]domain.Partial{{Src: "/f", State: c.state}})
+			if got := -p.delta.BytesTransferred; got != c.back {
+				t.Errorf("took back %d bytes, want %d", got, c.back)
+			}
+			var again string
+			if r, ok := p.partials["/f"]; ok {
+				again = p.record("/f", r).State
+			}
+			if again != c.again {
+				t.Errorf("record stored again %q, want %q", again, c.again)
+			}
+			if pt, ok := p.restartOf("/f"); !ok || pt.Size != 100 || !pt.Modify.Equal(mtime) {
+				t.Errorf("restart %+v %v, want the record's", pt, ok)
+			}
+		})
 	}
 }
