@@ -217,6 +217,41 @@ func TestResumeFromChunksCountsOnce(t *testing.T) {
 	}
 }
 
+// TestDeadlineChangeMidChunkCountsOnce: a new deadline restarts the
+// engine while a large file moves in chunks, once bytes of chunks not yet
+// whole were counted; the next engine run sends those chunks again, and
+// the task ends with exactly the file's size transferred and in total.
+func TestDeadlineChangeMidChunkCountsOnce(t *testing.T) {
+	const chunk = 4 << 20
+	f := newFixture(t)
+	data := random(32 << 20)
+	write(t, filepath.Join(f.src.root, "big"), data)
+	f.src.fs.rate.Store(8 << 20)
+	task := f.submit(domain.Options{SyncLevel: synclevel.None}, domain.Item{Src: "/big", Dst: "/big"})
+	e := &spy{chunk: chunk}
+	serve(t, f.worker("w1", f.store, e))
+	f.wait(task.ID, 20*time.Second, func(got domain.Task) bool {
+		ps, _, err := f.store.Partials(context.Background(), task.ID, 0, 0)
+		return err == nil && len(ps) == 1 && got.BytesTransferred > ps[0].Have+chunk/4
+	})
+	if err := f.store.UpdateTask(context.Background(), f.user.ID, task.ID, "", time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	got := f.wait(task.ID, 30*time.Second, finished)
+	if got.Status != domain.StatusSucceeded {
+		t.Fatalf("task %s %+v", got.Status, got.FatalError)
+	}
+	if runs := len(e.runs()); runs < 2 {
+		t.Fatalf("%d engine runs, want the new deadline to start another", runs)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.dst.root, "big")); !bytes.Equal(b, data) {
+		t.Fatal("the copy differs")
+	}
+	if got.BytesTransferred != int64(len(data)) || got.BytesTotal != int64(len(data)) {
+		t.Errorf("%d bytes transferred of %d in total, want %d of %d (the file's size)", got.BytesTransferred, got.BytesTotal, len(data), len(data))
+	}
+}
+
 // quiet waits until n stops changing for 300 ms; false if it still
 // changes after ten seconds.
 func quiet(n *atomic.Int64) bool {

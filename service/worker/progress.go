@@ -497,41 +497,39 @@ func (p *progress) endFaults() {
 	p.tellFaults(p.w.now(), true)
 }
 
-// Done records a file's outcome. A file whole at the destination that
-// an earlier run of the task started (its partial record) was moved by
-// that run: it is transferred, not skipped, and the bytes of it that run
-// moved and did not count before it stopped (beyond the ranges its
-// record has, less what this run moved of it) count now.
+// Done records a file's outcome. A file transferred counts its size once,
+// whatever earlier runs, engine runs and attempts sent of it: the bytes
+// the counters hold of it (counted: its record's ranges, as an earlier
+// run left them, and what this run reported) come to its size, those
+// sent twice taken back and those moved uncounted (an earlier run's
+// beyond its record, a tar member's, found whole) counted now. A file
+// whole at the destination that the task moved before (a record of an
+// earlier run, or bytes counted by this one) is transferred, not
+// skipped; the bytes counted of one skipped are taken back.
 func (p *progress) Done(r engine.FileResult) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	f := domain.File{Src: r.Src, Dst: r.Dst, Size: r.Size}
 	moving := p.moving[r.Src]
 	delete(p.moving, r.Src)
-	var uncounted int64
+	counted := p.counted[r.Src]
 	pt, ok := p.restart[r.Src]
-	switch {
-	case ok && pt.Size == r.Size && (r.Outcome == engine.Transferred || r.Outcome == engine.Skipped):
+	ours := ok && pt.Size == r.Size || !ok && counted > 0
+	if ok && pt.Size == r.Size {
 		delete(p.restart, r.Src)
-		uncounted = max(r.Size-pt.Have.Total()-r.Moved, 0)
-		if r.Outcome == engine.Skipped {
-			p.add(domain.Counters{Files: 1}, nil, nil) // not in the plan
-			r.Outcome = engine.Transferred
-		}
-	case !ok && r.Outcome == engine.Transferred && r.Moved == 0:
-		// Whole at the destination already (Options.Resume), without a
-		// record: a tar member an earlier run sent, whose bytes it did not
-		// count, or a copy made before; either way this run's.
-		uncounted = r.Size
+	}
+	if r.Outcome == engine.Skipped && ours {
+		p.add(domain.Counters{Files: 1}, nil, nil) // not in the plan
+		r.Outcome = engine.Transferred
 	}
 	switch r.Outcome {
 	case engine.Transferred:
 		f.State = domain.FileSucceeded
-		d := domain.Counters{FilesTransferred: 1, BytesTransferred: uncounted, BytesTotal: uncounted}
+		uncounted := r.Size - counted - r.Unreported
+		d := domain.Counters{FilesTransferred: 1, BytesTransferred: uncounted + r.Unreported, BytesTotal: uncounted}
 		if alg, sum, ok := strings.Cut(r.Checksum, ":"); ok {
 			f.Algorithm, f.Checksum, d.BytesChecksummed = alg, sum, r.Size
 		}
-		d.BytesTransferred += r.Unreported // a tar member's, with its result
 		p.add(d, &f, nil)
 		// The bytes of it this run reported and did not store yet are
 		// stored with its record: stored without it, a crash would leave
@@ -541,8 +539,9 @@ func (p *progress) Done(r engine.FileResult) {
 			p.tied[len(p.tied)-1].BytesTransferred += m
 		}
 	case engine.Skipped:
+		// What an earlier run counted of another file by that name goes.
 		f.State = domain.FileSkipped
-		p.add(domain.Counters{Files: 1, FilesSkipped: 1}, &f, nil)
+		p.add(domain.Counters{Files: 1, FilesSkipped: 1, BytesTransferred: -counted, BytesTotal: -counted}, &f, nil)
 	case engine.SkippedError:
 		// Its bytes, if any, came back through Progress.
 		f.State, f.Error = domain.FileSkippedError, gridops.Tell(r.Err)

@@ -14,9 +14,10 @@ import (
 
 // TestDoneCountsWhatAKilledRunMoved: a file an earlier run started (its
 // partial record) and that is whole at the destination now is recorded
-// transferred, and the bytes the earlier run moved and did not count
-// count now; a file with no record, or one this run sent, counts as the
-// engine says.
+// transferred, and a transferred file counts its size once: the bytes the
+// earlier run moved and did not count count now, and those sent again,
+// by this run or by an earlier engine run of it, are taken back. A file
+// with no record, or one this run sent, counts as the engine says.
 func TestDoneCountsWhatAKilledRunMoved(t *testing.T) {
 	const size = 100
 	mtime := time.Unix(1e9, 0).UTC()
@@ -25,31 +26,50 @@ func TestDoneCountsWhatAKilledRunMoved(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		record *engine.Partial // of an earlier run
+		before int64           // bytes an earlier engine run of this run reported
 		result engine.FileResult
-		want   domain.Counters
+		want   domain.Counters // this run's, the bytes it reported included
 		state  string
 	}{
-		{"whole, started before", &engine.Partial{Size: size, Modify: mtime},
+		{"whole, started before", &engine.Partial{Size: size, Modify: mtime}, 0,
 			engine.FileResult{Outcome: engine.Skipped},
 			domain.Counters{Files: 1, FilesTransferred: 1, BytesTransferred: size, BytesTotal: size}, domain.FileSucceeded},
-		{"whole, 40 bytes recorded before", &engine.Partial{Size: size, Modify: mtime, Have: first40},
+		{"whole, 40 bytes recorded before", &engine.Partial{Size: size, Modify: mtime, Have: first40}, 0,
 			engine.FileResult{Outcome: engine.Transferred},
 			domain.Counters{FilesTransferred: 1, BytesTransferred: size - 40, BytesTotal: size - 40}, domain.FileSucceeded},
-		{"resumed: this run sent the rest", &engine.Partial{Size: size, Modify: mtime, Have: first40},
+		{"resumed: this run sent the rest", &engine.Partial{Size: size, Modify: mtime, Have: first40}, 0,
 			engine.FileResult{Outcome: engine.Transferred, Moved: size - 40},
-			domain.Counters{FilesTransferred: 1}, domain.FileSucceeded},
-		{"another file by now", &engine.Partial{Size: size + 1, Modify: mtime},
+			domain.Counters{FilesTransferred: 1, BytesTransferred: size - 40}, domain.FileSucceeded},
+		{"resumed: this run sent 20 recorded bytes again", &engine.Partial{Size: size, Modify: mtime, Have: first40}, 0,
+			engine.FileResult{Outcome: engine.Transferred, Moved: size - 20},
+			domain.Counters{FilesTransferred: 1, BytesTransferred: size - 40, BytesTotal: -20}, domain.FileSucceeded},
+		{"another file by now", &engine.Partial{Size: size + 1, Modify: mtime}, 0,
 			engine.FileResult{Outcome: engine.Skipped},
 			domain.Counters{Files: 1, FilesSkipped: 1}, domain.FileSkipped},
-		{"no record", nil,
+		{"another file by now, 40 bytes of it recorded", &engine.Partial{Size: size + 1, Modify: mtime, Have: first40}, 0,
 			engine.FileResult{Outcome: engine.Skipped},
-			domain.Counters{Files: 1, FilesSkipped: 1}, domain.FileSkipped},
-		{"no record, sent by this run", nil,
+			domain.Counters{Files: 1, FilesSkipped: 1, BytesTransferred: -40, BytesTotal: -40}, domain.FileSkipped},
+		{"another file by now, sent whole", &engine.Partial{Size: size + 1, Modify: mtime, Have: first40}, 0,
 			engine.FileResult{Outcome: engine.Transferred, Moved: size},
-			domain.Counters{FilesTransferred: 1}, domain.FileSucceeded},
-		{"no record, whole already (a tar member's, uncounted)", nil,
+			domain.Counters{FilesTransferred: 1, BytesTransferred: size - 40, BytesTotal: -40}, domain.FileSucceeded},
+		{"no record", nil, 0,
+			engine.FileResult{Outcome: engine.Skipped},
+			domain.Counters{Files: 1, FilesSkipped: 1}, domain.FileSkipped},
+		{"no record, sent by this run", nil, 0,
+			engine.FileResult{Outcome: engine.Transferred, Moved: size},
+			domain.Counters{FilesTransferred: 1, BytesTransferred: size}, domain.FileSucceeded},
+		{"no record, 30 bytes sent by an earlier engine run, then whole", nil, 30,
+			engine.FileResult{Outcome: engine.Transferred, Moved: size},
+			domain.Counters{FilesTransferred: 1, BytesTransferred: size, BytesTotal: -30}, domain.FileSucceeded},
+		{"no record, sent by an earlier engine run, then found whole", nil, size,
+			engine.FileResult{Outcome: engine.Skipped},
+			domain.Counters{Files: 1, FilesTransferred: 1, BytesTransferred: size}, domain.FileSucceeded},
+		{"no record, whole already (a tar member's, uncounted)", nil, 0,
 			engine.FileResult{Outcome: engine.Transferred},
 			domain.Counters{FilesTransferred: 1, BytesTransferred: size, BytesTotal: size}, domain.FileSucceeded},
+		{"a tar member, its bytes with its result", nil, 0,
+			engine.FileResult{Outcome: engine.Transferred, Moved: size, Unreported: size},
+			domain.Counters{FilesTransferred: 1, BytesTransferred: size}, domain.FileSucceeded},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := newProgress(&Worker{}, domain.Task{ID: "t"})
@@ -58,6 +78,12 @@ func TestDoneCountsWhatAKilledRunMoved(t *testing.T) {
 			}
 			r := c.result
 			r.Src, r.Dst, r.Size = "/f", "/f", size
+			// The engine reports what it moves, but a tar member's, as it goes.
+			for _, n := range []int64{c.before, r.Moved - r.Unreported} {
+				if n != 0 {
+					p.FileProgress("/f", n)
+				}
+			}
 			p.Done(r)
 			got := p.delta // and those stored with the records
 			for _, d := range p.tied {
