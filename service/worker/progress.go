@@ -801,9 +801,16 @@ func (p *progress) flushing(ctx context.Context, all bool) error {
 			b.Delta.Add(d)
 		}
 		young := now.Add(-orDuration(p.w.FlushEvery, time.Second))
+		// The partial record of a file whose record waits for a later
+		// batch goes with it: deleted before, a crash between would leave
+		// the file with neither.
+		later := map[string]bool{}
+		for _, f := range p.files[n:] {
+			later[f.Src] = true
+		}
 		taken := map[string]partialRec{}
 		for src, r := range p.partials {
-			if !all && r.started.After(young) {
+			if !all && r.started.After(young) || r.gone && later[src] {
 				continue
 			}
 			delete(p.partials, src)

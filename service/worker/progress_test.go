@@ -255,3 +255,38 @@ func TestLoadPartialsCountTheirRanges(t *testing.T) {
 		})
 	}
 }
+
+// TestPartialRecordGoesWithItsFile: the partial record of a file that
+// ended is deleted in the batch that stores the file's record, not in an
+// earlier one while more records wait than a batch holds: between the
+// two, a crash would leave the file whole at the destination with neither
+// record, counted by its partial record's bytes and then again, as found
+// whole, by the next run.
+func TestPartialRecordGoesWithItsFile(t *testing.T) {
+	store := &batches{}
+	p := newProgress(&Worker{Store: store}, domain.Task{ID: "t"})
+	epoch := time.Unix(0, 0)
+	p.Partial("/big", engine.Partial{Size: 100, Modify: epoch})
+	p.FileProgress("/big", 60)
+	if err := p.flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i := range maxBatchFiles {
+		src := fmt.Sprintf("/m%d", i)
+		p.FileProgress(src, 1)
+		p.Done(engine.FileResult{Src: src, Dst: src, Size: 1, Outcome: engine.Transferred, Moved: 1})
+	}
+	p.FileProgress("/big", 40)
+	p.Done(engine.FileResult{Src: "/big", Dst: "/big", Size: 100, Outcome: engine.Transferred, Moved: 100})
+	store.got = nil
+	if err := p.flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range store.got {
+		gone := slices.ContainsFunc(b.Partials, func(pt domain.Partial) bool { return pt.Src == "/big" && pt.State == "" })
+		recorded := slices.ContainsFunc(b.Files, func(f domain.File) bool { return f.Src == "/big" })
+		if gone != recorded {
+			t.Errorf("batch %d of %d: deletes /big's partial record %v, stores its record %v; want both or neither", i, len(store.got), gone, recorded)
+		}
+	}
+}
