@@ -161,14 +161,21 @@ func shellQuote(args ...string) string {
 // says the task resumed and what was done already, and its events
 // (PROGRESS, SUCCEEDED) count bytes in human units (1.5 GiB), not raw
 // numbers; ferry
-// task events prints the lines of a description under each other.
+// task events prints the lines of a description under each other. The
+// bytes of chunks in flight at the kill count once: the task ends with
+// the file's size transferred, not more.
 func TestServiceEventsTellResumeAndBytes(t *testing.T) {
 	c, svc, _ := syntheticService(t, hugeFileSpec, serviceConfig{Lease: time.Minute})
 	id := c.transfer("--no-verify-checksum", "-r", "src:/", "dst:/out/")
 	c.waitFor(id, "bytes moved", time.Minute, func(t api.Task) bool { return t.BytesTransferred > 0 })
 	svc.kill9()
 	svc.restart()
-	c.succeeded(id, 5*time.Minute)
+	got := c.succeeded(id, 5*time.Minute)
+	// The chunks in flight at the kill, counted as their markers came,
+	// go again: they count once.
+	if size := int64(16 << 30); got.BytesTransferred != size || got.BytesTotal != size {
+		t.Errorf("%d bytes transferred of %d in total, want %d of %d (the file's size)", got.BytesTransferred, got.BytesTotal, size, size)
+	}
 
 	var evs api.EventList
 	c.decode(&evs, "task", "events", id)

@@ -174,6 +174,91 @@ func TestResumeFromMarkers(t *testing.T) {
 	}
 }
 
+// TestResumeFromChunksCountsOnce: a worker dies while a large file moves
+// in chunks, once the task's stored counter holds bytes of chunks not yet
+// whole (their markers) beyond the ranges its partial record has; the
+// next run sends those chunks again, and the task ends with exactly the
+// file's size transferred and in total, not the bytes sent twice on top.
+func TestResumeFromChunksCountsOnce(t *testing.T) {
+	f := newFixture(t)
+	data, task := f.bigInChunks()
+	first := f.open()
+	w1 := f.worker("w1", first, &spy{chunk: chunkSize})
+	w1.Lease = time.Second
+	stop1 := serve(t, w1)
+	f.midChunk(task.ID)
+	first.Close() // killed: nothing more reaches the store
+	stop1()
+	quiet(&f.src.fs.read)
+	f.src.fs.rate.Store(0)
+	serve(t, f.worker("w2", f.store, &spy{chunk: chunkSize}))
+	f.countedOnce(task.ID, data)
+}
+
+// TestDeadlineChangeMidChunkCountsOnce: a new deadline restarts the
+// engine while a large file moves in chunks, once bytes of chunks not yet
+// whole were counted; the next engine run sends those chunks again, and
+// the task ends with exactly the file's size transferred and in total.
+func TestDeadlineChangeMidChunkCountsOnce(t *testing.T) {
+	f := newFixture(t)
+	data, task := f.bigInChunks()
+	e := &spy{chunk: chunkSize}
+	serve(t, f.worker("w1", f.store, e))
+	f.midChunk(task.ID)
+	if err := f.store.UpdateTask(context.Background(), f.user.ID, task.ID, "", time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	f.countedOnce(task.ID, data)
+	if runs := len(e.runs()); runs < 2 {
+		t.Errorf("%d engine runs, want the new deadline to start another", runs)
+	}
+}
+
+// chunkSize is the chunks bigInChunks' file moves in, with a spy's chunk.
+const chunkSize = 4 << 20
+
+// bigInChunks submits a task of one 32 MiB file, /big, that the source
+// reads at 8 MiB/s: 8 chunks, each a second or so.
+func (f *fixture) bigInChunks() ([]byte, domain.Task) {
+	data := random(32 << 20)
+	write(f.t, filepath.Join(f.src.root, "big"), data)
+	f.src.fs.rate.Store(8 << 20)
+	return data, f.submit(domain.Options{SyncLevel: synclevel.None}, domain.Item{Src: "/big", Dst: "/big"})
+}
+
+// midChunk waits until the store has a whole chunk of task id's file in
+// its partial record, and a quarter chunk more counted: bytes of chunks
+// not yet whole.
+func (f *fixture) midChunk(id string) {
+	f.t.Helper()
+	var have, counted int64
+	f.wait(id, 20*time.Second, func(got domain.Task) bool {
+		ps, _, err := f.store.Partials(context.Background(), id, 0, 0)
+		if err != nil || len(ps) != 1 {
+			return false
+		}
+		have, counted = ps[0].Have, got.BytesTransferred
+		return have >= chunkSize && counted > have+chunkSize/4
+	})
+	f.t.Logf("%d MiB counted, %d MiB in the partial record's ranges", counted>>20, have>>20)
+}
+
+// countedOnce waits for task id to succeed and checks that it copied data
+// to /big and counted its size, once, transferred and in total.
+func (f *fixture) countedOnce(id string, data []byte) {
+	f.t.Helper()
+	got := f.wait(id, 30*time.Second, finished)
+	if got.Status != domain.StatusSucceeded {
+		f.t.Fatalf("task %s %+v", got.Status, got.FatalError)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.dst.root, "big")); !bytes.Equal(b, data) {
+		f.t.Fatal("the copy differs")
+	}
+	if size := int64(len(data)); got.BytesTransferred != size || got.BytesTotal != size {
+		f.t.Errorf("%d bytes transferred of %d in total, want %d of %d (the file's size)", got.BytesTransferred, got.BytesTotal, size, size)
+	}
+}
+
 // quiet waits until n stops changing for 300 ms; false if it still
 // changes after ten seconds.
 func quiet(n *atomic.Int64) bool {

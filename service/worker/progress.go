@@ -41,6 +41,7 @@ type progress struct {
 	files    []domain.File
 	tied     []domain.Counters // of each of files, stored with it
 	moving   map[string]int64  // bytes of each file in delta (FileProgress)
+	counted  map[string]int64  // bytes of each unfinished file in total, its partial record's "counted"
 	events   []domain.Event
 	known    *recorded       // the stored records, a window of them
 	pending  map[string]bool // files (recKey) whose records are not yet stored
@@ -58,13 +59,15 @@ type progress struct {
 
 	// Partials: what earlier runs knew of files they did not finish
 	// (restart), which files have a record stored or being stored
-	// (stored), and the records to put or delete at the next flush
+	// (stored), the last the engine said of each file it has not
+	// finished (last), and the records to put or delete at the next flush
 	// (partials). A file that ends before its record was flushed never
 	// reaches the store; one of a tar stream's members only started waits
 	// a flush interval first (nothing of it is counted before it ends), so
 	// that the members, which end within it, write nothing.
 	restart  map[string]engine.Partial
 	stored   map[string]bool
+	last     map[string]engine.Partial
 	partials map[string]partialRec
 
 	faults map[string]*faultGroup // by code and cause
@@ -80,21 +83,41 @@ func newProgress(w *Worker, t domain.Task) *progress {
 	p := &progress{w: w, taskID: t.ID, kick: make(chan struct{}, 1), soon: make(chan struct{}, 1), total: t.Counters,
 		known: newRecorded(w.Store, t.ID), pending: map[string]bool{}, canceled: map[string]bool{},
 		lastEvent: w.now(), lastBytes: t.BytesTransferred,
-		restart: map[string]engine.Partial{}, stored: map[string]bool{}, partials: map[string]partialRec{}, moving: map[string]int64{},
+		restart: map[string]engine.Partial{}, stored: map[string]bool{}, last: map[string]engine.Partial{}, partials: map[string]partialRec{},
+		moving: map[string]int64{}, counted: map[string]int64{},
 		faults: map[string]*faultGroup{}}
 	p.room.L = &p.mu
 	return p
 }
 
-// loadPartials takes in the partial records of earlier runs.
+// loadPartials takes in the partial records of earlier runs. What the
+// task's counters hold of each file becomes what its record's ranges
+// have, in the flush that stores the record again to say so, as the
+// engine does for an attempt that fails: the bytes counted beyond them
+// (of chunks not yet whole when the run stopped) go again and count then,
+// and those that arrived ahead of their count (a restart marker before
+// the byte count) count now.
 func (p *progress) loadPartials(ps []domain.Partial) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	var d int64
 	for _, r := range ps {
 		p.stored[r.Src] = true
-		if pt, err := decodePartial(r.State); err == nil {
-			p.restart[r.Src] = pt
+		pt, counted, err := decodePartial(r.State)
+		if err != nil {
+			continue
 		}
+		p.restart[r.Src] = pt
+		have := pt.Have.Total()
+		p.counted[r.Src] = have
+		if counted != have {
+			d += have - counted
+			p.partials[r.Src] = partialRec{pt: pt}
+		}
+	}
+	if d != 0 {
+		p.add(domain.Counters{BytesTransferred: d}, nil, nil)
+		p.lastBytes = p.total.BytesTransferred
 	}
 }
 
@@ -111,8 +134,9 @@ func (p *progress) restartOf(src string) (engine.Partial, bool) {
 func (p *progress) Partial(src string, pt engine.Partial) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	r := partialRec{Partial: domain.Partial{Src: src, State: encodePartial(pt), Size: pt.Size, Have: pt.Have.Total()}}
-	if pt.Member && r.Have == 0 {
+	p.last[src] = pt
+	r := partialRec{pt: pt}
+	if pt.Member && pt.Have.Empty() {
 		if r.started = p.partials[src].started; r.started.IsZero() {
 			r.started = p.w.now()
 		}
@@ -122,12 +146,22 @@ func (p *progress) Partial(src string, pt engine.Partial) {
 	p.partials[src] = r
 }
 
-// partialRec is a partial record to put, or, without a State, to delete;
-// started is when a tar member's record, only started, was first
-// reported (a flush then holds it a while), zero for others.
+// partialRec is a partial record to put, or, gone, to delete; started is
+// when a tar member's record, only started, was first reported (a flush
+// then holds it a while), zero for others.
 type partialRec struct {
-	domain.Partial
+	pt      engine.Partial
+	gone    bool
 	started time.Time
+}
+
+// record is the partial record r of src as a flush stores it, with the
+// bytes of the file the flush's counters hold. Called with p.mu held.
+func (p *progress) record(src string, r partialRec) domain.Partial {
+	if r.gone {
+		return domain.Partial{Src: src}
+	}
+	return domain.Partial{Src: src, State: encodePartial(r.pt, p.counted[src]), Size: r.pt.Size, Have: r.pt.Have.Total()}
 }
 
 // flushSoon asks for a flush within FlushSoon. Called with p.mu held.
@@ -138,17 +172,27 @@ func (p *progress) flushSoon() {
 	}
 }
 
-// encodePartial is a partial record's State: "SIZE MTIME [RANGES]", the
-// time in Unix nanoseconds; no ranges for a file only started.
-func encodePartial(pt engine.Partial) string {
-	return strings.TrimSpace(fmt.Sprintf("%d %d %s", pt.Size, pt.Modify.UnixNano(), pt.Have))
+// encodePartial is a partial record's State: "SIZE MTIME [RANGES]
+// counted=N", the time in Unix nanoseconds, no ranges for a file only
+// started, and N the bytes of the file that the task's counters stored
+// with the record hold.
+func encodePartial(pt engine.Partial, counted int64) string {
+	return strings.Join(strings.Fields(fmt.Sprintf("%d %d %s counted=%d", pt.Size, pt.Modify.UnixNano(), pt.Have, counted)), " ")
 }
 
-func decodePartial(s string) (engine.Partial, error) {
+// decodePartial reads encodePartial's State; a record without counted=
+// (one stored before records had it) counts its ranges.
+func decodePartial(s string) (engine.Partial, int64, error) {
 	var pt engine.Partial
 	f := strings.Fields(s)
+	var counted int64 = -1
+	var err0 error
+	if n := len(f); n > 0 && strings.HasPrefix(f[n-1], "counted=") {
+		counted, err0 = strconv.ParseInt(strings.TrimPrefix(f[n-1], "counted="), 10, 64)
+		f = f[:n-1]
+	}
 	if len(f) != 2 && len(f) != 3 {
-		return pt, fmt.Errorf("partial record %q: want SIZE MTIME [RANGES]", s)
+		return pt, 0, fmt.Errorf("partial record %q: want SIZE MTIME [RANGES] counted=N", s)
 	}
 	size, err1 := strconv.ParseInt(f[0], 10, 64)
 	ns, err2 := strconv.ParseInt(f[1], 10, 64)
@@ -157,10 +201,13 @@ func decodePartial(s string) (engine.Partial, error) {
 	if len(f) == 3 {
 		have, err3 = gridftp.ParseRanges(f[2])
 	}
-	if err := errors.Join(err1, err2, err3); err != nil {
-		return pt, fmt.Errorf("partial record %q: %w", s, err)
+	if err := errors.Join(err0, err1, err2, err3); err != nil {
+		return pt, 0, fmt.Errorf("partial record %q: %w", s, err)
 	}
-	return engine.Partial{Size: size, Modify: time.Unix(0, ns).UTC(), Have: have}, nil
+	if counted < 0 {
+		counted = have.Total()
+	}
+	return engine.Partial{Size: size, Modify: time.Unix(0, ns).UTC(), Have: have}, counted, nil
 }
 
 // add records a counter delta, a file record and an event (each optional),
@@ -180,11 +227,13 @@ func (p *progress) add(d domain.Counters, f *domain.File, e *domain.Event) {
 		p.known.add(f.Src, f.Dst)
 		// The file is final: its partial record goes, or never comes.
 		if p.stored[f.Src] {
-			p.partials[f.Src] = partialRec{Partial: domain.Partial{Src: f.Src}}
+			p.partials[f.Src] = partialRec{gone: true}
 			delete(p.stored, f.Src)
 		} else {
 			delete(p.partials, f.Src)
 		}
+		delete(p.last, f.Src)
+		delete(p.counted, f.Src)
 		p.kickIf()
 	}
 	if e != nil {
@@ -362,12 +411,14 @@ func (p *progress) Progress(n int64) {
 }
 
 // FileProgress is Progress of the bytes of the file src, which its record
-// takes with it if they are not stored before it ends.
+// takes with it if they are not stored before it ends; until then its
+// partial record, stored with them, says how many the counters hold.
 func (p *progress) FileProgress(src string, n int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.add(domain.Counters{BytesTransferred: n}, nil, nil)
 	p.moving[src] += n
+	p.counted[src] += n
 }
 
 // Fault counts a failure of one file that the engine retries.
@@ -446,41 +497,39 @@ func (p *progress) endFaults() {
 	p.tellFaults(p.w.now(), true)
 }
 
-// Done records a file's outcome. A file whole at the destination that
-// an earlier run of the task started (its partial record) was moved by
-// that run: it is transferred, not skipped, and the bytes of it that run
-// moved and did not count before it stopped (beyond the ranges its
-// record has, less what this run moved of it) count now.
+// Done records a file's outcome. A file transferred counts its size once,
+// whatever earlier runs, engine runs and attempts sent of it: the bytes
+// the counters hold of it (counted: its record's ranges, as an earlier
+// run left them, and what this run reported) come to its size, those
+// sent twice taken back and those moved uncounted (an earlier run's
+// beyond its record, a tar member's, found whole) counted now. A file
+// whole at the destination that the task moved before (a record of an
+// earlier run, or bytes counted by this one) is transferred, not
+// skipped; the bytes counted of one skipped are taken back.
 func (p *progress) Done(r engine.FileResult) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	f := domain.File{Src: r.Src, Dst: r.Dst, Size: r.Size}
 	moving := p.moving[r.Src]
 	delete(p.moving, r.Src)
-	var uncounted int64
+	counted := p.counted[r.Src]
 	pt, ok := p.restart[r.Src]
-	switch {
-	case ok && pt.Size == r.Size && (r.Outcome == engine.Transferred || r.Outcome == engine.Skipped):
+	ours := ok && pt.Size == r.Size || !ok && counted > 0
+	if ok && pt.Size == r.Size {
 		delete(p.restart, r.Src)
-		uncounted = max(r.Size-pt.Have.Total()-r.Moved, 0)
-		if r.Outcome == engine.Skipped {
-			p.add(domain.Counters{Files: 1}, nil, nil) // not in the plan
-			r.Outcome = engine.Transferred
-		}
-	case !ok && r.Outcome == engine.Transferred && r.Moved == 0:
-		// Whole at the destination already (Options.Resume), without a
-		// record: a tar member an earlier run sent, whose bytes it did not
-		// count, or a copy made before; either way this run's.
-		uncounted = r.Size
+	}
+	if r.Outcome == engine.Skipped && ours {
+		p.add(domain.Counters{Files: 1}, nil, nil) // not in the plan
+		r.Outcome = engine.Transferred
 	}
 	switch r.Outcome {
 	case engine.Transferred:
 		f.State = domain.FileSucceeded
-		d := domain.Counters{FilesTransferred: 1, BytesTransferred: uncounted, BytesTotal: uncounted}
+		uncounted := r.Size - counted - r.Unreported
+		d := domain.Counters{FilesTransferred: 1, BytesTransferred: uncounted + r.Unreported, BytesTotal: uncounted}
 		if alg, sum, ok := strings.Cut(r.Checksum, ":"); ok {
 			f.Algorithm, f.Checksum, d.BytesChecksummed = alg, sum, r.Size
 		}
-		d.BytesTransferred += r.Unreported // a tar member's, with its result
 		p.add(d, &f, nil)
 		// The bytes of it this run reported and did not store yet are
 		// stored with its record: stored without it, a crash would leave
@@ -490,8 +539,9 @@ func (p *progress) Done(r engine.FileResult) {
 			p.tied[len(p.tied)-1].BytesTransferred += m
 		}
 	case engine.Skipped:
+		// What an earlier run counted of another file by that name goes.
 		f.State = domain.FileSkipped
-		p.add(domain.Counters{Files: 1, FilesSkipped: 1}, &f, nil)
+		p.add(domain.Counters{Files: 1, FilesSkipped: 1, BytesTransferred: -counted, BytesTotal: -counted}, &f, nil)
 	case engine.SkippedError:
 		// Its bytes, if any, came back through Progress.
 		f.State, f.Error = domain.FileSkippedError, gridops.Tell(r.Err)
@@ -759,21 +809,40 @@ func (p *progress) flushing(ctx context.Context, all bool) error {
 		nx := min(len(p.deletions), maxBatchFiles)
 		p.tellDeleted()
 		untied, tied := p.delta, p.tied[:n:n]
-		clear(p.moving) // their bytes are in untied
 		b := domain.Batch{Delta: untied, Files: p.files[:n:n], DestFiles: p.destFiles[:nd:nd], Deletions: p.deletions[:nx:nx], Events: p.events}
 		for _, d := range tied {
 			b.Delta.Add(d)
 		}
 		young := now.Add(-orDuration(p.w.FlushEvery, time.Second))
+		// The partial record of a file whose record waits for a later
+		// batch goes with it: deleted before, a crash between would leave
+		// the file with neither.
+		later := map[string]bool{}
+		for _, f := range p.files[n:] {
+			later[f.Src] = true
+		}
+		taken := map[string]partialRec{}
 		for src, r := range p.partials {
-			if !all && r.started.After(young) {
+			if !all && r.started.After(young) || r.gone && later[src] {
 				continue
 			}
 			delete(p.partials, src)
-			b.Partials = append(b.Partials, r.Partial)
-			if r.State != "" {
+			taken[src] = r
+			if !r.gone {
 				p.stored[src] = true
 			}
+		}
+		// A file whose bytes moved since the last flush, its ranges the
+		// same, has its record stored again: it says what they count.
+		for src, n := range p.moving {
+			pt, ok := p.last[src]
+			if _, put := taken[src]; ok && !put && n != 0 && p.stored[src] {
+				taken[src] = partialRec{pt: pt}
+			}
+		}
+		clear(p.moving) // their bytes are in untied
+		for src, r := range taken {
+			b.Partials = append(b.Partials, p.record(src, r))
 		}
 		p.delta, p.files, p.tied, p.destFiles, p.deletions, p.events = domain.Counters{}, p.files[n:], p.tied[n:], p.destFiles[nd:], p.deletions[nx:], nil
 		more := p.waiting() > 0
@@ -796,9 +865,9 @@ func (p *progress) flushing(ctx context.Context, all bool) error {
 				untied.Add(p.delta)
 				p.delta, p.files, p.tied, p.events = untied, append(b.Files, p.files...), append(tied, p.tied...), append(b.Events, p.events...)
 				p.destFiles, p.deletions = append(b.DestFiles, p.destFiles...), append(b.Deletions, p.deletions...)
-				for _, pt := range b.Partials {
-					if _, newer := p.partials[pt.Src]; !newer {
-						p.partials[pt.Src] = partialRec{Partial: pt}
+				for src, r := range taken {
+					if _, newer := p.partials[src]; !newer {
+						p.partials[src] = r
 					}
 				}
 				p.mu.Unlock()

@@ -243,6 +243,7 @@ type spy struct {
 	active, most int           // runs at once, now and at most
 	after        func()        // called after each run, before it returns
 	stall        time.Duration // the engine's StallTimeout; 0: its default
+	chunk        int64         // the engine's ChunkSize; 0: its default
 }
 
 func (s *spy) copy(ctx context.Context, src, dst engine.Endpoint, items []engine.Item, o engine.Options, rep engine.Reporter) (engine.Result, error) {
@@ -253,6 +254,9 @@ func (s *spy) copy(ctx context.Context, src, dst engine.Endpoint, items []engine
 	o.Concurrency, o.Pipelining = 2, 2
 	if s.stall != 0 {
 		o.StallTimeout = s.stall
+	}
+	if s.chunk != 0 {
+		o.ChunkSize = s.chunk
 	}
 	res, err := engine.Copy(ctx, src, dst, items, o, rep)
 	if s.after != nil {
