@@ -351,7 +351,7 @@ func TestCopyManyPollutedHop(t *testing.T) {
 	multiTree(t, src.root)
 	var flipped atomic.Bool
 	head := forwarder(t, nil)
-	// The polluting hop answers USER late: the head is the nearest
+	// The polluting hop answers late: the head is the nearest
 	// forwarder, so it is not the head; with a fan-out of 1 it is the
 	// middle of the chain head → hop → leaf.
 	hop := startEndpointLn(t, "", nil, func(ln net.Listener) net.Listener { return slowUSER{ln} })
@@ -382,7 +382,9 @@ func TestCopyManyPollutedHop(t *testing.T) {
 	}
 }
 
-// slowUSER is a listener whose connections answer USER 20 ms late.
+// slowUSER is a listener whose connections answer 20 ms late, as over a
+// longer link: the banner and USER (a round trip is the least of the
+// samples a connection takes, so a late USER alone would not make it far).
 type slowUSER struct{ net.Listener }
 
 func (l slowUSER) Accept() (net.Conn, error) {
@@ -393,7 +395,7 @@ func (l slowUSER) Accept() (net.Conn, error) {
 type slowUSERConn struct{ net.Conn }
 
 func (c slowUSERConn) Write(p []byte) (int, error) {
-	if bytes.HasPrefix(p, []byte("331")) {
+	if bytes.HasPrefix(p, []byte("220")) || bytes.HasPrefix(p, []byte("331")) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return c.Conn.Write(p)
