@@ -126,7 +126,7 @@ func TestCLIUserRemove(t *testing.T) {
 		t.Helper()
 		return runFerryCLI(t, time.Minute, nil, "", append(append([]string{"user"}, args...), storeArgs(svc.cfg)...)...)
 	}
-	if r := operator("list"); r.code != 0 || !regexp.MustCompile(`^NAME +EMAIL +CREATED\nalice +alice@example.org +\S+ \S+\nbob +- `).MatchString(r.stdout) {
+	if r := operator("list"); r.code != 0 || !regexp.MustCompile(`^NAME +EMAIL +CREATED\nalice +alice@example.org +\S+\nbob +- `).MatchString(r.stdout) {
 		t.Errorf("user list:\n%s", r)
 	}
 	if r := operator("remove", "alice"); r.code != 1 || !strings.Contains(r.stderr, "unfinished tasks") || !strings.Contains(r.stderr, id) {
