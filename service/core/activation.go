@@ -35,7 +35,7 @@ func (s *Service) ActivationStatus(ctx context.Context, u domain.User, ref strin
 	if err != nil {
 		return domain.ActivationStatus{}, err
 	}
-	st := domain.ActivationStatus{Endpoint: ep}
+	st := domain.ActivationStatus{Endpoint: ep, Requirements: requirements(ep)}
 	if st.Activated, st.ExpiresIn, err = s.activation(ctx, u, ep); err != nil {
 		return st, err
 	}
@@ -45,6 +45,42 @@ func (s *Service) ActivationStatus(ctx context.Context, u domain.User, ref strin
 		}
 	}
 	return st, nil
+}
+
+// requirements is what an activation of ep takes: a login (user name
+// and password); a grid proxy, or with a MyProxy server a MyProxy username
+// and pass phrase instead; nothing for an anonymous endpoint.
+func requirements(ep domain.Endpoint) []domain.ActivationRequirement {
+	switch {
+	case ep.Auth == domain.AuthGSI:
+		rs := []domain.ActivationRequirement{
+			{Type: "proxy", Name: "proxy", UIName: "Grid proxy",
+				Description: "a grid proxy in PEM (certificate, key, chain), as grid-proxy-init or myproxy-logon writes it; " +
+					"the activation lasts as long as the proxy", Required: true, Private: true},
+			{Type: "proxy", Name: "username", UIName: "Username",
+				Description: "the user to log in as on the endpoint's servers (default: their grid-mapfile's mapping of the proxy's identity)"},
+		}
+		if ep.MyProxyServer != "" {
+			// Either a proxy, or a MyProxy username and pass phrase.
+			rs[0].Required = false
+			rs[0].Description += "; or give your MyProxy username and pass phrase instead"
+			rs = append(rs,
+				domain.ActivationRequirement{Type: "myproxy", Name: "myproxy_username", UIName: "MyProxy username",
+					Description: fmt.Sprintf("your username on the MyProxy server %s, which gives the service a proxy of yours "+
+						"(instead of proxy); it activates every endpoint that names that server", ep.MyProxyServer)},
+				domain.ActivationRequirement{Type: "myproxy", Name: "myproxy_passphrase", UIName: "MyProxy pass phrase",
+					Description: "the pass phrase of your credential on the MyProxy server: used once, never stored", Private: true})
+		}
+		return rs
+	case ep.NeedsActivation():
+		return []domain.ActivationRequirement{
+			{Type: "password", Name: "username", UIName: "Username",
+				Description: "your user name on the endpoint's servers", Required: true},
+			{Type: "password", Name: "password", UIName: "Password",
+				Description: "your password on the endpoint's servers", Required: true, Private: true},
+		}
+	}
+	return nil
 }
 
 // Activate checks a login by logging in to the endpoint, keeps it sealed

@@ -94,10 +94,20 @@ type SetupKey struct {
 // ActivationStatus is whether a user's activation of an endpoint is
 // usable, for how many seconds (-1: it needs none), and its grid identity.
 type ActivationStatus struct {
-	Endpoint  Endpoint
-	Activated bool
-	ExpiresIn int64
-	Subject   string
+	Endpoint     Endpoint
+	Activated    bool
+	ExpiresIn    int64
+	Subject      string
+	Requirements []ActivationRequirement // what an activation takes; none: it needs none
+}
+
+// ActivationRequirement is one thing an activation of an endpoint takes:
+// of a kind (Type: "password", "proxy", "myproxy"), the field Name of an
+// activation request, with its label and what it is; Private ones are
+// secrets.
+type ActivationRequirement struct {
+	Type, Name, UIName, Description string
+	Required, Private               bool
 }
 
 // ActivateRequest is a login for an endpoint: a user name and password, a

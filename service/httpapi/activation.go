@@ -13,36 +13,11 @@ func (s *Server) activationRequirements(w http.ResponseWriter, r *http.Request, 
 	if err != nil {
 		return err
 	}
-	ep := st.Endpoint
 	doc := api.ActivationRequirements{DataType: "activation_requirements", Activated: st.Activated, ExpiresIn: st.ExpiresIn,
-		Subject: st.Subject, Data: []api.ActivationRequirement{}}
-	switch {
-	case ep.Auth == domain.AuthGSI:
-		doc.Data = []api.ActivationRequirement{
-			{DataType: "activation_requirement", Type: "proxy", Name: "proxy", UIName: "Grid proxy",
-				Description: "a grid proxy in PEM (certificate, key, chain), as grid-proxy-init or myproxy-logon writes it; " +
-					"the activation lasts as long as the proxy", Required: true, Private: true},
-			{DataType: "activation_requirement", Type: "proxy", Name: "username", UIName: "Username",
-				Description: "the user to log in as on the endpoint's servers (default: their grid-mapfile's mapping of the proxy's identity)"},
-		}
-		if ep.MyProxyServer != "" {
-			// Either a proxy, or a MyProxy username and pass phrase.
-			doc.Data[0].Required = false
-			doc.Data[0].Description += "; or give your MyProxy username and pass phrase instead"
-			doc.Data = append(doc.Data,
-				api.ActivationRequirement{DataType: "activation_requirement", Type: "myproxy", Name: "myproxy_username", UIName: "MyProxy username",
-					Description: fmt.Sprintf("your username on the MyProxy server %s, which gives the service a proxy of yours "+
-						"(instead of proxy); it activates every endpoint that names that server", ep.MyProxyServer)},
-				api.ActivationRequirement{DataType: "activation_requirement", Type: "myproxy", Name: "myproxy_passphrase", UIName: "MyProxy pass phrase",
-					Description: "the pass phrase of your credential on the MyProxy server: used once, never stored", Private: true})
-		}
-	case ep.NeedsActivation():
-		doc.Data = []api.ActivationRequirement{
-			{DataType: "activation_requirement", Type: "password", Name: "username", UIName: "Username",
-				Description: "your user name on the endpoint's servers", Required: true},
-			{DataType: "activation_requirement", Type: "password", Name: "password", UIName: "Password",
-				Description: "your password on the endpoint's servers", Required: true, Private: true},
-		}
+		Subject: st.Subject, Data: make([]api.ActivationRequirement, len(st.Requirements))}
+	for i, q := range st.Requirements {
+		doc.Data[i] = api.ActivationRequirement{DataType: "activation_requirement", Type: q.Type, Name: q.Name, UIName: q.UIName,
+			Description: q.Description, Required: q.Required, Private: q.Private}
 	}
 	return reply(w, http.StatusOK, doc)
 }
