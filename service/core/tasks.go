@@ -45,8 +45,10 @@ func (s *Service) newTask(typ string, sub domain.Submission, items int) (domain.
 	if err := checkText("label", sub.Label, 128); err != nil {
 		return t, err
 	}
-	if !sub.Deadline.IsZero() && !sub.Deadline.After(t.RequestTime) {
-		return t, domain.Errorf(domain.EInvalid, "deadline %s is in the past", sub.Deadline.Format(time.RFC3339))
+	if !sub.Deadline.IsZero() {
+		if err := checkDeadline(sub.Deadline, t.RequestTime); err != nil {
+			return t, err
+		}
 	}
 	if items == 0 {
 		return t, domain.Errorf(domain.EInvalid, "no items: a task moves at least one")
@@ -371,4 +373,12 @@ func (s *Service) finishAdvice(ctx context.Context, u domain.User, id string, co
 		return conflict
 	}
 	return domain.Errorf(domain.EConflict, "task %s is %s: there is nothing to resume; %s", t.ID, t.Status, advice)
+}
+
+// checkDeadline refuses a task's deadline that is not after now.
+func checkDeadline(deadline, now time.Time) error {
+	if !deadline.After(now) {
+		return domain.Errorf(domain.EInvalid, "deadline %s is in the past", deadline.Format(time.RFC3339))
+	}
+	return nil
 }

@@ -169,8 +169,8 @@ func (s *Service) UpdateTask(ctx context.Context, u domain.User, id string, labe
 		t.Label = *label
 	}
 	if deadline != nil {
-		if !deadline.After(s.now()) {
-			return domain.Errorf(domain.EInvalid, "deadline %s is in the past", deadline.Format(time.RFC3339))
+		if err := checkDeadline(*deadline, s.now()); err != nil {
+			return err
 		}
 		t.Deadline = *deadline
 	}
