@@ -51,7 +51,8 @@ show() { printf '+ %s\n' "$*"; }
 # row_wanted ROW: whether ROWS selects ROW.
 row_wanted() {
 	local g gs
-	read -ra gs <<<"${ROWS//,/ }"
+	local rows=${ROWS:-}
+	read -ra gs <<<"${rows//,/ }"
 	((${#gs[@]})) || return 0
 	for g in "${gs[@]}"; do
 		# shellcheck disable=SC2053 # a glob on purpose
@@ -65,7 +66,8 @@ row_wanted() {
 # them (a misspelt row).
 selected_rows() {
 	local g gs r hit out=()
-	read -ra gs <<<"${ROWS//,/ }"
+	local rows=${ROWS:-}
+	read -ra gs <<<"${rows//,/ }"
 	for g in "${gs[@]}"; do
 		hit=0
 		# shellcheck disable=SC2053 # a glob on purpose
